@@ -1,0 +1,70 @@
+# dqd: the two front-door commands (make demo, make test) plus bench and fuzz.
+# Every target installs the Debian packages it needs when they are missing (as root),
+# configures with CMake and builds. Nothing outside this repository is read.
+
+SHELL := /bin/bash
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+
+# Packages the build, the tests, the wrapper and the demo use.
+DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
+	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
+	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
+	curl procps
+
+.PHONY: all deps build build-asan test test-c test-asan test-erl format-check bench fuzz \
+	fuzz-build demo clean
+
+all: build
+
+deps:
+	@./tools/install-deps $(DEB_PACKAGES)
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDQD_WERROR=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDQD_WERROR=ON -DDQD_SANITIZE=ON \
+		>/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-c: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: build-asan
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+test-erl: deps
+	@./wrapper-erl/run-tests
+
+format-check: deps
+	@./tools/format-check
+
+fuzz-build: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+		-DDQD_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# Brief fuzzing of every target on its seed corpus (make test); `make fuzz` runs longer.
+fuzz-smoke: fuzz-build
+	@./tools/run-fuzzers $(FUZZ_BUILD) 5
+
+fuzz: fuzz-build
+	@./tools/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+test: format-check test-c test-asan fuzz-smoke test-erl
+	@echo "make test: all suites passed"
+
+bench: build
+	@./tools/run-bench $(BUILD)
+
+demo: build
+	@./tools/demo $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/_build

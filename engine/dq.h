@@ -1,0 +1,269 @@
+/*
+ * dq.h: the ΔQ type and its algebra (ARCHITECTURE.md §3).
+ *
+ * A ΔQ is an improper CDF of a delay: the probability of completing by time t, whose
+ * limit is the tangible mass 1 − lost. We hold it binned on a grid of width
+ * w = Δt_base·2^k (Δt_base = 1 ms, k ∈ [−10, 10]) with N ∈ [1, 4096] bins:
+ *
+ *   pdf[i]  mass of delays in bin i, i = 0 … N−1. The mass of bin i is carried at the
+ *           grid time i·w; bin i collects delays in [(i−½)·w, (i+½)·w) (bin 0:
+ *           [0, ½·w)). Conversion from continuous delays rounds to the nearest grid time.
+ *   horizon H = N·w. The caller's dMax. Delays ≥ (N−½)·w but ≤ H go to the last bin;
+ *           beyond H they are lost (they would have timed out).
+ *   lost    1 − Σ pdf: failures and timeouts. Observed ΔQs also keep the counts of
+ *           ok / failed / timed-out instances they were built from.
+ *
+ * With masses at grid times, sequence is exactly index addition (discrete convolution),
+ * first-to-finish and all-to-finish are exact products of the CDFs at grid times, and
+ * rebinning by powers of two is exact up to the rounding of grid times. The error
+ * against the continuous quantity is at most ½·w per operand in time; see docs/engine.md.
+ *
+ * Memory: every ΔQ is heap-allocated by a constructor or an operator and released with
+ * dq_destroy (which accepts NULL). Operators never modify their operands. On failure an
+ * operator returns a negative dq_error code, leaves *out untouched and sets
+ * dq_last_error(); nothing aborts on bad input.
+ *
+ * Thread safety: the FFT plan cache is shared; use the engine from one thread at a time
+ * (dqd runs it on its loop thread).
+ */
+#ifndef DQ_H
+#define DQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dq_error.h"
+
+#define DQ_BASE_WIDTH 0.001 /* Δt_base in seconds */
+#define DQ_MIN_K (-10)
+#define DQ_MAX_K 10
+#define DQ_MIN_BINS 1
+#define DQ_MAX_BINS 4096
+#define DQ_QTA_MAX_POINTS 16
+#define DQ_EPS 1e-9 /* tolerance for masses and weights */
+
+struct dq {
+    int k;          /* width exponent: width = DQ_BASE_WIDTH · 2^k */
+    int n;          /* number of bins */
+    double width;   /* bin width in seconds (derived from k, kept for convenience) */
+    double *pdf;    /* n masses, each in [0, 1], Σ ≤ 1 */
+    uint64_t n_ok;  /* observed: successful instances (0 for calculated ΔQs) */
+    uint64_t n_fa;  /* observed: failed instances */
+    uint64_t n_to;  /* observed: timed-out instances */
+    uint64_t n_out; /* observed: successes beyond the horizon (counted as lost) */
+};
+
+/* ---- grid -------------------------------------------------------------------- */
+
+/* Bin width in seconds for exponent k (no range check). */
+double dq_width_of(int k);
+
+/* Validates (k, n): DQ_OK, or DQ_ERANGE with a message. */
+int dq_check_grid(int k, int n);
+
+/*
+ * Finds the grid for a deadline: the smallest k in range such that dmax / width(k)
+ * ≤ DQ_MAX_BINS, and n = ceil(dmax / width). Returns DQ_ERANGE when dmax ≤ 0, is NaN,
+ * or exceeds DQ_MAX_BINS · width(DQ_MAX_K).
+ */
+int dq_grid_for(double dmax, int *k, int *n);
+
+/* ---- constructors (each returns a new ΔQ in *out) -------------------------------- */
+
+/* All mass lost: the ΔQ of an outcome that never completes. */
+int dq_never(int k, int n, struct dq **out);
+
+/* Point mass at delay t ≥ 0 (lost when t > horizon). */
+int dq_wait(int k, int n, double t, struct dq **out);
+
+/* Uniform on [a, b], 0 ≤ a ≤ b (a == b is a wait). Mass beyond the horizon is lost. */
+int dq_uniform(int k, int n, double a, double b, struct dq **out);
+
+/* Exponential with rate > 0 (per second). Mass beyond the horizon is lost. */
+int dq_exponential(int k, int n, double rate, struct dq **out);
+
+/*
+ * From samples: `durations` are successful delays in seconds (each ≥ 0 and finite;
+ * NaN or negative is DQ_EINVAL), `n_failed` and `n_timeout` further instances that were
+ * lost. Masses are counts / total. Successes beyond the horizon are lost and counted in
+ * n_out. total == 0 is DQ_EINVAL (no sample, no distribution).
+ */
+int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_t n_failed,
+                    uint64_t n_timeout, struct dq **out);
+
+/*
+ * From a histogram of counts per bin (as dqd's window builder keeps them):
+ * counts[i] successes in bin i, plus failed, timed-out and beyond-horizon counts.
+ */
+int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint64_t n_timeout,
+                   uint64_t n_out, struct dq **out);
+
+/* From masses: pdf[i] ≥ 0, Σ ≤ 1 + DQ_EPS. Copies the array. */
+int dq_from_pdf(int k, int n, const double *pdf, struct dq **out);
+
+/* A deep copy. */
+int dq_clone(const struct dq *a, struct dq **out);
+
+/* Releases a ΔQ; NULL is a no-op. */
+void dq_destroy(struct dq *a);
+
+/* ---- QTA ------------------------------------------------------------------------ */
+
+/*
+ * A quantitative timeliness agreement: the step function "P(delay ≤ t[j]) ≥ p[j]" for
+ * j = 0 … n−1, with t strictly increasing, p non-decreasing in (0, 1], plus the largest
+ * acceptable lost mass.
+ */
+struct dq_qta {
+    int n;
+    double t[DQ_QTA_MAX_POINTS];
+    double p[DQ_QTA_MAX_POINTS];
+    double max_lost;
+};
+
+/* Validates a QTA (ranges, ordering, p[n−1] ≤ 1 − max_lost is not required). */
+int dq_qta_check(const struct dq_qta *q);
+
+/* The QTA's own ΔQ: mass p[0] at t[0], p[j]−p[j−1] at t[j], the rest lost. */
+int dq_from_qta(int k, int n, const struct dq_qta *q, struct dq **out);
+
+/*
+ * Checks a ΔQ against a QTA. margin = the smallest of F(t[j]) − p[j] over the points
+ * and of max_lost − lost; slack = max(margin, 0); hazard = max(−margin, 0).
+ * worst = index of the point with the smallest margin, or −1 when the lost mass is.
+ */
+struct dq_qta_result {
+    int ok; /* 1 when margin ≥ 0 */
+    double margin;
+    double slack;
+    double hazard;
+    int worst;
+};
+int dq_qta_eval(const struct dq *a, const struct dq_qta *q, struct dq_qta_result *res);
+
+/* ---- operators ----------------------------------------------------------------------- */
+
+/*
+ * Sequence (convolution): the delay of a then b. Operands of different widths are
+ * rebinned to the coarser one. The result has N = na + nb − 1 bins (the sum of the
+ * horizons); when that exceeds DQ_MAX_BINS the width doubles until it fits (mass past
+ * the widest grid is lost). Uses direct convolution below the measured crossover and
+ * FFTW r2c/c2r with cached plans above.
+ */
+int dq_sequence(const struct dq *a, const struct dq *b, struct dq **out);
+
+/*
+ * Sequence of n ≥ 1 operands in one go: all spectra multiplied, one inverse transform.
+ * Same result as folding dq_sequence (within 1e-9) but faster for n > 2.
+ */
+int dq_sequence_n(const struct dq *const *ops, size_t n, struct dq **out);
+
+/* First-to-finish of n ≥ 1 branches: F = 1 − Π(1 − F_i), on the coarsest width and
+ * the largest horizon. Lost mass is Π lost_i. */
+int dq_first_to_finish(const struct dq *const *ops, size_t n, struct dq **out);
+
+/* All-to-finish of n ≥ 1 branches: F = Π F_i. Lost mass is 1 − Π(1 − lost_i). */
+int dq_all_to_finish(const struct dq *const *ops, size_t n, struct dq **out);
+
+/* Probabilistic choice: F = Σ w_i F_i; weights in [0, 1] summing to 1 within DQ_EPS. */
+int dq_choice(const struct dq *const *ops, const double *weights, size_t n, struct dq **out);
+
+/* Rebins to a coarser (or equal) width exponent k ≥ a->k; keeps the horizon when it
+ * can (N' = ceil(N / 2^(k − a->k))). */
+int dq_rebin(const struct dq *a, int k, struct dq **out);
+
+/*
+ * Re-expresses a at a receiving probe's grid (k, n), coarser or finer: each grid mass
+ * moves to the nearest grid time of the new grid; mass beyond the new horizon is lost.
+ */
+int dq_reexpress(const struct dq *a, int k, int n, struct dq **out);
+
+/* ---- queries --------------------------------------------------------------------------- */
+
+/* Horizon N·w in seconds. */
+double dq_horizon(const struct dq *a);
+
+/* Tangible mass Σ pdf (clamped to [0, 1]). */
+double dq_tangible(const struct dq *a);
+
+/* Lost mass 1 − tangible. */
+double dq_lost(const struct dq *a);
+
+/* P(delay ≤ t): the sum of the masses at grid times ≤ t (0 for t < 0). */
+double dq_cdf_at(const struct dq *a, double t);
+
+/*
+ * The p-quantile for p in (0, 1]: the smallest grid time i·w with F(i·w) ≥ p.
+ * Returns DQ_ENOTREACHED (and leaves *t) when p exceeds the tangible mass.
+ */
+int dq_quantile(const struct dq *a, double p, double *t);
+
+/* Moments of the delay conditioned on success (over the tangible mass). */
+struct dq_moments {
+    double mass;     /* tangible mass the moments are conditioned on */
+    double mean;     /* seconds */
+    double variance; /* seconds² */
+    double skewness; /* 0 when variance is 0 */
+    double kurtosis; /* non-excess (3 for a normal); 0 when variance is 0 */
+};
+/* DQ_ENOTREACHED when the tangible mass is 0 (no success to condition on). */
+int dq_moments(const struct dq *a, struct dq_moments *m);
+
+enum dq_order {
+    DQ_CMP_EQUAL = 0,        /* same CDF within tolerance */
+    DQ_CMP_BETTER = 1,       /* a ≤ b: F_a ≥ F_b everywhere, strictly somewhere */
+    DQ_CMP_WORSE = 2,        /* a ≥ b: F_a ≤ F_b everywhere, strictly somewhere */
+    DQ_CMP_INCOMPARABLE = 3, /* the CDFs cross */
+};
+/* Compares CDFs at every grid time of the common (coarser) grid, and the tangible mass,
+ * with tolerance tol ≥ 0. */
+int dq_compare(const struct dq *a, const struct dq *b, double tol, enum dq_order *order);
+
+/* ---- distances -------------------------------------------------------------------- */
+
+/*
+ * Kolmogorov–Smirnov: D = sup |F_a − F_b| over the common grid and at infinity
+ * (tangible masses). Significance: two-sample when na, nb > 0 (effective size
+ * na·nb/(na+nb)), one-sample against b as the reference when nb == 0. p_value is the
+ * asymptotic Kolmogorov tail with Stephens' small-sample correction; *p_value = 1 when
+ * na == 0.
+ */
+int dq_ks(const struct dq *a, const struct dq *b, uint64_t na, uint64_t nb, double *d,
+          double *p_value);
+
+/* Wasserstein-1 ∫|F_a − F_b| dt over [0, H], lost mass placed at the common horizon H. */
+int dq_wasserstein1(const struct dq *a, const struct dq *b, double *w1);
+
+/*
+ * Confidence band over the last W ΔQs (all on one grid): per bin, the mean CDF and
+ * mean ± z·σ/√W clamped to [0, 1]. Arrays of n values, owned by the band.
+ */
+struct dq_band {
+    int k;
+    int n;
+    double *mean;
+    double *lo;
+    double *hi;
+};
+int dq_band_compute(const struct dq *const *ring, size_t w, double z, struct dq_band **out);
+void dq_band_destroy(struct dq_band *b);
+
+/* ---- moment algebra ----------------------------------------------------------------- */
+
+/*
+ * Infers the mean and variance of the unobserved part U of a sequence
+ * parent = o_1 -> … -> o_m -> U from the parent's and the observed parts' moments,
+ * assuming independence (means and variances add). A negative inferred variance is
+ * reported as 0 with *covariance_hint set to the (negative) residual: a sign that the
+ * parts are not independent.
+ */
+int dq_infer_unobserved(const struct dq_moments *parent, const struct dq_moments *observed,
+                        size_t m, double *mean, double *variance, double *covariance_hint);
+
+/* ---- FFT plans ------------------------------------------------------------------------ */
+
+/* Releases every cached FFTW plan and scratch buffer (call at shutdown; later operators
+ * re-create what they need). */
+void dq_engine_cleanup(void);
+
+#endif /* DQ_H */
