@@ -1,0 +1,273 @@
+/*
+ * dq_conv.c: convolution kernels for the sequence operator.
+ *
+ * Workload: dqd convolves ΔQs of up to 4096 bins at every window close, tens to
+ * hundreds of times per second. FFTW's planner is the expensive part of a small
+ * transform, so plans are made once per power-of-two size and kept for the life of the
+ * process (FFTW_ESTIMATE, so results do not depend on timing measurements and are
+ * reproducible run to run); buffers are made once with the plans and reused through
+ * FFTW's new-array execute functions. Direct convolution wins below a crossover size
+ * measured by the engine benchmark; operands are first trimmed to their non-zero
+ * support, so a wait (one non-zero bin) always goes the direct way.
+ */
+#include "dq_conv.h"
+
+#include <fftw3.h>
+#include <string.h>
+
+#include "dq_error.h"
+#include "dq_internal.h"
+
+/* Measured with bench_engine (docs/PERFORMANCE.md): below this support size direct wins. */
+#define CONV_CROSSOVER 48
+#define CONV_MAX_LOG2 24 /* transform sizes up to 2^24 points */
+
+struct conv_plan {
+    int size;           /* transform length m (power of two); 0 when not made yet */
+    double *real;       /* m reals */
+    fftw_complex *spec; /* m/2 + 1 complex */
+    fftw_complex *acc;  /* m/2 + 1 complex: the running product of spectra */
+    fftw_plan fwd;
+    fftw_plan inv;
+};
+
+static struct conv_plan plans[CONV_MAX_LOG2 + 1];
+
+static int log2_ceil(long n) {
+    int l = 0;
+    while ((1L << l) < n) {
+        l++;
+    }
+    return l;
+}
+
+static struct conv_plan *plan_get(long len) {
+    int l = log2_ceil(len);
+    if (l > CONV_MAX_LOG2) {
+        return NULL;
+    }
+    struct conv_plan *p = &plans[l];
+    if (p->size) {
+        return p;
+    }
+    int m = 1 << l;
+    p->real = fftw_alloc_real((size_t)m);
+    p->spec = fftw_alloc_complex((size_t)m / 2 + 1);
+    p->acc = fftw_alloc_complex((size_t)m / 2 + 1);
+    if (!p->real || !p->spec || !p->acc) {
+        goto fail;
+    }
+    p->fwd = fftw_plan_dft_r2c_1d(m, p->real, p->spec, FFTW_ESTIMATE);
+    p->inv = fftw_plan_dft_c2r_1d(m, p->spec, p->real, FFTW_ESTIMATE);
+    if (!p->fwd || !p->inv) {
+        goto fail;
+    }
+    p->size = m;
+    return p;
+fail:
+    if (p->fwd) {
+        fftw_destroy_plan(p->fwd);
+    }
+    if (p->inv) {
+        fftw_destroy_plan(p->inv);
+    }
+    fftw_free(p->real);
+    fftw_free(p->spec);
+    fftw_free(p->acc);
+    memset(p, 0, sizeof *p);
+    return NULL;
+}
+
+void dq_conv__cleanup(void) {
+    for (int l = 0; l <= CONV_MAX_LOG2; l++) {
+        struct conv_plan *p = &plans[l];
+        if (!p->size) {
+            continue;
+        }
+        fftw_destroy_plan(p->fwd);
+        fftw_destroy_plan(p->inv);
+        fftw_free(p->real);
+        fftw_free(p->spec);
+        fftw_free(p->acc);
+        memset(p, 0, sizeof *p);
+    }
+    fftw_cleanup();
+}
+
+static int check_args(const double *a, int na, const double *b, int nb, const double *out) {
+    if (!a || !b || !out || na < 1 || nb < 1) {
+        return dq_fail(DQ_EINVAL, "convolution needs two non-empty arrays and an output");
+    }
+    return DQ_OK;
+}
+
+int dq_conv_direct(const double *a, int na, const double *b, int nb, double *out) {
+    int rc = check_args(a, na, b, nb, out);
+    if (rc) {
+        return rc;
+    }
+    memset(out, 0, sizeof(double) * (size_t)(na + nb - 1));
+    for (int i = 0; i < na; i++) {
+        double ai = a[i];
+        if (ai == 0.0) {
+            continue;
+        }
+        double *o = out + i;
+        for (int j = 0; j < nb; j++) {
+            o[j] += ai * b[j];
+        }
+    }
+    return DQ_OK;
+}
+
+/* Loads x (len values, zero-padded to p->size) and transforms it into p->spec. */
+static void forward(struct conv_plan *p, const double *x, int len) {
+    memcpy(p->real, x, sizeof(double) * (size_t)len);
+    memset(p->real + len, 0, sizeof(double) * (size_t)(p->size - len));
+    fftw_execute_dft_r2c(p->fwd, p->real, p->spec);
+}
+
+/* acc ·= spec, element-wise complex product over m/2 + 1 bins. */
+static void multiply_into(fftw_complex *acc, fftw_complex *spec, int bins) {
+    for (int i = 0; i < bins; i++) {
+        double re = acc[i][0] * spec[i][0] - acc[i][1] * spec[i][1];
+        double im = acc[i][0] * spec[i][1] + acc[i][1] * spec[i][0];
+        acc[i][0] = re;
+        acc[i][1] = im;
+    }
+}
+
+/* Inverse-transforms p->acc into out[0 … len−1], scaled by 1/m and clamped at 0. */
+static void inverse(struct conv_plan *p, double *out, int len) {
+    fftw_execute_dft_c2r(p->inv, p->acc, p->real);
+    double scale = 1.0 / p->size;
+    for (int i = 0; i < len; i++) {
+        double v = p->real[i] * scale;
+        out[i] = v > 0.0 ? v : 0.0;
+    }
+}
+
+int dq_conv_fft(const double *a, int na, const double *b, int nb, double *out) {
+    const double *arrays[2] = {a, b};
+    int lens[2] = {na, nb};
+    return dq_conv_fft_n(arrays, lens, 2, out);
+}
+
+int dq_conv_fft_n(const double *const *arrays, const int *lens, size_t n, double *out) {
+    if (!arrays || !lens || !out || n < 1) {
+        return dq_fail(DQ_EINVAL, "n-way convolution needs at least one operand");
+    }
+    long total = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!arrays[i] || lens[i] < 1) {
+            return dq_fail(DQ_EINVAL, "operand %zu of the convolution is empty", i);
+        }
+        total += lens[i] - 1;
+    }
+    struct conv_plan *p = plan_get(total);
+    if (!p) {
+        return dq_fail(DQ_ENOMEM, "no FFT plan for a transform of %ld points", total);
+    }
+    int bins = p->size / 2 + 1;
+    forward(p, arrays[0], lens[0]);
+    memcpy(p->acc, p->spec, sizeof(fftw_complex) * (size_t)bins);
+    for (size_t i = 1; i < n; i++) {
+        forward(p, arrays[i], lens[i]);
+        multiply_into(p->acc, p->spec, bins);
+    }
+    inverse(p, out, (int)total);
+    return DQ_OK;
+}
+
+int dq_conv_fft_fresh(const double *a, int na, const double *b, int nb, double *out) {
+    int rc = check_args(a, na, b, nb, out);
+    if (rc) {
+        return rc;
+    }
+    int len = na + nb - 1;
+    int m = 1 << log2_ceil(len);
+    int bins = m / 2 + 1;
+    double *real = fftw_alloc_real((size_t)m);
+    fftw_complex *sa = fftw_alloc_complex((size_t)bins);
+    fftw_complex *sb = fftw_alloc_complex((size_t)bins);
+    fftw_plan pa = NULL, pb = NULL, pi = NULL;
+    rc = DQ_OK;
+    if (!real || !sa || !sb) {
+        rc = dq_fail(DQ_ENOMEM, "no memory for a %d-point transform", m);
+        goto out;
+    }
+    pa = fftw_plan_dft_r2c_1d(m, real, sa, FFTW_ESTIMATE);
+    pb = fftw_plan_dft_r2c_1d(m, real, sb, FFTW_ESTIMATE);
+    pi = fftw_plan_dft_c2r_1d(m, sa, real, FFTW_ESTIMATE);
+    if (!pa || !pb || !pi) {
+        rc = dq_fail(DQ_ENOMEM, "no FFT plan for a %d-point transform", m);
+        goto out;
+    }
+    memcpy(real, a, sizeof(double) * (size_t)na);
+    memset(real + na, 0, sizeof(double) * (size_t)(m - na));
+    fftw_execute(pa);
+    memcpy(real, b, sizeof(double) * (size_t)nb);
+    memset(real + nb, 0, sizeof(double) * (size_t)(m - nb));
+    fftw_execute(pb);
+    multiply_into(sa, sb, bins);
+    fftw_execute(pi);
+    for (int i = 0; i < len; i++) {
+        double v = real[i] / m;
+        out[i] = v > 0.0 ? v : 0.0;
+    }
+out:
+    if (pa) {
+        fftw_destroy_plan(pa);
+    }
+    if (pb) {
+        fftw_destroy_plan(pb);
+    }
+    if (pi) {
+        fftw_destroy_plan(pi);
+    }
+    fftw_free(real);
+    fftw_free(sa);
+    fftw_free(sb);
+    return rc;
+}
+
+/* First and one-past-last non-zero index of x; lo == hi when x is all zero. */
+static void support(const double *x, int n, int *lo, int *hi) {
+    int l = 0, h = n;
+    while (l < n && x[l] == 0.0) {
+        l++;
+    }
+    while (h > l && x[h - 1] == 0.0) {
+        h--;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+int dq_conv_auto(const double *a, int na, const double *b, int nb, double *out) {
+    int rc = check_args(a, na, b, nb, out);
+    if (rc) {
+        return rc;
+    }
+    int alo, ahi, blo, bhi;
+    support(a, na, &alo, &ahi);
+    support(b, nb, &blo, &bhi);
+    int len = na + nb - 1;
+    if (alo == ahi || blo == bhi) {
+        memset(out, 0, sizeof(double) * (size_t)len);
+        return DQ_OK;
+    }
+    int sa = ahi - alo, sb = bhi - blo;
+    int small = sa < sb ? sa : sb;
+    /* The trimmed product lands at offset alo + blo; everything else stays zero. */
+    memset(out, 0, sizeof(double) * (size_t)len);
+    double *dst = out + alo + blo;
+    if (small <= CONV_CROSSOVER || (long)sa * sb <= (long)CONV_CROSSOVER * CONV_CROSSOVER) {
+        return dq_conv_direct(a + alo, sa, b + blo, sb, dst);
+    }
+    return dq_conv_fft(a + alo, sa, b + blo, sb, dst);
+}
+
+int dq_conv_crossover(void) {
+    return CONV_CROSSOVER;
+}
