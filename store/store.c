@@ -1,0 +1,392 @@
+/*
+ * store.c: opening, migrating and closing the database, transactions, and the helpers
+ * the other store files share (statement cache, error translation, binding).
+ *
+ * Opening is defensive because the path comes from the command line: the file may be
+ * missing, unwritable, garbage, someone else's SQLite database, or written by a newer
+ * dqd. Each case ends in DQ_ESTORE with a message naming the path, never in a crash or a
+ * modified file. The checks read the header through PRAGMAs before anything is written.
+ */
+#include "store.h"
+#include "store_internal.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STORE_APPLICATION_ID 1146176561 /* 'DQD1', set by migration 1 */
+#define STORE_BUSY_TIMEOUT_MS 1000
+
+/* ---- shared helpers ------------------------------------------------------------------ */
+
+int store__stmt(struct store *st, enum store__stmt_id id, const char *sql, sqlite3_stmt **out) {
+    assert(id >= 0 && id < STORE__STMT_COUNT);
+    if (!st->stmt[id]) {
+        if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[id], NULL) !=
+            SQLITE_OK) {
+            st->stmt[id] = NULL;
+            return store__fail(st, "prepare");
+        }
+    } else if (sqlite3_stmt_busy(st->stmt[id])) {
+        /* A callback called back into the function that is iterating on this statement:
+           resetting it would silently end the outer iteration. */
+        return dq_fail(DQ_ESTATE, "store: statement already in use (re-entrant call from a "
+                                  "callback into the function iterating)");
+    }
+    *out = st->stmt[id];
+    return DQ_OK;
+}
+
+void store__done(sqlite3_stmt *s) {
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+}
+
+int store__fail(struct store *st, const char *what) {
+    int ext = sqlite3_extended_errcode(st->db);
+    int code = DQ_ESTORE;
+    if (ext == SQLITE_CONSTRAINT_FOREIGNKEY) {
+        code = DQ_ENOTFOUND;
+    } else if (ext == SQLITE_CONSTRAINT_CHECK || ext == SQLITE_CONSTRAINT_NOTNULL) {
+        code = DQ_EINVAL;
+    }
+    return dq_fail(code, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static int64_t realtime_ns(void *ctx) {
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t store__now(struct store *st) {
+    return st->now_ns(st->now_ctx);
+}
+
+int store__check_name(const char *name) {
+    if (!name) {
+        return dq_fail(DQ_EINVAL, "probe name is NULL");
+    }
+    size_t len = strlen(name);
+    if (len == 0 || len > STORE_PROBE_NAME_MAX) {
+        return dq_fail(DQ_EINVAL, "probe name length %zu not in [1, %d]", len,
+                       STORE_PROBE_NAME_MAX);
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        int alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        int digit = c >= '0' && c <= '9';
+        if (!alpha && !(digit && i > 0)) {
+            return dq_fail(DQ_EINVAL, "probe name \"%.64s\": character %zu is not allowed", name,
+                           i);
+        }
+    }
+    return DQ_OK;
+}
+
+int store__bind_text(sqlite3_stmt *s, int i, const char *text) {
+    return text ? sqlite3_bind_text(s, i, text, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
+}
+
+int store__bind_double(sqlite3_stmt *s, int i, double v) {
+    return isnan(v) ? sqlite3_bind_null(s, i) : sqlite3_bind_double(s, i, v);
+}
+
+double store__column_double(sqlite3_stmt *s, int i) {
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+}
+
+int store__exec(struct store *st, const char *sql) {
+    char *err = NULL;
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        int rc = dq_fail(DQ_ESTORE, "%s: %s", sql, err ? err : sqlite3_errmsg(st->db));
+        sqlite3_free(err);
+        return rc;
+    }
+    return DQ_OK;
+}
+
+/* Reads one integer PRAGMA (user_version, application_id, ...). */
+static int pragma_int(struct store *st, const char *pragma, int *value) {
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA %s", pragma);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        return dq_fail(DQ_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
+    }
+    int rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        rc = dq_fail(DQ_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
+    } else {
+        *value = sqlite3_column_int(s, 0);
+        rc = DQ_OK;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ---- open / migrate / close ------------------------------------------------------- */
+
+int store_schema_latest(void) {
+    return store__migrations[store__migration_count - 1].version;
+}
+
+/* Applies migration m unless another process got there first; one transaction. */
+static int apply_migration(struct store *st, const struct store__migration *m) {
+    int rc = store__exec(st, "BEGIN IMMEDIATE");
+    if (rc) {
+        return rc;
+    }
+    int version = 0;
+    rc = pragma_int(st, "user_version", &version);
+    if (rc == DQ_OK && version < m->version) {
+        char *err = NULL;
+        if (sqlite3_exec(st->db, m->sql, NULL, NULL, &err) != SQLITE_OK) {
+            rc = dq_fail(DQ_ESTORE, "%s: migration %d (%s) failed: %s", st->path, m->version,
+                         m->what, err ? err : sqlite3_errmsg(st->db));
+            sqlite3_free(err);
+        } else {
+            char sql[64];
+            snprintf(sql, sizeof sql, "PRAGMA user_version = %d", m->version);
+            rc = store__exec(st, sql);
+        }
+    }
+    if (rc == DQ_OK) {
+        rc = store__exec(st, "COMMIT");
+    }
+    if (rc != DQ_OK && !sqlite3_get_autocommit(st->db)) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", dq_last_error());
+        store__exec(st, "ROLLBACK");
+        dq_fail(rc, "%s", keep);
+    }
+    return rc;
+}
+
+/*
+ * The checks before anything is written. Reading user_version is the first access to the
+ * file's header, so it is where a non-database fails (SQLITE_NOTADB).
+ */
+static int check_file(struct store *st) {
+    int version = 0, app = 0, tables = 0;
+    int rc = pragma_int(st, "user_version", &version);
+    if (rc) {
+        return dq_fail(DQ_ESTORE, "%s: cannot read as an SQLite database: %s", st->path,
+                       sqlite3_errmsg(st->db));
+    }
+    if ((rc = pragma_int(st, "application_id", &app))) {
+        return rc;
+    }
+    if (app != 0 && app != STORE_APPLICATION_ID) {
+        return dq_fail(DQ_ESTORE, "%s: SQLite database of another application (application_id %d)",
+                       st->path, app);
+    }
+    if (version > store_schema_latest()) {
+        return dq_fail(DQ_ESTORE,
+                       "%s: schema version %d is newer than this dqd knows (%d); "
+                       "use a newer dqd or another --db",
+                       st->path, version, store_schema_latest());
+    }
+    if (version == 0) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(st->db, "SELECT count(*) FROM sqlite_schema", -1, &s, NULL) !=
+                SQLITE_OK ||
+            sqlite3_step(s) != SQLITE_ROW) {
+            rc = dq_fail(DQ_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
+        } else {
+            tables = sqlite3_column_int(s, 0);
+        }
+        sqlite3_finalize(s);
+        if (rc) {
+            return rc;
+        }
+        if (tables > 0) {
+            /* A version-0 file with tables was not created by dqd: migrating it would mix
+               our schema into someone else's data. */
+            return dq_fail(DQ_ESTORE,
+                           "%s: SQLite database with %d schema objects but no dqd "
+                           "schema version; not a dqd database",
+                           st->path, tables);
+        }
+    }
+    return DQ_OK;
+}
+
+static int configure(struct store *st) {
+    /* journal_mode answers with the mode in force: "wal", or "memory" for :memory:. */
+    sqlite3_stmt *s = NULL;
+    int rc = DQ_OK;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW) {
+        rc = dq_fail(DQ_ESTORE, "%s: cannot enable WAL: %s", st->path, sqlite3_errmsg(st->db));
+    } else {
+        const char *mode = (const char *)sqlite3_column_text(s, 0);
+        if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
+            rc = dq_fail(DQ_ESTORE, "%s: journal mode stays \"%s\" instead of wal", st->path,
+                         mode ? mode : "?");
+        }
+    }
+    sqlite3_finalize(s);
+    if (rc) {
+        return rc;
+    }
+    if ((rc = store__exec(st, "PRAGMA synchronous = NORMAL")) ||
+        (rc = store__exec(st, "PRAGMA foreign_keys = ON"))) {
+        return rc;
+    }
+    return DQ_OK;
+}
+
+int store_open(const char *path, struct store **out) {
+    return store_open_ex(path, NULL, out);
+}
+
+int store_open_ex(const char *path, const struct store_options *opts, struct store **out) {
+    if (!path || !out) {
+        return dq_fail(DQ_EINVAL, "store_open: NULL path or out");
+    }
+    int target = opts && opts->target_version ? opts->target_version : store_schema_latest();
+    int busy = opts && opts->busy_timeout_ms ? opts->busy_timeout_ms : STORE_BUSY_TIMEOUT_MS;
+    if (target < 1 || target > store_schema_latest() || busy < 0) {
+        return dq_fail(DQ_EINVAL, "store_open: target version %d not in [1, %d] or bad timeout",
+                       target, store_schema_latest());
+    }
+    struct store *st = calloc(1, sizeof *st);
+    if (!st) {
+        return dq_fail(DQ_ENOMEM, "store_open: out of memory");
+    }
+    size_t len = strlen(path);
+    st->path = malloc(len + 1);
+    if (!st->path) {
+        free(st);
+        return dq_fail(DQ_ENOMEM, "store_open: out of memory");
+    }
+    memcpy(st->path, path, len + 1);
+    st->now_ns = realtime_ns;
+    store_retention_default(&st->retention);
+
+    int rc = DQ_OK;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
+        rc = dq_fail(DQ_ESTORE, "%s: cannot open: %s", path,
+                     st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, busy);
+    if (sqlite3_db_readonly(st->db, "main") == 1) {
+        rc = dq_fail(DQ_ESTORE, "%s: database file is read-only", path);
+        goto fail;
+    }
+    if ((rc = check_file(st)) || (rc = configure(st))) {
+        goto fail;
+    }
+    int version = 0;
+    if ((rc = pragma_int(st, "user_version", &version))) {
+        goto fail;
+    }
+    for (int i = 0; i < store__migration_count; i++) {
+        const struct store__migration *m = &store__migrations[i];
+        if (m->version > version && m->version <= target) {
+            if ((rc = apply_migration(st, m))) {
+                goto fail;
+            }
+        }
+    }
+    *out = st;
+    return DQ_OK;
+
+fail:
+    store_close(st);
+    return rc;
+}
+
+void store_close(struct store *st) {
+    if (!st) {
+        return;
+    }
+    if (st->db) {
+        if (!sqlite3_get_autocommit(st->db)) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        }
+        for (int i = 0; i < STORE__STMT_COUNT; i++) {
+            sqlite3_finalize(st->stmt[i]);
+        }
+        /* Lets SQLite refresh its planner statistics where it thinks it worthwhile;
+           cheap, and a no-op on a database that cannot be written. */
+        if (sqlite3_db_readonly(st->db, "main") == 0) {
+            sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
+        }
+        sqlite3_close(st->db);
+    }
+    free(st->path);
+    free(st);
+}
+
+int store_schema_version(struct store *st, int *version) {
+    if (!st || !version) {
+        return dq_fail(DQ_EINVAL, "store_schema_version: NULL argument");
+    }
+    return pragma_int(st, "user_version", version);
+}
+
+const char *store_path(const struct store *st) {
+    return st->path;
+}
+
+void store_set_clock(struct store *st, int64_t (*now_ns)(void *ctx), void *ctx) {
+    st->now_ns = now_ns ? now_ns : realtime_ns;
+    st->now_ctx = now_ns ? ctx : NULL;
+}
+
+/* ---- transactions ---------------------------------------------------------------- */
+
+int store_begin(struct store *st) {
+    if (st->in_txn) {
+        return dq_fail(DQ_ESTATE, "store_begin: a transaction is already open");
+    }
+    int rc = store__exec(st, "BEGIN IMMEDIATE");
+    if (rc == DQ_OK) {
+        st->in_txn = true;
+    }
+    return rc;
+}
+
+int store_commit(struct store *st) {
+    if (!st->in_txn) {
+        return dq_fail(DQ_ESTATE, "store_commit: no transaction is open");
+    }
+    st->in_txn = false;
+    if (sqlite3_get_autocommit(st->db)) {
+        /* SQLite rolls a transaction back by itself after some errors (disk full, I/O). */
+        return dq_fail(DQ_ESTORE, "store_commit: the transaction was already rolled back "
+                                  "by an earlier error");
+    }
+    int rc = store__exec(st, "COMMIT");
+    if (rc != DQ_OK && !sqlite3_get_autocommit(st->db)) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", dq_last_error());
+        store__exec(st, "ROLLBACK");
+        dq_fail(rc, "%s (rolled back)", keep);
+    }
+    return rc;
+}
+
+int store_rollback(struct store *st) {
+    if (!st->in_txn) {
+        return dq_fail(DQ_ESTATE, "store_rollback: no transaction is open");
+    }
+    st->in_txn = false;
+    if (sqlite3_get_autocommit(st->db)) {
+        return DQ_OK; /* already rolled back by SQLite */
+    }
+    return store__exec(st, "ROLLBACK");
+}
+
+bool store_in_transaction(const struct store *st) {
+    return st->in_txn;
+}

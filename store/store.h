@@ -1,0 +1,259 @@
+/*
+ * store.h: dqd's SQLite store (ARCHITECTURE.md §6). The only module that calls sqlite3.
+ *
+ * One struct store wraps one database file: probes and their settings, per-window
+ * summaries, and an event log. The schema is versioned with PRAGMA user_version and grown
+ * by forward migrations (store_schema.c); docs/store.md describes every table and shows
+ * how to read them with the sqlite3 shell.
+ *
+ * Workload: the daemon calls the store from its loop thread only, at window close (about
+ * once a second: one transaction holding a summary row per probe, see store_begin) and on
+ * API changes; never on the ingest hot path. A struct store must not be shared between
+ * threads. Other processes (the sqlite3 shell, backups) may read the file concurrently:
+ * the database runs in WAL mode, and writers wait up to the busy timeout for a lock.
+ *
+ * Conventions:
+ *   - Every fallible function returns DQ_OK (0) or a negative DQ_E* code and sets the
+ *     detail message (dq_last_error()). SQLite failures are DQ_ESTORE with SQLite's own
+ *     message; a missing row is DQ_ENOTFOUND; bad arguments are DQ_EINVAL / DQ_ERANGE.
+ *   - Times are int64 nanoseconds since the Unix epoch (wall clock), like instance times.
+ *     Times the store stamps itself (created, updated, an event with time 0) come from the
+ *     store's clock: CLOCK_REALTIME unless store_set_clock installed another one.
+ *   - Strings passed in are copied by SQLite; strings handed to a callback belong to the
+ *     store and are valid only during that callback.
+ *   - Callbacks return 0 to go on, a positive value to stop early (the iterating function
+ *     then returns DQ_OK), or a negative DQ_E* code to abort (returned as is).
+ *   - JSON columns (qta, detail) are stored as text and must be valid JSON (checked by
+ *     SQLite's json_valid); the store never interprets them.
+ *   - Doubles that have no value (a quantile not reached, an unset dMax) are NAN in C and
+ *     NULL in the database.
+ */
+#ifndef DQ_STORE_H
+#define DQ_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dq.h"
+
+struct store;
+
+/* ---- open / close ------------------------------------------------------------------ */
+
+/* Options of store_open_ex; a zeroed struct means the defaults of store_open. */
+struct store_options {
+    int busy_timeout_ms; /* wait for another process's lock; 0 = default (1000 ms) */
+    int target_version;  /* migrate only up to this version; 0 = latest. For tests/tools. */
+};
+
+/*
+ * Opens (creating it when missing) the database at `path` and migrates it to the latest
+ * schema version. On success *out holds a new store to release with store_close; on
+ * failure *out is left untouched and nothing is leaked.
+ *
+ * Sets WAL journal mode, synchronous=NORMAL (durable across a process crash; a power
+ * cut may lose the last transactions), foreign keys on, the busy timeout.
+ * Each pending migration runs in its own transaction, so a failure leaves the file at
+ * the last version that completed.
+ *
+ * Fails with DQ_ESTORE (and a message naming the path) when the file cannot be opened or
+ * created (missing or read-only directory), is read-only, is not an SQLite database, is
+ * another application's database, or has a schema version newer than this code knows
+ * (store_schema_latest()): dqd never touches a database written by a newer dqd.
+ * DQ_EINVAL when path or out is NULL.
+ */
+int store_open(const char *path, struct store **out);
+
+/* store_open with options (opts may be NULL for the defaults). */
+int store_open_ex(const char *path, const struct store_options *opts, struct store **out);
+
+/*
+ * Closes the store: rolls back a transaction left open by store_begin, finalizes every
+ * cached statement, closes the database (checkpointing the WAL). store_close(NULL) is a
+ * no-op.
+ */
+void store_close(struct store *st);
+
+/* Latest schema version this code can migrate to. */
+int store_schema_latest(void);
+
+/* Schema version of the open database (PRAGMA user_version) in *version. */
+int store_schema_version(struct store *st, int *version);
+
+/* Path the store was opened with (owned by the store). */
+const char *store_path(const struct store *st);
+
+/*
+ * Replaces the store's clock: now_ns(ctx) must return nanoseconds since the epoch. The
+ * daemon passes its own clock so that simulated runs stamp simulated times. NULL restores
+ * CLOCK_REALTIME.
+ */
+void store_set_clock(struct store *st, int64_t (*now_ns)(void *ctx), void *ctx);
+
+/* ---- transactions ---------------------------------------------------------------- */
+
+/*
+ * Opens a write transaction (BEGIN IMMEDIATE: the write lock is taken now, so a busy
+ * database fails here rather than halfway through). Every store call until store_commit
+ * or store_rollback joins it. The daemon brackets each window close with it so that all
+ * the summary rows of one window land together or not at all.
+ * DQ_ESTATE when a transaction is already open (they do not nest); DQ_ESTORE when the
+ * lock cannot be had within the busy timeout.
+ */
+int store_begin(struct store *st);
+
+/*
+ * Commits the open transaction. DQ_ESTATE when none is open. When COMMIT itself fails
+ * (DQ_ESTORE) the transaction is rolled back, so the store is always out of it afterwards.
+ */
+int store_commit(struct store *st);
+
+/* Rolls back the open transaction; DQ_ESTATE when none is open. */
+int store_rollback(struct store *st);
+
+/* True between store_begin and store_commit / store_rollback. */
+bool store_in_transaction(const struct store *st);
+
+/* ---- probes ------------------------------------------------------------------------ */
+
+#define STORE_PROBE_NAME_MAX 255 /* bytes, as ARCHITECTURE.md §1 */
+
+/* One row of `probes`. */
+struct store_probe {
+    const char *name;     /* [A-Za-z_][A-Za-z0-9_]*, at most STORE_PROBE_NAME_MAX bytes */
+    double dmax_ms;       /* configured dMax in ms, > 0; NAN = not set (daemon default) */
+    int bins;             /* bins over dMax, 1..DQ_MAX_BINS; 0 = not set */
+    bool enabled;         /* the wrapper should report it (has a dMax on the wrapper) */
+    bool always_on;       /* part of the baseline: never disabled by the adaptive loop */
+    const char *qta_json; /* required ΔQ as JSON text, NULL = none */
+    int64_t created_ns;   /* read only: first upsert */
+    int64_t updated_ns;   /* read only: last change */
+};
+
+typedef int (*store_probe_cb)(void *ctx, const struct store_probe *p);
+
+/*
+ * Inserts the probe or, when a probe of that name exists, overwrites its settings
+ * (dmax_ms, bins, enabled, always_on, qta_json); created_ns is kept, updated_ns set to now.
+ * DQ_EINVAL for a bad name or invalid JSON, DQ_ERANGE for dmax_ms ≤ 0 or bins out of range.
+ */
+int store_probe_upsert(struct store *st, const struct store_probe *p);
+
+/*
+ * Inserts the probe with default settings (disabled, nothing set) when it is not there
+ * yet; leaves an existing probe alone. For "registered on first sight".
+ */
+int store_probe_ensure(struct store *st, const char *name);
+
+/* Calls cb once with the probe `name`; DQ_ENOTFOUND when there is none. */
+int store_probe_get(struct store *st, const char *name, store_probe_cb cb, void *ctx);
+
+/* Calls cb for every probe, in name order (the daemon's reload at start). */
+int store_probes_each(struct store *st, store_probe_cb cb, void *ctx);
+
+/* The setters below change one setting and updated_ns; DQ_ENOTFOUND for an unknown probe. */
+int store_probe_set_enabled(struct store *st, const char *name, bool enabled);
+int store_probe_set_always_on(struct store *st, const char *name, bool always_on);
+/* dmax_ms NAN with bins 0 clears both (back to the daemon default). */
+int store_probe_set_range(struct store *st, const char *name, double dmax_ms, int bins);
+/* qta_json NULL removes the QTA. */
+int store_probe_set_qta(struct store *st, const char *name, const char *qta_json);
+
+/* Deletes the probe and, through the foreign keys, its windows. DQ_ENOTFOUND if unknown. */
+int store_probe_delete(struct store *st, const char *name);
+
+/* ---- windows --------------------------------------------------------------------- */
+
+/* Which ΔQ a summary describes: built from instances, or by the diagram operators. */
+enum store_kind { STORE_OBSERVED = 0, STORE_CALCULATED = 1 };
+
+/* "observed" / "calculated" (the text stored in the kind columns); NULL if out of range. */
+const char *store_kind_name(enum store_kind kind);
+
+/* One row of `windows`: the summary of one probe's ΔQ over one window. */
+struct store_window {
+    const char *probe;    /* must exist in probes (DQ_ENOTFOUND otherwise) */
+    enum store_kind kind; /* observed or calculated: one row each per window */
+    int64_t start_ns;     /* window [start, end) */
+    int64_t end_ns;
+    uint64_t n;    /* instances: n_ok + n_fa + n_to for observed, 0 for calculated */
+    uint64_t n_ok; /* successful instances */
+    uint64_t n_fa; /* failed */
+    uint64_t n_to; /* timed out */
+    double mean;   /* seconds, conditioned on success; NAN = none */
+    double p50;    /* quantiles in seconds; NAN = not reached by the tangible mass */
+    double p95;
+    double p99;
+    double lost; /* lost mass in [0, 1]; NAN = none (no instances) */
+};
+
+typedef int (*store_window_cb)(void *ctx, const struct store_window *w);
+
+/*
+ * Writes one summary row. Writing the same (probe, kind, start_ns) again replaces the row,
+ * so a window re-closed after a restart is not duplicated. Call it between store_begin
+ * and store_commit at window close. DQ_EINVAL for end_ns < start_ns or a bad kind.
+ */
+int store_window_put(struct store *st, const struct store_window *w);
+
+/*
+ * Calls cb for the windows of `probe` and `kind` whose start lies in [from_ns, to_ns),
+ * newest first, at most `limit` of them (limit ≤ 0: all).
+ */
+int store_windows_each(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
+                       int64_t to_ns, int limit, store_window_cb cb, void *ctx);
+
+/*
+ * Fills *out with the newest window of `probe` and `kind`; out->probe is set to `probe`.
+ * DQ_ENOTFOUND when the probe has no such window.
+ */
+int store_window_latest(struct store *st, const char *probe, enum store_kind kind,
+                        struct store_window *out);
+
+/* ---- events ------------------------------------------------------------------------ */
+
+/* One row of `events`, the general log ("auto-range pushed dMax 64 ms", "trigger fired"). */
+struct store_event {
+    int64_t id;              /* read only: assigned on insert, increasing */
+    int64_t time_ns;         /* 0 on insert = now (store clock) */
+    const char *kind;        /* short tag, e.g. "auto_range"; required, ≤ 64 bytes */
+    const char *probe;       /* the probe concerned, or NULL */
+    const char *detail_json; /* JSON text, or NULL */
+};
+
+typedef int (*store_event_cb)(void *ctx, const struct store_event *ev);
+
+/* Appends an event; its id goes to *id when id is not NULL. DQ_EINVAL for bad kind/JSON. */
+int store_event_add(struct store *st, const struct store_event *ev, int64_t *id);
+
+/*
+ * Calls cb for events with id > after_id, oldest first, matching `probe` and `kind`
+ * (NULL = any), at most `limit` (≤ 0: all). Tail the log by passing the last id seen.
+ */
+int store_events_each(struct store *st, const char *probe, const char *kind, int64_t after_id,
+                      int limit, store_event_cb cb, void *ctx);
+
+/* ---- retention ------------------------------------------------------------------- */
+
+/* What store_prune deletes. 0 in a field means "no limit". */
+struct store_retention {
+    int64_t window_max_age_ns; /* windows that started more than this before now */
+    int64_t window_max_rows;   /* beyond the newest N windows per probe and kind */
+    int64_t event_max_age_ns;  /* events older than this */
+};
+
+/* Defaults: windows kept 7 days, no row cap, events kept forever. */
+void store_retention_default(struct store_retention *r);
+
+/* Replaces the store's retention policy (copied). DQ_EINVAL for a negative field. */
+int store_set_retention(struct store *st, const struct store_retention *r);
+
+/*
+ * Applies the retention policy now (store clock); the number of rows deleted goes to
+ * *deleted when it is not NULL. Runs in its own transaction, or joins the caller's.
+ * The daemon calls it every few minutes, not at every window close.
+ */
+int store_prune(struct store *st, int64_t *deleted);
+
+#endif /* DQ_STORE_H */
