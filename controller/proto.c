@@ -1,0 +1,753 @@
+/*
+ * proto.c: parser, line splitter and command formatter of the wrapper protocol.
+ *
+ * Workload: every outcome instance of every instrumented application passes through
+ * proto_splitter_feed() and proto_parse() on dqd's loop thread, millions per second at
+ * peak. So the parser walks the line once with a moving pointer, classifies bytes with
+ * a few comparisons instead of library calls, returns slices instead of copies, and
+ * tests the instance prefix before anything else. The rarer v2 control lines (hello,
+ * ack, drop, state) are parsed just as strictly but without concern for speed.
+ *
+ * Strictness: anything PROTOCOL.md does not allow is an error of one kind, decided by
+ * the first thing that goes wrong walking the line left to right (a missing field is
+ * FIELD, a field with a bad value is the kind of that value). The only leniency is
+ * the one the protocol asks for: unknown trailing fields of a v2 instance, and of
+ * hello and state lines, are skipped so newer wrappers can add fields.
+ */
+#include "proto.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+static const struct {
+    const char *label;
+    const char *msg;
+} err_info[PROTO_E_COUNT] = {{"ok", "no error"},
+#define PROTO_ERR_INFO_(name, label, msg) {label, msg},
+                             PROTO_ERR_MAP(PROTO_ERR_INFO_)
+#undef PROTO_ERR_INFO_
+};
+
+const char *proto_err_name(int err) {
+    if (err < 0 || err >= PROTO_E_COUNT) {
+        return "invalid";
+    }
+    return err_info[err].label;
+}
+
+const char *proto_err_message(int err) {
+    if (err < 0 || err >= PROTO_E_COUNT) {
+        return "invalid error kind";
+    }
+    return err_info[err].msg;
+}
+
+/* ---- character classes -------------------------------------------------------------- */
+
+static inline int is_digit(unsigned char c) {
+    return (unsigned)(c - '0') < 10u;
+}
+
+static inline int is_alpha(unsigned char c) {
+    return (unsigned)((c | 0x20) - 'a') < 26u;
+}
+
+static inline int is_name0(unsigned char c) {
+    return is_alpha(c) || c == '_';
+}
+
+static inline int is_name(unsigned char c) {
+    return is_alpha(c) || is_digit(c) || c == '_';
+}
+
+static inline int is_hex(unsigned char c) {
+    return is_digit(c) || (unsigned)((c | 0x20) - 'a') < 6u;
+}
+
+/* Attribute keys: [A-Za-z0-9_.] */
+static inline int is_akey(unsigned char c) {
+    return is_name(c) || c == '.';
+}
+
+/* Attribute values: [A-Za-z0-9_.:-] */
+static inline int is_aval(unsigned char c) {
+    return is_akey(c) || c == ':' || c == '-';
+}
+
+/* Hello node and app: Erlang node names and application names, [A-Za-z0-9_.@:+-]. */
+static inline int is_label(unsigned char c) {
+    return is_aval(c) || c == '@' || c == '+';
+}
+
+/* 1 when [p, e) starts with the n bytes of lit. */
+static inline int has_prefix(const char *p, const char *e, const char *lit, size_t n) {
+    return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+static inline int slice_is(const char *p, size_t n, const char *lit) {
+    size_t m = strlen(lit);
+    return n == m && memcmp(p, lit, m) == 0;
+}
+
+int proto_name_valid(const char *s, size_t n) {
+    if (n == 0 || n > PROTO_MAX_NAME || !is_name0((unsigned char)s[0])) {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (!is_name((unsigned char)s[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- numbers ------------------------------------------------------------------------ */
+
+/*
+ * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns PROTO_OK with
+ * *pp on the stop byte, or PROTO_E_TIME (empty, non-digit, 0, or > INT64_MAX).
+ */
+static int parse_time(const char **pp, const char *e, int64_t *out) {
+    const char *p = *pp;
+    uint64_t v = 0;
+    const char *start = p;
+    while (p < e && *p != ';') {
+        unsigned d = (unsigned)((unsigned char)*p - '0');
+        if (d > 9) {
+            return PROTO_E_TIME;
+        }
+        if (v > ((uint64_t)INT64_MAX - d) / 10) {
+            return PROTO_E_TIME;
+        }
+        v = v * 10 + d;
+        p++;
+    }
+    if (p == start || v == 0) {
+        return PROTO_E_TIME;
+    }
+    *out = (int64_t)v;
+    *pp = p;
+    return PROTO_OK;
+}
+
+/* A whole-slice unsigned decimal (1 … 20 digits, no overflow). Returns 0 or −1. */
+static int parse_u64(const char *s, size_t n, uint64_t *out) {
+    uint64_t v = 0;
+    if (n == 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)((unsigned char)s[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return -1;
+        }
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int proto_parse_ms(const char *s, size_t n, double *ms) {
+    size_t i = 0;
+    uint64_t ip = 0, fp = 0;
+    double scale = 1.0;
+    while (i < n && is_digit((unsigned char)s[i])) {
+        if (i >= 10) {
+            return -1; /* more than 10 integer digits is beyond PROTO_MAX_CMD_MS anyway */
+        }
+        ip = ip * 10 + (uint64_t)(s[i] - '0');
+        i++;
+    }
+    if (i == 0) {
+        return -1;
+    }
+    if (i < n) {
+        size_t f0;
+        if (s[i] != '.') {
+            return -1;
+        }
+        f0 = ++i;
+        while (i < n && is_digit((unsigned char)s[i])) {
+            if (i - f0 >= 9) {
+                return -1;
+            }
+            fp = fp * 10 + (uint64_t)(s[i] - '0');
+            scale *= 10.0;
+            i++;
+        }
+        if (i == f0 || i < n) {
+            return -1;
+        }
+    }
+    double v = (double)ip + (double)fp / scale;
+    if (!(v >= PROTO_MIN_CMD_MS) || v > PROTO_MAX_CMD_MS) {
+        return -1;
+    }
+    *ms = v;
+    return 0;
+}
+
+/* ---- key/value lists ---------------------------------------------------------------- */
+
+int proto_kv_next(struct proto_slice *it, struct proto_slice *key, struct proto_slice *value) {
+    if (it->n == 0) {
+        return 0;
+    }
+    const char *p = it->p, *e = it->p + it->n;
+    const char *eq = memchr(p, '=', it->n);
+    if (!eq || eq == p || memchr(p, ',', (size_t)(eq - p))) {
+        return -1;
+    }
+    const char *comma = memchr(eq, ',', (size_t)(e - eq));
+    const char *vend = comma ? comma : e;
+    if (vend == eq + 1) {
+        return -1;
+    }
+    key->p = p;
+    key->n = (size_t)(eq - p);
+    value->p = eq + 1;
+    value->n = (size_t)(vend - eq - 1);
+    if (comma) {
+        if (comma + 1 == e) {
+            return -1; /* a trailing ',' */
+        }
+        it->p = comma + 1;
+        it->n = (size_t)(e - comma - 1);
+    } else {
+        it->p = e;
+        it->n = 0;
+    }
+    return 1;
+}
+
+/* K=V(,K=V)* with keys [A-Za-z0-9_.]+ and values [A-Za-z0-9_.:-]+. */
+static int attrs_valid(const char *p, size_t n) {
+    const char *e = p + n;
+    for (;;) {
+        const char *k = p;
+        while (p < e && is_akey((unsigned char)*p)) {
+            p++;
+        }
+        if (p == k || p == e || *p != '=') {
+            return 0;
+        }
+        const char *v = ++p;
+        while (p < e && is_aval((unsigned char)*p)) {
+            p++;
+        }
+        if (p == v) {
+            return 0;
+        }
+        if (p == e) {
+            return 1;
+        }
+        if (*p != ',' || ++p == e) {
+            return 0;
+        }
+    }
+}
+
+/* NAME=MS(,NAME=MS)* or empty. */
+static int probes_valid(struct proto_slice it) {
+    struct proto_slice k, v;
+    double ms;
+    int r;
+    while ((r = proto_kv_next(&it, &k, &v)) == 1) {
+        if (!proto_name_valid(k.p, k.n) || proto_parse_ms(v.p, v.n, &ms) != 0) {
+            return 0;
+        }
+    }
+    return r == 0;
+}
+
+static int hex_valid(const char *p, size_t n) {
+    if (n == 0 || n > PROTO_MAX_ID) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!is_hex((unsigned char)p[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- instance ----------------------------------------------------------------------- */
+
+/* The optional v2 fields after s:STATUS. p is on the ';' that starts the first one. */
+static int parse_trailing(const char *p, const char *e, struct proto_msg *m) {
+    m->v2_fields = 1;
+    while (p < e) {
+        const char *seg = p + 1; /* *p == ';' */
+        const char *se = memchr(seg, ';', (size_t)(e - seg));
+        if (!se) {
+            se = e;
+        }
+        const char *colon = memchr(seg, ':', (size_t)(se - seg));
+        if (!colon || colon == seg) {
+            return PROTO_E_SYNTAX;
+        }
+        const char *val = colon + 1;
+        size_t vn = (size_t)(se - val);
+        size_t kn = (size_t)(colon - seg);
+        struct proto_slice *dst = NULL;
+        if (kn == 1) {
+            switch (*seg) {
+            case 'i':
+                dst = &m->id;
+                break;
+            case 't':
+                dst = &m->trace;
+                break;
+            case 'p':
+                dst = &m->parent;
+                break;
+            case 'a':
+                dst = &m->attrs;
+                break;
+            default:
+                break;
+            }
+        }
+        if (dst) {
+            if (dst->p) {
+                return PROTO_E_FIELD; /* the same field twice */
+            }
+            if (dst == &m->attrs) {
+                if (!attrs_valid(val, vn)) {
+                    return PROTO_E_ATTR;
+                }
+            } else if (!hex_valid(val, vn)) {
+                return PROTO_E_ID;
+            }
+            dst->p = val;
+            dst->n = vn;
+        } else {
+            for (const char *k = seg; k < colon; k++) {
+                if (!is_name((unsigned char)*k)) {
+                    return PROTO_E_SYNTAX;
+                }
+            }
+        }
+        p = se;
+    }
+    return PROTO_OK;
+}
+
+/* p is just past "n:". */
+static int parse_instance(const char *p, const char *e, int64_t now_ns, struct proto_msg *m) {
+    int r;
+    const char *name = p;
+
+    m->kind = PROTO_INSTANCE;
+    while (p < e && is_name((unsigned char)*p)) {
+        p++;
+    }
+    if (p == e) {
+        return p == name ? PROTO_E_NAME : PROTO_E_FIELD;
+    }
+    if (*p != ';' || p == name || !is_name0((unsigned char)*name) ||
+        (size_t)(p - name) > PROTO_MAX_NAME) {
+        return PROTO_E_NAME;
+    }
+    m->name.p = name;
+    m->name.n = (size_t)(p - name);
+    p++;
+
+    if (!has_prefix(p, e, "b:", 2)) {
+        return PROTO_E_FIELD;
+    }
+    p += 2;
+    if ((r = parse_time(&p, e, &m->start_ns)) != PROTO_OK) {
+        return r;
+    }
+    if (!has_prefix(p, e, ";e:", 3)) {
+        return PROTO_E_FIELD;
+    }
+    p += 3;
+    if ((r = parse_time(&p, e, &m->end_ns)) != PROTO_OK) {
+        return r;
+    }
+    if (!has_prefix(p, e, ";s:", 3)) {
+        return PROTO_E_FIELD;
+    }
+    p += 3;
+    if (e - p < 2 || (e - p > 2 && p[2] != ';')) {
+        return PROTO_E_STATUS;
+    }
+    if (p[0] == 'o' && p[1] == 'k') {
+        m->status = PROTO_ST_OK;
+    } else if (p[0] == 'f' && p[1] == 'a') {
+        m->status = PROTO_ST_FA;
+    } else if (p[0] == 't' && p[1] == 'o') {
+        m->status = PROTO_ST_TO;
+    } else {
+        return PROTO_E_STATUS;
+    }
+    p += 2;
+
+    m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
+    m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
+    m->v2_fields = 0;
+    if (p < e && (r = parse_trailing(p, e, m)) != PROTO_OK) {
+        return r;
+    }
+
+    if (m->end_ns < m->start_ns) {
+        return PROTO_E_ORDER;
+    }
+    if (now_ns > 0 && (m->start_ns - now_ns > PROTO_CLOCK_SLACK_NS ||
+                       now_ns - m->start_ns > PROTO_CLOCK_SLACK_NS ||
+                       m->end_ns - now_ns > PROTO_CLOCK_SLACK_NS)) {
+        /* END ≥ START, so END is checked only on the late side. */
+        return PROTO_E_CLOCK;
+    }
+    return PROTO_OK;
+}
+
+/* ---- control lines ------------------------------------------------------------------ */
+
+/* A label value [A-Za-z0-9_.@:+-]{1,255} up to ';' or e; sets *out and moves *pp. */
+static int take_label(const char **pp, const char *e, struct proto_slice *out) {
+    const char *p = *pp, *s = p;
+    while (p < e && *p != ';') {
+        if (!is_label((unsigned char)*p)) {
+            return -1;
+        }
+        p++;
+    }
+    if (p == s || (size_t)(p - s) > PROTO_MAX_LABEL) {
+        return -1;
+    }
+    out->p = s;
+    out->n = (size_t)(p - s);
+    *pp = p;
+    return 0;
+}
+
+/* p is just past "h:". */
+static int parse_hello(const char *p, const char *e, struct proto_msg *m) {
+    const char *semi = memchr(p, ';', (size_t)(e - p));
+    const char *ve = semi ? semi : e;
+    uint64_t v;
+
+    m->kind = PROTO_HELLO;
+    if (ve - p > 6 || parse_u64(p, (size_t)(ve - p), &v) != 0 || v < 2) {
+        return PROTO_E_SYNTAX;
+    }
+    m->version = (int)v;
+    p = ve;
+    if (!has_prefix(p, e, ";node:", 6)) {
+        return PROTO_E_FIELD;
+    }
+    p += 6;
+    if (take_label(&p, e, &m->node) != 0) {
+        return PROTO_E_SYNTAX;
+    }
+    if (!has_prefix(p, e, ";app:", 5)) {
+        return PROTO_E_FIELD;
+    }
+    p += 5;
+    if (take_label(&p, e, &m->app) != 0) {
+        return PROTO_E_SYNTAX;
+    }
+    return PROTO_OK; /* anything after a ';' here is a newer field: skipped */
+}
+
+/* p is just past "state;". */
+static int parse_state(const char *p, const char *e, struct proto_msg *m) {
+    m->kind = PROTO_STATE;
+    if (!has_prefix(p, e, "running:", 8)) {
+        return PROTO_E_FIELD;
+    }
+    p += 8;
+    if (p == e || (*p != '0' && *p != '1') || (p + 1 < e && p[1] != ';')) {
+        return PROTO_E_SYNTAX;
+    }
+    m->running = *p - '0';
+    p++;
+    if (!has_prefix(p, e, ";probes:", 8)) {
+        return PROTO_E_FIELD;
+    }
+    p += 8;
+    const char *semi = memchr(p, ';', (size_t)(e - p));
+    m->probes.p = p;
+    m->probes.n = (size_t)((semi ? semi : e) - p);
+    if (!probes_valid(m->probes)) {
+        return PROTO_E_SYNTAX;
+    }
+    return PROTO_OK;
+}
+
+int proto_parse(const char *line, size_t len, int64_t now_ns, struct proto_msg *msg) {
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    if (len > PROTO_MAX_LINE) {
+        return PROTO_E_TOOLONG;
+    }
+    const char *e = line + len;
+    if (len >= 2 && line[1] == ':') {
+        if (line[0] == 'n') {
+            return parse_instance(line + 2, e, now_ns, msg);
+        }
+        if (line[0] == 'h') {
+            return parse_hello(line + 2, e, msg);
+        }
+        return PROTO_E_UNKNOWN;
+    }
+    if (slice_is(line, len, "ping")) {
+        msg->kind = PROTO_PING;
+        return PROTO_OK;
+    }
+    if (has_prefix(line, e, "ack", 3) && (len == 3 || line[3] == ';')) {
+        msg->kind = PROTO_ACK;
+        if (len <= 4) {
+            return PROTO_E_FIELD;
+        }
+        msg->command.p = line + 4;
+        msg->command.n = len - 4;
+        return proto_parse_cmd(line + 4, len - 4, &msg->cmd) == 0 ? PROTO_OK : PROTO_E_SYNTAX;
+    }
+    if (has_prefix(line, e, "drop", 4) && (len == 4 || line[4] == ';')) {
+        msg->kind = PROTO_DROP;
+        if (len <= 5) {
+            return PROTO_E_FIELD;
+        }
+        return parse_u64(line + 5, len - 5, &msg->count) == 0 ? PROTO_OK : PROTO_E_SYNTAX;
+    }
+    if (has_prefix(line, e, "state", 5) && (len == 5 || line[5] == ';')) {
+        if (len <= 6) {
+            msg->kind = PROTO_STATE;
+            return PROTO_E_FIELD;
+        }
+        return parse_state(line + 6, e, msg);
+    }
+    return PROTO_E_UNKNOWN;
+}
+
+/* ---- splitter ----------------------------------------------------------------------- */
+
+int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_line_fn fn,
+                        void *ctx) {
+    if (!s || !buf || !fn || cap < PROTO_SPLITTER_MIN_CAP) {
+        return dq_fail(DQ_EINVAL, "line splitter needs a buffer of at least %d bytes",
+                       PROTO_SPLITTER_MIN_CAP);
+    }
+    s->buf = buf;
+    s->cap = cap;
+    s->len = 0;
+    s->discarding = 0;
+    s->fn = fn;
+    s->ctx = ctx;
+    s->too_long = 0;
+    return 0;
+}
+
+static void report_too_long(struct proto_splitter *s, const char *prefix, size_t n) {
+    s->too_long++;
+    s->fn(s->ctx, prefix, n < PROTO_MAX_LINE ? n : PROTO_MAX_LINE, PROTO_E_TOOLONG);
+}
+
+static void emit_line(struct proto_splitter *s, const char *line, size_t n) {
+    size_t content = n - (n > 0 && line[n - 1] == '\r');
+    if (content > PROTO_MAX_LINE) {
+        report_too_long(s, line, n);
+    } else {
+        s->fn(s->ctx, line, n, PROTO_OK);
+    }
+}
+
+/*
+ * The buffer holds at most PROTO_MAX_LINE + 1 bytes (a full line plus its '\r'); any
+ * partial line longer than that is over-long whatever comes next.
+ */
+#define SPLIT_HOLD (PROTO_MAX_LINE + 1)
+
+void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n) {
+    const char *p = data, *end = data + n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (s->discarding) {
+            if (!nl) {
+                return;
+            }
+            s->discarding = 0;
+            p = nl + 1;
+            continue;
+        }
+        size_t take = (size_t)((nl ? nl : end) - p);
+        if (s->len > 0) {
+            if (s->len + take > SPLIT_HOLD) {
+                report_too_long(s, s->buf, s->len);
+                s->len = 0;
+                if (!nl) {
+                    s->discarding = 1;
+                    return;
+                }
+                p = nl + 1;
+                continue;
+            }
+            memcpy(s->buf + s->len, p, take);
+            s->len += take;
+            if (!nl) {
+                return;
+            }
+            p = nl + 1;
+            size_t ln = s->len;
+            s->len = 0; /* before the callback, so it sees a clean state */
+            emit_line(s, s->buf, ln);
+            continue;
+        }
+        if (!nl) {
+            if (take > SPLIT_HOLD) {
+                report_too_long(s, p, take);
+                s->discarding = 1;
+                return;
+            }
+            memcpy(s->buf, p, take);
+            s->len = take;
+            return;
+        }
+        emit_line(s, p, take);
+        p = nl + 1;
+    }
+}
+
+size_t proto_splitter_pending(const struct proto_splitter *s) {
+    return s->len;
+}
+
+/* ---- commands ----------------------------------------------------------------------- */
+
+/* Appends n bytes at *at within cap; returns −1 when they do not fit. */
+static int put(char *buf, size_t cap, size_t *at, const char *s, size_t n) {
+    if (n > cap - *at) {
+        return -1;
+    }
+    memcpy(buf + *at, s, n);
+    *at += n;
+    return 0;
+}
+
+/* Writes ms as the dialect wants it into num (≥ 32 bytes); returns its length. */
+static size_t format_ms(char *num, size_t cap, enum proto_dialect d, double ms) {
+    int w;
+    if (d == PROTO_LEGACY) {
+        /* Round up, forgiving float noise below 1 ns (200.0000000001 stays 200). */
+        double c = ceil(ms - 1e-6);
+        if (c < 1.0) {
+            c = 1.0;
+        }
+        w = snprintf(num, cap, "%lld", (long long)c);
+        return (size_t)w;
+    }
+    w = snprintf(num, cap, "%.6f", ms);
+    size_t n = (size_t)w;
+    while (num[n - 1] == '0') {
+        n--;
+    }
+    if (num[n - 1] == '.') {
+        n--;
+    }
+    return n;
+}
+
+int proto_format_cmd(char *buf, size_t cap, enum proto_dialect d, const struct proto_cmd *cmd) {
+    size_t at = 0;
+    int fits = 0;
+    char num[48];
+    size_t nn;
+
+    switch (cmd->kind) {
+    case PROTO_CMD_START_STUB:
+        fits = put(buf, cap, &at, "start_stub\n", 11);
+        break;
+    case PROTO_CMD_STOP_STUB:
+        fits = put(buf, cap, &at, "stop_stub\n", 10);
+        break;
+    case PROTO_CMD_SYNC:
+        if (d == PROTO_LEGACY) {
+            return dq_fail(DQ_EINVAL, "a legacy wrapper has no sync command");
+        }
+        fits = put(buf, cap, &at, "sync\n", 5);
+        break;
+    case PROTO_CMD_SET_TIMEOUT:
+    case PROTO_CMD_CLEAR_TIMEOUT:
+        if (!cmd->name.p || !proto_name_valid(cmd->name.p, cmd->name.n)) {
+            return dq_fail(DQ_EINVAL, "bad probe name in command");
+        }
+        if (cmd->kind == PROTO_CMD_CLEAR_TIMEOUT) {
+            if (d == PROTO_LEGACY) {
+                return dq_fail(DQ_EINVAL, "a legacy wrapper has no clear_timeout command");
+            }
+            fits = put(buf, cap, &at, "clear_timeout;", 14) |
+                   put(buf, cap, &at, cmd->name.p, cmd->name.n) | put(buf, cap, &at, "\n", 1);
+            break;
+        }
+        if (!(cmd->ms >= PROTO_MIN_CMD_MS) || cmd->ms > PROTO_MAX_CMD_MS) {
+            return dq_fail(DQ_EINVAL, "set_timeout: %g ms is out of range [%g, %g]", cmd->ms,
+                           PROTO_MIN_CMD_MS, PROTO_MAX_CMD_MS);
+        }
+        nn = format_ms(num, sizeof num, d, cmd->ms);
+        fits = put(buf, cap, &at, "set_timeout;", 12) |
+               put(buf, cap, &at, cmd->name.p, cmd->name.n) | put(buf, cap, &at, ";", 1) |
+               put(buf, cap, &at, num, nn) | put(buf, cap, &at, "\n", 1);
+        break;
+    default:
+        return dq_fail(DQ_EINVAL, "unknown command kind %d", (int)cmd->kind);
+    }
+    if (fits != 0) {
+        return dq_fail(DQ_EFULL, "command does not fit in %zu bytes", cap);
+    }
+    if (at < cap) {
+        buf[at] = '\0';
+    }
+    return (int)at;
+}
+
+int proto_parse_cmd(const char *line, size_t len, struct proto_cmd *cmd) {
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    const char *e = line + len;
+    cmd->name.p = NULL;
+    cmd->name.n = 0;
+    cmd->ms = 0;
+    if (slice_is(line, len, "start_stub")) {
+        cmd->kind = PROTO_CMD_START_STUB;
+        return 0;
+    }
+    if (slice_is(line, len, "stop_stub")) {
+        cmd->kind = PROTO_CMD_STOP_STUB;
+        return 0;
+    }
+    if (slice_is(line, len, "sync")) {
+        cmd->kind = PROTO_CMD_SYNC;
+        return 0;
+    }
+    if (has_prefix(line, e, "clear_timeout;", 14)) {
+        cmd->kind = PROTO_CMD_CLEAR_TIMEOUT;
+        cmd->name.p = line + 14;
+        cmd->name.n = len - 14;
+        return proto_name_valid(cmd->name.p, cmd->name.n) ? 0 : -1;
+    }
+    if (has_prefix(line, e, "set_timeout;", 12)) {
+        const char *n = line + 12;
+        const char *semi = memchr(n, ';', (size_t)(e - n));
+        if (!semi) {
+            return -1;
+        }
+        cmd->kind = PROTO_CMD_SET_TIMEOUT;
+        cmd->name.p = n;
+        cmd->name.n = (size_t)(semi - n);
+        if (!proto_name_valid(cmd->name.p, cmd->name.n)) {
+            return -1;
+        }
+        return proto_parse_ms(semi + 1, (size_t)(e - semi - 1), &cmd->ms);
+    }
+    return -1;
+}

@@ -1,0 +1,223 @@
+/*
+ * proto.h: the wrapper ⇄ dqd line protocol (docs/protocol.md), both dialects.
+ *
+ * Three parts, none of which allocates:
+ *
+ *   - proto_parse() turns one line (without its '\n') into a struct proto_msg whose
+ *     strings are (pointer, length) slices into the caller's bytes. It is the only
+ *     parser for both the legacy dialect (the ΔQ Oscilloscope's wrapper:
+ *     `n:NAME;b:START;e:END;s:STATUS`, `ping`) and v2 (hello, ack, drop, state and the
+ *     optional trailing instance fields). A bad line yields one enum proto_err kind so
+ *     the daemon can count each kind separately.
+ *   - struct proto_splitter cuts a connection's byte stream into lines with a
+ *     fixed-capacity buffer; lines over PROTO_MAX_LINE bytes are discarded and reported
+ *     once as PROTO_E_TOOLONG.
+ *   - proto_format_cmd() writes dqd → wrapper commands into a caller buffer, and
+ *     proto_parse_cmd() reads them back (for `ack;COMMAND` and for test clients).
+ *
+ * The ingest path runs proto_splitter_feed() + proto_parse() for every instance, so
+ * both are written for throughput: one pass over the bytes, table-driven character
+ * classes, no library calls besides memchr/memcpy.
+ */
+#ifndef DQ_PROTO_H
+#define DQ_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_MAX_LINE 1024   /* bytes of a line, not counting '\n' and a final '\r' */
+#define PROTO_MAX_NAME 255    /* bytes of a probe name */
+#define PROTO_MAX_ID 64       /* hex digits of an i:, t: or p: value */
+#define PROTO_MAX_LABEL 255   /* bytes of a hello's node or app */
+#define PROTO_MIN_CMD_MS 1e-6 /* smallest dMax a command may carry (1 ns), in ms */
+#define PROTO_MAX_CMD_MS 1e9  /* largest dMax a set_timeout may carry, in ms */
+#define PROTO_CLOCK_SLACK_NS 86400000000000LL /* one day: the PROTO_E_CLOCK threshold */
+#define PROTO_SPLITTER_MIN_CAP (PROTO_MAX_LINE + 2)
+#define PROTO_CMD_MAX 300 /* a buffer this large holds any formatted command */
+
+/* A run of bytes inside someone else's buffer; not NUL-terminated. */
+struct proto_slice {
+    const char *p;
+    size_t n;
+};
+
+/*
+ * Error kinds, one counter each in the daemon. PROTO_OK is 0 and the kinds are
+ * 1 … PROTO_E_COUNT−1, so they index an array of counters directly.
+ * X(ENUM, "metric label", "human message")
+ */
+#define PROTO_ERR_MAP(X)                                                                           \
+    X(SYNTAX, "syntax", "malformed line")                                                          \
+    X(UNKNOWN, "unknown", "unknown message")                                                       \
+    X(FIELD, "field", "missing or out-of-order field")                                             \
+    X(NAME, "name", "bad probe name")                                                              \
+    X(TIME, "time", "bad timestamp (not a positive 64-bit integer)")                               \
+    X(ORDER, "order", "END before START")                                                          \
+    X(STATUS, "status", "unknown status")                                                          \
+    X(CLOCK, "clock", "timestamp more than a day away from dqd's clock")                           \
+    X(TOOLONG, "too_long", "line over 1024 bytes")                                                 \
+    X(ID, "id", "bad instance, trace or parent id")                                                \
+    X(ATTR, "attr", "bad attribute list")
+
+enum proto_err {
+    PROTO_OK = 0,
+#define PROTO_ERR_ENUM_(name, label, msg) PROTO_E_##name,
+    PROTO_ERR_MAP(PROTO_ERR_ENUM_)
+#undef PROTO_ERR_ENUM_
+        PROTO_E_COUNT
+};
+
+/* Metric label of a kind ("too_long"; "ok" for PROTO_OK; "invalid" out of range). */
+const char *proto_err_name(int err);
+
+/* One-line human message of a kind ("line over 1024 bytes"). Never NULL. */
+const char *proto_err_message(int err);
+
+enum proto_kind {
+    PROTO_INSTANCE, /* n:NAME;b:START;e:END;s:STATUS[;i:..;t:..;p:..;a:..] */
+    PROTO_PING,     /* ping */
+    PROTO_HELLO,    /* h:VERSION;node:NODE;app:APP */
+    PROTO_ACK,      /* ack;COMMAND */
+    PROTO_DROP,     /* drop;COUNT */
+    PROTO_STATE     /* state;running:0|1;probes:NAME=MS,... */
+};
+
+enum proto_status { PROTO_ST_OK, PROTO_ST_FA, PROTO_ST_TO };
+
+enum proto_dialect { PROTO_LEGACY, PROTO_V2 };
+
+enum proto_cmd_kind {
+    PROTO_CMD_START_STUB,
+    PROTO_CMD_STOP_STUB,
+    PROTO_CMD_SET_TIMEOUT,   /* name, ms */
+    PROTO_CMD_CLEAR_TIMEOUT, /* name; v2 only */
+    PROTO_CMD_SYNC           /* v2 only */
+};
+
+/* A dqd → wrapper command. `name` is used by set_timeout and clear_timeout only. */
+struct proto_cmd {
+    enum proto_cmd_kind kind;
+    struct proto_slice name;
+    double ms; /* set_timeout: dMax in milliseconds */
+};
+
+/*
+ * A parsed line. Only the fields of `kind` are set; the others hold stale values.
+ * Slices point into the line given to proto_parse() and live as long as it does.
+ */
+struct proto_msg {
+    enum proto_kind kind;
+    /* PROTO_INSTANCE */
+    struct proto_slice name;   /* probe name, valid NAME */
+    int64_t start_ns;          /* START, > 0 */
+    int64_t end_ns;            /* END, ≥ START */
+    enum proto_status status;  /* ok / fa / to */
+    int v2_fields;             /* 1 when any trailing field (known or not) followed s: */
+    struct proto_slice id;     /* i: value (hex) or empty */
+    struct proto_slice trace;  /* t: value (hex) or empty */
+    struct proto_slice parent; /* p: value (hex) or empty */
+    struct proto_slice attrs;  /* a: value "K=V,K=V", validated; iterate with proto_kv_next */
+    /* PROTO_HELLO */
+    int version; /* the N of h:N, ≥ 2 */
+    struct proto_slice node;
+    struct proto_slice app;
+    /* PROTO_ACK */
+    struct proto_slice command; /* the echoed command line */
+    struct proto_cmd cmd;       /* the echoed command, parsed */
+    /* PROTO_DROP */
+    uint64_t count;
+    /* PROTO_STATE */
+    int running;               /* 0 or 1 */
+    struct proto_slice probes; /* "NAME=MS,NAME=MS", validated; iterate with proto_kv_next */
+};
+
+/*
+ * Parses one line of wrapper → dqd traffic. `line` excludes the '\n'; one trailing
+ * '\r' is ignored. `now_ns` is dqd's clock (ns since the epoch): an instance whose START
+ * or END is more than PROTO_CLOCK_SLACK_NS away from it is PROTO_E_CLOCK; now_ns ≤ 0
+ * disables that check. Returns PROTO_OK and fills *msg, or an error kind (then *msg
+ * is unspecified). Never allocates, never reads outside [line, line + len).
+ */
+int proto_parse(const char *line, size_t len, int64_t now_ns, struct proto_msg *msg);
+
+/* 1 when s is a valid probe NAME: [A-Za-z_][A-Za-z0-9_]*, 1 … 255 bytes. */
+int proto_name_valid(const char *s, size_t n);
+
+/*
+ * Iterates the validated lists of a message: msg->attrs (K=V pairs, v2 attributes) and
+ * msg->probes (NAME=MS pairs of a state line). Start with `struct proto_slice it =
+ * msg->attrs;` and call until it returns 0. Each call returns 1 and sets *key and
+ * *value for the next pair, 0 at the end, or −1 on a malformed list (never for lists
+ * that came out of proto_parse()).
+ */
+int proto_kv_next(struct proto_slice *it, struct proto_slice *key, struct proto_slice *value);
+
+/*
+ * Reads a decimal number of milliseconds ("200", "0.25") as used by set_timeout and
+ * state lines: digits, optionally '.' and 1 … 9 more digits, value in [PROTO_MIN_CMD_MS,
+ * PROTO_MAX_CMD_MS].
+ * Returns 0 and sets *ms, or −1.
+ */
+int proto_parse_ms(const char *s, size_t n, double *ms);
+
+/* ---- line splitter ---------------------------------------------------------------- */
+
+/*
+ * Called once per complete line with err = PROTO_OK (line without '\n'; a '\r' before
+ * it is still there, proto_parse() drops it), or once per over-long line with
+ * err = PROTO_E_TOOLONG and the line's first bytes (for logging). `line` points into
+ * the splitter's buffer or into the chunk passed to proto_splitter_feed(): it is valid
+ * only during the call.
+ */
+typedef void (*proto_line_fn)(void *ctx, const char *line, size_t len, int err);
+
+struct proto_splitter {
+    char *buf;         /* partial line carried between chunks */
+    size_t cap;        /* capacity of buf, ≥ PROTO_SPLITTER_MIN_CAP */
+    size_t len;        /* bytes held in buf */
+    int discarding;    /* 1 while skipping the rest of an over-long line */
+    proto_line_fn fn;  /* line callback */
+    void *ctx;         /* passed to fn */
+    uint64_t too_long; /* over-long lines reported so far */
+};
+
+/*
+ * Sets up a splitter on the caller's buffer `buf` of `cap` bytes (which must outlive
+ * it; 4096 is a good size, PROTO_SPLITTER_MIN_CAP is the least). The buffer never grows:
+ * it only ever holds the unfinished tail of one line. Returns 0, or DQ_EINVAL when cap
+ * is too small or buf/fn is NULL.
+ */
+int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_line_fn fn,
+                        void *ctx);
+
+/*
+ * Feeds a chunk of any size (a socket read) and calls fn for every line it completes,
+ * in order. Lines wholly inside the chunk are passed without copying.
+ */
+void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n);
+
+/* Bytes of an unfinished line waiting for its '\n' (0 at a line boundary). */
+size_t proto_splitter_pending(const struct proto_splitter *s);
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+/*
+ * Writes one command line, '\n' included, into buf (no NUL is promised past the
+ * returned length, though one is written when it fits). For set_timeout a legacy link
+ * gets the integer ceil(ms) with a minimum of 1 (its wrapper keeps only the integer
+ * part, and a dMax must not shrink to 0); a v2 link gets the decimal value with up to
+ * 6 decimals and no trailing zeros ("0.25", "200"). Returns the length, or DQ_EINVAL
+ * (bad name, ms not in [PROTO_MIN_CMD_MS, PROTO_MAX_CMD_MS], clear_timeout/sync on a
+ * legacy link),
+ * or DQ_EFULL when cap is too small (PROTO_CMD_MAX always suffices).
+ */
+int proto_format_cmd(char *buf, size_t cap, enum proto_dialect d, const struct proto_cmd *cmd);
+
+/*
+ * Parses a dqd → wrapper command line (without '\n'; a final '\r' is ignored) into *cmd,
+ * whose name slice points into `line`. Returns 0, or −1 for anything that
+ * proto_format_cmd() could not have produced for some dialect.
+ */
+int proto_parse_cmd(const char *line, size_t len, struct proto_cmd *cmd);
+
+#endif /* DQ_PROTO_H */

@@ -1,0 +1,132 @@
+/*
+ * fuzz_proto.c: libFuzzer target for the wrapper protocol.
+ *
+ * The input is a byte stream from a connection: it is fed through the line splitter in
+ * chunks whose sizes come from the first bytes, every line is parsed (and its lists
+ * iterated), and each parsed line is checked against the parser's contract: slices
+ * lie inside the line, times are ordered. Lines that parse as commands are formatted
+ * again in both dialects and parsed back, which must give the same command.
+ */
+#include "proto.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void must(int cond) {
+    if (!cond) {
+        abort();
+    }
+}
+
+static void inside(struct proto_slice s, const char *line, size_t len) {
+    if (s.p) {
+        must(s.p >= line && s.p + s.n <= line + len);
+    }
+}
+
+static void roundtrip(const struct proto_cmd *c) {
+    char out[PROTO_CMD_MAX];
+    struct proto_cmd back;
+    for (int d = 0; d < 2; d++) {
+        int n = proto_format_cmd(out, sizeof out, (enum proto_dialect)d, c);
+        if (n < 0) {
+            must(d == PROTO_LEGACY &&
+                 (c->kind == PROTO_CMD_SYNC || c->kind == PROTO_CMD_CLEAR_TIMEOUT));
+            continue;
+        }
+        must(n > 0 && out[n - 1] == '\n');
+        must(proto_parse_cmd(out, (size_t)n - 1, &back) == 0);
+        must(back.kind == c->kind);
+        if (c->kind == PROTO_CMD_SET_TIMEOUT || c->kind == PROTO_CMD_CLEAR_TIMEOUT) {
+            must(back.name.n == c->name.n && memcmp(back.name.p, c->name.p, c->name.n) == 0);
+        }
+        if (c->kind == PROTO_CMD_SET_TIMEOUT) {
+            if (d == PROTO_LEGACY) {
+                must(back.ms >= 1 && back.ms == floor(back.ms) && back.ms + 1e-6 >= c->ms);
+            } else {
+                must(fabs(back.ms - c->ms) <= 5e-7 + 1e-15 * c->ms);
+            }
+        }
+    }
+}
+
+static void on_line(void *ctx, const char *line, size_t len, int err) {
+    struct proto_msg m;
+    struct proto_slice it, k, v;
+    (void)ctx;
+    must(err == PROTO_OK || err == PROTO_E_TOOLONG);
+    if (err != PROTO_OK) {
+        must(len <= PROTO_MAX_LINE);
+        return;
+    }
+    int r = proto_parse(line, len, 1716300000000000000LL, &m);
+    must(r >= 0 && r < PROTO_E_COUNT);
+    must(proto_err_name(r) != NULL);
+    if (r != PROTO_OK) {
+        return;
+    }
+    switch (m.kind) {
+    case PROTO_INSTANCE:
+        inside(m.name, line, len);
+        must(proto_name_valid(m.name.p, m.name.n));
+        must(m.start_ns > 0 && m.end_ns >= m.start_ns);
+        inside(m.id, line, len);
+        inside(m.trace, line, len);
+        inside(m.parent, line, len);
+        inside(m.attrs, line, len);
+        it = m.attrs;
+        while ((r = proto_kv_next(&it, &k, &v)) == 1) {
+            inside(k, line, len);
+            inside(v, line, len);
+        }
+        must(r == 0);
+        break;
+    case PROTO_STATE:
+        it = m.probes;
+        while ((r = proto_kv_next(&it, &k, &v)) == 1) {
+            double ms;
+            must(proto_name_valid(k.p, k.n));
+            must(proto_parse_ms(v.p, v.n, &ms) == 0 && ms > 0);
+        }
+        must(r == 0);
+        break;
+    case PROTO_ACK:
+        inside(m.command, line, len);
+        roundtrip(&m.cmd);
+        break;
+    default:
+        break;
+    }
+    /* Any line may also be read as a command (what a test wrapper does). */
+    struct proto_cmd c;
+    if (proto_parse_cmd(line, len, &c) == 0) {
+        roundtrip(&c);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char buf[PROTO_SPLITTER_MIN_CAP];
+    struct proto_splitter s;
+    size_t at = 0;
+    unsigned seed = size > 0 ? data[0] : 0;
+    proto_splitter_init(&s, buf, sizeof buf, on_line, NULL);
+    /* Chunk sizes vary with the first byte so splits land everywhere. */
+    while (at < size) {
+        size_t c = 1 + (seed * 2654435761u + at) % 1500;
+        if (c > size - at) {
+            c = size - at;
+        }
+        proto_splitter_feed(&s, (const char *)data + at, c);
+        at += c;
+    }
+    /* The whole input as one line, too (the parser alone, no splitter). */
+    struct proto_msg m;
+    int r = proto_parse((const char *)data, size, 0, &m);
+    must(r >= 0 && r < PROTO_E_COUNT);
+    must(size - (size > 0 && data[size - 1] == '\r') <= PROTO_MAX_LINE || r == PROTO_E_TOOLONG);
+    return 0;
+}

@@ -1,0 +1,839 @@
+/*
+ * test_proto.c: the wrapper protocol module (controller/proto.h).
+ *
+ * Good lines of every kind in both dialects (the PROTOCOL.md examples among them) with
+ * every field checked; the malformed cases of bad_lines.txt (path in argv[1]), each
+ * with its expected error kind; the line splitter against a reference split under
+ * random chunkings and at every split position; the command formatter and its parser.
+ */
+#include "proto.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dq_error.h"
+
+#define NOW 1716300000000000000LL
+
+static int slice_eq(struct proto_slice s, const char *lit) {
+    return s.p && s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+static int parse_str(const char *line, struct proto_msg *m) {
+    return proto_parse(line, strlen(line), NOW, m);
+}
+
+/* ---- good lines ---------------------------------------------------------------------- */
+
+static void test_legacy_instances(void) {
+    struct proto_msg m;
+    CHECK_INT(parse_str("n:checkout;b:1716300000200000000;e:1716300000400000000;s:to", &m),
+              PROTO_OK);
+    CHECK_INT(m.kind, PROTO_INSTANCE);
+    CHECK(slice_eq(m.name, "checkout"));
+    CHECK_INT(m.start_ns, 1716300000200000000LL);
+    CHECK_INT(m.end_ns, 1716300000400000000LL);
+    CHECK_INT(m.status, PROTO_ST_TO);
+    CHECK_INT(m.v2_fields, 0);
+    CHECK(m.id.p == NULL && m.trace.p == NULL && m.parent.p == NULL && m.attrs.p == NULL);
+
+    CHECK_INT(parse_str("n:_a9;b:1716300000000000000;e:1716300000000000000;s:ok", &m), PROTO_OK);
+    CHECK(slice_eq(m.name, "_a9"));
+    CHECK_INT(m.status, PROTO_ST_OK);
+    CHECK_INT(m.end_ns - m.start_ns, 0);
+    CHECK_INT(parse_str("n:X;b:1716300000000000000;e:1716300000000000001;s:fa", &m), PROTO_OK);
+    CHECK_INT(m.status, PROTO_ST_FA);
+
+    /* CRLF: the '\r' is ignored. */
+    CHECK_INT(parse_str("n:p;b:1716300000000000000;e:1716300000000000005;s:ok\r", &m), PROTO_OK);
+    CHECK_INT(m.status, PROTO_ST_OK);
+    CHECK_INT(m.end_ns, 1716300000000000005LL);
+
+    /* The clock check is relative to now_ns and off when now_ns ≤ 0. */
+    const char *old = "n:p;b:1000;e:2000;s:ok";
+    CHECK_INT(proto_parse(old, strlen(old), NOW, &m), PROTO_E_CLOCK);
+    CHECK_INT(proto_parse(old, strlen(old), 0, &m), PROTO_OK);
+    CHECK_INT(m.start_ns, 1000);
+    CHECK_INT(proto_parse(old, strlen(old), 1000 + PROTO_CLOCK_SLACK_NS, &m), PROTO_OK);
+    CHECK_INT(proto_parse(old, strlen(old), 1001 + PROTO_CLOCK_SLACK_NS, &m), PROTO_E_CLOCK);
+    /* END is checked too: START within a day of now, END a day and 10 ns after it. */
+    char ahead[128];
+    int an = snprintf(ahead, sizeof ahead, "n:p;b:%lld;e:%lld;s:to", (long long)NOW,
+                      (long long)(NOW + PROTO_CLOCK_SLACK_NS + 10));
+    CHECK_INT(proto_parse(ahead, (size_t)an, NOW, &m), PROTO_E_CLOCK);
+    CHECK_INT(proto_parse(ahead, (size_t)an, NOW + 10, &m), PROTO_OK);
+    /* START = INT64_MAX is a valid number (the clock check is what rejects it). */
+    const char *big = "n:p;b:9223372036854775807;e:9223372036854775807;s:ok";
+    CHECK_INT(proto_parse(big, strlen(big), 0, &m), PROTO_OK);
+    CHECK_INT(m.start_ns, INT64_MAX);
+
+    /* The line is not read past len: a valid prefix of a longer buffer. */
+    const char *buf = "n:abc;b:1716300000000000000;e:1716300000000000001;s:okXXXX";
+    CHECK_INT(proto_parse(buf, strlen(buf) - 4, NOW, &m), PROTO_OK);
+    CHECK_INT(proto_parse(buf, strlen(buf), NOW, &m), PROTO_E_STATUS);
+}
+
+static void test_v2_instances(void) {
+    struct proto_msg m;
+    struct proto_slice it, k, v;
+    CHECK_INT(parse_str("n:checkout;b:1716300000123456789;e:1716300000173456789;s:ok;i:9f2c;"
+                        "t:5b8aa5a2d2c872e8",
+                        &m),
+              PROTO_OK);
+    CHECK(slice_eq(m.name, "checkout"));
+    CHECK_INT(m.start_ns, 1716300000123456789LL);
+    CHECK_INT(m.end_ns, 1716300000173456789LL);
+    CHECK_INT(m.v2_fields, 1);
+    CHECK(slice_eq(m.id, "9f2c"));
+    CHECK(slice_eq(m.trace, "5b8aa5a2d2c872e8"));
+    CHECK(m.parent.p == NULL && m.attrs.p == NULL);
+
+    CHECK_INT(parse_str("n:db_query;b:1716300000000000000;e:1716300000000001000;s:fa;"
+                        "a:rows=42,table=users,peer.addr=10.0.0.1:5432,delta=-3;p:ABCdef01;"
+                        "i:1",
+                        &m),
+              PROTO_OK);
+    CHECK_INT(m.status, PROTO_ST_FA);
+    CHECK(slice_eq(m.parent, "ABCdef01"));
+    CHECK(slice_eq(m.id, "1"));
+    it = m.attrs;
+    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "rows") && slice_eq(v, "42"));
+    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "table") && slice_eq(v, "users"));
+    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "peer.addr") && slice_eq(v, "10.0.0.1:5432"));
+    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "delta") && slice_eq(v, "-3"));
+    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+
+    /* Unknown trailing fields are skipped, whatever their value. */
+    CHECK_INT(parse_str("n:a;b:1716300000000000000;e:1716300000000000001;s:to;zz:any thing!;"
+                        "future_2:;i:00",
+                        &m),
+              PROTO_OK);
+    CHECK_INT(m.status, PROTO_ST_TO);
+    CHECK(slice_eq(m.id, "00"));
+    CHECK_INT(m.v2_fields, 1);
+
+    /* Fields of a previous parse do not leak into the next one. */
+    CHECK_INT(parse_str("n:a;b:1716300000000000000;e:1716300000000000001;s:ok", &m), PROTO_OK);
+    CHECK(m.id.p == NULL && m.attrs.n == 0);
+    CHECK_INT(m.v2_fields, 0);
+}
+
+static void test_names(void) {
+    char line[2048];
+    char name[300];
+    struct proto_msg m;
+    memset(name, 'q', sizeof name);
+    int n = snprintf(line, sizeof line, "n:%.*s;b:1716300000000000000;e:1716300000000000001;s:ok",
+                     255, name);
+    CHECK_INT(proto_parse(line, (size_t)n, NOW, &m), PROTO_OK);
+    CHECK_INT(m.name.n, 255);
+    n = snprintf(line, sizeof line, "n:%.*s;b:1716300000000000000;e:1716300000000000001;s:ok", 256,
+                 name);
+    CHECK_INT(proto_parse(line, (size_t)n, NOW, &m), PROTO_E_NAME);
+    CHECK(proto_name_valid("a", 1));
+    CHECK(proto_name_valid("_", 1));
+    CHECK(proto_name_valid("Zz_09", 5));
+    CHECK(!proto_name_valid("", 0));
+    CHECK(!proto_name_valid("0a", 2));
+    CHECK(!proto_name_valid("a-b", 3));
+    CHECK(!proto_name_valid("a\0b", 3));
+    CHECK(proto_name_valid(name, 255));
+    CHECK(!proto_name_valid(name, 256));
+}
+
+static void test_line_limit(void) {
+    /* Exactly 1024 bytes of content is fine (with or without a CR); 1025 is not. */
+    char line[1100];
+    struct proto_msg m;
+    const char *head = "n:lim;b:1716300000000000000;e:1716300000000000001;s:ok;x:";
+    size_t h = strlen(head);
+    memcpy(line, head, h);
+    memset(line + h, 'y', sizeof line - h);
+    CHECK_INT(proto_parse(line, 1024, NOW, &m), PROTO_OK);
+    line[1024] = '\r';
+    CHECK_INT(proto_parse(line, 1025, NOW, &m), PROTO_OK);
+    line[1024] = 'y';
+    CHECK_INT(proto_parse(line, 1025, NOW, &m), PROTO_E_TOOLONG);
+}
+
+static void test_control_lines(void) {
+    struct proto_msg m;
+    struct proto_slice it, k, v;
+    double ms;
+
+    CHECK_INT(parse_str("ping", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_PING);
+    CHECK_INT(parse_str("ping\r", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_PING);
+
+    CHECK_INT(parse_str("h:2;node:shop@host1;app:shop", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_HELLO);
+    CHECK_INT(m.version, 2);
+    CHECK(slice_eq(m.node, "shop@host1"));
+    CHECK(slice_eq(m.app, "shop"));
+    CHECK_INT(parse_str("h:17;node:a-b.c_d@x:1;app:my.app+2;pid:123", &m), PROTO_OK);
+    CHECK_INT(m.version, 17);
+    CHECK(slice_eq(m.node, "a-b.c_d@x:1"));
+    CHECK(slice_eq(m.app, "my.app+2"));
+
+    CHECK_INT(parse_str("ack;set_timeout;payment;80", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_ACK);
+    CHECK(slice_eq(m.command, "set_timeout;payment;80"));
+    CHECK_INT(m.cmd.kind, PROTO_CMD_SET_TIMEOUT);
+    CHECK(slice_eq(m.cmd.name, "payment"));
+    CHECK_NEAR(m.cmd.ms, 80.0, 0);
+    CHECK_INT(parse_str("ack;start_stub", &m), PROTO_OK);
+    CHECK_INT(m.cmd.kind, PROTO_CMD_START_STUB);
+    CHECK_INT(parse_str("ack;stop_stub", &m), PROTO_OK);
+    CHECK_INT(m.cmd.kind, PROTO_CMD_STOP_STUB);
+    CHECK_INT(parse_str("ack;clear_timeout;payment", &m), PROTO_OK);
+    CHECK_INT(m.cmd.kind, PROTO_CMD_CLEAR_TIMEOUT);
+    CHECK(slice_eq(m.cmd.name, "payment"));
+    CHECK_INT(parse_str("ack;sync", &m), PROTO_OK);
+    CHECK_INT(m.cmd.kind, PROTO_CMD_SYNC);
+    CHECK_INT(parse_str("ack;set_timeout;p;0.25", &m), PROTO_OK);
+    CHECK_NEAR(m.cmd.ms, 0.25, 0);
+
+    CHECK_INT(parse_str("drop;0", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_DROP);
+    CHECK_INT(m.count, 0);
+    CHECK_INT(parse_str("drop;18446744073709551615", &m), PROTO_OK);
+    CHECK(m.count == UINT64_MAX);
+    CHECK_INT(parse_str("drop;1234", &m), PROTO_OK);
+    CHECK_INT(m.count, 1234);
+
+    CHECK_INT(parse_str("state;running:1;probes:checkout=200", &m), PROTO_OK);
+    CHECK_INT(m.kind, PROTO_STATE);
+    CHECK_INT(m.running, 1);
+    it = m.probes;
+    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "checkout") && slice_eq(v, "200"));
+    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+
+    CHECK_INT(parse_str("state;running:0;probes:", &m), PROTO_OK);
+    CHECK_INT(m.running, 0);
+    CHECK_INT(m.probes.n, 0);
+    it = m.probes;
+    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+
+    CHECK_INT(parse_str("state;running:1;probes:a=0.25,b_2=1024,c=3.5;mode:x", &m), PROTO_OK);
+    it = m.probes;
+    const char *names[] = {"a", "b_2", "c"};
+    const double mss[] = {0.25, 1024, 3.5};
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+        CHECK(slice_eq(k, names[i]));
+        CHECK_INT(proto_parse_ms(v.p, v.n, &ms), 0);
+        CHECK_NEAR(ms, mss[i], 1e-12);
+    }
+    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+
+    /* The iterator on hand-made malformed lists. */
+    struct proto_slice bad = {"a=1,", 4};
+    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+    bad.p = "a=1,,b=2";
+    bad.n = 8;
+    CHECK_INT(proto_kv_next(&bad, &k, &v), 1);
+    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+    bad.p = "noeq";
+    bad.n = 4;
+    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+}
+
+static void test_parse_ms(void) {
+    double ms = -1;
+    CHECK_INT(proto_parse_ms("200", 3, &ms), 0);
+    CHECK_NEAR(ms, 200, 0);
+    CHECK_INT(proto_parse_ms("0.000001", 8, &ms), 0);
+    CHECK_NEAR(ms, 1e-6, 1e-18);
+    CHECK_INT(proto_parse_ms("1000000000", 10, &ms), 0);
+    CHECK_INT(proto_parse_ms("1000000000.5", 12, &ms), -1);
+    CHECK_INT(proto_parse_ms("10000000000", 11, &ms), -1);
+    CHECK_INT(proto_parse_ms("0", 1, &ms), -1);
+    CHECK_INT(proto_parse_ms("0.000000999", 11, &ms), -1);
+    CHECK_INT(proto_parse_ms("0.0", 3, &ms), -1);
+    CHECK_INT(proto_parse_ms("", 0, &ms), -1);
+    CHECK_INT(proto_parse_ms("1.", 2, &ms), -1);
+    CHECK_INT(proto_parse_ms(".5", 2, &ms), -1);
+    CHECK_INT(proto_parse_ms("1.1234567891", 12, &ms), -1);
+    CHECK_INT(proto_parse_ms("1.123456789", 11, &ms), 0);
+    CHECK_INT(proto_parse_ms("1e3", 3, &ms), -1);
+    CHECK_INT(proto_parse_ms("-1", 2, &ms), -1);
+}
+
+/* The wrapper → dqd example of PROTOCOL.md, as a whole stream through the splitter. */
+struct collect {
+    int n;
+    int kinds[16];
+    int errs[16];
+};
+
+static void collect_fn(void *ctx, const char *line, size_t len, int err) {
+    struct collect *c = ctx;
+    struct proto_msg m;
+    if (c->n >= 16) {
+        return;
+    }
+    c->errs[c->n] = err == PROTO_OK ? proto_parse(line, len, NOW, &m) : err;
+    c->kinds[c->n] = c->errs[c->n] == PROTO_OK ? (int)m.kind : -1;
+    c->n++;
+}
+
+static void test_protocol_example(void) {
+    static const char stream[] =
+        "h:2;node:shop@host1;app:shop\n"
+        "state;running:1;probes:checkout=200\n"
+        "n:checkout;b:1716300000123456789;e:1716300000173456789;s:ok;i:9f2c;t:5b8aa5a2d2c872e8\n"
+        "n:checkout;b:1716300000200000000;e:1716300000400000000;s:to\n"
+        "ping\n"
+        "ack;set_timeout;payment;80\n"
+        "ack;start_stub\n";
+    const int want[] = {PROTO_HELLO, PROTO_STATE, PROTO_INSTANCE, PROTO_INSTANCE,
+                        PROTO_PING,  PROTO_ACK,   PROTO_ACK};
+    char buf[4096];
+    struct proto_splitter s;
+    struct collect c = {0};
+    CHECK_INT(proto_splitter_init(&s, buf, sizeof buf, collect_fn, &c), 0);
+    proto_splitter_feed(&s, stream, sizeof stream - 1);
+    CHECK_INT(c.n, 7);
+    for (int i = 0; i < 7; i++) {
+        CHECK_INT(c.errs[i], PROTO_OK);
+        CHECK_INT(c.kinds[i], want[i]);
+    }
+    CHECK_INT(proto_splitter_pending(&s), 0);
+
+    /* dqd's answer to the hello, in both dialects. */
+    char out[PROTO_CMD_MAX];
+    struct proto_cmd cmd = {PROTO_CMD_SET_TIMEOUT, {"checkout", 8}, 200};
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), 25);
+    CHECK_STR(out, "set_timeout;checkout;200\n");
+    cmd.name.p = "payment";
+    cmd.name.n = 7;
+    cmd.ms = 80;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), 23);
+    CHECK_STR(out, "set_timeout;payment;80\n");
+    cmd.kind = PROTO_CMD_START_STUB;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), 11);
+    CHECK_STR(out, "start_stub\n");
+}
+
+/* ---- malformed lines (data-driven) ------------------------------------------------- */
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* Expands the escapes of bad_lines.txt; returns the length or −1. */
+static long unescape(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    while (*s) {
+        if (s[0] == '\\' && s[1] == 'x' && hexval(s[2]) >= 0 && hexval(s[3]) >= 0) {
+            if (n >= cap) {
+                return -1;
+            }
+            out[n++] = (char)(hexval(s[2]) * 16 + hexval(s[3]));
+            s += 4;
+        } else if (s[0] == '\\' && s[1] == 'r') {
+            if (n >= cap) {
+                return -1;
+            }
+            out[n++] = '\r';
+            s += 2;
+        } else if (s[0] == '\\' && s[1] == '\\') {
+            if (n >= cap) {
+                return -1;
+            }
+            out[n++] = '\\';
+            s += 2;
+        } else if (s[0] == '<' && s[1] && s[2] == '*') {
+            char *end;
+            long k = strtol(s + 3, &end, 10);
+            if (*end != '>' || k < 0 || (size_t)k > cap - n) {
+                return -1;
+            }
+            memset(out + n, s[1], (size_t)k);
+            n += (size_t)k;
+            s = end + 1;
+        } else {
+            if (n >= cap) {
+                return -1;
+            }
+            out[n++] = *s++;
+        }
+    }
+    return (long)n;
+}
+
+static void test_bad_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    char text[4096], line[8192];
+    int cases = 0, lineno = 0;
+    int seen[PROTO_E_COUNT] = {0};
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f) {
+        return;
+    }
+    while (fgets(text, sizeof text, f)) {
+        lineno++;
+        size_t tl = strlen(text);
+        if (tl > 0 && text[tl - 1] == '\n') {
+            text[--tl] = '\0';
+        }
+        if (tl == 0 || text[0] == '#') {
+            continue;
+        }
+        char *sp = strchr(text, ' ');
+        CHECK_MSG(sp != NULL, "%s:%d: no space after the kind", path, lineno);
+        if (!sp) {
+            continue;
+        }
+        *sp = '\0';
+        int want = -1;
+        for (int k = 1; k < PROTO_E_COUNT; k++) {
+            if (strcmp(text, proto_err_name(k)) == 0) {
+                want = k;
+            }
+        }
+        CHECK_MSG(want > 0, "%s:%d: unknown kind %s", path, lineno, text);
+        long n = unescape(sp + 1, line, sizeof line);
+        CHECK_MSG(n >= 0, "%s:%d: bad escape", path, lineno);
+        if (want <= 0 || n < 0) {
+            continue;
+        }
+        struct proto_msg m;
+        int got = proto_parse(line, (size_t)n, NOW, &m);
+        CHECK_MSG(got == want, "%s:%d: got %s, want %s", path, lineno, proto_err_name(got),
+                  proto_err_name(want));
+        seen[want]++;
+        cases++;
+
+        /* Through the splitter the same line gives the same kind. */
+        char buf[4096];
+        struct proto_splitter s;
+        struct collect c = {0};
+        proto_splitter_init(&s, buf, sizeof buf, collect_fn, &c);
+        if (memchr(line, '\n', (size_t)n) == NULL) {
+            proto_splitter_feed(&s, line, (size_t)n);
+            proto_splitter_feed(&s, "\n", 1);
+            CHECK_MSG(c.n == 1 && c.errs[0] == want, "%s:%d: through the splitter: %s", path,
+                      lineno, c.n ? proto_err_name(c.errs[0]) : "no line");
+        }
+    }
+    fclose(f);
+    CHECK(cases > 100);
+    for (int k = 1; k < PROTO_E_COUNT; k++) {
+        CHECK_MSG(seen[k] > 0, "no case for kind %s", proto_err_name(k));
+    }
+}
+
+static void test_err_names(void) {
+    for (int a = 0; a < PROTO_E_COUNT; a++) {
+        CHECK(proto_err_name(a) != NULL && proto_err_message(a) != NULL);
+        CHECK(strlen(proto_err_message(a)) > 3);
+        for (int b = a + 1; b < PROTO_E_COUNT; b++) {
+            CHECK(strcmp(proto_err_name(a), proto_err_name(b)) != 0);
+        }
+    }
+    CHECK_STR(proto_err_name(PROTO_OK), "ok");
+    CHECK_STR(proto_err_name(PROTO_E_TOOLONG), "too_long");
+    CHECK_STR(proto_err_name(PROTO_E_COUNT), "invalid");
+    CHECK_STR(proto_err_name(-1), "invalid");
+}
+
+/* ---- splitter ---------------------------------------------------------------------- */
+
+#define MAXREC 4096
+
+struct rec {
+    int n;
+    int err[MAXREC];
+    size_t off[MAXREC];
+    size_t len[MAXREC];
+    char *store;
+    size_t used, cap;
+    int overflow;
+};
+
+static void rec_fn(void *ctx, const char *line, size_t len, int err) {
+    struct rec *r = ctx;
+    if (r->n >= MAXREC || len > r->cap - r->used) {
+        r->overflow = 1;
+        return;
+    }
+    memcpy(r->store + r->used, line, len);
+    r->err[r->n] = err;
+    r->off[r->n] = r->used;
+    r->len[r->n] = len;
+    r->used += len;
+    r->n++;
+}
+
+static void rec_init(struct rec *r, size_t cap) {
+    memset(r, 0, sizeof *r);
+    r->store = malloc(cap);
+    r->cap = r->store ? cap : 0;
+}
+
+/* What the splitter must report for a stream: split at every '\n' by hand. */
+static void reference_split(const char *data, size_t n, struct rec *r) {
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] != '\n') {
+            continue;
+        }
+        size_t len = i - start;
+        size_t content = len - (len > 0 && data[i - 1] == '\r');
+        if (content > PROTO_MAX_LINE) {
+            rec_fn(r, data + start, len, PROTO_E_TOOLONG);
+        } else {
+            rec_fn(r, data + start, len, PROTO_OK);
+        }
+        start = i + 1;
+    }
+}
+
+/* The splitter's output equals the reference (TOOLONG prefixes are line prefixes). */
+static int rec_same(const struct rec *got, const struct rec *want) {
+    if (got->overflow || want->overflow || got->n != want->n) {
+        return 0;
+    }
+    for (int i = 0; i < got->n; i++) {
+        if (got->err[i] != want->err[i]) {
+            return 0;
+        }
+        if (got->err[i] == PROTO_OK) {
+            if (got->len[i] != want->len[i] ||
+                memcmp(got->store + got->off[i], want->store + want->off[i], got->len[i]) != 0) {
+                return 0;
+            }
+        } else if (got->len[i] == 0 || got->len[i] > want->len[i] || got->len[i] > PROTO_MAX_LINE ||
+                   memcmp(got->store + got->off[i], want->store + want->off[i], got->len[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+
+/* A stream of lines of every interesting length, ending mid-line. */
+static size_t make_stream(char *out, size_t cap) {
+    size_t n = 0;
+    while (n + 4000 < cap) {
+        int kind = (int)(rnd() % 8);
+        size_t len;
+        switch (kind) {
+        case 0:
+            len = 0;
+            break;
+        case 1:
+            len = 1023 + rnd() % 4; /* around the limit */
+            break;
+        case 2:
+            len = 1025 + rnd() % 3000; /* far over it */
+            break;
+        default:
+            len = 20 + rnd() % 60;
+            break;
+        }
+        for (size_t i = 0; i < len; i++) {
+            out[n + i] = (char)('a' + rnd() % 26);
+        }
+        if (len > 0 && rnd() % 4 == 0) {
+            out[n + len - 1] = '\r';
+        }
+        n += len;
+        out[n++] = '\n';
+    }
+    memcpy(out + n, "tail-without-newline", 20);
+    return n + 20;
+}
+
+static void test_splitter_chunkings(void) {
+    size_t cap = 1 << 20;
+    char *stream = malloc(cap);
+    char *buf = malloc(4096);
+    struct rec *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    CHECK(stream && buf && want && got);
+    if (!stream || !buf || !want || !got) {
+        goto out;
+    }
+    size_t n = make_stream(stream, cap);
+    rec_init(want, cap);
+    reference_split(stream, n, want);
+    CHECK(want->n > 100 && !want->overflow);
+    int too_long = 0;
+    for (int i = 0; i < want->n; i++) {
+        too_long += want->err[i] == PROTO_E_TOOLONG;
+    }
+    CHECK(too_long > 10);
+
+    for (int round = 0; round < 200; round++) {
+        struct proto_splitter s;
+        size_t maxchunk = round < 50 ? 1 + rnd() % 8 : 1 + rnd() % 9000;
+        size_t bufcap = round % 2 ? 4096 : PROTO_SPLITTER_MIN_CAP;
+        rec_init(got, cap);
+        CHECK_INT(proto_splitter_init(&s, buf, bufcap, rec_fn, got), 0);
+        for (size_t at = 0; at < n;) {
+            size_t c = 1 + rnd() % maxchunk;
+            if (c > n - at) {
+                c = n - at;
+            }
+            proto_splitter_feed(&s, stream + at, c);
+            at += c;
+        }
+        CHECK_MSG(rec_same(got, want), "round %d (max chunk %zu): %d lines, want %d", round,
+                  maxchunk, got->n, want->n);
+        CHECK_INT(proto_splitter_pending(&s), 20);
+        CHECK_INT(s.too_long, (uint64_t)too_long);
+        free(got->store);
+    }
+out:
+    if (want) {
+        free(want->store);
+    }
+    free(want);
+    free(got);
+    free(buf);
+    free(stream);
+}
+
+/* Two lines and a long one split in two chunks at every position. */
+static void test_splitter_every_split(void) {
+    char stream[4000];
+    size_t n = 0;
+    const char *a = "n:a;b:1716300000000000000;e:1716300000000000001;s:ok\r\n";
+    memcpy(stream, a, strlen(a));
+    n += strlen(a);
+    memset(stream + n, 'L', 1500);
+    n += 1500;
+    stream[n++] = '\n';
+    memset(stream + n, 'M', 1024);
+    n += 1024;
+    stream[n++] = '\n';
+    memcpy(stream + n, "ping\n", 5);
+    n += 5;
+
+    struct rec *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+    char buf[PROTO_SPLITTER_MIN_CAP];
+    int bad = 0;
+    CHECK(want && got);
+    if (!want || !got) {
+        free(want);
+        free(got);
+        return;
+    }
+    rec_init(want, 8192);
+    reference_split(stream, n, want);
+    CHECK_INT(want->n, 4);
+    CHECK_INT(want->err[1], PROTO_E_TOOLONG);
+    CHECK_INT(want->err[2], PROTO_OK);
+    for (size_t cut = 0; cut <= n; cut++) {
+        for (size_t cut2 = cut; cut2 <= n; cut2 += (cut2 < cut + 3 ? 1 : 997)) {
+            struct proto_splitter s;
+            rec_init(got, 8192);
+            proto_splitter_init(&s, buf, sizeof buf, rec_fn, got);
+            proto_splitter_feed(&s, stream, cut);
+            proto_splitter_feed(&s, stream + cut, cut2 - cut);
+            proto_splitter_feed(&s, stream + cut2, n - cut2);
+            if (!rec_same(got, want) || s.too_long != 1 || proto_splitter_pending(&s) != 0) {
+                bad++;
+            }
+            free(got->store);
+        }
+    }
+    CHECK_INT(bad, 0);
+    free(want->store);
+    free(want);
+    free(got);
+
+    /* An over-long line is reported once, as soon as it is known, then skipped. */
+    struct rec *r = malloc(sizeof *r);
+    if (!r) {
+        return;
+    }
+    rec_init(r, 8192);
+    struct proto_splitter s;
+    proto_splitter_init(&s, buf, sizeof buf, rec_fn, r);
+    for (int i = 0; i < 5000; i++) {
+        proto_splitter_feed(&s, "zzzzzzzzzz", 10);
+    }
+    CHECK_INT(r->n, 1);
+    CHECK_INT(r->err[0], PROTO_E_TOOLONG);
+    proto_splitter_feed(&s, "zz\nping\n", 8);
+    CHECK_INT(r->n, 2);
+    CHECK_INT(r->err[1], PROTO_OK);
+    CHECK_INT(r->len[1], 4);
+    free(r->store);
+    free(r);
+
+    char small[PROTO_SPLITTER_MIN_CAP - 1];
+    CHECK_INT(proto_splitter_init(&s, small, sizeof small, rec_fn, NULL), DQ_EINVAL);
+}
+
+/* ---- commands ---------------------------------------------------------------------- */
+
+static void check_fmt(enum proto_dialect d, enum proto_cmd_kind kind, const char *name, double ms,
+                      const char *want) {
+    char out[PROTO_CMD_MAX];
+    struct proto_cmd cmd = {kind, {name, name ? strlen(name) : 0}, ms};
+    int n = proto_format_cmd(out, sizeof out, d, &cmd);
+    CHECK_MSG(n == (int)strlen(want) && memcmp(out, want, strlen(want)) == 0,
+              "format(%g) gave %d \"%.*s\", want \"%s\"", ms, n, n > 0 ? n : 0, out, want);
+}
+
+static void test_format(void) {
+    check_fmt(PROTO_LEGACY, PROTO_CMD_START_STUB, NULL, 0, "start_stub\n");
+    check_fmt(PROTO_V2, PROTO_CMD_STOP_STUB, NULL, 0, "stop_stub\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SYNC, NULL, 0, "sync\n");
+    check_fmt(PROTO_V2, PROTO_CMD_CLEAR_TIMEOUT, "checkout", 0, "clear_timeout;checkout\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;1\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;0.25\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;2\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;1.5\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024, "set_timeout;c;1024\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024.0000000001, "set_timeout;c;1024\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024.01, "set_timeout;c;1025\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;1\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;0.000001\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 0.0009765625, "set_timeout;c;0.000977\n");
+    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
+    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
+
+    char out[PROTO_CMD_MAX];
+    struct proto_cmd cmd = {PROTO_CMD_SET_TIMEOUT, {"c", 1}, 0};
+    const double bad_ms[] = {0, -1, 1e-7, 1e9 + 1, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad_ms / sizeof bad_ms[0]; i++) {
+        cmd.ms = bad_ms[i];
+        CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+        CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
+    }
+    cmd.ms = 5;
+    cmd.name.p = "9bad";
+    cmd.name.n = 4;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+    cmd.name.p = NULL;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+    cmd.kind = PROTO_CMD_CLEAR_TIMEOUT;
+    cmd.name.p = "c";
+    cmd.name.n = 1;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
+    cmd.kind = PROTO_CMD_SYNC;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
+    cmd.kind = (enum proto_cmd_kind)99;
+    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+
+    /* A buffer one byte short is DQ_EFULL; exactly long enough works (no NUL then). */
+    cmd.kind = PROTO_CMD_SET_TIMEOUT;
+    cmd.ms = 200;
+    char exact[18];
+    memset(exact, '#', sizeof exact);
+    CHECK_INT(proto_format_cmd(exact, 17, PROTO_V2, &cmd), DQ_EFULL);
+    CHECK_INT(proto_format_cmd(exact, 18, PROTO_V2, &cmd), 18);
+    CHECK(memcmp(exact, "set_timeout;c;200\n", 18) == 0);
+    CHECK_INT(proto_format_cmd(exact, 0, PROTO_V2, &cmd), DQ_EFULL);
+
+    /* The longest command fits PROTO_CMD_MAX. */
+    char name[PROTO_MAX_NAME];
+    memset(name, 'n', sizeof name);
+    cmd.name.p = name;
+    cmd.name.n = sizeof name;
+    cmd.ms = 999999999.999999;
+    int n = proto_format_cmd(out, sizeof out, PROTO_V2, &cmd);
+    CHECK(n > 255 && n < PROTO_CMD_MAX);
+}
+
+static void test_parse_cmd(void) {
+    struct proto_cmd c;
+    CHECK_INT(proto_parse_cmd("start_stub", 10, &c), 0);
+    CHECK_INT(c.kind, PROTO_CMD_START_STUB);
+    CHECK_INT(proto_parse_cmd("stop_stub\r", 10, &c), 0);
+    CHECK_INT(c.kind, PROTO_CMD_STOP_STUB);
+    CHECK_INT(proto_parse_cmd("set_timeout;abc;12.5", 20, &c), 0);
+    CHECK_INT(c.kind, PROTO_CMD_SET_TIMEOUT);
+    CHECK(slice_eq(c.name, "abc"));
+    CHECK_NEAR(c.ms, 12.5, 0);
+    CHECK_INT(proto_parse_cmd("set_timeout;abc", 15, &c), -1);
+    CHECK_INT(proto_parse_cmd("set_timeout;;5", 14, &c), -1);
+    CHECK_INT(proto_parse_cmd("set_timeout;a;5;6", 17, &c), -1);
+    CHECK_INT(proto_parse_cmd("clear_timeout;", 14, &c), -1);
+    CHECK_INT(proto_parse_cmd("clear_timeout;a;", 16, &c), -1);
+    CHECK_INT(proto_parse_cmd("sync;", 5, &c), -1);
+    CHECK_INT(proto_parse_cmd("", 0, &c), -1);
+
+    /* Round trip of random commands in both dialects. */
+    char out[PROTO_CMD_MAX];
+    char name[40];
+    int bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        struct proto_cmd in = {(enum proto_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0};
+        enum proto_dialect d = rnd() % 2 ? PROTO_V2 : PROTO_LEGACY;
+        name[0] = (char)('a' + rnd() % 26);
+        for (size_t j = 1; j < in.name.n; j++) {
+            name[j] = "abcXYZ_019"[rnd() % 10];
+        }
+        in.ms = (double)(rnd() % 1000000000) / (double)(1u << (rnd() % 20)) + 1e-6;
+        int n = proto_format_cmd(out, sizeof out, d, &in);
+        if (n < 0) {
+            bad += !(d == PROTO_LEGACY &&
+                     (in.kind == PROTO_CMD_SYNC || in.kind == PROTO_CMD_CLEAR_TIMEOUT));
+            continue;
+        }
+        if (out[n - 1] != '\n' || proto_parse_cmd(out, (size_t)n - 1, &c) != 0 ||
+            c.kind != in.kind) {
+            bad++;
+            continue;
+        }
+        if (in.kind == PROTO_CMD_SET_TIMEOUT || in.kind == PROTO_CMD_CLEAR_TIMEOUT) {
+            bad += c.name.n != in.name.n || memcmp(c.name.p, name, in.name.n) != 0;
+        }
+        if (in.kind == PROTO_CMD_SET_TIMEOUT) {
+            double want = d == PROTO_LEGACY ? fmax(1.0, ceil(in.ms - 1e-6)) : in.ms;
+            bad += fabs(c.ms - want) > (d == PROTO_LEGACY ? 0 : 5e-7 + 1e-15 * want);
+        }
+    }
+    CHECK_INT(bad, 0);
+}
+
+int main(int argc, char **argv) {
+    test_err_names();
+    test_legacy_instances();
+    test_v2_instances();
+    test_names();
+    test_line_limit();
+    test_control_lines();
+    test_parse_ms();
+    test_protocol_example();
+    test_bad_lines(argc > 1 ? argv[1] : "bad_lines.txt");
+    test_splitter_chunkings();
+    test_splitter_every_split();
+    test_format();
+    test_parse_cmd();
+    return check_done();
+}
