@@ -90,7 +90,8 @@ int dq_diagram_find(const struct dq_diagram *d, const char *name);
 size_t dq_diagram_root_count(const struct dq_diagram *d);
 int dq_diagram_root(const struct dq_diagram *d, size_t j);
 
-/* Named nodes (probes) in order of first appearance; j < dq_diagram_probe_count. */
+/* Named nodes (probes) in index order: where each is defined or, for an outcome, first
+ * written; j < dq_diagram_probe_count. */
 size_t dq_diagram_probe_count(const struct dq_diagram *d);
 int dq_diagram_probe(const struct dq_diagram *d, size_t j);
 

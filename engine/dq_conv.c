@@ -20,11 +20,16 @@
 
 /* Measured with bench_engine (docs/PERFORMANCE.md): below this support size direct wins. */
 #define CONV_CROSSOVER 48
-#define CONV_MAX_LOG2 24 /* transform sizes up to 2^24 points */
+#define CONV_MAX_LOG2 24
+#ifndef PLAN_FLAGS
+#define PLAN_FLAGS FFTW_ESTIMATE
+#endif /* transform sizes up to 2^24 points */
 
 struct conv_plan {
     int size;           /* transform length m (power of two); 0 when not made yet */
-    double *real;       /* m reals */
+    double *in;         /* m reals: forward input; entries past `dirty` are zero */
+    double *real;       /* m reals: inverse output */
+    int dirty;          /* in[dirty … m−1] are known to be zero */
     fftw_complex *spec; /* m/2 + 1 complex */
     fftw_complex *acc;  /* m/2 + 1 complex: the running product of spectra */
     fftw_plan fwd;
@@ -51,17 +56,20 @@ static struct conv_plan *plan_get(long len) {
         return p;
     }
     int m = 1 << l;
+    p->in = fftw_alloc_real((size_t)m);
     p->real = fftw_alloc_real((size_t)m);
     p->spec = fftw_alloc_complex((size_t)m / 2 + 1);
     p->acc = fftw_alloc_complex((size_t)m / 2 + 1);
-    if (!p->real || !p->spec || !p->acc) {
+    if (!p->in || !p->real || !p->spec || !p->acc) {
         goto fail;
     }
-    p->fwd = fftw_plan_dft_r2c_1d(m, p->real, p->spec, FFTW_ESTIMATE);
-    p->inv = fftw_plan_dft_c2r_1d(m, p->spec, p->real, FFTW_ESTIMATE);
+    p->fwd = fftw_plan_dft_r2c_1d(m, p->in, p->spec, PLAN_FLAGS);
+    p->inv = fftw_plan_dft_c2r_1d(m, p->spec, p->real, PLAN_FLAGS);
     if (!p->fwd || !p->inv) {
         goto fail;
     }
+    memset(p->in, 0, sizeof(double) * (size_t)m);
+    p->dirty = 0;
     p->size = m;
     return p;
 fail:
@@ -71,6 +79,7 @@ fail:
     if (p->inv) {
         fftw_destroy_plan(p->inv);
     }
+    fftw_free(p->in);
     fftw_free(p->real);
     fftw_free(p->spec);
     fftw_free(p->acc);
@@ -86,6 +95,7 @@ void dq_conv__cleanup(void) {
         }
         fftw_destroy_plan(p->fwd);
         fftw_destroy_plan(p->inv);
+        fftw_free(p->in);
         fftw_free(p->real);
         fftw_free(p->spec);
         fftw_free(p->acc);
@@ -101,48 +111,61 @@ static int check_args(const double *a, int na, const double *b, int nb, const do
     return DQ_OK;
 }
 
-int dq_conv_direct(const double *a, int na, const double *b, int nb, double *out) {
-    int rc = check_args(a, na, b, nb, out);
-    if (rc) {
-        return rc;
-    }
+/* The direct loop; restrict lets the compiler vectorise the inner product. */
+static void conv_direct(const double *restrict a, int na, const double *restrict b, int nb,
+                        double *restrict out) {
     memset(out, 0, sizeof(double) * (size_t)(na + nb - 1));
     for (int i = 0; i < na; i++) {
         double ai = a[i];
         if (ai == 0.0) {
             continue;
         }
-        double *o = out + i;
+        double *restrict o = out + i;
         for (int j = 0; j < nb; j++) {
             o[j] += ai * b[j];
         }
     }
+}
+
+int dq_conv_direct(const double *a, int na, const double *b, int nb, double *out) {
+    int rc = check_args(a, na, b, nb, out);
+    if (rc) {
+        return rc;
+    }
+    if ((out < a + na && a < out + na + nb - 1) || (out < b + nb && b < out + na + nb - 1)) {
+        return dq_fail(DQ_EINVAL, "convolution output overlaps an operand");
+    }
+    conv_direct(a, na, b, nb, out);
     return DQ_OK;
 }
 
-/* Loads x (len values, zero-padded to p->size) and transforms it into p->spec. */
-static void forward(struct conv_plan *p, const double *x, int len) {
-    memcpy(p->real, x, sizeof(double) * (size_t)len);
-    memset(p->real + len, 0, sizeof(double) * (size_t)(p->size - len));
-    fftw_execute_dft_r2c(p->fwd, p->real, p->spec);
+/* Transforms x (len values, zero-padded to p->size) into spec. */
+static void forward(struct conv_plan *p, const double *x, int len, fftw_complex *spec) {
+    memcpy(p->in, x, sizeof(double) * (size_t)len);
+    if (p->dirty > len) {
+        memset(p->in + len, 0, sizeof(double) * (size_t)(p->dirty - len));
+    }
+    p->dirty = len;
+    fftw_execute_dft_r2c(p->fwd, p->in, spec);
 }
 
-/* acc ·= spec, element-wise complex product over m/2 + 1 bins. */
-static void multiply_into(fftw_complex *acc, fftw_complex *spec, int bins) {
-    for (int i = 0; i < bins; i++) {
-        double re = acc[i][0] * spec[i][0] - acc[i][1] * spec[i][1];
-        double im = acc[i][0] * spec[i][1] + acc[i][1] * spec[i][0];
-        acc[i][0] = re;
-        acc[i][1] = im;
+/* acc ·= spec · scale, element-wise complex product over m/2 + 1 bins. */
+static void multiply_into(double *restrict acc, const double *restrict spec, int bins,
+                          double scale) {
+    for (int i = 0; i < 2 * bins; i += 2) {
+        double re = acc[i] * spec[i] - acc[i + 1] * spec[i + 1];
+        double im = acc[i] * spec[i + 1] + acc[i + 1] * spec[i];
+        acc[i] = re * scale;
+        acc[i + 1] = im * scale;
     }
 }
 
-/* Inverse-transforms p->acc into out[0 … len−1], scaled by 1/m and clamped at 0. */
+/* Inverse-transforms p->acc into out[0 … len−1], clamped at 0 (the 1/m scale was applied
+ * to the spectrum). */
 static void inverse(struct conv_plan *p, double *out, int len) {
     fftw_execute_dft_c2r(p->inv, p->acc, p->real);
-    double scale = 1.0 / p->size;
     for (int i = 0; i < len; i++) {
-        double v = p->real[i] * scale;
+        double v = p->real[i];
         out[i] = v > 0.0 ? v : 0.0;
     }
 }
@@ -169,11 +192,17 @@ int dq_conv_fft_n(const double *const *arrays, const int *lens, size_t n, double
         return dq_fail(DQ_ENOMEM, "no FFT plan for a transform of %ld points", total);
     }
     int bins = p->size / 2 + 1;
-    forward(p, arrays[0], lens[0]);
-    memcpy(p->acc, p->spec, sizeof(fftw_complex) * (size_t)bins);
+    double scale = 1.0 / p->size;
+    forward(p, arrays[0], lens[0], p->acc);
+    if (n == 1) {
+        double *acc = (double *)p->acc;
+        for (int i = 0; i < 2 * bins; i++) {
+            acc[i] *= scale;
+        }
+    }
     for (size_t i = 1; i < n; i++) {
-        forward(p, arrays[i], lens[i]);
-        multiply_into(p->acc, p->spec, bins);
+        forward(p, arrays[i], lens[i], p->spec);
+        multiply_into((double *)p->acc, (const double *)p->spec, bins, i + 1 == n ? scale : 1.0);
     }
     inverse(p, out, (int)total);
     return DQ_OK;
@@ -209,7 +238,7 @@ int dq_conv_fft_fresh(const double *a, int na, const double *b, int nb, double *
     memcpy(real, b, sizeof(double) * (size_t)nb);
     memset(real + nb, 0, sizeof(double) * (size_t)(m - nb));
     fftw_execute(pb);
-    multiply_into(sa, sb, bins);
+    multiply_into((double *)sa, (const double *)sb, bins, 1.0);
     fftw_execute(pi);
     for (int i = 0; i < len; i++) {
         double v = real[i] / m;
