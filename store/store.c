@@ -272,8 +272,10 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
     int rc = DQ_OK;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
-        rc = dq_fail(DQ_ESTORE, "%s: cannot open: %s", path,
-                     st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        int sys = st->db ? sqlite3_system_errno(st->db) : 0;
+        rc = dq_fail(DQ_ESTORE, "%s: cannot open: %s%s%s%s", path,
+                     st->db ? sqlite3_errmsg(st->db) : "out of memory", sys ? " (" : "",
+                     sys ? strerror(sys) : "", sys ? ")" : "");
         goto fail;
     }
     sqlite3_extended_result_codes(st->db, 1);
