@@ -1,0 +1,298 @@
+/*
+ * http.h: dqd's HTTP/1.1 server (libuv + http-parser) and its JSON envelope.
+ *
+ * Two layers, usable separately:
+ *
+ *   struct http_conn_parser  turns a byte stream into complete requests, with every
+ *                            size capped (URL, headers, body, query parameters). It does
+ *                            no I/O, so unit tests and the libFuzzer target feed it bytes.
+ *   struct http_server       listens on HOST:PORT on a caller's uv_loop_t, runs one
+ *                            parser per connection, calls one handler per request and
+ *                            writes the responses back in request order (keep-alive and
+ *                            pipelining), with an idle timeout and a connection cap.
+ *
+ * The handler is synchronous: it fills a struct http_response before returning, and the
+ * request's strings are valid only during the call. Responses are built in a growable
+ * buffer with a cap; http_reply_data/http_reply_error write the Prometheus-style
+ * envelope {"status":"success","data":…} / {"status":"error","errorType":…,"error":…}.
+ *
+ * Workload: a handful of API clients (dqctl, scripts, a Prometheus scraper); requests
+ * are small, responses up to a few MiB (/metrics, ΔQ arrays). Not on the ingest path.
+ */
+#ifndef DQ_HTTP_H
+#define DQ_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include "dq_error.h"
+
+/* ---- limits ------------------------------------------------------------------------ */
+
+/* Every cap of the server; http_limits_default() fills the defaults shown. */
+struct http_limits {
+    size_t max_url_bytes;        /* request target, raw (2048) -> 414 */
+    size_t max_header_bytes;     /* target + header names and values (8192) -> 431 */
+    size_t max_headers;          /* header lines per request (64) -> 431 */
+    size_t max_body_bytes;       /* decoded body (1 MiB) -> 413 */
+    size_t max_query_params;     /* name=value pairs in the query (32) -> 400 */
+    size_t max_response_bytes;   /* response body (64 MiB) -> handler's reply becomes 500 */
+    size_t max_pending_write;    /* per connection: stop parsing while more is unsent (1 MiB) */
+    unsigned max_connections;    /* open connections; further ones are closed at once (1024) */
+    uint64_t idle_timeout_ms;    /* no request in progress and nothing read (30000) */
+    uint64_t request_timeout_ms; /* first byte of a request to its last (30000) -> 408 */
+};
+
+/* Fills *lim with the defaults above. */
+void http_limits_default(struct http_limits *lim);
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+/* A complete request as the handler sees it. Every string is NUL-terminated. */
+struct http_request {
+    enum http_method method; /* HTTP_GET, HTTP_PUT, ... (http_parser.h) */
+    const char *method_name; /* "GET", ... */
+    const char *url;         /* raw request target as received */
+    const char *path;        /* percent-decoded path, without query: "/api/v1/probes/a b" */
+    const char *query;       /* raw query string without '?', "" when none */
+    const char *body;        /* body bytes (NUL-terminated for convenience), "" when none */
+    size_t body_len;         /* length of body, excluding the terminator */
+    int http_major;          /* 1 */
+    int http_minor;          /* 0 or 1 */
+    int keep_alive;          /* 1 when the connection stays open after the response */
+    /* Private to http.c: header and query tables (offsets into the parser's buffers). */
+    const struct http_conn_parser *priv_;
+};
+
+/* Value of header `name` (case-insensitive), or NULL when absent. The first one wins. */
+const char *http_request_header(const struct http_request *req, const char *name);
+
+/*
+ * Value of query parameter `name` ('+' and %XX decoded), or NULL when absent; a
+ * parameter without '=' has the value "". Names are compared after decoding, exactly.
+ */
+const char *http_request_query(const struct http_request *req, const char *name);
+
+/* Number of query parameters; http_request_query_at returns the i-th (name and value). */
+size_t http_request_query_count(const struct http_request *req);
+void http_request_query_at(const struct http_request *req, size_t i, const char **name,
+                           const char **value);
+
+/* ---- responses ------------------------------------------------------------------------ */
+
+#define HTTP_RESPONSE_MAX_EXTRA 1024 /* bytes of extra header lines per response */
+
+/* What a handler fills in. Start state: 404 with an empty body. */
+struct http_response {
+    int status;            /* HTTP status code */
+    char content_type[96]; /* Content-Type value */
+    char *body;            /* owned buffer, grown by the append functions */
+    size_t len;            /* bytes used in body */
+    size_t cap;            /* bytes allocated in body */
+    size_t max;            /* cap on len (from the server's limits) */
+    int overflow;          /* 1 once an append failed (cap or memory): reply becomes 500 */
+    int close;             /* handler asks to close the connection after this response */
+    char extra[HTTP_RESPONSE_MAX_EXTRA]; /* extra "Name: value\r\n" lines */
+    size_t extra_len;
+};
+
+/* Prepares an empty response whose body may grow to max bytes. */
+void http_response_init(struct http_response *res, size_t max);
+
+/* Frees the body buffer; the struct may be re-initialised afterwards. */
+void http_response_release(struct http_response *res);
+
+/* Empties the body (keeps the buffer) and clears the overflow flag. */
+void http_response_clear(struct http_response *res);
+
+/*
+ * Appends bytes / formatted text to the body. Returns DQ_OK, or DQ_EFULL past the cap,
+ * DQ_ENOMEM when memory runs out; either sets res->overflow and leaves the body as it was.
+ */
+int http_response_append(struct http_response *res, const void *data, size_t len);
+int http_response_printf(struct http_response *res, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/*
+ * Adds one header line. name and value must not contain CR, LF or NUL, and name not
+ * ':' (DQ_EINVAL); DQ_EFULL when the extra area is full. Content-Type, Content-Length
+ * and Connection are written by the server and cannot be added here (DQ_EINVAL).
+ */
+int http_response_add_header(struct http_response *res, const char *name, const char *value);
+
+/* Sets the Content-Type (truncated to fit; CR/LF refused with DQ_EINVAL). */
+int http_response_set_type(struct http_response *res, const char *content_type);
+
+/*
+ * Success envelope: status 200, application/json, {"status":"success","data":DATA}.
+ * Takes the caller's reference to data (like json_object_set_new); data == NULL (a
+ * failed jansson constructor) gives a 500 error reply instead. Returns DQ_OK or the
+ * error of the body append (the response then is a 500).
+ */
+int http_reply_data(struct http_response *res, json_t *data);
+
+/*
+ * Error envelope {"status":"error","errorType":TYPE,"error":MESSAGE} with the given
+ * status; the message is printf-formatted and truncated to 1 KiB.
+ */
+int http_reply_error(struct http_response *res, int status, const char *error_type, const char *fmt,
+                     ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Plain text reply: the given status, content type (NULL = "text/plain; charset=utf-8"). */
+int http_reply_text(struct http_response *res, int status, const char *content_type,
+                    const char *text, size_t len);
+
+/* errorType of the envelope for a status: 400 "bad_data", 404 "not_found", 405/408/413/
+ * 414/431 "bad_data", 422 "unprocessable", 503 "unavailable", others "internal". */
+const char *http_error_type(int status);
+
+/*
+ * Serialises the head of a response (status line and headers, ending in the blank
+ * line) into buf. keep_alive = 0 adds "Connection: close". Returns the length, or 0
+ * when cap is too small.
+ */
+size_t http_response_head(const struct http_response *res, int keep_alive, char *buf, size_t cap);
+
+/* ---- the parser side (no sockets) ---------------------------------------------------- */
+
+/*
+ * Called once per complete request. Return HTTP_FEED_CONTINUE to go on parsing the
+ * bytes that follow, HTTP_FEED_PAUSE to stop right after this request (feed returns
+ * HTTP_FEED_PAUSED with *consumed covering this request only).
+ */
+#define HTTP_FEED_CONTINUE 0
+#define HTTP_FEED_PAUSE 1
+typedef int (*http_request_fn)(void *ctx, const struct http_request *req);
+
+/* Called when a request's headers carry "Expect: 100-continue" and the body is acceptable. */
+typedef void (*http_continue_fn)(void *ctx);
+
+/* Growable byte buffer with a cap, used for the parser's storage. */
+struct http_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+struct http_hdr_ref { /* offsets into head */
+    uint32_t name, value;
+};
+
+struct http_query_ref { /* offsets into decoded */
+    uint32_t name, value;
+};
+
+struct http_conn_parser {
+    http_parser parser;           /* http-parser state; parser.data points back here */
+    struct http_limits lim;       /* caps in force */
+    http_request_fn on_request;   /* request callback */
+    http_continue_fn on_continue; /* optional 100-continue callback */
+    void *ctx;                    /* passed to both callbacks */
+    struct http_buf head;         /* URL then header names/values, NUL-separated */
+    struct http_buf body;         /* request body */
+    struct http_buf decoded;      /* decoded path and query pairs of the current request */
+    size_t url_len;               /* raw URL bytes so far */
+    size_t head_bytes;            /* URL + header bytes so far (cap check) */
+    struct http_hdr_ref *hdrs;    /* max_headers slots */
+    size_t n_hdrs;                /* headers stored */
+    int last_was_value;           /* header callbacks alternate field/value; may be split */
+    struct http_query_ref *qs;    /* max_query_params slots */
+    size_t n_qs;                  /* query parameters of the current request */
+    uint32_t path_off;            /* offset of the decoded path in decoded */
+    uint32_t query_off;           /* offset of the raw query in decoded */
+    int in_message;               /* 1 between the first byte of a request and its end */
+    int pause_requested;          /* on_request asked to pause */
+    int error_status;             /* 0, or the HTTP status of the failure (400/413/...) */
+    char error_msg[160];          /* why */
+    uint64_t requests;            /* complete requests parsed */
+};
+
+#define HTTP_FEED_PAUSED 1
+
+/*
+ * Initialises p with the limits (NULL = defaults) and callbacks. Returns DQ_OK or
+ * DQ_ENOMEM. Release with http_conn_parser_release.
+ */
+int http_conn_parser_init(struct http_conn_parser *p, const struct http_limits *lim,
+                          http_request_fn on_request, http_continue_fn on_continue, void *ctx);
+
+/* Frees p's buffers (p itself belongs to the caller). Safe on a zeroed struct. */
+void http_conn_parser_release(struct http_conn_parser *p);
+
+/*
+ * Feeds bytes. Calls on_request for each complete request, in order. Returns:
+ *   DQ_OK             all len bytes consumed (*consumed = len);
+ *   HTTP_FEED_PAUSED  on_request asked to pause; *consumed bytes were used, feed the
+ *                     rest later (after http_conn_parser_resume);
+ *   DQ_EPROTO         malformed or over a cap: p->error_status holds the status to
+ *                     answer (400, 413, 414, 431) and p->error_msg why; the stream is
+ *                     unusable afterwards (answer, then close).
+ * consumed may be NULL.
+ */
+int http_conn_parser_feed(struct http_conn_parser *p, const char *data, size_t len,
+                          size_t *consumed);
+
+/* Lets a paused parser go on. */
+void http_conn_parser_resume(struct http_conn_parser *p);
+
+/* 1 when a request has started but not completed (for the request timeout). */
+int http_conn_parser_busy(const struct http_conn_parser *p);
+
+/* ---- the server ---------------------------------------------------------------------- */
+
+/* The per-request callback; fills res (initialised to 404, empty). */
+typedef void (*http_handler_fn)(void *ctx, const struct http_request *req,
+                                struct http_response *res);
+
+struct http_server;
+
+/* Counters for /metrics and tests. */
+struct http_server_stats {
+    uint64_t connections_accepted; /* accepted and served */
+    uint64_t connections_rejected; /* closed at once because of max_connections */
+    uint64_t connections_open;     /* currently open */
+    uint64_t requests;             /* requests handed to the handler */
+    uint64_t bad_requests;         /* parse errors and caps (400/413/414/431) */
+    uint64_t timeouts;             /* idle and request timeouts */
+};
+
+typedef void (*http_server_closed_fn)(void *arg);
+
+/*
+ * Creates a server on loop (nothing bound yet). lim NULL = defaults. Returns DQ_OK and
+ * *out, or DQ_ENOMEM.
+ */
+int http_server_create(uv_loop_t *loop, const struct http_limits *lim, http_handler_fn handler,
+                       void *ctx, struct http_server **out);
+
+/*
+ * Binds host:port (IPv4 or IPv6 literal; port 0 = ephemeral) and listens. Returns DQ_OK,
+ * DQ_EINVAL for a bad address, DQ_ENET when bind/listen fail (message has libuv's text).
+ */
+int http_server_listen(struct http_server *s, const char *host, int port);
+
+/* The bound port (after a successful listen), else 0. */
+int http_server_port(const struct http_server *s);
+
+/* Copies the counters. */
+void http_server_get_stats(const struct http_server *s, struct http_server_stats *st);
+
+/*
+ * Closes the listener and every connection (pending writes are cancelled). The server
+ * is freed once all its handles have closed; then cb(arg) runs (cb may be NULL).
+ * s must not be used after this call. Calling it with NULL runs nothing.
+ */
+void http_server_close(struct http_server *s, http_server_closed_fn cb, void *arg);
+
+#endif /* DQ_HTTP_H */
