@@ -47,39 +47,36 @@ const char *proto_err_message(int err) {
 
 /* ---- character classes -------------------------------------------------------------- */
 
+/*
+ * Byte classes as bits of one table, so each test on the hot path is a load and a mask.
+ * The table is written out (it is derived from the character sets of PROTOCOL.md):
+ *   C_NAME   [A-Za-z0-9_]        probe names after the first byte
+ *   C_DIGIT  [0-9]
+ *   C_HEX    [0-9A-Fa-f]         i:, t:, p: values
+ *   C_AKEY   [A-Za-z0-9_.]       attribute keys
+ *   C_AVAL   [A-Za-z0-9_.:-]     attribute values
+ *   C_LABEL  [A-Za-z0-9_.:@+-]   hello node and app (Erlang node and application names)
+ *   C_NAME0  [A-Za-z_]           first byte of a probe name
+ * Bytes ≥ 0x80 are in no class.
+ */
+enum { C_NAME = 1, C_DIGIT = 2, C_HEX = 4, C_AKEY = 8, C_AVAL = 16, C_LABEL = 32, C_NAME0 = 64 };
+
+static const unsigned char byte_class[256] = {
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,   0,
+    0,   0,   0,   0,   0,   32,  0,   48,  56,  0,   63,  63,  63,  63,  63,  63,  63,  63,  63,
+    63,  48,  0,   0,   0,   0,   0,   32,  125, 125, 125, 125, 125, 125, 121, 121, 121, 121, 121,
+    121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 0,   0,   0,   0,
+    121, 0,   125, 125, 125, 125, 125, 125, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121, 121,
+    121, 121, 121, 121, 121, 121, 121, 121, 121, 0,   0,   0,   0,   0,
+};
+
+static inline int in_class(int cls, char c) {
+    return (byte_class[(unsigned char)c] & cls) != 0;
+}
+
 static inline int is_digit(unsigned char c) {
     return (unsigned)(c - '0') < 10u;
-}
-
-static inline int is_alpha(unsigned char c) {
-    return (unsigned)((c | 0x20) - 'a') < 26u;
-}
-
-static inline int is_name0(unsigned char c) {
-    return is_alpha(c) || c == '_';
-}
-
-static inline int is_name(unsigned char c) {
-    return is_alpha(c) || is_digit(c) || c == '_';
-}
-
-static inline int is_hex(unsigned char c) {
-    return is_digit(c) || (unsigned)((c | 0x20) - 'a') < 6u;
-}
-
-/* Attribute keys: [A-Za-z0-9_.] */
-static inline int is_akey(unsigned char c) {
-    return is_name(c) || c == '.';
-}
-
-/* Attribute values: [A-Za-z0-9_.:-] */
-static inline int is_aval(unsigned char c) {
-    return is_akey(c) || c == ':' || c == '-';
-}
-
-/* Hello node and app: Erlang node names and application names, [A-Za-z0-9_.@:+-]. */
-static inline int is_label(unsigned char c) {
-    return is_aval(c) || c == '@' || c == '+';
 }
 
 /* 1 when [p, e) starts with the n bytes of lit. */
@@ -93,11 +90,11 @@ static inline int slice_is(const char *p, size_t n, const char *lit) {
 }
 
 int proto_name_valid(const char *s, size_t n) {
-    if (n == 0 || n > PROTO_MAX_NAME || !is_name0((unsigned char)s[0])) {
+    if (n == 0 || n > PROTO_MAX_NAME || !in_class(C_NAME0, s[0])) {
         return 0;
     }
     for (size_t i = 1; i < n; i++) {
-        if (!is_name((unsigned char)s[i])) {
+        if (!in_class(C_NAME, s[i])) {
             return 0;
         }
     }
@@ -106,26 +103,71 @@ int proto_name_valid(const char *s, size_t n) {
 
 /* ---- numbers ------------------------------------------------------------------------ */
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define PROTO_SWAR 1
+/*
+ * Eight ASCII bytes at once (SWAR): timestamps are 19 digits, and converting them one
+ * digit at a time is a chain of 19 dependent multiply-adds that dominates the parse.
+ * Byte i of x (little-endian load) is the i-th character.
+ */
+static inline int all_digits8(uint64_t x) {
+    /* Every byte has high nibble 3, and so does byte + 6 (so the byte is ≤ '9'); a byte
+     * big enough to carry into its neighbour fails its own high-nibble test. */
+    return ((x & 0xF0F0F0F0F0F0F0F0ULL) |
+            (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) == 0x3333333333333333ULL;
+}
+
+static inline uint64_t digits8_value(uint64_t x) {
+    x -= 0x3030303030303030ULL;
+    /* Neighbouring lanes merge pairwise: 8 digits → 4 values < 100 → 2 < 10^4 → 1. */
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+    x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
+    return x;
+}
+#endif
+
 /*
  * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns PROTO_OK with
  * *pp on the stop byte, or PROTO_E_TIME (empty, non-digit, 0, or > INT64_MAX).
  */
 static int parse_time(const char **pp, const char *e, int64_t *out) {
     const char *p = *pp;
-    uint64_t v = 0;
     const char *start = p;
-    while (p < e && *p != ';') {
+    uint64_t v = 0;
+    int nd = 0;
+#ifdef PROTO_SWAR
+    while (e - p >= 8 && nd <= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        if (!all_digits8(x)) {
+            break;
+        }
+        v = v * 100000000u + digits8_value(x);
+        p += 8;
+        nd += 8;
+    }
+#endif
+    /* Up to 18 digits in all cannot overflow an int64: no check inside the loop. */
+    const char *stop = e - p > 18 - nd ? p + (18 - nd) : e;
+    while (p < stop) {
         unsigned d = (unsigned)((unsigned char)*p - '0');
         if (d > 9) {
-            return PROTO_E_TIME;
+            break;
         }
-        if (v > ((uint64_t)INT64_MAX - d) / 10) {
+        v = v * 10 + d;
+        p++;
+    }
+    if (p == stop && p < e && *p != ';') {
+        /* A 19th digit, and then only the end or ';' may follow. */
+        unsigned d = (unsigned)((unsigned char)*p - '0');
+        if (d > 9 || v > ((uint64_t)INT64_MAX - d) / 10) {
             return PROTO_E_TIME;
         }
         v = v * 10 + d;
         p++;
     }
-    if (p == start || v == 0) {
+    if (p == start || v == 0 || (p < e && *p != ';')) {
         return PROTO_E_TIME;
     }
     *out = (int64_t)v;
@@ -228,14 +270,14 @@ static int attrs_valid(const char *p, size_t n) {
     const char *e = p + n;
     for (;;) {
         const char *k = p;
-        while (p < e && is_akey((unsigned char)*p)) {
+        while (p < e && in_class(C_AKEY, *p)) {
             p++;
         }
         if (p == k || p == e || *p != '=') {
             return 0;
         }
         const char *v = ++p;
-        while (p < e && is_aval((unsigned char)*p)) {
+        while (p < e && in_class(C_AVAL, *p)) {
             p++;
         }
         if (p == v) {
@@ -268,7 +310,7 @@ static int hex_valid(const char *p, size_t n) {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!is_hex((unsigned char)p[i])) {
+        if (!in_class(C_HEX, p[i])) {
             return 0;
         }
     }
@@ -327,7 +369,7 @@ static int parse_trailing(const char *p, const char *e, struct proto_msg *m) {
             dst->n = vn;
         } else {
             for (const char *k = seg; k < colon; k++) {
-                if (!is_name((unsigned char)*k)) {
+                if (!in_class(C_NAME, *k)) {
                     return PROTO_E_SYNTAX;
                 }
             }
@@ -343,13 +385,13 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
     const char *name = p;
 
     m->kind = PROTO_INSTANCE;
-    while (p < e && is_name((unsigned char)*p)) {
+    while (p < e && in_class(C_NAME, *p)) {
         p++;
     }
     if (p == e) {
         return p == name ? PROTO_E_NAME : PROTO_E_FIELD;
     }
-    if (*p != ';' || p == name || !is_name0((unsigned char)*name) ||
+    if (*p != ';' || p == name || !in_class(C_NAME0, *name) ||
         (size_t)(p - name) > PROTO_MAX_NAME) {
         return PROTO_E_NAME;
     }
@@ -414,7 +456,7 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
 static int take_label(const char **pp, const char *e, struct proto_slice *out) {
     const char *p = *pp, *s = p;
     while (p < e && *p != ';') {
-        if (!is_label((unsigned char)*p)) {
+        if (!in_class(C_LABEL, *p)) {
             return -1;
         }
         p++;

@@ -126,6 +126,50 @@ static void test_v2_instances(void) {
     CHECK_INT(m.v2_fields, 0);
 }
 
+/* START/END of every length 1 … 19 digits round-trip; a bad byte anywhere is TIME. */
+static uint32_t rnd(void);
+
+static void test_times(void) {
+    struct proto_msg m;
+    char line[128];
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        int digits = 1 + (int)(rnd() % 19);
+        uint64_t v = 0;
+        for (int d = 0; d < digits; d++) {
+            v = v * 10 + rnd() % 10;
+        }
+        if (v > (uint64_t)INT64_MAX || v == 0) {
+            continue;
+        }
+        int n = snprintf(line, sizeof line, "n:t;b:%llu;e:%llu;s:ok", (unsigned long long)v,
+                         (unsigned long long)v);
+        int r = proto_parse(line, (size_t)n, 0, &m);
+        bad += r != PROTO_OK || m.start_ns != (int64_t)v || m.end_ns != (int64_t)v;
+        /* Corrupt one byte of START: only another digit keeps it a number. */
+        size_t at = 6 + rnd() % (size_t)(strchr(line + 6, ';') - (line + 6));
+        char c = (char)(rnd() % 256);
+        line[at] = c;
+        r = proto_parse(line, (size_t)n, 0, &m);
+        if (c >= '0' && c <= '9') {
+            bad += r != PROTO_OK && r != PROTO_E_TIME && r != PROTO_E_ORDER;
+        } else if (c == ';') {
+            bad += r != PROTO_E_FIELD && r != PROTO_E_TIME;
+        } else {
+            bad += r != PROTO_E_TIME;
+        }
+    }
+    CHECK_INT(bad, 0);
+    /* Exactly INT64_MAX and one more, with a prefix of zeros up to 19 digits. */
+    const char *ok = "n:t;b:0000000000000000001;e:9223372036854775807;s:ok";
+    CHECK_INT(proto_parse(ok, strlen(ok), 0, &m), PROTO_OK);
+    CHECK_INT(m.start_ns, 1);
+    const char *over = "n:t;b:1;e:9223372036854775808;s:ok";
+    CHECK_INT(proto_parse(over, strlen(over), 0, &m), PROTO_E_TIME);
+    const char *twenty = "n:t;b:00000000000000000001;e:2;s:ok";
+    CHECK_INT(proto_parse(twenty, strlen(twenty), 0, &m), PROTO_E_TIME);
+}
+
 static void test_names(void) {
     char line[2048];
     char name[300];
@@ -825,6 +869,7 @@ int main(int argc, char **argv) {
     test_err_names();
     test_legacy_instances();
     test_v2_instances();
+    test_times();
     test_names();
     test_line_limit();
     test_control_lines();
