@@ -1,0 +1,605 @@
+/*
+ * test_engine_oracles.c: the ΔQ engine against closed forms (ORACLES.md) and against the
+ * grid semantics of dq.h: grid helpers, constructors, and every operator on inputs whose
+ * result is known exactly (binned reference cases, waits, never) or analytically
+ * (triangular, Erlang-2, first/all-to-finish of uniforms and exponentials).
+ *
+ * A binned ΔQ carries the mass of [(i−½)w, (i+½)w) at the grid time i·w, so the CDF at
+ * grid time i·w of a continuous law is F((i+½)·w) exactly; the first-to-finish and
+ * all-to-finish checks below use that to compare with the closed forms within 1e-9.
+ */
+#include "check.h"
+
+#include "engine_test_util.h"
+
+#include <float.h>
+
+#define MS 0.001
+
+static void test_grid(void) {
+    CHECK_NEAR(dq_width_of(0), 0.001, 1e-18);
+    CHECK_NEAR(dq_width_of(3), 0.008, 1e-18);
+    CHECK_NEAR(dq_width_of(-10), 0.001 / 1024.0, 1e-20);
+    CHECK_NEAR(dq_width_of(10), 1.024, 1e-15);
+
+    CHECK_INT(dq_check_grid(0, 1), DQ_OK);
+    CHECK_INT(dq_check_grid(-10, 4096), DQ_OK);
+    CHECK_INT(dq_check_grid(10, 4096), DQ_OK);
+    CHECK_INT(dq_check_grid(0, 0), DQ_ERANGE);
+    CHECK_INT(dq_check_grid(0, 4097), DQ_ERANGE);
+    CHECK_INT(dq_check_grid(11, 1), DQ_ERANGE);
+    CHECK_INT(dq_check_grid(-11, 1), DQ_ERANGE);
+
+    /* Worked examples: 1 s needs 250 µs bins (4000 of them), 5 s needs 2 ms bins. */
+    int k = 99, n = -1;
+    CHECK_INT(dq_grid_for(1.0, &k, &n), DQ_OK);
+    CHECK_INT(k, -2);
+    CHECK_INT(n, 4000);
+    CHECK_INT(dq_grid_for(5.0, &k, &n), DQ_OK);
+    CHECK_INT(k, 1);
+    CHECK_INT(n, 2500);
+    CHECK_INT(dq_grid_for(4096 * 1.024, &k, &n), DQ_OK);
+    CHECK_INT(k, 10);
+    CHECK_INT(n, 4096);
+
+    /* The defining properties on a spread of deadlines. */
+    const double dmax[] = {1e-9, 1e-6, 3.3e-4, 0.004, 0.0041, 0.25, 1.5, 7.77, 100.0, 4000.0};
+    for (size_t i = 0; i < sizeof dmax / sizeof dmax[0]; i++) {
+        k = 99;
+        n = -1;
+        int rc = dq_grid_for(dmax[i], &k, &n);
+        CHECK_MSG(rc == DQ_OK, "dq_grid_for(%g) = %d", dmax[i], rc);
+        if (rc != DQ_OK)
+            continue;
+        double w = dq_width_of(k);
+        CHECK_MSG(k >= DQ_MIN_K && k <= DQ_MAX_K, "dmax %g: k %d", dmax[i], k);
+        CHECK_MSG(n >= 1 && n <= DQ_MAX_BINS, "dmax %g: n %d", dmax[i], n);
+        /* n = ceil(dmax / w): the horizon covers dmax, one bin fewer would not. */
+        CHECK_MSG(n * w >= dmax[i] * (1 - 1e-12), "dmax %g: n·w = %g", dmax[i], n * w);
+        CHECK_MSG((n - 1) * w < dmax[i], "dmax %g: (n-1)·w = %g", dmax[i], (n - 1) * w);
+        /* smallest k: one step finer would need more than DQ_MAX_BINS bins. */
+        CHECK_MSG(k == DQ_MIN_K || dmax[i] / dq_width_of(k - 1) > DQ_MAX_BINS, "dmax %g: k %d",
+                  dmax[i], k);
+    }
+}
+
+static void test_constructors(void) {
+    struct dq *a = NULL;
+
+    MUST(dq_never(0, 10, &a));
+    if (a) {
+        CHECK_INT(a->k, 0);
+        CHECK_INT(a->n, 10);
+        CHECK_NEAR(a->width, 0.001, 1e-18);
+        CHECK_NEAR(ref_mass(a), 0.0, 0.0);
+        CHECK_NEAR(dq_tangible(a), 0.0, 0.0);
+        CHECK_NEAR(dq_lost(a), 1.0, 0.0);
+        CHECK_NEAR(dq_horizon(a), 0.010, 1e-15);
+        CHECK_INT(a->n_ok + a->n_fa + a->n_to + a->n_out, 0);
+    }
+    dq_destroy(a);
+    dq_destroy(NULL);
+
+    /* wait: nearest grid time; past the last grid time but ≤ H -> last bin; > H lost. */
+    const struct {
+        double t;
+        int bin; /* −1: lost */
+    } waits[] = {{0.0, 0},    {0.0031, 3}, {0.0036, 4},  {0.0004, 0},
+                 {0.0096, 9}, {0.0099, 9}, {0.0101, -1}, {0.5, -1}};
+    for (size_t c = 0; c < sizeof waits / sizeof waits[0]; c++) {
+        a = NULL;
+        MUST(dq_wait(0, 10, waits[c].t, &a));
+        if (!a)
+            continue;
+        for (int i = 0; i < 10; i++)
+            CHECK_MSG(a->pdf[i] == (i == waits[c].bin ? 1.0 : 0.0), "wait(%g): pdf[%d] = %g",
+                      waits[c].t, i, a->pdf[i]);
+        CHECK_NEAR(dq_lost(a), waits[c].bin < 0 ? 1.0 : 0.0, 1e-15);
+        dq_destroy(a);
+    }
+
+    /* uniform [2, 6] ms: half bins at both ends. */
+    a = NULL;
+    MUST(dq_uniform(0, 10, 0.002, 0.006, &a));
+    if (a) {
+        const double want[10] = {0, 0, 0.125, 0.25, 0.25, 0.25, 0.125, 0, 0, 0};
+        CHECK_MSG(ref_maxdiff(a->pdf, want, 10) < 1e-12, "uniform[2,6]ms maxdiff %g",
+                  ref_maxdiff(a->pdf, want, 10));
+    }
+    dq_destroy(a);
+    /* uniform [8, 12] ms on a 10 ms horizon: [8.5, 10] goes to the last bin, half lost. */
+    a = NULL;
+    MUST(dq_uniform(0, 10, 0.008, 0.012, &a));
+    if (a) {
+        const double want[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0.125, 0.375};
+        CHECK_MSG(ref_maxdiff(a->pdf, want, 10) < 1e-12, "uniform[8,12]ms maxdiff %g",
+                  ref_maxdiff(a->pdf, want, 10));
+        CHECK_NEAR(dq_lost(a), 0.5, 1e-12);
+    }
+    dq_destroy(a);
+    /* uniform a == b is a wait. */
+    a = NULL;
+    MUST(dq_uniform(0, 10, 0.0042, 0.0042, &a));
+    if (a) {
+        CHECK_NEAR(a->pdf[4], 1.0, 1e-15);
+        CHECK_NEAR(ref_mass(a), 1.0, 1e-15);
+    }
+    dq_destroy(a);
+
+    /* exponential: mass of each rounding interval, lost = e^(−λH). */
+    a = NULL;
+    const double lam = 50.0, w = 0.001;
+    MUST(dq_exponential(0, 100, lam, &a));
+    if (a) {
+        double maxd = 0.0;
+        for (int i = 0; i < 100; i++) {
+            double lo = i == 0 ? 0.0 : (i - 0.5) * w;
+            double hi = i == 99 ? 100 * w : (i + 0.5) * w;
+            double want = exp(-lam * lo) - exp(-lam * hi);
+            maxd = fmax(maxd, fabs(a->pdf[i] - want));
+        }
+        CHECK_MSG(maxd < 1e-12, "exponential(50) bins maxdiff %g", maxd);
+        CHECK_NEAR(dq_lost(a), exp(-lam * 0.1), 1e-12);
+    }
+    dq_destroy(a);
+
+    /* from samples: counts / total, beyond-horizon successes lost and counted. */
+    const double dur[] = {0.0012, 0.0031, 0.0029, 0.02, 0.0098};
+    a = NULL;
+    MUST(dq_from_samples(0, 10, dur, 5, 2, 1, &a));
+    if (a) {
+        const double want[10] = {0, 0.125, 0, 0.25, 0, 0, 0, 0, 0, 0.125};
+        CHECK_MSG(ref_maxdiff(a->pdf, want, 10) < 1e-15, "from_samples maxdiff %g",
+                  ref_maxdiff(a->pdf, want, 10));
+        CHECK_NEAR(dq_lost(a), 0.5, 1e-15);
+        CHECK_INT(a->n_fa, 2);
+        CHECK_INT(a->n_to, 1);
+        CHECK_INT(a->n_out, 1);
+    }
+    dq_destroy(a);
+    /* Only failures: a valid ΔQ with all mass lost. */
+    a = NULL;
+    MUST(dq_from_samples(0, 10, NULL, 0, 3, 0, &a));
+    if (a)
+        CHECK_NEAR(dq_lost(a), 1.0, 0.0);
+    dq_destroy(a);
+
+    /* from counts. */
+    uint64_t counts[10] = {3, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    a = NULL;
+    MUST(dq_from_counts(0, 10, counts, 1, 2, 2, &a));
+    if (a) {
+        CHECK_NEAR(a->pdf[0], 3.0 / 9.0, 1e-15);
+        CHECK_NEAR(a->pdf[5], 1.0 / 9.0, 1e-15);
+        CHECK_NEAR(dq_lost(a), 5.0 / 9.0, 1e-15);
+        CHECK_INT(a->n_fa, 1);
+        CHECK_INT(a->n_to, 2);
+        CHECK_INT(a->n_out, 2);
+    }
+    dq_destroy(a);
+
+    /* from pdf copies; clone is deep. */
+    double pdf[4] = {0.25, 0.0, 0.5, 0.125};
+    a = NULL;
+    MUST(dq_from_pdf(2, 4, pdf, &a));
+    pdf[0] = 0.9;
+    if (a) {
+        CHECK(a->pdf != pdf);
+        CHECK_NEAR(a->pdf[0], 0.25, 0.0);
+        CHECK_INT(a->k, 2);
+        CHECK_NEAR(a->width, 0.004, 1e-18);
+        CHECK_NEAR(dq_lost(a), 0.125, 1e-15);
+        CHECK_NEAR(dq_horizon(a), 0.016, 1e-15);
+        struct dq *c = NULL;
+        MUST(dq_clone(a, &c));
+        if (c) {
+            CHECK(c->pdf != a->pdf);
+            CHECK_INT(c->k, 2);
+            CHECK_INT(c->n, 4);
+            CHECK(memcmp(c->pdf, a->pdf, 4 * sizeof(double)) == 0);
+            c->pdf[1] = 0.1;
+            CHECK_NEAR(a->pdf[1], 0.0, 0.0);
+        }
+        dq_destroy(c);
+    }
+    dq_destroy(a);
+
+    /* QTA's own ΔQ. */
+    struct dq_qta q = {
+        .n = 3, .t = {0.002, 0.005, 0.0081}, .p = {0.5, 0.8, 0.95}, .max_lost = 0.05};
+    a = NULL;
+    MUST(dq_from_qta(0, 10, &q, &a));
+    if (a) {
+        const double want[10] = {0, 0, 0.5, 0, 0, 0.3, 0, 0, 0.15, 0};
+        CHECK_MSG(ref_maxdiff(a->pdf, want, 10) < 1e-12, "from_qta maxdiff %g",
+                  ref_maxdiff(a->pdf, want, 10));
+        CHECK_NEAR(dq_lost(a), 0.05, 1e-12);
+    }
+    dq_destroy(a);
+}
+
+/* CDF of a at grid index j (tangible mass past the end). */
+static double cdf_idx(const struct dq *a, int j) {
+    double s = 0.0;
+    for (int i = 0; i <= j && i < a->n; i++)
+        s += a->pdf[i];
+    return s;
+}
+
+static struct dq *from_cdf(int k, int n, const double *cdf) {
+    double pdf[16];
+    struct dq *a = NULL;
+    for (int i = 0; i < n; i++)
+        pdf[i] = cdf[i] - (i ? cdf[i - 1] : 0.0);
+    MUST(dq_from_pdf(k, n, pdf, &a));
+    return a;
+}
+
+static void test_binned_reference(void) {
+    /* ORACLES.md, width 1 (index units); the grid width does not matter: use 1 ms. */
+    const double ca[7] = {0, .3, .3, 1, 1, 1, 1}, cb[7] = {0, 0, .6, 1, 1, 1, 1};
+    const double cs[7] = {0, 0, 0, .18, .30, .72, 1};
+    struct dq *a = from_cdf(0, 7, ca), *b = from_cdf(0, 7, cb), *s = NULL;
+    if (a && b) {
+        MUST(dq_sequence(a, b, &s));
+        if (s) {
+            CHECK_INT(s->n, 13);
+            CHECK_INT(s->k, 0);
+            for (int j = 0; j < 13; j++)
+                CHECK_MSG(fabs(cdf_idx(s, j) - cs[j < 7 ? j : 6]) < 1e-12, "seq F[%d] = %g", j,
+                          cdf_idx(s, j));
+            /* the same through the public CDF query, between and at grid times */
+            for (int j = 0; j < 7; j++) {
+                CHECK_NEAR(dq_cdf_at(s, (j + 0.5) * MS), cs[j], 1e-12);
+                CHECK_NEAR(dq_cdf_at(s, j * dq_width_of(0)), cs[j], 1e-12);
+            }
+        }
+        dq_destroy(s);
+    }
+    dq_destroy(a);
+    dq_destroy(b);
+
+    const double c1[4] = {0, .5, .75, 1}, c2[4] = {0, .25, .5, 1};
+    const double atf[4] = {0, .125, .375, 1}, ftf[4] = {0, .625, .875, 1};
+    a = from_cdf(0, 4, c1);
+    b = from_cdf(0, 4, c2);
+    if (a && b) {
+        const struct dq *ops[2] = {a, b};
+        struct dq *r = NULL;
+        MUST(dq_all_to_finish(ops, 2, &r));
+        if (r) {
+            CHECK_INT(r->n, 4);
+            for (int j = 0; j < 4; j++)
+                CHECK_MSG(fabs(cdf_idx(r, j) - atf[j]) < 1e-12, "atf F[%d] = %g", j, cdf_idx(r, j));
+        }
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_first_to_finish(ops, 2, &r));
+        if (r) {
+            CHECK_INT(r->n, 4);
+            for (int j = 0; j < 4; j++)
+                CHECK_MSG(fabs(cdf_idx(r, j) - ftf[j]) < 1e-12, "ftf F[%d] = %g", j, cdf_idx(r, j));
+        }
+        dq_destroy(r);
+    }
+    dq_destroy(a);
+    dq_destroy(b);
+
+    const double i1[4] = {0, .3, .3, 1}, i2[4] = {0, 0, .6, 1};
+    a = from_cdf(0, 4, i1);
+    b = from_cdf(0, 4, i2);
+    if (a && b) {
+        enum dq_order o = DQ_CMP_EQUAL;
+        CHECK_INT(dq_compare(a, b, 1e-9, &o), DQ_OK);
+        CHECK_INT(o, DQ_CMP_INCOMPARABLE);
+        o = DQ_CMP_EQUAL;
+        CHECK_INT(dq_compare(b, a, 1e-9, &o), DQ_OK);
+        CHECK_INT(o, DQ_CMP_INCOMPARABLE);
+    }
+    dq_destroy(a);
+    dq_destroy(b);
+}
+
+static void test_waits_and_never(void) {
+    struct dq *w2 = NULL, *w3 = NULL, *w4 = NULL, *w5 = NULL, *w7 = NULL, *nv = NULL, *r = NULL;
+    MUST(dq_wait(0, 10, 0.002, &w2));
+    MUST(dq_wait(0, 10, 0.003, &w3));
+    MUST(dq_wait(0, 10, 0.004, &w4));
+    MUST(dq_wait(0, 10, 0.005, &w5));
+    MUST(dq_wait(0, 10, 0.007, &w7));
+    MUST(dq_never(0, 10, &nv));
+    if (!(w2 && w3 && w4 && w5 && w7 && nv))
+        goto out;
+
+    MUST(dq_sequence(w3, w4, &r));
+    if (r) {
+        CHECK_INT(r->n, 19);
+        for (int i = 0; i < r->n; i++)
+            CHECK_NEAR(r->pdf[i], i == 7 ? 1.0 : 0.0, 1e-12);
+    }
+    dq_destroy(r);
+    r = NULL;
+
+    const struct dq *three[3] = {w2, w7, w5};
+    MUST(dq_all_to_finish(three, 3, &r));
+    if (r)
+        for (int i = 0; i < r->n; i++)
+            CHECK_NEAR(r->pdf[i], i == 7 ? 1.0 : 0.0, 1e-12);
+    dq_destroy(r);
+    r = NULL;
+    MUST(dq_first_to_finish(three, 3, &r));
+    if (r)
+        for (int i = 0; i < r->n; i++)
+            CHECK_NEAR(r->pdf[i], i == 2 ? 1.0 : 0.0, 1e-12);
+    dq_destroy(r);
+    r = NULL;
+
+    /* never: identity of first-to-finish, absorbing for sequence and all-to-finish. */
+    struct trng g = {42};
+    struct dq *x = trng_dq(&g, 0, 10, 0.8, 0.3);
+    if (x) {
+        const struct dq *xn[2] = {x, nv}, *nx[2] = {nv, x};
+        MUST(dq_first_to_finish(xn, 2, &r));
+        if (r) {
+            CHECK_INT(r->n, 10);
+            CHECK(ref_maxdiff(r->pdf, x->pdf, 10) < 1e-12);
+        }
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_first_to_finish(nx, 2, &r));
+        if (r)
+            CHECK(ref_maxdiff(r->pdf, x->pdf, 10) < 1e-12);
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_sequence(x, nv, &r));
+        if (r)
+            CHECK_NEAR(ref_mass(r), 0.0, 1e-12);
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_sequence(nv, x, &r));
+        if (r) {
+            CHECK_NEAR(ref_mass(r), 0.0, 1e-12);
+            CHECK_NEAR(dq_lost(r), 1.0, 1e-12);
+        }
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_all_to_finish(xn, 2, &r));
+        if (r)
+            CHECK_NEAR(ref_mass(r), 0.0, 1e-12);
+        dq_destroy(r);
+        r = NULL;
+
+        /* choice(0.75: X, 0.25: never) = 0.75·X */
+        const double wts[2] = {0.75, 0.25};
+        MUST(dq_choice(xn, wts, 2, &r));
+        if (r) {
+            double want[10];
+            for (int i = 0; i < 10; i++)
+                want[i] = 0.75 * x->pdf[i];
+            CHECK_INT(r->n, 10);
+            CHECK(ref_maxdiff(r->pdf, want, 10) < 1e-12);
+            CHECK_NEAR(dq_lost(r), 0.75 * dq_lost(x) + 0.25, 1e-12);
+        }
+        dq_destroy(r);
+        r = NULL;
+    }
+    dq_destroy(x);
+out:
+    dq_destroy(w2);
+    dq_destroy(w3);
+    dq_destroy(w4);
+    dq_destroy(w5);
+    dq_destroy(w7);
+    dq_destroy(nv);
+}
+
+/* U(0,1) ftf/atf U(0,1): exact at grid times since F_grid(j·w) = min(1, (j + ½)·w). */
+static void test_uniform_race(void) {
+    const int n = 1024;
+    const double w = dq_width_of(0);
+    struct dq *u = NULL, *f = NULL, *a = NULL;
+    MUST(dq_uniform(0, n, 0.0, 1.0, &u));
+    if (!u)
+        return;
+    const struct dq *ops[2] = {u, u};
+    MUST(dq_first_to_finish(ops, 2, &f));
+    MUST(dq_all_to_finish(ops, 2, &a));
+    if (f && a) {
+        double cf = 0.0, ca = 0.0, df = 0.0, da = 0.0;
+        for (int j = 0; j < n; j++) {
+            double F = fmin(1.0, (j + 0.5) * w);
+            cf += f->pdf[j];
+            ca += a->pdf[j];
+            df = fmax(df, fabs(cf - (1 - (1 - F) * (1 - F))));
+            da = fmax(da, fabs(ca - F * F));
+        }
+        CHECK_MSG(df < 1e-9, "U ftf U: max CDF error %g", df);
+        CHECK_MSG(da < 1e-9, "U atf U: max CDF error %g", da);
+        struct dq_moments m;
+        CHECK_INT(dq_moments(f, &m), DQ_OK);
+        CHECK_NEAR(m.mean, 1.0 / 3.0, 1e-4);
+        CHECK_INT(dq_moments(a, &m), DQ_OK);
+        CHECK_NEAR(m.mean, 2.0 / 3.0, 1e-4);
+    }
+    dq_destroy(f);
+    dq_destroy(a);
+    dq_destroy(u);
+}
+
+/* exponential(λ1) ftf exponential(λ2) = exponential(λ1 + λ2), exactly on the grid. */
+static void test_exponential_race(void) {
+    struct dq *e1 = NULL, *e2 = NULL, *e12 = NULL, *r = NULL;
+    MUST(dq_exponential(0, 500, 3.0, &e1));
+    MUST(dq_exponential(0, 500, 5.0, &e2));
+    MUST(dq_exponential(0, 500, 8.0, &e12));
+    if (e1 && e2 && e12) {
+        const struct dq *ops[2] = {e1, e2};
+        MUST(dq_first_to_finish(ops, 2, &r));
+        if (r) {
+            CHECK_INT(r->n, 500);
+            double c1 = 0, c2 = 0, d = 0;
+            for (int j = 0; j < 500; j++) {
+                c1 += r->pdf[j];
+                c2 += e12->pdf[j];
+                d = fmax(d, fabs(c1 - c2));
+            }
+            CHECK_MSG(d < 1e-9, "exp(3) ftf exp(5) vs exp(8): max CDF diff %g", d);
+            CHECK_NEAR(dq_lost(r), exp(-8.0 * 0.5), 1e-9);
+        }
+    }
+    dq_destroy(r);
+    dq_destroy(e1);
+    dq_destroy(e2);
+    dq_destroy(e12);
+}
+
+/* U(1,2) ; U(1,2): triangular on [2, 4]. */
+static void test_triangular(void) {
+    struct dq *u = NULL, *s = NULL;
+    MUST(dq_uniform(0, 2048, 1.0, 2.0, &u));
+    if (!u)
+        return;
+    MUST(dq_sequence(u, u, &s));
+    if (s) {
+        CHECK_INT(s->k, 0);
+        CHECK_INT(s->n, 4095);
+        CHECK_NEAR(ref_mass(s), 1.0, 1e-9);
+        double t = -1;
+        CHECK_INT(dq_quantile(s, 0.5, &t), DQ_OK);
+        CHECK_NEAR(t, 3.0, 1.5e-3);
+        t = -1;
+        CHECK_INT(dq_quantile(s, 0.9, &t), DQ_OK);
+        CHECK_NEAR(t, 4.0 - sqrt(0.2), 2e-3);
+        CHECK_NEAR(dq_cdf_at(s, 3.5), 0.875, 2e-3);
+        /* at grid times the CDF holds the law's value half a bin later: F(3.5005) */
+        CHECK_NEAR(dq_cdf_at(s, 3.5 + 0.25 * MS), 1 - 0.4995 * 0.4995 / 2, 1e-5);
+        /* Exact closed form at grid midpoints up to the second-order rounding term. */
+        double maxd = 0;
+        for (double x = 2.1; x < 4.0; x += 0.1) {
+            double h = x + 0.5 * MS; /* F_grid(i·w) = F((i + ½)·w) */
+            double F = h <= 3 ? (h - 2) * (h - 2) / 2 : 1 - (4 - h) * (4 - h) / 2;
+            maxd = fmax(maxd, fabs(dq_cdf_at(s, x + 0.25 * MS) - F));
+        }
+        CHECK_MSG(maxd < 1e-5, "triangular CDF max error %g", maxd);
+        struct dq_moments m;
+        CHECK_INT(dq_moments(s, &m), DQ_OK);
+        CHECK_NEAR(m.mean, 3.0, 1e-9);
+        CHECK_NEAR(m.variance, 1.0 / 6.0, 1e-5);
+        CHECK_NEAR(m.skewness, 0.0, 1e-6);
+        CHECK_NEAR(m.kurtosis, 2.4, 1e-3); /* triangular: excess −0.6 */
+    }
+    dq_destroy(s);
+    dq_destroy(u);
+}
+
+/* exponential(λ) ; exponential(λ) = Erlang-2. */
+static void test_erlang2(void) {
+    const double lam = 4.0;
+    struct dq *e = NULL, *s = NULL;
+    /* Fine grid, no coarsening: compare at grid midpoints, where only second-order
+     * rounding error remains (a one-bin shift would be ≈ 1.5e-3). */
+    MUST(dq_exponential(0, 2048, lam, &e));
+    if (e) {
+        MUST(dq_sequence(e, e, &s));
+        if (s) {
+            CHECK_INT(s->n, 4095);
+            CHECK_INT(s->k, 0);
+            double maxd = 0;
+            for (double t = 0.05; t < 2.0; t += 0.05) {
+                double x = t + 0.5 * MS;
+                double F = 1 - exp(-lam * x) * (1 + lam * x);
+                maxd = fmax(maxd, fabs(dq_cdf_at(s, x) - F));
+            }
+            CHECK_MSG(maxd < 1e-4, "Erlang-2 (k=0) max CDF error %g", maxd);
+            CHECK_NEAR(dq_lost(s), 1 - (1 - exp(-lam * 2.048)) * (1 - exp(-lam * 2.048)), 1e-9);
+        }
+        dq_destroy(s);
+        s = NULL;
+    }
+    dq_destroy(e);
+    e = NULL;
+    /* Long horizon: 4096 + 4096 − 1 bins do not fit, the result coarsens to 2 ms. */
+    MUST(dq_exponential(0, 4096, lam, &e));
+    if (e) {
+        MUST(dq_sequence(e, e, &s));
+        if (s) {
+            CHECK_INT(s->k, 1);
+            CHECK(s->n <= DQ_MAX_BINS);
+            CHECK(dq_horizon(s) >= 2 * 4096 * MS - 2 * MS - 1e-9);
+            CHECK_NEAR(ref_mass(s), ref_mass(e) * ref_mass(e), 1e-9);
+            double maxd = 0;
+            for (double t = 0.1; t < 4.0; t += 0.1) {
+                double F = 1 - exp(-lam * t) * (1 + lam * t);
+                maxd = fmax(maxd, fabs(dq_cdf_at(s, t + MS) - F));
+            }
+            CHECK_MSG(maxd < 4e-3, "Erlang-2 (coarsened) max CDF error %g", maxd);
+            struct dq_moments m;
+            CHECK_INT(dq_moments(s, &m), DQ_OK);
+            CHECK_NEAR(m.mean, 2 / lam, 1e-3);
+            CHECK_NEAR(m.variance, 2 / (lam * lam), 1e-3);
+        }
+        dq_destroy(s);
+    }
+    dq_destroy(e);
+}
+
+/* Means and variances add under sequence; lost-mass laws of every operator. */
+static void test_moment_and_loss_laws(void) {
+    struct trng g = {7};
+    for (int rep = 0; rep < 20; rep++) {
+        int na = trng_int(&g, 1, 300), nb = trng_int(&g, 1, 300), nc = trng_int(&g, 1, 300);
+        double la = trng_unit(&g) * 0.5, lb = trng_unit(&g) * 0.5, lc = trng_unit(&g);
+        struct dq *a = trng_dq(&g, 0, na, 1 - la, 0.5), *b = trng_dq(&g, 0, nb, 1 - lb, 0.5);
+        struct dq *c = trng_dq(&g, 0, nc, 1 - lc, 0.5), *s = NULL, *r = NULL;
+        if (!(a && b && c)) {
+            CHECK(0);
+            goto next;
+        }
+        MUST(dq_sequence(a, b, &s));
+        if (s) {
+            struct dq_moments ma, mb, ms;
+            CHECK_INT(dq_moments(a, &ma), DQ_OK);
+            CHECK_INT(dq_moments(b, &mb), DQ_OK);
+            CHECK_INT(dq_moments(s, &ms), DQ_OK);
+            CHECK_NEAR(ms.mean, ma.mean + mb.mean, 1e-9 * (1 + ms.mean));
+            CHECK_NEAR(ms.variance, ma.variance + mb.variance, 1e-9 * (1 + ms.variance));
+            CHECK_NEAR(ms.mass, ma.mass * mb.mass, 1e-9);
+            CHECK_NEAR(dq_lost(s), 1 - (1 - la) * (1 - lb), 1e-9);
+        }
+        const struct dq *ops[3] = {a, b, c};
+        MUST(dq_first_to_finish(ops, 3, &r));
+        if (r)
+            CHECK_NEAR(dq_lost(r), la * lb * lc, 1e-9);
+        dq_destroy(r);
+        r = NULL;
+        MUST(dq_all_to_finish(ops, 3, &r));
+        if (r)
+            CHECK_NEAR(dq_lost(r), 1 - (1 - la) * (1 - lb) * (1 - lc), 1e-9);
+        dq_destroy(r);
+        r = NULL;
+        const double wts[3] = {0.2, 0.3, 0.5};
+        MUST(dq_choice(ops, wts, 3, &r));
+        if (r)
+            CHECK_NEAR(dq_lost(r), 0.2 * la + 0.3 * lb + 0.5 * lc, 1e-9);
+        dq_destroy(r);
+    next:
+        dq_destroy(s);
+        dq_destroy(a);
+        dq_destroy(b);
+        dq_destroy(c);
+    }
+}
+
+int main(void) {
+    test_grid();
+    test_constructors();
+    test_binned_reference();
+    test_waits_and_never();
+    test_uniform_race();
+    test_exponential_race();
+    test_triangular();
+    test_erlang2();
+    test_moment_and_loss_laws();
+    dq_engine_cleanup();
+    return check_done();
+}
