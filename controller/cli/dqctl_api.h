@@ -1,0 +1,130 @@
+/*
+ * dqctl_api.h: the dqctl subcommands that talk to dqd's HTTP API (libcurl), and their
+ * pure parts (argument, duration and QTA parsing, rendering) exposed for tests.
+ *
+ * Every entry point has main()'s signature with argv[0] the subcommand's name, and
+ * returns the dqctl exit codes of dqctl.h: 0 ok, 1 a problem found (a ΔQ that violates
+ * its QTA, a start/stop that reached no wrapper), 2 usage, API or connection error with
+ * the message on stderr. Options go after the subcommand: --server URL (else $DQD_URL,
+ * else http://127.0.0.1:7401), --json (print the API's data object), --help.
+ */
+#ifndef DQCTL_API_H
+#define DQCTL_API_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define DQCTL_DEFAULT_SERVER "http://127.0.0.1:7401"
+#define DQCTL_MAX_POS 20               /* positional arguments per subcommand */
+#define DQCTL_MAX_QTA_POINTS 16        /* as DQ_QTA_MAX_POINTS */
+#define DQCTL_MAX_RESPONSE (64u << 20) /* API answers larger than this are refused */
+
+/* ---- subcommands (rows of the table in dqctl_main.c) -------------------------------- */
+
+int dqctl_status_main(int argc, char **argv);      /* GET /api/v1/status */
+int dqctl_probes_main(int argc, char **argv);      /* GET /api/v1/probes */
+int dqctl_dq_main(int argc, char **argv);          /* GET /api/v1/probes/NAME/dq (+ summary) */
+int dqctl_enable_main(int argc, char **argv);      /* PUT {"enabled":true} */
+int dqctl_disable_main(int argc, char **argv);     /* PUT {"enabled":false} */
+int dqctl_set_timeout_main(int argc, char **argv); /* PUT {"dmax_ms":MS} */
+int dqctl_qta_main(int argc, char **argv);         /* PUT {"qta":…} / show / --clear */
+int dqctl_start_main(int argc, char **argv);       /* POST /api/v1/wrapper/start */
+int dqctl_stop_main(int argc, char **argv);        /* POST /api/v1/wrapper/stop */
+
+/*
+ * The same commands behind one entry, for a caller without a table: cmd is "status",
+ * "probes", "dq", "enable", "disable", "set-timeout", "qta", "start" or "stop"; argv[0]
+ * is the subcommand's name as for the others. Unknown cmd: message, exit 2.
+ */
+int dqctl_api_main(const char *cmd, int argc, char **argv);
+
+/* Where the commands print (default stdout / stderr); tests point them at memstreams. */
+void dqctl_api_set_output(FILE *out, FILE *err);
+
+/* ---- pure parts ------------------------------------------------------------------- */
+
+/* Parsed options of one subcommand. */
+struct dqctl_opts {
+    const char *server;             /* base URL, never NULL after dqctl_parse_args */
+    int json;                       /* --json */
+    int csv;                        /* --csv (dq) */
+    int no_plot;                    /* --no-plot (dq) */
+    int help;                       /* --help / -h */
+    int clear;                      /* --clear (qta) */
+    const char *kind;               /* --kind observed|calculated (dq), default "observed" */
+    const char *window;             /* --window latest|N (dq), default "latest" */
+    const char *max_lost;           /* --max-lost X (qta), NULL when absent */
+    const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
+    int npos;
+};
+
+/* Which options a subcommand accepts (bits) and how many positional arguments. */
+enum {
+    DQCTL_OPT_CSV = 1 << 0,
+    DQCTL_OPT_KIND = 1 << 1,
+    DQCTL_OPT_WINDOW = 1 << 2,
+    DQCTL_OPT_MAX_LOST = 1 << 3,
+    DQCTL_OPT_CLEAR = 1 << 4,
+    DQCTL_OPT_NO_PLOT = 1 << 5,
+};
+
+/*
+ * Parses argv[1…] (argv[0] is the subcommand). --server, --json and --help are always
+ * accepted, the others when their bit is in `accepts`; "--opt=value" and "--opt value"
+ * both work; "--" ends options. env_url is $DQD_URL (may be NULL). Checks the count of
+ * positionals unless --help was given. Returns 0, or -1 with a message in err.
+ */
+int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
+                     const char *env_url, struct dqctl_opts *o, char *err, size_t err_cap);
+
+/*
+ * Parses a duration: a number with an optional unit ns, us, µs, ms, s, m (minutes).
+ * A bare number is in `bare_unit_s` seconds (1e-3 for `set-timeout`, 1 for QTA times).
+ * The result must be finite and ≥ 0. Returns 0 and *out_s, or -1.
+ */
+int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
+
+/* Parses a probability or fraction in [0, 1] ("0.95", "95%"). Returns 0 or -1. */
+int dqctl_parse_fraction(const char *s, double *out);
+
+/*
+ * Parses "P@T" (e.g. "0.95@250ms"): p in (0, 1], T a duration (bare = seconds) > 0.
+ * Returns 0, or -1 with a message in err.
+ */
+int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size_t err_cap);
+
+/*
+ * Builds the PUT body {"qta":{"points":[[p,t_s],…],"max_lost":x}} from the point
+ * arguments (sorted by time; p must then be non-decreasing, times distinct) and the
+ * --max-lost text (NULL: 1 − p of the last point, which adds no constraint beyond the
+ * points). Returns a new reference, or NULL with a message in err.
+ */
+json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, char *err,
+                       size_t err_cap);
+
+/* Percent-encodes a probe name for a URL path segment (unreserved bytes kept). Returns
+ * 0, or -1 when out is too small. */
+int dqctl_url_escape(const char *in, char *out, size_t cap);
+
+/*
+ * Checks a ΔQ answer (the data of …/dq) against a QTA object {"points","max_lost"}.
+ * F(t) is read from "cdf" at the grid time floor(t / bin_width) (cdf[i] = P(delay ≤
+ * i·bin_width)); beyond the horizon F is the tangible mass. Returns 1 when met, 0 when
+ * violated (why describes the worst point), -1 when the objects are malformed.
+ */
+int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap);
+
+/* Formats a duration in seconds for people: "850 us", "12.5 ms", "1.25 s". */
+void dqctl_format_duration(double s, char *buf, size_t cap);
+
+/* Renderers of the human-readable outputs. */
+void dqctl_render_status(FILE *out, const json_t *status);
+void dqctl_render_probes(FILE *out, const json_t *probes);
+void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta);
+void dqctl_render_dq_csv(FILE *out, const json_t *dq);
+/* A width×height character plot of the CDF (and the QTA's points, marked 'Q'). */
+void dqctl_render_cdf_plot(FILE *out, const json_t *dq, const json_t *qta, int width, int height);
+
+#endif /* DQCTL_API_H */

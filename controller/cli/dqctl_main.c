@@ -1,0 +1,78 @@
+/*
+ * dqctl_main.c: dqctl's entry point: global help and the subcommand dispatch table.
+ *
+ * Adding a subcommand is one row in `commands` (name, one-line summary, entry point
+ * declared in dqctl.h); help, `dqctl help NAME` and unknown-command errors all come
+ * from the table.
+ */
+#include "dqctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct dqctl_command {
+    const char *name;    /* the word after dqctl */
+    const char *summary; /* one line for `dqctl --help` */
+    int (*run)(int argc, char **argv);
+};
+
+static const struct dqctl_command commands[] = {
+    {"model", "offline what-if: a .dq model's end-to-end ΔQ from its parts' ΔQs (no daemon)",
+     dqctl_model_main},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: dqctl [--help] COMMAND [ARGS…]\n"
+                 "\n"
+                 "The command-line client of dqd, the adaptive instrumentation controller.\n"
+                 "\n"
+                 "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    }
+    fprintf(out, "\n"
+                 "`dqctl COMMAND --help` (or `dqctl help COMMAND`) describes one command.\n"
+                 "Exit status: 0 success, 1 a problem was found, 2 usage or model error.\n");
+}
+
+static const struct dqctl_command *find_command(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(commands[i].name, name) == 0) {
+            return &commands[i];
+        }
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return DQCTL_EXIT_USAGE;
+    }
+    const char *word = argv[1];
+    if (strcmp(word, "--help") == 0 || strcmp(word, "-h") == 0) {
+        usage(stdout);
+        return DQCTL_EXIT_OK;
+    }
+    if (strcmp(word, "help") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return DQCTL_EXIT_OK;
+        }
+        const struct dqctl_command *c = find_command(argv[2]);
+        if (!c) {
+            fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", argv[2]);
+            return DQCTL_EXIT_USAGE;
+        }
+        char *help_argv[] = {argv[2], "--help", NULL};
+        return c->run(2, help_argv);
+    }
+    const struct dqctl_command *c = find_command(word);
+    if (!c) {
+        fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", word);
+        return DQCTL_EXIT_USAGE;
+    }
+    return c->run(argc - 1, argv + 1);
+}
