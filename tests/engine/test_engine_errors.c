@@ -155,6 +155,21 @@ static void test_constructor_errors(void) {
 
     EXPECT_CODE(dq_clone(NULL, &out), DQ_EINVAL);
     CHECK(out == SENTINEL);
+
+    /* Instance counts whose 64-bit total wraps around must be refused (or at least not
+     * give masses above 1). */
+    const uint64_t huge[2] = {UINT64_MAX, 2}, two_ok[2] = {2, 0};
+    const double two[2] = {0.001, 0.002};
+    for (int c = 0; c < 3; c++) {
+        struct dq *h = NULL;
+        dq_clear_error();
+        int rc = c == 0   ? dq_from_counts(0, 2, huge, 0, 0, 0, &h)
+                 : c == 1 ? dq_from_counts(0, 2, two_ok, UINT64_MAX, 0, 0, &h)
+                          : dq_from_samples(0, 10, two, 2, UINT64_MAX, 0, &h);
+        CHECK_MSG(rc < 0 ? dq_last_error()[0] != '\0' : (h && ref_mass(h) <= 1 + 1e-9),
+                  "overflowing counts (case %d): rc %d, mass %g", c, rc, h ? ref_mass(h) : -1.0);
+        dq_destroy(h);
+    }
 }
 
 /* Every function with an output pointer refuses NULL there (valid inputs otherwise). */
