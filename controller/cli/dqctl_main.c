@@ -6,6 +6,7 @@
  * from the table.
  */
 #include "dqctl.h"
+#include "dqctl_api.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,16 @@ struct dqctl_command {
 static const struct dqctl_command commands[] = {
     {"model", "offline what-if: a .dq model's end-to-end ΔQ from its parts' ΔQs (no daemon)",
      dqctl_model_main},
+    {"status", "dqd's version, addresses, counters and wrappers", dqctl_status_main},
+    {"probes", "every probe: state, dMax, last window's quantiles, QTA", dqctl_probes_main},
+    {"dq", "a probe's ΔQ for a window: table, CDF plot, CSV; exit 1 if its QTA fails",
+     dqctl_dq_main},
+    {"enable", "enable a probe (the wrappers start reporting it)", dqctl_enable_main},
+    {"disable", "disable a probe", dqctl_disable_main},
+    {"set-timeout", "set a probe's dMax: set-timeout PROBE MS", dqctl_set_timeout_main},
+    {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250ms …", dqctl_qta_main},
+    {"start", "tell the connected wrappers to start", dqctl_start_main},
+    {"stop", "tell the connected wrappers to stop", dqctl_stop_main},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

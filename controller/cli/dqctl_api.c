@@ -1,0 +1,1185 @@
+/*
+ * dqctl_api.c: the dqctl subcommands that talk to a running dqd over its HTTP API.
+ *
+ * Each subcommand parses its options, makes one or two requests with libcurl (easy
+ * interface: a CLI makes a handful of sequential calls), unwraps the Prometheus-style
+ * envelope and prints either the API's data object (--json) or a rendering for people.
+ * Everything that does not touch the network (options, durations, QTA points, the QTA
+ * check, the renderers) is a separate function declared in dqctl_api.h so tests can
+ * call it directly. Answers are read into a buffer capped at DQCTL_MAX_RESPONSE.
+ */
+#include "dqctl_api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "dqctl.h"
+
+static FILE *out_fp;
+static FILE *err_fp;
+
+void dqctl_api_set_output(FILE *out, FILE *err) {
+    out_fp = out;
+    err_fp = err;
+}
+
+static FILE *out_stream(void) {
+    return out_fp ? out_fp : stdout;
+}
+
+static FILE *err_stream(void) {
+    return err_fp ? err_fp : stderr;
+}
+
+static void complain(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void complain(const char *fmt, ...) {
+    FILE *e = err_stream();
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dqctl: ", e);
+    vfprintf(e, fmt, ap);
+    fputc('\n', e);
+    va_end(ap);
+}
+
+/* ---- options ---------------------------------------------------------------------- */
+
+static int set_err(char *err, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Option names with a value, and the bit that enables each. */
+static const struct {
+    const char *name;
+    unsigned bit; /* 0 = always accepted */
+    int has_value;
+} option_table[] = {
+    {"--server", 0, 1},
+    {"--json", 0, 0},
+    {"--help", 0, 0},
+    {"-h", 0, 0},
+    {"--csv", DQCTL_OPT_CSV, 0},
+    {"--no-plot", DQCTL_OPT_NO_PLOT, 0},
+    {"--kind", DQCTL_OPT_KIND, 1},
+    {"--window", DQCTL_OPT_WINDOW, 1},
+    {"--max-lost", DQCTL_OPT_MAX_LOST, 1},
+    {"--clear", DQCTL_OPT_CLEAR, 0},
+};
+
+static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
+    if (strcmp(name, "--server") == 0) {
+        o->server = value;
+    } else if (strcmp(name, "--json") == 0) {
+        o->json = 1;
+    } else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        o->help = 1;
+    } else if (strcmp(name, "--csv") == 0) {
+        o->csv = 1;
+    } else if (strcmp(name, "--no-plot") == 0) {
+        o->no_plot = 1;
+    } else if (strcmp(name, "--kind") == 0) {
+        o->kind = value;
+    } else if (strcmp(name, "--window") == 0) {
+        o->window = value;
+    } else if (strcmp(name, "--max-lost") == 0) {
+        o->max_lost = value;
+    } else if (strcmp(name, "--clear") == 0) {
+        o->clear = 1;
+    }
+}
+
+int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
+                     const char *env_url, struct dqctl_opts *o, char *err, size_t err_cap) {
+    memset(o, 0, sizeof *o);
+    o->kind = "observed";
+    o->window = "latest";
+    const char *cmd = argc > 0 ? argv[0] : "dqctl";
+    int only_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!only_pos && strcmp(a, "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        if (only_pos || a[0] != '-' || a[1] == '\0') {
+            if (o->npos == DQCTL_MAX_POS) {
+                return set_err(err, err_cap, "%s: too many arguments", cmd);
+            }
+            o->pos[o->npos++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t name_len = eq ? (size_t)(eq - a) : strlen(a);
+        size_t k;
+        size_t n_opts = sizeof option_table / sizeof option_table[0];
+        for (k = 0; k < n_opts; k++) {
+            if (strlen(option_table[k].name) == name_len &&
+                strncmp(option_table[k].name, a, name_len) == 0 &&
+                (option_table[k].bit == 0 || (accepts & option_table[k].bit))) {
+                break;
+            }
+        }
+        if (k == n_opts) {
+            return set_err(err, err_cap, "%s: unknown option %.*s (see dqctl %s --help)", cmd,
+                           (int)name_len, a, cmd);
+        }
+        const char *value = NULL;
+        if (option_table[k].has_value) {
+            if (eq) {
+                value = eq + 1;
+            } else if (i + 1 < argc) {
+                value = argv[++i];
+            } else {
+                return set_err(err, err_cap, "%s: option %s needs a value", cmd,
+                               option_table[k].name);
+            }
+        } else if (eq) {
+            return set_err(err, err_cap, "%s: option %s takes no value", cmd, option_table[k].name);
+        }
+        apply_option(o, option_table[k].name, value);
+    }
+    if (!o->server || !*o->server) {
+        o->server = env_url && *env_url ? env_url : DQCTL_DEFAULT_SERVER;
+    }
+    if (o->help) {
+        return 0;
+    }
+    if (strcmp(o->kind, "observed") != 0 && strcmp(o->kind, "calculated") != 0) {
+        return set_err(err, err_cap, "%s: --kind must be observed or calculated, not \"%s\"", cmd,
+                       o->kind);
+    }
+    if (strcmp(o->window, "latest") != 0) {
+        char *end = NULL;
+        errno = 0;
+        long w = strtol(o->window, &end, 10);
+        if (end == o->window || *end != '\0' || errno || w < 0 || w > 1000000) {
+            return set_err(err, err_cap,
+                           "%s: --window must be latest or N >= 0 (0 = latest), not \"%s\"", cmd,
+                           o->window);
+        }
+    }
+    if (o->npos < min_pos) {
+        return set_err(err, err_cap, "%s: missing argument (see dqctl %s --help)", cmd, cmd);
+    }
+    if (o->npos > max_pos) {
+        return set_err(err, err_cap, "%s: unexpected argument \"%s\" (see dqctl %s --help)", cmd,
+                       o->pos[max_pos], cmd);
+    }
+    return 0;
+}
+
+/* ---- numbers and durations ------------------------------------------------------------ */
+
+int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s) {
+    if (!s || !*s) {
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v) || v < 0) {
+        return -1;
+    }
+    /* strtod accepts "inf", "nan" and hex; only plain decimals are durations */
+    for (const char *c = s; c < end; c++) {
+        if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '+' ||
+              *c == '-')) {
+            return -1;
+        }
+    }
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3},
+                 {"s", 1.0},   {"m", 60.0},  {"min", 60.0}};
+    double scale = bare_unit_s;
+    if (*end) {
+        size_t k;
+        for (k = 0; k < sizeof units / sizeof units[0]; k++) {
+            if (strcmp(end, units[k].unit) == 0) {
+                break;
+            }
+        }
+        if (k == sizeof units / sizeof units[0]) {
+            return -1;
+        }
+        scale = units[k].scale;
+    }
+    double r = v * scale;
+    if (!isfinite(r)) {
+        return -1;
+    }
+    *out_s = r;
+    return 0;
+}
+
+int dqctl_parse_fraction(const char *s, double *out) {
+    if (!s || !*s) {
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v) ||
+        (s[0] != '.' && (s[0] < '0' || s[0] > '9'))) {
+        return -1;
+    }
+    if (strcmp(end, "%") == 0) {
+        v /= 100.0;
+    } else if (*end != '\0') {
+        return -1;
+    }
+    if (v < 0 || v > 1) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size_t err_cap) {
+    const char *at = strchr(s, '@');
+    if (!at) {
+        return set_err(err, err_cap, "QTA point \"%s\" is not P@T (e.g. 0.95@250ms)", s);
+    }
+    char pbuf[64];
+    size_t n = (size_t)(at - s);
+    if (n == 0 || n >= sizeof pbuf) {
+        return set_err(err, err_cap, "QTA point \"%s\": missing or long probability", s);
+    }
+    memcpy(pbuf, s, n);
+    pbuf[n] = '\0';
+    if (dqctl_parse_fraction(pbuf, p) < 0 || *p <= 0) {
+        return set_err(err, err_cap, "QTA point \"%s\": probability must be in (0, 1]", s);
+    }
+    if (dqctl_parse_duration(at + 1, 1.0, t_s) < 0 || *t_s <= 0) {
+        return set_err(err, err_cap,
+                       "QTA point \"%s\": time must be > 0 with a unit ns, us, ms, s or m "
+                       "(a bare number is seconds)",
+                       s);
+    }
+    return 0;
+}
+
+json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, char *err,
+                       size_t err_cap) {
+    double p[DQCTL_MAX_QTA_POINTS], t[DQCTL_MAX_QTA_POINTS];
+    if (n < 1 || n > DQCTL_MAX_QTA_POINTS) {
+        set_err(err, err_cap, "a QTA has 1 to %d points, not %d", DQCTL_MAX_QTA_POINTS, n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (dqctl_parse_qta_point(points[i], &p[i], &t[i], err, err_cap) < 0) {
+            return NULL;
+        }
+    }
+    /* insertion sort by time: at most 16 points */
+    for (int i = 1; i < n; i++) {
+        double pi = p[i], ti = t[i];
+        int j = i - 1;
+        while (j >= 0 && t[j] > ti) {
+            p[j + 1] = p[j];
+            t[j + 1] = t[j];
+            j--;
+        }
+        p[j + 1] = pi;
+        t[j + 1] = ti;
+    }
+    for (int i = 1; i < n; i++) {
+        if (t[i] == t[i - 1]) {
+            set_err(err, err_cap, "two QTA points at the same time %g s", t[i]);
+            return NULL;
+        }
+        if (p[i] < p[i - 1]) {
+            set_err(err, err_cap,
+                    "QTA probabilities must not decrease with time (%g at %g s, %g at %g s)",
+                    p[i - 1], t[i - 1], p[i], t[i]);
+            return NULL;
+        }
+    }
+    double lost = 1.0 - p[n - 1];
+    if (max_lost && dqctl_parse_fraction(max_lost, &lost) < 0) {
+        set_err(err, err_cap,
+                "--max-lost must be a fraction in [0, 1] (e.g. 0.01 or 1%%), not "
+                "\"%s\"",
+                max_lost);
+        return NULL;
+    }
+    json_t *pts = json_array();
+    for (int i = 0; pts && i < n; i++) {
+        json_array_append_new(pts, json_pack("[f,f]", p[i], t[i]));
+    }
+    json_t *body = json_pack("{s:{s:o,s:f}}", "qta", "points", pts, "max_lost", lost);
+    if (!body) {
+        set_err(err, err_cap, "out of memory");
+    }
+    return body;
+}
+
+int dqctl_url_escape(const char *in, char *out, size_t cap) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
+        int keep = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                   (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == '_' || *c == '~';
+        size_t need = keep ? 1 : 3;
+        if (o + need >= cap) {
+            return -1;
+        }
+        if (keep) {
+            out[o++] = (char)*c;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*c >> 4];
+            out[o++] = hex[*c & 15];
+        }
+    }
+    if (o >= cap) {
+        return -1;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+void dqctl_format_duration(double s, char *buf, size_t cap) {
+    if (!isfinite(s)) {
+        snprintf(buf, cap, "-");
+    } else if (s == 0) {
+        snprintf(buf, cap, "0");
+    } else if (s < 1e-3) {
+        snprintf(buf, cap, "%.3g us", s * 1e6);
+    } else if (s < 1.0) {
+        snprintf(buf, cap, "%.3g ms", s * 1e3);
+    } else {
+        snprintf(buf, cap, "%.3g s", s);
+    }
+}
+
+/* Compact form for QTA points: 250ms, 1.5s. */
+static void format_compact(double s, char *buf, size_t cap) {
+    if (s < 1e-3) {
+        snprintf(buf, cap, "%.6gus", s * 1e6);
+    } else if (s < 1.0) {
+        snprintf(buf, cap, "%.6gms", s * 1e3);
+    } else {
+        snprintf(buf, cap, "%.6gs", s);
+    }
+}
+
+/* ---- reading JSON answers ---------------------------------------------------------------- */
+
+/* A number field (integer or real); NAN when absent, null or not a number. */
+static double jnum(const json_t *obj, const char *key) {
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
+
+/* F(t) from a ΔQ answer's cdf array; NAN when malformed. */
+static double cdf_at(const json_t *dq, double t) {
+    const json_t *cdf = json_object_get(dq, "cdf");
+    double w = jnum(dq, "bin_width");
+    size_t n = json_array_size(cdf);
+    if (!json_is_array(cdf) || n == 0 || !(w > 0)) {
+        return NAN;
+    }
+    if (t < 0) {
+        return 0;
+    }
+    double idx = floor(t / w + 1e-9);
+    size_t i = idx >= (double)n ? n - 1 : (size_t)idx;
+    const json_t *v = json_array_get(cdf, i);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double dq_lost_of(const json_t *dq) {
+    double lost = jnum(dq, "lost");
+    if (isnan(lost)) {
+        const json_t *cdf = json_object_get(dq, "cdf");
+        size_t n = json_array_size(cdf);
+        lost = n ? 1.0 - json_number_value(json_array_get(cdf, n - 1)) : NAN;
+    }
+    return lost;
+}
+
+int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap) {
+    const json_t *pts = json_object_get(qta, "points");
+    if (!json_is_array(pts) || json_array_size(pts) == 0) {
+        return set_err(why, why_cap, "QTA without points");
+    }
+    double worst = INFINITY;
+    char worst_desc[160] = "";
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        double p = json_number_value(json_array_get(pt, 0));
+        double t = json_number_value(json_array_get(pt, 1));
+        double f = cdf_at(dq, t);
+        if (!json_is_array(pt) || json_array_size(pt) != 2 || isnan(f)) {
+            return set_err(why, why_cap, "malformed ΔQ or QTA point");
+        }
+        if (f - p < worst) {
+            worst = f - p;
+            char tb[32];
+            dqctl_format_duration(t, tb, sizeof tb);
+            snprintf(worst_desc, sizeof worst_desc, "P(d <= %s) = %.4g %s %.4g", tb, f,
+                     f - p < -1e-9 ? "<" : ">=", p);
+        }
+    }
+    double max_lost = jnum(qta, "max_lost");
+    double lost = dq_lost_of(dq);
+    if (!isnan(max_lost) && !isnan(lost) && max_lost - lost < worst) {
+        worst = max_lost - lost;
+        snprintf(worst_desc, sizeof worst_desc, "lost %.4g%% %s max %.4g%%", lost * 100,
+                 worst < -1e-9 ? ">" : "<=", max_lost * 100);
+    }
+    int ok = worst >= -1e-9;
+    set_err(why, why_cap, "%s (worst margin %+.4g: %s)", ok ? "met" : "VIOLATED", worst,
+            worst_desc);
+    return ok;
+}
+
+/* "0.5@100ms 0.95@250ms, max lost 1%" */
+static void format_qta(const json_t *qta, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = '\0';
+    const json_t *pts = json_object_get(qta, "points");
+    for (size_t i = 0; i < json_array_size(pts) && o < cap; i++) {
+        const json_t *pt = json_array_get(pts, i);
+        char tb[32];
+        format_compact(json_number_value(json_array_get(pt, 1)), tb, sizeof tb);
+        int n = snprintf(buf + o, cap - o, "%s%g@%s", i ? " " : "",
+                         json_number_value(json_array_get(pt, 0)), tb);
+        o += n > 0 ? (size_t)n : 0;
+    }
+    double ml = jnum(qta, "max_lost");
+    if (!isnan(ml) && o < cap) {
+        snprintf(buf + o, cap - o, ", max lost %g%%", ml * 100);
+    }
+}
+
+/* ---- renderers ----------------------------------------------------------------------- */
+
+static void format_time(double unix_s, char *buf, size_t cap) {
+    if (isnan(unix_s)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    time_t secs = (time_t)floor(unix_s);
+    int ms = (int)((unix_s - floor(unix_s)) * 1000.0 + 0.5);
+    if (ms == 1000) {
+        secs++;
+        ms = 0;
+    }
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm)) {
+        snprintf(buf, cap, "%.3f", unix_s);
+        return;
+    }
+    char tmp[32];
+    strftime(tmp, sizeof tmp, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%03d", tmp, ms);
+}
+
+static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap) {
+    double v = jnum(obj, key);
+    if (isnan(v)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.0f", v);
+    }
+}
+
+void dqctl_render_status(FILE *out, const json_t *st) {
+    double up = jnum(st, "uptime_seconds");
+    long u = isnan(up) ? 0 : (long)up;
+    const json_t *running = json_object_get(st, "running");
+    fprintf(out, "dqd %s, up %ldd %02ld:%02ld:%02ld, wrapper %s\n", jstr(st, "version", "?"),
+            u / 86400, u / 3600 % 24, u / 60 % 60, u % 60,
+            json_is_true(running) ? "running" : "stopped");
+    fprintf(out, "ingest %s   http %s   window %.0f ms (lag %.0f ms)\n", jstr(st, "ingest", "?"),
+            jstr(st, "http", "?"), jnum(st, "window_ms"), jnum(st, "lag_ms"));
+    fprintf(out, "db %s   diagram %s\n", jstr(st, "db", "-"), jstr(st, "diagram", "none"));
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    fmt_count(st, "probes", a, sizeof a);
+    fmt_count(st, "enabled", b, sizeof b);
+    fmt_count(st, "connections", c, sizeof c);
+    fmt_count(st, "instances_total", d, sizeof d);
+    fmt_count(st, "protocol_errors_total", e, sizeof e);
+    fmt_count(st, "windows_closed", f, sizeof f);
+    fprintf(out,
+            "probes %s (%s enabled)   connections %s   instances %s   protocol errors %s   "
+            "windows closed %s\n",
+            a, b, c, d, e, f);
+    const json_t *ws = json_object_get(st, "wrappers");
+    if (json_array_size(ws) == 0) {
+        fprintf(out, "wrappers: none\n");
+        return;
+    }
+    fprintf(out, "wrappers:\n  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", "ID", "KIND", "PEER",
+            "NODE", "APP", "CONNECTED", "RUNNING");
+    for (size_t i = 0; i < json_array_size(ws); i++) {
+        const json_t *w = json_array_get(ws, i);
+        const json_t *id = json_object_get(w, "id");
+        char idb[32];
+        if (json_is_integer(id)) {
+            snprintf(idb, sizeof idb, "%lld", (long long)json_integer_value(id));
+        } else {
+            snprintf(idb, sizeof idb, "%s", json_is_string(id) ? json_string_value(id) : "-");
+        }
+        const json_t *r = json_object_get(w, "running");
+        fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, jstr(w, "kind", "-"),
+                jstr(w, "peer", "-"), jstr(w, "node", "-"), jstr(w, "app", "-"),
+                json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
+                json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
+    }
+}
+
+void dqctl_render_probes(FILE *out, const json_t *probes) {
+    int width = 4;
+    for (size_t i = 0; i < json_array_size(probes); i++) {
+        int n = (int)strlen(jstr(json_array_get(probes, i), "name", "?"));
+        width = n > width ? n : width;
+    }
+    width = width > 40 ? 40 : width;
+    fprintf(out, "%-*s %-5s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
+            "BINS", "N", "P50", "P95", "P99", "LOST", "QTA");
+    for (size_t i = 0; i < json_array_size(probes); i++) {
+        const json_t *p = json_array_get(probes, i);
+        const json_t *lw = json_object_get(p, "last_window");
+        char dmax[24], n[24] = "-", p50[24] = "-", p95[24] = "-", p99[24] = "-", lost[24] = "-";
+        dqctl_format_duration(jnum(p, "dmax_ms") / 1e3, dmax, sizeof dmax);
+        if (json_is_object(lw)) {
+            fmt_count(lw, "n", n, sizeof n);
+            dqctl_format_duration(jnum(lw, "p50"), p50, sizeof p50);
+            dqctl_format_duration(jnum(lw, "p95"), p95, sizeof p95);
+            dqctl_format_duration(jnum(lw, "p99"), p99, sizeof p99);
+            double l = jnum(lw, "lost");
+            if (!isnan(l)) {
+                snprintf(lost, sizeof lost, "%.2f%%", l * 100);
+            }
+        }
+        char qta[256] = "-";
+        const json_t *q = json_object_get(p, "qta");
+        if (json_is_object(q)) {
+            format_qta(q, qta, sizeof qta);
+        }
+        fprintf(out, "%-*.*s %-5s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
+                jstr(p, "name", "?"), json_is_true(json_object_get(p, "enabled")) ? "on" : "off",
+                dmax, jnum(p, "bins"), n, p50, p95, p99, lost, qta);
+    }
+}
+
+void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta) {
+    const json_t *win = json_object_get(dq, "window");
+    char start[40], end[40];
+    format_time(jnum(win, "start"), start, sizeof start);
+    format_time(jnum(win, "end"), end, sizeof end);
+    fprintf(out, "%s  %s ΔQ  window %s .. %s UTC\n", jstr(dq, "probe", "?"), jstr(dq, "kind", "?"),
+            start, end);
+    char n[24], ok[24], fa[24], to[24];
+    fmt_count(dq, "n", n, sizeof n);
+    fmt_count(dq, "ok", ok, sizeof ok);
+    fmt_count(dq, "fa", fa, sizeof fa);
+    fmt_count(dq, "to", to, sizeof to);
+    fprintf(out, "  %-10s %s (ok %s, failed %s, timed out %s)\n", "instances", n, ok, fa, to);
+    double lost = dq_lost_of(dq);
+    fprintf(out, "  %-10s %.3f %%\n", "lost", isnan(lost) ? NAN : lost * 100);
+    char mean[24], sd[24];
+    double var = jnum(dq, "variance");
+    dqctl_format_duration(jnum(dq, "mean"), mean, sizeof mean);
+    dqctl_format_duration(isnan(var) || var < 0 ? NAN : sqrt(var), sd, sizeof sd);
+    fprintf(out, "  %-10s %s (std dev %s)\n", "mean", mean, sd);
+    const json_t *qs = json_object_get(dq, "quantiles");
+    fprintf(out, "  %-10s", "quantiles");
+    static const char *const keys[] = {"0.5", "0.9", "0.95", "0.99"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char b[24];
+        dqctl_format_duration(jnum(qs, keys[i]), b, sizeof b);
+        fprintf(out, " p%s %s%s", keys[i] + 2, b, i + 1 < sizeof keys / sizeof keys[0] ? "," : "");
+    }
+    fputc('\n', out);
+    char bw[24], hz[24];
+    double w = jnum(dq, "bin_width"), bins = jnum(dq, "bins");
+    dqctl_format_duration(w, bw, sizeof bw);
+    dqctl_format_duration(w * bins, hz, sizeof hz);
+    fprintf(out, "  %-10s %.0f bins of %s (horizon %s)\n", "grid", bins, bw, hz);
+    if (json_is_object(qta)) {
+        char q[256], why[256];
+        format_qta(qta, q, sizeof q);
+        dqctl_qta_check(dq, qta, why, sizeof why);
+        fprintf(out, "  %-10s %s: %s\n", "QTA", q, why);
+    } else {
+        fprintf(out, "  %-10s none\n", "QTA");
+    }
+}
+
+void dqctl_render_dq_csv(FILE *out, const json_t *dq) {
+    const json_t *pdf = json_object_get(dq, "pdf");
+    const json_t *cdf = json_object_get(dq, "cdf");
+    double w = jnum(dq, "bin_width");
+    fprintf(out, "t_s,pdf,cdf\n");
+    for (size_t i = 0; i < json_array_size(cdf); i++) {
+        fprintf(out, "%.9g,%.9g,%.9g\n", (double)i * w, json_number_value(json_array_get(pdf, i)),
+                json_number_value(json_array_get(cdf, i)));
+    }
+}
+
+void dqctl_render_cdf_plot(FILE *out, const json_t *dq, const json_t *qta, int width, int height) {
+    const json_t *cdf = json_object_get(dq, "cdf");
+    double w = jnum(dq, "bin_width");
+    size_t n = json_array_size(cdf);
+    if (n == 0 || !(w > 0) || width < 8 || height < 3 || width > 400 || height > 100) {
+        return;
+    }
+    /* x range: up to where the curve reaches its plateau, and past the QTA's points */
+    double top = json_number_value(json_array_get(cdf, n - 1));
+    size_t e = 0;
+    while (e + 1 < n && json_number_value(json_array_get(cdf, e)) < top - 1e-6) {
+        e++;
+    }
+    double t_max = (double)(e + 1) * w;
+    const json_t *pts = json_object_get(qta, "points");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        double t = json_number_value(json_array_get(json_array_get(pts, i), 1));
+        t_max = t * 1.1 > t_max ? t * 1.1 : t_max;
+    }
+    char *grid = malloc((size_t)width * (size_t)height);
+    if (!grid) {
+        return;
+    }
+    memset(grid, ' ', (size_t)width * (size_t)height);
+    /* row 0 is the top (F = 1), row height-1 the bottom (F = 0) */
+    for (int c = 0; c < width; c++) {
+        double t = t_max * (c + 1) / width;
+        double f = cdf_at(dq, t);
+        if (isnan(f)) {
+            continue;
+        }
+        int r = (int)lround((1.0 - f) * (height - 1));
+        r = r < 0 ? 0 : r >= height ? height - 1 : r;
+        grid[r * width + c] = '*';
+    }
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        double p = json_number_value(json_array_get(pt, 0));
+        double t = json_number_value(json_array_get(pt, 1));
+        int c = (int)lround(t / t_max * width) - 1;
+        int r = (int)lround((1.0 - p) * (height - 1));
+        if (c >= 0 && c < width && r >= 0 && r < height) {
+            grid[r * width + c] = 'Q';
+        }
+    }
+    for (int r = 0; r < height; r++) {
+        double level = 1.0 - (double)r / (height - 1);
+        if (r == 0 || r == height - 1 || r == (height - 1) / 2) {
+            fprintf(out, "%5.2f |", level);
+        } else {
+            fprintf(out, "      |");
+        }
+        fwrite(grid + r * width, 1, (size_t)width, out);
+        fputc('\n', out);
+    }
+    free(grid);
+    fprintf(out, "      +");
+    for (int c = 0; c < width; c++) {
+        fputc('-', out);
+    }
+    char tb[24];
+    dqctl_format_duration(t_max, tb, sizeof tb);
+    fprintf(out, "\n       0%*s\n", width - 1, tb);
+    fprintf(out, "       P(delay <= t)%s\n", json_array_size(pts) ? "; Q = QTA points" : "");
+}
+
+/* ---- HTTP ------------------------------------------------------------------------------ */
+
+struct fetch {
+    char *data;
+    size_t len;
+    size_t cap;
+    int over; /* the answer passed DQCTL_MAX_RESPONSE */
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
+    struct fetch *f = ud;
+    size_t n = size * nmemb;
+    if (n > DQCTL_MAX_RESPONSE - f->len) {
+        f->over = 1;
+        return 0;
+    }
+    if (f->len + n + 1 > f->cap) {
+        size_t cap = f->cap ? f->cap : 4096;
+        while (cap < f->len + n + 1) {
+            cap *= 2;
+        }
+        char *d = realloc(f->data, cap);
+        if (!d) {
+            f->over = 1;
+            return 0;
+        }
+        f->data = d;
+        f->cap = cap;
+    }
+    memcpy(f->data + f->len, ptr, n);
+    f->len += n;
+    f->data[f->len] = '\0';
+    return n;
+}
+
+/*
+ * One API call: method on server+path with an optional JSON body. On success *data is a
+ * new reference to the envelope's data and the result is 0; otherwise the message is
+ * printed and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
+ */
+static int api_call(const struct dqctl_opts *o, const char *method, const char *path,
+                    const json_t *body, json_t **data) {
+    char url[4096];
+    size_t sl = strlen(o->server);
+    while (sl > 0 && o->server[sl - 1] == '/') {
+        sl--;
+    }
+    if (snprintf(url, sizeof url, "%.*s%s", (int)sl, o->server, path) >= (int)sizeof url) {
+        complain("URL too long");
+        return DQCTL_EXIT_USAGE;
+    }
+    char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (body && !payload) {
+        complain("out of memory");
+        return DQCTL_EXIT_USAGE;
+    }
+    CURL *c = curl_easy_init();
+    if (!c) {
+        free(payload);
+        complain("cannot initialise libcurl");
+        return DQCTL_EXIT_USAGE;
+    }
+    struct fetch f = {0};
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct curl_slist *hdrs = NULL;
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
+    if (payload) {
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "dqctl/0.1");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
+    if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, payload ? (long)strlen(payload) : 0L);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    long status = 0;
+    long os_errno = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    free(payload);
+    int result = DQCTL_EXIT_USAGE;
+    if (rc != CURLE_OK) {
+        if (f.over) {
+            complain("the answer of dqd at %.*s is larger than %u MiB", (int)sl, o->server,
+                     DQCTL_MAX_RESPONSE >> 20);
+        } else {
+            const char *why =
+                os_errno ? strerror((int)os_errno) : (errbuf[0] ? errbuf : curl_easy_strerror(rc));
+            complain("cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
+                     (int)sl, o->server, why);
+        }
+        free(f.data);
+        return result;
+    }
+    json_error_t jerr;
+    json_t *env = f.data ? json_loadb(f.data, f.len, 0, &jerr) : NULL;
+    const char *st = jstr(env, "status", NULL);
+    if (!json_is_object(env) || !st) {
+        complain("%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)", method, path,
+                 status, (int)sl, o->server);
+    } else if (strcmp(st, "success") != 0 || status >= 400) {
+        complain("%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"), status,
+                 jstr(env, "errorType", "?"));
+    } else {
+        *data = json_incref(json_object_get(env, "data"));
+        result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
+        if (!*data) {
+            complain("%s %s: the answer has no data", method, path);
+        }
+    }
+    json_decref(env);
+    free(f.data);
+    return result;
+}
+
+static void print_json(const json_t *data) {
+    FILE *out = out_stream();
+    json_dumpf(data, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    fputc('\n', out);
+}
+
+/* "/api/v1/probes/<escaped name><suffix>" */
+static int probe_path(const char *name, const char *suffix, char *buf, size_t cap) {
+    char esc[1024];
+    if (!*name || dqctl_url_escape(name, esc, sizeof esc) < 0) {
+        complain("invalid probe name");
+        return -1;
+    }
+    if (snprintf(buf, cap, "/api/v1/probes/%s%s", esc, suffix) >= (int)cap) {
+        complain("probe name too long");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- subcommands ------------------------------------------------------------------------ */
+
+static const char common_help[] =
+    "options:\n"
+    "  --server URL   dqd's HTTP API (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ")\n"
+    "  --json         print the API's data object instead of the table\n"
+    "  --help         this text\n"
+    "Exit status: 0 ok, 1 a problem was found, 2 usage or connection error.\n";
+
+/* Parses options; prints help or the usage error. Returns -1 to go on, else an exit code. */
+static int start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
+                     const char *help, struct dqctl_opts *o) {
+    char err[256];
+    if (dqctl_parse_args(argc, argv, accepts, min_pos, max_pos, getenv("DQD_URL"), o, err,
+                         sizeof err) < 0) {
+        complain("%s", err);
+        return DQCTL_EXIT_USAGE;
+    }
+    if (o->help) {
+        fprintf(out_stream(), "%s%s", help, common_help);
+        return DQCTL_EXIT_OK;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    return -1;
+}
+
+static int end_cmd(int code) {
+    curl_global_cleanup();
+    return code;
+}
+
+int dqctl_status_main(int argc, char **argv) {
+    static const char help[] = "usage: dqctl status [--server URL] [--json]\n"
+                               "dqd's version, uptime, addresses, counters and wrappers.\n";
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, 0, 0, 0, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    rc = api_call(&o, "GET", "/api/v1/status", NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            print_json(data);
+        } else {
+            dqctl_render_status(out_stream(), data);
+        }
+    }
+    json_decref(data);
+    return end_cmd(rc);
+}
+
+int dqctl_probes_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl probes [--server URL] [--json]\n"
+        "Every probe dqd knows: enabled or not, dMax and bins, the last closed window's\n"
+        "count, quantiles and lost fraction, and its QTA.\n";
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, 0, 0, 0, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    rc = api_call(&o, "GET", "/api/v1/probes", NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            print_json(data);
+        } else if (!json_is_array(data)) {
+            complain("/api/v1/probes did not answer a list");
+            rc = DQCTL_EXIT_USAGE;
+        } else if (json_array_size(data) == 0) {
+            fprintf(out_stream(), "no probes yet\n");
+        } else {
+            dqctl_render_probes(out_stream(), data);
+        }
+    }
+    json_decref(data);
+    return end_cmd(rc);
+}
+
+int dqctl_dq_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl dq PROBE [--kind observed|calculated] [--window latest|N] [--csv]\n"
+        "                [--no-plot] [--server URL] [--json]\n"
+        "A probe's ΔQ for one closed window (N = 0 the latest, 1 the one before, ...):\n"
+        "counts, lost fraction, mean, quantiles, its QTA verdict and a CDF plot; --csv\n"
+        "prints t_s,pdf,cdf per bin. Exits 1 when the window violates the probe's QTA.\n";
+    struct dqctl_opts o;
+    int rc =
+        start_cmd(argc, argv, DQCTL_OPT_KIND | DQCTL_OPT_WINDOW | DQCTL_OPT_CSV | DQCTL_OPT_NO_PLOT,
+                  1, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    char path[2048], suffix[128];
+    snprintf(suffix, sizeof suffix, "/dq?kind=%s&window=%s", o.kind, o.window);
+    json_t *dq = NULL, *summary = NULL;
+    if (probe_path(o.pos[0], suffix, path, sizeof path) < 0) {
+        return end_cmd(DQCTL_EXIT_USAGE);
+    }
+    rc = api_call(&o, "GET", path, NULL, &dq);
+    if (rc == DQCTL_EXIT_OK && probe_path(o.pos[0], "", path, sizeof path) == 0) {
+        rc = api_call(&o, "GET", path, NULL, &summary);
+    }
+    if (rc == DQCTL_EXIT_OK) {
+        const json_t *qta = json_object_get(summary, "qta");
+        FILE *out = out_stream();
+        if (o.json) {
+            print_json(dq);
+        } else if (o.csv) {
+            dqctl_render_dq_csv(out, dq);
+        } else {
+            dqctl_render_dq(out, dq, qta);
+            if (!o.no_plot) {
+                fputc('\n', out);
+                dqctl_render_cdf_plot(out, dq, qta, 60, 11);
+            }
+        }
+        double n = jnum(dq, "n");
+        int empty = strcmp(o.kind, "observed") == 0 && !(n > 0);
+        char why[256];
+        if (json_is_object(qta) && !empty && dqctl_qta_check(dq, qta, why, sizeof why) == 0) {
+            complain("%s: QTA %s", o.pos[0], why);
+            rc = DQCTL_EXIT_PROBLEM;
+        }
+    }
+    json_decref(dq);
+    json_decref(summary);
+    return end_cmd(rc);
+}
+
+/* PUT /api/v1/probes/NAME with body; prints the summary line (or JSON). */
+static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body) {
+    char path[2048];
+    if (!body) {
+        complain("out of memory");
+        return DQCTL_EXIT_USAGE;
+    }
+    if (probe_path(name, "", path, sizeof path) < 0) {
+        json_decref(body);
+        return DQCTL_EXIT_USAGE;
+    }
+    json_t *data = NULL;
+    int rc = api_call(o, "PUT", path, body, &data);
+    json_decref(body);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o->json) {
+            print_json(data);
+        } else {
+            char dmax[24], qta[256] = "none";
+            dqctl_format_duration(jnum(data, "dmax_ms") / 1e3, dmax, sizeof dmax);
+            if (json_is_object(json_object_get(data, "qta"))) {
+                format_qta(json_object_get(data, "qta"), qta, sizeof qta);
+            }
+            fprintf(out_stream(), "%s: %s, dmax %s, %.0f bins, QTA %s\n", jstr(data, "name", name),
+                    json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled", dmax,
+                    jnum(data, "bins"), qta);
+        }
+    }
+    json_decref(data);
+    return rc;
+}
+
+static int enable_common(int argc, char **argv, int enable) {
+    static const char help_on[] = "usage: dqctl enable PROBE [--server URL] [--json]\n"
+                                  "Enables a probe: dqd tells the wrappers to report it.\n";
+    static const char help_off[] = "usage: dqctl disable PROBE [--server URL] [--json]\n"
+                                   "Disables a probe: dqd tells the wrappers to stop it.\n";
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, 0, 1, 1, enable ? help_on : help_off, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable)));
+}
+
+int dqctl_enable_main(int argc, char **argv) {
+    return enable_common(argc, argv, 1);
+}
+
+int dqctl_disable_main(int argc, char **argv) {
+    return enable_common(argc, argv, 0);
+}
+
+int dqctl_set_timeout_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl set-timeout PROBE MS [--server URL] [--json]\n"
+        "Sets a probe's dMax (its timeout and ΔQ horizon). MS is milliseconds, or a\n"
+        "duration with a unit: 250ms, 1.5s, 800us.\n";
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, 0, 2, 2, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    double s = 0;
+    if (dqctl_parse_duration(o.pos[1], 1e-3, &s) < 0 || !(s > 0)) {
+        complain("set-timeout: \"%s\" is not a duration > 0 (e.g. 250, 250ms, 1.5s)", o.pos[1]);
+        return end_cmd(DQCTL_EXIT_USAGE);
+    }
+    return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3)));
+}
+
+int dqctl_qta_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl qta PROBE [P@T ...] [--max-lost X] [--server URL] [--json]\n"
+        "       dqctl qta PROBE --clear\n"
+        "Sets a probe's quantitative timeliness agreement: P(delay <= T) >= P at each\n"
+        "point, and at most X of the instances lost (failed or timed out). T takes a\n"
+        "unit (ns, us, ms, s, m; a bare number is seconds); P and X are fractions or\n"
+        "percentages. X defaults to 1 - P of the last point. Without points, shows the\n"
+        "current QTA; --clear removes it. Example:\n"
+        "  dqctl qta checkout 0.5@100ms 0.95@250ms --max-lost 0.01\n";
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR, 1,
+                       DQCTL_MAX_QTA_POINTS + 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (o.clear) {
+        if (o.npos > 1 || o.max_lost) {
+            complain("qta: --clear takes no points and no --max-lost");
+            return end_cmd(DQCTL_EXIT_USAGE);
+        }
+        return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta")));
+    }
+    if (o.npos == 1) {
+        if (o.max_lost) {
+            complain("qta: --max-lost needs at least one P@T point");
+            return end_cmd(DQCTL_EXIT_USAGE);
+        }
+        char path[2048];
+        json_t *data = NULL;
+        if (probe_path(o.pos[0], "", path, sizeof path) < 0) {
+            return end_cmd(DQCTL_EXIT_USAGE);
+        }
+        rc = api_call(&o, "GET", path, NULL, &data);
+        if (rc == DQCTL_EXIT_OK) {
+            const json_t *q = json_object_get(data, "qta");
+            if (o.json) {
+                print_json(q ? q : json_null());
+            } else if (json_is_object(q)) {
+                char buf[256];
+                format_qta(q, buf, sizeof buf);
+                fprintf(out_stream(), "%s: QTA %s\n", o.pos[0], buf);
+            } else {
+                fprintf(out_stream(), "%s: no QTA\n", o.pos[0]);
+            }
+        }
+        json_decref(data);
+        return end_cmd(rc);
+    }
+    char err[256];
+    json_t *body = dqctl_qta_body(o.pos + 1, o.npos - 1, o.max_lost, err, sizeof err);
+    if (!body) {
+        complain("qta: %s", err);
+        return end_cmd(DQCTL_EXIT_USAGE);
+    }
+    return end_cmd(put_probe(&o, o.pos[0], body));
+}
+
+static int wrapper_common(int argc, char **argv, const char *verb) {
+    static const char help_start[] =
+        "usage: dqctl start [--server URL] [--json]\n"
+        "Tells every connected wrapper to start (the system under test's stub).\n"
+        "Exits 1 when no wrapper received the command.\n";
+    static const char help_stop[] = "usage: dqctl stop [--server URL] [--json]\n"
+                                    "Tells every connected wrapper to stop.\n"
+                                    "Exits 1 when no wrapper received the command.\n";
+    int start = strcmp(verb, "start") == 0;
+    struct dqctl_opts o;
+    int rc = start_cmd(argc, argv, 0, 0, 0, start ? help_start : help_stop, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    rc =
+        api_call(&o, "POST", start ? "/api/v1/wrapper/start" : "/api/v1/wrapper/stop", NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        double sent = jnum(data, "sent_to");
+        if (o.json) {
+            print_json(data);
+        } else {
+            fprintf(out_stream(), "%s sent to %.0f wrapper(s); running: %s\n", verb,
+                    isnan(sent) ? 0 : sent,
+                    json_is_true(json_object_get(data, "running")) ? "yes" : "no");
+        }
+        if (!(sent > 0)) {
+            complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
+            rc = DQCTL_EXIT_PROBLEM;
+        }
+    }
+    json_decref(data);
+    return end_cmd(rc);
+}
+
+int dqctl_start_main(int argc, char **argv) {
+    return wrapper_common(argc, argv, "start");
+}
+
+int dqctl_stop_main(int argc, char **argv) {
+    return wrapper_common(argc, argv, "stop");
+}
+
+int dqctl_api_main(const char *cmd, int argc, char **argv) {
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } table[] = {
+        {"status", dqctl_status_main},   {"probes", dqctl_probes_main},
+        {"dq", dqctl_dq_main},           {"enable", dqctl_enable_main},
+        {"disable", dqctl_disable_main}, {"set-timeout", dqctl_set_timeout_main},
+        {"qta", dqctl_qta_main},         {"start", dqctl_start_main},
+        {"stop", dqctl_stop_main},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(cmd, table[i].name) == 0) {
+            return table[i].run(argc, argv);
+        }
+    }
+    complain("unknown command `%s`; see dqctl --help", cmd);
+    return DQCTL_EXIT_USAGE;
+}
