@@ -1,0 +1,371 @@
+/*
+ * test_dqctl_model.c: `dqctl model` run as a subprocess (the path of dqctl is argv[1]).
+ *
+ * Checks the ORACLES.md values through the command line, the JSON fields and their
+ * meaning (cdf[i] = dq_cdf_at(i·width), compared with the engine run in-process), the
+ * grid rule, the distributions (samples files with fail/timeout lines included), and that
+ * every usage or model error exits 2 with a message on stderr.
+ */
+#include "diagram.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static const char *dqctl;
+static char dir[256];
+
+/* Output of one run. */
+struct run {
+    int status;
+    char *out;
+    char *err;
+};
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            cap *= 2;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = b;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[len] = '\0';
+    }
+    return buf;
+}
+
+static void write_file(const char *name, const char *text, char *path, size_t cap) {
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Runs `dqctl ARGS` (ARGS is shell text) capturing stdout and stderr. */
+static struct run run_dqctl(const char *args) {
+    struct run r = {-1, NULL, NULL};
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out' 2>'%s/err'", dqctl, args, dir, dir);
+    int st = system(cmd);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/out", dir);
+    r.out = slurp(path);
+    snprintf(path, sizeof path, "%s/err", dir);
+    r.err = slurp(path);
+    if (!r.out || !r.err) {
+        fprintf(stderr, "cannot read the output of: %s\n", cmd);
+    }
+    return r;
+}
+
+static void run_free(struct run *r) {
+    free(r->out);
+    free(r->err);
+}
+
+/* The index-th JSON line of r's stdout, or NULL. */
+static json_t *json_line(const struct run *r, int index) {
+    const char *p = r->out;
+    for (int i = 0; p && i < index; i++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    if (!p || !*p) {
+        return NULL;
+    }
+    json_error_t e;
+    json_t *j = json_loadb(p, strcspn(p, "\n"), 0, &e);
+    CHECK_MSG(j != NULL, "bad JSON at %d:%d: %s", e.line, e.column, e.text);
+    return j;
+}
+
+static double num(json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    CHECK_MSG(json_is_number(v), "%s is not a number", key);
+    return json_number_value(v);
+}
+
+static double quant(json_t *o, const char *p) {
+    json_t *v = json_object_get(json_object_get(o, "quantiles"), p);
+    CHECK_MSG(json_is_number(v), "quantile %s is not a number", p);
+    return json_number_value(v);
+}
+
+/* Expects exit status 2 and a message containing `needle` on stderr. */
+static void expect_error(const char *args, const char *needle) {
+    struct run r = run_dqctl(args);
+    CHECK_MSG(r.status == 2, "dqctl %s: status %d", args, r.status);
+    CHECK_MSG(r.err && strstr(r.err, needle) != NULL, "dqctl %s: stderr lacks \"%s\": %s", args,
+              needle, r.err ? r.err : "(none)");
+    run_free(&r);
+}
+
+static void test_oracle_json(const char *model) {
+    char args[1024];
+    snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set 'y=uniform(1, 2)' --json",
+             model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *o = json_line(&r, 0);
+    CHECK(json_line(&r, 1) == NULL); /* one root, one object */
+    if (!o) {
+        run_free(&r);
+        return;
+    }
+    CHECK_STR(json_string_value(json_object_get(o, "node")), "e2e");
+    CHECK_STR(json_string_value(json_object_get(o, "source")), "calculated");
+    double w = num(o, "bin_width");
+    /* grid rule: support bound 4 s, 1024 bins → smallest 2^k ms reaching 4 s is 4 ms */
+    CHECK_NEAR(w, 0.004, 1e-12);
+    CHECK_NEAR(num(o, "bins"), 1024, 0);
+    CHECK_NEAR(quant(o, "0.5"), 3.0, 2 * w);
+    CHECK_NEAR(quant(o, "0.9"), 3.5527864, 2 * w);
+    CHECK_NEAR(num(o, "mean"), 3.0, w);
+    CHECK_NEAR(num(o, "variance"), 1.0 / 6.0, 1e-3);
+    CHECK_NEAR(num(o, "lost"), 0.0, 1e-9);
+    json_t *cdf = json_object_get(o, "cdf");
+    CHECK_INT(json_array_size(cdf), 1024);
+
+    /* the same model in-process: cdf[i] must be dq_cdf_at(i·width) */
+    struct dq_diagram *d = NULL;
+    struct dq_eval *ev = NULL;
+    struct dq *x = NULL, *y = NULL;
+    const char *text = "e2e = x -> y;";
+    CHECK_INT(dq_diagram_parse(text, strlen(text), &d, NULL), DQ_OK);
+    CHECK_INT(dq_eval_create(d, 2, 1024, &ev), DQ_OK);
+    CHECK_INT(dq_uniform(2, 1024, 1.0, 2.0, &x), DQ_OK);
+    CHECK_INT(dq_uniform(2, 1024, 1.0, 2.0, &y), DQ_OK);
+    dq_eval_set_observed_by_name(ev, "x", x);
+    dq_eval_set_observed_by_name(ev, "y", y);
+    CHECK_INT(dq_eval_run(ev), DQ_OK);
+    const struct dq *e = dq_eval_calculated(ev, dq_diagram_find(d, "e2e"));
+    CHECK(e != NULL);
+    double prev = 0.0;
+    int bad = 0;
+    for (size_t i = 0; e && i < json_array_size(cdf); i++) {
+        double v = json_number_value(json_array_get(cdf, i));
+        bad += v < prev - 1e-12 || fabs(v - dq_cdf_at(e, (double)i * w)) > 1e-9;
+        prev = v;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_NEAR(prev, 1.0 - num(o, "lost"), 1e-9);
+    CHECK_NEAR(json_number_value(json_array_get(cdf, 875)), dq_cdf_at(e, 3.5), 1e-9);
+    dq_eval_destroy(ev);
+    dq_diagram_destroy(d);
+    dq_destroy(x);
+    dq_destroy(y);
+    json_decref(o);
+    run_free(&r);
+}
+
+static void test_human_output(const char *model) {
+    char args[1024];
+    snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set y='uniform(1,2)'", model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.out && strstr(r.out, "e2e  (calculated; bin width 0.004 s, 1024 bins") != NULL);
+    CHECK(r.out && strstr(r.out, "p50       3 s") != NULL);
+    CHECK(r.out && strstr(r.out, "p90       3.552 s") != NULL);
+    CHECK(r.out && strstr(r.out, "lost      0\n") != NULL);
+    CHECK(r.out && strstr(r.out, "1.00 |") != NULL && strstr(r.out, "*") != NULL);
+    run_free(&r);
+}
+
+static void test_distributions(void) {
+    char model[512], samples[512], args[2048];
+    write_file("multi.dq",
+               "front = s:back -> net;\n"
+               "back = f:race(cache, db);\n"
+               "other = p:coin[0.75, 0.25](ok, down);\n",
+               model, sizeof model);
+    write_file("samples.txt",
+               "# durations in seconds\n0.010\n0.020\n  0.030  \n\nfail\nTIMEOUT\n0.040\n"
+               "0.050\n0.060\nfail\n",
+               samples, sizeof samples);
+
+    /* every root, in file order: front then other (back is referenced) */
+    snprintf(args, sizeof args,
+             "model '%s' --set cache='samples(%s)' --set db=never --set net='wait(0.005)' "
+             "--set ok='exponential(20)' --set down=never --json",
+             model, samples);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *front = json_line(&r, 0);
+    json_t *other = json_line(&r, 1);
+    CHECK(json_line(&r, 2) == NULL);
+    if (front && other) {
+        CHECK_STR(json_string_value(json_object_get(front, "node")), "front");
+        CHECK_STR(json_string_value(json_object_get(other, "node")), "other");
+        /* 6 successes, 2 failures, 1 timeout: 3/9 lost, and db never finishes */
+        CHECK_NEAR(num(front, "lost"), 3.0 / 9.0, 1e-9);
+        CHECK_NEAR(num(front, "mean"), 0.035 + 0.005, 2 * num(front, "bin_width"));
+        CHECK(json_is_null(json_object_get(json_object_get(front, "quantiles"), "0.99")));
+        CHECK_NEAR(num(other, "lost"), 0.25, 1e-6);
+        CHECK_NEAR(num(other, "mean"), 1.0 / 20.0, 2 * num(other, "bin_width"));
+        CHECK(json_is_null(json_object_get(json_object_get(other, "quantiles"), "0.95")));
+        /* exponential(20): bound ln(1e9)/20 = 1.036 s → 1024 bins of 2^1 ms */
+        CHECK_NEAR(num(front, "bin_width"), 0.002, 1e-12);
+    }
+    json_decref(front);
+    json_decref(other);
+    run_free(&r);
+
+    /* --node: a given node is reported as given; never has no quantile and no mean */
+    snprintf(args, sizeof args,
+             "model '%s' --set back=never --set net='wait(0.5)' --node back --node front "
+             "--json",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *b = json_line(&r, 0);
+    json_t *f = json_line(&r, 1);
+    if (b && f) {
+        CHECK_STR(json_string_value(json_object_get(b, "source")), "given");
+        CHECK_NEAR(num(b, "lost"), 1.0, 1e-12);
+        CHECK(json_is_null(json_object_get(b, "mean")));
+        CHECK(json_is_null(json_object_get(json_object_get(b, "quantiles"), "0.5")));
+        CHECK_STR(json_string_value(json_object_get(f, "source")), "calculated");
+        CHECK_NEAR(num(f, "lost"), 1.0, 1e-12);
+    }
+    json_decref(b);
+    json_decref(f);
+    run_free(&r);
+
+    /* an explicit grid is used as given; --bin-width alone covers the support */
+    snprintf(args, sizeof args,
+             "model '%s' --set back='uniform(0,1)' --set net='wait(1)' --bin-width 0.001 "
+             "--bins 4096 --json --node front",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *g = json_line(&r, 0);
+    if (g) {
+        CHECK_NEAR(num(g, "bin_width"), 0.001, 1e-12);
+        CHECK_NEAR(num(g, "bins"), 4096, 0);
+        CHECK_NEAR(quant(g, "0.5"), 1.5, 0.002);
+    }
+    json_decref(g);
+    run_free(&r);
+    snprintf(args, sizeof args,
+             "model '%s' --set back='uniform(0,1)' --set net='wait(1)' --bin-width=0.008 "
+             "--json --node=front",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    g = json_line(&r, 0);
+    if (g) {
+        CHECK_NEAR(num(g, "bin_width"), 0.008, 1e-12);
+        CHECK_NEAR(num(g, "bins"), 250, 0); /* 2 s / 8 ms */
+    }
+    json_decref(g);
+    run_free(&r);
+}
+
+static void test_errors(const char *model) {
+    char args[2048], bad[512];
+    write_file("bad.dq", "ok = x;\nbroken = f:r(y);\n", bad, sizeof bad);
+    snprintf(args, sizeof args, "model '%s'", bad);
+    expect_error(args, "bad.dq:2:10: f:r has one branch");
+    snprintf(args, sizeof args, "model '%s' --set nothere=never", model);
+    expect_error(args, "no node named `nothere`");
+    snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)'", model);
+    expect_error(args, "cannot compute `e2e`: no ΔQ for y; give it with --set");
+    snprintf(args, sizeof args, "model '%s' --set x='gamma(2)' --set y=never", model);
+    expect_error(args, "unknown distribution `gamma(2)`");
+    snprintf(args, sizeof args, "model '%s' --set x='uniform(2,1)' --set y=never", model);
+    expect_error(args, "uniform(A,B) needs two times 0 ≤ A ≤ B");
+    snprintf(args, sizeof args, "model '%s' --set x='exponential(0)' --set y=never", model);
+    expect_error(args, "exponential(RATE) needs a rate > 0");
+    snprintf(args, sizeof args, "model '%s' --set x='wait(-1)' --set y=never", model);
+    expect_error(args, "wait(T) needs one time T ≥ 0");
+    snprintf(args, sizeof args, "model '%s' --set x=never --set x=never --set y=never", model);
+    expect_error(args, "`x` is given twice");
+    snprintf(args, sizeof args, "model '%s' --set x=never --set y=never --bin-width 0.003", model);
+    expect_error(args, "--bin-width 0.003 is not 0.001 s times a power of two");
+    snprintf(args, sizeof args, "model '%s' --set x=never --set y=never --bins 0", model);
+    expect_error(args, "--bins needs a whole number from 1 to 4096");
+    snprintf(args, sizeof args, "model '%s' --set x=never --set y=never --node zz", model);
+    expect_error(args, "--node zz");
+    snprintf(args, sizeof args, "model '%s' --set x='samples(%s/none.txt)' --set y=never", model,
+             dir);
+    expect_error(args, "cannot open samples file");
+    write_file("bad_samples.txt", "0.1\nabc\n", bad, sizeof bad);
+    snprintf(args, sizeof args, "model '%s' --set x='samples(%s)' --set y=never", model, bad);
+    expect_error(args, "bad_samples.txt:2: expected a duration in seconds");
+    snprintf(args, sizeof args, "model '%s' --frobnicate", model);
+    expect_error(args, "unknown option `--frobnicate`");
+    expect_error("model", "no model file given");
+    snprintf(args, sizeof args, "model '%s/missing.dq' --set x=never", dir);
+    expect_error(args, "cannot open");
+    snprintf(args, sizeof args, "model '%s' --set novalue", model);
+    expect_error(args, "--set needs NAME=DIST");
+    expect_error("", "usage: dqctl");
+    expect_error("frobnicate", "unknown command `frobnicate`");
+}
+
+static void test_help(void) {
+    struct run r = run_dqctl("--help");
+    CHECK_INT(r.status, 0);
+    CHECK(r.out && strstr(r.out, "usage: dqctl") && strstr(r.out, "model"));
+    run_free(&r);
+    r = run_dqctl("model --help");
+    CHECK_INT(r.status, 0);
+    CHECK(r.out && strstr(r.out, "usage: dqctl model FILE.dq --set NAME=DIST") &&
+          strstr(r.out, "samples(PATH)") && strstr(r.out, "--bin-width"));
+    run_free(&r);
+    r = run_dqctl("help model");
+    CHECK_INT(r.status, 0);
+    CHECK(r.out && strstr(r.out, "usage: dqctl model"));
+    run_free(&r);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s PATH_TO_DQCTL\n", argv[0]);
+        return 2;
+    }
+    dqctl = argv[1];
+    snprintf(dir, sizeof dir, "/tmp/test_dqctl_model.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    char model[512];
+    write_file("e2e.dq", "# ORACLES.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", model, sizeof model);
+    test_oracle_json(model);
+    test_human_output(model);
+    test_distributions();
+    test_errors(model);
+    test_help();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+    }
+    dq_engine_cleanup();
+    return check_done();
+}
