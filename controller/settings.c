@@ -1,0 +1,1099 @@
+/*
+ * settings.c: the settings table and everything generated from it.
+ *
+ * The table `settings[]` is the single source of truth for dqd's configuration: adding
+ * a setting means adding one row (and its field in struct dqd_config); flags, the JSON
+ * file, defaults, --print-config, --help and docs/configuration.md follow. Defaults are
+ * written as the text a user would pass to the flag and go through the same parser, so
+ * a default can never be out of its own range (a test checks that each one parses).
+ *
+ * The two structured sections of the config file ("wrappers", "probes") are not rows:
+ * they are parsed by dedicated code below and described in the rendered reference.
+ */
+#include "settings.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum setting_type {
+    ST_HOSTPORT, /* "HOST:PORT" string */
+    ST_PATH,     /* file path string */
+    ST_INT,      /* int */
+    ST_MS,       /* int64_t milliseconds */
+    ST_DOUBLE,   /* double */
+    ST_ENUM,     /* int index into choices */
+    ST_ACTION    /* command-line only, no value: sets the settings_action */
+};
+
+#define SF_CLI_ONLY 1u       /* a flag only, not a key of the config file */
+#define SF_EMPTY_OK 2u       /* "" (JSON null) means "none" */
+#define SF_DEFAULT_WINDOW 4u /* unset (−1) means "the window length" */
+
+struct setting {
+    const char *name; /* JSON key */
+    const char *flag; /* command-line flag */
+    enum setting_type type;
+    size_t offset;              /* of the field in struct dqd_config */
+    size_t size;                /* of that field (string capacity) */
+    double min, max;            /* numeric range, inclusive */
+    const char *def;            /* default, as flag text */
+    const char *const *choices; /* ST_ENUM: names, NULL-terminated */
+    unsigned flags;             /* SF_* */
+    int action;                 /* ST_ACTION: the enum settings_action */
+    const char *help;           /* one sentence for --help and the reference */
+};
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+
+#define FIELD(f) offsetof(struct dqd_config, f), sizeof(((struct dqd_config *)0)->f)
+#define NOFIELD 0, 0
+
+/* The largest dMax the engine's grid can hold: DQ_MAX_BINS bins of 2^DQ_MAX_K ms. */
+#define MAX_DMAX_MS 4194304.0
+#define MIN_DMAX_MS 0.001
+
+static const struct setting settings[] = {
+    {"listen", "--listen", ST_HOSTPORT, FIELD(listen), 0, 0, "127.0.0.1:7400", NULL, 0, 0,
+     "Address of the ingest port, where wrappers connect and send outcome instances."},
+    {"http", "--http", ST_HOSTPORT, FIELD(http), 0, 0, "127.0.0.1:7401", NULL, 0, 0,
+     "Address of the HTTP API (/api/v1/..., /metrics, /-/healthy)."},
+    {"db", "--db", ST_PATH, FIELD(db), 0, 0, "./dqd.db", NULL, 0, 0,
+     "SQLite store file, created when missing."},
+    {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
+     "Outcome diagram (.dq file) loaded at start; none by default."},
+    {"window", "--window", ST_MS, FIELD(window_ms), 10, 3600000, "1000", NULL, 0, 0,
+     "Window length in milliseconds; windows are aligned to the wall clock."},
+    {"lag", "--lag", ST_MS, FIELD(lag_ms), 0, 3600000, "", NULL, SF_DEFAULT_WINDOW, 0,
+     "How long after its end a window still takes late instances, in milliseconds; "
+     "by default the window length."},
+    {"ring", "--ring", ST_INT, FIELD(ring), 1, 10000, "60", NULL, 0, 0,
+     "Closed windows (observed ΔQs) kept in memory per probe, for bands and statistics."},
+    {"default_dmax_ms", "--default-dmax-ms", ST_DOUBLE, FIELD(default_dmax_ms), MIN_DMAX_MS,
+     MAX_DMAX_MS, "1024", NULL, 0, 0,
+     "dMax in milliseconds of a probe enabled without one (it then auto-ranges)."},
+    {"default_bins", "--default-bins", ST_INT, FIELD(default_bins), DQ_MIN_BINS, DQ_MAX_BINS,
+     "1024", NULL, 0, 0, "Number of bins of a probe enabled without a setting."},
+    {"log_level", "--log-level", ST_ENUM, FIELD(log_level), 0, 0, "info", log_levels, 0, 0,
+     "Least severe log messages written to stderr."},
+    {"config", "--config", ST_PATH, FIELD(config), 0, 0, "", NULL, SF_CLI_ONLY | SF_EMPTY_OK, 0,
+     "JSON config file to read; flags override its values."},
+    {"print_config", "--print-config", ST_ACTION, NOFIELD, 0, 0, NULL, NULL, SF_CLI_ONLY,
+     SETTINGS_PRINT_CONFIG,
+     "Print the effective configuration as JSON (itself a valid config file) and exit."},
+    {"help", "--help", ST_ACTION, NOFIELD, 0, 0, NULL, NULL, SF_CLI_ONLY, SETTINGS_HELP,
+     "Print this help and exit."},
+    {"version", "--version", ST_ACTION, NOFIELD, 0, 0, NULL, NULL, SF_CLI_ONLY, SETTINGS_VERSION,
+     "Print the version and exit."},
+};
+
+#define N_SETTINGS (sizeof settings / sizeof settings[0])
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static void *field(struct dqd_config *cfg, const struct setting *s) {
+    return (char *)cfg + s->offset;
+}
+
+static const void *cfield(const struct dqd_config *cfg, const struct setting *s) {
+    return (const char *)cfg + s->offset;
+}
+
+/* Copies src (length n) into a field of cap bytes; returns −1 if it does not fit. */
+static int copy_str(char *dst, size_t cap, const char *src, size_t n) {
+    if (n >= cap) {
+        return -1;
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+    return 0;
+}
+
+/* Re-raises the current error message with a prefix ("--listen: ..."). */
+static int fail_prefixed(int code, const char *label) {
+    char detail[512];
+    size_t n = strlen(dq_last_error());
+    if (n >= sizeof detail) {
+        n = sizeof detail - 1;
+    }
+    memcpy(detail, dq_last_error(), n);
+    detail[n] = '\0';
+    return dq_fail(code, "%s: %s", label, detail);
+}
+
+static const char *metavar(const struct setting *s) {
+    switch (s->type) {
+    case ST_HOSTPORT:
+        return "HOST:PORT";
+    case ST_PATH:
+        return "PATH";
+    case ST_INT:
+        return "N";
+    case ST_MS:
+        return "MS";
+    case ST_DOUBLE:
+        return "NUMBER";
+    case ST_ENUM:
+        return "LEVEL";
+    case ST_ACTION:
+        return "";
+    }
+    return "";
+}
+
+static const char *type_doc(const struct setting *s) {
+    switch (s->type) {
+    case ST_HOSTPORT:
+        return "host:port";
+    case ST_PATH:
+        return "path";
+    case ST_INT:
+        return "integer";
+    case ST_MS:
+        return "integer (ms)";
+    case ST_DOUBLE:
+        return "number";
+    case ST_ENUM:
+        return "string";
+    case ST_ACTION:
+        return "flag";
+    }
+    return "";
+}
+
+const char *settings_log_level_name(int level) {
+    if (level < 0 || level > DQD_LOG_DEBUG) {
+        return "?";
+    }
+    return log_levels[level];
+}
+
+/* ---- host:port --------------------------------------------------------------------- */
+
+int settings_split_hostport(const char *hp, char *host, size_t host_cap, int *port) {
+    const char *colon, *h = hp, *he;
+    if (hp[0] == '[') {
+        const char *rb = strchr(hp, ']');
+        if (!rb || rb == hp + 1) {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (unclosed or empty [IPv6])", hp);
+        }
+        for (const char *c = hp + 1; c < rb; c++) {
+            if (!strchr("0123456789abcdefABCDEF:.", *c)) {
+                return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (bad IPv6 address)", hp);
+            }
+        }
+        if (rb[1] != ':') {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (missing :PORT)", hp);
+        }
+        h = hp + 1;
+        he = rb;
+        colon = rb + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (!colon) {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (missing :PORT)", hp);
+        }
+        he = colon;
+        if (he == h) {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (empty host)", hp);
+        }
+        for (const char *c = h; c < he; c++) {
+            if (*c == ':') {
+                return dq_fail(DQ_EINVAL,
+                               "\"%s\" is not HOST:PORT (an IPv6 host needs brackets: [::1]:7400)",
+                               hp);
+            }
+            if (!strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-_", *c)) {
+                return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (bad character in host)", hp);
+            }
+        }
+        if (he - h > 253) {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (host longer than 253)", hp);
+        }
+    }
+    const char *ps = colon + 1;
+    size_t pn = strlen(ps);
+    long p = 0;
+    if (pn == 0 || pn > 5) {
+        return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (port must be 0 to 65535)", hp);
+    }
+    for (size_t i = 0; i < pn; i++) {
+        if (ps[i] < '0' || ps[i] > '9') {
+            return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (port must be 0 to 65535)", hp);
+        }
+        p = p * 10 + (ps[i] - '0');
+    }
+    if (p > 65535) {
+        return dq_fail(DQ_EINVAL, "\"%s\" is not HOST:PORT (port must be 0 to 65535)", hp);
+    }
+    if (host && copy_str(host, host_cap, h, (size_t)(he - h)) != 0) {
+        return dq_fail(DQ_EINVAL, "\"%s\": host too long", hp);
+    }
+    if (port) {
+        *port = (int)p;
+    }
+    return 0;
+}
+
+/* ---- setting values ------------------------------------------------------------------ */
+
+static int check_range_int(const struct setting *s, long long v, const char *label) {
+    if ((double)v < s->min || (double)v > s->max) {
+        return dq_fail(DQ_ERANGE, "%s: %lld is out of range [%.0f, %.0f]", label, v, s->min,
+                       s->max);
+    }
+    return 0;
+}
+
+static int store_int(struct dqd_config *cfg, const struct setting *s, long long v,
+                     const char *label) {
+    int r = check_range_int(s, v, label);
+    if (r) {
+        return r;
+    }
+    if (s->type == ST_MS) {
+        *(int64_t *)field(cfg, s) = (int64_t)v;
+    } else {
+        *(int *)field(cfg, s) = (int)v;
+    }
+    return 0;
+}
+
+static int store_double(struct dqd_config *cfg, const struct setting *s, double v,
+                        const char *label) {
+    if (!isfinite(v) || v < s->min || v > s->max) {
+        return dq_fail(DQ_ERANGE, "%s: %.10g is out of range [%.10g, %.10g]", label, v, s->min,
+                       s->max);
+    }
+    *(double *)field(cfg, s) = v;
+    return 0;
+}
+
+/* String-valued settings (host:port, path, enum) from text. */
+static int store_string(struct dqd_config *cfg, const struct setting *s, const char *v,
+                        const char *label) {
+    size_t n = strlen(v);
+    if (s->type == ST_ENUM) {
+        for (int i = 0; s->choices[i]; i++) {
+            if (strcmp(v, s->choices[i]) == 0) {
+                *(int *)field(cfg, s) = i;
+                return 0;
+            }
+        }
+        char list[128] = "";
+        size_t at = 0;
+        for (int i = 0; s->choices[i]; i++) {
+            int w = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", s->choices[i]);
+            if (w < 0 || (size_t)w >= sizeof list - at) {
+                break;
+            }
+            at += (size_t)w;
+        }
+        return dq_fail(DQ_EINVAL, "%s: \"%s\" is not one of %s", label, v, list);
+    }
+    if (n == 0 && !(s->flags & SF_EMPTY_OK)) {
+        return dq_fail(DQ_EINVAL, "%s: must not be empty", label);
+    }
+    if (s->type == ST_HOSTPORT && settings_split_hostport(v, NULL, 0, NULL) != 0) {
+        return fail_prefixed(DQ_EINVAL, label);
+    }
+    if (copy_str(field(cfg, s), s->size, v, n) != 0) {
+        return dq_fail(DQ_EINVAL, "%s: longer than %zu bytes", label, s->size - 1);
+    }
+    return 0;
+}
+
+/* strtoll/strtod skip leading blanks and read "inf"; a flag value must not do either. */
+static int starts_number(const char *v) {
+    return (v[0] >= '0' && v[0] <= '9') || v[0] == '-' || v[0] == '+' || v[0] == '.';
+}
+
+/* A setting from flag text (also used for the defaults). */
+static int set_text(struct dqd_config *cfg, const struct setting *s, const char *v,
+                    const char *label) {
+    char *end;
+    switch (s->type) {
+    case ST_INT:
+    case ST_MS: {
+        if (v[0] == '\0' && (s->flags & SF_DEFAULT_WINDOW)) {
+            *(int64_t *)field(cfg, s) = -1;
+            return 0;
+        }
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (!starts_number(v) || *end != '\0' || end == v) {
+            return dq_fail(DQ_EINVAL, "%s: \"%s\" is not an integer", label, v);
+        }
+        if (errno == ERANGE) {
+            return dq_fail(DQ_ERANGE, "%s: %s is out of range [%.0f, %.0f]", label, v, s->min,
+                           s->max);
+        }
+        return store_int(cfg, s, x, label);
+    }
+    case ST_DOUBLE: {
+        double x = strtod(v, &end);
+        if (!starts_number(v) || *end != '\0' || end == v) {
+            return dq_fail(DQ_EINVAL, "%s: \"%s\" is not a number", label, v);
+        }
+        return store_double(cfg, s, x, label);
+    }
+    case ST_HOSTPORT:
+    case ST_PATH:
+    case ST_ENUM:
+        return store_string(cfg, s, v, label);
+    case ST_ACTION:
+        break;
+    }
+    return dq_fail(DQ_EINVAL, "%s: takes no value", label);
+}
+
+static const struct setting *find_by_name(const char *name) {
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (strcmp(settings[i].name, name) == 0) {
+            return &settings[i];
+        }
+    }
+    return NULL;
+}
+
+static const struct setting *find_by_flag(const char *flag, size_t n) {
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (strlen(settings[i].flag) == n && memcmp(settings[i].flag, flag, n) == 0) {
+            return &settings[i];
+        }
+    }
+    return NULL;
+}
+
+void settings_defaults(struct dqd_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (settings[i].type != ST_ACTION) {
+            /* Cannot fail: test_settings checks every default through this path. */
+            (void)set_text(cfg, &settings[i], settings[i].def, settings[i].name);
+        }
+    }
+}
+
+int settings_set(struct dqd_config *cfg, const char *name, const char *value) {
+    const struct setting *s = find_by_name(name);
+    if (!s || s->type == ST_ACTION) {
+        return dq_fail(DQ_ENOTFOUND, "unknown setting \"%s\"", name);
+    }
+    return set_text(cfg, s, value, name);
+}
+
+int settings_finish(struct dqd_config *cfg) {
+    char h1[DQD_HOSTPORT_MAX], h2[DQD_HOSTPORT_MAX];
+    int p1, p2;
+    if (cfg->lag_ms < 0) {
+        cfg->lag_ms = cfg->window_ms;
+    }
+    if (settings_split_hostport(cfg->listen, h1, sizeof h1, &p1) != 0) {
+        return fail_prefixed(DQ_EINVAL, "listen");
+    }
+    if (settings_split_hostport(cfg->http, h2, sizeof h2, &p2) != 0) {
+        return fail_prefixed(DQ_EINVAL, "http");
+    }
+    if (p1 != 0 && p1 == p2 && strcmp(h1, h2) == 0) {
+        return dq_fail(DQ_EINVAL, "--listen and --http are the same address %s", cfg->listen);
+    }
+    return 0;
+}
+
+const struct dqd_probe_config *settings_find_probe(const struct dqd_config *cfg, const char *name) {
+    for (int i = 0; i < cfg->n_probes; i++) {
+        if (strcmp(cfg->probes[i].name, name) == 0) {
+            return &cfg->probes[i];
+        }
+    }
+    return NULL;
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+static const char *json_type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "?";
+}
+
+static int wrong_type(const char *label, const char *want, const json_t *v) {
+    return dq_fail(DQ_EINVAL, "%s: expected %s, got %s", label, want, json_type_name(v));
+}
+
+/* A scalar setting from its JSON value. */
+static int set_json(struct dqd_config *cfg, const struct setting *s, json_t *v, const char *label) {
+    switch (s->type) {
+    case ST_INT:
+    case ST_MS:
+        if (json_is_null(v) && (s->flags & SF_DEFAULT_WINDOW)) {
+            *(int64_t *)field(cfg, s) = -1;
+            return 0;
+        }
+        if (!json_is_integer(v)) {
+            return wrong_type(label, "an integer", v);
+        }
+        return store_int(cfg, s, (long long)json_integer_value(v), label);
+    case ST_DOUBLE:
+        if (!json_is_number(v)) {
+            return wrong_type(label, "a number", v);
+        }
+        return store_double(cfg, s, json_number_value(v), label);
+    case ST_HOSTPORT:
+    case ST_PATH:
+    case ST_ENUM:
+        if (json_is_null(v) && (s->flags & SF_EMPTY_OK)) {
+            return store_string(cfg, s, "", label);
+        }
+        if (!json_is_string(v)) {
+            return wrong_type(label, "a string", v);
+        }
+        if (strlen(json_string_value(v)) != json_string_length(v)) {
+            return dq_fail(DQ_EINVAL, "%s: contains a NUL character", label);
+        }
+        return store_string(cfg, s, json_string_value(v), label);
+    case ST_ACTION:
+        break;
+    }
+    return dq_fail(DQ_EINVAL, "%s: only valid on the command line", label);
+}
+
+static int load_wrappers(struct dqd_config *cfg, json_t *arr, const char *origin) {
+    char label[DQD_PATH_MAX + 64];
+    size_t i;
+    json_t *v;
+    snprintf(label, sizeof label, "%s: \"wrappers\"", origin);
+    if (!json_is_array(arr)) {
+        return wrong_type(label, "an array of \"HOST:PORT\" strings", arr);
+    }
+    if (json_array_size(arr) > DQD_MAX_WRAPPERS) {
+        return dq_fail(DQ_EFULL, "%s: more than %d addresses", label, DQD_MAX_WRAPPERS);
+    }
+    cfg->n_wrappers = 0;
+    json_array_foreach(arr, i, v) {
+        snprintf(label, sizeof label, "%s: \"wrappers\"[%zu]", origin, i);
+        if (!json_is_string(v)) {
+            return wrong_type(label, "a \"HOST:PORT\" string", v);
+        }
+        const char *hp = json_string_value(v);
+        if (strlen(hp) != json_string_length(v) ||
+            settings_split_hostport(hp, NULL, 0, NULL) != 0) {
+            return fail_prefixed(DQ_EINVAL, label);
+        }
+        if (copy_str(cfg->wrappers[cfg->n_wrappers], DQD_HOSTPORT_MAX, hp, strlen(hp)) != 0) {
+            return dq_fail(DQ_EINVAL, "%s: longer than %d bytes", label, DQD_HOSTPORT_MAX - 1);
+        }
+        cfg->n_wrappers++;
+    }
+    return 0;
+}
+
+static int load_qta(struct dq_qta *q, json_t *obj, const char *label) {
+    char sub[DQD_PATH_MAX + 400];
+    const char *key;
+    json_t *v, *points = NULL;
+    memset(q, 0, sizeof *q);
+    if (!json_is_object(obj)) {
+        return wrong_type(label, "an object {\"points\": [[p, t_s], ...], \"max_lost\": x}", obj);
+    }
+    json_object_foreach(obj, key, v) {
+        if (strcmp(key, "points") == 0) {
+            points = v;
+        } else if (strcmp(key, "max_lost") == 0) {
+            snprintf(sub, sizeof sub, "%s.max_lost", label);
+            if (!json_is_number(v)) {
+                return wrong_type(sub, "a number", v);
+            }
+            q->max_lost = json_number_value(v);
+            if (!(q->max_lost >= 0 && q->max_lost <= 1)) {
+                return dq_fail(DQ_ERANGE, "%s: %g is out of range [0, 1]", sub, q->max_lost);
+            }
+        } else {
+            return dq_fail(DQ_EINVAL, "%s: unknown key \"%s\" (expected points, max_lost)", label,
+                           key);
+        }
+    }
+    snprintf(sub, sizeof sub, "%s.points", label);
+    if (!points) {
+        return dq_fail(DQ_EINVAL, "%s: missing", sub);
+    }
+    if (!json_is_array(points) || json_array_size(points) == 0) {
+        return wrong_type(sub, "a non-empty array of [p, t_s] pairs", points);
+    }
+    if (json_array_size(points) > DQ_QTA_MAX_POINTS) {
+        return dq_fail(DQ_EFULL, "%s: more than %d points", sub, DQ_QTA_MAX_POINTS);
+    }
+    size_t i;
+    json_array_foreach(points, i, v) {
+        snprintf(sub, sizeof sub, "%s.points[%zu]", label, i);
+        json_t *jp = json_array_get(v, 0), *jt = json_array_get(v, 1);
+        if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(jp) ||
+            !json_is_number(jt)) {
+            return dq_fail(DQ_EINVAL, "%s: expected a pair [p, t_s] of numbers", sub);
+        }
+        double p = json_number_value(jp), t = json_number_value(jt);
+        if (!(p > 0 && p <= 1)) {
+            return dq_fail(DQ_ERANGE, "%s: probability %g is out of range (0, 1]", sub, p);
+        }
+        if (!(t > 0) || !isfinite(t)) {
+            return dq_fail(DQ_ERANGE, "%s: time %g s must be positive", sub, t);
+        }
+        if (i > 0 && !(t > q->t[i - 1])) {
+            return dq_fail(DQ_EINVAL, "%s: times must increase (%g after %g)", sub, t, q->t[i - 1]);
+        }
+        if (i > 0 && p < q->p[i - 1]) {
+            return dq_fail(DQ_EINVAL, "%s: probabilities must not decrease (%g after %g)", sub, p,
+                           q->p[i - 1]);
+        }
+        q->p[i] = p;
+        q->t[i] = t;
+        q->n = (int)i + 1;
+    }
+    return 0;
+}
+
+static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj,
+                      const char *origin) {
+    char label[DQD_PATH_MAX + 360];
+    char sub[DQD_PATH_MAX + 380];
+    const char *key;
+    json_t *v;
+    int r;
+    snprintf(label, sizeof label, "%s: probe \"%s\"", origin, name);
+    if (!proto_name_valid(name, strlen(name))) {
+        return dq_fail(DQ_EINVAL,
+                       "%s: not a valid probe name ([A-Za-z_][A-Za-z0-9_]*, 1 to %d bytes)", label,
+                       PROTO_MAX_NAME);
+    }
+    if (!json_is_object(obj)) {
+        return wrong_type(label, "an object", obj);
+    }
+    memset(pc, 0, sizeof *pc);
+    memcpy(pc->name, name, strlen(name) + 1);
+    pc->enabled = -1;
+    json_object_foreach(obj, key, v) {
+        snprintf(sub, sizeof sub, "%s.%s", label, key);
+        if (strcmp(key, "dmax_ms") == 0) {
+            if (!json_is_number(v)) {
+                return wrong_type(sub, "a number", v);
+            }
+            pc->dmax_ms = json_number_value(v);
+            if (!(pc->dmax_ms >= MIN_DMAX_MS && pc->dmax_ms <= MAX_DMAX_MS)) {
+                return dq_fail(DQ_ERANGE, "%s: %.10g is out of range [%.10g, %.10g]", sub,
+                               pc->dmax_ms, MIN_DMAX_MS, MAX_DMAX_MS);
+            }
+        } else if (strcmp(key, "bins") == 0) {
+            if (!json_is_integer(v)) {
+                return wrong_type(sub, "an integer", v);
+            }
+            json_int_t b = json_integer_value(v);
+            if (b < DQ_MIN_BINS || b > DQ_MAX_BINS) {
+                return dq_fail(DQ_ERANGE, "%s: %lld is out of range [%d, %d]", sub, (long long)b,
+                               DQ_MIN_BINS, DQ_MAX_BINS);
+            }
+            pc->bins = (int)b;
+        } else if (strcmp(key, "enabled") == 0) {
+            if (!json_is_boolean(v)) {
+                return wrong_type(sub, "true or false", v);
+            }
+            pc->enabled = json_is_true(v);
+        } else if (strcmp(key, "qta") == 0) {
+            if (json_is_null(v)) {
+                pc->has_qta = 0;
+                continue;
+            }
+            if ((r = load_qta(&pc->qta, v, sub)) != 0) {
+                return r;
+            }
+            pc->has_qta = 1;
+        } else {
+            return dq_fail(DQ_EINVAL,
+                           "%s: unknown key \"%s\" (expected dmax_ms, bins, enabled, qta)", label,
+                           key);
+        }
+    }
+    return 0;
+}
+
+static int load_probes(struct dqd_config *cfg, json_t *obj, const char *origin) {
+    char label[DQD_PATH_MAX + 64];
+    const char *name;
+    json_t *v;
+    int r;
+    snprintf(label, sizeof label, "%s: \"probes\"", origin);
+    if (!json_is_object(obj)) {
+        return wrong_type(label, "an object {\"NAME\": {...}}", obj);
+    }
+    if (json_object_size(obj) > DQD_MAX_CFG_PROBES) {
+        return dq_fail(DQ_EFULL, "%s: more than %d probes", label, DQD_MAX_CFG_PROBES);
+    }
+    cfg->n_probes = 0;
+    json_object_foreach(obj, name, v) {
+        if ((r = load_probe(&cfg->probes[cfg->n_probes], name, v, origin)) != 0) {
+            return r;
+        }
+        cfg->n_probes++;
+    }
+    return 0;
+}
+
+int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, const char *origin) {
+    json_error_t err;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    const char *key;
+    json_t *v;
+    int r = 0;
+    char label[DQD_PATH_MAX + 300];
+
+    if (!root) {
+        return dq_fail(DQ_EPARSE, "%s:%d:%d: %s", origin, err.line, err.column, err.text);
+    }
+    if (!json_is_object(root)) {
+        r = dq_fail(DQ_EPARSE, "%s: the config must be a JSON object, not %s", origin,
+                    json_type_name(root));
+        goto out;
+    }
+    json_object_foreach(root, key, v) {
+        snprintf(label, sizeof label, "%s: \"%s\"", origin, key);
+        if (strcmp(key, "wrappers") == 0) {
+            r = load_wrappers(cfg, v, origin);
+        } else if (strcmp(key, "probes") == 0) {
+            r = load_probes(cfg, v, origin);
+        } else {
+            const struct setting *s = find_by_name(key);
+            if (!s) {
+                r = dq_fail(DQ_EINVAL, "%s: unknown key", label);
+            } else if (s->flags & SF_CLI_ONLY) {
+                r = dq_fail(DQ_EINVAL, "%s: only valid as the command-line flag %s", label,
+                            s->flag);
+            } else {
+                r = set_json(cfg, s, v, label);
+            }
+        }
+        if (r != 0) {
+            goto out;
+        }
+    }
+out:
+    json_decref(root);
+    return r;
+}
+
+int settings_load_file(struct dqd_config *cfg, const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n;
+    int r;
+    if (!f) {
+        return dq_fail(DQ_EIO, "cannot open config file %s: %s", path, strerror(errno));
+    }
+    buf = malloc(DQD_CONFIG_MAX_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return dq_fail(DQ_ENOMEM, "no memory to read %s", path);
+    }
+    n = fread(buf, 1, DQD_CONFIG_MAX_BYTES + 1, f);
+    if (ferror(f)) {
+        r = dq_fail(DQ_EIO, "cannot read config file %s: %s", path, strerror(errno));
+    } else if (n > DQD_CONFIG_MAX_BYTES) {
+        r = dq_fail(DQ_EFULL, "config file %s is larger than %d bytes", path, DQD_CONFIG_MAX_BYTES);
+    } else {
+        r = settings_load_json(cfg, buf, n, path);
+    }
+    free(buf);
+    fclose(f);
+    return r;
+}
+
+static json_t *probe_to_json(const struct dqd_probe_config *pc) {
+    json_t *o = json_object();
+    if (!o) {
+        return NULL;
+    }
+    if (pc->dmax_ms > 0) {
+        json_object_set_new(o, "dmax_ms", json_real(pc->dmax_ms));
+    }
+    if (pc->bins > 0) {
+        json_object_set_new(o, "bins", json_integer(pc->bins));
+    }
+    if (pc->enabled >= 0) {
+        json_object_set_new(o, "enabled", json_boolean(pc->enabled));
+    }
+    if (pc->has_qta) {
+        json_t *q = json_object(), *pts = json_array();
+        for (int i = 0; i < pc->qta.n; i++) {
+            json_array_append_new(pts, json_pack("[ff]", pc->qta.p[i], pc->qta.t[i]));
+        }
+        json_object_set_new(q, "points", pts);
+        json_object_set_new(q, "max_lost", json_real(pc->qta.max_lost));
+        json_object_set_new(o, "qta", q);
+    }
+    return o;
+}
+
+int settings_write_json(const struct dqd_config *cfg, FILE *out) {
+    json_t *root = json_object();
+    int r = 0;
+    if (!root) {
+        return dq_fail(DQ_ENOMEM, "no memory for the config JSON");
+    }
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        const void *f = cfield(cfg, s);
+        json_t *v = NULL;
+        if (s->flags & SF_CLI_ONLY) {
+            continue;
+        }
+        switch (s->type) {
+        case ST_HOSTPORT:
+        case ST_PATH:
+            v = ((const char *)f)[0] == '\0' && (s->flags & SF_EMPTY_OK) ? json_null()
+                                                                         : json_string(f);
+            break;
+        case ST_INT:
+            v = json_integer(*(const int *)f);
+            break;
+        case ST_MS: {
+            int64_t ms = *(const int64_t *)f;
+            if (ms < 0 && (s->flags & SF_DEFAULT_WINDOW)) {
+                ms = cfg->window_ms;
+            }
+            v = json_integer((json_int_t)ms);
+            break;
+        }
+        case ST_DOUBLE:
+            v = json_real(*(const double *)f);
+            break;
+        case ST_ENUM:
+            v = json_string(s->choices[*(const int *)f]);
+            break;
+        case ST_ACTION:
+            break;
+        }
+        if (v) {
+            json_object_set_new(root, s->name, v);
+        }
+    }
+    json_t *w = json_array();
+    for (int i = 0; i < cfg->n_wrappers; i++) {
+        json_array_append_new(w, json_string(cfg->wrappers[i]));
+    }
+    json_object_set_new(root, "wrappers", w);
+    json_t *p = json_object();
+    for (int i = 0; i < cfg->n_probes; i++) {
+        json_object_set_new(p, cfg->probes[i].name, probe_to_json(&cfg->probes[i]));
+    }
+    json_object_set_new(root, "probes", p);
+    if (json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0 ||
+        fputc('\n', out) == EOF) {
+        r = dq_fail(DQ_EIO, "cannot write the config JSON");
+    }
+    json_decref(root);
+    return r;
+}
+
+/* ---- command line ------------------------------------------------------------------ */
+
+/* One pass over argv applying every valued flag to cfg; records the action flags. */
+static int apply_args(struct dqd_config *cfg, int argc, char **argv, int *print_config) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            return dq_fail(DQ_EINVAL, "unexpected argument \"%s\" (see --help)", a);
+        }
+        const char *eq = strchr(a, '=');
+        size_t fl = eq ? (size_t)(eq - a) : strlen(a);
+        const struct setting *s = find_by_flag(a, fl);
+        if (!s) {
+            return dq_fail(DQ_EINVAL, "unknown flag %.*s (see --help)", (int)fl, a);
+        }
+        if (s->type == ST_ACTION) {
+            if (eq) {
+                return dq_fail(DQ_EINVAL, "%s takes no value", s->flag);
+            }
+            if (s->action == SETTINGS_PRINT_CONFIG) {
+                *print_config = 1;
+            }
+            continue;
+        }
+        const char *v;
+        if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+            v = argv[++i];
+        } else {
+            return dq_fail(DQ_EINVAL, "%s: missing value (%s %s)", s->flag, s->flag, metavar(s));
+        }
+        int r = set_text(cfg, s, v, s->flag);
+        if (r != 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+int settings_parse_args(struct dqd_config *cfg, int argc, char **argv,
+                        enum settings_action *action) {
+    int print_config = 0, r;
+    char path[DQD_PATH_MAX];
+
+    *action = SETTINGS_RUN;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            *action = SETTINGS_HELP;
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            *action = SETTINGS_VERSION;
+            return 0;
+        }
+    }
+    settings_defaults(cfg);
+    if ((r = apply_args(cfg, argc, argv, &print_config)) != 0) {
+        return r;
+    }
+    if (cfg->config[0] != '\0') {
+        memcpy(path, cfg->config, sizeof path);
+        settings_defaults(cfg);
+        if ((r = settings_load_file(cfg, path)) != 0) {
+            return fail_prefixed(r, "--config");
+        }
+        /* Flags override the file: apply them again (they were all valid above). */
+        if ((r = apply_args(cfg, argc, argv, &print_config)) != 0) {
+            return r;
+        }
+    }
+    if ((r = settings_finish(cfg)) != 0) {
+        return r;
+    }
+    if (print_config) {
+        *action = SETTINGS_PRINT_CONFIG;
+    }
+    return 0;
+}
+
+/* ---- generated text ----------------------------------------------------------------- */
+
+static void default_text(const struct setting *s, char *buf, size_t cap) {
+    if (s->type == ST_ACTION) {
+        snprintf(buf, cap, "%s", "");
+    } else if (s->flags & SF_DEFAULT_WINDOW) {
+        snprintf(buf, cap, "%s", "= window");
+    } else if (s->def[0] == '\0') {
+        snprintf(buf, cap, "%s", "none");
+    } else {
+        snprintf(buf, cap, "%s", s->def);
+    }
+}
+
+static void range_text(const struct setting *s, char *buf, size_t cap) {
+    switch (s->type) {
+    case ST_INT:
+    case ST_MS:
+        snprintf(buf, cap, "%.0f … %.0f", s->min, s->max);
+        break;
+    case ST_DOUBLE:
+        snprintf(buf, cap, "%.10g … %.10g", s->min, s->max);
+        break;
+    case ST_ENUM: {
+        size_t at = 0;
+        buf[0] = '\0';
+        for (int i = 0; s->choices[i]; i++) {
+            int w = snprintf(buf + at, cap - at, "%s%s", i ? ", " : "", s->choices[i]);
+            if (w < 0 || (size_t)w >= cap - at) {
+                break;
+            }
+            at += (size_t)w;
+        }
+        break;
+    }
+    case ST_HOSTPORT:
+        snprintf(buf, cap, "%s", "port 0 … 65535");
+        break;
+    case ST_PATH:
+    case ST_ACTION:
+        snprintf(buf, cap, "%s", "");
+        break;
+    }
+}
+
+/* Prints text word-wrapped to lines of at most width columns after an indent. */
+static void wrap(FILE *out, const char *text, int indent, int width) {
+    int col = indent;
+    const char *p = text;
+    while (*p) {
+        const char *w = p;
+        while (*w && *w != ' ') {
+            w++;
+        }
+        int len = (int)(w - p);
+        if (col > indent && col + 1 + len > width) {
+            fprintf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", len, p);
+        col += len;
+        p = *w ? w + 1 : w;
+    }
+    fputc('\n', out);
+}
+
+void settings_print_help(FILE *out, const char *argv0) {
+    fprintf(out,
+            "Usage: %s [OPTIONS]\n"
+            "dqd: adaptive ΔQ instrumentation controller.\n\n"
+            "Options (flags override the --config file, which overrides the defaults):\n",
+            argv0 ? argv0 : "dqd");
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        char left[64], def[64];
+        snprintf(left, sizeof left, "%s%s%s", s->flag, s->type == ST_ACTION ? "" : " ", metavar(s));
+        default_text(s, def, sizeof def);
+        char text[400];
+        if (s->type != ST_ACTION) {
+            snprintf(text, sizeof text, "%s (default: %s)", s->help, def);
+        } else {
+            snprintf(text, sizeof text, "%s", s->help);
+        }
+        fprintf(out, "  %-26s ", left);
+        wrap(out, text, 29, 92);
+    }
+    fprintf(out, "\nThe config file is JSON: {\"<setting>\": value, ..., \"wrappers\": "
+                 "[\"HOST:PORT\", ...],\n"
+                 "\"probes\": {\"NAME\": {\"dmax_ms\": x, \"bins\": n, \"enabled\": bool, "
+                 "\"qta\": {...}}}}.\n"
+                 "Setting names are the flags without the leading dashes, with '_' for '-'.\n");
+}
+
+void settings_render_markdown(FILE *out) {
+    fputs("# Configuration reference\n"
+          "\n"
+          "<!-- Generated from the settings table in controller/settings.c by\n"
+          "     `build/tests/settings/gen_config_doc > docs/configuration.md`.\n"
+          "     The CTest test `settings_doc` fails when this file and the table differ. -->\n"
+          "\n"
+          "dqd takes its settings from three places, each overriding the one before:\n"
+          "\n"
+          "1. the defaults below;\n"
+          "2. the JSON config file named by `--config FILE.json`;\n"
+          "3. command-line flags, written `--flag VALUE` or `--flag=VALUE`.\n"
+          "\n"
+          "`dqd --print-config` prints the effective configuration as JSON; that output is\n"
+          "itself a valid config file. Bad input never starts the daemon: dqd prints one\n"
+          "message naming the flag or key at fault (for example\n"
+          "`--window: 0 is out of range [10, 3600000]`, or\n"
+          "`--config: dqd.json:3:12: ':' expected near '7'` for malformed JSON) and does\n"
+          "not start.\n"
+          "\n"
+          "## Settings\n"
+          "\n"
+          "The key is the name in the config file; the flag sets the same value.\n"
+          "\n"
+          "| key | flag | type | range | default | description |\n"
+          "| --- | --- | --- | --- | --- | --- |\n",
+          out);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        char def[64], range[96];
+        if (s->flags & SF_CLI_ONLY) {
+            continue;
+        }
+        default_text(s, def, sizeof def);
+        range_text(s, range, sizeof range);
+        fprintf(out, "| `%s` | `%s %s` | %s | %s | %s%s%s | %s |\n", s->name, s->flag, metavar(s),
+                type_doc(s), range, s->def[0] ? "`" : "", def, s->def[0] ? "`" : "", s->help);
+    }
+    fputs("\n"
+          "## Command-line only\n"
+          "\n"
+          "| flag | description |\n"
+          "| --- | --- |\n",
+          out);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const struct setting *s = &settings[i];
+        if (!(s->flags & SF_CLI_ONLY)) {
+            continue;
+        }
+        fprintf(out, "| `%s%s%s` | %s |\n", s->flag, s->type == ST_ACTION ? "" : " ", metavar(s),
+                s->help);
+    }
+    fprintf(out,
+            "\n"
+            "`--help` and `--version` win over every other flag and do not read the config "
+            "file.\n"
+            "\n"
+            "## Config file\n"
+            "\n"
+            "A JSON object (at most %d bytes). Its keys are the setting keys above, with the\n"
+            "JSON type of the setting: strings for host:port, path and string settings\n"
+            "(`null` for an optional path), integers for integer settings (`1000`, not\n"
+            "`1000.0` or `\"1000\"`), any number for number settings. `lag` may be `null`\n"
+            "(= the window). Unknown keys, duplicate keys and wrong types are errors that\n"
+            "name the key. Besides the settings, two sections:\n"
+            "\n"
+            "### `wrappers`\n"
+            "\n"
+            "An array of at most %d `\"HOST:PORT\"` strings: the command listeners of legacy\n"
+            "wrappers (the ΔQ Oscilloscope's Erlang wrapper listens on 127.0.0.1:8081 by\n"
+            "default). dqd connects out to each, sends it the enabled probes and\n"
+            "`start_stub`, and reconnects with backoff. v2 wrappers need no entry: they\n"
+            "connect to `listen` and take commands on that connection.\n"
+            "\n"
+            "### `probes`\n"
+            "\n"
+            "An object of at most %d probes, keyed by probe name (`[A-Za-z_][A-Za-z0-9_]*`,\n"
+            "at most %d bytes). Each value is an object with any of:\n"
+            "\n"
+            "| key | type | meaning |\n"
+            "| --- | --- | --- |\n"
+            "| `dmax_ms` | number, %.10g … %.10g | the probe's dMax in milliseconds (otherwise "
+            "`default_dmax_ms`, then auto-ranging) |\n"
+            "| `bins` | integer, %d … %d | number of bins of its histogram (otherwise "
+            "`default_bins`) |\n"
+            "| `enabled` | boolean | whether dqd asks the wrappers for its instances at start |\n"
+            "| `qta` | object or `null` | its quantitative timeliness agreement: `\"points\"`: "
+            "1 to %d pairs `[p, t_s]` (\"P(delay ≤ t_s seconds) ≥ p\"; p in (0, 1] not "
+            "decreasing, t_s > 0 increasing), `\"max_lost\"`: the largest acceptable lost "
+            "mass in [0, 1] (default 0) |\n"
+            "\n"
+
+            "### Example\n"
+            "\n"
+            "```json\n"
+            "{\n"
+            "  \"listen\": \"0.0.0.0:7400\",\n"
+            "  \"window\": 5000,\n"
+            "  \"lag\": 2000,\n"
+            "  \"wrappers\": [\"127.0.0.1:8081\"],\n"
+            "  \"probes\": {\n"
+            "    \"checkout\": {\"dmax_ms\": 200, \"enabled\": true,\n"
+            "                 \"qta\": {\"points\": [[0.5, 0.05], [0.95, 0.15]], "
+            "\"max_lost\": 0.01}},\n"
+            "    \"payment\": {\"dmax_ms\": 80, \"bins\": 640}\n"
+            "  }\n"
+            "}\n"
+            "```\n",
+            DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, PROTO_MAX_NAME, MIN_DMAX_MS,
+            MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS);
+}

@@ -1,0 +1,138 @@
+/*
+ * settings.h: dqd's configuration, described once.
+ *
+ * One declarative table (settings.c, in the manner of redis's static_configs[]) lists
+ * every setting: its name (the JSON key), command-line flag, type, range, default and
+ * help text, and the field of struct dqd_config it writes. From that table come:
+ * command-line parsing, the JSON config file, defaults, validation messages,
+ * `--print-config`, `--help` and the Markdown reference docs/configuration.md.
+ *
+ * Precedence: flags > config file (--config FILE.json) > defaults. The config file may
+ * also hold two sections that are not single values: "wrappers" (addresses of legacy
+ * wrappers' command listeners) and "probes" (per-probe dMax, bins, enabled, QTA),
+ * stored in the fixed-size arrays below.
+ *
+ * Nothing here aborts or exits: every function returns 0 or a negative DQ_E* code with
+ * a message for dq_last_error() that names the flag or key at fault.
+ */
+#ifndef DQD_SETTINGS_H
+#define DQD_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dq.h"
+#include "proto.h"
+
+#define DQD_HOSTPORT_MAX 300           /* bytes of a "HOST:PORT" string, NUL included */
+#define DQD_PATH_MAX 1024              /* bytes of a path, NUL included */
+#define DQD_MAX_WRAPPERS 64            /* entries of "wrappers" */
+#define DQD_MAX_CFG_PROBES 256         /* entries of "probes" */
+#define DQD_CONFIG_MAX_BYTES (4 << 20) /* largest config file read */
+
+enum dqd_log_level { DQD_LOG_ERROR, DQD_LOG_WARN, DQD_LOG_INFO, DQD_LOG_DEBUG };
+
+/* One entry of the config file's "probes" section. Unset members keep their marker. */
+struct dqd_probe_config {
+    char name[PROTO_MAX_NAME + 1]; /* a valid probe NAME */
+    double dmax_ms;                /* > 0, or 0 when not set (default_dmax_ms / auto-range) */
+    int bins;                      /* 1 … DQ_MAX_BINS, or 0 when not set */
+    int enabled;                   /* 1 or 0, or −1 when not set */
+    int has_qta;                   /* 1 when qta holds a QTA */
+    struct dq_qta qta;             /* t in seconds; valid when has_qta */
+};
+
+/* The effective configuration. Fill with settings_defaults() before anything else. */
+struct dqd_config {
+    char listen[DQD_HOSTPORT_MAX]; /* ingest address, "HOST:PORT" */
+    char http[DQD_HOSTPORT_MAX];   /* HTTP API address, "HOST:PORT" */
+    char db[DQD_PATH_MAX];         /* SQLite store path */
+    char diagram[DQD_PATH_MAX];    /* outcome diagram (.dq) path, "" for none */
+    char config[DQD_PATH_MAX];     /* the config file that was read, "" for none */
+    int64_t window_ms;             /* window length */
+    int64_t lag_ms;                /* how long a window stays open after its end */
+    int ring;                      /* closed ΔQs kept per probe */
+    double default_dmax_ms;        /* dMax of a probe enabled without one */
+    int default_bins;              /* bins of a probe enabled without a setting */
+    int log_level;                 /* enum dqd_log_level */
+    int n_wrappers;                /* entries used in wrappers */
+    char wrappers[DQD_MAX_WRAPPERS][DQD_HOSTPORT_MAX]; /* legacy listeners, "HOST:PORT" */
+    int n_probes;                                      /* entries used in probes */
+    struct dqd_probe_config probes[DQD_MAX_CFG_PROBES];
+};
+
+/* What the command line asks dqd to do once it has been parsed. */
+enum settings_action {
+    SETTINGS_RUN,          /* run the daemon with the configuration */
+    SETTINGS_HELP,         /* print settings_print_help() and exit 0 */
+    SETTINGS_VERSION,      /* print the version and exit 0 */
+    SETTINGS_PRINT_CONFIG, /* print settings_write_json() and exit 0 */
+};
+
+/* Fills cfg with the defaults of the table (lag = window, no wrappers, no probes). */
+void settings_defaults(struct dqd_config *cfg);
+
+/*
+ * The whole command line: defaults, then the file of --config if any, then the other
+ * flags over it. argv[0] is the program name. Flags are `--name VALUE` or
+ * `--name=VALUE`. Sets *action. On error returns DQ_EINVAL / DQ_ERANGE / DQ_EPARSE /
+ * DQ_EIO / DQ_EFULL with a message such as "--window: 0 is out of range
+ * [10, 3600000]"; cfg is then unspecified. --help and --version win over everything
+ * else and skip the config file.
+ */
+int settings_parse_args(struct dqd_config *cfg, int argc, char **argv,
+                        enum settings_action *action);
+
+/*
+ * Sets one setting from text, as the flag would ("window", "2000"). `name` is the
+ * setting's name (the JSON key). Returns 0, or DQ_ENOTFOUND for an unknown name, or
+ * the validation error. Does not re-run the cross-setting checks of settings_finish().
+ */
+int settings_set(struct dqd_config *cfg, const char *name, const char *value);
+
+/*
+ * Applies a JSON config document held in memory (`origin` names it in messages, e.g.
+ * the file path). Keys are setting names plus "wrappers" and "probes"; unknown keys,
+ * wrong JSON types, out-of-range values and malformed JSON ("origin:LINE:COL: text")
+ * are errors. Keys not present keep their current value; a "wrappers" or "probes"
+ * section replaces the current one.
+ */
+int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, const char *origin);
+
+/* Reads a JSON config file (at most DQD_CONFIG_MAX_BYTES) with settings_load_json(). */
+int settings_load_file(struct dqd_config *cfg, const char *path);
+
+/*
+ * Cross-setting checks and derived values, run by settings_parse_args() last: resolves
+ * an unset lag to the window, refuses the same non-zero port for --listen and --http.
+ */
+int settings_finish(struct dqd_config *cfg);
+
+/*
+ * Writes the effective configuration as a JSON config file (every setting that a file
+ * may hold, plus wrappers and probes), loadable again with settings_load_json().
+ * Returns 0, DQ_ENOMEM or DQ_EIO.
+ */
+int settings_write_json(const struct dqd_config *cfg, FILE *out);
+
+/* Prints the usage text generated from the table. */
+void settings_print_help(FILE *out, const char *argv0);
+
+/* Prints the Markdown reference of all settings (the content of docs/configuration.md). */
+void settings_render_markdown(FILE *out);
+
+/*
+ * Splits "HOST:PORT" (HOST a name, an IPv4 address or a bracketed IPv6 address; PORT
+ * 0 … 65535) into host (without brackets, NUL-terminated in host_cap bytes) and port.
+ * Returns 0 or DQ_EINVAL with a message.
+ */
+int settings_split_hostport(const char *hp, char *host, size_t host_cap, int *port);
+
+/* Name of a log level ("info"); "?" when out of range. */
+const char *settings_log_level_name(int level);
+
+/* The entry of cfg->probes with that name, or NULL. */
+const struct dqd_probe_config *settings_find_probe(const struct dqd_config *cfg, const char *name);
+
+#endif /* DQD_SETTINGS_H */
