@@ -309,6 +309,33 @@ static void test_sequence_regrid(void) {
     dq_destroy(b);
     dq_destroy(s);
 
+    /* Three 1500-bin operands: the pair fits (2999 bins), the triple (4498) coarsens once,
+     * at the end, so the fold and the one-transform path must still agree. */
+    struct dq *t3[3] = {trng_dq(&g_rng, 0, 1500, 1.0, 0.3), trng_dq(&g_rng, 0, 1500, 0.9, 0.3),
+                        trng_dq(&g_rng, 0, 1500, 1.0, 0.3)};
+    if (t3[0] && t3[1] && t3[2]) {
+        struct dq *p01 = NULL, *fold = NULL, *all = NULL;
+        MUST(dq_sequence(t3[0], t3[1], &p01));
+        if (p01)
+            MUST(dq_sequence(p01, t3[2], &fold));
+        MUST(dq_sequence_n((const struct dq *const *)t3, 3, &all));
+        if (fold && all) {
+            CHECK_INT(all->k, 1);
+            CHECK_INT(fold->k, 1);
+            CHECK_INT(all->n, fold->n);
+            CHECK_MSG(all->n == fold->n && ref_maxdiff(all->pdf, fold->pdf, all->n) <= 1e-9,
+                      "coarsened sequence_n vs fold");
+            CHECK_NEAR(ref_mass(all), 0.9, 1e-9);
+        }
+        dq_destroy(p01);
+        dq_destroy(fold);
+        dq_destroy(all);
+    } else {
+        CHECK(0);
+    }
+    for (int i = 0; i < 3; i++)
+        dq_destroy(t3[i]);
+
     /* At the widest grid nothing can coarsen further: mass past the horizon is lost. */
     struct dq *w1 = NULL, *w2 = NULL;
     s = NULL;
