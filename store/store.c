@@ -50,7 +50,8 @@ int store__fail(struct store *st, const char *what) {
     int code = DQ_ESTORE;
     if (ext == SQLITE_CONSTRAINT_FOREIGNKEY) {
         code = DQ_ENOTFOUND;
-    } else if (ext == SQLITE_CONSTRAINT_CHECK || ext == SQLITE_CONSTRAINT_NOTNULL) {
+    } else if (ext == SQLITE_CONSTRAINT_CHECK || ext == SQLITE_CONSTRAINT_NOTNULL ||
+               ext == SQLITE_CONSTRAINT_TRIGGER) {
         code = DQ_EINVAL;
     }
     return dq_fail(code, "%s: %s", what, sqlite3_errmsg(st->db));
@@ -100,6 +101,47 @@ double store__column_double(sqlite3_stmt *s, int i) {
     return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
 }
 
+int store__step_write(struct store *st, sqlite3_stmt *s, const char *what, bool must_change) {
+    int rc = DQ_OK;
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        rc = store__fail(st, what);
+    } else if (must_change && sqlite3_changes(st->db) == 0) {
+        rc = dq_fail(DQ_ENOTFOUND, "%s: no such row", what);
+    }
+    store__done(s);
+    return rc;
+}
+
+int store__each(struct store *st, sqlite3_stmt *s, int (*row)(sqlite3_stmt *s, void *arg),
+                void *arg, int *rows, const char *what) {
+    int rc = DQ_OK, step, seen = 0;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        seen++;
+        int r = row(s, arg);
+        if (r != 0) {
+            rc = r < 0 ? r : DQ_OK;
+            step = SQLITE_DONE;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        rc = store__fail(st, what);
+    }
+    store__done(s);
+    if (rows) {
+        *rows = seen;
+    }
+    return rc;
+}
+
+const char *store__column_text(sqlite3_stmt *s, int i) {
+    return (const char *)sqlite3_column_text(s, i);
+}
+
+int store__bind_id(sqlite3_stmt *s, int i, int64_t id) {
+    return id ? sqlite3_bind_int64(s, i, id) : sqlite3_bind_null(s, i);
+}
+
 int store__exec(struct store *st, const char *sql) {
     char *err = NULL;
     if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
@@ -144,12 +186,15 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
     int version = 0;
     rc = pragma_int(st, "user_version", &version);
     if (rc == DQ_OK && version < m->version) {
-        char *err = NULL;
-        if (sqlite3_exec(st->db, m->sql, NULL, NULL, &err) != SQLITE_OK) {
-            rc = dq_fail(DQ_ESTORE, "%s: migration %d (%s) failed: %s", st->path, m->version,
-                         m->what, err ? err : sqlite3_errmsg(st->db));
+        for (int i = 0; rc == DQ_OK && m->steps[i]; i++) {
+            char *err = NULL;
+            if (sqlite3_exec(st->db, m->steps[i], NULL, NULL, &err) != SQLITE_OK) {
+                rc = dq_fail(DQ_ESTORE, "%s: migration %d (%s), step %d failed: %s", st->path,
+                             m->version, m->what, i + 1, err ? err : sqlite3_errmsg(st->db));
+            }
             sqlite3_free(err);
-        } else {
+        }
+        if (rc == DQ_OK) {
             char sql[64];
             snprintf(sql, sizeof sql, "PRAGMA user_version = %d", m->version);
             rc = store__exec(st, sql);
@@ -325,6 +370,8 @@ void store_close(struct store *st) {
         }
         sqlite3_close(st->db);
     }
+    free(st->text);
+    free(st->masses);
     free(st->path);
     free(st);
 }

@@ -256,4 +256,250 @@ int store_set_retention(struct store *st, const struct store_retention *r);
  */
 int store_prune(struct store *st, int64_t *deleted);
 
+/* ---- the adaptive loop's log (schema version 2) ----------------------------------- */
+/*
+ * Tables of ARCHITECTURE.md §5: triggers, investigations, hypotheses, commands,
+ * snapshots. Ids are positive int64 assigned by the store; 0 in an id field means "none".
+ * Kinds, actions and strategies are short free texts (1..32 bytes) chosen by the
+ * controller; the values with a fixed meaning are listed per field and checked.
+ */
+
+/* One row of `triggers`: a per-probe condition with hysteresis. */
+struct store_trigger {
+    int64_t id;              /* read only */
+    const char *probe;       /* must exist in probes (DQ_ENOTFOUND otherwise) */
+    const char *kind;        /* "qta", "load", "lost", "divergence", "cv", ... */
+    double threshold;        /* the limit, NAN = none (a QTA trigger uses the probe's QTA) */
+    int fire_after;          /* k ≥ 1 bad windows in a row to fire */
+    int clear_after;         /* m ≥ 1 good windows in a row to clear */
+    const char *params_json; /* further settings (e.g. {"alpha":0.01}), or NULL */
+    bool enabled;
+    bool fired;         /* read only on upsert: state, changed by store_trigger_set_state */
+    int bad;            /* read only on upsert: consecutive bad windows so far */
+    int good;           /* read only on upsert: consecutive good windows so far */
+    int64_t fired_ns;   /* read only: last time it fired, 0 = never */
+    int64_t cleared_ns; /* read only: last time it cleared, 0 = never */
+    int64_t created_ns; /* read only */
+    int64_t updated_ns; /* read only */
+};
+
+typedef int (*store_trigger_cb)(void *ctx, const struct store_trigger *t);
+
+/*
+ * Creates the trigger (probe, kind) or updates its configuration (threshold, fire_after,
+ * clear_after, params_json, enabled), keeping its state and counters. Its id goes to *id
+ * when id is not NULL. DQ_ERANGE for fire_after or clear_after < 1.
+ */
+int store_trigger_upsert(struct store *st, const struct store_trigger *t, int64_t *id);
+
+/*
+ * Records the hysteresis state after a window: fired or clear, and the counters. A change
+ * from clear to fired stamps fired_ns, the reverse cleared_ns (store clock).
+ * DQ_ENOTFOUND for an unknown id, DQ_ERANGE for negative counters.
+ */
+int store_trigger_set_state(struct store *st, int64_t id, bool fired, int bad, int good);
+
+/* Calls cb once with trigger `id`; DQ_ENOTFOUND when there is none. */
+int store_trigger_get(struct store *st, int64_t id, store_trigger_cb cb, void *ctx);
+
+/* Calls cb for the triggers of `probe` (NULL: of every probe), by probe then kind. */
+int store_triggers_each(struct store *st, const char *probe, store_trigger_cb cb, void *ctx);
+
+/* Deletes a trigger (investigations and snapshots keep their rows, without the link). */
+int store_trigger_delete(struct store *st, int64_t id);
+
+/* Verdicts of an investigation. */
+#define STORE_VERDICTS "localized, diffuse, inconclusive, aborted"
+
+/* One row of `investigations`: one run of the adaptive search. */
+struct store_investigation {
+    int64_t id;               /* read only */
+    const char *node;         /* where the problem was seen (a probe / diagram node) */
+    const char *problem;      /* "latency", "qta", "variance", "lost", "divergence", ... */
+    const char *strategy;     /* "children", "bisect", ... */
+    const char *origin;       /* "trigger" or "person" */
+    int64_t trigger_id;       /* the trigger that started it, 0 = none */
+    const char *requested_by; /* free text (who ran dqctl diagnose), or NULL */
+    bool open;                /* read only: not closed yet */
+    const char *verdict;      /* read only: NULL while open, else one of STORE_VERDICTS */
+    const char *verdict_node; /* read only: the node the verdict names, or NULL */
+    const char *summary_json; /* read only: the verdict's evidence, or NULL */
+    int64_t opened_ns;        /* 0 on open = now */
+    int64_t closed_ns;        /* read only: 0 while open */
+};
+
+typedef int (*store_investigation_cb)(void *ctx, const struct store_investigation *inv);
+
+/* Opens an investigation; its id goes to *id. DQ_EINVAL for a missing or bad field. */
+int store_investigation_open(struct store *st, const struct store_investigation *inv, int64_t *id);
+
+/*
+ * Closes investigation `id` with a verdict (one of STORE_VERDICTS), the node it names
+ * (or NULL) and its evidence as JSON (or NULL); closed_ns = now. DQ_ENOTFOUND for an
+ * unknown id, DQ_ESTATE when it is already closed, DQ_EINVAL for a bad verdict or JSON.
+ */
+int store_investigation_close(struct store *st, int64_t id, const char *verdict,
+                              const char *verdict_node, const char *summary_json);
+
+/* Calls cb once with investigation `id`; DQ_ENOTFOUND when there is none. */
+int store_investigation_get(struct store *st, int64_t id, store_investigation_cb cb, void *ctx);
+
+/*
+ * Calls cb for investigations, newest first: only the open ones when open_only (the
+ * daemon's resume after a restart), at most `limit` (≤ 0: all).
+ */
+int store_investigations_each(struct store *st, bool open_only, int limit,
+                              store_investigation_cb cb, void *ctx);
+
+/* Verdicts of a hypothesis: "pending" until evaluated. */
+#define STORE_HYPOTHESIS_VERDICTS "pending, confirmed, refuted, localized, diffuse, inconclusive"
+
+/* One row of `hypotheses`: one step of an investigation (a node of the VAIF forest). */
+struct store_hypothesis {
+    int64_t id;              /* read only */
+    int64_t investigation;   /* the investigation it belongs to (must exist) */
+    int64_t parent;          /* the hypothesis it refines, in the same investigation; 0 = root */
+    const char *node;        /* "the problem at node lies in ..." */
+    const char *kind;        /* the problem kind it attributes ("latency", "variance", ...) */
+    const char *action;      /* "root", "expand" (enabled probes), "evaluate", "disable",
+                                "pause", "verdict", ... */
+    const char *probes_json; /* JSON array of the probe names it enabled (or, for "disable",
+                                disabled); NULL on insert = [] */
+    const char *stats_json;  /* the statistics that motivated it, or NULL */
+    const char *verdict;     /* one of STORE_HYPOTHESIS_VERDICTS; NULL on insert = pending */
+    int64_t created_ns;      /* 0 on insert = now */
+    int64_t updated_ns;      /* read only: last verdict change */
+};
+
+typedef int (*store_hypothesis_cb)(void *ctx, const struct store_hypothesis *h);
+
+/*
+ * Records a hypothesis; its id goes to *id. DQ_ENOTFOUND when the investigation or the
+ * parent does not exist, DQ_EINVAL when the parent belongs to another investigation or a
+ * field is bad (probes_json not a JSON array, unknown verdict).
+ */
+int store_hypothesis_insert(struct store *st, const struct store_hypothesis *h, int64_t *id);
+
+/*
+ * Sets a hypothesis's verdict and, when stats_json is not NULL, replaces its statistics;
+ * updated_ns = now. DQ_ENOTFOUND for an unknown id.
+ */
+int store_hypothesis_set_verdict(struct store *st, int64_t id, const char *verdict,
+                                 const char *stats_json);
+
+/* Calls cb once with hypothesis `id`; DQ_ENOTFOUND when there is none. */
+int store_hypothesis_get(struct store *st, int64_t id, store_hypothesis_cb cb, void *ctx);
+
+/* Calls cb for every hypothesis of an investigation in insertion order (parents first). */
+int store_hypotheses_of_investigation(struct store *st, int64_t investigation,
+                                      store_hypothesis_cb cb, void *ctx);
+
+/*
+ * Calls cb for the hypotheses whose probes list names `probe`, newest first: the first
+ * one with action "expand" is the answer to "why was this probe enabled?".
+ */
+int store_hypotheses_of_probe(struct store *st, const char *probe, store_hypothesis_cb cb,
+                              void *ctx);
+
+/*
+ * Calls cb for hypothesis `id` and then each ancestor up to the root (the chain `dqctl
+ * why` prints). DQ_ENOTFOUND when `id` does not exist.
+ */
+int store_hypothesis_chain(struct store *st, int64_t id, store_hypothesis_cb cb, void *ctx);
+
+/* Statuses of a command. */
+#define STORE_COMMAND_STATUSES "sent, acked, failed, not_applied"
+
+/* One row of `commands`: something dqd sent (or meant to send) to a wrapper. */
+struct store_command {
+    int64_t id;            /* read only */
+    int64_t time_ns;       /* when sent; 0 on insert = now */
+    const char *wrapper;   /* which wrapper link (its id or address) */
+    const char *command;   /* "set_timeout", "clear_timeout", "start_stub", "stop_stub", ... */
+    const char *probe;     /* the probe concerned, or NULL */
+    const char *args_json; /* arguments (e.g. {"dmax_ms":64}), or NULL */
+    int64_t hypothesis;    /* the hypothesis it serves, 0 = none */
+    const char *status;    /* one of STORE_COMMAND_STATUSES; NULL on insert = sent */
+    int64_t status_ns;     /* read only: last status change, 0 = none */
+    const char *detail;    /* free text (why it failed / was not applied), or NULL */
+};
+
+typedef int (*store_command_cb)(void *ctx, const struct store_command *c);
+
+/* Records a command; its id goes to *id when id is not NULL. */
+int store_command_insert(struct store *st, const struct store_command *c, int64_t *id);
+
+/* Marks command `id` acknowledged now. DQ_ENOTFOUND for an unknown id. */
+int store_command_ack(struct store *st, int64_t id);
+
+/* Sets the status of command `id` (with an optional detail) now. */
+int store_command_set_status(struct store *st, int64_t id, const char *status, const char *detail);
+
+/* Which commands store_commands_each visits: zero / NULL fields match everything. */
+struct store_command_filter {
+    int64_t hypothesis; /* only this hypothesis's commands */
+    const char *wrapper;
+    const char *status;
+    int64_t after_id; /* only ids greater than this */
+    int limit;        /* ≤ 0: all */
+};
+
+/* Calls cb for the matching commands, oldest first. f may be NULL (all commands). */
+int store_commands_each(struct store *st, const struct store_command_filter *f, store_command_cb cb,
+                        void *ctx);
+
+/* One row of `snapshots`: the ΔQs of a probe and its neighbours around a trigger. */
+struct store_snapshot {
+    int64_t id;            /* read only */
+    int64_t trigger_id;    /* the trigger that caused it, 0 = none */
+    int64_t investigation; /* the investigation it belongs to, 0 = none */
+    const char *probe;     /* the probe whose trigger fired */
+    const char *reason;    /* free text, or NULL */
+    int64_t time_ns;       /* the firing: windows before it are "before", after "after" */
+    int windows;           /* W, windows kept on each side, ≥ 1 */
+    bool complete;         /* read only: store_snapshot_complete was called */
+    int64_t created_ns;    /* read only */
+    int64_t completed_ns;  /* read only: 0 while collecting */
+    int dq_count;          /* read only: ΔQs stored so far */
+};
+
+/* One ΔQ of a snapshot, as handed to a callback. */
+struct store_snapshot_dq {
+    const char *probe;
+    enum store_kind kind;
+    int64_t start_ns; /* its window */
+    int64_t end_ns;
+    const struct dq *dq; /* valid during the callback only; dq_clone it to keep it */
+};
+
+typedef int (*store_snapshot_cb)(void *ctx, const struct store_snapshot *s);
+typedef int (*store_snapshot_dq_cb)(void *ctx, const struct store_snapshot_dq *d);
+
+/* Creates a snapshot (collecting); its id goes to *id. */
+int store_snapshot_insert(struct store *st, const struct store_snapshot *s, int64_t *id);
+
+/*
+ * Adds one ΔQ (grid, counts, masses) of `probe` for the window [start_ns, end_ns) to
+ * snapshot `snapshot`; adding the same (probe, kind, start_ns) again replaces it.
+ * Masses round-trip exactly. DQ_ENOTFOUND for an unknown snapshot, DQ_ESTATE when it is
+ * complete, DQ_ERANGE for a bad grid.
+ */
+int store_snapshot_add_dq(struct store *st, int64_t snapshot, const char *probe,
+                          enum store_kind kind, int64_t start_ns, int64_t end_ns,
+                          const struct dq *dq);
+
+/* Marks the snapshot complete (no more ΔQs); DQ_ESTATE when it already is. */
+int store_snapshot_complete(struct store *st, int64_t id);
+
+/*
+ * Reads snapshot `id`: snapshot_cb once with its row (may be NULL), then dq_cb (may be
+ * NULL) for each ΔQ by probe, kind and window start. DQ_ENOTFOUND when there is none;
+ * DQ_EPARSE when a stored ΔQ was damaged (e.g. edited by hand).
+ */
+int store_snapshot_get(struct store *st, int64_t id, store_snapshot_cb snapshot_cb,
+                       store_snapshot_dq_cb dq_cb, void *ctx);
+
+/* Calls cb for snapshots, newest first, at most `limit` (≤ 0: all). */
+int store_snapshots_each(struct store *st, int limit, store_snapshot_cb cb, void *ctx);
+
 #endif /* DQ_STORE_H */

@@ -33,6 +33,31 @@ enum store__stmt_id {
     STORE__EVENT_ADD,
     STORE__EVENT_EACH,
     STORE__EVENT_PRUNE_AGE,
+    STORE__TRIGGER_UPSERT,
+    STORE__TRIGGER_SET_STATE,
+    STORE__TRIGGER_GET,
+    STORE__TRIGGER_EACH,
+    STORE__TRIGGER_DELETE,
+    STORE__INV_OPEN,
+    STORE__INV_CLOSE,
+    STORE__INV_GET,
+    STORE__INV_EACH,
+    STORE__HYP_INSERT,
+    STORE__HYP_SET_VERDICT,
+    STORE__HYP_GET,
+    STORE__HYP_OF_INV,
+    STORE__HYP_OF_PROBE,
+    STORE__HYP_CHAIN,
+    STORE__CMD_INSERT,
+    STORE__CMD_SET_STATUS,
+    STORE__CMD_EACH,
+    STORE__SNAP_INSERT,
+    STORE__SNAP_STATE,
+    STORE__SNAP_ADD_DQ,
+    STORE__SNAP_COMPLETE,
+    STORE__SNAP_GET,
+    STORE__SNAP_DQS,
+    STORE__SNAP_EACH,
     STORE__STMT_COUNT
 };
 
@@ -44,13 +69,20 @@ struct store {
     int64_t (*now_ns)(void *ctx);          /* clock for times the store stamps */
     void *now_ctx;                         /* its argument */
     struct store_retention retention;      /* policy applied by store_prune */
+    char *text;                            /* scratch for a snapshot ΔQ's JSON masses */
+    size_t text_cap;                       /* its size */
+    double *masses;                        /* scratch for masses read back (DQ_MAX_BINS) */
 };
 
-/* One forward migration: the SQL that takes the schema from version - 1 to version. */
+/*
+ * One forward migration: the SQL statements that take the schema from version - 1 to
+ * version, run in order in one transaction. Kept as separate strings because C11 only
+ * promises string literals of 4095 bytes.
+ */
 struct store__migration {
-    int version;      /* 1, 2, ... in order, no gaps */
-    const char *what; /* one line for messages and docs */
-    const char *sql;  /* may hold several statements; never edited once released */
+    int version;              /* 1, 2, ... in order, no gaps */
+    const char *what;         /* one line for messages and docs */
+    const char *const *steps; /* NULL-terminated; never edited once released */
 };
 
 extern const struct store__migration store__migrations[];
@@ -81,6 +113,26 @@ int store__bind_double(sqlite3_stmt *s, int i, double v);
 
 /* Column helper: NAN for NULL. */
 double store__column_double(sqlite3_stmt *s, int i);
+
+/*
+ * Runs a bound statement that must return no row; `what` names it in the message.
+ * Resets the statement. DQ_ENOTFOUND when must_change and no row changed.
+ */
+int store__step_write(struct store *st, sqlite3_stmt *s, const char *what, bool must_change);
+
+/*
+ * Steps a bound SELECT, calling row(s, arg) per result row; row's non-zero return stops
+ * (negative: returned as the error, positive: success). *rows (may be NULL) counts the
+ * rows seen. Resets the statement.
+ */
+int store__each(struct store *st, sqlite3_stmt *s, int (*row)(sqlite3_stmt *s, void *arg),
+                void *arg, int *rows, const char *what);
+
+/* Column text, NULL for NULL. */
+const char *store__column_text(sqlite3_stmt *s, int i);
+
+/* Binds an id: NULL for 0 (no link). */
+int store__bind_id(sqlite3_stmt *s, int i, int64_t id);
 
 /* Runs one SQL text without results (BEGIN, SAVEPOINT, ...); DQ_ESTORE on failure. */
 int store__exec(struct store *st, const char *sql);

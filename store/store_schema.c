@@ -13,9 +13,9 @@
 #include "store_internal.h"
 
 /* Version 1 (issue 4): probes and their settings, per-window summaries, the event log. */
-static const char migration1[] =
+static const char *const migration1[] = {
     /* 'DQD1': marks the file as dqd's, so that store_open refuses other applications' files */
-    "PRAGMA application_id = 1146176561;\n"
+    "PRAGMA application_id = 1146176561;\n",
     "CREATE TABLE probes (\n"
     "  name       TEXT PRIMARY KEY NOT NULL CHECK (length(name) BETWEEN 1 AND 255),\n"
     "  dmax_ms    REAL CHECK (dmax_ms IS NULL OR dmax_ms > 0),\n"
@@ -25,7 +25,7 @@ static const char migration1[] =
     "  qta        TEXT CHECK (qta IS NULL OR json_valid(qta)),\n"
     "  created_ns INTEGER NOT NULL,\n"
     "  updated_ns INTEGER NOT NULL\n"
-    ");\n"
+    ");\n",
     "CREATE TABLE windows (\n"
     "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
     "  kind     TEXT NOT NULL CHECK (kind IN ('observed', 'calculated')),\n"
@@ -40,31 +40,160 @@ static const char migration1[] =
     "  p95      REAL,\n"
     "  p99      REAL,\n"
     "  lost     REAL\n"
-    ");\n"
+    ");\n",
     /* Serves the per-probe time range queries and retention, and makes re-writing a
        window after a restart replace the row instead of duplicating it. */
-    "CREATE UNIQUE INDEX windows_probe_start ON windows (probe, start_ns, kind);\n"
+    "CREATE UNIQUE INDEX windows_probe_start ON windows (probe, start_ns, kind);\n",
     "CREATE TABLE events (\n"
     "  id      INTEGER PRIMARY KEY AUTOINCREMENT,\n"
     "  time_ns INTEGER NOT NULL,\n"
     "  kind    TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 64),\n"
     "  probe   TEXT,\n"
     "  detail  TEXT CHECK (detail IS NULL OR json_valid(detail))\n"
-    ");\n"
-    "CREATE INDEX events_time ON events (time_ns);\n"
-    "CREATE INDEX events_probe ON events (probe, id);\n"
+    ");\n",
+    "CREATE INDEX events_time ON events (time_ns);\n",
+    "CREATE INDEX events_probe ON events (probe, id);\n",
     "CREATE VIEW windows_v AS SELECT probe, kind,\n"
     "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS start,\n"
     "  (end_ns - start_ns) / 1e6 AS period_ms, n, n_ok, n_fa, n_to,\n"
     "  round(mean * 1e3, 3) AS mean_ms, round(p50 * 1e3, 3) AS p50_ms,\n"
     "  round(p95 * 1e3, 3) AS p95_ms, round(p99 * 1e3, 3) AS p99_ms, round(lost, 6) AS lost\n"
-    "  FROM windows;\n"
+    "  FROM windows;\n",
     "CREATE VIEW events_v AS SELECT id,\n"
     "  strftime('%Y-%m-%dT%H:%M:%fZ', time_ns / 1e9, 'unixepoch') AS time, kind, probe, detail\n"
-    "  FROM events;\n";
+    "  FROM events;\n",
+    NULL,
+};
+
+/*
+ * Version 2 (issue 6): the adaptive loop's log. An investigation is the root of a tree of
+ * hypotheses (parent links); commands record what was sent to which wrapper for which
+ * hypothesis; triggers hold their configuration and hysteresis state (so a restart resumes
+ * mid-count); snapshots keep the ΔQs around a trigger. Node and probe names in this log
+ * are plain text, not foreign keys: the history must survive a probe's deletion.
+ */
+static const char *const migration2[] = {
+    "CREATE TABLE triggers (\n"
+    "  id          INTEGER PRIMARY KEY,\n"
+    "  probe       TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  kind        TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 32),\n"
+    "  threshold   REAL,\n"
+    "  fire_after  INTEGER NOT NULL CHECK (fire_after >= 1),\n"
+    "  clear_after INTEGER NOT NULL CHECK (clear_after >= 1),\n"
+    "  params      TEXT CHECK (params IS NULL OR json_valid(params)),\n"
+    "  enabled     INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),\n"
+    "  state       TEXT NOT NULL DEFAULT 'clear' CHECK (state IN ('clear', 'fired')),\n"
+    "  bad         INTEGER NOT NULL DEFAULT 0 CHECK (bad >= 0),\n"
+    "  good        INTEGER NOT NULL DEFAULT 0 CHECK (good >= 0),\n"
+    "  fired_ns    INTEGER,\n"
+    "  cleared_ns  INTEGER,\n"
+    "  created_ns  INTEGER NOT NULL,\n"
+    "  updated_ns  INTEGER NOT NULL,\n"
+    "  UNIQUE (probe, kind)\n"
+    ");\n",
+    "CREATE TABLE investigations (\n"
+    "  id           INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  node         TEXT NOT NULL,\n"
+    "  problem      TEXT NOT NULL CHECK (length(problem) BETWEEN 1 AND 32),\n"
+    "  strategy     TEXT NOT NULL CHECK (length(strategy) BETWEEN 1 AND 32),\n"
+    "  origin       TEXT NOT NULL CHECK (origin IN ('trigger', 'person')),\n"
+    "  trigger_id   INTEGER REFERENCES triggers(id) ON DELETE SET NULL,\n"
+    "  requested_by TEXT,\n"
+    "  state        TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),\n"
+    "  verdict      TEXT CHECK (verdict IS NULL OR\n"
+    "                 verdict IN ('localized', 'diffuse', 'inconclusive', 'aborted')),\n"
+    "  verdict_node TEXT,\n"
+    "  summary      TEXT CHECK (summary IS NULL OR json_valid(summary)),\n"
+    "  opened_ns    INTEGER NOT NULL,\n"
+    "  closed_ns    INTEGER,\n"
+    "  CHECK ((state = 'open') = (verdict IS NULL))\n"
+    ");\n",
+    "CREATE INDEX investigations_state ON investigations (state, id);\n",
+    "CREATE TABLE hypotheses (\n"
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  investigation INTEGER NOT NULL REFERENCES investigations(id) ON DELETE CASCADE,\n"
+    "  parent        INTEGER REFERENCES hypotheses(id) ON DELETE CASCADE,\n"
+    "  node          TEXT NOT NULL,\n"
+    "  kind          TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 32),\n"
+    "  action        TEXT NOT NULL CHECK (length(action) BETWEEN 1 AND 32),\n"
+    "  probes        TEXT NOT NULL DEFAULT '[]'\n"
+    "                CHECK (json_valid(probes) AND json_type(probes) = 'array'),\n"
+    "  stats         TEXT CHECK (stats IS NULL OR json_valid(stats)),\n"
+    "  verdict       TEXT NOT NULL DEFAULT 'pending' CHECK (verdict IN ('pending', 'confirmed',\n"
+    "                  'refuted', 'localized', 'diffuse', 'inconclusive')),\n"
+    "  created_ns    INTEGER NOT NULL,\n"
+    "  updated_ns    INTEGER NOT NULL\n"
+    ");\n",
+    "CREATE INDEX hypotheses_investigation ON hypotheses (investigation, id);\n",
+    "CREATE INDEX hypotheses_parent ON hypotheses (parent);\n",
+    /* A tree must not span investigations; enforced here so that shell edits obey it too. */
+    "CREATE TRIGGER hypotheses_parent_same_investigation BEFORE INSERT ON hypotheses\n"
+    "  WHEN NEW.parent IS NOT NULL AND EXISTS (SELECT 1 FROM hypotheses\n"
+    "       WHERE id = NEW.parent AND investigation IS NOT NEW.investigation)\n"
+    "  BEGIN SELECT RAISE(ABORT, 'parent hypothesis is not in this investigation'); END;\n",
+    "CREATE TABLE commands (\n"
+    "  id         INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  time_ns    INTEGER NOT NULL,\n"
+    "  wrapper    TEXT NOT NULL CHECK (length(wrapper) >= 1),\n"
+    "  command    TEXT NOT NULL CHECK (length(command) BETWEEN 1 AND 32),\n"
+    "  probe      TEXT,\n"
+    "  args       TEXT CHECK (args IS NULL OR json_valid(args)),\n"
+    "  hypothesis INTEGER REFERENCES hypotheses(id) ON DELETE SET NULL,\n"
+    "  status     TEXT NOT NULL DEFAULT 'sent'\n"
+    "             CHECK (status IN ('sent', 'acked', 'failed', 'not_applied')),\n"
+    "  status_ns  INTEGER,\n"
+    "  detail     TEXT\n"
+    ");\n",
+    "CREATE INDEX commands_hypothesis ON commands (hypothesis);\n",
+    "CREATE INDEX commands_wrapper ON commands (wrapper, id);\n",
+    "CREATE TABLE snapshots (\n"
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  trigger_id    INTEGER REFERENCES triggers(id) ON DELETE SET NULL,\n"
+    "  investigation INTEGER REFERENCES investigations(id) ON DELETE SET NULL,\n"
+    "  probe         TEXT NOT NULL,\n"
+    "  reason        TEXT,\n"
+    "  time_ns       INTEGER NOT NULL,\n"
+    "  windows       INTEGER NOT NULL CHECK (windows >= 1),\n"
+    "  state         TEXT NOT NULL DEFAULT 'collecting'\n"
+    "                CHECK (state IN ('collecting', 'complete')),\n"
+    "  created_ns    INTEGER NOT NULL,\n"
+    "  completed_ns  INTEGER\n"
+    ");\n",
+    /* One ΔQ per (snapshot, probe, kind, window): the grid, the counts, and the masses as
+       a JSON array (trailing zero bins trimmed) so json_each can read it in the shell. */
+    "CREATE TABLE snapshot_dqs (\n"
+    "  snapshot INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,\n"
+    "  probe    TEXT NOT NULL,\n"
+    "  kind     TEXT NOT NULL CHECK (kind IN ('observed', 'calculated')),\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  end_ns   INTEGER NOT NULL CHECK (end_ns >= start_ns),\n"
+    "  k        INTEGER NOT NULL CHECK (k BETWEEN -10 AND 10),\n"
+    "  bins     INTEGER NOT NULL CHECK (bins BETWEEN 1 AND 4096),\n"
+    "  n_ok     INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_fa     INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_to     INTEGER NOT NULL DEFAULT 0,\n"
+    "  n_out    INTEGER NOT NULL DEFAULT 0,\n"
+    "  pdf      TEXT NOT NULL CHECK (json_valid(pdf) AND json_type(pdf) = 'array'\n"
+    "                                AND json_array_length(pdf) <= bins),\n"
+    "  PRIMARY KEY (snapshot, probe, kind, start_ns)\n"
+    ") WITHOUT ROWID;\n",
+    "CREATE VIEW hypotheses_v AS SELECT id, investigation, parent, node, kind, action, probes,\n"
+    "  verdict, strftime('%Y-%m-%dT%H:%M:%fZ', created_ns / 1e9, 'unixepoch') AS created,\n"
+    "  stats FROM hypotheses;\n",
+    "CREATE VIEW investigations_v AS SELECT id, node, problem, strategy, origin, trigger_id,\n"
+    "  requested_by, state, verdict, verdict_node,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', opened_ns / 1e9, 'unixepoch') AS opened,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', closed_ns / 1e9, 'unixepoch') AS closed, summary\n"
+    "  FROM investigations;\n",
+    "CREATE VIEW commands_v AS SELECT id,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', time_ns / 1e9, 'unixepoch') AS time, wrapper, command,\n"
+    "  probe, args, hypothesis, status, detail FROM commands;\n",
+    NULL,
+};
 
 const struct store__migration store__migrations[] = {
     {1, "probes, windows, events", migration1},
+    {2, "triggers, investigations, hypotheses, commands, snapshots", migration2},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);
