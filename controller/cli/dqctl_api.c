@@ -616,10 +616,11 @@ void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta) {
     const json_t *qs = json_object_get(dq, "quantiles");
     fprintf(out, "  %-10s", "quantiles");
     static const char *const keys[] = {"0.5", "0.9", "0.95", "0.99"};
+    static const char *const labels[] = {"p50", "p90", "p95", "p99"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char b[24];
         dqctl_format_duration(jnum(qs, keys[i]), b, sizeof b);
-        fprintf(out, " p%s %s%s", keys[i] + 2, b, i + 1 < sizeof keys / sizeof keys[0] ? "," : "");
+        fprintf(out, " %s %s%s", labels[i], b, i + 1 < sizeof keys / sizeof keys[0] ? "," : "");
     }
     fputc('\n', out);
     char bw[24], hz[24];
