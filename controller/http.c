@@ -324,19 +324,20 @@ int http_reply_text(struct http_response *res, int status, const char *content_t
 }
 
 size_t http_response_head(const struct http_response *res, int keep_alive, char *buf, size_t cap) {
+    const char *conn = keep_alive == HTTP_KEEP_ALIVE_EXPLICIT ? "Connection: keep-alive\r\n"
+                       : keep_alive                           ? ""
+                                                              : "Connection: close\r\n";
     const char *reason = http_status_str((enum http_status)res->status);
     if (!reason || strcmp(reason, "<unknown>") == 0) {
         reason = "Status";
     }
     int n;
     if (res->status == 204 || res->status == 304 || (res->status >= 100 && res->status < 200)) {
-        n = snprintf(buf, cap, "HTTP/1.1 %d %s\r\n%s%s\r\n", res->status, reason, res->extra,
-                     keep_alive ? "" : "Connection: close\r\n");
+        n = snprintf(buf, cap, "HTTP/1.1 %d %s\r\n%s%s\r\n", res->status, reason, res->extra, conn);
     } else {
         n = snprintf(buf, cap,
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
-                     res->status, reason, res->content_type, res->len, res->extra,
-                     keep_alive ? "" : "Connection: close\r\n");
+                     res->status, reason, res->content_type, res->len, res->extra, conn);
     }
     if (n < 0 || (size_t)n >= cap) {
         return 0;
@@ -1051,6 +1052,9 @@ static int on_request(void *ctx, const struct http_request *req) {
                          s->lim.max_response_bytes);
     }
     int keep = req->keep_alive && !res.close && !s->closing;
+    if (keep && req->http_major == 1 && req->http_minor == 0) {
+        keep = HTTP_KEEP_ALIVE_EXPLICIT; /* 1.0 clients assume close unless told */
+    }
     conn_send(c, &res, keep, req->method == HTTP_HEAD);
     http_response_release(&res);
     if (!keep) {
@@ -1225,6 +1229,7 @@ int http_server_create(uv_loop_t *loop, const struct http_limits *lim, http_hand
     if (!s) {
         return dq_fail(DQ_ENOMEM, "out of memory for the HTTP server");
     }
+    assert(handler != NULL);
     s->loop = loop;
     if (lim) {
         s->lim = *lim;

@@ -85,6 +85,7 @@ void http_request_query_at(const struct http_request *req, size_t i, const char 
 /* ---- responses ------------------------------------------------------------------------ */
 
 #define HTTP_RESPONSE_MAX_EXTRA 1024 /* bytes of extra header lines per response */
+#define HTTP_KEEP_ALIVE_EXPLICIT 2   /* http_response_head: say keep-alive (HTTP/1.0) */
 
 /* What a handler fills in. Start state: 404 with an empty body. */
 struct http_response {
@@ -159,7 +160,8 @@ const char *http_error_type(int status);
 
 /*
  * Serialises the head of a response (status line and headers, ending in the blank
- * line) into buf. keep_alive = 0 adds "Connection: close". Returns the length, or 0
+ * line) into buf. keep_alive = 0 adds "Connection: close", HTTP_KEEP_ALIVE_EXPLICIT adds
+ * "Connection: keep-alive" (for HTTP/1.0 clients), 1 adds neither. Returns the length, or 0
  * when cap is too small.
  */
 size_t http_response_head(const struct http_response *res, int keep_alive, char *buf, size_t cap);

@@ -701,6 +701,23 @@ static void test_server_basic(void) {
     resp_free(&r);
     client_free(c);
 
+    /* HTTP/1.0 with keep-alive: told so, and the connection stays usable */
+    c = client_new(t.port);
+    CHECK_INT(send_str(c->fd, "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"), 0);
+    CHECK_INT(client_read(c, &r), 0);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(r.close, 0);
+    resp_free(&r);
+    CHECK_INT(send_str(c->fd, "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"), 0);
+    while (!find_bytes(c->buf, c->len, "\r\n\r\n", 4)) {
+        CHECK(client_fill(c) > 0);
+    }
+    CHECK(find_bytes(c->buf, c->len, "\r\nConnection: keep-alive\r\n", 26) != NULL);
+    CHECK_INT(client_read(c, &r), 0);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    client_free(c);
+
     /* a client that half-closes after its request still gets the answer */
     c = client_new(t.port);
     CHECK_INT(send_str(c->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
@@ -719,7 +736,7 @@ static void test_server_basic(void) {
     server_stop(&t);
     CHECK(client_sees_eof(c));
     client_free(c);
-    CHECK_INT(t.final_stats.requests, 11);
+    CHECK_INT(t.final_stats.requests, 13);
     CHECK_INT(t.final_stats.bad_requests, 0);
 }
 
