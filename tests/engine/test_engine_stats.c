@@ -478,6 +478,12 @@ static void test_infer(void) {
     CHECK_NEAR(var, 0.0, 0.0);
     CHECK_NEAR(hint, -1.5, 1e-12);
 
+    /* observed parts slower than the parent (sampling noise): the mean is reported as 0 */
+    struct dq_moments p3 = {.mass = 1, .mean = 4, .variance = 5};
+    CHECK_INT(dq_infer_unobserved(&p3, obs, 2, &mean, &var, &hint), DQ_OK);
+    CHECK_NEAR(mean, 0.0, 0.0);
+    CHECK_NEAR(var, 2.5, 1e-12);
+
     /* m = 0: the unobserved part is the whole parent */
     CHECK_INT(dq_infer_unobserved(&parent, NULL, 0, &mean, &var, &hint), DQ_OK);
     CHECK_NEAR(mean, 10.0, 0.0);
