@@ -136,6 +136,9 @@ int dq_never(int k, int n, struct dq **out) {
 }
 
 int dq_wait(int k, int n, double t, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = check_time("wait time", t);
     struct dq *a = NULL;
     if (rc || (rc = new_dq(k, n, &a))) {
@@ -166,6 +169,9 @@ static double uniform_cdf(double t, double a, double b) {
 }
 
 int dq_uniform(int k, int n, double a, double b, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = check_time("uniform lower bound", a);
     if (rc || (rc = check_time("uniform upper bound", b))) {
         return rc;
@@ -190,6 +196,9 @@ int dq_uniform(int k, int n, double a, double b, struct dq **out) {
 }
 
 int dq_exponential(int k, int n, double rate, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     if (!isfinite(rate) || !(rate > 0.0)) {
         return dq_fail(DQ_EINVAL, "exponential rate = %g must be positive and finite", rate);
     }
@@ -210,8 +219,14 @@ int dq_exponential(int k, int n, double rate, struct dq **out) {
 
 int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_t n_failed,
                     uint64_t n_timeout, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     if (count > 0 && !durations) {
         return dq_fail(DQ_EINVAL, "%zu durations announced but none given", count);
+    }
+    if (count > UINT64_MAX - n_failed || count + n_failed > UINT64_MAX - n_timeout) {
+        return dq_fail(DQ_ERANGE, "instance counts overflow 64 bits");
     }
     uint64_t total = count + n_failed + n_timeout;
     if (total == 0) {
@@ -248,6 +263,9 @@ int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_
 
 int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint64_t n_timeout,
                    uint64_t n_out, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     if (!counts) {
         return dq_fail(DQ_EINVAL, "no counts given");
     }
@@ -257,7 +275,14 @@ int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint
     }
     uint64_t ok = 0;
     for (int i = 0; i < n; i++) {
+        if (counts[i] > UINT64_MAX - ok) {
+            return dq_fail(DQ_ERANGE, "instance counts overflow 64 bits");
+        }
         ok += counts[i];
+    }
+    if (ok > UINT64_MAX - n_failed || ok + n_failed > UINT64_MAX - n_timeout ||
+        ok + n_failed + n_timeout > UINT64_MAX - n_out) {
+        return dq_fail(DQ_ERANGE, "instance counts overflow 64 bits");
     }
     uint64_t total = ok + n_failed + n_timeout + n_out;
     if (total == 0) {
@@ -279,6 +304,9 @@ int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint
 }
 
 int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     if (!pdf) {
         return dq_fail(DQ_EINVAL, "no masses given");
     }
@@ -307,6 +335,9 @@ int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
 }
 
 int dq_clone(const struct dq *a, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = check_dq("operand", a);
     struct dq *d = NULL;
     if (rc || (rc = new_dq(a->k, a->n, &d))) {
@@ -335,7 +366,9 @@ double dq_tangible(const struct dq *a) {
     for (int i = 0; i < a->n; i++) {
         sum += a->pdf[i];
     }
-    return sum > 1.0 ? 1.0 : (sum < 0.0 ? 0.0 : sum);
+    /* Round-off of the operators is ~1e−16: a tangible mass that close to 1 is 1, so a
+     * ΔQ that loses nothing reports a lost mass of exactly 0. */
+    return sum > 1.0 - 1e-12 ? 1.0 : (sum < 0.0 ? 0.0 : sum);
 }
 
 double dq_lost(const struct dq *a) {
@@ -452,6 +485,9 @@ static double reexpress_into(const double *src, int n_src, int k_src, double *ds
 }
 
 int dq_reexpress(const struct dq *a, int k, int n, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = check_dq("operand", a);
     struct dq *d = NULL;
     if (rc || (rc = new_dq(k, n, &d))) {
@@ -471,6 +507,9 @@ static int bins_at(int n, int k0, int k) {
 }
 
 int dq_rebin(const struct dq *a, int k, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = check_dq("operand", a);
     if (rc) {
         return rc;
@@ -515,8 +554,10 @@ static int common_cdfs(const struct dq *const *ops, size_t n, int *k_out, int *b
         return dq_fail(DQ_ENOMEM, "no memory for %zu operands of %d bins", n, bins);
     }
     for (size_t i = 0; i < n; i++) {
+        /* Each operand keeps its own horizon on the common width (as dq_rebin and the
+         * sequence operator do); past it, its CDF stays at its tangible mass. */
         double *row = rows + i * (size_t)bins;
-        reexpress_into(ops[i]->pdf, ops[i]->n, ops[i]->k, row, bins, k);
+        reexpress_into(ops[i]->pdf, ops[i]->n, ops[i]->k, row, bins_at(ops[i]->n, ops[i]->k, k), k);
         double sum = 0.0;
         for (int j = 0; j < bins; j++) {
             sum += row[j];
@@ -777,6 +818,9 @@ int dq_qta_check(const struct dq_qta *q) {
 }
 
 int dq_from_qta(int k, int n, const struct dq_qta *q, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
     int rc = dq_qta_check(q);
     struct dq *d = NULL;
     if (rc || (rc = new_dq(k, n, &d))) {
@@ -811,6 +855,9 @@ int dq_qta_eval(const struct dq *a, const struct dq_qta *q, struct dq_qta_result
             margin = m;
             worst = j;
         }
+    }
+    if (fabs(margin) <= DQ_EPS) {
+        margin = 0.0; /* round-off: a ΔQ exactly on its QTA meets it */
     }
     res->margin = margin;
     res->ok = margin >= 0.0;
@@ -970,14 +1017,16 @@ int dq_band_compute(const struct dq *const *ring, size_t w, double z, struct dq_
         return dq_fail(DQ_ENOMEM, "no memory for a band of %zu windows", w);
     }
     for (int j = 0; j < n; j++) {
-        double s = 0.0, s2 = 0.0;
+        double s = 0.0;
         for (size_t i = 0; i < w; i++) {
             cum[i] += ring[i]->pdf[j];
             s += cum[i];
-            s2 += cum[i] * cum[i];
         }
-        double mean = s / (double)w;
-        double var = w > 1 ? (s2 - s * mean) / (double)(w - 1) : 0.0;
+        double mean = s / (double)w, ss = 0.0;
+        for (size_t i = 0; i < w; i++) {
+            ss += (cum[i] - mean) * (cum[i] - mean); /* two passes: no cancellation */
+        }
+        double var = w > 1 ? ss / (double)(w - 1) : 0.0;
         double half = z * sqrt(var > 0.0 ? var : 0.0) / sqrt((double)w);
         b->mean[j] = mean;
         b->lo[j] = mean - half < 0.0 ? 0.0 : mean - half;

@@ -21,7 +21,11 @@
  * Memory: every ΔQ is heap-allocated by a constructor or an operator and released with
  * dq_destroy (which accepts NULL). Operators never modify their operands. On failure an
  * operator returns a negative dq_error code, leaves *out untouched and sets
- * dq_last_error(); nothing aborts on bad input.
+ * dq_last_error(); nothing aborts on bad input. A NULL output pointer is DQ_EINVAL.
+ *
+ * Mixed widths: every operator brings its operands to the coarsest width the same way
+ * (dq_rebin: each keeps its own horizon, rounded up to whole coarse bins); n-way
+ * operators then extend the shorter ones with a flat CDF up to the longest horizon.
  *
  * Thread safety: the FFT plan cache is shared; use the engine from one thread at a time
  * (dqd runs it on its loop thread).
@@ -129,7 +133,8 @@ int dq_from_qta(int k, int n, const struct dq_qta *q, struct dq **out);
 
 /*
  * Checks a ΔQ against a QTA. margin = the smallest of F(t[j]) − p[j] over the points
- * and of max_lost − lost; slack = max(margin, 0); hazard = max(−margin, 0).
+ * and of max_lost − lost (|margin| ≤ DQ_EPS counts as 0: round-off never makes a
+ * hazard); slack = max(margin, 0); hazard = max(−margin, 0).
  * worst = index of the point with the smallest margin, or −1 when the lost mass is.
  */
 struct dq_qta_result {
@@ -145,10 +150,10 @@ int dq_qta_eval(const struct dq *a, const struct dq_qta *q, struct dq_qta_result
 
 /*
  * Sequence (convolution): the delay of a then b. Operands of different widths are
- * rebinned to the coarser one. The result has N = na + nb − 1 bins (the sum of the
- * horizons); when that exceeds DQ_MAX_BINS the width doubles until it fits (mass past
- * the widest grid is lost). Uses direct convolution below the measured crossover and
- * FFTW r2c/c2r with cached plans above.
+ * rebinned to the coarser one. The result has N = na + nb − 1 bins (its last grid time
+ * is the sum of the operands' last grid times); when that exceeds DQ_MAX_BINS the width doubles
+ * until it fits (mass past the widest grid is lost). Uses direct convolution below the measured
+ * crossover and FFTW r2c/c2r with cached plans above.
  */
 int dq_sequence(const struct dq *a, const struct dq *b, struct dq **out);
 
@@ -183,7 +188,7 @@ int dq_reexpress(const struct dq *a, int k, int n, struct dq **out);
 /* Horizon N·w in seconds. */
 double dq_horizon(const struct dq *a);
 
-/* Tangible mass Σ pdf (clamped to [0, 1]). */
+/* Tangible mass Σ pdf, clamped to [0, 1]; within 1e−12 of 1 it is 1 (round-off). */
 double dq_tangible(const struct dq *a);
 
 /* Lost mass 1 − tangible. */
@@ -255,7 +260,8 @@ void dq_band_destroy(struct dq_band *b);
  * parent = o_1 -> … -> o_m -> U from the parent's and the observed parts' moments,
  * assuming independence (means and variances add). A negative inferred variance is
  * reported as 0 with *covariance_hint set to the (negative) residual: a sign that the
- * parts are not independent.
+ * parts are not independent. A negative inferred mean (observed parts slower than the
+ * parent, by sampling noise) is reported as 0.
  */
 int dq_infer_unobserved(const struct dq_moments *parent, const struct dq_moments *observed,
                         size_t m, double *mean, double *variance, double *covariance_hint);

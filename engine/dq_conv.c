@@ -19,8 +19,11 @@
 #include "dq_internal.h"
 
 /* Measured with bench_engine (docs/PERFORMANCE.md): below this support size direct wins. */
-#define CONV_CROSSOVER 48
+#define CONV_CROSSOVER 32
 #define CONV_MAX_LOG2 24
+/* FFT round-off leaves about ±1e−17 in bins whose exact value is 0; values below this
+ * floor are taken as 0 so that empty bins stay empty (the mass given up is < 1e−11). */
+#define FFT_NOISE 1e-15
 #ifndef PLAN_FLAGS
 #define PLAN_FLAGS FFTW_ESTIMATE
 #endif /* transform sizes up to 2^24 points */
@@ -166,7 +169,7 @@ static void inverse(struct conv_plan *p, double *out, int len) {
     fftw_execute_dft_c2r(p->inv, p->acc, p->real);
     for (int i = 0; i < len; i++) {
         double v = p->real[i];
-        out[i] = v > 0.0 ? v : 0.0;
+        out[i] = v > FFT_NOISE ? v : 0.0;
     }
 }
 
@@ -242,7 +245,7 @@ int dq_conv_fft_fresh(const double *a, int na, const double *b, int nb, double *
     fftw_execute(pi);
     for (int i = 0; i < len; i++) {
         double v = real[i] / m;
-        out[i] = v > 0.0 ? v : 0.0;
+        out[i] = v > FFT_NOISE ? v : 0.0;
     }
 out:
     if (pa) {

@@ -8,7 +8,7 @@
  *               size and reused (the engine's way above the crossover).
  *   fft_fresh   the same transform with plans created and destroyed on every call
  *               (FFTW_ESTIMATE, the ΔQ Oscilloscope's way): a baseline for benchmarks.
- * FFT results are clamped at 0 (round-off leaves values around ±1e-17 in empty bins).
+ * FFT results below 1e-15 are set to 0 (round-off leaves about ±1e-17 in empty bins).
  */
 #ifndef DQ_CONV_H
 #define DQ_CONV_H

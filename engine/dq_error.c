@@ -4,6 +4,7 @@
 #include "dq_error.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[512];
 
@@ -40,10 +41,14 @@ const char *dq_last_error(void) {
 }
 
 int dq_fail(int code, const char *fmt, ...) {
+    /* Format into a scratch buffer first: callers may pass dq_last_error() itself as an
+     * argument to add context ("operand 1: %s"). */
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof last_error);
     return code;
 }
 

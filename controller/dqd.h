@@ -1,0 +1,40 @@
+/*
+ * dqd.h: the daemon as a library: create it on a libuv loop from its configuration
+ * (settings.h), let the loop run, stop it. dqd_main.c is a thin shell around it.
+ */
+#ifndef DQ_DQD_H
+#define DQ_DQD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "dq.h"
+#include "settings.h"
+
+#define DQD_VERSION "0.1.0"
+#define DQD_MAX_PROBES 10000  /* probes one daemon tracks */
+#define DQD_CONN_BUFFER 65536 /* bytes of a wrapper connection's read buffer */
+
+struct dqd;
+
+/*
+ * Creates the daemon on `loop` from a configuration (copied): opens the store, loads the diagram,
+ * reloads probes from the store and applies the configuration's probe settings, binds the ingest
+ * and HTTP ports, starts the window timer and the outbound wrapper links. On failure everything
+ * made so far is closed (the loop may need a run to finish closing) and a DQ_E* code returned with
+ * dq_last_error() saying what failed ("cannot listen on 127.0.0.1:7400: address already in use").
+ */
+int dqd_create(uv_loop_t *loop, const struct dqd_config *cfg, struct dqd **out);
+
+/* The bound ports (useful with port 0). */
+int dqd_ingest_port(const struct dqd *d);
+int dqd_http_port(const struct dqd *d);
+
+/*
+ * Starts a clean shutdown: closes every handle; when the last close callback has run
+ * the store is closed, the daemon freed and `done` called. The loop then ends by itself.
+ */
+void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg);
+
+#endif /* DQ_DQD_H */

@@ -1,0 +1,568 @@
+/*
+ * dqd_api.c: dqd's HTTP API (docs/api.md): JSON in the Prometheus envelope under
+ * /api/v1/, the Prometheus text exposition at /metrics and /-/healthy. Handlers read
+ * the daemon's state directly (same loop thread) and never block.
+ */
+#include "dqd_internal.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_PREFIX "/api/v1/"
+
+static json_t *num_or_null(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+int dqd__qta_from_json_text(const char *text, struct dq_qta *q);
+
+/* Parses {"points":[[p,t_s],...],"max_lost":x} into q. */
+static int qta_from_json(json_t *j, struct dq_qta *q) {
+    memset(q, 0, sizeof *q);
+    json_t *pts = json_object_get(j, "points");
+    if (!json_is_object(j) || !json_is_array(pts)) {
+        return dq_fail(DQ_EINVAL, "qta must be {\"points\": [[p, t_seconds], ...], "
+                                  "\"max_lost\": x}");
+    }
+    size_t n = json_array_size(pts);
+    if (n < 1 || n > DQ_QTA_MAX_POINTS) {
+        return dq_fail(DQ_EINVAL, "qta needs 1 to %d points", DQ_QTA_MAX_POINTS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *pt = json_array_get(pts, i);
+        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
+            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1))) {
+            return dq_fail(DQ_EINVAL, "qta point %zu must be [probability, seconds]", i);
+        }
+        q->p[i] = json_number_value(json_array_get(pt, 0));
+        q->t[i] = json_number_value(json_array_get(pt, 1));
+    }
+    q->n = (int)n;
+    json_t *ml = json_object_get(j, "max_lost");
+    if (ml && !json_is_number(ml)) {
+        return dq_fail(DQ_EINVAL, "qta max_lost must be a number");
+    }
+    q->max_lost = ml ? json_number_value(ml) : 1.0;
+    return dq_qta_check(q);
+}
+
+int dqd__qta_from_json_text(const char *text, struct dq_qta *q) {
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    if (!j) {
+        return dq_fail(DQ_EPARSE, "qta: %s", err.text);
+    }
+    int rc = qta_from_json(j, q);
+    json_decref(j);
+    return rc;
+}
+
+static json_t *qta_json(const struct probe *p) {
+    if (!p->has_qta) {
+        return json_null();
+    }
+    json_t *pts = json_array();
+    for (int j = 0; j < p->qta.n; j++) {
+        json_array_append_new(pts, json_pack("[ff]", p->qta.p[j], p->qta.t[j]));
+    }
+    return json_pack("{s:o,s:f}", "points", pts, "max_lost", p->qta.max_lost);
+}
+
+static json_t *window_json(const struct dqd *d, const struct probe_window *w) {
+    if (!w) {
+        return json_null();
+    }
+    const struct dq *q = w->observed;
+    double t50 = NAN, t95 = NAN, t99 = NAN, t;
+    if (q && dq_quantile(q, 0.5, &t) == DQ_OK) {
+        t50 = t;
+    }
+    if (q && dq_quantile(q, 0.95, &t) == DQ_OK) {
+        t95 = t;
+    }
+    if (q && dq_quantile(q, 0.99, &t) == DQ_OK) {
+        t99 = t;
+    }
+    double start = (double)(w->wid * d->probes.window_ns) * 1e-9;
+    return json_pack("{s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "start", start, "end",
+                     start + (double)d->probes.window_ns * 1e-9, "n",
+                     (json_int_t)(w->ok + w->out + w->fa + w->to), "ok",
+                     (json_int_t)(w->ok + w->out), "fa", (json_int_t)w->fa, "to", (json_int_t)w->to,
+                     "mean", w->ok ? json_real(w->mean) : json_null(), "p50", num_or_null(t50),
+                     "p95", num_or_null(t95), "p99", num_or_null(t99), "lost",
+                     q ? json_real(dq_lost(q)) : json_null());
+}
+
+/* The newest ring entry of p that has an observed ΔQ. */
+static const struct probe_window *latest_observed(struct probe *p) {
+    for (int b = 0; b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (w->observed) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static json_t *probe_summary(struct dqd *d, struct probe *p) {
+    return json_pack("{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o}", "name", p->name,
+                     "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
+                     dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok",
+                     (json_int_t)p->total_ok, "fa", (json_int_t)p->total_fa, "to",
+                     (json_int_t)p->total_to, "last_window", window_json(d, latest_observed(p)),
+                     "qta", qta_json(p));
+}
+
+static void add_family(struct dqd *d, struct probe *p, json_t *obj) {
+    json_t *children = json_array();
+    json_t *parent = json_null();
+    if (d->diagram) {
+        int i = dq_diagram_find(d->diagram, p->name);
+        if (i >= 0) {
+            int kids[256];
+            size_t n = dq_diagram_probe_children(d->diagram, i, kids, 256);
+            for (size_t j = 0; j < n && j < 256; j++) {
+                json_array_append_new(children,
+                                      json_string(dq_diagram_node(d->diagram, kids[j])->name));
+            }
+            /* nearest named ancestor, looking through anonymous nodes and references */
+            const struct dq_diagram_node *node = dq_diagram_node(d->diagram, i);
+            for (int guard = 0; node && node->n_parents > 0 && guard < 10000; guard++) {
+                const struct dq_diagram_node *up = dq_diagram_node(d->diagram, node->parents[0]);
+                if (up && up->name && up->kind != DQ_NODE_REFERENCE) {
+                    json_decref(parent);
+                    parent = json_string(up->name);
+                    break;
+                }
+                node = up;
+            }
+        }
+    }
+    json_object_set_new(obj, "parent", parent);
+    json_object_set_new(obj, "children", children);
+}
+
+static json_t *cdf_array(const struct dq *q) {
+    json_t *a = json_array();
+    double sum = 0.0;
+    for (int i = 0; i < q->n; i++) {
+        sum += q->pdf[i];
+        json_array_append_new(a, json_real(sum > 1.0 ? 1.0 : sum));
+    }
+    return a;
+}
+
+static json_t *pdf_array(const struct dq *q) {
+    json_t *a = json_array();
+    for (int i = 0; i < q->n; i++) {
+        json_array_append_new(a, json_real(q->pdf[i]));
+    }
+    return a;
+}
+
+static json_t *quantiles_json(const struct dq *q) {
+    static const double ps[] = {0.5, 0.9, 0.95, 0.99};
+    static const char *const keys[] = {"0.5", "0.9", "0.95", "0.99"};
+    json_t *o = json_object();
+    for (int i = 0; i < 4; i++) {
+        double t;
+        json_object_set_new(o, keys[i],
+                            dq_quantile(q, ps[i], &t) == DQ_OK ? json_real(t) : json_null());
+    }
+    return o;
+}
+
+/* ---- routes ------------------------------------------------------------------------------ */
+
+static void get_status(struct dqd *d, struct http_response *res) {
+    size_t enabled = 0;
+    for (size_t i = 0; i < d->probes.count; i++) {
+        enabled += d->probes.probes[i]->enabled != 0;
+    }
+    uint64_t errors = 0;
+    for (int e = 1; e < PROTO_E_COUNT; e++) {
+        errors += d->proto_errors[e];
+    }
+    json_t *wrappers = json_array();
+    size_t connections = 0;
+    for (struct link *l = d->links; l; l = l->next) {
+        const char *kind = l->kind == LINK_V2         ? "v2"
+                           : l->kind == LINK_OUTBOUND ? "outbound"
+                           : l->kind == LINK_LEGACY   ? "legacy"
+                                                      : "unknown";
+        connections += l->kind != LINK_OUTBOUND && l->connected;
+        json_array_append_new(
+            wrappers,
+            json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id", (json_int_t)l->id, "kind",
+                      kind, "peer", l->peer, "node", l->node, "app", l->app, "connected",
+                      l->connected, "running",
+                      l->running < 0 ? json_null() : json_boolean(l->running), "instances",
+                      (json_int_t)l->instances, "protocol_errors", (json_int_t)l->errors_total,
+                      "dropped_by_wrapper", (json_int_t)l->drops));
+    }
+    char ingest[96], http[96];
+    snprintf(ingest, sizeof ingest, "%s:%d", d->listen_host, d->listen_port);
+    snprintf(http, sizeof http, "%s:%d", d->http_host, d->http_port);
+    json_t *data = json_pack(
+        "{s:s,s:f,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "version", DQD_VERSION,
+        "uptime_seconds", (double)(dqd__now_ns() - d->started_ns) * 1e-9, "ingest", ingest, "http",
+        http, "window_ms", (json_int_t)d->opt.window_ms, "lag_ms", (json_int_t)d->opt.lag_ms, "db",
+        d->opt.db, "diagram",
+        d->diagram ? json_string(d->diagram_path[0] ? d->diagram_path : "(api)") : json_null(),
+        "running", d->running, "probes", (json_int_t)d->probes.count, "enabled",
+        (json_int_t)enabled, "connections", (json_int_t)connections, "instances_total",
+        (json_int_t)d->instances_total, "protocol_errors_total", (json_int_t)errors,
+        "windows_closed", (json_int_t)d->windows_closed, "wrappers", wrappers);
+    http_reply_data(res, data);
+}
+
+static void get_probes(struct dqd *d, struct http_response *res) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < d->probes.count; i++) {
+        json_array_append_new(a, probe_summary(d, d->probes.probes[i]));
+    }
+    http_reply_data(res, a);
+}
+
+static void get_probe_dq(struct dqd *d, struct probe *p, const struct http_request *req,
+                         struct http_response *res) {
+    const char *kind = http_request_query(req, "kind");
+    const char *win = http_request_query(req, "window");
+    int calculated = 0;
+    if (kind && strcmp(kind, "calculated") == 0) {
+        calculated = 1;
+    } else if (kind && strcmp(kind, "observed") != 0) {
+        http_reply_error(res, 400, "bad_data", "kind must be observed or calculated, not \"%s\"",
+                         kind);
+        return;
+    }
+    long back = 0;
+    if (win && strcmp(win, "latest") != 0) {
+        char *end = NULL;
+        back = strtol(win, &end, 10);
+        if (!*win || !end || *end || back < 0 || back >= d->probes.ring_cap) {
+            http_reply_error(res, 400, "bad_data",
+                             "window must be latest or 0 … %d (windows back from the newest)",
+                             d->probes.ring_cap - 1);
+            return;
+        }
+    }
+    /* window N = the N-th newest closed window that has this kind of ΔQ */
+    const struct probe_window *w = NULL;
+    long seen = 0;
+    for (int b = 0; b < p->ring_len && !w; b++) {
+        struct probe_window *c = probes_ring_get(p, b);
+        if ((calculated ? c->calculated : c->observed) && seen++ == back) {
+            w = c;
+        }
+    }
+    if (!w) {
+        http_reply_error(res, 404, "not_found",
+                         "probe %s has no %s ΔQ for window %ld yet (windows close %" PRId64
+                         " ms after their end)",
+                         p->name, calculated ? "calculated" : "observed", back,
+                         (d->probes.window_ns + d->probes.lag_ns) / 1000000);
+        return;
+    }
+    const struct dq *q = calculated ? w->calculated : w->observed;
+    struct dq_moments m;
+    int have_m = dq_moments(q, &m) == DQ_OK;
+    double start = (double)(w->wid * d->probes.window_ns) * 1e-9;
+    json_t *data =
+        json_pack("{s:s,s:s,s:{s:f,s:f},s:f,s:i,s:o,s:o,s:f,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "probe",
+                  p->name, "kind", calculated ? "calculated" : "observed", "window", "start", start,
+                  "end", start + (double)d->probes.window_ns * 1e-9, "bin_width", q->width, "bins",
+                  q->n, "pdf", pdf_array(q), "cdf", cdf_array(q), "lost", dq_lost(q), "mean",
+                  have_m ? json_real(m.mean) : json_null(), "variance",
+                  have_m ? json_real(m.variance) : json_null(), "quantiles", quantiles_json(q), "n",
+                  (json_int_t)(w->ok + w->out + w->fa + w->to), "ok", (json_int_t)(w->ok + w->out),
+                  "fa", (json_int_t)w->fa, "to", (json_int_t)w->to);
+    http_reply_data(res, data);
+}
+
+static void put_probe(struct dqd *d, const char *name, const struct http_request *req,
+                      struct http_response *res) {
+    json_error_t err;
+    json_t *body = json_loadb(req->body, req->body_len, 0, &err);
+    if (!body || !json_is_object(body)) {
+        http_reply_error(res, 400, "bad_data", "body must be a JSON object: %s",
+                         body ? "not an object" : err.text);
+        json_decref(body);
+        return;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v) {
+        if (strcmp(key, "dmax_ms") && strcmp(key, "bins") && strcmp(key, "enabled") &&
+            strcmp(key, "qta")) {
+            http_reply_error(res, 400, "bad_data",
+                             "unknown field \"%s\" (dmax_ms, bins, enabled, qta)", key);
+            json_decref(body);
+            return;
+        }
+    }
+    json_t *jd = json_object_get(body, "dmax_ms"), *jb = json_object_get(body, "bins");
+    json_t *je = json_object_get(body, "enabled"), *jq = json_object_get(body, "qta");
+    if ((jd && !json_is_number(jd)) || (jb && !json_is_integer(jb)) ||
+        (je && !json_is_boolean(je))) {
+        http_reply_error(res, 400, "bad_data",
+                         "dmax_ms must be a number, bins an integer, enabled a boolean");
+        json_decref(body);
+        return;
+    }
+    struct dq_qta qta;
+    if (jq && !json_is_null(jq) && qta_from_json(jq, &qta) != DQ_OK) {
+        http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+        json_decref(body);
+        return;
+    }
+    struct probe *p = NULL;
+    if (probes_get(&d->probes, name, strlen(name), &p) != DQ_OK) {
+        http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+        json_decref(body);
+        return;
+    }
+    if (jd || jb) {
+        double dmax = jd ? json_number_value(jd) : p->dmax_ms;
+        int bins = jb ? (int)json_integer_value(jb) : 0;
+        if (probes_set_dmax(&d->probes, p, dmax, bins) != DQ_OK) {
+            http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+            json_decref(body);
+            return;
+        }
+        if (d->eval) {
+            int i = dq_diagram_find(d->diagram, p->name);
+            if (i >= 0) {
+                dq_eval_set_grid(d->eval, i, p->k, p->n);
+            }
+        }
+        if (p->enabled) {
+            struct proto_cmd cmd = {
+                .kind = PROTO_CMD_SET_TIMEOUT, .name = {p->name, p->name_len}, .ms = p->dmax_ms};
+            dqd__broadcast(d, &cmd);
+        }
+    }
+    if (jq) {
+        p->has_qta = !json_is_null(jq);
+        if (p->has_qta) {
+            p->qta = qta;
+        }
+    }
+    if (je) {
+        dqd__enable_probe(d, p, json_is_true(je));
+    }
+    dqd__save_probe(d, p);
+    json_decref(body);
+    json_t *data = probe_summary(d, p);
+    add_family(d, p, data);
+    http_reply_data(res, data);
+}
+
+static void diagram_reply(struct dqd *d, struct http_response *res) {
+    if (!d->diagram) {
+        http_reply_data(res, json_pack("{s:n,s:n,s:[],s:[]}", "path", "text", "roots", "probes"));
+        return;
+    }
+    json_t *roots = json_array(), *probes = json_array();
+    for (size_t j = 0; j < dq_diagram_root_count(d->diagram); j++) {
+        json_array_append_new(
+            roots, json_string(dq_diagram_node(d->diagram, dq_diagram_root(d->diagram, j))->name));
+    }
+    for (size_t j = 0; j < dq_diagram_probe_count(d->diagram); j++) {
+        json_array_append_new(
+            probes,
+            json_string(dq_diagram_node(d->diagram, dq_diagram_probe(d->diagram, j))->name));
+    }
+    http_reply_data(res, json_pack("{s:o,s:s,s:o,s:o}", "path",
+                                   d->diagram_path[0] ? json_string(d->diagram_path) : json_null(),
+                                   "text", d->diagram_text, "roots", roots, "probes", probes));
+}
+
+static void wrapper_run(struct dqd *d, int run, struct http_response *res) {
+    d->running = run;
+    struct proto_cmd cmd = {.kind = run ? PROTO_CMD_START_STUB : PROTO_CMD_STOP_STUB};
+    int sent = dqd__broadcast(d, &cmd);
+    http_reply_data(res, json_pack("{s:b,s:i}", "running", run, "sent_to", sent));
+}
+
+/* ---- /metrics -------------------------------------------------------------------------- */
+
+static void metrics(struct dqd *d, struct http_response *res) {
+    http_response_set_type(res, "text/plain; version=0.0.4; charset=utf-8");
+    res->status = 200;
+    http_response_printf(res, "# HELP dqd_instances_total Outcome instances received, by probe "
+                              "and status.\n# TYPE dqd_instances_total counter\n");
+    for (size_t i = 0; i < d->probes.count; i++) {
+        struct probe *p = d->probes.probes[i];
+        http_response_printf(res,
+                             "dqd_instances_total{probe=\"%s\",status=\"ok\"} %" PRIu64 "\n"
+                             "dqd_instances_total{probe=\"%s\",status=\"fa\"} %" PRIu64 "\n"
+                             "dqd_instances_total{probe=\"%s\",status=\"to\"} %" PRIu64 "\n",
+                             p->name, p->total_ok, p->name, p->total_fa, p->name, p->total_to);
+    }
+    http_response_printf(res, "# HELP dqd_duration_seconds Durations of successful instances on "
+                              "the probe's bin edges.\n# TYPE dqd_duration_seconds histogram\n");
+    for (size_t i = 0; i < d->probes.count; i++) {
+        struct probe *p = d->probes.probes[i];
+        uint64_t cum = 0;
+        for (int j = 0; j < PROBES_HIST_BUCKETS - 1; j++) {
+            cum += p->hist[j];
+            double le = probes_bucket_le(p, j);
+            http_response_printf(
+                res, "dqd_duration_seconds_bucket{probe=\"%s\",le=\"%.9g\"} %" PRIu64 "\n", p->name,
+                le, cum);
+            if (le >= p->dmax_ms * 1e-3) {
+                break;
+            }
+        }
+        http_response_printf(res,
+                             "dqd_duration_seconds_bucket{probe=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+                             "dqd_duration_seconds_sum{probe=\"%s\"} %.9g\n"
+                             "dqd_duration_seconds_count{probe=\"%s\"} %" PRIu64 "\n",
+                             p->name, p->total_ok, p->name, p->total_sum, p->name, p->total_ok);
+    }
+    http_response_printf(res, "# HELP dqd_probe_enabled 1 when dqd has the probe enabled.\n"
+                              "# TYPE dqd_probe_enabled gauge\n");
+    for (size_t i = 0; i < d->probes.count; i++) {
+        struct probe *p = d->probes.probes[i];
+        http_response_printf(res, "dqd_probe_enabled{probe=\"%s\"} %d\n", p->name, p->enabled);
+    }
+    http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
+                              "kind.\n# TYPE dqd_protocol_errors_total counter\n");
+    for (int e = 1; e < PROTO_E_COUNT; e++) {
+        http_response_printf(res, "dqd_protocol_errors_total{kind=\"%s\"} %" PRIu64 "\n",
+                             proto_err_name(e), d->proto_errors[e]);
+    }
+    http_response_printf(
+        res,
+        "# HELP dqd_ingest_instances_total Instances parsed from wrapper connections.\n"
+        "# TYPE dqd_ingest_instances_total counter\n"
+        "dqd_ingest_instances_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_rejected_total Instances not recorded, by reason.\n"
+        "# TYPE dqd_ingest_rejected_total counter\n"
+        "dqd_ingest_rejected_total{reason=\"late\"} %" PRIu64 "\n"
+        "dqd_ingest_rejected_total{reason=\"future\"} %" PRIu64 "\n"
+        "dqd_ingest_rejected_total{reason=\"probe_table_full\"} %" PRIu64 "\n"
+        "# HELP dqd_connections_total Wrapper connections accepted.\n"
+        "# TYPE dqd_connections_total counter\n"
+        "dqd_connections_total %" PRIu64 "\n"
+        "# HELP dqd_windows_closed_total Windows closed.\n"
+        "# TYPE dqd_windows_closed_total counter\n"
+        "dqd_windows_closed_total %" PRIu64 "\n"
+        "# HELP dqd_store_errors_total Failed store writes.\n"
+        "# TYPE dqd_store_errors_total counter\n"
+        "dqd_store_errors_total %" PRIu64 "\n",
+        d->instances_total, d->probes.late, d->probes.future, d->probes.full, d->connections_total,
+        d->windows_closed, d->store_errors);
+    http_response_printf(res, "# HELP dqd_link_protocol_errors_total Bad lines per wrapper "
+                              "connection.\n# TYPE dqd_link_protocol_errors_total counter\n");
+    for (struct link *l = d->links; l; l = l->next) {
+        http_response_printf(res,
+                             "dqd_link_protocol_errors_total{link=\"%" PRIu64 "\",peer=\"%s\"} "
+                             "%" PRIu64 "\n",
+                             l->id, l->peer, l->errors_total);
+    }
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+static int method_is(const struct http_request *req, const char *m) {
+    return strcmp(req->method_name, m) == 0;
+}
+
+static void method_not_allowed(struct http_response *res, const char *allowed) {
+    http_reply_error(res, 405, "bad_data", "method not allowed here; use %s", allowed);
+    http_response_add_header(res, "Allow", allowed);
+}
+
+static void probe_routes(struct dqd *d, const char *rest, const struct http_request *req,
+                         struct http_response *res) {
+    char name[PROBES_NAME_MAX + 1];
+    const char *slash = strchr(rest, '/');
+    size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (len == 0 || len > PROBES_NAME_MAX) {
+        http_reply_error(res, 404, "not_found", "no such route");
+        return;
+    }
+    memcpy(name, rest, len);
+    name[len] = '\0';
+    if (slash && strcmp(slash, "/dq") != 0) {
+        http_reply_error(res, 404, "not_found", "no such route: %s", req->path);
+        return;
+    }
+    if (!slash && method_is(req, "PUT")) {
+        put_probe(d, name, req, res);
+        return;
+    }
+    if (!method_is(req, "GET")) {
+        method_not_allowed(res, slash ? "GET" : "GET, PUT");
+        return;
+    }
+    struct probe *p = probes_find(&d->probes, name, len);
+    if (!p) {
+        http_reply_error(res, 404, "not_found", "no probe named \"%s\"", name);
+        return;
+    }
+    if (slash) {
+        get_probe_dq(d, p, req, res);
+        return;
+    }
+    json_t *data = probe_summary(d, p);
+    add_family(d, p, data);
+    http_reply_data(res, data);
+}
+
+void dqd__http_handler(void *ctx, const struct http_request *req, struct http_response *res) {
+    struct dqd *d = ctx;
+    const char *path = req->path;
+    if (strcmp(path, "/-/healthy") == 0) {
+        static const char ok[] = "dqd is healthy.\n";
+        http_reply_text(res, 200, "text/plain; charset=utf-8", ok, sizeof ok - 1);
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        if (!method_is(req, "GET")) {
+            method_not_allowed(res, "GET");
+            return;
+        }
+        metrics(d, res);
+        return;
+    }
+    if (strncmp(path, API_PREFIX, strlen(API_PREFIX)) != 0) {
+        http_reply_error(res, 404, "not_found", "no such route: %s (the API is under /api/v1/)",
+                         path);
+        return;
+    }
+    const char *r = path + strlen(API_PREFIX);
+    if (strcmp(r, "status") == 0) {
+        method_is(req, "GET") ? get_status(d, res) : method_not_allowed(res, "GET");
+    } else if (strcmp(r, "probes") == 0) {
+        method_is(req, "GET") ? get_probes(d, res) : method_not_allowed(res, "GET");
+    } else if (strncmp(r, "probes/", 7) == 0) {
+        probe_routes(d, r + 7, req, res);
+    } else if (strcmp(r, "diagram") == 0) {
+        if (method_is(req, "GET")) {
+            diagram_reply(d, res);
+        } else if (method_is(req, "PUT")) {
+            if (dqd__load_diagram(d, req->body, req->body_len, NULL) != DQ_OK) {
+                http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+                return;
+            }
+            diagram_reply(d, res);
+        } else {
+            method_not_allowed(res, "GET, PUT");
+        }
+    } else if (strcmp(r, "wrapper/start") == 0 || strcmp(r, "wrapper/stop") == 0) {
+        if (!method_is(req, "POST")) {
+            method_not_allowed(res, "POST");
+            return;
+        }
+        wrapper_run(d, strcmp(r, "wrapper/start") == 0, res);
+    } else {
+        http_reply_error(res, 404, "not_found", "no such route: %s", path);
+    }
+}

@@ -1,0 +1,371 @@
+/*
+ * probes.c: the probe table and window builder (see probes.h). The hot path is
+ * probes_record(): one hash, one compare, a few arithmetic operations and increments.
+ */
+#include "probes.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+static uint32_t hash_name(const char *s, size_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static int name_valid(const char *s, size_t n) {
+    if (!s || n == 0 || n > PROBES_NAME_MAX) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int probes_grid(double dmax_ms, int bins, int *k, int *n) {
+    if (!isfinite(dmax_ms) || !(dmax_ms > 0.0)) {
+        return dq_fail(DQ_ERANGE, "dMax %g ms must be a positive time", dmax_ms);
+    }
+    if (bins < DQ_MIN_BINS || bins > DQ_MAX_BINS) {
+        return dq_fail(DQ_ERANGE, "bins = %d out of range [%d, %d]", bins, DQ_MIN_BINS,
+                       DQ_MAX_BINS);
+    }
+    for (int kk = DQ_MIN_K; kk <= DQ_MAX_K; kk++) {
+        double w_ms = ldexp(1.0, kk);
+        if (w_ms * bins >= dmax_ms * (1 - 1e-12)) {
+            double need = ceil(dmax_ms / w_ms - 1e-9);
+            *k = kk;
+            *n = need < 1 ? 1 : (int)need;
+            return DQ_OK;
+        }
+    }
+    return dq_fail(DQ_ERANGE, "dMax %g ms needs more than %d bins of %g ms", dmax_ms, bins,
+                   ldexp(1.0, DQ_MAX_K));
+}
+
+static void slot_clear(struct probe_slot *s, int n) {
+    s->wid = -1;
+    s->ok = s->fa = s->to = s->out = 0;
+    s->sum = s->sumsq = s->min = s->max = 0.0;
+    if (s->counts) {
+        memset(s->counts, 0, sizeof(uint32_t) * (size_t)n);
+    }
+}
+
+static void window_release(struct probe_window *w) {
+    dq_destroy(w->observed);
+    dq_destroy(w->calculated);
+    memset(w, 0, sizeof *w);
+}
+
+static void probe_destroy(struct probe *p, int nslots, int ring_cap) {
+    if (!p) {
+        return;
+    }
+    if (p->slots) {
+        for (int i = 0; i < nslots; i++) {
+            free(p->slots[i].counts);
+        }
+    }
+    if (p->ring) {
+        for (int i = 0; i < ring_cap; i++) {
+            window_release(&p->ring[i]);
+        }
+    }
+    free(p->slots);
+    free(p->ring);
+    free(p);
+}
+
+/* (Re)allocates p's slot histograms for its grid; clears every open window. */
+static int probe_alloc_slots(struct probe_table *t, struct probe *p) {
+    for (int i = 0; i < t->nslots; i++) {
+        uint32_t *c = realloc(p->slots[i].counts, sizeof(uint32_t) * (size_t)p->n);
+        if (!c) {
+            return dq_fail(DQ_ENOMEM, "no memory for the histograms of probe %s", p->name);
+        }
+        p->slots[i].counts = c;
+        slot_clear(&p->slots[i], p->n);
+    }
+    p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    return DQ_OK;
+}
+
+int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int64_t lag_ns,
+                int ring_cap, double default_dmax_ms, int default_bins, int64_t now_ns) {
+    memset(t, 0, sizeof *t);
+    if (max_probes < 1 || max_probes > 1000000 || window_ns <= 0 || lag_ns < 0 || ring_cap < 1) {
+        return dq_fail(DQ_EINVAL,
+                       "probe table: bad sizes (max %zu, window %lld ns, lag %lld "
+                       "ns, ring %d)",
+                       max_probes, (long long)window_ns, (long long)lag_ns, ring_cap);
+    }
+    int rc = probes_grid(default_dmax_ms, default_bins, &t->default_k, &t->default_n);
+    if (rc) {
+        return rc;
+    }
+    t->cap = max_probes;
+    t->index_size = 16;
+    while (t->index_size < 2 * max_probes) {
+        t->index_size *= 2;
+    }
+    t->probes = calloc(max_probes, sizeof *t->probes);
+    t->index = malloc(sizeof *t->index * t->index_size);
+    if (!t->probes || !t->index) {
+        probes_release(t);
+        return dq_fail(DQ_ENOMEM, "no memory for a table of %zu probes", max_probes);
+    }
+    for (size_t i = 0; i < t->index_size; i++) {
+        t->index[i] = -1;
+    }
+    t->window_ns = window_ns;
+    t->lag_ns = lag_ns;
+    t->nslots = (int)((lag_ns + window_ns - 1) / window_ns) + 2;
+    t->ring_cap = ring_cap;
+    t->default_dmax_ms = default_dmax_ms;
+    t->next_close = probes_window_of(t, now_ns);
+    return DQ_OK;
+}
+
+void probes_release(struct probe_table *t) {
+    if (!t) {
+        return;
+    }
+    for (size_t i = 0; i < t->count; i++) {
+        probe_destroy(t->probes[i], t->nslots, t->ring_cap);
+    }
+    free(t->probes);
+    free(t->index);
+    memset(t, 0, sizeof *t);
+}
+
+int64_t probes_window_of(const struct probe_table *t, int64_t ns) {
+    int64_t w = ns / t->window_ns;
+    return (ns < 0 && w * t->window_ns != ns) ? w - 1 : w;
+}
+
+static size_t slot_of(const struct probe_table *t, uint32_t h, const char *name, size_t len,
+                      int *found) {
+    size_t mask = t->index_size - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        int32_t at = t->index[i];
+        if (at < 0) {
+            *found = 0;
+            return i;
+        }
+        struct probe *p = t->probes[at];
+        if (p->hash == h && p->name_len == len && memcmp(p->name, name, len) == 0) {
+            *found = 1;
+            return i;
+        }
+    }
+}
+
+struct probe *probes_find(struct probe_table *t, const char *name, size_t len) {
+    if (!t->index || !name || len == 0 || len > PROBES_NAME_MAX) {
+        return NULL;
+    }
+    int found;
+    size_t i = slot_of(t, hash_name(name, len), name, len, &found);
+    return found ? t->probes[t->index[i]] : NULL;
+}
+
+int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
+    if (!name_valid(name, len)) {
+        return dq_fail(DQ_EINVAL,
+                       "invalid probe name (want [A-Za-z_][A-Za-z0-9_]*, at most "
+                       "%d bytes)",
+                       PROBES_NAME_MAX);
+    }
+    uint32_t h = hash_name(name, len);
+    int found;
+    size_t i = slot_of(t, h, name, len, &found);
+    if (found) {
+        *out = t->probes[t->index[i]];
+        return DQ_OK;
+    }
+    if (t->count >= t->cap) {
+        t->full++;
+        return dq_fail(DQ_EFULL, "probe table full (%zu probes)", t->cap);
+    }
+    struct probe *p = calloc(1, sizeof *p);
+    if (!p) {
+        return dq_fail(DQ_ENOMEM, "no memory for a probe");
+    }
+    memcpy(p->name, name, len);
+    p->name_len = len;
+    p->hash = h;
+    p->index = (int)t->count;
+    p->dmax_ms = t->default_dmax_ms;
+    p->k = t->default_k;
+    p->n = t->default_n;
+    p->slots = calloc((size_t)t->nslots, sizeof *p->slots);
+    p->ring = calloc((size_t)t->ring_cap, sizeof *p->ring);
+    p->ring_cap = t->ring_cap;
+    int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p)
+                                   : dq_fail(DQ_ENOMEM, "no memory for a probe");
+    if (rc) {
+        probe_destroy(p, t->nslots, t->ring_cap);
+        return rc;
+    }
+    t->probes[t->count++] = p;
+    t->index[i] = p->index;
+    *out = p;
+    return DQ_OK;
+}
+
+int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int bins) {
+    int k, n;
+    int rc = probes_grid(dmax_ms, bins > 0 ? bins : p->n, &k, &n);
+    if (rc) {
+        return rc;
+    }
+    int old_n = p->n;
+    p->dmax_ms = dmax_ms;
+    if (k == p->k && n == p->n) {
+        return DQ_OK;
+    }
+    p->k = k;
+    p->n = n;
+    rc = probe_alloc_slots(t, p);
+    if (rc) {
+        /* keep a consistent (old) grid when the new histograms cannot be had */
+        p->n = old_n;
+    }
+    return rc;
+}
+
+static int bucket_of(int idx) {
+    if (idx <= 1) {
+        return 0;
+    }
+    int j = 32 - __builtin_clz((unsigned)(idx - 1)); /* smallest j with idx ≤ 2^j */
+    return j < PROBES_HIST_BUCKETS - 1 ? j : PROBES_HIST_BUCKETS - 1;
+}
+
+double probes_bucket_le(const struct probe *p, int j) {
+    double w = ldexp(1.0, p->k) * 1e-3;
+    double dmax = p->dmax_ms * 1e-3;
+    if (j >= PROBES_HIST_BUCKETS - 1) {
+        return dmax;
+    }
+    double le = ldexp(1.0, j) * w;
+    return le < dmax ? le : dmax;
+}
+
+int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
+                  int64_t end_ns, enum probe_status status) {
+    struct probe *p = NULL;
+    int rc = probes_get(t, name, len, &p);
+    if (rc) {
+        return rc;
+    }
+    int64_t wid = probes_window_of(t, end_ns);
+    if (wid < t->next_close) {
+        t->late++;
+        p->late++;
+        return DQ_ESTATE;
+    }
+    if (wid >= t->next_close + t->nslots) {
+        t->future++;
+        return DQ_ESTATE;
+    }
+    struct probe_slot *s = &p->slots[wid % t->nslots];
+    s->wid = wid;
+    if (status == PROBE_FA) {
+        s->fa++;
+        p->total_fa++;
+        return DQ_OK;
+    }
+    if (status == PROBE_TO) {
+        s->to++;
+        p->total_to++;
+        return DQ_OK;
+    }
+    int64_t d_ns = end_ns - start_ns;
+    double bin = (double)d_ns * p->inv_width_ns + 0.5;
+    double d = (double)d_ns * 1e-9;
+    p->total_ok++;
+    p->total_sum += d;
+    if (d_ns > (int64_t)(p->dmax_ms * 1e6) || bin >= p->n + 0.5) {
+        s->out++;
+        p->total_out++;
+        p->hist[PROBES_HIST_BUCKETS - 1]++;
+        return DQ_OK;
+    }
+    int idx = bin >= p->n ? p->n - 1 : (int)bin;
+    s->counts[idx]++;
+    p->hist[bucket_of(idx)]++;
+    if (s->ok == 0 || d < s->min) {
+        s->min = d;
+    }
+    if (s->ok == 0 || d > s->max) {
+        s->max = d;
+    }
+    s->ok++;
+    s->sum += d;
+    s->sumsq += d * d;
+    return DQ_OK;
+}
+
+struct probe_window *probes_ring_get(struct probe *p, int back) {
+    if (!p || back < 0 || back >= p->ring_len) {
+        return NULL;
+    }
+    return &p->ring[(p->ring_head + p->ring_len - 1 - back) % p->ring_cap];
+}
+
+int probes_has_window(struct probe *p, int64_t wid) {
+    struct probe_window *w = probes_ring_get(p, 0);
+    return w && w->wid == wid;
+}
+
+int probes_close_window(struct probe_table *t, int64_t wid) {
+    int result = DQ_OK;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        struct probe_slot *s = &p->slots[wid % t->nslots];
+        if (s->wid != wid) {
+            continue;
+        }
+        struct probe_window w = {.wid = wid, .ok = s->ok, .fa = s->fa, .to = s->to, .out = s->out};
+        if (s->ok > 0) {
+            double mean = s->sum / (double)s->ok;
+            double var = s->sumsq / (double)s->ok - mean * mean;
+            w.mean = mean;
+            w.variance = var > 0.0 ? var : 0.0;
+            w.min = s->min;
+            w.max = s->max;
+        }
+        for (int b = 0; b < p->n; b++) {
+            t->scratch[b] = s->counts[b];
+        }
+        int rc = dq_from_counts(p->k, p->n, t->scratch, s->fa, s->to, s->out, &w.observed);
+        if (rc) {
+            result = rc;
+        }
+        slot_clear(s, p->n);
+        if (p->ring_len == t->ring_cap) {
+            window_release(&p->ring[p->ring_head]);
+            p->ring_head = (p->ring_head + 1) % t->ring_cap;
+            p->ring_len--;
+        }
+        p->ring[(p->ring_head + p->ring_len) % t->ring_cap] = w;
+        p->ring_len++;
+    }
+    if (wid >= t->next_close) {
+        t->next_close = wid + 1;
+    }
+    return result;
+}
