@@ -575,8 +575,18 @@ static int same_dq(const struct dq *a, const struct dq *b) {
 static void test_snapshots(struct store *st, struct fake_clock *clk, const struct tree *tr) {
     clk->now = T0 + 300 * SEC;
     struct dq *obs = NULL, *calc = NULL, *point = NULL;
-    /* An exponential ΔQ: 4096 bins of awkward doubles, most near zero at the tail. */
-    CHECK_INT(dq_exponential(-2, 4096, 37.0, &obs), DQ_OK);
+    /* An observed ΔQ over 4096 bins from 970 exponential delays (mean 27 ms) plus 20
+       failures and 10 timeouts: masses like 3/1000 are awkward doubles, and the empty
+       tail bins are trimmed when stored. */
+    static uint64_t counts[4096];
+    uint32_t x = 2024;
+    for (int i = 0; i < 970; i++) {
+        x = x * 1103515245u + 12345u;
+        double u = ((double)(x >> 8) + 0.5) / 16777216.0;
+        double bin = -log(u) / 37.0 / 0.00025; /* k = -2: bins of 0.25 ms */
+        counts[bin < 4095 ? (int)bin : 4095]++;
+    }
+    CHECK_INT(dq_from_counts(-2, 4096, counts, 20, 10, 0, &obs), DQ_OK);
     CHECK_INT(dq_uniform(0, 100, 0.01, 0.05, &calc), DQ_OK);
     CHECK_INT(dq_wait(0, 1024, 0.003, &point), DQ_OK); /* one non-zero bin, 1021 zeros after */
     if (!obs || !calc || !point) {
@@ -585,10 +595,9 @@ static void test_snapshots(struct store *st, struct fake_clock *clk, const struc
         dq_destroy(point);
         return;
     }
-    obs->n_ok = 970;
-    obs->n_fa = 20;
-    obs->n_to = 10;
-    obs->n_out = 3;
+    CHECK_INT(obs->n_ok, 970);
+    CHECK_INT(obs->n_fa, 20);
+    CHECK_NEAR(dq_lost(obs), 0.03, 1e-12);
 
     int64_t sid = 0, sid2 = 0;
     struct store_snapshot s = {.trigger_id = 0,
@@ -694,6 +703,57 @@ static void test_snapshots(struct store *st, struct fake_clock *clk, const struc
     dq_destroy(point);
 }
 
+/* ---- alongside the version-1 tables -------------------------------------------------- */
+
+/* The log lives next to windows and events in one file; this also gives docs/store.md a
+   database with every table filled (run with DQD_KEEP_TMP=1 to keep it). */
+static void test_with_windows(struct store *st, struct fake_clock *clk) {
+    const char *probes[] = {"root", "stage_2"};
+    CHECK_INT(store_begin(st), DQ_OK);
+    for (int i = 0; i < 3; i++) {
+        for (int p = 0; p < 2; p++) {
+            struct store_window w = {.probe = probes[p],
+                                     .kind = STORE_OBSERVED,
+                                     .start_ns = T0 + (287 + i) * SEC,
+                                     .end_ns = T0 + (288 + i) * SEC,
+                                     .n = 500 + (uint64_t)(100 * i),
+                                     .n_ok = 480 + (uint64_t)(100 * i),
+                                     .n_fa = 15,
+                                     .n_to = 5,
+                                     .mean = 0.012 + 0.004 * i + 0.001 * p,
+                                     .p50 = 0.010 + 0.003 * i,
+                                     .p95 = 0.031 + 0.010 * i,
+                                     .p99 = i == 2 ? NAN : 0.052 + 0.010 * i,
+                                     .lost = 20.0 / (500.0 + 100.0 * i)};
+            CHECK_INT(store_window_put(st, &w), DQ_OK);
+            w.kind = STORE_CALCULATED;
+            w.n = w.n_ok = w.n_fa = w.n_to = 0;
+            w.mean -= 0.002;
+            w.lost = 0.01;
+            CHECK_INT(store_window_put(st, &w), DQ_OK);
+        }
+    }
+    clk->now = T0 + 287 * SEC;
+    struct store_event e = {.kind = "auto_range",
+                            .probe = "root",
+                            .detail_json = "{\"old_dmax_ms\":1024,\"new_dmax_ms\":128,"
+                                           "\"p999_ms\":51.2}"};
+    CHECK_INT(store_event_add(st, &e, NULL), DQ_OK);
+    e = (struct store_event){.kind = "trigger_fired",
+                             .probe = "stage_2",
+                             .detail_json = "{\"kind\":\"lost\",\"lost\":0.14,\"threshold\":0.1}"};
+    CHECK_INT(store_event_add(st, &e, NULL), DQ_OK);
+    CHECK_INT(
+        store_probe_set_qta(st, "root", "{\"points\":[[0.5,0.02],[0.95,0.05]],\"max_lost\":0.05}"),
+        DQ_OK);
+    CHECK_INT(store_probe_set_always_on(st, "root", true), DQ_OK);
+    CHECK_INT(store_commit(st), DQ_OK);
+    struct store_window latest;
+    CHECK_INT(store_window_latest(st, "stage_2", STORE_CALCULATED, &latest), DQ_OK);
+    CHECK_INT(latest.start_ns, T0 + 289 * SEC);
+    CHECK(isnan(latest.p99));
+}
+
 /* ---- upgrade and restart ----------------------------------------------------------- */
 
 /* A database made by version-1 code, with data, gains the log tables and keeps its data. */
@@ -770,6 +830,7 @@ int main(void) {
         test_investigations(st, &clk, &tr);
         test_commands(st, &clk, &tr);
         test_snapshots(st, &clk, &tr);
+        test_with_windows(st, &clk);
         store_close(st);
         test_restart(path, &tr);
     }
