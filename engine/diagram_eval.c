@@ -216,13 +216,23 @@ static int reexpress_owned(struct dq **a, int k, int n) {
     return DQ_OK;
 }
 
-/* Bins of width 2^k ms that cover `horizon` seconds, plus one for rounding, capped. */
-static int bins_covering(double horizon, int k) {
+/* Bins of width 2^k ms that cover `horizon` seconds, plus one for rounding (uncapped). */
+static double bins_covering(double horizon, int k) {
     double b = ceil(horizon / dq_width_of(k) - 1e-9) + 1.0;
-    if (b > DQ_MAX_BINS) {
-        return DQ_MAX_BINS;
+    return b < 1.0 ? 1.0 : b;
+}
+
+/*
+ * Cuts *a back to `horizon` (plus a bin) at its own width. When the horizon needs more
+ * than DQ_MAX_BINS there, nothing is cut: dq_sequence widens the grid itself when a
+ * result outgrows DQ_MAX_BINS, so no mass inside the horizon is ever dropped here.
+ */
+static int cut_to_horizon(struct dq **a, double horizon) {
+    double need = bins_covering(horizon, (*a)->k);
+    if ((double)(*a)->n <= need) {
+        return DQ_OK;
     }
-    return b < 1.0 ? 1 : (int)b;
+    return reexpress_owned(a, (*a)->k, (int)need);
 }
 
 /* The sequence of ops[0..m), truncated to `horizon` seconds. */
@@ -242,12 +252,9 @@ static int sequence_of(const struct dq *const *ops, size_t m, double horizon, st
     if (total <= DQ_MAX_BINS) {
         /* everything fits at the common width: one transform for the whole chain */
         int rc = dq_sequence_n(ops, m, out);
-        if (rc == DQ_OK && (*out)->n > bins_covering(horizon, (*out)->k)) {
-            rc = reexpress_owned(out, (*out)->k, bins_covering(horizon, (*out)->k));
-            if (rc) {
-                dq_destroy(*out);
-                *out = NULL;
-            }
+        if (rc == DQ_OK && (rc = cut_to_horizon(out, horizon)) != DQ_OK) {
+            dq_destroy(*out);
+            *out = NULL;
         }
         return rc;
     }
@@ -259,10 +266,7 @@ static int sequence_of(const struct dq *const *ops, size_t m, double horizon, st
         dq_destroy(acc);
         acc = NULL;
         if (rc == DQ_OK) {
-            int keep = bins_covering(horizon, next->k);
-            if (next->n > keep) {
-                rc = reexpress_owned(&next, next->k, keep);
-            }
+            rc = cut_to_horizon(&next, horizon);
         }
         if (rc) {
             dq_destroy(next);
