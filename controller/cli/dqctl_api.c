@@ -517,9 +517,8 @@ void dqctl_render_status(FILE *out, const json_t *st) {
     double up = jnum(st, "uptime_seconds");
     long u = isnan(up) ? 0 : (long)up;
     const json_t *running = json_object_get(st, "running");
-    fprintf(out, "dqd %s, up %ldd %02ld:%02ld:%02ld, wrapper %s\n", jstr(st, "version", "?"),
-            u / 86400, u / 3600 % 24, u / 60 % 60, u % 60,
-            json_is_true(running) ? "running" : "stopped");
+    fprintf(out, "dqd %s, up %ldd %02ld:%02ld:%02ld, running: %s\n", jstr(st, "version", "?"),
+            u / 86400, u / 3600 % 24, u / 60 % 60, u % 60, json_is_true(running) ? "yes" : "no");
     fprintf(out, "ingest %s   http %s   window %.0f ms (lag %.0f ms)\n", jstr(st, "ingest", "?"),
             jstr(st, "http", "?"), jnum(st, "window_ms"), jnum(st, "lag_ms"));
     fprintf(out, "db %s   diagram %s\n", jstr(st, "db", "-"), jstr(st, "diagram", "none"));
@@ -844,7 +843,8 @@ static int api_call(const struct dqctl_opts *o, const char *method, const char *
 
 static void print_json(const json_t *data) {
     FILE *out = out_stream();
-    json_dumpf(data, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    /* One line: ΔQ arrays hold thousands of numbers; pipe to jq for an indented view. */
+    json_dumpf(data, out, JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENCODE_ANY);
     fputc('\n', out);
 }
 
@@ -867,7 +867,7 @@ static int probe_path(const char *name, const char *suffix, char *buf, size_t ca
 static const char common_help[] =
     "options:\n"
     "  --server URL   dqd's HTTP API (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ")\n"
-    "  --json         print the API's data object instead of the table\n"
+    "  --json         print the API's data object (one line of JSON) instead of the table\n"
     "  --help         this text\n"
     "Exit status: 0 ok, 1 a problem was found, 2 usage or connection error.\n";
 

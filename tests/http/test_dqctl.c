@@ -362,7 +362,7 @@ static void test_renderers(void) {
     cap_open(&c);
     dqctl_render_status(c.f, st);
     t = cap_text(&c);
-    CHECK(strstr(t, "dqd 0.1.0, up 0d 01:02:05, wrapper running") != NULL);
+    CHECK(strstr(t, "dqd 0.1.0, up 0d 01:02:05, running: yes") != NULL);
     CHECK(strstr(t, "diagram none") != NULL);
     CHECK(strstr(t, "probes 3 (2 enabled)") != NULL);
     CHECK(strstr(t, "protocol errors 7") != NULL);
