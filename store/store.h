@@ -173,7 +173,7 @@ const char *store_kind_name(enum store_kind kind);
 
 /* One row of `windows`: the summary of one probe's ΔQ over one window. */
 struct store_window {
-    const char *probe;    /* must exist in probes (DQ_ENOTFOUND otherwise) */
+    const char *probe;    /* registered in probes on first sight (see store_window_put) */
     enum store_kind kind; /* observed or calculated: one row each per window */
     int64_t start_ns;     /* window [start, end) */
     int64_t end_ns;
@@ -192,8 +192,10 @@ typedef int (*store_window_cb)(void *ctx, const struct store_window *w);
 
 /*
  * Writes one summary row. Writing the same (probe, kind, start_ns) again replaces the row,
- * so a window re-closed after a restart is not duplicated. Call it between store_begin
- * and store_commit at window close. DQ_EINVAL for end_ns < start_ns or a bad kind.
+ * so a window re-closed after a restart is not duplicated. A probe the store does not know
+ * yet is registered with default settings first (as store_probe_ensure), like the daemon
+ * registers unknown probes on first sight. Call it between store_begin and store_commit
+ * at window close. DQ_EINVAL for a bad probe name, end_ns < start_ns or a bad kind.
  */
 int store_window_put(struct store *st, const struct store_window *w);
 

@@ -73,7 +73,15 @@ int store_window_put(struct store *st, const struct store_window *w) {
     store__bind_double(s, 11, w->p95);
     store__bind_double(s, 12, w->p99);
     store__bind_double(s, 13, w->lost);
-    if (sqlite3_step(s) != SQLITE_DONE) {
+    int step = sqlite3_step(s);
+    if (step != SQLITE_DONE && sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_FOREIGNKEY) {
+        /* The store's first sight of this probe (the daemon registers probes on first sight
+           too): add it with default settings and write again. reset keeps the bindings. */
+        sqlite3_reset(s);
+        rc = store_probe_ensure(st, w->probe);
+        step = rc == DQ_OK ? sqlite3_step(s) : SQLITE_DONE;
+    }
+    if (rc == DQ_OK && step != SQLITE_DONE) {
         char what[320];
         snprintf(what, sizeof what, "window of %s at %lld", w->probe, (long long)w->start_ns);
         rc = store__fail(st, what);

@@ -536,8 +536,15 @@ static void test_windows(void) {
     CHECK_INT(latest.n, 50);
 
     /* Bad input. */
+    /* A probe the store has not seen is registered on the way, disabled, nothing set. */
     w = make_window("ghost", STORE_OBSERVED, T0, 5);
-    CHECK_INT(store_window_put(st, &w), DQ_ENOTFOUND); /* probe not registered */
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    CHECK_INT(window_count(st, "ghost", STORE_OBSERVED), 1);
+    struct probe_list pl = {0};
+    CHECK_INT(store_probe_get(st, "ghost", collect_probe, &pl), DQ_OK);
+    CHECK(pl.count == 1 && !pl.rows[0].enabled && isnan(pl.rows[0].dmax_ms));
+    w.probe = "bad name";
+    CHECK_INT(store_window_put(st, &w), DQ_EINVAL);
     w = make_window("root", STORE_OBSERVED, T0 + 100 * SEC, 5);
     w.end_ns = w.start_ns - 1;
     CHECK_INT(store_window_put(st, &w), DQ_EINVAL);
@@ -674,9 +681,10 @@ static void test_transactions(void) {
         w = make_window("b", STORE_OBSERVED, T0 + i * SEC, 10);
         CHECK_INT(store_window_put(st, &w), DQ_OK);
     }
-    w = make_window("ghost", STORE_OBSERVED, T0, 10);
-    CHECK_INT(store_window_put(st, &w), DQ_ENOTFOUND);
+    e = (struct store_event){.kind = "k", .detail_json = "{broken"};
+    CHECK_INT(store_event_add(st, &e, NULL), DQ_EINVAL); /* fails inside SQLite (CHECK) */
     CHECK_INT(store_commit(st), DQ_OK);
+    CHECK_INT(event_count(st), 0);
     CHECK_INT(window_count(st, "a", STORE_OBSERVED), 3);
     CHECK_INT(window_count(st, "b", STORE_OBSERVED), 3);
 
