@@ -108,15 +108,19 @@ int proto_name_valid(const char *s, size_t n) {
 /*
  * Eight ASCII bytes at once (SWAR): timestamps are 19 digits, and converting them one
  * digit at a time is a chain of 19 dependent multiply-adds that dominates the parse.
- * Byte i of x (little-endian load) is the i-th character.
+ * Byte i of x (a little-endian load) is the i-th character.
+ *
+ * nondigit_bytes: 0 where the byte is '0' … '9', non-zero elsewhere. A digit has high
+ * nibble 3 and so does digit + 6. Adding 6 can carry into the next (later) byte only
+ * from a byte ≥ 0xFA, itself a non-digit, so the first non-zero byte is exact.
  */
-static inline int all_digits8(uint64_t x) {
-    /* Every byte has high nibble 3, and so does byte + 6 (so the byte is ≤ '9'); a byte
-     * big enough to carry into its neighbour fails its own high-nibble test. */
+static inline uint64_t nondigit_bytes(uint64_t x) {
     return ((x & 0xF0F0F0F0F0F0F0F0ULL) |
-            (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) == 0x3333333333333333ULL;
+            (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ^
+           0x3333333333333333ULL;
 }
 
+/* The value of 8 ASCII digits, first byte most significant. */
 static inline uint64_t digits8_value(uint64_t x) {
     x -= 0x3030303030303030ULL;
     /* Neighbouring lanes merge pairwise: 8 digits → 4 values < 100 → 2 < 10^4 → 1. */
@@ -125,49 +129,61 @@ static inline uint64_t digits8_value(uint64_t x) {
     x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
     return x;
 }
+
+static const uint64_t pow10_small[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #endif
 
 /*
  * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns PROTO_OK with
- * *pp on the stop byte, or PROTO_E_TIME (empty, non-digit, 0, or > INT64_MAX).
+ * *pp on the stop byte, or PROTO_E_TIME (empty, non-digit, 0, more than 19 digits, or
+ * > INT64_MAX). 19 digits stay below 2^64, so the sum never wraps before the last check.
  */
 static int parse_time(const char **pp, const char *e, int64_t *out) {
     const char *p = *pp;
     const char *start = p;
     uint64_t v = 0;
-    int nd = 0;
 #ifdef PROTO_SWAR
-    while (e - p >= 8 && nd <= 8) {
+    while (e - p >= 8) {
         uint64_t x;
         memcpy(&x, p, 8);
-        if (!all_digits8(x)) {
-            break;
+        uint64_t bad = nondigit_bytes(x);
+        if (bad == 0) {
+            if (p - start > 11) {
+                return PROTO_E_TIME; /* a 20th digit */
+            }
+            v = v * 100000000u + digits8_value(x);
+            p += 8;
+            continue;
         }
-        v = v * 100000000u + digits8_value(x);
-        p += 8;
-        nd += 8;
+        unsigned n = (unsigned)__builtin_ctzll(bad) / 8; /* leading digits, 0 … 7 */
+        if (n > 0) {
+            unsigned sh = 8 * (8 - n);
+            if ((size_t)(p - start) + n > 19) {
+                return PROTO_E_TIME;
+            }
+            /* Move the n digits to the end of the word and pad the front with '0's. */
+            x = (x << sh) | (0x3030303030303030ULL >> (64 - sh));
+            v = v * pow10_small[n] + digits8_value(x);
+            p += n;
+        }
+        goto done;
     }
 #endif
-    /* Up to 18 digits in all cannot overflow an int64: no check inside the loop. */
-    const char *stop = e - p > 18 - nd ? p + (18 - nd) : e;
-    while (p < stop) {
+    while (p < e) {
         unsigned d = (unsigned)((unsigned char)*p - '0');
         if (d > 9) {
             break;
         }
-        v = v * 10 + d;
-        p++;
-    }
-    if (p == stop && p < e && *p != ';') {
-        /* A 19th digit, and then only the end or ';' may follow. */
-        unsigned d = (unsigned)((unsigned char)*p - '0');
-        if (d > 9 || v > ((uint64_t)INT64_MAX - d) / 10) {
+        if (p - start >= 19) {
             return PROTO_E_TIME;
         }
         v = v * 10 + d;
         p++;
     }
-    if (p == start || v == 0 || (p < e && *p != ';')) {
+#ifdef PROTO_SWAR
+done:
+#endif
+    if (p == start || v == 0 || v > (uint64_t)INT64_MAX || (p < e && *p != ';')) {
         return PROTO_E_TIME;
     }
     *out = (int64_t)v;
@@ -399,21 +415,21 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
     m->name.n = (size_t)(p - name);
     p++;
 
-    if (!has_prefix(p, e, "b:", 2)) {
+    if (e - p < 2 || p[0] != 'b' || p[1] != ':') {
         return PROTO_E_FIELD;
     }
     p += 2;
     if ((r = parse_time(&p, e, &m->start_ns)) != PROTO_OK) {
         return r;
     }
-    if (!has_prefix(p, e, ";e:", 3)) {
+    if (e - p < 3 || p[0] != ';' || p[1] != 'e' || p[2] != ':') {
         return PROTO_E_FIELD;
     }
     p += 3;
     if ((r = parse_time(&p, e, &m->end_ns)) != PROTO_OK) {
         return r;
     }
-    if (!has_prefix(p, e, ";s:", 3)) {
+    if (e - p < 3 || p[0] != ';' || p[1] != 's' || p[2] != ':') {
         return PROTO_E_FIELD;
     }
     p += 3;

@@ -192,7 +192,8 @@ int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_l
 
 /*
  * Feeds a chunk of any size (a socket read) and calls fn for every line it completes,
- * in order. Lines wholly inside the chunk are passed without copying.
+ * in order. Lines wholly inside the chunk are passed without copying. fn must not feed
+ * the same splitter.
  */
 void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n);
 
