@@ -235,8 +235,10 @@ static int cut_to_horizon(struct dq **a, double horizon) {
     return reexpress_owned(a, (*a)->k, (int)need);
 }
 
-/* The sequence of ops[0..m), truncated to `horizon` seconds. */
-static int sequence_of(const struct dq *const *ops, size_t m, double horizon, struct dq **out) {
+/* The sequence of ops[0..m), truncated to `horizon` seconds (for the one-transform path,
+ * only when `cut`: the caller re-expresses a named node's result anyway). */
+static int sequence_of(const struct dq *const *ops, size_t m, double horizon, int cut,
+                       struct dq **out) {
     if (m == 1) {
         return dq_clone(ops[0], out);
     }
@@ -252,7 +254,8 @@ static int sequence_of(const struct dq *const *ops, size_t m, double horizon, st
     if (total <= DQ_MAX_BINS) {
         /* everything fits at the common width: one transform for the whole chain */
         int rc = dq_sequence_n(ops, m, out);
-        if (rc == DQ_OK && (rc = cut_to_horizon(out, horizon)) != DQ_OK) {
+        /* a named node's final re-expression cuts anyway: one pass over the bins less */
+        if (rc == DQ_OK && cut && (rc = cut_to_horizon(out, horizon)) != DQ_OK) {
             dq_destroy(*out);
             *out = NULL;
         }
@@ -298,7 +301,7 @@ static int eval_node(struct dq_eval *ev, int i) {
     int rc;
     switch (nd->kind) {
     case DQ_NODE_SEQUENCE:
-        rc = sequence_of(ev->ops, nd->n_children, horizon, &res);
+        rc = sequence_of(ev->ops, nd->n_children, horizon, nd->name == NULL, &res);
         break;
     case DQ_NODE_FIRST:
         rc = dq_first_to_finish(ev->ops, nd->n_children, &res);
