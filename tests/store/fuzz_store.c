@@ -8,8 +8,8 @@
  * back through the API and prunes: whatever the bytes, the store must answer with an
  * error code, never crash, leak or trip a sanitizer.
  *
- * Seeds: empty.db (a new file: the store creates the schema) and
- * dqd_v2_small_pages.db, the database test_store_log builds (DQD_KEEP_TMP=1 keeps it),
+ * Seeds: empty.sqlite3 (a new file: the store creates the schema) and
+ * dqd_v2_small_pages.sqlite3, the database test_store_log builds (DQD_KEEP_TMP=1 keeps it),
  * rewritten with `sqlite3 F 'PRAGMA journal_mode=DELETE; PRAGMA page_size=512; VACUUM'`
  * so that it is 30 KB instead of 110 KB.
  */
