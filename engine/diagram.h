@@ -99,7 +99,7 @@ int dq_diagram_probe(const struct dq_diagram *d, size_t j);
  * The nearest named descendants of node i: its children, looking through anonymous
  * sequences and references (what the adaptive search can enable below a probe).
  * Writes up to `cap` node indices to out and returns how many there are in total (may
- * exceed cap). Each probe appears once, in written order.
+ * exceed cap). Each probe appears once, in written order. Returns 0 when out of memory.
  */
 size_t dq_diagram_probe_children(const struct dq_diagram *d, int i, int *out, size_t cap);
 

@@ -364,7 +364,8 @@ static int parse_args(int argc, char **argv, struct model_args *a, int *help) {
 }
 
 static char *read_model(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "dqctl model: cannot open %s: %s\n", path, strerror(errno));
         return NULL;
@@ -372,7 +373,9 @@ static char *read_model(const char *path, size_t *len) {
     char *buf = malloc(MODEL_MAX_FILE + 1);
     size_t n = buf ? fread(buf, 1, MODEL_MAX_FILE + 1, f) : 0;
     int bad = !buf || ferror(f);
-    fclose(f);
+    if (!is_stdin) {
+        fclose(f);
+    }
     if (bad) {
         fprintf(stderr, "dqctl model: cannot read %s\n", path);
         free(buf);

@@ -182,6 +182,20 @@ static void test_oracle_json(const char *model) {
     run_free(&r);
 }
 
+static void test_stdin(const char *model) {
+    char args[1024];
+    snprintf(args, sizeof args, "model - --set x='wait(0.25)' --set y='wait(0.5)' --json < '%s'",
+             model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *o = json_line(&r, 0);
+    if (o) {
+        CHECK_NEAR(quant(o, "0.5"), 0.75, 2 * num(o, "bin_width"));
+    }
+    json_decref(o);
+    run_free(&r);
+}
+
 static void test_human_output(const char *model) {
     char args[1024];
     snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set y='uniform(1,2)'", model);
@@ -358,6 +372,7 @@ int main(int argc, char **argv) {
     write_file("e2e.dq", "# ORACLES.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", model, sizeof model);
     test_oracle_json(model);
     test_human_output(model);
+    test_stdin(model);
     test_distributions();
     test_errors(model);
     test_help();
