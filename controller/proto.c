@@ -426,7 +426,12 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
         return PROTO_E_FIELD;
     }
     p += 3;
-    if ((r = parse_time(&p, e, &m->end_ns)) != PROTO_OK) {
+    /* Older oscilloscope wrappers send e:0 for a timeout; accepted for s:to only. */
+    int end_zero = p < e && p[0] == '0' && (p + 1 == e || p[1] == ';');
+    if (end_zero) {
+        m->end_ns = 0;
+        p++;
+    } else if ((r = parse_time(&p, e, &m->end_ns)) != PROTO_OK) {
         return r;
     }
     if (e - p < 3 || p[0] != ';' || p[1] != 's' || p[2] != ':') {
@@ -454,13 +459,17 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
         return r;
     }
 
-    if (m->end_ns < m->start_ns) {
+    if (end_zero) {
+        if (m->status != PROTO_ST_TO) {
+            return PROTO_E_TIME;
+        }
+    } else if (m->end_ns < m->start_ns) {
         return PROTO_E_ORDER;
     }
     if (now_ns > 0 && (m->start_ns - now_ns > PROTO_CLOCK_SLACK_NS ||
                        now_ns - m->start_ns > PROTO_CLOCK_SLACK_NS ||
                        m->end_ns - now_ns > PROTO_CLOCK_SLACK_NS)) {
-        /* END ≥ START, so END is checked only on the late side. */
+        /* END ≥ START (or 0), so END is checked only on the late side. */
         return PROTO_E_CLOCK;
     }
     return PROTO_OK;

@@ -110,7 +110,8 @@ struct proto_msg {
     /* PROTO_INSTANCE */
     struct proto_slice name;   /* probe name, valid NAME */
     int64_t start_ns;          /* START, > 0 */
-    int64_t end_ns;            /* END, ≥ START */
+    int64_t end_ns;            /* END, ≥ START; or 0 for s:to from an older legacy wrapper
+                                  that sends e:0 on timeout (then END = START + dMax) */
     enum proto_status status;  /* ok / fa / to */
     int v2_fields;             /* 1 when any trailing field (known or not) followed s: */
     struct proto_slice id;     /* i: value (hex) or empty */

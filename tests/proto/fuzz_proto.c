@@ -71,7 +71,8 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     case PROTO_INSTANCE:
         inside(m.name, line, len);
         must(proto_name_valid(m.name.p, m.name.n));
-        must(m.start_ns > 0 && m.end_ns >= m.start_ns);
+        must(m.start_ns > 0);
+        must(m.end_ns >= m.start_ns || (m.end_ns == 0 && m.status == PROTO_ST_TO));
         inside(m.id, line, len);
         inside(m.trace, line, len);
         inside(m.parent, line, len);

@@ -47,6 +47,14 @@ static void test_legacy_instances(void) {
     CHECK_INT(parse_str("n:X;b:1716300000000000000;e:1716300000000000001;s:fa", &m), PROTO_OK);
     CHECK_INT(m.status, PROTO_ST_FA);
 
+    /* Older oscilloscope wrappers end a timeout with e:0 (their deadline was not sent). */
+    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to", &m), PROTO_OK);
+    CHECK_INT(m.status, PROTO_ST_TO);
+    CHECK_INT(m.end_ns, 0);
+    CHECK_INT(m.start_ns, 1716300000200000000LL);
+    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to;i:1", &m), PROTO_OK);
+    CHECK_INT(m.end_ns, 0);
+
     /* CRLF: the '\r' is ignored. */
     CHECK_INT(parse_str("n:p;b:1716300000000000000;e:1716300000000000005;s:ok\r", &m), PROTO_OK);
     CHECK_INT(m.status, PROTO_ST_OK);
