@@ -11,11 +11,14 @@
 #include "store_internal.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STORE_APPLICATION_ID 1146176561 /* 'DQD1', set by migration 1 */
 #define STORE_BUSY_TIMEOUT_MS 1000
@@ -152,23 +155,43 @@ int store__exec(struct store *st, const char *sql) {
     return DQ_OK;
 }
 
-/* Reads one integer PRAGMA (user_version, application_id, ...). */
-static int pragma_int(struct store *st, const char *pragma, int *value) {
+/*
+ * Reads one integer PRAGMA (user_version, application_id, ...). On failure the message
+ * is "PATH: SQLite's message" and *code (when not NULL) SQLite's extended result code.
+ */
+static int pragma_int(struct store *st, const char *pragma, int *value, int *code) {
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA %s", pragma);
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
-        return dq_fail(DQ_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
-    }
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
+    int rc = DQ_OK;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW) {
+        if (code) {
+            *code = sqlite3_extended_errcode(st->db);
+        }
         rc = dq_fail(DQ_ESTORE, "%s: %s", st->path, sqlite3_errmsg(st->db));
     } else {
         *value = sqlite3_column_int(s, 0);
-        rc = DQ_OK;
     }
     sqlite3_finalize(s);
     return rc;
+}
+
+/* The hint for a failure to read or set up the file, by SQLite's result code. */
+static const char *open_hint(int code) {
+    switch (code & 0xff) {
+    case SQLITE_NOTADB:
+        return "not an SQLite file";
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+        /* WAL keeps PATH-wal and PATH-shm next to the database. */
+        return "is its directory writable? WAL creates PATH-wal and PATH-shm beside it";
+    case SQLITE_CORRUPT:
+        return "the file is damaged";
+    default:
+        return "cannot read the file";
+    }
 }
 
 /* ---- open / migrate / close ------------------------------------------------------- */
@@ -184,7 +207,7 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
         return rc;
     }
     int version = 0;
-    rc = pragma_int(st, "user_version", &version);
+    rc = pragma_int(st, "user_version", &version, NULL);
     if (rc == DQ_OK && version < m->version) {
         for (int i = 0; rc == DQ_OK && m->steps[i]; i++) {
             char *err = NULL;
@@ -218,13 +241,15 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
  */
 static int check_file(struct store *st) {
     int version = 0, app = 0, tables = 0;
-    int rc = pragma_int(st, "user_version", &version);
-    if (rc) {
-        return dq_fail(DQ_ESTORE, "%s: cannot read as an SQLite database: %s", st->path,
-                       sqlite3_errmsg(st->db));
+    int code = 0;
+    int rc = pragma_int(st, "user_version", &version, &code);
+    if (rc == DQ_OK) {
+        rc = pragma_int(st, "application_id", &app, &code);
     }
-    if ((rc = pragma_int(st, "application_id", &app))) {
-        return rc;
+    if (rc) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", dq_last_error());
+        return dq_fail(DQ_ESTORE, "%s (%s)", msg, open_hint(code));
     }
     if (app != 0 && app != STORE_APPLICATION_ID) {
         return dq_fail(DQ_ESTORE, "%s: SQLite database of another application (application_id %d)",
@@ -267,7 +292,8 @@ static int configure(struct store *st) {
     int rc = DQ_OK;
     if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK ||
         sqlite3_step(s) != SQLITE_ROW) {
-        rc = dq_fail(DQ_ESTORE, "%s: cannot enable WAL: %s", st->path, sqlite3_errmsg(st->db));
+        rc = dq_fail(DQ_ESTORE, "%s: cannot enable WAL: %s (%s)", st->path, sqlite3_errmsg(st->db),
+                     open_hint(sqlite3_extended_errcode(st->db)));
     } else {
         const char *mode = (const char *)sqlite3_column_text(s, 0);
         if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
@@ -284,6 +310,40 @@ static int configure(struct store *st) {
         return rc;
     }
     return DQ_OK;
+}
+
+/*
+ * Why a database file could not be opened, in words a person can act on. SQLite reports
+ * the errno of its last attempt, which after its read-only fallback is often ENOENT even
+ * when the real obstacle is a directory without write permission, so look for ourselves.
+ */
+static void explain_open_failure(const char *path, int sys, char *buf, size_t size) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        snprintf(buf, size, "%s",
+                 S_ISDIR(sb.st_mode) ? "it is a directory"
+                 : sys               ? strerror(sys)
+                                     : "unreadable");
+        return;
+    }
+    char dir[256];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, sizeof dir, ".");
+    } else if (slash == path) {
+        snprintf(dir, sizeof dir, "/");
+    } else {
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    }
+    if (stat(dir, &sb) != 0) {
+        snprintf(buf, size, "directory %s: %s", dir, strerror(errno));
+    } else if (!S_ISDIR(sb.st_mode)) {
+        snprintf(buf, size, "%s is not a directory", dir);
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(buf, size, "cannot create files in directory %s: %s", dir, strerror(errno));
+    } else {
+        snprintf(buf, size, "%s", sys ? strerror(sys) : "unknown reason");
+    }
 }
 
 int store_open(const char *path, struct store **out) {
@@ -317,10 +377,10 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
     int rc = DQ_OK;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
-        int sys = st->db ? sqlite3_system_errno(st->db) : 0;
-        rc = dq_fail(DQ_ESTORE, "%s: cannot open: %s%s%s%s", path,
-                     st->db ? sqlite3_errmsg(st->db) : "out of memory", sys ? " (" : "",
-                     sys ? strerror(sys) : "", sys ? ")" : "");
+        char why[320];
+        explain_open_failure(path, st->db ? sqlite3_system_errno(st->db) : 0, why, sizeof why);
+        rc = dq_fail(DQ_ESTORE, "%s: cannot open: %s (%s)", path,
+                     st->db ? sqlite3_errmsg(st->db) : "out of memory", why);
         goto fail;
     }
     sqlite3_extended_result_codes(st->db, 1);
@@ -333,7 +393,7 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
         goto fail;
     }
     int version = 0;
-    if ((rc = pragma_int(st, "user_version", &version))) {
+    if ((rc = pragma_int(st, "user_version", &version, NULL))) {
         goto fail;
     }
     for (int i = 0; i < store__migration_count; i++) {
@@ -380,7 +440,7 @@ int store_schema_version(struct store *st, int *version) {
     if (!st || !version) {
         return dq_fail(DQ_EINVAL, "store_schema_version: NULL argument");
     }
-    return pragma_int(st, "user_version", version);
+    return pragma_int(st, "user_version", version, NULL);
 }
 
 const char *store_path(const struct store *st) {

@@ -287,17 +287,22 @@ static void test_unwritable(void) {
     /* Missing directory. */
     tmp_path(path, sizeof path, "no/such/dir/x.db");
     CHECK_INT(store_open(path, &st), DQ_ESTORE);
-    CHECK_MSG(strstr(dq_last_error(), "cannot open") != NULL, "message: %s", dq_last_error());
+    CHECK_MSG(strstr(dq_last_error(), "cannot open") != NULL &&
+                  strstr(dq_last_error(), "No such file or directory") != NULL,
+              "message: %s", dq_last_error());
     /* A regular file where a directory should be. */
     char file[256];
     tmp_path(file, sizeof file, "plainfile");
     CHECK_INT(write_file(file, "x", 1), 0);
     snprintf(path, sizeof path, "%s/x.db", file);
     CHECK_INT(store_open(path, &st), DQ_ESTORE);
+    CHECK_MSG(strstr(dq_last_error(), "plainfile is not a directory") != NULL, "message: %s",
+              dq_last_error());
     /* A directory nobody may create files in, root included (/proc). */
     CHECK_INT(store_open("/proc/dqd-store-test.db", &st), DQ_ESTORE);
     /* The path is a directory. */
     CHECK_INT(store_open(tmp_dir, &st), DQ_ESTORE);
+    CHECK_MSG(strstr(dq_last_error(), "it is a directory") != NULL, "message: %s", dq_last_error());
     /* A read-only directory; root ignores permissions, so only a non-root run can check
        this one (the /proc case above covers root). */
     char ro[256];
@@ -306,6 +311,8 @@ static void test_unwritable(void) {
     snprintf(path, sizeof path, "%s/x.db", ro);
     if (geteuid() != 0) {
         CHECK_INT(store_open(path, &st), DQ_ESTORE);
+        CHECK_MSG(strstr(dq_last_error(), "cannot create files in directory") != NULL,
+                  "message: %s", dq_last_error());
         /* A database that exists but is read-only. */
         char rofile[512];
         tmp_path(rofile, sizeof rofile, "rofile.db");
@@ -314,6 +321,20 @@ static void test_unwritable(void) {
         CHECK_INT(chmod(rofile, 0444), 0);
         CHECK_INT(store_open(rofile, &st), DQ_ESTORE);
         CHECK_MSG(strstr(dq_last_error(), "read-only") != NULL, "message: %s", dq_last_error());
+        /* A writable database in a read-only directory: WAL cannot create its files. */
+        char indir[256];
+        tmp_path(indir, sizeof indir, "rodb");
+        CHECK_INT(mkdir(indir, 0755), 0);
+        snprintf(path, sizeof path, "%s/x.db", indir);
+        w = open_ok(path);
+        store_close(w);
+        CHECK_INT(chmod(indir, 0555), 0);
+        CHECK_INT(store_open(path, &st), DQ_ESTORE);
+        CHECK_MSG(strstr(dq_last_error(), "directory writable") != NULL, "message: %s",
+                  dq_last_error());
+        chmod(indir, 0755);
+        unlink(path);
+        rmdir(indir);
     } else {
         printf("note: running as root; read-only directory covered by /proc instead\n");
     }
