@@ -134,7 +134,9 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
     t->nslots = (int)((lag_ns + window_ns - 1) / window_ns) + 2;
     t->ring_cap = ring_cap;
     t->default_dmax_ms = default_dmax_ms;
-    t->next_close = probes_window_of(t, now_ns);
+    /* windows that ended less than the lag ago are still open: lines in flight at a
+     * (re)start are not lost */
+    t->next_close = probes_window_of(t, now_ns - lag_ns);
     return DQ_OK;
 }
 
