@@ -404,6 +404,7 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
             }
         }
     }
+    st->opened = true;
     *out = st;
     return DQ_OK;
 
@@ -423,9 +424,9 @@ void store_close(struct store *st) {
         for (int i = 0; i < STORE__STMT_COUNT; i++) {
             sqlite3_finalize(st->stmt[i]);
         }
-        /* Lets SQLite refresh its planner statistics where it thinks it worthwhile;
-           cheap, and a no-op on a database that cannot be written. */
-        if (sqlite3_db_readonly(st->db, "main") == 0) {
+        /* Lets SQLite refresh its planner statistics where it thinks it worthwhile; cheap.
+           Never on a file store_open refused: that file must stay untouched. */
+        if (st->opened && sqlite3_db_readonly(st->db, "main") == 0) {
             sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
         }
         sqlite3_close(st->db);

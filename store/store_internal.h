@@ -66,6 +66,7 @@ struct store {
     char *path;                            /* as given to store_open, owned */
     sqlite3_stmt *stmt[STORE__STMT_COUNT]; /* statement cache, NULL until first use */
     bool in_txn;                           /* between store_begin and commit/rollback */
+    bool opened;                           /* store_open succeeded (checks passed) */
     int64_t (*now_ns)(void *ctx);          /* clock for times the store stamps */
     void *now_ctx;                         /* its argument */
     struct store_retention retention;      /* policy applied by store_prune */

@@ -275,10 +275,15 @@ static void test_reject_foreign(void) {
     /* No application id and no version, but tables: someone else's database. */
     CHECK_INT(patch_be32(path, 68, 0), 0);
     CHECK_INT(patch_be32(path, 60, 0), 0);
+    static struct image before, after;
+    before.len = read_file(path, before.bytes, sizeof before.bytes);
     CHECK_INT(store_open(path, &st), DQ_ESTORE);
     CHECK_MSG(strstr(dq_last_error(), "not a dqd database") != NULL, "message: %s",
               dq_last_error());
     CHECK(st == NULL);
+    after.len = read_file(path, after.bytes, sizeof after.bytes);
+    CHECK(before.len > 0 && before.len == after.len &&
+          memcmp(before.bytes, after.bytes, (size_t)before.len) == 0);
 }
 
 static void test_unwritable(void) {
