@@ -107,7 +107,7 @@ int dq_eval_create(const struct dq_diagram *d, int k, int n, struct dq_eval **ou
     ev->ops_cap = max_children;
     if (!ev->order || !ev->grid_k || !ev->grid_n || !ev->observed || !ev->calc || !ev->ops) {
         dq_eval_destroy(ev);
-        return dq_fail(DQ_ENOMEM, "no memory for an evaluator of %zu nodes", ev->n);
+        return dq_fail(DQ_ENOMEM, "no memory for an evaluator of %zu nodes", m);
     }
     for (size_t i = 0; i < ev->n; i++) {
         ev->grid_k[i] = k;
