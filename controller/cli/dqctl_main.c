@@ -40,12 +40,18 @@ static void usage(FILE *out) {
                  "The command-line client of dqd, the adaptive instrumentation controller.\n"
                  "\n"
                  "commands:\n");
+    int width = 0; /* the longest name sets the column, whatever rows are added */
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        int len = (int)strlen(commands[i].name);
+        width = len > width ? len : width;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        fprintf(out, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
     }
     fprintf(out, "\n"
                  "`dqctl COMMAND --help` (or `dqctl help COMMAND`) describes one command.\n"
-                 "Exit status: 0 success, 1 a problem was found, 2 usage or model error.\n");
+                 "Exit status: 0 success, 1 a problem was found, 2 usage, model or connection "
+                 "error.\n");
 }
 
 static const struct dqctl_command *find_command(const char *name) {
