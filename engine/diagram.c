@@ -241,15 +241,12 @@ int dq_diagram_probe(const struct dq_diagram *d, size_t j) {
     return d && j < d->n_probes ? d->probes[j] : -1;
 }
 
-/* Records a named descendant once; returns the new total. */
-static size_t probe_children_add(int *out, size_t cap, size_t count, int v, int *seen,
-                                 size_t *n_seen) {
-    for (size_t j = 0; j < *n_seen; j++) {
-        if (seen[j] == v) {
-            return count;
-        }
+/* Records a named descendant once (seen[] marks those already counted). */
+static size_t probe_children_add(int *out, size_t cap, size_t count, int v, unsigned char *seen) {
+    if (seen[v]) {
+        return count;
     }
-    seen[(*n_seen)++] = v;
+    seen[v] = 1;
     if (count < cap) {
         out[count] = v;
     }
@@ -261,32 +258,26 @@ size_t dq_diagram_probe_children(const struct dq_diagram *d, int i, int *out, si
     if (!nd) {
         return 0;
     }
-    /* Named descendants are at most two levels down (operator → anonymous branch →
-     * component), so the candidates number at most the grandchildren. */
-    size_t max = 0;
-    for (size_t c = 0; c < nd->n_children; c++) {
-        const struct dq_diagram_node *ch = &d->nodes[nd->children[c]];
-        max += ch->name ? 1 : (ch->n_children ? ch->n_children : 1);
-    }
-    int *seen = malloc((max ? max : 1) * sizeof *seen);
+    /* one mark per node keeps this linear however many branches an operator has */
+    unsigned char *seen = calloc(d->n, 1);
     if (!seen) {
         return 0;
     }
-    size_t n_seen = 0;
     size_t count = 0;
     for (size_t c = 0; c < nd->n_children; c++) {
         int ci = nd->children[c];
         const struct dq_diagram_node *ch = &d->nodes[ci];
         if (ch->name) {
-            count = probe_children_add(out, cap, count, ci, seen, &n_seen);
+            count = probe_children_add(out, cap, count, ci, seen);
         } else if (ch->kind == DQ_NODE_REFERENCE) {
-            count = probe_children_add(out, cap, count, ch->target, seen, &n_seen);
+            count = probe_children_add(out, cap, count, ch->target, seen);
         } else {
+            /* an anonymous branch: its components are named nodes or references */
             for (size_t g = 0; g < ch->n_children; g++) {
                 int gi = ch->children[g];
                 const struct dq_diagram_node *gc = &d->nodes[gi];
                 int v = gc->kind == DQ_NODE_REFERENCE ? gc->target : gi;
-                count = probe_children_add(out, cap, count, v, seen, &n_seen);
+                count = probe_children_add(out, cap, count, v, seen);
             }
         }
     }
