@@ -96,7 +96,8 @@ int settings_set(struct dqd_config *cfg, const char *name, const char *value);
  * the file path). Keys are setting names plus "wrappers" and "probes"; unknown keys,
  * wrong JSON types, out-of-range values and malformed JSON ("origin:LINE:COL: text")
  * are errors. Keys not present keep their current value; a "wrappers" or "probes"
- * section replaces the current one.
+ * section replaces the current one. On error cfg may be partly updated (callers start
+ * again from settings_defaults(), as settings_parse_args() does).
  */
 int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, const char *origin);
 
