@@ -140,6 +140,14 @@ static void test_open_fresh(void) {
     CHECK_INT(v, store_schema_latest());
     store_close(st);
     store_close(NULL); /* no-op */
+
+    /* An in-memory database (no WAL there) works for tools and tests. */
+    st = open_ok(":memory:");
+    CHECK_INT(store_schema_version(st, &v), DQ_OK);
+    CHECK_INT(v, store_schema_latest());
+    CHECK_INT(put_probe(st, "mem", 10, 10, true), DQ_OK);
+    CHECK_INT(probe_count(st), 1);
+    store_close(st);
 }
 
 static void test_open_empty_file(void) {
