@@ -2,9 +2,10 @@
  * store.h: dqd's SQLite store (ARCHITECTURE.md §6). The only module that calls sqlite3.
  *
  * One struct store wraps one database file: probes and their settings, per-window
- * summaries, and an event log. The schema is versioned with PRAGMA user_version and grown
- * by forward migrations (store_schema.c); docs/store.md describes every table and shows
- * how to read them with the sqlite3 shell.
+ * summaries and an event log (schema version 1), and the adaptive loop's log: triggers,
+ * investigations, hypotheses, commands, snapshots (version 2). The schema is versioned
+ * with PRAGMA user_version and grown by forward migrations (store_schema.c);
+ * docs/store.md describes every table and shows how to read them with the sqlite3 shell.
  *
  * Workload: the daemon calls the store from its loop thread only, at window close (about
  * once a second: one transaction holding a summary row per probe, see store_begin) and on
@@ -22,9 +23,11 @@
  *   - Strings passed in are copied by SQLite; strings handed to a callback belong to the
  *     store and are valid only during that callback.
  *   - Callbacks return 0 to go on, a positive value to stop early (the iterating function
- *     then returns DQ_OK), or a negative DQ_E* code to abort (returned as is).
- *   - JSON columns (qta, detail) are stored as text and must be valid JSON (checked by
- *     SQLite's json_valid); the store never interprets them.
+ *     then returns DQ_OK), or a negative DQ_E* code to abort (returned as is). A callback
+ *     may call other store functions, but not the one iterating (that call fails with
+ *     DQ_ESTATE instead of silently ending the iteration).
+ *   - JSON columns (*_json fields) are stored as text and must be valid JSON (checked by
+ *     SQLite's json_valid: DQ_EINVAL otherwise); the store never interprets them.
  *   - Doubles that have no value (a quantile not reached, an unset dMax) are NAN in C and
  *     NULL in the database.
  */
@@ -160,7 +163,8 @@ int store_probe_set_range(struct store *st, const char *name, double dmax_ms, in
 /* qta_json NULL removes the QTA. */
 int store_probe_set_qta(struct store *st, const char *name, const char *qta_json);
 
-/* Deletes the probe and, through the foreign keys, its windows. DQ_ENOTFOUND if unknown. */
+/* Deletes the probe and, through the foreign keys, its windows and triggers. DQ_ENOTFOUND
+   if unknown. The adaptive log (investigations, hypotheses, ...) keeps naming it. */
 int store_probe_delete(struct store *st, const char *name);
 
 /* ---- windows --------------------------------------------------------------------- */
