@@ -16,6 +16,7 @@
 #include "diagram.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,7 +322,10 @@ static int eval_node(struct dq_eval *ev, int i) {
     }
     if (rc) {
         dq_destroy(res);
-        return dq_fail(rc, "evaluating %s: %s", nd->name ? nd->name : "a branch", dq_last_error());
+        /* dq_fail writes the buffer dq_last_error() returns: copy the detail first */
+        char detail[256];
+        snprintf(detail, sizeof detail, "%s", dq_last_error());
+        return dq_fail(rc, "evaluating %s: %s", nd->name ? nd->name : "a branch", detail);
     }
     ev->calc[i] = res;
     return DQ_OK;

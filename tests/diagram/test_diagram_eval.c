@@ -514,6 +514,24 @@ static void test_long_sequence_fine_parts(void) {
     fixture_close(&f);
 }
 
+/* An operator's failure stops the run, clears every result and keeps the detail. */
+static void test_operator_error(void) {
+    struct fixture f;
+    if (fixture_open(&f, "e2e = x -> y;", 0, 64)) {
+        return;
+    }
+    static double zeros[5000];
+    struct dq bad = {.k = 0, .n = 5000, .width = 0.001, .pdf = zeros}; /* N out of range */
+    give(&f, "x", wait_dq(0, 64, 0.01));
+    CHECK_INT(dq_eval_set_observed_by_name(f.ev, "y", &bad), DQ_OK);
+    int rc = dq_eval_run(f.ev);
+    CHECK(rc < 0);
+    CHECK(strncmp(dq_last_error(), "evaluating e2e: ", 16) == 0);
+    CHECK_MSG(strstr(dq_last_error(), "5000") != NULL, "detail lost: %s", dq_last_error());
+    CHECK(dq_eval_calculated(f.ev, dq_diagram_find(f.d, "e2e")) == NULL);
+    fixture_close(&f);
+}
+
 int main(void) {
     test_model_api();
     test_parse_error_api();
@@ -527,6 +545,7 @@ int main(void) {
     test_per_node_grid();
     test_long_sequence();
     test_long_sequence_fine_parts();
+    test_operator_error();
     dq_engine_cleanup();
     return check_done();
 }
