@@ -47,6 +47,7 @@ static void finish_if_done(struct dqd *d) {
     if (!d->closing || d->pending_closes > 0) {
         return;
     }
+    dqd__adapt_release(d);
     dq_eval_destroy(d->eval);
     dq_diagram_destroy(d->diagram);
     free(d->diagram_text);
@@ -233,14 +234,15 @@ static void link_push_state(struct link *l) {
         l->kind == LINK_V2 ? "v2" : (l->kind == LINK_OUTBOUND ? "outbound" : "legacy"), l->peer);
 }
 
+static int send_logged(struct dqd *d, const struct proto_cmd *cmd, const char *probe, int64_t hyp);
+
 int dqd__broadcast(struct dqd *d, const struct proto_cmd *cmd) {
-    int sent = 0;
-    for (struct link *l = d->links; l; l = l->next) {
-        if (link_takes_commands(l) && link_send_cmd(l, cmd) == DQ_OK) {
-            sent++;
-        }
+    char probe[PROBES_NAME_MAX + 1] = "";
+    if (cmd->name.n > 0 && cmd->name.n <= PROBES_NAME_MAX) {
+        memcpy(probe, cmd->name.p, cmd->name.n);
+        probe[cmd->name.n] = '\0';
     }
-    return sent;
+    return send_logged(d, cmd, probe[0] ? probe : NULL, 0);
 }
 
 static void link_count_error(struct link *l, int err, const char *line, size_t len) {
@@ -327,6 +329,14 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         break;
     case PROTO_ACK:
         l->acks++;
+        for (int i = 0; i < 32; i++) {
+            if (l->pending[i].id && strlen(l->pending[i].text) == m.command.n &&
+                memcmp(l->pending[i].text, m.command.p, m.command.n) == 0) {
+                store_command_ack(d->store, l->pending[i].id);
+                l->pending[i].id = 0;
+                break;
+            }
+        }
         break;
     case PROTO_DROP:
         l->drops += m.count;
@@ -350,6 +360,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     if (nread < 0) {
+        size_t pending = proto_splitter_pending(&l->split);
+        if (pending > 0) {
+            /* a last line cut off by the close: not an instance, but not silently lost */
+            link_count_error(l, PROTO_E_SYNTAX, l->splitbuf, pending);
+        }
         if (nread != UV_EOF) {
             LOG(LOG_INFO, "link %" PRIu64 " (%s): %s", l->id, l->peer, uv_strerror((int)nread));
         } else {
@@ -537,7 +552,69 @@ int dqd__save_probe(struct dqd *d, const struct probe *p) {
     return rc;
 }
 
-int dqd__enable_probe(struct dqd *d, struct probe *p, int enable) {
+static const char *cmd_name(enum proto_cmd_kind k) {
+    switch (k) {
+    case PROTO_CMD_START_STUB:
+        return "start_stub";
+    case PROTO_CMD_STOP_STUB:
+        return "stop_stub";
+    case PROTO_CMD_SET_TIMEOUT:
+        return "set_timeout";
+    case PROTO_CMD_CLEAR_TIMEOUT:
+        return "clear_timeout";
+    default:
+        return "sync";
+    }
+}
+
+/* Sends cmd to every link that takes commands and records each attempt in the store. */
+static int send_logged(struct dqd *d, const struct proto_cmd *cmd, const char *probe, int64_t hyp) {
+    int sent = 0;
+    char args[64] = "";
+    if (cmd->kind == PROTO_CMD_SET_TIMEOUT) {
+        snprintf(args, sizeof args, "{\"dmax_ms\":%.9g}", cmd->ms);
+    }
+    for (struct link *l = d->links; l; l = l->next) {
+        if (!link_takes_commands(l)) {
+            continue;
+        }
+        char text[PROTO_CMD_MAX];
+        int n = proto_format_cmd(text, sizeof text, link_dialect(l), cmd);
+        const char *status = "sent", *detail = NULL;
+        if (n < 0) {
+            status = "not_applied";
+            detail = "a legacy wrapper has no clear_timeout: the probe stays enabled there";
+        } else if (link_send(l, text, (size_t)n) != DQ_OK) {
+            status = "failed";
+            detail = "the wrapper link is not writable (closed, or not reading)";
+        } else {
+            sent++;
+        }
+        char wrapper[128];
+        snprintf(wrapper, sizeof wrapper, "%" PRIu64 " %s", l->id, l->peer);
+        struct store_command row = {.wrapper = wrapper,
+                                    .command = cmd_name(cmd->kind),
+                                    .probe = probe,
+                                    .args_json = args[0] ? args : NULL,
+                                    .hypothesis = hyp,
+                                    .status = status,
+                                    .detail = detail};
+        int64_t id = 0;
+        if (store_command_insert(d->store, &row, &id) != DQ_OK) {
+            d->store_errors++;
+        } else if (n > 0 && l->kind == LINK_V2) {
+            /* remember it until the wrapper's ack;COMMAND comes back */
+            int slot = l->pending_next++ % 32;
+            size_t len = (size_t)n - 1; /* without the newline */
+            memcpy(l->pending[slot].text, text, len);
+            l->pending[slot].text[len] = '\0';
+            l->pending[slot].id = id;
+        }
+    }
+    return sent;
+}
+
+int dqd__set_enabled(struct dqd *d, struct probe *p, int enable, int64_t hyp) {
     if (p->enabled == enable) {
         return DQ_OK;
     }
@@ -545,7 +622,7 @@ int dqd__enable_probe(struct dqd *d, struct probe *p, int enable) {
     struct proto_cmd cmd = {.kind = enable ? PROTO_CMD_SET_TIMEOUT : PROTO_CMD_CLEAR_TIMEOUT,
                             .name = {p->name, p->name_len},
                             .ms = p->dmax_ms};
-    int sent = dqd__broadcast(d, &cmd);
+    int sent = send_logged(d, &cmd, p->name, hyp);
     LOG(LOG_INFO, "probe %s %s (dMax %g ms), sent to %d wrapper(s)", p->name,
         enable ? "enabled" : "disabled", p->dmax_ms, sent);
     return dqd__save_probe(d, p);
@@ -733,6 +810,7 @@ static void close_window(struct dqd *d, int64_t wid) {
     }
     /* one transaction: a summary row per probe and kind */
     if (store_begin(d->store) == DQ_OK) {
+        dqd__adapt_window(d, wid);
         for (size_t i = 0; i < d->probes.count; i++) {
             struct probe *p = d->probes.probes[i];
             if (!probes_has_window(p, wid)) {
@@ -892,6 +970,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     }
     if (!rc && o->diagram[0]) {
         rc = load_diagram_file(d, o->diagram);
+    }
+    if (!rc) {
+        rc = dqd__adapt_init(d);
     }
     if (!rc) {
         rc = listen_ingest(d);
