@@ -1,0 +1,186 @@
+"""Integration test (issue 4, acceptance 1): dqctl's output and exit codes against a live
+dqd: status, probes, dq PROBE (table, --json, --csv, calculated), enable/disable,
+set-timeout, qta (set, show, violated, clear), start/stop, --json, DQD_URL, usage errors
+(exit 2) and an unreachable server (exit 2 with a clear message).
+
+usage: test_dqctl.py DQD_BINARY DQCTL_BINARY
+"""
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dqdtest as t  # noqa: E402
+
+MS = 1000000
+
+
+def body(c):
+    dqd_bin, dqctl_bin = sys.argv[1], sys.argv[2]
+    wd = t.make_workdir("dqd-it-dqctl-")
+    diagram = os.path.join(wd, "d.dq")
+    with open(diagram, "w") as f:
+        f.write("flow = checkout -> pay;\n")
+    d = t.Dqd(dqd_bin, wd, window_ms=100, lag_ms=100, diagram=diagram)
+
+    def ctl(*args, env=None):
+        return t.dqctl(dqctl_bin, *args, "--server", d.url, env=env)
+
+    def ctl_json(*args):
+        rc, out, err = ctl(*args, "--json")
+        c.eq(rc, 0, "dqctl %s --json exit status (%r)" % (" ".join(args), err))
+        try:
+            return json.loads(out)
+        except ValueError:
+            c.check(False, "dqctl %s --json prints JSON: %r" % (" ".join(args), out[:200]))
+            return None
+
+    # start/stop with no wrapper connected: the answer is a problem (exit 1)
+    rc, out, err = ctl("start")
+    c.eq(rc, 1, "dqctl start with no wrapper exits 1 (%r %r)" % (out, err))
+
+    # feed one window: checkout 10 ms, pay 20 ms (plus two failures)
+    s = t.connect(d.ingest_port)
+    now = t.now_ns()
+    wt = d.window_of(now)
+    base = wt * 100 * MS + 50 * MS
+    lines = [t.legacy_line("checkout", base - 10 * MS + i, base + i) for i in range(30)]
+    lines += [t.legacy_line("pay", base - 20 * MS + i, base + i) for i in range(18)]
+    lines += [t.legacy_line("pay", base - 2 * MS, base + i, "fa") for i in range(2)]
+    s.sendall("".join(lines).encode())
+    c.check(d.wait_window("checkout", wt) is not None, "window closed")
+    c.check(d.wait_window("flow", wt, kind="calculated") is not None, "flow calculated")
+
+    # status
+    rc, out, err = ctl("status")
+    c.eq(rc, 0, "status exit status")
+    c.check(out.startswith("dqd 0.1.0"), "status names the version: %r" % out[:80])
+    c.check("ingest 127.0.0.1:%d" % d.ingest_port in out, "status shows the ingest port")
+    c.check("http 127.0.0.1:%d" % d.http_port in out, "status shows the HTTP port")
+    c.check(re.search(r"\binstances 50\b", out), "status shows 50 instances: %r" % out)
+    c.check(re.search(r"\bprobes 3 \(0 enabled\)", out), "status shows 3 probes")
+    c.check(re.search(r"^\s+1\s+legacy\s+127\.0\.0\.1:\d+", out, re.M),
+            "status lists the legacy wrapper: %r" % out)
+    j = ctl_json("status")
+    if j:
+        c.eq((j["instances_total"], j["probes"], j["window_ms"]), (50, 3, 100),
+             "status --json fields")
+    rc, out, err = t.dqctl(dqctl_bin, "status", env={"DQD_URL": d.url})
+    c.eq(rc, 0, "status with DQD_URL")
+    c.check(out.startswith("dqd 0.1.0"), "DQD_URL reaches the same dqd")
+
+    # probes
+    rc, out, err = ctl("probes")
+    c.eq(rc, 0, "probes exit status")
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
+    c.check(out.splitlines()[0].split()[:3] == ["NAME", "STATE", "DMAX"], "probes header")
+    c.eq(sorted(rows), ["checkout", "flow", "pay"], "probes lists every probe")
+    if "checkout" in rows:
+        r = rows["checkout"]
+        c.eq(r[1], "off", "checkout not enabled")
+        c.check("30" in r and "10" in r, "checkout row has N 30 and p50 10 ms: %r" % r)
+    j = ctl_json("probes")
+    if j:
+        c.eq(sorted(p["name"] for p in j), ["checkout", "flow", "pay"], "probes --json")
+
+    # dq PROBE: table, json, csv, calculated
+    rc, out, err = ctl("dq", "checkout", "--no-plot")
+    c.eq(rc, 0, "dq exit status")
+    c.check("instances  30 (ok 30, failed 0, timed out 0)" in out, "dq counts: %r" % out)
+    c.check("p50 10 ms" in out, "dq median")
+    c.check("QTA        none" in out, "dq without QTA")
+    rc, out, err = ctl("dq", "checkout")
+    c.check(rc == 0 and "P(delay <= t)" in out, "dq draws the CDF plot")
+    j = ctl_json("dq", "pay")
+    if j:
+        c.eq((j["n"], j["ok"], j["fa"]), (20, 18, 2), "dq --json counts")
+        c.near(j["quantiles"]["0.5"], 0.020, 1e-9, "dq --json median")
+        c.near(j["lost"], 0.1, 1e-9, "dq --json lost")
+    rc, out, err = ctl("dq", "checkout", "--csv")
+    csv = out.splitlines()
+    c.eq(csv[:1], ["t_s,pdf,cdf"], "dq --csv header")
+    c.eq(len(csv), 1 + 1024, "dq --csv has one row per bin")
+    if len(csv) > 12:
+        c.eq(csv[10].split(",")[2], "0", "csv cdf below 10 ms")
+        c.eq(csv[11].split(",")[1:], ["1", "1"], "csv mass at 10 ms")
+    rc, out, err = ctl("dq", "flow", "--kind", "calculated", "--no-plot")
+    c.eq(rc, 0, "dq --kind calculated exit status")
+    c.check("calculated" in out and "p50 30 ms" in out, "calculated flow median 30 ms: %r" % out)
+    rc, out, err = ctl("dq", "nosuch")
+    c.eq(rc, 2, "dq of an unknown probe exits 2")
+    c.check("nosuch" in err and "404" in err, "dq unknown probe message: %r" % err)
+
+    # enable / disable / set-timeout
+    rc, out, err = ctl("enable", "checkout")
+    c.eq(rc, 0, "enable exit status")
+    c.check(out.startswith("checkout: enabled"), "enable output: %r" % out)
+    c.eq(d.get("/api/v1/probes/checkout")["enabled"], True, "enable reached dqd")
+    rc, out, err = ctl("set-timeout", "checkout", "50")
+    c.eq(rc, 0, "set-timeout exit status")
+    c.eq(d.get("/api/v1/probes/checkout")["dmax_ms"], 50.0, "set-timeout 50 = 50 ms")
+    j = ctl_json("set-timeout", "checkout", "1.5s")
+    if j:
+        c.eq(j["dmax_ms"], 1500.0, "set-timeout 1.5s --json")
+    rc, out, err = ctl("set-timeout", "checkout", "abc")
+    c.eq(rc, 2, "set-timeout with a bad duration exits 2")
+    c.check("abc" in err, "bad duration message names it: %r" % err)
+    j = ctl_json("disable", "checkout")
+    if j:
+        c.eq(j["enabled"], False, "disable --json")
+    c.eq(d.get("/api/v1/probes/checkout")["enabled"], False, "disable reached dqd")
+
+    # qta: set, show, a violated agreement makes dq exit 1, clear
+    rc, out, err = ctl("qta", "pay", "0.5@5ms", "0.8@50ms", "--max-lost", "0.2")
+    c.eq(rc, 0, "qta set exit status")
+    q = d.get("/api/v1/probes/pay")["qta"]
+    c.check(q and q["points"] == [[0.5, 0.005], [0.8, 0.05]] and abs(q["max_lost"] - 0.2) < 1e-12,
+            "qta reached dqd: %r" % q)
+    rc, out, err = ctl("qta", "pay")
+    c.check(rc == 0 and "0.5@5ms" in out, "qta show: %r" % out)
+    rc, out, err = ctl("dq", "pay", "--no-plot")
+    c.eq(rc, 1, "dq exits 1 when the window violates the QTA")
+    c.check("VIOLATED" in out + err, "dq says VIOLATED: %r" % (out + err))
+    ctl("qta", "pay", "0.5@25ms", "0.85@50ms")
+    rc, out, err = ctl("dq", "pay", "--no-plot")
+    c.eq(rc, 0, "dq exits 0 when the QTA holds: %r" % (out + err))
+    rc, out, err = ctl("qta", "pay", "--clear")
+    c.eq(rc, 0, "qta --clear exit status")
+    c.eq(d.get("/api/v1/probes/pay")["qta"], None, "qta cleared")
+
+    # start / stop with a wrapper connected (the legacy connection above)
+    j = ctl_json("stop")
+    if j:
+        c.eq(j, {"running": False, "sent_to": 1}, "stop --json")
+    rc, out, err = ctl("start")
+    c.eq(rc, 0, "start exit status")
+    c.check("sent to 1 wrapper" in out, "start output: %r" % out)
+    c.eq(d.status()["running"], True, "running again")
+
+    # usage errors: exit 2 with a message
+    for args, what in [(("dq",), "missing PROBE"), (("frobnicate",), "unknown command"),
+                       (("status", "--bogus"), "unknown option"),
+                       (("set-timeout", "checkout"), "missing MS")]:
+        rc, out, err = ctl(*args)
+        c.eq(rc, 2, "usage error (%s) exits 2" % what)
+        c.check(err.startswith("dqctl: "), "usage error (%s) explained on stderr: %r" %
+                (what, err))
+    s.close()
+    d.stop(c)
+
+    # an unreachable server: exit 2, a message naming the URL
+    url = "http://127.0.0.1:%d" % t.free_port()
+    rc, out, err = t.dqctl(dqctl_bin, "status", "--server", url)
+    c.eq(rc, 2, "unreachable server exits 2")
+    c.check(url in err and "cannot reach dqd" in err, "unreachable message: %r" % err)
+    c.eq(out, "", "nothing on stdout when unreachable")
+    rc, out, err = t.dqctl(dqctl_bin, "probes", "--json", "--server", url)
+    c.eq(rc, 2, "unreachable server exits 2 with --json too")
+    t.remove_workdir(wd)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: test_dqctl.py DQD_BINARY DQCTL_BINARY")
+    t.run_script("test_dqctl", body)
