@@ -1,0 +1,162 @@
+/*
+ * search.c: the small, shared parts of search/: names of problems, verdicts and
+ * strategies, default parameters, pooling of per-window statistics, and the inference
+ * of a push-button diagnosis's problem kind. Attribution lives in search_attr.c, the
+ * strategies in search_strategy.c.
+ */
+#include "search.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "search_internal.h"
+
+static const char *const problem_names[] = {"latency", "qta", "variance", "lost", "divergence"};
+static const char *const verdict_names[] = {"need_samples", "descend", "localized", "diffuse",
+                                            "inconclusive"};
+static const char *const strategy_names[] = {"children", "bisect"};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *search_problem_name(enum search_problem p) {
+    return (unsigned)p < COUNT_OF(problem_names) ? problem_names[p] : "?";
+}
+
+int search_problem_parse(const char *name, enum search_problem *p) {
+    if (!name || !p) {
+        return dq_fail(DQ_EINVAL, "missing problem name or output");
+    }
+    for (size_t i = 0; i < COUNT_OF(problem_names); i++) {
+        if (strcmp(name, problem_names[i]) == 0) {
+            *p = (enum search_problem)i;
+            return DQ_OK;
+        }
+    }
+    return dq_fail(DQ_EINVAL,
+                   "unknown problem kind \"%.64s\" (latency, qta, variance, lost, divergence)",
+                   name);
+}
+
+const char *search_verdict_name(enum search_verdict v) {
+    return (unsigned)v < COUNT_OF(verdict_names) ? verdict_names[v] : "?";
+}
+
+const char *search_strategy_name(enum search_strategy_id s) {
+    return (unsigned)s < COUNT_OF(strategy_names) ? strategy_names[s] : "?";
+}
+
+int search_strategy_parse(const char *name, enum search_strategy_id *s) {
+    if (!name || !s) {
+        return dq_fail(DQ_EINVAL, "missing strategy name or output");
+    }
+    for (size_t i = 0; i < COUNT_OF(strategy_names); i++) {
+        if (strcmp(name, strategy_names[i]) == 0) {
+            *s = (enum search_strategy_id)i;
+            return DQ_OK;
+        }
+    }
+    return dq_fail(DQ_EINVAL, "unknown strategy \"%.64s\" (children, bisect)", name);
+}
+
+void search_params_init(struct search_params *p) {
+    if (!p) {
+        return;
+    }
+    p->min_instances = 30;
+    p->min_windows = 2;
+    p->z = 1.96;
+    p->ks_crit = 1.358;
+    p->alpha = 0.01;
+    p->lost_threshold = 0.01;
+    p->cv_threshold = 0.5;
+    p->bisect_min_children = 4;
+    p->diffuse_min_windows = 4;
+}
+
+void search_stats_init(struct search_stats *s) {
+    if (!s) {
+        return;
+    }
+    memset(s, 0, sizeof *s);
+    s->mean = NAN;
+    s->variance = NAN;
+    s->ks_d = NAN;
+    s->ks_p = NAN;
+    s->qta_hazard = NAN;
+    s->base_mean = NAN;
+    s->base_variance = NAN;
+    s->base_lost = NAN;
+}
+
+int search_stats_add_window(struct search_stats *s, uint64_t ok, uint64_t fa, uint64_t to,
+                            double mean, double variance) {
+    if (!s) {
+        return dq_fail(DQ_EINVAL, "missing statistics");
+    }
+    if (ok > 0 &&
+        (!(mean >= 0.0) || !(variance >= 0.0) || !isfinite(mean) || !isfinite(variance))) {
+        return dq_fail(DQ_EINVAL, "window moments must be finite and ≥ 0 (mean %g, var %g)", mean,
+                       variance);
+    }
+    if (!s->present) {
+        /* Counts and moments start afresh; the optional fields the caller set stay. */
+        s->n_ok = s->n_fa = s->n_to = 0;
+        s->windows = 0;
+        s->mean = NAN;
+        s->variance = NAN;
+        s->present = 1;
+    }
+    if (ok > 0) {
+        if (s->n_ok == 0) {
+            s->mean = mean;
+            s->variance = variance;
+        } else {
+            /* Pool the two groups' (n, mean, n·var) exactly (Chan, Golub, LeVeque). */
+            double na = (double)s->n_ok, nb = (double)ok, n = na + nb;
+            double delta = mean - s->mean;
+            double m2 = s->variance * na + variance * nb + delta * delta * na * nb / n;
+            s->mean += delta * nb / n;
+            s->variance = m2 / n;
+        }
+    }
+    s->n_ok += ok;
+    s->n_fa += fa;
+    s->n_to += to;
+    s->windows++;
+    return DQ_OK;
+}
+
+uint64_t search_stats_instances(const struct search_stats *s) {
+    return s ? s->n_ok + s->n_fa + s->n_to : 0;
+}
+
+double search_stats_lost(const struct search_stats *s) {
+    uint64_t n = search_stats_instances(s);
+    return n > 0 ? (double)(s->n_fa + s->n_to) / (double)n : 0.0;
+}
+
+enum search_problem search_infer_problem(const struct search_stats *x,
+                                         const struct search_params *p) {
+    struct search_params defaults;
+    if (!p) {
+        search_params_init(&defaults);
+        p = &defaults;
+    }
+    if (!x || !x->present) {
+        return SEARCH_LATENCY;
+    }
+    if (x->qta_hazard > 0.0) {
+        return SEARCH_QTA;
+    }
+    if (search_stats_instances(x) > 0 && search_stats_lost(x) > p->lost_threshold) {
+        return SEARCH_LOST;
+    }
+    if (x->n_ok > 0 && x->mean > 0.0 && x->variance >= 0.0 &&
+        sqrt(x->variance) / x->mean > p->cv_threshold) {
+        return SEARCH_VARIANCE;
+    }
+    if (x->ks_p < p->alpha) {
+        return SEARCH_DIVERGENCE;
+    }
+    return SEARCH_LATENCY;
+}

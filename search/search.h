@@ -1,0 +1,313 @@
+/*
+ * search.h: attribution of a problem at a diagram node to its children, and the search
+ * strategies that choose which child probes to enable next (ARCHITECTURE.md §5 steps
+ * 3-5; VAIF §2-§3). Pure functions over plain data and engine ΔQs: no I/O, no clock,
+ * no store, so every decision can be unit-tested and replayed from logged statistics.
+ *
+ * The caller (the controller) describes the node X under investigation as a
+ * struct search_input: X's kind, X's statistics aggregated over the evaluation windows,
+ * and, per child, its name, whether it has finer probes, whether its probe is enabled
+ * and its statistics when it has some. Once per window close per open hypothesis it
+ * calls search_step(), which answers one of
+ *   SEARCH_ENABLE   enable these children (indices) and come back later;
+ *   SEARCH_WAIT     the enabled children do not have enough samples yet;
+ *   SEARCH_DECIDED  a verdict: descend into child c, localized at leaf c, diffuse at X,
+ *                   or inconclusive; with the attribution numbers and a one-sentence
+ *                   reason in plain English (what `dqctl why` prints).
+ * The search's progress at X lives in a small struct search_state owned by the caller
+ * (plain numbers, easy to persist with the hypothesis).
+ *
+ * Attribution by problem kind (search_attribute):
+ *   latency    each child's contribution to X's mean: sequence, the child's mean (its
+ *              excess over its baseline when every child has a baseline); all-to-finish,
+ *              P(child is the last to finish) × its mean (or excess); first-to-finish,
+ *              P(child is the first) × its mean; choice, weight × mean.
+ *   qta        as latency; on a sequence, when input.qta_p is set and the children have
+ *              observed ΔQs, each child's qta_p-quantile instead of its mean.
+ *   variance   each child's share of X's variance (variance-sum law): sequence, the
+ *              child's variance; choice, w·(σ² + (μ − μ̄)²) (law of total variance);
+ *              all/first-to-finish, criticality × variance (an approximation). On a
+ *              sequence and a choice, X's observed variance minus the explained sum is
+ *              reported as the covariance: a sign that the children are dependent.
+ *   lost       each child's lost fraction (failed + timed out over its instances; on a
+ *              choice weighted by w): in a sequence an instance is lost at exactly one
+ *              stage, so the conditional rate is each stage's own failure probability.
+ *   divergence each child's own observed-vs-calculated KS distance (leaves have none:
+ *              contribution 0). When X diverges and no child does, the children interact.
+ * Every contribution carries a 95 % half-width (z = params.z): mean z·sqrt(var/n),
+ * variance z·var·sqrt(2/(n−1)), proportion z·sqrt(p(1−p)/n), KS 1.358/sqrt(n), a
+ * baseline excess the root-sum-square of both sides.
+ *
+ * Dominance: the child with the largest contribution is dominant when its value
+ * minus the runner-up's exceeds the sum of both half-widths (non-overlapping 95 %
+ * intervals) and its own interval lies above 0. The share of X it holds is reported,
+ * never required (a slow leaf among 27 holds far less than half of the mean).
+ *
+ * Verdicts (search_evaluate): any child without enough samples (params.min_instances,
+ * params.min_windows) → SEARCH_NEED_SAMPLES, or SEARCH_INCONCLUSIVE when the caller is
+ * out of samples or time (input.exhausted); every child has a baseline, none deviates
+ * from it and X's observed ΔQ diverges from its calculated one → SEARCH_DIFFUSE
+ * (coupling); no child dominates → SEARCH_DIFFUSE; a dominant child with finer probes →
+ * SEARCH_DESCEND; a dominant leaf → SEARCH_LOCALIZED.
+ *
+ * Memory: nothing allocates except the criticality of all/first-to-finish nodes built
+ * from ΔQs (rebinned copies, freed before return). Result structs are large (one entry
+ * per child, up to SEARCH_MAX_CHILDREN); keep them off small stacks.
+ */
+#ifndef DQ_SEARCH_H
+#define DQ_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diagram.h"
+#include "dq.h"
+
+#define SEARCH_MAX_CHILDREN 256 /* children of one node the search can weigh */
+#define SEARCH_REASON_MAX 1024  /* bytes of a reason sentence, NUL included (2 names fit) */
+
+/* ---- names ------------------------------------------------------------------------ */
+
+enum search_problem {
+    SEARCH_LATENCY = 0,
+    SEARCH_QTA = 1,
+    SEARCH_VARIANCE = 2,
+    SEARCH_LOST = 3,
+    SEARCH_DIVERGENCE = 4,
+};
+
+enum search_verdict {
+    SEARCH_NEED_SAMPLES = 0, /* no decision yet: some child has too few samples */
+    SEARCH_DESCEND = 1,      /* the dominant child has finer probes: investigate it */
+    SEARCH_LOCALIZED = 2,    /* the dominant child is a leaf: found */
+    SEARCH_DIFFUSE = 3,      /* no child dominates, or the children interact */
+    SEARCH_INCONCLUSIVE = 4, /* out of samples or time before a decision */
+};
+
+enum search_strategy_id {
+    SEARCH_CHILDREN = 0, /* enable every child of X at once */
+    SEARCH_BISECT = 1,   /* halve a long sequence, inferring the unobserved half */
+};
+
+/* "latency", "qta", "variance", "lost", "divergence"; "?" out of range. */
+const char *search_problem_name(enum search_problem p);
+
+/* Parses a name above into *p; DQ_EINVAL for anything else (message says which). */
+int search_problem_parse(const char *name, enum search_problem *p);
+
+/* "need_samples", "descend", "localized", "diffuse", "inconclusive"; "?" otherwise. */
+const char *search_verdict_name(enum search_verdict v);
+
+/* "children", "bisect"; "?" otherwise. */
+const char *search_strategy_name(enum search_strategy_id s);
+
+/* Parses "children" or "bisect"; DQ_EINVAL otherwise. */
+int search_strategy_parse(const char *name, enum search_strategy_id *s);
+
+/* ---- parameters ------------------------------------------------------------------- */
+
+struct search_params {
+    uint64_t min_instances;       /* instances (ok + fa + to) a child needs: 30 */
+    uint32_t min_windows;         /* windows a child needs: 2 */
+    double z;                     /* two-sided normal quantile of the intervals: 1.96 */
+    double ks_crit;               /* KS 95 % constant: half-width 1.358/sqrt(n) */
+    double alpha;                 /* significance of a KS divergence (p < alpha): 0.01 */
+    double lost_threshold;        /* push-button: lost fraction over this is "lost": 0.01 */
+    double cv_threshold;          /* push-button: σ/μ over this is "variance": 0.5 */
+    size_t bisect_min_children;   /* bisect halves sequences with at least this many: 4 */
+    uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when X has
+                                     this many windows (intervals shrink with samples;
+                                     before that: need samples): 4 */
+};
+
+/* Fills *p with the defaults above. */
+void search_params_init(struct search_params *p);
+
+/* ---- statistics ------------------------------------------------------------------- */
+
+/*
+ * One node's statistics over the evaluation windows. `present` = 0 means none (the
+ * probe is not enabled yet, or no window closed since): every other field is ignored.
+ * Fields that are unknown are NAN (doubles) or NULL (ΔQs); search_stats_init sets them so.
+ */
+struct search_stats {
+    int present;
+    uint64_t n_ok, n_fa, n_to;   /* instances by status (successes past dMax count in n_to) */
+    uint32_t windows;            /* windows aggregated */
+    double mean;                 /* exact mean of successful durations, seconds */
+    double variance;             /* exact variance of successful durations (÷ n_ok), s² */
+    const struct dq *observed;   /* optional: the aggregated observed ΔQ (borrowed) */
+    const struct dq *calculated; /* optional: X's calculated ΔQ from its children */
+    double ks_d, ks_p;           /* optional: KS of observed vs calculated (NAN: unknown) */
+    double qta_hazard;           /* optional: size of the QTA hazard, 0 = none (NAN) */
+    int has_baseline;            /* 1 when the base_* fields hold quiet-time figures */
+    double base_mean, base_variance, base_lost;
+    uint64_t base_n; /* instances behind the baseline; 0 = treat it as exact */
+};
+
+/* Empties *s: not present, counts 0, every optional field unknown. */
+void search_stats_init(struct search_stats *s);
+
+/*
+ * Adds one closed window (counts by status, and the exact mean and ÷n variance of its
+ * ok durations, as controller/probes.c computes them) to *s, pooling the moments exactly
+ * (Chan et al.). Sets present. DQ_EINVAL for NaN or negative moments.
+ */
+int search_stats_add_window(struct search_stats *s, uint64_t ok, uint64_t fa, uint64_t to,
+                            double mean, double variance);
+
+/* All instances: n_ok + n_fa + n_to. */
+uint64_t search_stats_instances(const struct search_stats *s);
+
+/* Lost fraction (n_fa + n_to) / instances; 0 when there is none. */
+double search_stats_lost(const struct search_stats *s);
+
+/*
+ * The problem kind of a push-button diagnosis, inferred from X's statistics in the
+ * order of ARCHITECTURE.md §5 step 4: QTA hazard > 0, else lost fraction over
+ * params.lost_threshold, else coefficient of variation over params.cv_threshold, else
+ * a significant KS divergence (ks_p < params.alpha), else latency.
+ */
+enum search_problem search_infer_problem(const struct search_stats *x,
+                                         const struct search_params *p);
+
+/* ---- the node under investigation ----------------------------------------------------- */
+
+struct search_child {
+    const char *name; /* probe name (borrowed; NULL prints as "child N") */
+    int has_children; /* 1 when it has finer probes to descend into */
+    int enabled;      /* 1 when its probe is enabled (stats may still be absent) */
+    double weight;    /* choice: its probability; ignored otherwise */
+    struct search_stats stats;
+};
+
+struct search_input {
+    const char *name;       /* X's probe name (borrowed) */
+    enum dq_node_kind kind; /* SEQUENCE, FIRST, ALL, CHOICE (REFERENCE = sequence) */
+    enum search_problem problem;
+    double qta_p;                        /* QTA: probability of the violated point, 0 = use means */
+    struct search_stats stats;           /* X's own statistics (may be absent: totals are summed) */
+    const struct search_child *children; /* in written order (a sequence's order) */
+    size_t n_children;                   /* 1 … SEARCH_MAX_CHILDREN */
+    int exhausted;                       /* caller: out of samples, budget or time: decide now */
+};
+
+/* ---- attribution ---------------------------------------------------------------------- */
+
+struct search_contribution {
+    int included;       /* 0 when the child was not weighed (no stats, or not asked) */
+    double value;       /* in the problem's unit: s, s², fraction, KS D */
+    double half_width;  /* 95 % sampling uncertainty of value */
+    double share;       /* value / X's total (latency, qta, variance) or / Σ values */
+    double criticality; /* all/first-to-finish: P(last)/P(first); 1 otherwise */
+    int deviates;       /* baseline mode: 1 when value − half_width > 0, else 0; −1 n/a */
+};
+
+struct search_attribution {
+    enum search_problem problem;
+    int baseline_mode; /* 1 when values are excesses over the children's baselines */
+    int quantile_mode; /* 1 when values are qta_p-quantiles */
+    double total;      /* X's quantity the shares refer to (NAN when unknown) */
+    double total_half_width;
+    double covariance; /* variance: X's variance − explained sum; NAN otherwise */
+    double covariance_half_width;
+    int best;      /* index of the largest contribution, −1 when none */
+    int runner_up; /* index of the second largest, −1 when none */
+    int dominant;  /* 1 when best is dominant (rule above) */
+    size_t n;      /* = input.n_children */
+    struct search_contribution c[SEARCH_MAX_CHILDREN];
+};
+
+/*
+ * Attributes X's problem (in->problem) to the children whose `include[i]` is non-zero
+ * (include NULL = all), each of which must have statistics (stats.present with at least
+ * one success for latency/variance, one instance for lost). Fills *out; other children
+ * get included = 0. Does not apply the sample minimums (search_evaluate does).
+ * DQ_EINVAL for bad arguments (no child, too many, unknown kind, a weighed child without
+ * statistics), DQ_ENOMEM.
+ */
+int search_attribute(const struct search_input *in, const struct search_params *p,
+                     const unsigned char *include, struct search_attribution *out);
+
+/* ---- verdicts ------------------------------------------------------------------------- */
+
+struct search_result {
+    enum search_verdict verdict;
+    int child; /* DESCEND / LOCALIZED: the dominant child's index; −1 otherwise */
+    struct search_attribution attr; /* valid unless verdict is NEED_SAMPLES/INCONCLUSIVE
+                                       without data (then attr.best = −1) */
+    char reason[SEARCH_REASON_MAX]; /* one plain-English sentence with the numbers */
+};
+
+/*
+ * Evaluates X with every child weighed (the `children` strategy's decision, ARCHITECTURE
+ * §5 steps 4-5): applies the sample minimums, attributes, applies the dominance rule and
+ * the coupling rule, and writes the verdict and its reason. DQ_EINVAL / DQ_ENOMEM as
+ * search_attribute (a verdict is not an error).
+ */
+int search_evaluate(const struct search_input *in, const struct search_params *p,
+                    struct search_result *out);
+
+/* ---- strategies ----------------------------------------------------------------------- */
+
+/*
+ * The search's progress at one node, owned by the caller and updated by search_step.
+ * Bisect keeps the contiguous range [lo, hi) of children still suspected; `steps`
+ * counts calls that changed something (a narrowing or an enable).
+ */
+struct search_state {
+    enum search_strategy_id strategy;
+    size_t lo, hi;
+    unsigned steps;
+};
+
+/* Starts a search at a node with n_children children (range = all of them). */
+void search_state_init(struct search_state *st, enum search_strategy_id strategy,
+                       size_t n_children);
+
+enum search_action {
+    SEARCH_ENABLE = 0,  /* enable the children listed in enable[] */
+    SEARCH_WAIT = 1,    /* wait for samples (result.reason says which child lacks them) */
+    SEARCH_DECIDED = 2, /* result holds the verdict */
+};
+
+struct search_step {
+    enum search_action action;
+    size_t n_enable;
+    size_t enable[SEARCH_MAX_CHILDREN]; /* child indices, ascending */
+    struct search_result result;        /* DECIDED: verdict; otherwise reason only */
+};
+
+/*
+ * A strategy: one function that looks at X and the state and says what to do next.
+ * step returns DQ_OK or DQ_EINVAL/DQ_ENOMEM as search_attribute.
+ */
+struct search_strategy {
+    enum search_strategy_id id;
+    const char *name;
+    int (*step)(const struct search_input *in, const struct search_params *p,
+                struct search_state *st, struct search_step *out);
+};
+
+/* The strategy for an id, or NULL when out of range. */
+const struct search_strategy *search_strategy_get(enum search_strategy_id id);
+
+/*
+ * One step of st->strategy at X (dispatches through search_strategy_get):
+ *   children  enable every child that is not enabled; then wait until each has the
+ *             minimum samples; then search_evaluate.
+ *   bisect    on a sequence with ≥ params.bisect_min_children children and a latency,
+ *             qta, variance or lost problem (otherwise as children): keep the range
+ *             [lo, hi) of children holding the problem; enable the first half of it;
+ *             infer the other half's total from X minus every measured child
+ *             (dq_infer_unobserved for means and variances, log-survival for lost);
+ *             compare the halves' per-child averages with their uncertainty and move
+ *             the range to the worse half; a tie → diffuse at X. A range of one child:
+ *             enable it if needed, then decide on its own numbers against the other
+ *             measured children (dominance rule), as children would.
+ * DQ_EINVAL when st's range does not fit in->n_children.
+ */
+int search_step(const struct search_input *in, const struct search_params *p,
+                struct search_state *st, struct search_step *out);
+
+#endif /* DQ_SEARCH_H */

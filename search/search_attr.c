@@ -1,0 +1,852 @@
+/*
+ * search_attr.c: attribution of a problem at node X to X's children (ARCHITECTURE.md §5
+ * step 4), the dominance rule, the verdicts and their plain-English reasons.
+ *
+ * Everything is computed from per-node statistics (counts, exact moments) and, where
+ * the operator needs distributions (all/first-to-finish criticality, QTA quantiles),
+ * from observed ΔQs. Uncertainties are 95 % normal-approximation half-widths: at the
+ * 30-instance minimum they are rough, which is why dominance asks for non-overlapping
+ * intervals rather than a bare ordering.
+ */
+#include "search.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "search_internal.h"
+
+#define CRIT_NORMAL_STEPS 2048 /* grid of the normal approximation of criticality */
+
+/* ---- small helpers ------------------------------------------------------------------- */
+
+void search__append(char *buf, size_t cap, const char *fmt, ...) {
+    size_t len = strnlen(buf, cap);
+    if (len + 1 >= cap) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+const char *search__time_unit(double scale, double *factor) {
+    double a = fabs(scale);
+    if (a >= 1.0) {
+        *factor = 1.0;
+        return "s";
+    }
+    if (a >= 1e-3 || a == 0.0 || !isfinite(a)) {
+        *factor = 1e3;
+        return "ms";
+    }
+    *factor = 1e6;
+    return "µs";
+}
+
+void search__child_name(const struct search_input *in, size_t i, char *buf, size_t cap) {
+    const char *name = in->children[i].name;
+    if (name && name[0]) {
+        snprintf(buf, cap, "%s", name);
+    } else {
+        snprintf(buf, cap, "child %zu", i + 1);
+    }
+}
+
+static const char *node_name(const struct search_input *in) {
+    return in->name && in->name[0] ? in->name : "the node";
+}
+
+int search__enough(const struct search_stats *s, const struct search_params *p) {
+    return s->present && search_stats_instances(s) >= p->min_instances &&
+           s->windows >= p->min_windows;
+}
+
+static double mean_hw(const struct search_stats *s, double z) {
+    return s->n_ok > 0 ? z * sqrt(s->variance / (double)s->n_ok) : 0.0;
+}
+
+static double var_hw(double v, uint64_t n, double z) {
+    return z * fabs(v) * sqrt(2.0 / (n > 1 ? (double)(n - 1) : 1.0));
+}
+
+static double prop_hw(double q, uint64_t n, double z) {
+    if (n == 0 || !(q >= 0.0)) {
+        return 0.0;
+    }
+    double pq = q * (1.0 - q);
+    return z * sqrt((pq > 0.0 ? pq : 0.0) / (double)n);
+}
+
+static double rss(double a, double b) {
+    return sqrt(a * a + b * b);
+}
+
+/* The p-quantile of a ΔQ; the horizon when its tangible mass never reaches p. */
+static double quantile_or_horizon(const struct dq *d, double q) {
+    double t;
+    if (q <= 0.0) {
+        return 0.0;
+    }
+    if (dq_quantile(d, q > 1.0 ? 1.0 : q, &t) == DQ_OK) {
+        return t;
+    }
+    return dq_horizon(d);
+}
+
+/* Standard normal CDF. */
+static double phi(double x) {
+    return 0.5 * erfc(-x / sqrt(2.0));
+}
+
+/* A child's own observed-vs-calculated KS distance; NAN when it has none. */
+static double child_ks(const struct search_stats *s, double *pv) {
+    *pv = s->ks_p;
+    if (isfinite(s->ks_d)) {
+        return s->ks_d;
+    }
+    if (s->observed && s->calculated) {
+        double d, p;
+        if (dq_ks(s->observed, s->calculated, search_stats_instances(s), 0, &d, &p) == DQ_OK) {
+            *pv = p;
+            return d;
+        }
+    }
+    return NAN;
+}
+
+/* ---- criticality of all/first-to-finish branches --------------------------------------- */
+
+/*
+ * Accumulates P(branch i is the last (or first) to finish) at one grid time from the
+ * branches' masses f[] there and their CDFs F[] just before it. A tie within one grid
+ * step counts half each way, so two identical branches get ½ each.
+ */
+static void crit_accumulate(size_t m, const double *f, const double *F, int first, double *c) {
+    double pre[SEARCH_MAX_CHILDREN + 1], suf[SEARCH_MAX_CHILDREN + 1];
+    pre[0] = 1.0;
+    for (size_t j = 0; j < m; j++) {
+        double a = first ? 1.0 - F[j] - 0.5 * f[j] : F[j] + 0.5 * f[j];
+        pre[j + 1] = pre[j] * (a > 0.0 ? a : 0.0);
+    }
+    suf[m] = 1.0;
+    for (size_t j = m; j-- > 0;) {
+        double a = first ? 1.0 - F[j] - 0.5 * f[j] : F[j] + 0.5 * f[j];
+        suf[j] = suf[j + 1] * (a > 0.0 ? a : 0.0);
+    }
+    for (size_t j = 0; j < m; j++) {
+        if (f[j] > 0.0) {
+            c[j] += f[j] * pre[j] * suf[j + 1];
+        }
+    }
+}
+
+/* Criticality from the branches' observed ΔQs, each conditioned on success. */
+static int crit_from_dq(const struct search_input *in, const size_t *idx, size_t m, int first,
+                        double *c) {
+    struct dq *r[SEARCH_MAX_CHILDREN];
+    double tang[SEARCH_MAX_CHILDREN], f[SEARCH_MAX_CHILDREN], F[SEARCH_MAX_CHILDREN];
+    int kmax = DQ_MIN_K, nmax = 0, rc = DQ_OK;
+    for (size_t j = 0; j < m; j++) {
+        int k = in->children[idx[j]].stats.observed->k;
+        kmax = k > kmax ? k : kmax;
+    }
+    size_t made = 0;
+    for (; made < m; made++) {
+        rc = dq_rebin(in->children[idx[made]].stats.observed, kmax, &r[made]);
+        if (rc != DQ_OK) {
+            goto out;
+        }
+        nmax = r[made]->n > nmax ? r[made]->n : nmax;
+        tang[made] = dq_tangible(r[made]);
+        F[made] = 0.0;
+    }
+    for (int t = 0; t < nmax; t++) {
+        for (size_t j = 0; j < m; j++) {
+            f[j] = t < r[j]->n && tang[j] > 0.0 ? r[j]->pdf[t] / tang[j] : 0.0;
+        }
+        crit_accumulate(m, f, F, first, c);
+        for (size_t j = 0; j < m; j++) {
+            F[j] += f[j];
+        }
+    }
+out:
+    for (size_t j = 0; j < made; j++) {
+        dq_destroy(r[j]);
+    }
+    return rc;
+}
+
+/* Criticality from means and variances alone, each branch taken as normal. */
+static void crit_from_normal(const struct search_input *in, const size_t *idx, size_t m, int first,
+                             double *c) {
+    double mu[SEARCH_MAX_CHILDREN], sd[SEARCH_MAX_CHILDREN];
+    double f[SEARCH_MAX_CHILDREN], F[SEARCH_MAX_CHILDREN];
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t j = 0; j < m; j++) {
+        const struct search_stats *s = &in->children[idx[j]].stats;
+        mu[j] = s->n_ok > 0 ? s->mean : NAN;
+        sd[j] = s->n_ok > 0 ? sqrt(s->variance) : 0.0;
+        if (isfinite(mu[j])) {
+            lo = fmin(lo, mu[j] - 6.0 * sd[j]);
+            hi = fmax(hi, mu[j] + 6.0 * sd[j]);
+        }
+        F[j] = 0.0;
+    }
+    if (!isfinite(lo)) {
+        return;
+    }
+    double h = (hi - lo) / CRIT_NORMAL_STEPS;
+    for (int k = 0; k <= CRIT_NORMAL_STEPS; k++) {
+        double t = lo + h * k;
+        for (size_t j = 0; j < m; j++) {
+            double Fj = 0.0;
+            if (isfinite(mu[j])) {
+                Fj = sd[j] > 0.0 ? phi((t - mu[j]) / sd[j]) : (t >= mu[j] ? 1.0 : 0.0);
+            }
+            f[j] = Fj - F[j] > 0.0 ? Fj - F[j] : 0.0;
+        }
+        crit_accumulate(m, f, F, first, c);
+        for (size_t j = 0; j < m; j++) {
+            F[j] += f[j];
+        }
+    }
+}
+
+/* Fills crit[i] for the included children of an all- or first-to-finish node. */
+static int criticality(const struct search_input *in, const unsigned char *inc, int first,
+                       double *crit, int *from_dq) {
+    size_t idx[SEARCH_MAX_CHILDREN], m = 0;
+    double c[SEARCH_MAX_CHILDREN];
+    int all_dq = 1;
+    for (size_t i = 0; i < in->n_children; i++) {
+        if (inc[i]) {
+            const struct dq *o = in->children[i].stats.observed;
+            if (!o) {
+                all_dq = 0;
+            }
+            c[m] = 0.0;
+            idx[m++] = i;
+        }
+    }
+    *from_dq = all_dq;
+    if (all_dq) {
+        int rc = crit_from_dq(in, idx, m, first, c);
+        if (rc != DQ_OK) {
+            return rc;
+        }
+    } else {
+        crit_from_normal(in, idx, m, first, c);
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < m; j++) {
+        sum += c[j];
+    }
+    for (size_t j = 0; j < m; j++) {
+        crit[idx[j]] = sum > 0.0 ? c[j] / sum : 1.0 / (double)m;
+    }
+    return DQ_OK;
+}
+
+/* ---- attribution ----------------------------------------------------------------------- */
+
+static int baseline_ok(const struct search_stats *s, enum search_problem prob) {
+    if (!s->has_baseline) {
+        return 0;
+    }
+    switch (prob) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        return isfinite(s->base_mean) && isfinite(s->base_variance);
+    case SEARCH_VARIANCE:
+        return isfinite(s->base_variance);
+    case SEARCH_LOST:
+        return isfinite(s->base_lost);
+    case SEARCH_DIVERGENCE:
+        return 0;
+    }
+    return 0;
+}
+
+/* The child's own quantity for the problem (mean, variance, lost fraction) and its
+ * half-width, as an excess over its baseline when `excess`. */
+static void own_quantity(const struct search_stats *s, enum search_problem prob, int excess,
+                         double z, double *v, double *hw) {
+    switch (prob) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        *v = s->n_ok > 0 ? s->mean : 0.0;
+        *hw = mean_hw(s, z);
+        if (excess) {
+            *v -= s->base_mean;
+            if (s->base_n > 0) {
+                *hw = rss(*hw, z * sqrt(s->base_variance / (double)s->base_n));
+            }
+        }
+        return;
+    case SEARCH_VARIANCE:
+        *v = s->n_ok > 0 ? s->variance : 0.0;
+        *hw = s->n_ok > 0 ? var_hw(s->variance, s->n_ok, z) : 0.0;
+        if (excess) {
+            *v -= s->base_variance;
+            if (s->base_n > 0) {
+                *hw = rss(*hw, var_hw(s->base_variance, s->base_n, z));
+            }
+        }
+        return;
+    case SEARCH_LOST:
+        *v = search_stats_lost(s);
+        *hw = prop_hw(*v, search_stats_instances(s), z);
+        if (excess) {
+            *v -= s->base_lost;
+            if (s->base_n > 0) {
+                *hw = rss(*hw, prop_hw(s->base_lost, s->base_n, z));
+            }
+        }
+        return;
+    case SEARCH_DIVERGENCE:
+        *v = 0.0;
+        *hw = 0.0;
+        return;
+    }
+}
+
+static int validate(const struct search_input *in, const struct search_params *p) {
+    if (!in || !p) {
+        return dq_fail(DQ_EINVAL, "missing input or parameters");
+    }
+    if (in->n_children == 0 || in->n_children > SEARCH_MAX_CHILDREN || !in->children) {
+        return dq_fail(DQ_EINVAL, "a node under investigation needs 1 to %d children (has %zu)",
+                       SEARCH_MAX_CHILDREN, in ? in->n_children : 0);
+    }
+    if ((unsigned)in->problem > SEARCH_DIVERGENCE) {
+        return dq_fail(DQ_EINVAL, "unknown problem kind %d", (int)in->problem);
+    }
+    switch (in->kind) {
+    case DQ_NODE_SEQUENCE:
+    case DQ_NODE_REFERENCE:
+    case DQ_NODE_FIRST:
+    case DQ_NODE_ALL:
+    case DQ_NODE_CHOICE:
+        break;
+    default:
+        return dq_fail(DQ_EINVAL, "node kind %d has no children to attribute to", (int)in->kind);
+    }
+    return DQ_OK;
+}
+
+int search_attribute(const struct search_input *in, const struct search_params *p,
+                     const unsigned char *include, struct search_attribution *out) {
+    int rc = validate(in, p);
+    if (rc != DQ_OK) {
+        return rc;
+    }
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing attribution output");
+    }
+    unsigned char inc[SEARCH_MAX_CHILDREN];
+    size_t m = 0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        inc[i] = include ? (include[i] != 0) : 1;
+        if (inc[i]) {
+            if (!in->children[i].stats.present) {
+                char name[64];
+                search__child_name(in, i, name, sizeof name);
+                return dq_fail(DQ_EINVAL, "child %s has no statistics to attribute with", name);
+            }
+            m++;
+        }
+    }
+    if (m == 0) {
+        return dq_fail(DQ_EINVAL, "no child included in the attribution");
+    }
+
+    const enum search_problem prob = in->problem;
+    const struct search_stats *x = &in->stats;
+    const double z = p->z;
+    const enum dq_node_kind kind = in->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : in->kind;
+
+    memset(out, 0, sizeof *out);
+    out->problem = prob;
+    out->n = in->n_children;
+    out->total = NAN;
+    out->total_half_width = NAN;
+    out->covariance = NAN;
+    out->covariance_half_width = NAN;
+    out->best = -1;
+    out->runner_up = -1;
+
+    /* Excesses only when every weighed child has a baseline: mixing excesses with raw
+     * values would rank unlike quantities. */
+    int excess = prob != SEARCH_DIVERGENCE;
+    for (size_t i = 0; i < in->n_children; i++) {
+        if (inc[i] && !baseline_ok(&in->children[i].stats, prob)) {
+            excess = 0;
+        }
+    }
+    /* Quantiles of a violated QTA point: on sequences, when every child has a ΔQ. */
+    int quant =
+        prob == SEARCH_QTA && kind == DQ_NODE_SEQUENCE && in->qta_p > 0.0 && in->qta_p <= 1.0;
+    for (size_t i = 0; quant && i < in->n_children; i++) {
+        if (inc[i] && !in->children[i].stats.observed) {
+            quant = 0;
+        }
+    }
+    if (quant) {
+        excess = 0;
+    }
+    out->baseline_mode = excess;
+    out->quantile_mode = quant;
+
+    double crit[SEARCH_MAX_CHILDREN];
+    int crit_dq = 0;
+    uint64_t n_crit = UINT64_MAX;
+    for (size_t i = 0; i < in->n_children; i++) {
+        crit[i] = 1.0;
+        if (inc[i] && in->children[i].stats.n_ok < n_crit) {
+            n_crit = in->children[i].stats.n_ok;
+        }
+    }
+    if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST &&
+        prob != SEARCH_DIVERGENCE) {
+        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, &crit_dq);
+        if (rc != DQ_OK) {
+            return rc;
+        }
+    }
+
+    /* Choice: the weighted mean of the included branches, for the variance between them. */
+    double mix_mean = 0.0, wsum = 0.0;
+    if (kind == DQ_NODE_CHOICE) {
+        for (size_t i = 0; i < in->n_children; i++) {
+            const struct search_stats *s = &in->children[i].stats;
+            if (inc[i] && s->n_ok > 0) {
+                mix_mean += in->children[i].weight * s->mean;
+                wsum += in->children[i].weight;
+            }
+        }
+        mix_mean = wsum > 0.0 ? mix_mean / wsum : 0.0;
+    }
+
+    double explained = 0.0, explained_hw2 = 0.0, sum_abs = 0.0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        struct search_contribution *c = &out->c[i];
+        c->criticality = crit[i];
+        c->deviates = -1;
+        if (!inc[i]) {
+            continue;
+        }
+        const struct search_child *ch = &in->children[i];
+        const struct search_stats *s = &ch->stats;
+        c->included = 1;
+        double v = 0.0, hw = 0.0;
+        if (prob == SEARCH_DIVERGENCE) {
+            double pv;
+            double d = ch->has_children ? child_ks(s, &pv) : NAN;
+            v = isfinite(d) ? d : 0.0;
+            uint64_t n = search_stats_instances(s);
+            hw = isfinite(d) && n > 0 ? p->ks_crit / sqrt((double)n) : 0.0;
+        } else if (quant) {
+            uint64_t n = search_stats_instances(s);
+            double q = in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / (double)n) : 0.0;
+            v = quantile_or_horizon(s->observed, q);
+            double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);
+            double b = quantile_or_horizon(s->observed, q + dlt < 1.0 ? q + dlt : 1.0);
+            hw = 0.5 * (b - a);
+        } else {
+            own_quantity(s, prob, excess, z, &v, &hw);
+            if (excess) {
+                c->deviates = v - hw > 0.0;
+            }
+            if (kind == DQ_NODE_CHOICE) {
+                double w = ch->weight;
+                if (prob == SEARCH_VARIANCE && !excess && s->n_ok > 0) {
+                    double dm = s->mean - mix_mean;
+                    hw = w * rss(hw, 2.0 * fabs(dm) * mean_hw(s, z));
+                    v = w * (v + dm * dm);
+                } else {
+                    v *= w;
+                    hw *= w;
+                }
+            } else if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST) {
+                double hc = prop_hw(crit[i], n_crit, z);
+                hw = rss(crit[i] * hw, v * hc);
+                v *= crit[i];
+            }
+        }
+        c->value = v;
+        c->half_width = hw;
+        sum_abs += fabs(v);
+        if (prob == SEARCH_VARIANCE) {
+            /* The covariance compares raw variances, whatever the ranking used. */
+            double raw = s->n_ok > 0 ? s->variance : 0.0, rhw = var_hw(raw, s->n_ok, z);
+            if (kind == DQ_NODE_CHOICE && s->n_ok > 0) {
+                double dm = s->mean - mix_mean;
+                raw = ch->weight * (raw + dm * dm);
+                rhw *= ch->weight;
+            }
+            explained += raw;
+            explained_hw2 += rhw * rhw;
+        }
+    }
+
+    /* X's total, the denominator of the shares. */
+    int x_ok = x->present && x->n_ok > 0;
+    switch (prob) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        if (quant && x->present && x->observed) {
+            out->total = quantile_or_horizon(x->observed, in->qta_p);
+        } else if (x_ok && !quant) {
+            out->total = x->mean;
+            out->total_half_width = mean_hw(x, z);
+            if (excess) {
+                out->total = baseline_ok(x, prob) ? x->mean - x->base_mean : NAN;
+            }
+        }
+        break;
+    case SEARCH_VARIANCE:
+        if (x_ok) {
+            out->total = x->variance;
+            out->total_half_width = var_hw(x->variance, x->n_ok, z);
+            if (kind == DQ_NODE_SEQUENCE || kind == DQ_NODE_CHOICE) {
+                out->covariance = x->variance - explained;
+                out->covariance_half_width =
+                    sqrt(out->total_half_width * out->total_half_width + explained_hw2);
+            }
+            if (excess) {
+                out->total = baseline_ok(x, prob) ? x->variance - x->base_variance : NAN;
+            }
+        }
+        break;
+    case SEARCH_LOST:
+    case SEARCH_DIVERGENCE:
+        out->total = sum_abs; /* shares of the children's failures / divergences */
+        break;
+    }
+    double denom = out->total;
+    if (!(denom > 0.0) || !isfinite(denom)) {
+        denom = sum_abs;
+    }
+    for (size_t i = 0; i < in->n_children; i++) {
+        struct search_contribution *c = &out->c[i];
+        c->share = c->included && denom > 0.0 ? c->value / denom : 0.0;
+    }
+
+    /* Dominance: the largest against the runner-up, with non-overlapping intervals. */
+    for (size_t i = 0; i < in->n_children; i++) {
+        if (!out->c[i].included) {
+            continue;
+        }
+        if (out->best < 0 || out->c[i].value > out->c[out->best].value) {
+            out->runner_up = out->best;
+            out->best = (int)i;
+        } else if (out->runner_up < 0 || out->c[i].value > out->c[out->runner_up].value) {
+            out->runner_up = (int)i;
+        }
+    }
+    const struct search_contribution *b = &out->c[out->best];
+    int above_zero = b->value - b->half_width > 0.0;
+    if (out->runner_up < 0) {
+        out->dominant = above_zero;
+    } else {
+        const struct search_contribution *r = &out->c[out->runner_up];
+        out->dominant = above_zero && b->value - r->value > b->half_width + r->half_width;
+    }
+    (void)crit_dq;
+    return DQ_OK;
+}
+
+/* ---- reasons --------------------------------------------------------------------------- */
+
+struct fmt {
+    enum search_problem prob;
+    double factor; /* seconds → display unit */
+    const char *unit;
+};
+
+static void fmt_init(struct fmt *f, const struct search_attribution *a) {
+    f->prob = a->problem;
+    f->factor = 1.0;
+    f->unit = "";
+    double scale = 0.0;
+    if (a->best >= 0) {
+        scale = fabs(a->c[a->best].value);
+    }
+    if (isfinite(a->total) && a->total > scale) {
+        scale = a->total;
+    }
+    if (f->prob == SEARCH_VARIANCE) {
+        f->unit = search__time_unit(sqrt(scale), &f->factor);
+    } else if (f->prob == SEARCH_LATENCY || f->prob == SEARCH_QTA) {
+        f->unit = search__time_unit(scale, &f->factor);
+    }
+}
+
+/* "12.3 ms ± 0.8", "4.10 ms² ± 0.62", "8.0 % ± 1.2", "D = 0.31 ± 0.05". */
+static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size_t cap) {
+    switch (f->prob) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        snprintf(buf, cap, "%.3g %s ± %.2g", v * f->factor, f->unit, hw * f->factor);
+        return;
+    case SEARCH_VARIANCE:
+        snprintf(buf, cap, "%.3g %s² ± %.2g", v * f->factor * f->factor, f->unit,
+                 hw * f->factor * f->factor);
+        return;
+    case SEARCH_LOST:
+        snprintf(buf, cap, "%.3g %% ± %.2g lost", 100.0 * v, 100.0 * hw);
+        return;
+    case SEARCH_DIVERGENCE:
+        snprintf(buf, cap, "KS D = %.3g ± %.2g", v, hw);
+        return;
+    }
+    snprintf(buf, cap, "%g ± %g", v, hw);
+}
+
+static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
+    switch (f->prob) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        snprintf(buf, cap, "%.3g %s", v * f->factor, f->unit);
+        return;
+    case SEARCH_VARIANCE:
+        snprintf(buf, cap, "%.3g %s²", v * f->factor * f->factor, f->unit);
+        return;
+    default:
+        snprintf(buf, cap, "%.3g", v);
+        return;
+    }
+}
+
+static void quantity(const struct search_input *in, const struct search_attribution *a, char *buf,
+                     size_t cap) {
+    const char *ex = a->baseline_mode ? "excess " : "";
+    switch (a->problem) {
+    case SEARCH_LATENCY:
+    case SEARCH_QTA:
+        if (a->quantile_mode) {
+            snprintf(buf, cap, "%g %%-quantile of latency (the violated QTA point)",
+                     100.0 * in->qta_p);
+        } else {
+            snprintf(buf, cap, "%smean latency%s", ex,
+                     a->baseline_mode ? " over the baselines" : "");
+        }
+        return;
+    case SEARCH_VARIANCE:
+        snprintf(buf, cap, "%slatency variance%s", ex,
+                 a->baseline_mode ? " over the baselines" : "");
+        return;
+    case SEARCH_LOST:
+        snprintf(buf, cap, "%slost instances (failed or timed out)", ex);
+        return;
+    case SEARCH_DIVERGENCE:
+        snprintf(buf, cap, "divergence between observed and calculated ΔQs");
+        return;
+    }
+}
+
+/* "worker_2 holds 41 % of pipeline's mean latency (12.3 ms ± 0.8 of 30.1 ms)". */
+static void describe_child(const struct search_input *in, const struct search_attribution *a,
+                           const struct fmt *f, size_t i, int with_total, char *buf, size_t cap) {
+    char name[DQ_DIAGRAM_MAX_NAME + 1], amount[96], total[48], what[96];
+    const struct search_contribution *c = &a->c[i];
+    search__child_name(in, i, name, sizeof name);
+    fmt_amount(f, c->value, c->half_width, amount, sizeof amount);
+    buf[0] = '\0';
+    if (with_total) {
+        quantity(in, a, what, sizeof what);
+        search__append(buf, cap, "%s holds %.0f %% of %s's %s (%s", name, 100.0 * c->share,
+                       node_name(in), what, amount);
+        if (isfinite(a->total) && a->problem != SEARCH_LOST && a->problem != SEARCH_DIVERGENCE) {
+            fmt_total(f, a->total, total, sizeof total);
+            search__append(buf, cap, " of %s", total);
+        }
+    } else {
+        search__append(buf, cap, "%s holds %.0f %% (%s", name, 100.0 * c->share, amount);
+    }
+    if ((in->kind == DQ_NODE_ALL || in->kind == DQ_NODE_FIRST) && a->problem != SEARCH_LOST &&
+        a->problem != SEARCH_DIVERGENCE) {
+        search__append(buf, cap, ", %s to finish in %.0f %% of instances",
+                       in->kind == DQ_NODE_ALL ? "last" : "first", 100.0 * c->criticality);
+    }
+    search__append(buf, cap, ")");
+}
+
+static void append_covariance(const struct search_input *in, const struct search_attribution *a,
+                              const struct fmt *f, char *buf, size_t cap) {
+    if (a->problem != SEARCH_VARIANCE || !isfinite(a->covariance)) {
+        return;
+    }
+    search__append(buf, cap, "; covariance %.3g %s² ± %.2g (%s's variance minus its children's)",
+                   a->covariance * f->factor * f->factor, f->unit,
+                   a->covariance_half_width * f->factor * f->factor, node_name(in));
+    if (fabs(a->covariance) > a->covariance_half_width) {
+        search__append(buf, cap, ", a sign that the children are dependent");
+    }
+}
+
+/* X's own divergence: D and p from its statistics or its ΔQs; 0 when unknown. */
+static int x_diverges(const struct search_input *in, const struct search_params *p, double *d,
+                      double *pv) {
+    *d = NAN;
+    *pv = NAN;
+    if (!in->stats.present) {
+        return 0;
+    }
+    *d = child_ks(&in->stats, pv);
+    return isfinite(*pv) && *pv < p->alpha;
+}
+
+int search__check_samples(const struct search_input *in, const struct search_params *p,
+                          const unsigned char *include, struct search_result *out) {
+    size_t lacking = 0, first = 0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        if ((include && !include[i]) || search__enough(&in->children[i].stats, p)) {
+            continue;
+        }
+        if (lacking++ == 0) {
+            first = i;
+        }
+    }
+    if (lacking == 0) {
+        return 0;
+    }
+    memset(&out->attr, 0, sizeof out->attr);
+    out->attr.problem = in->problem;
+    out->attr.best = out->attr.runner_up = -1;
+    out->attr.total = out->attr.covariance = NAN;
+    out->child = -1;
+    out->verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
+    char name[DQ_DIAGRAM_MAX_NAME + 1];
+    const struct search_stats *s = &in->children[first].stats;
+    search__child_name(in, first, name, sizeof name);
+    out->reason[0] = '\0';
+    if (in->exhausted) {
+        search__append(out->reason, sizeof out->reason,
+                       "inconclusive at %s: out of samples or time while ", node_name(in));
+    } else {
+        search__append(out->reason, sizeof out->reason,
+                       "waiting for samples at %s: ", node_name(in));
+    }
+    if (!s->present) {
+        search__append(out->reason, sizeof out->reason, "%s has no statistics yet", name);
+    } else {
+        search__append(out->reason, sizeof out->reason,
+                       "%s has %llu instances in %u window%s (needs %llu in %u)", name,
+                       (unsigned long long)search_stats_instances(s), s->windows,
+                       s->windows == 1 ? "" : "s", (unsigned long long)p->min_instances,
+                       p->min_windows);
+    }
+    if (lacking > 1) {
+        search__append(out->reason, sizeof out->reason, ", and %zu other child%s too", lacking - 1,
+                       lacking == 2 ? "" : "ren");
+    }
+    return 1;
+}
+
+int search__decide(const struct search_input *in, const struct search_params *p,
+                   const unsigned char *include, struct search_result *out) {
+    int rc = search_attribute(in, p, include, &out->attr);
+    if (rc != DQ_OK) {
+        return rc;
+    }
+    const struct search_attribution *a = &out->attr;
+    struct fmt f;
+    fmt_init(&f, a);
+    char *r = out->reason;
+    const size_t cap = sizeof out->reason;
+    char best[2 * DQ_DIAGRAM_MAX_NAME + 256], runner[2 * DQ_DIAGRAM_MAX_NAME + 128];
+    describe_child(in, a, &f, (size_t)a->best, 1, best, sizeof best);
+    runner[0] = '\0';
+    if (a->runner_up >= 0) {
+        char rname[DQ_DIAGRAM_MAX_NAME + 1], amount[96];
+        search__child_name(in, (size_t)a->runner_up, rname, sizeof rname);
+        fmt_amount(&f, a->c[a->runner_up].value, a->c[a->runner_up].half_width, amount,
+                   sizeof amount);
+        snprintf(runner, sizeof runner, "the runner-up %s holds %.0f %% (%s)", rname,
+                 100.0 * a->c[a->runner_up].share, amount);
+    }
+    r[0] = '\0';
+    out->child = -1;
+
+    uint32_t min_windows = UINT32_MAX;
+    int any_deviates = 0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        if (a->c[i].included) {
+            uint32_t w = in->children[i].stats.windows;
+            min_windows = w < min_windows ? w : min_windows;
+            any_deviates |= a->c[i].deviates == 1;
+        }
+    }
+
+    if (a->dominant) {
+        int leaf = !in->children[a->best].has_children;
+        char name[DQ_DIAGRAM_MAX_NAME + 1];
+        search__child_name(in, (size_t)a->best, name, sizeof name);
+        out->verdict = leaf ? SEARCH_LOCALIZED : SEARCH_DESCEND;
+        out->child = a->best;
+        search__append(r, cap, "%s %s: %s", leaf ? "localized at" : "descend into", name, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        append_covariance(in, a, &f, r, cap);
+        return DQ_OK;
+    }
+
+    /* No child dominates. With few windows the intervals are still wide: wait. */
+    if (!in->exhausted && min_windows < p->diffuse_min_windows) {
+        out->verdict = SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "waiting for more windows at %s: no child dominates yet after %u "
+                       "window%s (diffuse needs %u): %s",
+                       node_name(in), min_windows, min_windows == 1 ? "" : "s",
+                       p->diffuse_min_windows, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        return DQ_OK;
+    }
+
+    out->verdict = SEARCH_DIFFUSE;
+    double d, pv;
+    int diverges = x_diverges(in, p, &d, &pv);
+    if (diverges && (a->problem == SEARCH_DIVERGENCE || (a->baseline_mode && !any_deviates))) {
+        search__append(r, cap,
+                       "diffuse at %s: its observed ΔQ diverges from the calculated one "
+                       "(KS D = %.3g, p = %.2g) while %s; the children interact (load or "
+                       "shared resources)",
+                       node_name(in), d, pv,
+                       a->problem == SEARCH_DIVERGENCE ? "no child diverges on its own"
+                                                       : "no child deviates from its baseline");
+        return DQ_OK;
+    }
+    char what[96];
+    quantity(in, a, what, sizeof what);
+    search__append(r, cap, "diffuse at %s: no child dominates its %s: %s", node_name(in), what,
+                   best);
+    if (runner[0]) {
+        search__append(r, cap, " and %s; their 95 %% intervals overlap", runner + 4);
+    } else {
+        search__append(r, cap, ", not clearly above 0");
+    }
+    append_covariance(in, a, &f, r, cap);
+    return DQ_OK;
+}
+
+int search_evaluate(const struct search_input *in, const struct search_params *p,
+                    struct search_result *out) {
+    int rc = validate(in, p);
+    if (rc != DQ_OK) {
+        return rc;
+    }
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing result output");
+    }
+    if (search__check_samples(in, p, NULL, out)) {
+        return DQ_OK;
+    }
+    return search__decide(in, p, NULL, out);
+}
