@@ -549,19 +549,12 @@ static int tok_is(const struct token *t, const char *word) {
 
 /* ---- parser ----------------------------------------------------------------------- */
 
+/*
+ * Only `system` is reserved. The oscilloscope also reserved the operator letters s, a, f
+ * and p, but an operator always has its ':' right after the letter, so dqd accepts them
+ * as names too (`a = x -> y;`): every file the oscilloscope accepts means the same here.
+ */
 static const char *reserved_meaning(const struct token *t) {
-    if (tok_is(t, "s")) {
-        return "s:NAME reuses a definition";
-    }
-    if (tok_is(t, "a")) {
-        return "a:NAME(…) is all-to-finish";
-    }
-    if (tok_is(t, "f")) {
-        return "f:NAME(…) is first-to-finish";
-    }
-    if (tok_is(t, "p")) {
-        return "p:NAME[…](…) is a probabilistic choice";
-    }
     if (tok_is(t, "system")) {
         return "`system = …;` names the top of the diagram";
     }

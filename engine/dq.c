@@ -464,7 +464,16 @@ static double reexpress_into(const double *src, int n_src, int k_src, double *ds
                 lost += src[i];
                 continue;
             }
-            long j = f == 1 ? i : (i + f / 2) / f;
+            long j = i;
+            if (f > 1) {
+                /* nearest coarse time; an exact tie goes to the even one, so that rebinning
+                 * many operands does not drift later by half a fine bin each */
+                j = i / f;
+                long r = i % f;
+                if (r > f / 2 || (r == f / 2 && (j & 1))) {
+                    j++;
+                }
+            }
             dst[j >= n_dst ? n_dst - 1 : j] += src[i];
         }
     } else {

@@ -179,7 +179,8 @@ int dq_rebin(const struct dq *a, int k, struct dq **out);
 
 /*
  * Re-expresses a at a receiving probe's grid (k, n), coarser or finer: each grid mass
- * moves to the nearest grid time of the new grid; mass beyond the new horizon is lost.
+ * moves to the nearest grid time of the new grid (an exact tie to the even one, so that
+ * rebinning many operands adds no drift); mass beyond the new horizon is lost.
  */
 int dq_reexpress(const struct dq *a, int k, int n, struct dq **out);
 

@@ -89,9 +89,9 @@ static inline void ref_conv(const double *a, int na, const double *b, int nb, do
 
 /*
  * Where the mass at grid index i of a grid (k, n) lands on grid (k2, n2), by the contract:
- * the grid time i·w moves to the nearest grid time of the new grid (half up, since bin j
- * collects [(j−½)w', (j+½)w')), times above the new horizon n2·w' are lost (−1), and
- * times at or below it that round past the last bin go to the last bin.
+ * the grid time i·w moves to the nearest grid time of the new grid (an exact tie to the
+ * even one, so that repeated rebinning does not drift), times above the new horizon n2·w' are lost
+ * (−1), and times at or below it that round past the last bin go to the last bin.
  */
 static inline int ref_regrid_index(int i, int k, int k2, int n2) {
     int j;
@@ -100,7 +100,13 @@ static inline int ref_regrid_index(int i, int k, int k2, int n2) {
         long long scale = 1LL << d;
         if ((long long)i > (long long)n2 * scale)
             return -1;
-        j = d == 0 ? i : (int)(((long long)i + scale / 2) >> d);
+        if (d == 0) {
+            j = i;
+        } else {
+            /* nearest coarse time, an exact tie to the even one (dq.h) */
+            long long q = (long long)i >> d, r = (long long)i & (scale - 1);
+            j = (int)(q + (r > scale / 2 || (r == scale / 2 && (q & 1))));
+        }
     } else {
         long long jj = (long long)i << (k - k2);
         if (jj > n2)
