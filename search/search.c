@@ -65,7 +65,6 @@ void search_params_init(struct search_params *p) {
     p->min_instances = 30;
     p->min_windows = 2;
     p->z = 1.96;
-    p->ks_crit = 1.358;
     p->alpha = 0.01;
     p->lost_threshold = 0.01;
     p->cv_threshold = 0.5;

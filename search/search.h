@@ -20,8 +20,12 @@
  * Attribution by problem kind (search_attribute):
  *   latency    each child's contribution to X's mean: sequence, the child's mean (its
  *              excess over its baseline when every child has a baseline); all-to-finish,
- *              P(child is the last to finish) × its mean (or excess); first-to-finish,
- *              P(child is the first) × its mean; choice, weight × mean.
+ *              ∫ t f_i(t) Π_{j≠i} F_j(t) dt = P(child is the last to finish) × its mean
+ *              when it is last (these add up to E[max] exactly, independence assumed;
+ *              with baselines: P(last) × excess); first-to-finish, the same with
+ *              Π (1 − F_j) (the first to finish, adding up to E[min]); choice,
+ *              weight × mean. Criticality comes from the children's observed ΔQs, or
+ *              from a normal approximation of their moments when some have none.
  *   qta        as latency; on a sequence, when input.qta_p is set and the children have
  *              observed ΔQs, each child's qta_p-quantile instead of its mean.
  *   variance   each child's share of X's variance (variance-sum law): sequence, the
@@ -35,8 +39,9 @@
  *   divergence each child's own observed-vs-calculated KS distance (leaves have none:
  *              contribution 0). When X diverges and no child does, the children interact.
  * Every contribution carries a 95 % half-width (z = params.z): mean z·sqrt(var/n),
- * variance z·var·sqrt(2/(n−1)), proportion z·sqrt(p(1−p)/n), KS 1.358/sqrt(n), a
- * baseline excess the root-sum-square of both sides.
+ * variance z·var·sqrt(2/(n−1)), proportion z·sqrt(p(1−p)/n), KS distance z·0.5/sqrt(n)
+ * (the widest standard error of an empirical CDF), a baseline excess the root-sum-square
+ * of both sides.
  *
  * Dominance: the child with the largest contribution is dominant when its value
  * minus the runner-up's exceeds the sum of both half-widths (non-overlapping 95 %
@@ -110,7 +115,6 @@ struct search_params {
     uint64_t min_instances;       /* instances (ok + fa + to) a child needs: 30 */
     uint32_t min_windows;         /* windows a child needs: 2 */
     double z;                     /* two-sided normal quantile of the intervals: 1.96 */
-    double ks_crit;               /* KS 95 % constant: half-width 1.358/sqrt(n) */
     double alpha;                 /* significance of a KS divergence (p < alpha): 0.01 */
     double lost_threshold;        /* push-button: lost fraction over this is "lost": 0.01 */
     double cv_threshold;          /* push-button: σ/μ over this is "variance": 0.5 */

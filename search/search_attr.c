@@ -120,11 +120,23 @@ static double child_ks(const struct search_stats *s, double *pv) {
 /* ---- criticality of all/first-to-finish branches --------------------------------------- */
 
 /*
- * Accumulates P(branch i is the last (or first) to finish) at one grid time from the
- * branches' masses f[] there and their CDFs F[] just before it. A tie within one grid
- * step counts half each way, so two identical branches get ½ each.
+ * E[max] of independent branches splits exactly into Σ_i ∫ t f_i(t) Π_{j≠i} F_j(t) dt:
+ * branch i's share is how often it is the last to finish (∫ f_i Π F_j) times how late it
+ * then is. E[min] splits the same way with Π (1 − F_j). We accumulate both integrals on
+ * a grid: crit sums the probability, tsum the time-weighted probability.
  */
-static void crit_accumulate(size_t m, const double *f, const double *F, int first, double *c) {
+struct crit_acc {
+    double c[SEARCH_MAX_CHILDREN];
+    double tsum[SEARCH_MAX_CHILDREN];
+};
+
+/*
+ * Adds one grid time t, given the branches' masses f[] there and their CDFs F[] just
+ * before it. A tie within one grid step counts half each way, so two identical branches
+ * get ½ each.
+ */
+static void crit_accumulate(size_t m, const double *f, const double *F, int first, double t,
+                            struct crit_acc *acc) {
     double pre[SEARCH_MAX_CHILDREN + 1], suf[SEARCH_MAX_CHILDREN + 1];
     pre[0] = 1.0;
     for (size_t j = 0; j < m; j++) {
@@ -138,14 +150,16 @@ static void crit_accumulate(size_t m, const double *f, const double *F, int firs
     }
     for (size_t j = 0; j < m; j++) {
         if (f[j] > 0.0) {
-            c[j] += f[j] * pre[j] * suf[j + 1];
+            double q = f[j] * pre[j] * suf[j + 1];
+            acc->c[j] += q;
+            acc->tsum[j] += q * t;
         }
     }
 }
 
-/* Criticality from the branches' observed ΔQs, each conditioned on success. */
+/* From the branches' observed ΔQs, each conditioned on success, at their grid times. */
 static int crit_from_dq(const struct search_input *in, const size_t *idx, size_t m, int first,
-                        double *c) {
+                        struct crit_acc *acc) {
     struct dq *r[SEARCH_MAX_CHILDREN];
     double tang[SEARCH_MAX_CHILDREN], f[SEARCH_MAX_CHILDREN], F[SEARCH_MAX_CHILDREN];
     int kmax = DQ_MIN_K, nmax = 0, rc = DQ_OK;
@@ -163,11 +177,12 @@ static int crit_from_dq(const struct search_input *in, const size_t *idx, size_t
         tang[made] = dq_tangible(r[made]);
         F[made] = 0.0;
     }
+    double w = dq_width_of(kmax);
     for (int t = 0; t < nmax; t++) {
         for (size_t j = 0; j < m; j++) {
             f[j] = t < r[j]->n && tang[j] > 0.0 ? r[j]->pdf[t] / tang[j] : 0.0;
         }
-        crit_accumulate(m, f, F, first, c);
+        crit_accumulate(m, f, F, first, w * t, acc);
         for (size_t j = 0; j < m; j++) {
             F[j] += f[j];
         }
@@ -179,9 +194,9 @@ out:
     return rc;
 }
 
-/* Criticality from means and variances alone, each branch taken as normal. */
+/* From means and variances alone, each branch taken as normal (clipped at 0). */
 static void crit_from_normal(const struct search_input *in, const size_t *idx, size_t m, int first,
-                             double *c) {
+                             struct crit_acc *acc) {
     double mu[SEARCH_MAX_CHILDREN], sd[SEARCH_MAX_CHILDREN];
     double f[SEARCH_MAX_CHILDREN], F[SEARCH_MAX_CHILDREN];
     double lo = INFINITY, hi = -INFINITY;
@@ -198,6 +213,8 @@ static void crit_from_normal(const struct search_input *in, const size_t *idx, s
     if (!isfinite(lo)) {
         return;
     }
+    lo = lo > 0.0 ? lo : 0.0;
+    hi = hi > lo ? hi : lo;
     double h = (hi - lo) / CRIT_NORMAL_STEPS;
     for (int k = 0; k <= CRIT_NORMAL_STEPS; k++) {
         double t = lo + h * k;
@@ -208,44 +225,47 @@ static void crit_from_normal(const struct search_input *in, const size_t *idx, s
             }
             f[j] = Fj - F[j] > 0.0 ? Fj - F[j] : 0.0;
         }
-        crit_accumulate(m, f, F, first, c);
+        crit_accumulate(m, f, F, first, k > 0 ? t - 0.5 * h : t, acc);
         for (size_t j = 0; j < m; j++) {
             F[j] += f[j];
         }
     }
 }
 
-/* Fills crit[i] for the included children of an all- or first-to-finish node. */
+/*
+ * For the included children of an all- or first-to-finish node: crit[i] = P(child i is
+ * the last (first) to finish) and part[i] = its share of E[max] (E[min]) in seconds.
+ */
 static int criticality(const struct search_input *in, const unsigned char *inc, int first,
-                       double *crit, int *from_dq) {
+                       double *crit, double *part) {
     size_t idx[SEARCH_MAX_CHILDREN], m = 0;
-    double c[SEARCH_MAX_CHILDREN];
+    struct crit_acc acc;
     int all_dq = 1;
     for (size_t i = 0; i < in->n_children; i++) {
         if (inc[i]) {
-            const struct dq *o = in->children[i].stats.observed;
-            if (!o) {
+            if (!in->children[i].stats.observed) {
                 all_dq = 0;
             }
-            c[m] = 0.0;
+            acc.c[m] = 0.0;
+            acc.tsum[m] = 0.0;
             idx[m++] = i;
         }
     }
-    *from_dq = all_dq;
     if (all_dq) {
-        int rc = crit_from_dq(in, idx, m, first, c);
+        int rc = crit_from_dq(in, idx, m, first, &acc);
         if (rc != DQ_OK) {
             return rc;
         }
     } else {
-        crit_from_normal(in, idx, m, first, c);
+        crit_from_normal(in, idx, m, first, &acc);
     }
     double sum = 0.0;
     for (size_t j = 0; j < m; j++) {
-        sum += c[j];
+        sum += acc.c[j];
     }
     for (size_t j = 0; j < m; j++) {
-        crit[idx[j]] = sum > 0.0 ? c[j] / sum : 1.0 / (double)m;
+        crit[idx[j]] = sum > 0.0 ? acc.c[j] / sum : 1.0 / (double)m;
+        part[idx[j]] = sum > 0.0 ? acc.tsum[j] / sum : 0.0;
     }
     return DQ_OK;
 }
@@ -400,18 +420,18 @@ int search_attribute(const struct search_input *in, const struct search_params *
     out->baseline_mode = excess;
     out->quantile_mode = quant;
 
-    double crit[SEARCH_MAX_CHILDREN];
-    int crit_dq = 0;
+    double crit[SEARCH_MAX_CHILDREN], part[SEARCH_MAX_CHILDREN];
     uint64_t n_crit = UINT64_MAX;
     for (size_t i = 0; i < in->n_children; i++) {
         crit[i] = 1.0;
+        part[i] = NAN;
         if (inc[i] && in->children[i].stats.n_ok < n_crit) {
             n_crit = in->children[i].stats.n_ok;
         }
     }
     if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST &&
         prob != SEARCH_DIVERGENCE) {
-        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, &crit_dq);
+        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, part);
         if (rc != DQ_OK) {
             return rc;
         }
@@ -447,7 +467,7 @@ int search_attribute(const struct search_input *in, const struct search_params *
             double d = ch->has_children ? child_ks(s, &pv) : NAN;
             v = isfinite(d) ? d : 0.0;
             uint64_t n = search_stats_instances(s);
-            hw = isfinite(d) && n > 0 ? p->ks_crit / sqrt((double)n) : 0.0;
+            hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
         } else if (quant) {
             uint64_t n = search_stats_instances(s);
             double q = in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / (double)n) : 0.0;
@@ -471,9 +491,13 @@ int search_attribute(const struct search_input *in, const struct search_params *
                     hw *= w;
                 }
             } else if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST) {
+                /* Latency (not excess): the branch's exact share of E[max] / E[min], i.e.
+                 * criticality × its mean when critical; otherwise criticality × value. */
                 double hc = prop_hw(crit[i], n_crit, z);
-                hw = rss(crit[i] * hw, v * hc);
-                v *= crit[i];
+                double when =
+                    prob != SEARCH_VARIANCE && !excess && crit[i] > 0.0 ? part[i] / crit[i] : v;
+                hw = rss(crit[i] * hw, when * hc);
+                v = crit[i] * when;
             }
         }
         c->value = v;
@@ -555,7 +579,6 @@ int search_attribute(const struct search_input *in, const struct search_params *
         const struct search_contribution *r = &out->c[out->runner_up];
         out->dominant = above_zero && b->value - r->value > b->half_width + r->half_width;
     }
-    (void)crit_dq;
     return DQ_OK;
 }
 
@@ -797,7 +820,10 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     }
 
     /* No child dominates. With few windows the intervals are still wide: wait. */
-    if (!in->exhausted && min_windows < p->diffuse_min_windows) {
+    /* (Contributions known exactly, e.g. leaves' zero divergence, will not narrow.) */
+    int narrowing = a->c[a->best].half_width > 0.0 ||
+                    (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
+    if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
         out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,
                        "waiting for more windows at %s: no child dominates yet after %u "
@@ -807,6 +833,7 @@ int search__decide(const struct search_input *in, const struct search_params *p,
         if (runner[0]) {
             search__append(r, cap, "; %s", runner);
         }
+        append_covariance(in, a, &f, r, cap);
         return DQ_OK;
     }
 

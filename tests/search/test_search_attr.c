@@ -1,0 +1,592 @@
+/*
+ * test_search_attr.c: attribution, dominance and verdicts of search/ on synthetic
+ * systems (issue 6, acceptance 1): the dominant child is found for each problem kind,
+ * no dominant child gives diffuse, too few samples gives no decision, covariance is
+ * reported, all- and first-to-finish attribution follow criticality.
+ */
+#include "check.h"
+
+#include "search_test_util.h"
+
+static struct search_params P;
+static struct search_result R; /* large: keep it off the stack */
+
+static int contains(const char *s, const char *sub) {
+    return strstr(s, sub) != NULL;
+}
+
+/* ---- basics ------------------------------------------------------------------------ */
+
+static void test_names(void) {
+    enum search_problem p;
+    enum search_strategy_id s;
+    const char *kinds[] = {"latency", "qta", "variance", "lost", "divergence"};
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(search_problem_parse(kinds[i], &p), DQ_OK);
+        CHECK_INT(p, i);
+        CHECK_STR(search_problem_name(p), kinds[i]);
+    }
+    CHECK_INT(search_problem_parse("slow", &p), DQ_EINVAL);
+    CHECK(contains(dq_last_error(), "slow"));
+    CHECK_INT(search_strategy_parse("bisect", &s), DQ_OK);
+    CHECK_INT(s, SEARCH_BISECT);
+    CHECK_INT(search_strategy_parse("children", &s), DQ_OK);
+    CHECK_INT(s, SEARCH_CHILDREN);
+    CHECK_INT(search_strategy_parse("random", &s), DQ_EINVAL);
+    CHECK_STR(search_verdict_name(SEARCH_LOCALIZED), "localized");
+    CHECK_STR(search_verdict_name(SEARCH_NEED_SAMPLES), "need_samples");
+    CHECK_STR(search_verdict_name((enum search_verdict)99), "?");
+    CHECK(search_strategy_get(SEARCH_BISECT) != NULL);
+    CHECK_STR(search_strategy_get(SEARCH_BISECT)->name, "bisect");
+    CHECK(search_strategy_get((enum search_strategy_id)7) == NULL);
+}
+
+/* Pooling windows must give the moments of all the samples at once. */
+static void test_pooling(void) {
+    struct srng r = {42};
+    double all[600];
+    size_t n = 0;
+    struct search_stats st;
+    search_stats_init(&st);
+    CHECK(!st.present);
+    CHECK(isnan(st.mean));
+    int sizes[] = {1, 50, 0, 200, 349};
+    for (int w = 0; w < 5; w++) {
+        double sum = 0.0, sq = 0.0;
+        for (int i = 0; i < sizes[w]; i++) {
+            double d = srng_exp(&r, 0.01 * (w + 1));
+            all[n++] = d;
+            sum += d;
+            sq += d * d;
+        }
+        double mean = sizes[w] ? sum / sizes[w] : 0.0;
+        double var = sizes[w] ? sq / sizes[w] - mean * mean : 0.0;
+        CHECK_INT(search_stats_add_window(&st, (uint64_t)sizes[w], 2, 1, mean, var > 0 ? var : 0),
+                  DQ_OK);
+    }
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        mean += all[i];
+    }
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        var += (all[i] - mean) * (all[i] - mean);
+    }
+    var /= (double)n;
+    CHECK(st.present);
+    CHECK_INT(st.n_ok, 600);
+    CHECK_INT(st.n_fa, 10);
+    CHECK_INT(st.n_to, 5);
+    CHECK_INT(st.windows, 5);
+    CHECK_NEAR(st.mean, mean, 1e-12);
+    CHECK_NEAR(st.variance, var, 1e-9 * var);
+    CHECK_NEAR(search_stats_lost(&st), 15.0 / 615.0, 1e-12);
+    CHECK_INT(search_stats_add_window(&st, 3, 0, 0, NAN, 0.0), DQ_EINVAL);
+    CHECK_INT(search_stats_add_window(&st, 3, 0, 0, 0.1, -1.0), DQ_EINVAL);
+}
+
+static void test_infer_problem(void) {
+    struct search_stats x;
+    search_stats_init(&x);
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_LATENCY); /* absent */
+    search_stats_add_window(&x, 100, 0, 0, 0.010, 0.000001); /* CV 0.1 */
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_LATENCY);
+    x.ks_d = 0.3;
+    x.ks_p = 1e-6;
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_DIVERGENCE);
+    x.variance = 0.010 * 0.010; /* CV 1 > 0.5 */
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_VARIANCE);
+    x.n_fa = 5; /* 4.8 % lost > 1 % */
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_LOST);
+    x.qta_hazard = 0.02;
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_QTA);
+    x.qta_hazard = 0.0; /* no hazard: back to lost */
+    CHECK_INT(search_infer_problem(&x, &P), SEARCH_LOST);
+}
+
+static void test_bad_input(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 3, SIM_EXP, 0.01, 0);
+    sim_run(&s, 1, 2, 40, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "x");
+    in.n_children = 0;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_EINVAL);
+    in.n_children = SEARCH_MAX_CHILDREN + 1;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_EINVAL);
+    in.n_children = 3;
+    in.kind = DQ_NODE_OUTCOME;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_EINVAL);
+    in.kind = DQ_NODE_SEQUENCE;
+    in.problem = (enum search_problem)9;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_EINVAL);
+    in.problem = SEARCH_LATENCY;
+    CHECK_INT(search_evaluate(&in, &P, NULL), DQ_EINVAL);
+    CHECK_INT(search_evaluate(NULL, &P, &R), DQ_EINVAL);
+    /* Attribution over a child without statistics is a caller error … */
+    res.ch[1].stats.present = 0;
+    CHECK_INT(search_attribute(&in, &P, NULL, &R.attr), DQ_EINVAL);
+    CHECK(contains(dq_last_error(), "s1"));
+    /* … unless that child is left out. */
+    unsigned char inc[3] = {1, 0, 1};
+    CHECK_INT(search_attribute(&in, &P, inc, &R.attr), DQ_OK);
+    CHECK(!R.attr.c[1].included);
+    CHECK(R.attr.c[0].included && R.attr.c[2].included);
+    sim_free(&res);
+}
+
+/* ---- latency ----------------------------------------------------------------------- */
+
+/* One slowed leaf among 27 stages: found, though it holds far less than half. */
+static void test_latency_27(void) {
+    size_t positions[] = {0, 13, 26};
+    for (size_t k = 0; k < 3; k++) {
+        struct sim s;
+        struct sim_result res;
+        sim_uniform(&s, DQ_NODE_SEQUENCE, 27, SIM_EXP, 0.010, 0);
+        s.st[positions[k]].mean = 0.040;
+        sim_run(&s, 100 + k, 2, 40, 0, &res);
+        struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+        CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+        CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+        CHECK_INT(R.child, (int)positions[k]);
+        CHECK_INT(R.attr.best, (int)positions[k]);
+        CHECK(R.attr.dominant);
+        double share = R.attr.c[positions[k]].share;
+        CHECK_MSG(share > 0.05 && share < 0.5, "share %g", share);
+        /* Shares of a sequence's means add up to about 1 (X's mean is their sum). */
+        double sum = 0.0;
+        for (size_t i = 0; i < 27; i++) {
+            sum += R.attr.c[i].share;
+        }
+        CHECK_NEAR(sum, 1.0, 1e-9);
+        CHECK_NEAR(R.attr.total, res.x.mean, 1e-15);
+        CHECK(contains(R.reason, "localized at s"));
+        CHECK(contains(R.reason, "of pipeline's mean latency"));
+        CHECK(contains(R.reason, "the runner-up"));
+        CHECK(contains(R.reason, " ms ± "));
+        printf("latency 27, fault at %zu: %s\n", positions[k], R.reason);
+
+        /* The same child with finer probes: descend into it instead. */
+        res.ch[positions[k]].has_children = 1;
+        CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+        CHECK_INT(R.verdict, SEARCH_DESCEND);
+        CHECK_INT(R.child, (int)positions[k]);
+        CHECK(contains(R.reason, "descend into"));
+        sim_free(&res);
+    }
+}
+
+/* Nothing slowed: no child dominates → diffuse, but only once enough windows are in. */
+static void test_diffuse(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 8, SIM_EXP, 0.010, 0);
+    sim_run(&s, 7, 4, 40, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK_INT(R.child, -1);
+    CHECK(!R.attr.dominant);
+    CHECK(R.attr.best >= 0 && R.attr.runner_up >= 0);
+    CHECK(contains(R.reason, "diffuse at pipeline: no child dominates"));
+    CHECK(contains(R.reason, "overlap"));
+    printf("diffuse: %s\n", R.reason);
+    sim_free(&res);
+
+    /* With 2 windows the intervals are still wide: wait rather than call it diffuse. */
+    sim_run(&s, 7, 2, 40, 0, &res);
+    in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
+    CHECK(contains(R.reason, "waiting for more windows"));
+    /* … unless the caller is out of time. */
+    in.exhausted = 1;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    sim_free(&res);
+}
+
+/* Too few samples: no decision; out of time: inconclusive. */
+static void test_need_samples(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 5, SIM_EXP, 0.010, 0);
+    s.st[2].mean = 0.100; /* an obvious fault, still no decision on too few samples */
+    sim_run(&s, 9, 1, 40, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
+    CHECK_INT(R.child, -1);
+    CHECK_INT(R.attr.best, -1);
+    CHECK(contains(R.reason, "s0 has 40 instances in 1 window (needs 30 in 2)"));
+    CHECK(contains(R.reason, "4 other children"));
+    sim_free(&res);
+
+    sim_run(&s, 9, 2, 10, 0, &res); /* 2 windows but 20 instances */
+    in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
+    res.ch[3].stats.present = 0;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
+    in.exhausted = 1;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_INCONCLUSIVE);
+    CHECK(contains(R.reason, "inconclusive at pipeline"));
+    sim_free(&res);
+
+    /* Enough: decided. */
+    sim_run(&s, 9, 2, 40, 0, &res);
+    in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 2);
+    sim_free(&res);
+}
+
+/* Children with unlike natural means: only baselines find the one that changed. */
+static void test_baseline(void) {
+    struct sim s;
+    struct sim_result base, res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 6, SIM_NORMAL, 0.010, 0.002);
+    s.st[1].mean = 0.050; /* naturally slow, healthy */
+    sim_run(&s, 21, 10, 100, 0, &base);
+    s.st[4].mean = 0.025; /* +15 ms: the fault */
+    sim_run(&s, 22, 4, 40, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 1); /* without baselines the largest mean wins */
+    CHECK(!R.attr.baseline_mode);
+    for (size_t i = 0; i < 6; i++) {
+        struct search_stats *c = &res.ch[i].stats;
+        c->has_baseline = 1;
+        c->base_mean = base.ch[i].stats.mean;
+        c->base_variance = base.ch[i].stats.variance;
+        c->base_lost = search_stats_lost(&base.ch[i].stats);
+        c->base_n = base.ch[i].stats.n_ok;
+    }
+    in.stats.has_baseline = 1;
+    in.stats.base_mean = base.x.mean;
+    in.stats.base_variance = base.x.variance;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.baseline_mode);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 4);
+    CHECK_INT(R.attr.c[4].deviates, 1);
+    CHECK_INT(R.attr.c[1].deviates, 0);
+    CHECK_NEAR(R.attr.c[4].value, 0.015, 0.003);
+    CHECK(contains(R.reason, "excess mean latency"));
+    printf("baseline: %s\n", R.reason);
+
+    /* No child deviates from its baseline, yet X diverges from its calculated ΔQ:
+     * coupling → diffuse with that reason. */
+    for (size_t i = 0; i < 6; i++) {
+        res.ch[i].stats.base_mean = res.ch[i].stats.mean;
+    }
+    in.stats.ks_d = 0.25;
+    in.stats.ks_p = 1e-5;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK(contains(R.reason, "no child deviates from its baseline"));
+    CHECK(contains(R.reason, "interact"));
+    sim_free(&base);
+    sim_free(&res);
+}
+
+/* QTA on a violated 95 % point: the child with the heavy tail, not the largest mean. */
+static void test_qta_quantile(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 5, SIM_NORMAL, 0.020, 0.002);
+    s.st[0].mean = 0.040; /* slowest on average, tight */
+    s.st[3].mean = 0.012;
+    s.st[3].spike_p = 0.10; /* 10 % of its instances take +80 ms */
+    s.st[3].spike_add = 0.080;
+    sim_run(&s, 31, 4, 100, 1, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_QTA, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK); /* on means: s0 */
+    CHECK(!R.attr.quantile_mode);
+    CHECK_INT(R.child, 0);
+    in.qta_p = 0.95;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.quantile_mode);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 3);
+    CHECK_NEAR(R.attr.c[3].value, 0.092, 0.006);
+    CHECK(contains(R.reason, "95 %-quantile"));
+    printf("qta: %s\n", R.reason);
+    sim_free(&res);
+}
+
+/* ---- variance ------------------------------------------------------------------------- */
+
+static void test_variance(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 8, SIM_NORMAL, 0.010, 0.001);
+    s.st[5].spike_p = 0.2; /* erratic: one instance in five takes +20 ms */
+    s.st[5].spike_add = 0.020;
+    sim_run(&s, 41, 3, 60, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_VARIANCE, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 5);
+    CHECK(R.attr.c[5].share > 0.8);
+    /* Independent stages: the covariance is reported and small. */
+    CHECK(isfinite(R.attr.covariance));
+    CHECK(isfinite(R.attr.covariance_half_width) && R.attr.covariance_half_width > 0);
+    double sum = 0.0;
+    for (size_t i = 0; i < 8; i++) {
+        sum += res.ch[i].stats.variance;
+    }
+    CHECK_NEAR(R.attr.covariance, res.x.variance - sum, 1e-15);
+    CHECK(fabs(R.attr.covariance) <= R.attr.covariance_half_width);
+    CHECK(contains(R.reason, "covariance"));
+    CHECK(!contains(R.reason, "dependent"));
+    printf("variance: %s\n", R.reason);
+    sim_free(&res);
+
+    /* A shared delay in every stage makes them dependent: large positive covariance. */
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 4, SIM_NORMAL, 0.010, 0.001);
+    s.shared_sd = 0.004;
+    sim_run(&s, 43, 3, 60, 0, &res);
+    in = sim_input(&s, &res, SEARCH_VARIANCE, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.covariance > R.attr.covariance_half_width);
+    CHECK(R.attr.covariance > 0.5 * res.x.variance);
+    CHECK(contains(R.reason, "dependent"));
+    printf("dependent: %s\n", R.reason);
+    sim_free(&res);
+}
+
+/* ---- lost mass ------------------------------------------------------------------------ */
+
+static void test_lost(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 10, SIM_EXP, 0.010, 0);
+    for (size_t i = 0; i < 10; i++) {
+        s.st[i].p_fail = 0.002;
+    }
+    s.st[7].p_fail = 0.15;
+    sim_run(&s, 51, 3, 100, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LOST, "pipeline");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 7);
+    CHECK(R.attr.c[7].share > 0.7);
+    CHECK_NEAR(R.attr.c[7].value, search_stats_lost(&res.ch[7].stats), 1e-15);
+    CHECK(R.attr.c[7].half_width > 0.0);
+    /* Downstream stages see fewer instances: the rate, not the count, is compared. */
+    CHECK(search_stats_instances(&res.ch[9].stats) < search_stats_instances(&res.ch[0].stats));
+    CHECK(contains(R.reason, "lost instances"));
+    CHECK(contains(R.reason, "% ± "));
+    printf("lost: %s\n", R.reason);
+    sim_free(&res);
+
+    /* Choice: a rarely chosen branch that always fails still counts by its weight. */
+    memset(&s, 0, sizeof s);
+    s.kind = DQ_NODE_CHOICE;
+    s.n = 3;
+    double w[3] = {0.6, 0.3, 0.1};
+    for (size_t i = 0; i < 3; i++) {
+        s.st[i].mean = 0.01;
+        s.st[i].weight = w[i];
+        s.st[i].p_fail = 0.01;
+    }
+    s.st[1].p_fail = 0.3;
+    sim_run(&s, 53, 3, 200, 0, &res);
+    in = sim_input(&s, &res, SEARCH_LOST, "router");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 1);
+    CHECK_NEAR(R.attr.c[1].value, 0.3 * search_stats_lost(&res.ch[1].stats), 1e-15);
+    sim_free(&res);
+}
+
+/* ---- divergence ----------------------------------------------------------------------- */
+
+static void test_divergence(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 4, SIM_EXP, 0.010, 0);
+    sim_run(&s, 61, 3, 60, 1, &res);
+    /* s1 and s2 are sub-diagrams. s2's observed ΔQ does not match what its own children
+     * predict (its calculated ΔQ has a mean of 3.3 ms, it observes 10 ms); s1's matches. */
+    struct dq *calc1 = NULL, *calc2 = NULL;
+    CHECK_INT(dq_exponential(SIM_K, SIM_N, 100.0, &calc1), DQ_OK);
+    CHECK_INT(dq_exponential(SIM_K, SIM_N, 300.0, &calc2), DQ_OK);
+    res.ch[1].has_children = 1;
+    res.ch[1].stats.calculated = calc1;
+    res.ch[2].has_children = 1;
+    res.ch[2].stats.calculated = calc2;
+    struct search_input in = sim_input(&s, &res, SEARCH_DIVERGENCE, "pipeline");
+    in.stats.ks_d = 0.3;
+    in.stats.ks_p = 1e-8;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DESCEND);
+    CHECK_INT(R.child, 2);
+    CHECK_NEAR(R.attr.c[0].value, 0.0, 0.0); /* leaves: no divergence of their own */
+    CHECK_NEAR(R.attr.c[3].value, 0.0, 0.0);
+    CHECK(R.attr.c[2].value > 0.25);
+    CHECK(R.attr.c[1].value < R.attr.c[2].value);
+    CHECK(contains(R.reason, "KS D = "));
+    printf("divergence: %s\n", R.reason);
+
+    /* Given as numbers (as the controller computes them) instead of ΔQs. */
+    res.ch[1].stats.ks_d = 0.7;
+    res.ch[1].stats.ks_p = 1e-9;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.child, 1);
+
+    /* Every child a leaf: X diverges while no child does → diffuse, coupling. */
+    res.ch[1].has_children = 0;
+    res.ch[2].has_children = 0;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK(contains(R.reason, "no child diverges on its own"));
+    printf("coupling: %s\n", R.reason);
+    dq_destroy(calc1);
+    dq_destroy(calc2);
+    sim_free(&res);
+}
+
+/* ---- all-to-finish, first-to-finish, choice -------------------------------------------- */
+
+static void test_all_to_finish(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_ALL, 4, SIM_EXP, 0.010, 0);
+    s.st[2].mean = 0.030;
+    sim_run(&s, 71, 3, 100, 1, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "fanout");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 2);
+    double sum = 0.0;
+    for (size_t i = 0; i < 4; i++) {
+        sum += R.attr.c[i].criticality;
+        /* Criticality from the ΔQs matches how often the branch really was last. */
+        double emp = (double)res.crit_count[i] / (double)res.crit_total;
+        CHECK_MSG(fabs(R.attr.c[i].criticality - emp) < 0.06, "branch %zu: %g vs %g", i,
+                  R.attr.c[i].criticality, emp);
+    }
+    CHECK_NEAR(sum, 1.0, 1e-9);
+    CHECK(R.attr.c[2].criticality > 0.45);
+    CHECK(contains(R.reason, "last to finish in"));
+    printf("all: %s\n", R.reason);
+
+    /* Without ΔQs the normal approximation ranks the branches the same way. */
+    for (size_t i = 0; i < 4; i++) {
+        res.ch[i].stats.observed = NULL;
+    }
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 2);
+    CHECK(R.attr.c[2].criticality > 0.5);
+    sim_free(&res);
+
+    /* Two identical deterministic branches: half each (the tie rule). */
+    struct dq *a = NULL, *b = NULL;
+    CHECK_INT(dq_wait(0, 64, 0.010, &a), DQ_OK);
+    CHECK_INT(dq_wait(0, 64, 0.010, &b), DQ_OK);
+    struct search_child ch[2];
+    memset(ch, 0, sizeof ch);
+    for (int i = 0; i < 2; i++) {
+        search_stats_init(&ch[i].stats);
+        for (int w = 0; w < 4; w++) {
+            search_stats_add_window(&ch[i].stats, 50, 0, 0, 0.010, 0.0);
+        }
+        ch[i].stats.observed = i ? b : a;
+    }
+    struct search_input in2;
+    memset(&in2, 0, sizeof in2);
+    in2.name = "pair";
+    in2.kind = DQ_NODE_ALL;
+    in2.problem = SEARCH_LATENCY;
+    in2.children = ch;
+    in2.n_children = 2;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[0].criticality, 0.5, 1e-12);
+    CHECK_NEAR(R.attr.c[1].criticality, 0.5, 1e-12);
+    in2.kind = DQ_NODE_FIRST;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[0].criticality, 0.5, 1e-12);
+    CHECK_INT(search_evaluate(&in2, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    dq_destroy(a);
+    dq_destroy(b);
+}
+
+static void test_first_to_finish(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_FIRST, 3, SIM_EXP, 0.050, 0);
+    s.st[1].mean = 0.008; /* the usual winner: the parent's latency is mostly its latency */
+    sim_run(&s, 81, 3, 100, 1, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "race");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 1); /* not the slow ones: they rarely finish first */
+    for (size_t i = 0; i < 3; i++) {
+        double emp = (double)res.crit_count[i] / (double)res.crit_total;
+        CHECK_MSG(fabs(R.attr.c[i].criticality - emp) < 0.06, "branch %zu: %g vs %g", i,
+                  R.attr.c[i].criticality, emp);
+    }
+    CHECK(contains(R.reason, "first to finish in"));
+    printf("first: %s\n", R.reason);
+    sim_free(&res);
+}
+
+static void test_choice(void) {
+    struct sim s;
+    struct sim_result res;
+    memset(&s, 0, sizeof s);
+    s.kind = DQ_NODE_CHOICE;
+    s.n = 3;
+    double w[3] = {0.5, 0.3, 0.2};
+    for (size_t i = 0; i < 3; i++) {
+        s.st[i].dist = SIM_NORMAL;
+        s.st[i].mean = 0.010;
+        s.st[i].sd = 0.001;
+        s.st[i].weight = w[i];
+    }
+    s.st[2].mean = 0.060; /* the rare branch became slow */
+    sim_run(&s, 91, 3, 200, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_LATENCY, "router");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 2);
+    CHECK_NEAR(R.attr.c[2].value, 0.2 * res.ch[2].stats.mean, 1e-15);
+    /* Variance of a choice: law of total variance; the residual is small. */
+    in.problem = SEARCH_VARIANCE;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.child, 2);
+    CHECK(isfinite(R.attr.covariance));
+    CHECK_MSG(fabs(R.attr.covariance) < 0.1 * res.x.variance, "residual %g of %g",
+              R.attr.covariance, res.x.variance);
+    sim_free(&res);
+}
+
+int main(void) {
+    search_params_init(&P);
+    test_names();
+    test_pooling();
+    test_infer_problem();
+    test_bad_input();
+    test_latency_27();
+    test_diffuse();
+    test_need_samples();
+    test_baseline();
+    test_qta_quantile();
+    test_variance();
+    test_lost();
+    test_divergence();
+    test_all_to_finish();
+    test_first_to_finish();
+    test_choice();
+    dq_engine_cleanup();
+    return check_done();
+}
