@@ -368,6 +368,7 @@ static int bisect_step(const struct search_input *in, const struct search_params
         st->steps++;
     }
     out->action = SEARCH_DECIDED;
+    out->n_enable = 0; /* what it would have enabled next is moot */
     out->result.verdict = SEARCH_INCONCLUSIVE;
     snprintf(out->result.reason, sizeof out->result.reason,
              "inconclusive at %s: out of budget or time while bisecting (suspects narrowed to "

@@ -570,6 +570,101 @@ static void test_choice(void) {
     sim_free(&res);
 }
 
+/* Arbitrary statistics (zeros, NaN, huge, empty ΔQs) never crash nor break contracts. */
+static void test_random_inputs(void) {
+    static struct search_step st_out;
+    struct srng r = {2024};
+    struct dq *dqs[4] = {NULL, NULL, NULL, NULL};
+    CHECK_INT(dq_never(0, 16, &dqs[0]), DQ_OK);
+    CHECK_INT(dq_wait(-3, 100, 0.005, &dqs[1]), DQ_OK);
+    CHECK_INT(dq_exponential(2, 300, 10.0, &dqs[2]), DQ_OK);
+    CHECK_INT(dq_uniform(0, 4096, 0.0, 5.0, &dqs[3]), DQ_OK);
+    enum dq_node_kind kinds[] = {DQ_NODE_SEQUENCE, DQ_NODE_FIRST, DQ_NODE_ALL, DQ_NODE_CHOICE,
+                                 DQ_NODE_REFERENCE};
+    double odd[] = {0.0, 1e-9, 0.01, 3.0, 1e6, NAN, -1.0, INFINITY};
+    int bad = 0, n_ok = 0, n_decided = 0;
+    for (int it = 0; it < 3000; it++) {
+        struct search_child ch[12];
+        struct search_input in;
+        memset(&in, 0, sizeof in);
+        memset(ch, 0, sizeof ch);
+        size_t n = 1 + (size_t)(srng_next(&r) % 12);
+        in.name = it % 7 ? "x" : NULL;
+        in.kind = kinds[srng_next(&r) % 5];
+        in.problem = (enum search_problem)(srng_next(&r) % 5);
+        in.qta_p = srng_unit(&r) < 0.5 ? srng_unit(&r) : 0.0;
+        in.exhausted = srng_unit(&r) < 0.2;
+        in.children = ch;
+        in.n_children = n;
+        for (size_t i = 0; i <= n; i++) {
+            struct search_stats *x = i < n ? &ch[i].stats : &in.stats;
+            search_stats_init(x);
+            if (srng_unit(&r) < 0.9) {
+                int w = (int)(srng_next(&r) % 6);
+                for (int k = 0; k < w; k++) {
+                    uint64_t ok = srng_next(&r) % 4 ? srng_next(&r) % 60 : 0;
+                    search_stats_add_window(x, ok, srng_next(&r) % 5, srng_next(&r) % 3,
+                                            fabs(odd[srng_next(&r) % 5]),
+                                            fabs(odd[srng_next(&r) % 5]));
+                }
+            }
+            if (srng_unit(&r) < 0.3) {
+                x->observed = dqs[srng_next(&r) % 4];
+            }
+            if (srng_unit(&r) < 0.2) {
+                x->calculated = dqs[srng_next(&r) % 4];
+            }
+            if (srng_unit(&r) < 0.3) {
+                x->ks_d = odd[srng_next(&r) % 8];
+                x->ks_p = odd[srng_next(&r) % 8];
+            }
+            if (srng_unit(&r) < 0.3) {
+                x->has_baseline = 1;
+                x->base_mean = odd[srng_next(&r) % 8];
+                x->base_variance = odd[srng_next(&r) % 8];
+                x->base_lost = odd[srng_next(&r) % 8];
+                x->base_n = srng_next(&r) % 100;
+            }
+            if (i < n) {
+                ch[i].has_children = (int)(srng_next(&r) % 2);
+                ch[i].enabled = srng_unit(&r) < 0.7;
+                ch[i].weight = 1.0 / (double)n;
+                ch[i].name = i % 3 ? NULL : "c";
+            }
+        }
+        int rc = search_evaluate(&in, &P, &R);
+        bad += rc != DQ_OK && rc != DQ_EINVAL;
+        if (rc == DQ_OK) {
+            n_ok++;
+            n_decided += R.verdict != SEARCH_NEED_SAMPLES && R.verdict != SEARCH_INCONCLUSIVE;
+            bad += memchr(R.reason, '\0', sizeof R.reason) == NULL || R.reason[0] == '\0';
+            if (R.verdict == SEARCH_DESCEND || R.verdict == SEARCH_LOCALIZED) {
+                bad += R.child < 0 || (size_t)R.child >= n;
+            } else {
+                bad += R.child != -1;
+            }
+        }
+        struct search_state st;
+        search_state_init(&st, (enum search_strategy_id)(it % 2), n);
+        rc = search_step(&in, &P, &st, &st_out);
+        bad += rc != DQ_OK && rc != DQ_EINVAL;
+        if (rc == DQ_OK) {
+            bad += st.lo >= st.hi || st.hi > n;
+            bad += st_out.n_enable > n;
+            for (size_t k = 0; k < st_out.n_enable; k++) {
+                bad += st_out.enable[k] >= n || ch[st_out.enable[k]].enabled;
+            }
+            bad += (st_out.action == SEARCH_ENABLE) != (st_out.n_enable > 0);
+        }
+    }
+    CHECK_INT(bad, 0);
+    /* The inputs must reach the decisions, not only the argument checks. */
+    CHECK_MSG(n_ok > 2000 && n_decided > 200, "%d evaluated, %d decided", n_ok, n_decided);
+    for (int i = 0; i < 4; i++) {
+        dq_destroy(dqs[i]);
+    }
+}
+
 int main(void) {
     search_params_init(&P);
     test_names();
@@ -587,6 +682,7 @@ int main(void) {
     test_all_to_finish();
     test_first_to_finish();
     test_choice();
+    test_random_inputs();
     dq_engine_cleanup();
     return check_done();
 }
