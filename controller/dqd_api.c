@@ -353,7 +353,7 @@ static void put_probe(struct dqd *d, const char *name, const struct http_request
         }
     }
     if (je) {
-        dqd__enable_probe(d, p, json_is_true(je));
+        dqd__set_enabled(d, p, json_is_true(je), 0);
     }
     dqd__save_probe(d, p);
     json_decref(body);

@@ -235,6 +235,7 @@ int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int 
     }
     int old_n = p->n;
     p->dmax_ms = dmax_ms;
+    p->dmax_set = 1;
     if (k == p->k && n == p->n) {
         return DQ_OK;
     }

@@ -57,6 +57,7 @@ struct probe {
     int enabled;    /* dqd wants instances (a dMax was pushed) */
     int always_on;  /* enabled at start and never disabled by the adaptive loop */
     double dmax_ms; /* deadline pushed to wrappers */
+    int dmax_set;   /* 1 once a dMax was configured or set (not the table default) */
     int k, n;       /* grid of the histograms: width 2^k ms, n bins, n·width ≥ dMax */
     double inv_width_ns;
     int has_qta;

@@ -43,6 +43,29 @@ struct dqd_probe_config {
     struct dq_qta qta;             /* t in seconds; valid when has_qta */
 };
 
+#define DQD_MAX_CFG_TRIGGERS 256 /* entries of "triggers" */
+#define DQD_MAX_WEBHOOKS 16      /* entries of "webhooks" */
+#define DQD_URL_MAX 1024         /* bytes of a webhook URL, NUL included */
+
+/* One entry of the config file's "triggers" section. */
+struct dqd_trigger_config {
+    char probe[PROTO_MAX_NAME + 1];
+    char kind[16];    /* qta, load, lost, divergence, cv */
+    double threshold; /* NAN: the kind's default */
+    int fire_after;   /* k bad windows in a row to fire */
+    int clear_after;  /* m good windows in a row to clear */
+};
+
+/* One entry of the config file's "webhooks" section. */
+struct dqd_webhook_config {
+    char url[DQD_URL_MAX];
+    unsigned events; /* bit mask of DQD_EVENT_*; 0 = all */
+};
+
+#define DQD_EVENT_TRIGGER_FIRED 1u
+#define DQD_EVENT_TRIGGER_CLEARED 2u
+#define DQD_EVENT_VERDICT 4u
+
 /* The effective configuration. Fill with settings_defaults() before anything else. */
 struct dqd_config {
     char listen[DQD_HOSTPORT_MAX]; /* ingest address, "HOST:PORT" */
@@ -60,6 +83,21 @@ struct dqd_config {
     char wrappers[DQD_MAX_WRAPPERS][DQD_HOSTPORT_MAX]; /* legacy listeners, "HOST:PORT" */
     int n_probes;                                      /* entries used in probes */
     struct dqd_probe_config probes[DQD_MAX_CFG_PROBES];
+    /* the adaptive loop */
+    int min_instances;               /* instances a new probe needs before a decision */
+    int min_windows;                 /* windows a new probe needs before a decision */
+    int max_enabled_probes;          /* budget: probes enabled at once (0: no limit) */
+    double max_instances_per_second; /* budget: expansions pause above half of it (0: none) */
+    int deescalate_windows;          /* quiet windows before an investigation's probes go */
+    int investigation_windows;       /* windows one search step may wait before giving up */
+    int snapshot_windows;            /* windows kept before and after a trigger fired */
+    int n_triggers;
+    struct dqd_trigger_config triggers[DQD_MAX_CFG_TRIGGERS];
+    int n_webhooks;
+    struct dqd_webhook_config webhooks[DQD_MAX_WEBHOOKS];
+    int webhook_queue;          /* events waiting to be posted, at most */
+    int webhook_retries;        /* attempts per event after the first */
+    int64_t webhook_timeout_ms; /* per attempt */
 };
 
 /* What the command line asks dqd to do once it has been parsed. */
