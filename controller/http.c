@@ -467,7 +467,7 @@ static int parse_query(struct http_conn_parser *p, const char *q, size_t n) {
     size_t i = 0;
     while (i < n) {
         size_t end = i;
-        while (end < n && q[end] != '&' && q[end] != ';') {
+        while (end < n && q[end] != '&') {
             end++;
         }
         if (end > i) {

@@ -209,6 +209,31 @@ static void test_parse_errors(void) {
     expect_parse_error("two content-lengths", both, sizeof both - 1, 400);
 }
 
+static void test_parse_upgrade(void) {
+    /* an Upgrade request is served once, marked not keep-alive, and the rest ignored */
+    static const char req[] = "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\n"
+                              "Upgrade: websocket\r\n\r\n\x81\x05hello GET /x HTTP/1.1\r\n\r\n";
+    struct seen s = {0};
+    struct http_conn_parser p;
+    CHECK_INT(http_conn_parser_init(&p, NULL, record, NULL, &s), DQ_OK);
+    size_t used = 0;
+    CHECK_INT(http_conn_parser_feed(&p, req, sizeof req - 1, &used), DQ_OK);
+    CHECK_INT(used, sizeof req - 1);
+    CHECK_INT(s.n, 1);
+    CHECK_STR(s.path[0], "/ws");
+    CHECK_INT(s.keep_alive[0], 0);
+    http_conn_parser_release(&p);
+
+    /* ';' is not a query separator (only '&' is) */
+    static const char semi[] = "GET /q?name=a;flag=1 HTTP/1.1\r\n\r\n";
+    struct seen s2 = {0};
+    CHECK_INT(http_conn_parser_init(&p, NULL, record, NULL, &s2), DQ_OK);
+    CHECK_INT(http_conn_parser_feed(&p, semi, sizeof semi - 1, NULL), DQ_OK);
+    CHECK_STR(s2.q_name[0], "a;flag=1");
+    CHECK_STR(s2.q_flag[0], "(none)");
+    http_conn_parser_release(&p);
+}
+
 static void test_parse_limits_exact(void) {
     /* exactly at the caps is accepted */
     struct http_limits lim;
@@ -358,8 +383,8 @@ static void toy_handler(void *ctx, const struct http_request *req, struct http_r
         http_response_set_type(res, "application/octet-stream");
         res->status = 200;
         http_response_printf(res, "%s;", tag ? tag : "-");
-        while ((long)res->len < n) {
-            http_response_append(res, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 32);
+        while ((long)res->len < n &&
+               http_response_append(res, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 32) == DQ_OK) {
         }
         res->len = (size_t)n > res->len ? res->len : (size_t)n;
     } else if (strcmp(req->path, "/close") == 0) {
@@ -744,6 +769,7 @@ static void test_server_pipelining(void) {
     struct http_limits lim;
     http_limits_default(&lim);
     lim.max_pending_write = 64 * 1024; /* forces the back-pressure path */
+    lim.max_response_bytes = 200000;
     struct test_server t;
     server_start(&t, &lim);
     struct client *c = client_new(t.port);
@@ -786,9 +812,22 @@ static void test_server_pipelining(void) {
         resp_free(&r);
     }
     CHECK(in_order);
+
+    /* an answer over the response cap becomes a 500, and the connection goes on */
+    CHECK_INT(send_str(c->fd, "GET /big?n=300000 HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"),
+              0);
+    struct resp r;
+    CHECK_INT(client_read(c, &r), 0);
+    CHECK_INT(r.status, 500);
+    CHECK(r.body && strstr(r.body, "response larger than 200000 bytes") != NULL);
+    resp_free(&r);
+    CHECK_INT(client_read(c, &r), 0);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
     client_free(c);
     server_stop(&t);
-    CHECK_INT(t.final_stats.requests, 43);
+    CHECK_INT(t.final_stats.requests, 45);
 }
 
 /* Sends raw bytes on a fresh connection; expects `status` and then the close. */
@@ -1036,6 +1075,7 @@ int main(void) {
     test_parse_pipelined_and_pause();
     test_parse_errors();
     test_parse_limits_exact();
+    test_parse_upgrade();
     test_responses();
     test_listen_errors();
     test_server_basic();
