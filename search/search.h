@@ -50,10 +50,14 @@
  *
  * Verdicts (search_evaluate): any child without enough samples (params.min_instances,
  * params.min_windows) → SEARCH_NEED_SAMPLES, or SEARCH_INCONCLUSIVE when the caller is
- * out of samples or time (input.exhausted); every child has a baseline, none deviates
- * from it and X's observed ΔQ diverges from its calculated one → SEARCH_DIFFUSE
- * (coupling); no child dominates → SEARCH_DIFFUSE; a dominant child with finer probes →
- * SEARCH_DESCEND; a dominant leaf → SEARCH_LOCALIZED.
+ * out of samples or time (input.exhausted); a dominant child with finer probes →
+ * SEARCH_DESCEND; a dominant leaf → SEARCH_LOCALIZED; no child dominates →
+ * SEARCH_DIFFUSE, but only once every weighed child has params.diffuse_min_windows
+ * windows (the intervals shrink as windows accumulate; until then SEARCH_NEED_SAMPLES,
+ * "waiting for more windows"). A diffuse verdict says "the children interact" (coupling)
+ * when X's observed ΔQ diverges significantly from its calculated one (ks_p < alpha)
+ * while no child diverges on its own (divergence problem) or no child deviates from its
+ * baseline (every child has one).
  *
  * Memory: nothing allocates except the criticality of all/first-to-finish nodes built
  * from ΔQs (rebinned copies, freed before return). Result structs are large (one entry
@@ -119,9 +123,9 @@ struct search_params {
     double lost_threshold;        /* push-button: lost fraction over this is "lost": 0.01 */
     double cv_threshold;          /* push-button: σ/μ over this is "variance": 0.5 */
     size_t bisect_min_children;   /* bisect halves sequences with at least this many: 4 */
-    uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when X has
-                                     this many windows (intervals shrink with samples;
-                                     before that: need samples): 4 */
+    uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when every
+                                     weighed child has this many windows (intervals
+                                     shrink with samples; before: need samples): 4 */
 };
 
 /* Fills *p with the defaults above. */

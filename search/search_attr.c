@@ -138,6 +138,13 @@ struct crit_acc {
 static void crit_accumulate(size_t m, const double *f, const double *F, int first, double t,
                             struct crit_acc *acc) {
     double pre[SEARCH_MAX_CHILDREN + 1], suf[SEARCH_MAX_CHILDREN + 1];
+    size_t any = 0;
+    while (any < m && !(f[any] > 0.0)) {
+        any++;
+    }
+    if (any == m) {
+        return; /* no branch has mass here: nothing to add (most bins past the bulk) */
+    }
     pre[0] = 1.0;
     for (size_t j = 0; j < m; j++) {
         double a = first ? 1.0 - F[j] - 0.5 * f[j] : F[j] + 0.5 * f[j];
