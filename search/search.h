@@ -193,7 +193,9 @@ struct search_input {
     const char *name;       /* X's probe name (borrowed) */
     enum dq_node_kind kind; /* SEQUENCE, FIRST, ALL, CHOICE (REFERENCE = sequence) */
     enum search_problem problem;
-    double qta_p;                        /* QTA: probability of the violated point, 0 = use means */
+    /* QTA: p[worst] of dq_qta_eval's worst point, 0 = use means (when worst = −1, the
+     * lost mass is what violates the QTA: pass problem "lost" instead) */
+    double qta_p;
     struct search_stats stats;           /* X's own statistics (may be absent: totals are summed) */
     const struct search_child *children; /* in written order (a sequence's order) */
     size_t n_children;                   /* 1 … SEARCH_MAX_CHILDREN */

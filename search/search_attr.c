@@ -627,7 +627,8 @@ static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size
                  hw * f->factor * f->factor);
         return;
     case SEARCH_LOST:
-        snprintf(buf, cap, "%.3g %% ± %.2g lost", 100.0 * v, 100.0 * hw);
+        snprintf(buf, cap, "%.3g %% ± %.2g of its instances failed or timed out", 100.0 * v,
+                 100.0 * hw);
         return;
     case SEARCH_DIVERGENCE:
         snprintf(buf, cap, "KS D = %.3g ± %.2g", v, hw);
@@ -658,8 +659,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
     case SEARCH_LATENCY:
     case SEARCH_QTA:
         if (a->quantile_mode) {
-            snprintf(buf, cap, "%g %%-quantile of latency (the violated QTA point)",
-                     100.0 * in->qta_p);
+            snprintf(buf, cap, "%g %%-quantile latency", 100.0 * in->qta_p);
         } else {
             snprintf(buf, cap, "%smean latency%s", ex,
                      a->baseline_mode ? " over the baselines" : "");
@@ -670,7 +670,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
                  a->baseline_mode ? " over the baselines" : "");
         return;
     case SEARCH_LOST:
-        snprintf(buf, cap, "%slost instances (failed or timed out)", ex);
+        snprintf(buf, cap, "%slost instances", ex);
         return;
     case SEARCH_DIVERGENCE:
         snprintf(buf, cap, "divergence between observed and calculated ΔQs");

@@ -315,7 +315,7 @@ static void test_qta_quantile(void) {
     CHECK_INT(R.verdict, SEARCH_LOCALIZED);
     CHECK_INT(R.child, 3);
     CHECK_NEAR(R.attr.c[3].value, 0.092, 0.006);
-    CHECK(contains(R.reason, "95 %-quantile"));
+    CHECK(contains(R.reason, "95 %-quantile latency"));
     printf("qta: %s\n", R.reason);
     sim_free(&res);
 }
