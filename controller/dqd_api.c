@@ -538,6 +538,9 @@ void dqd__http_handler(void *ctx, const struct http_request *req, struct http_re
         return;
     }
     const char *r = path + strlen(API_PREFIX);
+    if (dqd__api_log_route(d, r, req, res)) {
+        return;
+    }
     if (strcmp(r, "status") == 0) {
         method_is(req, "GET") ? get_status(d, res) : method_not_allowed(res, "GET");
     } else if (strcmp(r, "probes") == 0) {

@@ -221,6 +221,11 @@ int dqd__trigger_kind_parse(const char *s, enum trigger_kind *k);
 /* Parses a QTA from its JSON text {"points":[[p,t_s],...],"max_lost":x} (dqd_api.c). */
 int dqd__qta_from_json_text(const char *text, struct dq_qta *q);
 
+/* Routes of the adaptive loop (dqd_api_log.c): 1 when r (the path after /api/v1/) was
+ * one of them and res holds the answer, 0 otherwise. */
+int dqd__api_log_route(struct dqd *d, const char *r, const struct http_request *req,
+                       struct http_response *res);
+
 /* The HTTP request handler (dqd_api.c). */
 void dqd__http_handler(void *ctx, const struct http_request *req, struct http_response *res);
 

@@ -1,0 +1,577 @@
+/*
+ * dqd_api_log.c: the HTTP routes of the adaptive loop (docs/api.md): start a diagnosis,
+ * read the hypothesis log (investigations, `why`), snapshots and triggers. Everything is
+ * answered from the store, so it explains decisions made before a restart too.
+ */
+#include "dqd_internal.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static json_t *json_text_or_null(const char *text) {
+    json_error_t err;
+    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, &err) : NULL;
+    return j ? j : json_null();
+}
+
+static double secs(int64_t ns) {
+    return (double)ns * 1e-9;
+}
+
+/* "2026-11-22 03:40:12 UTC" */
+static void clock_text(int64_t ns, char *buf, size_t cap) {
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static json_t *investigation_json(const struct store_investigation *inv) {
+    return json_pack(
+        "{s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:o,s:o,s:o,s:f,s:o}", "id", (json_int_t)inv->id, "node",
+        inv->node, "problem", inv->problem, "strategy", inv->strategy, "origin", inv->origin,
+        "trigger", inv->trigger_id ? json_integer(inv->trigger_id) : json_null(), "requested_by",
+        inv->requested_by ? json_string(inv->requested_by) : json_null(), "open", inv->open,
+        "verdict", inv->verdict ? json_string(inv->verdict) : json_null(), "verdict_node",
+        inv->verdict_node ? json_string(inv->verdict_node) : json_null(), "summary",
+        json_text_or_null(inv->summary_json), "opened", secs(inv->opened_ns), "closed",
+        inv->closed_ns ? json_real(secs(inv->closed_ns)) : json_null());
+}
+
+static json_t *hypothesis_json(const struct store_hypothesis *h) {
+    return json_pack("{s:I,s:I,s:o,s:s,s:s,s:s,s:o,s:o,s:s,s:f}", "id", (json_int_t)h->id,
+                     "investigation", (json_int_t)h->investigation, "parent",
+                     h->parent ? json_integer(h->parent) : json_null(), "node", h->node, "kind",
+                     h->kind, "action", h->action, "probes", json_text_or_null(h->probes_json),
+                     "stats", json_text_or_null(h->stats_json), "verdict",
+                     h->verdict ? h->verdict : "pending", "time", secs(h->created_ns));
+}
+
+static int collect_investigation(void *ctx, const struct store_investigation *inv) {
+    json_array_append_new(ctx, investigation_json(inv));
+    return 0;
+}
+
+static int collect_hypothesis(void *ctx, const struct store_hypothesis *h) {
+    json_array_append_new(ctx, hypothesis_json(h));
+    return 0;
+}
+
+static int collect_command(void *ctx, const struct store_command *c) {
+    json_array_append_new(
+        ctx, json_pack("{s:I,s:f,s:s,s:s,s:o,s:o,s:s,s:o}", "id", (json_int_t)c->id, "time",
+                       secs(c->time_ns), "wrapper", c->wrapper, "command", c->command, "probe",
+                       c->probe ? json_string(c->probe) : json_null(), "args",
+                       json_text_or_null(c->args_json), "status", c->status ? c->status : "sent",
+                       "detail", c->detail ? json_string(c->detail) : json_null()));
+    return 0;
+}
+
+static void reply_store_error(struct http_response *res, int rc, const char *what) {
+    if (rc == DQ_ENOTFOUND) {
+        http_reply_error(res, 404, "not_found", "%s", what);
+    } else {
+        http_reply_error(res, 500, "internal", "store: %s", dq_last_error());
+    }
+}
+
+static int parse_id(const char *s, int64_t *id) {
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || !end || *end || v <= 0) {
+        return -1;
+    }
+    *id = v;
+    return 0;
+}
+
+/* ---- POST /api/v1/diagnose ----------------------------------------------------------------- */
+
+static void post_diagnose(struct dqd *d, const struct http_request *req,
+                          struct http_response *res) {
+    const char *node = NULL, *strategy = NULL, *who = NULL;
+    json_t *body = NULL;
+    if (req->body_len > 0) {
+        json_error_t err;
+        body = json_loadb(req->body, req->body_len, 0, &err);
+        if (!json_is_object(body)) {
+            http_reply_error(res, 400, "bad_data",
+                             "body must be a JSON object {\"node\", \"strategy\"}: %s",
+                             body ? "not an object" : err.text);
+            json_decref(body);
+            return;
+        }
+        json_t *jn = json_object_get(body, "node"), *js = json_object_get(body, "strategy");
+        json_t *jw = json_object_get(body, "requested_by");
+        if ((jn && !json_is_string(jn) && !json_is_null(jn)) || (js && !json_is_string(js)) ||
+            (jw && !json_is_string(jw))) {
+            http_reply_error(res, 400, "bad_data", "node, strategy and requested_by are strings");
+            json_decref(body);
+            return;
+        }
+        node = json_string_value(jn);
+        strategy = json_string_value(js);
+        who = json_string_value(jw);
+    }
+    int64_t id = 0;
+    int rc = dqd__adapt_diagnose(d, node, strategy, who ? who : "dqctl diagnose", &id);
+    if (rc == DQ_OK || rc == DQ_EEXIST) {
+        struct store_investigation row;
+        (void)row;
+        json_t *arr = json_array();
+        store_investigation_get(d->store, id, collect_investigation, arr);
+        json_t *inv = json_array_size(arr) ? json_incref(json_array_get(arr, 0)) : json_null();
+        json_decref(arr);
+        http_reply_data(res, json_pack("{s:I,s:b,s:o}", "investigation", (json_int_t)id,
+                                       "already_open", rc == DQ_EEXIST, "detail", inv));
+    } else if (rc == DQ_ENOTFOUND) {
+        http_reply_error(res, 404, "not_found", "%s", dq_last_error());
+    } else if (rc == DQ_EINVAL || rc == DQ_ESTATE) {
+        http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+    } else {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+    }
+    json_decref(body);
+}
+
+/* ---- investigations ---------------------------------------------------------------------- */
+
+static void get_investigations(struct dqd *d, const struct http_request *req,
+                               struct http_response *res) {
+    const char *open = http_request_query(req, "open");
+    const char *limit = http_request_query(req, "limit");
+    int lim = limit ? atoi(limit) : 50;
+    json_t *arr = json_array();
+    int rc = store_investigations_each(d->store, open && strcmp(open, "1") == 0, lim,
+                                       collect_investigation, arr);
+    if (rc) {
+        json_decref(arr);
+        reply_store_error(res, rc, "investigations");
+        return;
+    }
+    http_reply_data(res, arr);
+}
+
+static void get_investigation(struct dqd *d, const char *idtext, struct http_response *res) {
+    int64_t id;
+    if (parse_id(idtext, &id) != 0) {
+        http_reply_error(res, 400, "bad_data", "investigation id must be a positive integer");
+        return;
+    }
+    json_t *arr = json_array();
+    int rc = store_investigation_get(d->store, id, collect_investigation, arr);
+    if (rc) {
+        json_decref(arr);
+        reply_store_error(res, rc, "no such investigation");
+        return;
+    }
+    json_t *inv = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    json_t *hyps = json_array();
+    store_hypotheses_of_investigation(d->store, id, collect_hypothesis, hyps);
+    json_t *cmds = json_array();
+    size_t i;
+    json_t *h;
+    json_array_foreach(hyps, i, h) {
+        struct store_command_filter f = {.hypothesis =
+                                             json_integer_value(json_object_get(h, "id"))};
+        store_commands_each(d->store, &f, collect_command, cmds);
+    }
+    json_object_set_new(inv, "hypotheses", hyps);
+    json_object_set_new(inv, "commands", cmds);
+    http_reply_data(res, inv);
+}
+
+/* ---- why ----------------------------------------------------------------------------------- */
+
+struct why_find {
+    int found;
+    struct {
+        int64_t id, investigation;
+        char action[33];
+    } hit;
+};
+
+static int first_enabling(void *ctx, const struct store_hypothesis *h) {
+    struct why_find *w = ctx;
+    if (!w->found && strcmp(h->action, "expand") == 0) {
+        w->found = 1;
+        w->hit.id = h->id;
+        w->hit.investigation = h->investigation;
+        snprintf(w->hit.action, sizeof w->hit.action, "%s", h->action);
+    }
+    return 0;
+}
+
+/* The newest "disable" hypothesis naming the probe, if any is newer than the enabling. */
+static int newest_disable(void *ctx, const struct store_hypothesis *h) {
+    int64_t *out = ctx;
+    if (*out == 0 && strcmp(h->action, "disable") == 0) {
+        *out = h->id;
+    }
+    return 0;
+}
+
+static const char *stats_reason(json_t *h) {
+    json_t *stats = json_object_get(h, "stats");
+    const char *r = json_string_value(json_object_get(stats, "reason"));
+    return r ? r : "";
+}
+
+static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *chain,
+                          json_t *trigger, json_t *cmds, json_t *disable) {
+    json_t *s = json_array();
+    char buf[2048], when[64];
+    json_t *enabling = json_array_get(chain, 0);
+    clock_text((int64_t)(json_real_value(json_object_get(enabling, "time")) * 1e9), when,
+               sizeof when);
+    snprintf(buf, sizeof buf,
+             "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+             ", while refining a %s problem at %s.",
+             probe, when, json_integer_value(json_object_get(inv, "id")),
+             json_string_value(json_object_get(enabling, "kind")),
+             json_string_value(json_object_get(enabling, "node")));
+    json_array_append_new(s, json_string(buf));
+    const char *reason = stats_reason(enabling);
+    if (*reason) {
+        snprintf(buf, sizeof buf, "Evidence at %s: %s",
+                 json_string_value(json_object_get(enabling, "node")), reason);
+        json_array_append_new(s, json_string(buf));
+    }
+    /* the steps that led there, from the enabling hypothesis up to the root */
+    size_t n = json_array_size(chain);
+    for (size_t i = 1; i < n; i++) {
+        json_t *h = json_array_get(chain, i);
+        const char *action = json_string_value(json_object_get(h, "action"));
+        const char *node = json_string_value(json_object_get(h, "node"));
+        reason = stats_reason(h);
+        if (strcmp(action, "descend") == 0) {
+            snprintf(buf, sizeof buf, "It got there by descending into %s: %s", node, reason);
+        } else if (strcmp(action, "expand") == 0) {
+            snprintf(buf, sizeof buf, "Before that, the children of %s were enabled: %s", node,
+                     reason);
+        } else if (strcmp(action, "root") == 0) {
+            snprintf(buf, sizeof buf, "The investigation started at %s.", node);
+        } else {
+            snprintf(buf, sizeof buf, "Step %s at %s. %s", action, node, reason);
+        }
+        json_array_append_new(s, json_string(buf));
+    }
+    const char *origin = json_string_value(json_object_get(inv, "origin"));
+    if (origin && strcmp(origin, "trigger") == 0 && json_is_object(trigger)) {
+        snprintf(buf, sizeof buf,
+                 "Investigation %" JSON_INTEGER_FORMAT " was opened by the %s trigger on %s "
+                 "(fires after %" JSON_INTEGER_FORMAT " bad windows in a row).",
+                 json_integer_value(json_object_get(inv, "id")),
+                 json_string_value(json_object_get(trigger, "kind")),
+                 json_string_value(json_object_get(trigger, "probe")),
+                 json_integer_value(json_object_get(trigger, "fire_after")));
+    } else {
+        const char *who = json_string_value(json_object_get(inv, "requested_by"));
+        snprintf(buf, sizeof buf,
+                 "Investigation %" JSON_INTEGER_FORMAT " was started by a person (%s) at %s.",
+                 json_integer_value(json_object_get(inv, "id")), who ? who : "dqctl diagnose",
+                 json_string_value(json_object_get(inv, "node")));
+    }
+    json_array_append_new(s, json_string(buf));
+    const char *verdict = json_string_value(json_object_get(inv, "verdict"));
+    if (verdict) {
+        const char *vn = json_string_value(json_object_get(inv, "verdict_node"));
+        json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
+        const char *vr = json_string_value(json_object_get(ev, "reason"));
+        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s", verdict, vn ? " at " : "", vn ? vn : "",
+                 vr ? ". " : ".", vr ? vr : "");
+    } else {
+        snprintf(buf, sizeof buf, "The investigation is still open.");
+    }
+    json_array_append_new(s, json_string(buf));
+    size_t i;
+    json_t *c;
+    int not_applied = 0;
+    json_array_foreach(cmds, i, c) {
+        not_applied |= strcmp(json_string_value(json_object_get(c, "status")), "not_applied") == 0;
+    }
+    if (json_is_object(disable)) {
+        clock_text((int64_t)(json_real_value(json_object_get(disable, "time")) * 1e9), when,
+                   sizeof when);
+        snprintf(buf, sizeof buf, "It was disabled again at %s: %s", when, stats_reason(disable));
+        json_array_append_new(s, json_string(buf));
+    }
+    if (not_applied) {
+        json_array_append_new(s, json_string("Some wrappers are legacy links, which cannot "
+                                             "disable a probe: there the de-escalation was "
+                                             "recorded as not applied."));
+    }
+    json_object_set_new(out, "sentences", s);
+}
+
+static int collect_trigger(void *ctx, const struct store_trigger *t) {
+    json_array_append_new(
+        ctx, json_pack("{s:I,s:s,s:s,s:o,s:i,s:i,s:b,s:b,s:i,s:i,s:o,s:o}", "id", (json_int_t)t->id,
+                       "probe", t->probe, "kind", t->kind, "threshold",
+                       isnan(t->threshold) ? json_null() : json_real(t->threshold), "fire_after",
+                       t->fire_after, "clear_after", t->clear_after, "enabled", t->enabled, "fired",
+                       t->fired, "bad", t->bad, "good", t->good, "fired_at",
+                       t->fired_ns ? json_real(secs(t->fired_ns)) : json_null(), "cleared_at",
+                       t->cleared_ns ? json_real(secs(t->cleared_ns)) : json_null()));
+    return 0;
+}
+
+static void get_why(struct dqd *d, const char *probe, struct http_response *res) {
+    struct probe *p = probes_find(&d->probes, probe, strlen(probe));
+    struct why_find w = {0};
+    int rc = store_hypotheses_of_probe(d->store, probe, first_enabling, &w);
+    if (rc && rc != DQ_ENOTFOUND) {
+        reply_store_error(res, rc, "hypotheses");
+        return;
+    }
+    if (!w.found) {
+        const char *state = !p           ? "dqd has never seen it"
+                            : p->enabled ? (p->always_on ? "it is enabled by configuration "
+                                                           "(always on)"
+                                                         : "it was enabled by a person or the "
+                                                           "configuration, not by the adaptive "
+                                                           "loop")
+                                         : "it is not enabled";
+        char sentence[512];
+        snprintf(sentence, sizeof sentence, "No investigation enabled %s: %s.", probe, state);
+        http_reply_data(res, json_pack("{s:s,s:b,s:n,s:[s]}", "probe", probe, "enabled",
+                                       p && p->enabled, "enabled_by", "sentences", sentence));
+        return;
+    }
+    json_t *chain = json_array();
+    store_hypothesis_chain(d->store, w.hit.id, collect_hypothesis, chain);
+    json_t *invs = json_array();
+    store_investigation_get(d->store, w.hit.investigation, collect_investigation, invs);
+    json_t *inv = json_incref(json_array_get(invs, 0));
+    json_decref(invs);
+    json_t *trigger = json_null();
+    json_int_t tid = json_integer_value(json_object_get(inv, "trigger"));
+    if (tid) {
+        json_t *ts = json_array();
+        if (store_trigger_get(d->store, tid, collect_trigger, ts) == DQ_OK) {
+            json_decref(trigger);
+            trigger = json_incref(json_array_get(ts, 0));
+        }
+        json_decref(ts);
+    }
+    json_t *cmds = json_array(), *own = json_array();
+    struct store_command_filter f = {.hypothesis = w.hit.id};
+    store_commands_each(d->store, &f, collect_command, cmds);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cmds, i, c) {
+        const char *cp = json_string_value(json_object_get(c, "probe"));
+        if (cp && strcmp(cp, probe) == 0) {
+            json_array_append(own, c);
+        }
+    }
+    json_decref(cmds);
+    int64_t dis = 0;
+    store_hypotheses_of_probe(d->store, probe, newest_disable, &dis);
+    json_t *disable = json_null();
+    if (dis > w.hit.id) {
+        json_t *da = json_array();
+        store_hypothesis_get(d->store, dis, collect_hypothesis, da);
+        json_decref(disable);
+        disable = json_incref(json_array_get(da, 0));
+        json_decref(da);
+        struct store_command_filter fd = {.hypothesis = dis};
+        json_t *dc = json_array();
+        store_commands_each(d->store, &fd, collect_command, dc);
+        json_array_foreach(dc, i, c) {
+            const char *cp = json_string_value(json_object_get(c, "probe"));
+            if (cp && strcmp(cp, probe) == 0) {
+                json_array_append(own, c);
+            }
+        }
+        json_decref(dc);
+    }
+    json_t *out =
+        json_pack("{s:s,s:b,s:O,s:O,s:O,s:O,s:O,s:O}", "probe", probe, "enabled", p && p->enabled,
+                  "enabled_by", json_array_get(chain, 0), "chain", chain, "investigation", inv,
+                  "trigger", trigger, "commands", own, "disabled_by", disable);
+    why_sentences(out, probe, inv, chain, trigger, own, disable);
+    json_decref(chain);
+    json_decref(inv);
+    json_decref(trigger);
+    json_decref(own);
+    json_decref(disable);
+    http_reply_data(res, out);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+static int collect_snapshot(void *ctx, const struct store_snapshot *s) {
+    json_array_append_new(
+        ctx, json_pack("{s:I,s:o,s:o,s:s,s:o,s:f,s:i,s:b,s:i}", "id", (json_int_t)s->id, "trigger",
+                       s->trigger_id ? json_integer(s->trigger_id) : json_null(), "investigation",
+                       s->investigation ? json_integer(s->investigation) : json_null(), "probe",
+                       s->probe, "reason", s->reason ? json_string(s->reason) : json_null(), "time",
+                       secs(s->time_ns), "windows", s->windows, "complete", s->complete, "dq_count",
+                       s->dq_count));
+    return 0;
+}
+
+static int collect_snapshot_dq(void *ctx, const struct store_snapshot_dq *sd) {
+    json_t *pdf = json_array();
+    for (int i = 0; i < sd->dq->n; i++) {
+        json_array_append_new(pdf, json_real(sd->dq->pdf[i]));
+    }
+    json_array_append_new(ctx,
+                          json_pack("{s:s,s:s,s:f,s:f,s:f,s:i,s:f,s:o}", "probe", sd->probe, "kind",
+                                    store_kind_name(sd->kind), "start", secs(sd->start_ns), "end",
+                                    secs(sd->end_ns), "bin_width", sd->dq->width, "bins", sd->dq->n,
+                                    "lost", dq_lost(sd->dq), "pdf", pdf));
+    return 0;
+}
+
+static void get_snapshots(struct dqd *d, struct http_response *res) {
+    json_t *arr = json_array();
+    int rc = store_snapshots_each(d->store, 100, collect_snapshot, arr);
+    if (rc) {
+        json_decref(arr);
+        reply_store_error(res, rc, "snapshots");
+        return;
+    }
+    http_reply_data(res, arr);
+}
+
+static void get_snapshot(struct dqd *d, const char *idtext, struct http_response *res) {
+    int64_t id;
+    if (parse_id(idtext, &id) != 0) {
+        http_reply_error(res, 400, "bad_data", "snapshot id must be a positive integer");
+        return;
+    }
+    json_t *rows = json_array(), *dqs = json_array();
+    int rc = store_snapshot_get(d->store, id, collect_snapshot, collect_snapshot_dq, dqs);
+    if (rc == DQ_OK) {
+        rc = store_snapshot_get(d->store, id, collect_snapshot, NULL, rows);
+    }
+    if (rc) {
+        json_decref(rows);
+        json_decref(dqs);
+        reply_store_error(res, rc, "no such snapshot");
+        return;
+    }
+    json_t *s = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    json_object_set_new(s, "dqs", dqs);
+    http_reply_data(res, s);
+}
+
+/* ---- triggers ------------------------------------------------------------------------------- */
+
+static void get_triggers(struct dqd *d, const char *probe, struct http_response *res) {
+    json_t *arr = json_array();
+    int rc = store_triggers_each(d->store, probe, collect_trigger, arr);
+    if (rc) {
+        json_decref(arr);
+        reply_store_error(res, rc, "triggers");
+        return;
+    }
+    http_reply_data(res, arr);
+}
+
+/* PUT /api/v1/probes/NAME/triggers/KIND {threshold, fire_after, clear_after, enabled} */
+static void put_trigger(struct dqd *d, const char *probe, const char *kind,
+                        const struct http_request *req, struct http_response *res) {
+    json_error_t err;
+    json_t *body = req->body_len ? json_loadb(req->body, req->body_len, 0, &err) : json_object();
+    if (!json_is_object(body)) {
+        http_reply_error(res, 400, "bad_data", "body must be a JSON object");
+        json_decref(body);
+        return;
+    }
+    json_t *th = json_object_get(body, "threshold"), *fa = json_object_get(body, "fire_after");
+    json_t *ca = json_object_get(body, "clear_after"), *en = json_object_get(body, "enabled");
+    if ((th && !json_is_number(th) && !json_is_null(th)) || (fa && !json_is_integer(fa)) ||
+        (ca && !json_is_integer(ca)) || (en && !json_is_boolean(en))) {
+        http_reply_error(res, 400, "bad_data",
+                         "threshold is a number (or null), fire_after and clear_after integers, "
+                         "enabled a boolean");
+        json_decref(body);
+        return;
+    }
+    int rc = dqd__adapt_set_trigger(
+        d, probe, kind, th && json_is_number(th) ? json_number_value(th) : NAN,
+        fa ? (int)json_integer_value(fa) : 3, ca ? (int)json_integer_value(ca) : 5,
+        en ? json_is_true(en) : 1);
+    json_decref(body);
+    if (rc) {
+        http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
+        return;
+    }
+    get_triggers(d, probe, res);
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------------
+ */
+
+int dqd__api_log_route(struct dqd *d, const char *r, const struct http_request *req,
+                       struct http_response *res) {
+    int get = strcmp(req->method_name, "GET") == 0;
+    if (strcmp(r, "diagnose") == 0) {
+        if (strcmp(req->method_name, "POST") != 0) {
+            http_reply_error(res, 405, "bad_data", "use POST");
+        } else {
+            post_diagnose(d, req, res);
+        }
+        return 1;
+    }
+    if (strcmp(r, "investigations") == 0 || strncmp(r, "investigations/", 15) == 0 ||
+        strncmp(r, "why/", 4) == 0 || strcmp(r, "snapshots") == 0 ||
+        strncmp(r, "snapshots/", 10) == 0 || strcmp(r, "triggers") == 0) {
+        if (!get) {
+            http_reply_error(res, 405, "bad_data", "use GET");
+        } else if (strcmp(r, "investigations") == 0) {
+            get_investigations(d, req, res);
+        } else if (strncmp(r, "investigations/", 15) == 0) {
+            get_investigation(d, r + 15, res);
+        } else if (strncmp(r, "why/", 4) == 0) {
+            get_why(d, r + 4, res);
+        } else if (strcmp(r, "snapshots") == 0) {
+            get_snapshots(d, res);
+        } else if (strncmp(r, "snapshots/", 10) == 0) {
+            get_snapshot(d, r + 10, res);
+        } else {
+            get_triggers(d, NULL, res);
+        }
+        return 1;
+    }
+    /* probes/NAME/triggers[/KIND] */
+    if (strncmp(r, "probes/", 7) == 0) {
+        const char *name = r + 7;
+        const char *slash = strchr(name, '/');
+        if (!slash || strncmp(slash, "/triggers", 9) != 0 ||
+            (slash[9] != '\0' && slash[9] != '/')) {
+            return 0;
+        }
+        char probe[PROBES_NAME_MAX + 1];
+        size_t len = (size_t)(slash - name);
+        if (len == 0 || len > PROBES_NAME_MAX) {
+            http_reply_error(res, 404, "not_found", "no such probe");
+            return 1;
+        }
+        memcpy(probe, name, len);
+        probe[len] = '\0';
+        if (slash[9] == '\0') {
+            if (get) {
+                get_triggers(d, probe, res);
+            } else {
+                http_reply_error(res, 405, "bad_data", "use GET (PUT goes to .../triggers/KIND)");
+            }
+        } else if (strcmp(req->method_name, "PUT") == 0) {
+            put_trigger(d, probe, slash + 10, req, res);
+        } else {
+            http_reply_error(res, 405, "bad_data", "use PUT");
+        }
+        return 1;
+    }
+    return 0;
+}
