@@ -46,7 +46,8 @@ static int qta_from_json(json_t *j, struct dq_qta *q) {
     if (ml && !json_is_number(ml)) {
         return dq_fail(DQ_EINVAL, "qta max_lost must be a number");
     }
-    q->max_lost = ml ? json_number_value(ml) : 1.0;
+    /* absent: no limit beyond what the last point implies (as the config file) */
+    q->max_lost = ml ? json_number_value(ml) : 1.0 - q->p[q->n - 1];
     return dq_qta_check(q);
 }
 

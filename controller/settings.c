@@ -535,6 +535,7 @@ static int load_qta(struct dq_qta *q, json_t *obj, const char *label) {
     char sub[DQD_PATH_MAX + 400];
     const char *key;
     json_t *v, *points = NULL;
+    int have_max_lost = 0;
     memset(q, 0, sizeof *q);
     if (!json_is_object(obj)) {
         return wrong_type(label, "an object {\"points\": [[p, t_s], ...], \"max_lost\": x}", obj);
@@ -548,6 +549,7 @@ static int load_qta(struct dq_qta *q, json_t *obj, const char *label) {
                 return wrong_type(sub, "a number", v);
             }
             q->max_lost = json_number_value(v);
+            have_max_lost = 1;
             if (!(q->max_lost >= 0 && q->max_lost <= 1)) {
                 return dq_fail(DQ_ERANGE, "%s: %g is out of range [0, 1]", sub, q->max_lost);
             }
@@ -591,6 +593,151 @@ static int load_qta(struct dq_qta *q, json_t *obj, const char *label) {
         q->p[i] = p;
         q->t[i] = t;
         q->n = (int)i + 1;
+    }
+    if (!have_max_lost) {
+        /* no limit beyond what the last point already implies */
+        q->max_lost = 1.0 - q->p[q->n - 1];
+    }
+    return 0;
+}
+
+static int load_triggers(struct dqd_config *cfg, json_t *arr, const char *origin) {
+    static const char *const kinds[] = {"qta", "load", "lost", "divergence", "cv"};
+    char label[DQD_PATH_MAX + 64], sub[DQD_PATH_MAX + 96];
+    size_t i;
+    json_t *v;
+    snprintf(label, sizeof label, "%s: \"triggers\"", origin);
+    if (!json_is_array(arr)) {
+        return wrong_type(label, "an array of {\"probe\", \"kind\", ...} objects", arr);
+    }
+    if (json_array_size(arr) > DQD_MAX_CFG_TRIGGERS) {
+        return dq_fail(DQ_EFULL, "%s: more than %d triggers", label, DQD_MAX_CFG_TRIGGERS);
+    }
+    cfg->n_triggers = 0;
+    json_array_foreach(arr, i, v) {
+        struct dqd_trigger_config *t = &cfg->triggers[cfg->n_triggers];
+        snprintf(label, sizeof label, "%s: \"triggers\"[%zu]", origin, i);
+        if (!json_is_object(v)) {
+            return wrong_type(label, "an object", v);
+        }
+        memset(t, 0, sizeof *t);
+        t->threshold = NAN;
+        t->fire_after = 3;
+        t->clear_after = 5;
+        const char *key;
+        json_t *x;
+        int have_kind = 0;
+        json_object_foreach(v, key, x) {
+            snprintf(sub, sizeof sub, "%s.%s", label, key);
+            if (strcmp(key, "probe") == 0) {
+                const char *name = json_string_value(x);
+                if (!name || !proto_name_valid(name, strlen(name))) {
+                    return dq_fail(DQ_EINVAL, "%s: want a probe name ([A-Za-z_][A-Za-z0-9_]*)",
+                                   sub);
+                }
+                memcpy(t->probe, name, strlen(name) + 1);
+            } else if (strcmp(key, "kind") == 0) {
+                const char *k = json_string_value(x);
+                size_t j = 0;
+                while (k && j < 5 && strcmp(k, kinds[j]) != 0) {
+                    j++;
+                }
+                if (!k || j == 5) {
+                    return dq_fail(DQ_EINVAL, "%s: want qta, load, lost, divergence or cv", sub);
+                }
+                memcpy(t->kind, k, strlen(k) + 1);
+                have_kind = 1;
+            } else if (strcmp(key, "threshold") == 0) {
+                if (json_is_null(x)) {
+                    t->threshold = NAN;
+                    continue;
+                }
+                if (!json_is_number(x) || !(json_number_value(x) >= 0) ||
+                    !isfinite(json_number_value(x))) {
+                    return dq_fail(DQ_ERANGE, "%s: want a number ≥ 0 (or null: the default)", sub);
+                }
+                t->threshold = json_number_value(x);
+            } else if (strcmp(key, "fire_after") == 0 || strcmp(key, "clear_after") == 0) {
+                if (!json_is_integer(x) || json_integer_value(x) < 1 ||
+                    json_integer_value(x) > 1000) {
+                    return dq_fail(DQ_ERANGE, "%s: want an integer in [1, 1000]", sub);
+                }
+                *(key[0] == 'f' ? &t->fire_after : &t->clear_after) = (int)json_integer_value(x);
+            } else {
+                return dq_fail(DQ_EINVAL,
+                               "%s: unknown key \"%s\" (expected probe, kind, threshold, "
+                               "fire_after, clear_after)",
+                               label, key);
+            }
+        }
+        if (!t->probe[0] || !have_kind) {
+            return dq_fail(DQ_EINVAL, "%s: \"probe\" and \"kind\" are required", label);
+        }
+        cfg->n_triggers++;
+    }
+    return 0;
+}
+
+static int load_webhooks(struct dqd_config *cfg, json_t *arr, const char *origin) {
+    static const char *const events[] = {"trigger_fired", "trigger_cleared", "verdict"};
+    char label[DQD_PATH_MAX + 64], sub[DQD_PATH_MAX + 96];
+    size_t i;
+    json_t *v;
+    snprintf(label, sizeof label, "%s: \"webhooks\"", origin);
+    if (!json_is_array(arr)) {
+        return wrong_type(label, "an array of {\"url\", \"events\"} objects", arr);
+    }
+    if (json_array_size(arr) > DQD_MAX_WEBHOOKS) {
+        return dq_fail(DQ_EFULL, "%s: more than %d webhooks", label, DQD_MAX_WEBHOOKS);
+    }
+    cfg->n_webhooks = 0;
+    json_array_foreach(arr, i, v) {
+        struct dqd_webhook_config *w = &cfg->webhooks[cfg->n_webhooks];
+        snprintf(label, sizeof label, "%s: \"webhooks\"[%zu]", origin, i);
+        memset(w, 0, sizeof *w);
+        json_t *url = json_object_get(v, "url"), *ev = json_object_get(v, "events");
+        if (!json_is_object(v) || !json_is_string(url)) {
+            return dq_fail(DQ_EINVAL, "%s: want {\"url\": \"http://…\", \"events\": [...]}", label);
+        }
+        const char *u = json_string_value(url);
+        if ((strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) ||
+            strlen(u) >= DQD_URL_MAX) {
+            return dq_fail(DQ_EINVAL, "%s.url: want an http:// or https:// URL shorter than %d",
+                           label, DQD_URL_MAX);
+        }
+        memcpy(w->url, u, strlen(u) + 1);
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x) {
+            if (strcmp(key, "url") != 0 && strcmp(key, "events") != 0) {
+                return dq_fail(DQ_EINVAL, "%s: unknown key \"%s\" (expected url, events)", label,
+                               key);
+            }
+        }
+        if (ev) {
+            snprintf(sub, sizeof sub, "%s.events", label);
+            if (!json_is_array(ev)) {
+                return wrong_type(sub, "an array of event names", ev);
+            }
+            size_t j;
+            json_t *e;
+            json_array_foreach(ev, j, e) {
+                const char *name = json_string_value(e);
+                unsigned bit = 0;
+                for (unsigned b = 0; name && b < 3; b++) {
+                    if (strcmp(name, events[b]) == 0) {
+                        bit = 1u << b;
+                    }
+                }
+                if (!bit) {
+                    return dq_fail(DQ_EINVAL,
+                                   "%s[%zu]: want trigger_fired, trigger_cleared or verdict", sub,
+                                   j);
+                }
+                w->events |= bit;
+            }
+        }
+        cfg->n_webhooks++;
     }
     return 0;
 }
@@ -702,6 +849,10 @@ int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, con
             r = load_wrappers(cfg, v, origin);
         } else if (strcmp(key, "probes") == 0) {
             r = load_probes(cfg, v, origin);
+        } else if (strcmp(key, "triggers") == 0) {
+            r = load_triggers(cfg, v, origin);
+        } else if (strcmp(key, "webhooks") == 0) {
+            r = load_webhooks(cfg, v, origin);
         } else {
             const struct setting *s = find_by_name(key);
             if (!s) {
@@ -827,6 +978,28 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         json_object_set_new(p, cfg->probes[i].name, probe_to_json(&cfg->probes[i]));
     }
     json_object_set_new(root, "probes", p);
+    json_t *ta = json_array();
+    for (int i = 0; i < cfg->n_triggers; i++) {
+        const struct dqd_trigger_config *t = &cfg->triggers[i];
+        json_array_append_new(
+            ta, json_pack("{s:s,s:s,s:o,s:i,s:i}", "probe", t->probe, "kind", t->kind, "threshold",
+                          isnan(t->threshold) ? json_null() : json_real(t->threshold), "fire_after",
+                          t->fire_after, "clear_after", t->clear_after));
+    }
+    json_object_set_new(root, "triggers", ta);
+    json_t *wa = json_array();
+    for (int i = 0; i < cfg->n_webhooks; i++) {
+        const struct dqd_webhook_config *hook = &cfg->webhooks[i];
+        json_t *ev = json_array();
+        static const char *const names[] = {"trigger_fired", "trigger_cleared", "verdict"};
+        for (unsigned b = 0; b < 3; b++) {
+            if (!hook->events || (hook->events & (1u << b))) {
+                json_array_append_new(ev, json_string(names[b]));
+            }
+        }
+        json_array_append_new(wa, json_pack("{s:s,s:o}", "url", hook->url, "events", ev));
+    }
+    json_object_set_new(root, "webhooks", wa);
     if (json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0 ||
         fputc('\n', out) == EOF) {
         r = dq_fail(DQ_EIO, "cannot write the config JSON");
@@ -1075,7 +1248,7 @@ void settings_render_markdown(FILE *out) {
             "(`null` for an optional path), integers for integer settings (`1000`, not\n"
             "`1000.0` or `\"1000\"`), any number for number settings. `lag` may be `null`\n"
             "(= the window). Unknown keys, duplicate keys and wrong types are errors that\n"
-            "name the key. Besides the settings, two sections:\n"
+            "name the key. Besides the settings, four sections:\n"
             "\n"
             "### `wrappers`\n"
             "\n"
@@ -1100,7 +1273,27 @@ void settings_render_markdown(FILE *out) {
             "| `qta` | object or `null` | its quantitative timeliness agreement: `\"points\"`: "
             "1 to %d pairs `[p, t_s]` (\"P(delay ≤ t_s seconds) ≥ p\"; p in (0, 1] not "
             "decreasing, t_s > 0 increasing), `\"max_lost\"`: the largest acceptable lost "
-            "mass in [0, 1] (default 0) |\n"
+            "mass in [0, 1] (default 1 − the last point's p: no limit beyond the points) |\n"
+            "\n"
+            "### `triggers`\n"
+            "\n"
+            "An array of at most %d objects, each a per-probe condition evaluated at every\n"
+            "window close: `\"probe\"` (required), `\"kind\"` (required: `qta` (the probe's\n"
+            "QTA has a hazard above `threshold`, default 0), `load` (instances per window\n"
+            "above `threshold`, default 1000), `lost` (lost mass above `threshold`, default\n"
+            "0.05), `divergence` (KS distance of observed vs calculated above `threshold`,\n"
+            "default 0.1, and significant at 1 %%), `cv` (σ/μ above `threshold`, default 1)),\n"
+            "`\"threshold\"` (number or `null`), `\"fire_after\"` (k bad windows in a row to\n"
+            "fire, default 3) and `\"clear_after\"` (m good windows in a row to clear,\n"
+            "default 5). A firing stores a snapshot and opens an investigation at the probe.\n"
+            "\n"
+            "### `webhooks`\n"
+            "\n"
+            "An array of at most %d objects `{\"url\": \"http://…\", \"events\": [...]}`:\n"
+            "dqd POSTs a JSON object `{\"event\", \"time\", \"data\"}` to the URL on each\n"
+            "event named (`trigger_fired`, `trigger_cleared`, `verdict`; all when `events`\n"
+            "is absent), from a bounded queue (`webhook_queue`), retrying failures\n"
+            "(`webhook_retries`) with doubling backoff.\n"
             "\n"
 
             "### Example\n"
@@ -1120,5 +1313,6 @@ void settings_render_markdown(FILE *out) {
             "}\n"
             "```\n",
             DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, PROTO_MAX_NAME, MIN_DMAX_MS,
-            MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS);
+            MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS, DQD_MAX_CFG_TRIGGERS,
+            DQD_MAX_WEBHOOKS);
 }
