@@ -475,6 +475,24 @@ static void test_all_to_finish(void) {
     }
     CHECK_NEAR(sum, 1.0, 1e-9);
     CHECK(R.attr.c[2].criticality > 0.45);
+    /* The contributions split E[max] exactly: they add up to X's mean (up to the grid
+     * rounding of 0.5 ms bins and the sampling error of X's own mean). */
+    double parts = 0.0;
+    for (size_t i = 0; i < 4; i++) {
+        parts += R.attr.c[i].value;
+    }
+    double se = sqrt(res.x.variance / (double)res.x.n_ok); /* X's mean is a sample too */
+    CHECK_MSG(fabs(parts - res.x.mean) < 3.0 * se, "Σ parts %g vs mean %g ± %g", parts, res.x.mean,
+              se);
+    /* Against the engine's all-to-finish of the same ΔQs (Π F_i): the same E[max] up to
+     * how ties of 3+ branches within one bin are split. */
+    const struct dq *ops[4] = {res.dq[0], res.dq[1], res.dq[2], res.dq[3]};
+    struct dq *mx = NULL;
+    struct dq_moments mm;
+    CHECK_INT(dq_all_to_finish(ops, 4, &mx), DQ_OK);
+    CHECK_INT(dq_moments(mx, &mm), DQ_OK);
+    CHECK_NEAR(parts, mm.mean, 0.001 * mm.mean);
+    dq_destroy(mx);
     CHECK(contains(R.reason, "last to finish in"));
     printf("all: %s\n", R.reason);
 
@@ -511,11 +529,40 @@ static void test_all_to_finish(void) {
     CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
     CHECK_NEAR(R.attr.c[0].criticality, 0.5, 1e-12);
     CHECK_NEAR(R.attr.c[1].criticality, 0.5, 1e-12);
+    CHECK_NEAR(R.attr.c[0].value, 0.005, 1e-12); /* half of E[max] = 10 ms each */
     in2.kind = DQ_NODE_FIRST;
     CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
     CHECK_NEAR(R.attr.c[0].criticality, 0.5, 1e-12);
     CHECK_INT(search_evaluate(&in2, &P, &R), DQ_OK);
     CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    dq_destroy(a);
+    dq_destroy(b);
+
+    /* Branches on different grids (1 ms and 0.5 ms bins): 10 ms vs 20 ms, the second is
+     * always last and holds all of E[max] = 20 ms; it finishes first never. */
+    CHECK_INT(dq_wait(0, 64, 0.010, &a), DQ_OK);
+    CHECK_INT(dq_wait(-1, 100, 0.020, &b), DQ_OK);
+    ch[0].stats.observed = a;
+    ch[1].stats.observed = b;
+    ch[1].stats.mean = 0.020;
+    in2.kind = DQ_NODE_ALL;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[1].criticality, 1.0, 1e-12);
+    CHECK_NEAR(R.attr.c[1].value, 0.020, 1e-12);
+    CHECK_NEAR(R.attr.c[0].value, 0.0, 1e-12);
+    in2.kind = DQ_NODE_FIRST;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[0].criticality, 1.0, 1e-12);
+    CHECK_NEAR(R.attr.c[0].value, 0.010, 1e-12);
+    /* The normal approximation (no ΔQs, zero variance: steps) agrees. */
+    ch[0].stats.observed = NULL;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[0].criticality, 1.0, 1e-12);
+    CHECK_NEAR(R.attr.c[0].value, 0.010, 0.0001);
+    in2.kind = DQ_NODE_ALL;
+    CHECK_INT(search_attribute(&in2, &P, NULL, &R.attr), DQ_OK);
+    CHECK_NEAR(R.attr.c[1].criticality, 1.0, 1e-12);
+    CHECK_NEAR(R.attr.c[1].value, 0.020, 0.0001);
     dq_destroy(a);
     dq_destroy(b);
 }
@@ -536,6 +583,13 @@ static void test_first_to_finish(void) {
                   R.attr.c[i].criticality, emp);
     }
     CHECK(contains(R.reason, "first to finish in"));
+    double parts = 0.0; /* E[min] splits exactly too */
+    for (size_t i = 0; i < 3; i++) {
+        parts += R.attr.c[i].value;
+    }
+    double se = sqrt(res.x.variance / (double)res.x.n_ok);
+    CHECK_MSG(fabs(parts - res.x.mean) < 3.0 * se, "Σ parts %g vs mean %g ± %g", parts, res.x.mean,
+              se);
     printf("first: %s\n", R.reason);
     sim_free(&res);
 }
