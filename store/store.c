@@ -22,6 +22,15 @@
 
 #define STORE_APPLICATION_ID 1146176561 /* 'DQD1', set by migration 1 */
 #define STORE_BUSY_TIMEOUT_MS 1000
+/*
+ * A damaged file can send SQLite's b-tree walk round in circles; dqd must not hang its
+ * loop on one. The progress handler runs every STORE_TICK_OPS virtual-machine steps and
+ * interrupts a statement (with the statements its callbacks run) after the work limit:
+ * by default 10^8 steps, seconds of work, a hundred times what the biggest legitimate
+ * statement (pruning a million windows) needs.
+ */
+#define STORE_TICK_OPS 1000
+#define STORE_MAX_STEPS 100000000
 
 /* ---- shared helpers ------------------------------------------------------------------ */
 
@@ -38,6 +47,9 @@ int store__stmt(struct store *st, enum store__stmt_id id, const char *sql, sqlit
            resetting it would silently end the outer iteration. */
         return dq_fail(DQ_ESTATE, "store: statement already in use (re-entrant call from a "
                                   "callback into the function iterating)");
+    }
+    if (!st->iterating) {
+        st->ticks = 0;
     }
     *out = st->stmt[id];
     return DQ_OK;
@@ -57,7 +69,18 @@ int store__fail(struct store *st, const char *what) {
                ext == SQLITE_CONSTRAINT_TRIGGER) {
         code = DQ_EINVAL;
     }
+    if (ext == SQLITE_INTERRUPT) {
+        return dq_fail(code,
+                       "%s: stopped after %llu steps; is the database damaged? "
+                       "(sqlite3 %s 'PRAGMA integrity_check')",
+                       what, (unsigned long long)(st->tick_limit * STORE_TICK_OPS), st->path);
+    }
     return dq_fail(code, "%s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static int progress(void *ctx) {
+    struct store *st = ctx;
+    return st->tick_limit && ++st->ticks > st->tick_limit;
 }
 
 static int64_t realtime_ns(void *ctx) {
@@ -118,6 +141,7 @@ int store__step_write(struct store *st, sqlite3_stmt *s, const char *what, bool 
 int store__each(struct store *st, sqlite3_stmt *s, int (*row)(sqlite3_stmt *s, void *arg),
                 void *arg, int *rows, const char *what) {
     int rc = DQ_OK, step, seen = 0;
+    st->iterating++; /* statements the callbacks run count against this one's budget */
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         seen++;
         int r = row(s, arg);
@@ -131,6 +155,7 @@ int store__each(struct store *st, sqlite3_stmt *s, int (*row)(sqlite3_stmt *s, v
         rc = store__fail(st, what);
     }
     store__done(s);
+    st->iterating--;
     if (rows) {
         *rows = seen;
     }
@@ -147,6 +172,9 @@ int store__bind_id(sqlite3_stmt *s, int i, int64_t id) {
 
 int store__exec(struct store *st, const char *sql) {
     char *err = NULL;
+    if (!st->iterating) {
+        st->ticks = 0;
+    }
     if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
         int rc = dq_fail(DQ_ESTORE, "%s: %s", sql, err ? err : sqlite3_errmsg(st->db));
         sqlite3_free(err);
@@ -164,6 +192,9 @@ static int pragma_int(struct store *st, const char *pragma, int *value, int *cod
     snprintf(sql, sizeof sql, "PRAGMA %s", pragma);
     sqlite3_stmt *s = NULL;
     int rc = DQ_OK;
+    if (!st->iterating) {
+        st->ticks = 0;
+    }
     if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK ||
         sqlite3_step(s) != SQLITE_ROW) {
         if (code) {
@@ -208,6 +239,9 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
     }
     int version = 0;
     rc = pragma_int(st, "user_version", &version, NULL);
+    /* A migration may rewrite a big table: it gets no work limit. */
+    uint64_t limit = st->tick_limit;
+    st->tick_limit = 0;
     if (rc == DQ_OK && version < m->version) {
         for (int i = 0; rc == DQ_OK && m->steps[i]; i++) {
             char *err = NULL;
@@ -232,6 +266,7 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
         store__exec(st, "ROLLBACK");
         dq_fail(rc, "%s", keep);
     }
+    st->tick_limit = limit;
     return rc;
 }
 
@@ -306,7 +341,8 @@ static int configure(struct store *st) {
         return rc;
     }
     if ((rc = store__exec(st, "PRAGMA synchronous = NORMAL")) ||
-        (rc = store__exec(st, "PRAGMA foreign_keys = ON"))) {
+        (rc = store__exec(st, "PRAGMA foreign_keys = ON")) ||
+        (rc = store__exec(st, "PRAGMA cell_size_check = ON"))) {
         return rc;
     }
     return DQ_OK;
@@ -356,8 +392,11 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
     }
     int target = opts && opts->target_version ? opts->target_version : store_schema_latest();
     int busy = opts && opts->busy_timeout_ms ? opts->busy_timeout_ms : STORE_BUSY_TIMEOUT_MS;
-    if (target < 1 || target > store_schema_latest() || busy < 0) {
-        return dq_fail(DQ_EINVAL, "store_open: target version %d not in [1, %d] or bad timeout",
+    int64_t max_steps = opts && opts->max_steps ? opts->max_steps : STORE_MAX_STEPS;
+    if (target < 1 || target > store_schema_latest() || busy < 0 || max_steps < 0) {
+        return dq_fail(DQ_EINVAL,
+                       "store_open: target version %d not in [1, %d], or negative timeout or "
+                       "step limit",
                        target, store_schema_latest());
     }
     struct store *st = calloc(1, sizeof *st);
@@ -385,6 +424,11 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
     }
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, busy);
+    st->tick_limit = (uint64_t)(max_steps / STORE_TICK_OPS) + 1;
+    sqlite3_progress_handler(st->db, STORE_TICK_OPS, progress, st);
+    /* Refuse the statements that can corrupt a file (writable_schema and the like), and
+       check cell sizes while reading so damage is reported rather than followed. */
+    sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     if (sqlite3_db_readonly(st->db, "main") == 1) {
         rc = dq_fail(DQ_ESTORE, "%s: database file is read-only", path);
         goto fail;
@@ -418,6 +462,7 @@ void store_close(struct store *st) {
         return;
     }
     if (st->db) {
+        st->ticks = 0;
         if (!sqlite3_get_autocommit(st->db)) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         }
@@ -427,6 +472,7 @@ void store_close(struct store *st) {
         /* Lets SQLite refresh its planner statistics where it thinks it worthwhile; cheap.
            Never on a file store_open refused: that file must stay untouched. */
         if (st->opened && sqlite3_db_readonly(st->db, "main") == 0) {
+            st->ticks = 0;
             sqlite3_exec(st->db, "PRAGMA optimize", NULL, NULL, NULL);
         }
         sqlite3_close(st->db);

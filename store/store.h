@@ -48,6 +48,9 @@ struct store;
 struct store_options {
     int busy_timeout_ms; /* wait for another process's lock; 0 = default (1000 ms) */
     int target_version;  /* migrate only up to this version; 0 = latest. For tests/tools. */
+    int64_t max_steps;   /* work limit of one call, in SQLite VM steps: a statement (with
+                            those its callbacks run) that goes past it fails with DQ_ESTORE
+                            instead of looping on a damaged file; 0 = default (10^8) */
 };
 
 /*

@@ -67,6 +67,9 @@ struct store {
     sqlite3_stmt *stmt[STORE__STMT_COUNT]; /* statement cache, NULL until first use */
     bool in_txn;                           /* between store_begin and commit/rollback */
     bool opened;                           /* store_open succeeded (checks passed) */
+    uint64_t ticks;                        /* progress calls since the statement began */
+    uint64_t tick_limit;                   /* interrupt a statement past this many (0 = never) */
+    int iterating;                         /* depth of store__each loops running callbacks */
     int64_t (*now_ns)(void *ctx);          /* clock for times the store stamps */
     void *now_ctx;                         /* its argument */
     struct store_retention retention;      /* policy applied by store_prune */

@@ -91,35 +91,25 @@ int store_probe_ensure(struct store *st, const char *name) {
     return step_write(st, s, "probe ensure", name);
 }
 
-/* Steps through a SELECT of PROBE_COLUMNS, calling cb per row; *rows counts them. */
-static int each_probe_row(struct store *st, sqlite3_stmt *s, store_probe_cb cb, void *ctx,
-                          int *rows) {
-    int rc = DQ_OK, step;
-    *rows = 0;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_probe p = {
-            .name = (const char *)sqlite3_column_text(s, 0),
-            .dmax_ms = store__column_double(s, 1),
-            .bins = sqlite3_column_int(s, 2),
-            .enabled = sqlite3_column_int(s, 3) != 0,
-            .always_on = sqlite3_column_int(s, 4) != 0,
-            .qta_json = (const char *)sqlite3_column_text(s, 5),
-            .created_ns = sqlite3_column_int64(s, 6),
-            .updated_ns = sqlite3_column_int64(s, 7),
-        };
-        ++*rows;
-        int r = cb(ctx, &p);
-        if (r != 0) {
-            rc = r < 0 ? r : DQ_OK;
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = store__fail(st, "reading probes");
-    }
-    store__done(s);
-    return rc;
+struct probe_iter {
+    store_probe_cb cb;
+    void *ctx;
+};
+
+/* One row of a SELECT of PROBE_COLUMNS to the caller's callback. */
+static int probe_row(sqlite3_stmt *s, void *arg) {
+    struct probe_iter *it = arg;
+    struct store_probe p = {
+        .name = store__column_text(s, 0),
+        .dmax_ms = store__column_double(s, 1),
+        .bins = sqlite3_column_int(s, 2),
+        .enabled = sqlite3_column_int(s, 3) != 0,
+        .always_on = sqlite3_column_int(s, 4) != 0,
+        .qta_json = store__column_text(s, 5),
+        .created_ns = sqlite3_column_int64(s, 6),
+        .updated_ns = sqlite3_column_int64(s, 7),
+    };
+    return it->cb(it->ctx, &p);
 }
 
 int store_probe_get(struct store *st, const char *name, store_probe_cb cb, void *ctx) {
@@ -134,7 +124,8 @@ int store_probe_get(struct store *st, const char *name, store_probe_cb cb, void 
     }
     store__bind_text(s, 1, name);
     int rows = 0;
-    rc = each_probe_row(st, s, cb, ctx, &rows);
+    struct probe_iter it = {cb, ctx};
+    rc = store__each(st, s, probe_row, &it, &rows, "reading probe");
     if (rc == DQ_OK && rows == 0) {
         return dq_fail(DQ_ENOTFOUND, "probe %.255s not in the store", name);
     }
@@ -151,8 +142,8 @@ int store_probes_each(struct store *st, store_probe_cb cb, void *ctx) {
     if (rc) {
         return rc;
     }
-    int rows = 0;
-    return each_probe_row(st, s, cb, ctx, &rows);
+    struct probe_iter it = {cb, ctx};
+    return store__each(st, s, probe_row, &it, NULL, "reading probes");
 }
 
 /* Runs an UPDATE/DELETE of one probe bound by the caller; DQ_ENOTFOUND when no row. */

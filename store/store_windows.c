@@ -104,6 +104,20 @@ static void read_window(sqlite3_stmt *s, struct store_window *w) {
     w->lost = store__column_double(s, 10);
 }
 
+struct window_iter {
+    const char *probe;
+    enum store_kind kind;
+    store_window_cb cb;
+    void *ctx;
+};
+
+static int window_row(sqlite3_stmt *s, void *arg) {
+    struct window_iter *it = arg;
+    struct store_window w = {.probe = it->probe, .kind = it->kind};
+    read_window(s, &w);
+    return it->cb(it->ctx, &w);
+}
+
 int store_windows_each(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
                        int64_t to_ns, int limit, store_window_cb cb, void *ctx) {
     const char *kname = store_kind_name(kind);
@@ -124,22 +138,8 @@ int store_windows_each(struct store *st, const char *probe, enum store_kind kind
     sqlite3_bind_int64(s, 3, from_ns);
     sqlite3_bind_int64(s, 4, to_ns);
     sqlite3_bind_int(s, 5, limit > 0 ? limit : -1); /* negative LIMIT: no limit */
-    int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_window w = {.probe = probe, .kind = kind};
-        read_window(s, &w);
-        int r = cb(ctx, &w);
-        if (r != 0) {
-            rc = r < 0 ? r : DQ_OK;
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = store__fail(st, "reading windows");
-    }
-    store__done(s);
-    return rc;
+    struct window_iter it = {probe, kind, cb, ctx};
+    return store__each(st, s, window_row, &it, NULL, "reading windows");
 }
 
 static int copy_window(void *ctx, const struct store_window *w) {
@@ -192,6 +192,23 @@ int store_event_add(struct store *st, const struct store_event *ev, int64_t *id)
     return rc;
 }
 
+struct event_iter {
+    store_event_cb cb;
+    void *ctx;
+};
+
+static int event_row(sqlite3_stmt *s, void *arg) {
+    struct event_iter *it = arg;
+    struct store_event ev = {
+        .id = sqlite3_column_int64(s, 0),
+        .time_ns = sqlite3_column_int64(s, 1),
+        .kind = store__column_text(s, 2),
+        .probe = store__column_text(s, 3),
+        .detail_json = store__column_text(s, 4),
+    };
+    return it->cb(it->ctx, &ev);
+}
+
 int store_events_each(struct store *st, const char *probe, const char *kind, int64_t after_id,
                       int limit, store_event_cb cb, void *ctx) {
     if (!cb) {
@@ -210,27 +227,8 @@ int store_events_each(struct store *st, const char *probe, const char *kind, int
     store__bind_text(s, 2, probe);
     store__bind_text(s, 3, kind);
     sqlite3_bind_int(s, 4, limit > 0 ? limit : -1);
-    int step;
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_event ev = {
-            .id = sqlite3_column_int64(s, 0),
-            .time_ns = sqlite3_column_int64(s, 1),
-            .kind = (const char *)sqlite3_column_text(s, 2),
-            .probe = (const char *)sqlite3_column_text(s, 3),
-            .detail_json = (const char *)sqlite3_column_text(s, 4),
-        };
-        int r = cb(ctx, &ev);
-        if (r != 0) {
-            rc = r < 0 ? r : DQ_OK;
-            step = SQLITE_DONE;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        rc = store__fail(st, "reading events");
-    }
-    store__done(s);
-    return rc;
+    struct event_iter it = {cb, ctx};
+    return store__each(st, s, event_row, &it, NULL, "reading events");
 }
 
 /* ---- retention ------------------------------------------------------------------- */

@@ -129,7 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     struct store *st = NULL;
-    struct store_options opts = {.busy_timeout_ms = 10};
+    /* A small work limit: a damaged b-tree that loops must end within the fuzzer's timeout. */
+    struct store_options opts = {.busy_timeout_ms = 10, .max_steps = 1000000};
     if (store_open_ex(db_path, &opts, &st) == DQ_OK) {
         struct inv_ctx c = {.st = st};
         store_probes_each(st, on_probe, st);
