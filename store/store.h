@@ -339,7 +339,9 @@ struct store_investigation {
 
 typedef int (*store_investigation_cb)(void *ctx, const struct store_investigation *inv);
 
-/* Opens an investigation; its id goes to *id. DQ_EINVAL for a missing or bad field. */
+/* Opens an investigation; its id goes to *id (required). DQ_EINVAL for a missing or bad field
+   (node, problem, strategy, origin "trigger" or "person"); DQ_ENOTFOUND for an unknown
+   trigger_id. */
 int store_investigation_open(struct store *st, const struct store_investigation *inv, int64_t *id);
 
 /*
@@ -383,7 +385,7 @@ struct store_hypothesis {
 typedef int (*store_hypothesis_cb)(void *ctx, const struct store_hypothesis *h);
 
 /*
- * Records a hypothesis; its id goes to *id. DQ_ENOTFOUND when the investigation or the
+ * Records a hypothesis; its id goes to *id (required). DQ_ENOTFOUND when the investigation or the
  * parent does not exist, DQ_EINVAL when the parent belongs to another investigation or a
  * field is bad (probes_json not a JSON array, unknown verdict).
  */
@@ -484,7 +486,8 @@ struct store_snapshot_dq {
 typedef int (*store_snapshot_cb)(void *ctx, const struct store_snapshot *s);
 typedef int (*store_snapshot_dq_cb)(void *ctx, const struct store_snapshot_dq *d);
 
-/* Creates a snapshot (collecting); its id goes to *id. */
+/* Creates a snapshot (collecting); its id goes to *id (required). DQ_ERANGE for windows < 1,
+   DQ_ENOTFOUND for an unknown trigger_id or investigation. */
 int store_snapshot_insert(struct store *st, const struct store_snapshot *s, int64_t *id);
 
 /*
