@@ -23,7 +23,7 @@ def body(c):
     diagram = os.path.join(wd, "d.dq")
     with open(diagram, "w") as f:
         f.write("flow = checkout -> pay;\n")
-    d = t.Dqd(dqd_bin, wd, window_ms=100, lag_ms=100, diagram=diagram)
+    d = t.Dqd(dqd_bin, wd, window_ms=100, lag_ms=400, diagram=diagram)
 
     def ctl(*args, env=None):
         return t.dqctl(dqctl_bin, *args, "--server", d.url, env=env)
