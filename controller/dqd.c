@@ -972,6 +972,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         rc = load_diagram_file(d, o->diagram);
     }
     if (!rc) {
+        rc = webhooks_create(loop, o->webhooks, o->n_webhooks, o->webhook_queue, o->webhook_retries,
+                             o->webhook_timeout_ms, &d->webhooks);
+    }
+    if (!rc) {
         rc = dqd__adapt_init(d);
     }
     if (!rc) {
@@ -1035,6 +1039,11 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         d->pending_closes++;
         http_server_close(d->http, on_http_closed, d);
         d->http = NULL;
+    }
+    if (d->webhooks) {
+        d->pending_closes++;
+        webhooks_close(d->webhooks, on_http_closed, d);
+        d->webhooks = NULL;
     }
     for (struct link *l = d->links, *next; l; l = next) {
         next = l->next;

@@ -17,6 +17,7 @@
 #include "search.h"
 #include "proto.h"
 #include "store.h"
+#include "webhook.h"
 
 #define DQD_SPLIT_BUF 4096
 #define DQD_MAX_PENDING_WRITE (1 << 20) /* bytes queued to one wrapper before we stop */
@@ -172,6 +173,7 @@ struct dqd {
     uint64_t store_errors;
     struct log_limit limit;
     struct adapt adapt;
+    struct webhooks *webhooks;
 };
 
 /* Wall clock in ns since the epoch. */

@@ -274,6 +274,10 @@ int probes_record(struct probe_table *t, const char *name, size_t len, int64_t s
     if (rc) {
         return rc;
     }
+    if (status == PROBE_TO && end_ns == 0) {
+        /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
+        end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
+    }
     int64_t wid = probes_window_of(t, end_ns);
     if (wid < t->next_close) {
         t->late++;

@@ -118,7 +118,8 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
 
 /*
  * Records one instance. Finds or registers the probe, bins the duration end − start
- * into the window of end_ns. Returns 0, or a negative code when the instance was not
+ * into the window of end_ns (a timeout with end_ns 0, as old oscilloscope wrappers send
+ * it, ends at start + the probe's dMax). Returns 0, or a negative code when the instance was not
  * recorded: DQ_ESTATE for a late or too-future window (counted in t->late / t->future and
  * per probe), DQ_EFULL / DQ_EINVAL from probes_get. Does not allocate unless the probe
  * is new.
