@@ -771,6 +771,22 @@ static struct probe_window *ring_entry(struct dqd *d, struct probe *p, int64_t w
     return probes_ring_get(p, 0);
 }
 
+/* Applies the store's retention every five minutes (outside the window transaction). */
+static void prune_if_due(struct dqd *d) {
+    int64_t now = dqd__now_ns();
+    if (d->opt.retention_hours <= 0 || now - d->last_prune_ns < 300 * (int64_t)1000000000) {
+        return;
+    }
+    d->last_prune_ns = now;
+    int64_t deleted = 0;
+    if (store_prune(d->store, &deleted) != DQ_OK) {
+        d->store_errors++;
+        LOG(LOG_ERROR, "store: pruning old windows: %s", dq_last_error());
+    } else if (deleted > 0) {
+        LOG(LOG_INFO, "store: pruned %" PRId64 " old rows", deleted);
+    }
+}
+
 static void close_window(struct dqd *d, int64_t wid) {
     if (probes_close_window(&d->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
@@ -833,6 +849,7 @@ static void close_window(struct dqd *d, int64_t wid) {
     }
     d->windows_closed++;
     d->last_closed_wid = wid;
+    prune_if_due(d);
 }
 
 static void schedule_window_timer(struct dqd *d);
@@ -961,6 +978,13 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         if (rc) {
             rc = dq_fail(rc, "store %s: %s", o->db, dq_last_error());
         }
+    }
+    if (!rc) {
+        struct store_retention ret;
+        store_retention_default(&ret);
+        ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
+        rc = store_set_retention(d->store, &ret);
+        d->last_prune_ns = d->started_ns;
     }
     if (!rc) {
         rc = store_probes_each(d->store, apply_stored_probe, d);

@@ -159,6 +159,7 @@ struct dqd {
     uv_timer_t window_timer;
     int window_timer_open;
     uint64_t windows_closed;
+    int64_t last_prune_ns;
     int64_t last_closed_wid;
     /* signals are the main program's; shutdown bookkeeping */
     int closing, pending_closes;

@@ -95,6 +95,10 @@ static const struct setting settings[] = {
      "Windows one step of an investigation may wait for samples before it is inconclusive."},
     {"snapshot_windows", "--snapshot-windows", ST_INT, FIELD(snapshot_windows), 1, 10000, "10",
      NULL, 0, 0, "Windows of ΔQs a trigger's snapshot keeps before and after the firing."},
+    {"retention_hours", "--retention-hours", ST_INT, FIELD(retention_hours), 0, 1000000, "168",
+     NULL, 0, 0,
+     "Window summaries older than this many hours are deleted from the store, every five "
+     "minutes (0: keep them all)."},
     {"webhook_queue", "--webhook-queue", ST_INT, FIELD(webhook_queue), 1, 100000, "256", NULL, 0, 0,
      "Webhook events waiting to be posted, at most; the oldest is dropped beyond."},
     {"webhook_retries", "--webhook-retries", ST_INT, FIELD(webhook_retries), 0, 100, "5", NULL, 0,

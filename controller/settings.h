@@ -95,6 +95,7 @@ struct dqd_config {
     struct dqd_trigger_config triggers[DQD_MAX_CFG_TRIGGERS];
     int n_webhooks;
     struct dqd_webhook_config webhooks[DQD_MAX_WEBHOOKS];
+    int retention_hours;        /* window summaries older than this are pruned (0: keep) */
     int webhook_queue;          /* events waiting to be posted, at most */
     int webhook_retries;        /* attempts per event after the first */
     int64_t webhook_timeout_ms; /* per attempt */
