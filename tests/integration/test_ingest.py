@@ -57,6 +57,10 @@ def body(c):
         leg.append(t.legacy_line("both", base - 5 * MS + i, base + i, "ok"))
     for i in range(30):
         leg.append(t.legacy_line("w1", base - 10 * MS + i, base + i, "ok"))
+    # window edges: [wt·P, (wt+1)·P) holds END = wt·P and (wt+1)·P − 1 ns, not (wt+1)·P
+    p_ns = WINDOW_MS * MS
+    for e in (wt * p_ns, (wt + 1) * p_ns - 1, (wt + 1) * p_ns):
+        leg.append(t.legacy_line("edge", e - 4 * MS, e, "ok"))
     leg.append("ping\n")
     for i in range(40):
         e = base + i
@@ -110,6 +114,13 @@ def body(c):
         c.near(q["cdf"][5], 0.5, 1e-9, "'both' cdf at 5 ms (legacy half)")
         c.near(q["cdf"][15], 1.0, 1e-9, "'both' cdf at 15 ms (v2 half)")
 
+    q = d.wait_window("edge", wt)
+    c.check(q is not None and q["n"] == 2, "window start is inclusive, end exclusive: %r" %
+            (q and q["n"]))
+    q = d.wait_window("edge", wt + 1)
+    c.check(q is not None and q["n"] == 1, "END = (wt+1)·P is in the next window: %r" %
+            (q and q["n"]))
+
     # ---- the calculated ΔQ of pipeline = w1 -> w2 ----
     q = d.wait_window("pipeline", wt, kind="calculated")
     if c.check(q is not None, "pipeline has a calculated ΔQ for the window"):
@@ -154,7 +165,8 @@ def body(c):
         c.eq(m.value("dqd_instances_total", probe=p, status=s), float(n),
              "dqd_instances_total{probe=%s,status=%s}" % (p, s))
     probes = t.check_histograms(c, m, "dqd_duration_seconds")
-    c.check({"lg", "v2p", "both", "w1", "w2"} <= set(probes), "histograms for every probe")
+    c.check({"lg", "v2p", "both", "w1", "w2", "edge"} <= set(probes),
+            "histograms for every probe")
     c.eq(t.bucket_at(m, "dqd_duration_seconds", "lg", 0.008), 0.0, "lg bucket le=8 ms")
     c.eq(t.bucket_at(m, "dqd_duration_seconds", "lg", 0.016), 50.0, "lg bucket le=16 ms")
     c.eq(t.bucket_at(m, "dqd_duration_seconds", "lg", 0.032), 70.0, "lg bucket le=32 ms")
@@ -190,7 +202,7 @@ def body(c):
             c.eq(w["dropped_by_wrapper"], 3, "v2 drop line counted")
             c.eq(w["instances"], 90, "v2 instances")
         else:
-            c.eq(w["instances"], 120 + 3, "legacy instances (incl. rejected)")
+            c.eq(w["instances"], 123 + 3, "legacy instances (incl. rejected)")
             c.eq(w["protocol_errors"], 1, "legacy link error count")
     probe = d.get("/api/v1/probes/w1")
     c.eq(probe["parent"], "pipeline", "w1's parent in the diagram")

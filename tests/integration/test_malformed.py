@@ -79,6 +79,17 @@ def body(c):
          b"n:p;b:%d;e:%d;s:ok;a:k=%s\n" % (now - 5, now, b"v" * 2000), {"too_long": 1}),
         ("huge line (1 MB, no newline for a while)", b"x" * 1000000 + b"\n", {"too_long": 1}),
         ("binary garbage", bytes(range(256)).replace(b"\n", b"") + b"\n", {"unknown": 1}),
+        ("name over 255 bytes", b"n:%s;b:%d;e:%d;s:ok\n" % (b"a" * 256, now - 5, now),
+         {"name": 1}),
+        ("v2 id not hex", b"n:p;b:%d;e:%d;s:ok;i:xyz\n" % (now - 5, now), {"id": 1}),
+        ("v2 id over 64 digits", b"n:p;b:%d;e:%d;s:ok;t:%s\n" % (now - 5, now, b"a" * 65),
+         {"id": 1}),
+        ("v2 attribute without value", b"n:p;b:%d;e:%d;s:ok;a:k\n" % (now - 5, now),
+         {"attr": 1}),
+        ("v2 hello version 1", b"h:1;node:a;app:b\n", {"syntax": 1}),
+        ("v2 hello without app", b"h:2;node:a\n", {"field": 1}),
+        ("v2 drop count not a number", b"drop;abc\n", {"syntax": 1}),
+        ("v2 ack of no command", b"ack;frob\n", {"syntax": 1}),
     ]
     for what, data, want in cases:
         before = errors_by_kind(d)

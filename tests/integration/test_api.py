@@ -1,0 +1,176 @@
+"""Integration test (issue 4, HTTP API): the routes of a live dqd, their envelope and
+their errors (400 bad_data, 404 not_found, 405, 422 unprocessable with a message); PUT of
+a probe's settings (and that a refused PUT changes nothing), and PUT of the diagram (a
+model error names LINE:COL; a new diagram's calculated ΔQ follows at the next window).
+
+usage: test_api.py DQD_BINARY
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dqdtest as t  # noqa: E402
+
+MS = 1000000
+
+
+def body(c):
+    dqd_bin = sys.argv[1]
+    wd = t.make_workdir("dqd-it-api-")
+    diagram = os.path.join(wd, "d.dq")
+    with open(diagram, "w") as f:
+        f.write("flow = a -> b;\n")
+    d = t.Dqd(dqd_bin, wd, window_ms=100, lag_ms=400, diagram=diagram)
+
+    def expect_error(method, path, body, status, etype, what, contains=None):
+        st, raw = d.request(method, path, body)
+        try:
+            env = json.loads(raw.decode())
+        except ValueError:
+            c.check(False, "%s: error body is JSON: %r" % (what, raw[:200]))
+            return None
+        c.eq((st, env.get("status"), env.get("errorType")), (status, "error", etype), what)
+        c.check(isinstance(env.get("error"), str) and env["error"],
+                "%s: has a message" % what)
+        if contains:
+            c.check(contains in env.get("error", ""), "%s: message %r has %r" %
+                    (what, env.get("error"), contains))
+        return env
+
+    # ---- read-only routes ----
+    st, raw = d.request("GET", "/-/healthy")
+    c.eq((st, raw), (200, b"dqd is healthy.\n"), "/-/healthy")
+    s = d.status()
+    for key, typ in [("version", str), ("uptime_seconds", float), ("ingest", str),
+                     ("http", str), ("window_ms", int), ("lag_ms", int), ("db", str),
+                     ("diagram", str), ("running", bool), ("probes", int), ("enabled", int),
+                     ("connections", int), ("instances_total", int),
+                     ("protocol_errors_total", int), ("windows_closed", int),
+                     ("wrappers", list)]:
+        c.check(isinstance(s.get(key), typ), "status.%s is a %s: %r" %
+                (key, typ.__name__, s.get(key)))
+    c.eq(s["ingest"], "127.0.0.1:%d" % d.ingest_port, "status.ingest")
+    c.eq(s["http"], "127.0.0.1:%d" % d.http_port, "status.http")
+    c.eq(s["db"], d.db, "status.db")
+    g = d.get("/api/v1/diagram")
+    c.eq((g["path"], g["text"], g["roots"], sorted(g["probes"])),
+         (diagram, "flow = a -> b;\n", ["flow"], ["a", "b", "flow"]), "GET diagram")
+    probes = {p["name"]: p for p in d.get("/api/v1/probes")}
+    c.eq(sorted(probes), ["a", "b", "flow"], "the diagram's probes are registered")
+    p = probes.get("a", {})
+    c.eq((p.get("enabled"), p.get("dmax_ms"), p.get("bins"), p.get("in_diagram"),
+          p.get("last_window"), p.get("qta")), (False, 1024.0, 1024, True, None, None),
+         "a fresh probe's summary")
+    c.eq(p.get("instances"), {"ok": 0, "fa": 0, "to": 0}, "a fresh probe's counts")
+
+    # ---- errors ----
+    expect_error("GET", "/api/v1/probes/zz", None, 404, "not_found", "unknown probe", "zz")
+    expect_error("GET", "/api/v1/probes/zz/dq", None, 404, "not_found", "dq of unknown probe")
+    expect_error("GET", "/api/v1/probes/a/dq", None, 404, "not_found",
+                 "dq before any window closed")
+    expect_error("GET", "/api/v1/probes/a/dq?kind=foo", None, 400, "bad_data", "bad kind",
+                 "foo")
+    expect_error("GET", "/api/v1/probes/a/dq?window=60", None, 400, "bad_data",
+                 "window past the ring (60 of 0 … 59)")
+    expect_error("GET", "/api/v1/probes/a/dq?window=-1", None, 400, "bad_data",
+                 "negative window")
+    expect_error("GET", "/api/v1/probes/a/dq?window=x", None, 400, "bad_data", "window x")
+    expect_error("GET", "/api/v1/probes/a/dqx", None, 404, "not_found", "unknown sub-route")
+    expect_error("GET", "/api/v1/nothing", None, 404, "not_found", "unknown route")
+    expect_error("GET", "/nothing", None, 404, "not_found", "route outside the API")
+    expect_error("DELETE", "/api/v1/status", None, 405, "bad_data", "DELETE status")
+    expect_error("GET", "/api/v1/wrapper/start", None, 405, "bad_data", "GET wrapper/start")
+    expect_error("POST", "/api/v1/probes/a/dq", "", 405, "bad_data", "POST dq")
+    expect_error("PUT", "/api/v1/probes/a", "{bad", 400, "bad_data", "PUT bad JSON")
+    expect_error("PUT", "/api/v1/probes/a", "[1]", 400, "bad_data", "PUT non-object")
+    expect_error("PUT", "/api/v1/probes/a", '{"foo": 1}', 400, "bad_data",
+                 "PUT unknown field", "foo")
+    expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": "x"}', 400, "bad_data",
+                 "PUT dmax_ms string")
+    expect_error("PUT", "/api/v1/probes/a", '{"bins": 1.5}', 400, "bad_data",
+                 "PUT bins not integer")
+    expect_error("PUT", "/api/v1/probes/a", '{"enabled": 1}', 400, "bad_data",
+                 "PUT enabled not boolean")
+    expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": -5, "enabled": true}', 422,
+                 "unprocessable", "PUT negative dMax")
+    expect_error("PUT", "/api/v1/probes/a", '{"bins": 99999}', 422, "unprocessable",
+                 "PUT too many bins")
+    expect_error("PUT", "/api/v1/probes/a",
+                 '{"enabled": true, "qta": {"points": [[2, 0.1]]}}', 422, "unprocessable",
+                 "PUT QTA probability 2")
+    expect_error("PUT", "/api/v1/probes/a",
+                 '{"qta": {"points": [[0.9, 0.1], [0.5, 0.2]]}}', 422, "unprocessable",
+                 "PUT QTA decreasing")
+    expect_error("PUT", "/api/v1/probes/9bad", '{"enabled": true}', 422, "unprocessable",
+                 "PUT invalid probe name")
+    p = d.get("/api/v1/probes/a")
+    c.eq((p["enabled"], p["dmax_ms"], p["bins"], p["qta"]), (False, 1024.0, 1024, None),
+         "refused PUTs changed nothing")
+    env = expect_error("PUT", "/api/v1/diagram", "flow = a -> ;\n", 422, "unprocessable",
+                       "PUT bad diagram")
+    c.check(env and env["error"].startswith("1:"), "diagram error starts with LINE:COL: %r" %
+            (env and env["error"]))
+    c.eq(d.get("/api/v1/diagram")["text"], "flow = a -> b;\n", "bad diagram kept the old one")
+
+    # ---- PUT a probe ----
+    st, env = d.api("PUT", "/api/v1/probes/a",
+                    {"dmax_ms": 200, "bins": 100, "enabled": True,
+                     "qta": {"points": [[0.5, 0.01], [0.9, 0.05]], "max_lost": 0.05}})
+    c.eq((st, env["status"]), (200, "success"), "PUT probe")
+    p = env["data"]
+    c.eq((p["enabled"], p["dmax_ms"], p["bins"], p["parent"]), (True, 200.0, 100, "flow"),
+         "PUT probe answer")
+    c.near(p["bin_width_s"], 0.002, 1e-12, "200 ms over 100 bins -> 2 ms bins")
+    c.eq(p["qta"], {"points": [[0.5, 0.01], [0.9, 0.05]], "max_lost": 0.05}, "PUT QTA")
+    st, env = d.api("PUT", "/api/v1/probes/a", {"qta": None})
+    c.eq((st, env["data"]["qta"], env["data"]["dmax_ms"]), (200, None, 200.0),
+         "PUT qta null clears only the QTA")
+    st, env = d.api("PUT", "/api/v1/probes/newp", {"dmax_ms": 10})
+    c.eq((st, env["data"]["name"], env["data"]["enabled"]), (200, "newp", False),
+         "PUT registers a new probe")
+    c.eq(d.status()["enabled"], 1, "status counts enabled probes")
+    m = d.metrics()
+    c.eq(m.value("dqd_probe_enabled", probe="a"), 1.0, "dqd_probe_enabled")
+    les = [float(l["le"]) for l, _ in m.select("dqd_duration_seconds_bucket", probe="a")
+           if l["le"] != "+Inf"]
+    c.check(les and abs(les[0] - 0.002) < 1e-12 and abs(les[-1] - 0.2) < 1e-12,
+            "a's buckets run from its bin width to its dMax: %r" % les)
+
+    # ---- PUT the diagram, then its calculated ΔQ at the next window ----
+    st, env = d.api("PUT", "/api/v1/diagram", "flow = a -> c;\n")
+    c.eq(st, 200, "PUT diagram")
+    c.eq((env["data"]["path"], sorted(env["data"]["probes"])), (None, ["a", "c", "flow"]),
+         "PUT diagram answer")
+    c.eq(d.get("/api/v1/probes/b")["in_diagram"], False, "b left the diagram")
+    c.eq(d.status()["diagram"], "(api)", "status diagram after a PUT")
+    s = t.connect(d.ingest_port)
+    wt = d.window_of(t.now_ns())
+    e = wt * 100 * MS + 50 * MS
+    s.sendall((t.legacy_line("a", e - 10 * MS, e) * 5 +
+               t.legacy_line("c", e - 8 * MS, e) * 5).encode())
+    q = d.wait_window("flow", wt, kind="calculated")
+    if c.check(q is not None, "flow calculated after the PUT"):
+        c.near(q["quantiles"]["0.5"], 0.018, 1e-9, "flow median = 10 ms + 8 ms")
+    q = d.wait_window("a", wt)
+    if c.check(q is not None, "a's window"):
+        c.eq((q["bins"], q["n"]), (100, 5), "a observed on its own grid")
+        c.near(q["bin_width"], 0.002, 1e-12, "a observed bin width")
+    p = d.get("/api/v1/probes/a")
+    lw = p["last_window"]
+    c.check(lw and lw["n"] == 5 and abs(lw["p50"] - 0.010) < 1e-9 and lw["lost"] == 0,
+            "summary last_window: %r" % lw)
+    st, env = d.api("POST", "/api/v1/wrapper/stop", "")
+    c.eq((st, env["data"]), (200, {"running": False, "sent_to": 1}), "POST wrapper/stop")
+    st, env = d.api("POST", "/api/v1/wrapper/start", "")
+    c.eq((st, env["data"]), (200, {"running": True, "sent_to": 1}), "POST wrapper/start")
+    s.close()
+    d.stop(c)
+    t.remove_workdir(wd)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: test_api.py DQD_BINARY")
+    t.run_script("test_api", body)
