@@ -122,6 +122,7 @@ struct link {
     /* ingest */
     struct proto_splitter split;
     char splitbuf[DQD_SPLIT_BUF];
+    int64_t read_now_ns; /* wall clock when the chunk being parsed was read */
     char *readbuf;
     size_t readbuf_size;
     uint64_t lines, instances, drops, acks, errors_total;

@@ -269,10 +269,13 @@ double probes_bucket_le(const struct probe *p, int j) {
 
 int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
                   int64_t end_ns, enum probe_status status) {
-    struct probe *p = NULL;
-    int rc = probes_get(t, name, len, &p);
-    if (rc) {
-        return rc;
+    /* known names (nearly every line) skip the name check; probes_get registers */
+    struct probe *p = probes_find(t, name, len);
+    if (!p) {
+        int rc = probes_get(t, name, len, &p);
+        if (rc) {
+            return rc;
+        }
     }
     if (status == PROBE_TO && end_ns == 0) {
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
