@@ -285,6 +285,26 @@ static void link_become(struct link *l, enum link_kind kind) {
     link_push_state(l);
 }
 
+/*
+ * A v2 wrapper's state line lists the probes it has a dMax for. Any that dqd does not
+ * want (e.g. enabled by a dqd that was killed before it could record it) is cleared, so
+ * the wrapper and the store agree again; those dqd wants were re-sent after the hello.
+ */
+static void reconcile_state(struct link *l, const struct proto_msg *m) {
+    struct proto_slice it = m->probes, key, value;
+    while (proto_kv_next(&it, &key, &value) == 1) {
+        struct probe *p = probes_find(&l->d->probes, key.p, key.n);
+        if (p && p->enabled) {
+            continue;
+        }
+        struct proto_cmd cmd = {.kind = PROTO_CMD_CLEAR_TIMEOUT, .name = key};
+        if (link_send_cmd(l, &cmd) == DQ_OK) {
+            LOG(LOG_INFO, "link %" PRIu64 ": cleared %.*s, which dqd does not have enabled", l->id,
+                (int)key.n, key.p);
+        }
+    }
+}
+
 static void on_line(void *ctx, const char *line, size_t len, int err) {
     struct link *l = ctx;
     struct dqd *d = l->d;
@@ -343,6 +363,9 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         break;
     case PROTO_STATE:
         l->running = m.running;
+        if (l->kind == LINK_V2) {
+            reconcile_state(l, &m);
+        }
         break;
     }
 }
