@@ -1,0 +1,1101 @@
+/*
+ * dqsim_main.c: dqsim, a simulated system for dqd's end-to-end tests. It connects to
+ * dqd's ingest port like our wrapper (wrapper protocol v2), generates requests in real
+ * time through the model of sim.h, and sends the outcome instances of the probes dqd
+ * enabled. Faults are switched on stdin or by --fault; every event is one flushed line
+ * on stdout so that a test can follow. See scenarios/sim/README.md.
+ *
+ * One libuv loop: a tick timer (every --batch-ms) generates the requests that arrived
+ * since the last tick and sends the instances that have ended, in one write; a pending
+ * heap holds instances until their end (or their dMax) has passed on the wall clock,
+ * as a real wrapper would only know them then.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "dq_error.h"
+#include "proto.h"
+
+#define MAX_FAULTS 32
+#define HEAP_CAP (1u << 21)        /* pending instances held at most */
+#define OUT_CAP (1u << 20)         /* bytes of one batch write */
+#define WRITE_QUEUE_CAP (8u << 20) /* bytes queued in the socket before dropping */
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 2000
+#define PING_MS 5000
+#define DEFAULT_ENABLE_MS 1000.0
+#define DRY_RUN_EPOCH_NS 1767225600000000000LL /* 2026-01-01T00:00:00Z */
+#define STDIN_LINE_MAX 1024
+
+struct pending {
+    int64_t due;   /* wall-clock ns at which the wrapper would know the outcome */
+    int64_t begin; /* absolute ns */
+    int64_t end;
+    int node;
+    int failed;
+};
+
+struct write_req {
+    uv_write_t req;
+    char data[];
+};
+
+struct app {
+    uv_loop_t *loop;
+    struct dq_diagram *diagram;
+    struct sim_model *model;
+    struct sim_ctl ctl;
+    struct sim_rng arrivals;
+    struct sim_rng service;
+    double rate;
+    int64_t next_arrival;
+    struct sim_instance *scratch;
+    size_t scratch_cap;
+
+    struct pending *heap;
+    size_t heap_n;
+
+    /* link to dqd */
+    char host[256];
+    char port[16];
+    char node_label[PROTO_MAX_LABEL + 1];
+    char app_label[PROTO_MAX_LABEL + 1];
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    int tcp_open;  /* the handle is initialized (connecting or connected) */
+    int connected; /* hello sent, reading commands */
+    uv_timer_t retry;
+    uv_shutdown_t shutdown_req;
+    int shutting; /* quitting: the last writes drain before the socket closes */
+    uint64_t backoff_ms;
+    struct proto_splitter split;
+    char splitbuf[4096];
+    char readbuf[8192];
+    uint64_t last_tx_ms;
+
+    char *out;
+    size_t out_len;
+
+    /* stdin */
+    union {
+        uv_pipe_t pipe;
+        uv_tty_t tty;
+    } in;
+    int in_open;
+    char inbuf[STDIN_LINE_MAX + 1];
+    size_t in_len;
+    int in_discard;
+    char in_readbuf[4096];
+
+    uv_timer_t tick;
+    uv_timer_t stop_timer;
+    uv_timer_t fault_timer;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    uv_signal_t sigpipe;
+
+    /* options */
+    double batch_ms;
+    double duration_s;
+    double fault_after_s;
+    double fault_for_s;
+    struct sim_user_cmd faults[MAX_FAULTS];
+    size_t n_faults;
+    int faults_on;
+
+    int quitting;
+    const char *quit_reason;
+    int exit_code;
+
+    /* counters */
+    uint64_t requests;
+    uint64_t requests_failed;
+    uint64_t sent;
+    uint64_t sent_to;
+    uint64_t sent_fa;
+    uint64_t dropped;         /* instances lost: link down, queue or heap full */
+    uint64_t drop_unreported; /* dropped since the last `drop;N` line */
+    uint64_t commands;
+    uint64_t connects;
+};
+
+static void event(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* One event line on stdout, flushed at once: tests read it through a pipe. */
+static void event(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+static int64_t wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- pending heap (min on due) ------------------------------------------------------- */
+
+static int heap_push(struct app *a, const struct pending *p) {
+    if (a->heap_n >= HEAP_CAP) {
+        return -1;
+    }
+    size_t i = a->heap_n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (a->heap[parent].due <= p->due) {
+            break;
+        }
+        a->heap[i] = a->heap[parent];
+        i = parent;
+    }
+    a->heap[i] = *p;
+    return 0;
+}
+
+static void heap_pop(struct app *a, struct pending *top) {
+    *top = a->heap[0];
+    struct pending last = a->heap[--a->heap_n];
+    size_t i = 0, n = a->heap_n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) {
+            break;
+        }
+        if (c + 1 < n && a->heap[c + 1].due < a->heap[c].due) {
+            c++;
+        }
+        if (a->heap[c].due >= last.due) {
+            break;
+        }
+        a->heap[i] = a->heap[c];
+        i = c;
+    }
+    if (n > 0) {
+        a->heap[i] = last;
+    }
+}
+
+/* ---- link to dqd --------------------------------------------------------------------- */
+
+static void start_connect(struct app *a);
+
+static void on_written(uv_write_t *req, int status) {
+    (void)status; /* a failed write shows up as a read error, which reconnects */
+    free(req->data);
+}
+
+/* Queues len bytes on the link; 0, or −1 when the link is down or backed up. */
+static int link_write(struct app *a, const char *data, size_t len) {
+    if (!a->connected) {
+        return -1;
+    }
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&a->tcp) > WRITE_QUEUE_CAP) {
+        return -1;
+    }
+    struct write_req *w = malloc(sizeof *w + len);
+    if (!w) {
+        return -1;
+    }
+    memcpy(w->data, data, len);
+    w->req.data = w;
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&a->tcp, &buf, 1, on_written) != 0) {
+        free(w);
+        return -1;
+    }
+    a->last_tx_ms = uv_now(a->loop);
+    return 0;
+}
+
+static void send_state(struct app *a) {
+    char buf[SIM_STATE_MAX + 1];
+    int n = sim_ctl_state(&a->ctl, buf, sizeof buf);
+    if (n > 0) {
+        link_write(a, buf, (size_t)n);
+    }
+}
+
+static void send_drops(struct app *a) {
+    if (a->drop_unreported == 0 || !a->connected) {
+        return;
+    }
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, "drop;%" PRIu64 "\n", a->drop_unreported);
+    if (link_write(a, buf, (size_t)n) == 0) {
+        a->drop_unreported = 0;
+    }
+}
+
+static void on_retry(uv_timer_t *t) {
+    start_connect(t->data);
+}
+
+static void on_tcp_closed(uv_handle_t *h) {
+    struct app *a = h->data;
+    a->tcp_open = 0;
+    if (a->quitting) {
+        return;
+    }
+    uint64_t delay = a->backoff_ms;
+    a->backoff_ms = a->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : a->backoff_ms * 2;
+    uv_timer_start(&a->retry, on_retry, delay, 0);
+}
+
+static void link_close(struct app *a, const char *why) {
+    if (!a->tcp_open || uv_is_closing((uv_handle_t *)&a->tcp)) {
+        return;
+    }
+    if (a->connected) {
+        event("disconnected %s:%s (%s)", a->host, a->port, why);
+    }
+    a->connected = 0;
+    uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+}
+
+/* A command line from dqd: apply, acknowledge, report. */
+static void on_command(void *ctx, const char *line, size_t len, int err) {
+    struct app *a = ctx;
+    if (err) {
+        event("bad-command (line over %d bytes)", PROTO_MAX_LINE);
+        return;
+    }
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    char reply[SIM_STATE_MAX + PROTO_MAX_LINE + 16];
+    int n = sim_ctl_apply(&a->ctl, line, len, reply, sizeof reply);
+    int shown = len > 200 ? 200 : (int)len;
+    if (n < 0) {
+        event("bad-command %.*s", shown, line);
+        return;
+    }
+    a->commands++;
+    link_write(a, reply, (size_t)n);
+    event("command %.*s", shown, line);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    struct app *a = h->data;
+    *buf = uv_buf_init(a->readbuf, sizeof a->readbuf);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    struct app *a = s->data;
+    if (nread > 0) {
+        proto_splitter_feed(&a->split, buf->base, (size_t)nread);
+    } else if (nread < 0) {
+        link_close(a, nread == UV_EOF ? "closed by dqd" : uv_strerror((int)nread));
+    }
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+    struct app *a = req->data;
+    if (a->quitting) {
+        return;
+    }
+    if (status < 0) {
+        event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port,
+              uv_strerror(status), a->backoff_ms);
+        uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+        return;
+    }
+    a->connected = 1;
+    a->connects++;
+    a->backoff_ms = BACKOFF_MIN_MS;
+    proto_splitter_init(&a->split, a->splitbuf, sizeof a->splitbuf, on_command, a);
+    uv_tcp_nodelay(&a->tcp, 1);
+    uv_read_start((uv_stream_t *)&a->tcp, on_alloc, on_read);
+    char hello[2 * PROTO_MAX_LABEL + 32];
+    int n = snprintf(hello, sizeof hello, "h:2;node:%s;app:%s\n", a->node_label, a->app_label);
+    link_write(a, hello, (size_t)n);
+    send_state(a);
+    send_drops(a);
+    event("connected %s:%s", a->host, a->port);
+}
+
+static void start_connect(struct app *a) {
+    if (a->quitting || a->tcp_open) {
+        return;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    uv_getaddrinfo_t gai;
+    int rc = uv_getaddrinfo(a->loop, &gai, NULL, a->host, a->port, &hints);
+    if (rc == 0) {
+        uv_tcp_init(a->loop, &a->tcp);
+        a->tcp.data = a;
+        a->tcp_open = 1;
+        a->connect_req.data = a;
+        rc = uv_tcp_connect(&a->connect_req, &a->tcp, gai.addrinfo->ai_addr, on_connect);
+        uv_freeaddrinfo(gai.addrinfo);
+        if (rc != 0) {
+            event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port,
+                  uv_strerror(rc), a->backoff_ms);
+            uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+        }
+        return;
+    }
+    event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port, uv_strerror(rc),
+          a->backoff_ms);
+    uint64_t delay = a->backoff_ms;
+    a->backoff_ms = a->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : a->backoff_ms * 2;
+    uv_timer_start(&a->retry, on_retry, delay, 0);
+}
+
+/* ---- traffic ------------------------------------------------------------------------- */
+
+/* Simulates one request that starts at `start` and queues the instances dqd would get. */
+static void simulate(struct app *a, int64_t start) {
+    struct sim_result res;
+    if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+        return; /* cannot happen: scratch holds sim_model_max_instances() */
+    }
+    a->requests++;
+    a->requests_failed += res.failed != 0;
+    for (size_t k = 0; k < res.count; k++) {
+        const struct sim_instance *in = &a->scratch[k];
+        if (!sim_ctl_reports(&a->ctl, in->node)) {
+            continue;
+        }
+        int64_t dmax_ns = (int64_t)(a->ctl.dmax_ms[in->node] * 1e6);
+        int64_t dur = in->end_ns - in->begin_ns;
+        struct pending p = {.begin = start + in->begin_ns,
+                            .end = start + in->end_ns,
+                            .node = in->node,
+                            .failed = in->failed};
+        p.due = p.begin + (dur > dmax_ns ? dmax_ns : dur);
+        if (heap_push(a, &p) != 0) {
+            a->dropped++;
+            a->drop_unreported++;
+        }
+    }
+}
+
+static void flush_out(struct app *a) {
+    if (a->out_len == 0) {
+        return;
+    }
+    if (link_write(a, a->out, a->out_len) != 0) {
+        /* count the lines lost */
+        for (size_t i = 0; i < a->out_len; i++) {
+            if (a->out[i] == '\n') {
+                a->dropped++;
+                a->drop_unreported++;
+            }
+        }
+    }
+    a->out_len = 0;
+}
+
+static void on_tick(uv_timer_t *t) {
+    struct app *a = t->data;
+    int64_t now = wall_ns();
+    if (a->rate > 0) {
+        if (now - a->next_arrival > 1000000000LL) {
+            a->next_arrival = now; /* the loop stalled: do not replay a burst */
+        }
+        double mean_gap_ns = 1e9 / a->rate;
+        while (a->next_arrival <= now) {
+            simulate(a, a->next_arrival);
+            int64_t gap = (int64_t)sim_rng_exp(&a->arrivals, mean_gap_ns);
+            a->next_arrival += gap > 0 ? gap : 1;
+        }
+    } else {
+        a->next_arrival = now;
+    }
+    while (a->heap_n > 0 && a->heap[0].due <= now) {
+        struct pending p;
+        heap_pop(a, &p);
+        if (!sim_ctl_reports(&a->ctl, p.node)) {
+            continue; /* disabled or stopped meanwhile */
+        }
+        if (!a->connected) {
+            a->dropped++;
+            a->drop_unreported++;
+            continue;
+        }
+        if (OUT_CAP - a->out_len < SIM_LINE_MAX) {
+            flush_out(a);
+        }
+        int n = sim_ctl_format_instance(&a->ctl, p.node, p.begin, p.end, p.failed,
+                                        a->out + a->out_len, OUT_CAP - a->out_len);
+        if (n > 0) {
+            a->out_len += (size_t)n;
+            a->sent++;
+            const char *st = a->out + a->out_len - 3;
+            a->sent_to += memcmp(st, "to\n", 3) == 0;
+            a->sent_fa += memcmp(st, "fa\n", 3) == 0;
+        }
+    }
+    send_drops(a);
+    flush_out(a);
+    if (a->connected && uv_now(a->loop) - a->last_tx_ms >= PING_MS) {
+        link_write(a, "ping\n", 5);
+    }
+}
+
+/* ---- faults and operator commands ---------------------------------------------------- */
+
+static void apply_fault(struct app *a, const struct sim_user_cmd *c) {
+    if (sim_fault_set(a->model, c->name, c->fault, c->value) != DQ_OK) {
+        event("error %s", dq_last_error());
+        return;
+    }
+    event("fault %s %s %g on", c->name, sim_fault_name(c->fault), c->value);
+}
+
+static void on_fault_timer(uv_timer_t *t);
+
+static void faults_start(struct app *a) {
+    for (size_t i = 0; i < a->n_faults; i++) {
+        apply_fault(a, &a->faults[i]);
+    }
+    a->faults_on = 1;
+    if (a->fault_for_s > 0) {
+        uv_timer_start(&a->fault_timer, on_fault_timer, (uint64_t)(a->fault_for_s * 1000), 0);
+    }
+}
+
+static void on_fault_timer(uv_timer_t *t) {
+    struct app *a = t->data;
+    if (!a->faults_on) {
+        faults_start(a);
+        return;
+    }
+    for (size_t i = 0; i < a->n_faults; i++) {
+        if (sim_fault_clear(a->model, a->faults[i].name) == DQ_OK) {
+            event("fault %s off", a->faults[i].name);
+        }
+    }
+}
+
+static void app_quit(struct app *a, const char *why);
+
+static void print_status(struct app *a) {
+    event("status requests=%" PRIu64 " failed=%" PRIu64 " sent=%" PRIu64 " to=%" PRIu64
+          " fa=%" PRIu64 " dropped=%" PRIu64 " enabled=%zu running=%d connected=%d "
+          "rate=%g commands=%" PRIu64,
+          a->requests, a->requests_failed, a->sent, a->sent_to, a->sent_fa, a->dropped,
+          sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->connected, a->rate, a->commands);
+}
+
+static void user_line(struct app *a, const char *line, size_t len) {
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) {
+        i++;
+    }
+    if (i == len || line[i] == '#') {
+        return; /* blank lines and comments */
+    }
+    struct sim_user_cmd c;
+    if (sim_user_parse(line, len, &c) != 0) {
+        event("error %s", dq_last_error());
+        return;
+    }
+    switch (c.kind) {
+    case SIM_USER_FAULT:
+        apply_fault(a, &c);
+        break;
+    case SIM_USER_CLEAR:
+        if (sim_fault_clear(a->model, c.name) != DQ_OK) {
+            event("error %s", dq_last_error());
+        } else {
+            event("fault %s off", c.name);
+        }
+        break;
+    case SIM_USER_CLEAR_ALL:
+        sim_fault_clear_all(a->model);
+        event("fault all off");
+        break;
+    case SIM_USER_RATE:
+        a->rate = c.value;
+        event("rate %g", a->rate);
+        break;
+    case SIM_USER_STATUS:
+        print_status(a);
+        break;
+    case SIM_USER_QUIT:
+        app_quit(a, "quit");
+        break;
+    }
+}
+
+static void on_stdin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    struct app *a = h->data;
+    *buf = uv_buf_init(a->in_readbuf, sizeof a->in_readbuf);
+}
+
+static void stdin_feed(struct app *a, const char *data, size_t n) {
+    for (size_t i = 0; i < n && !a->quitting; i++) {
+        char ch = data[i];
+        if (ch == '\n') {
+            if (!a->in_discard) {
+                user_line(a, a->inbuf, a->in_len);
+            } else {
+                event("error command line over %d bytes", STDIN_LINE_MAX);
+            }
+            a->in_len = 0;
+            a->in_discard = 0;
+        } else if (a->in_len < STDIN_LINE_MAX) {
+            a->inbuf[a->in_len++] = ch;
+        } else {
+            a->in_discard = 1;
+        }
+    }
+}
+
+static void stdin_eof(struct app *a) {
+    if (a->in_len > 0 && !a->in_discard) {
+        user_line(a, a->inbuf, a->in_len);
+        a->in_len = 0;
+    }
+    if (a->duration_s > 0) {
+        event("stdin closed; running until --duration");
+    } else {
+        app_quit(a, "stdin closed");
+    }
+}
+
+static void on_stdin_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    struct app *a = s->data;
+    if (nread > 0) {
+        stdin_feed(a, buf->base, (size_t)nread);
+    } else if (nread < 0) {
+        uv_read_stop(s);
+        uv_close((uv_handle_t *)s, NULL);
+        a->in_open = 0;
+        stdin_eof(a);
+    }
+}
+
+/* Reads stdin through libuv when it is a pipe or terminal; a file (or /dev/null) is read
+ * at once, since files cannot be polled. */
+static void stdin_start(struct app *a) {
+    uv_handle_type t = uv_guess_handle(0);
+    int rc = -1;
+    if (t == UV_NAMED_PIPE) {
+        rc = uv_pipe_init(a->loop, &a->in.pipe, 0);
+        if (rc == 0) {
+            rc = uv_pipe_open(&a->in.pipe, 0);
+            if (rc != 0) {
+                uv_close((uv_handle_t *)&a->in.pipe, NULL);
+            }
+        }
+    } else if (t == UV_TTY) {
+        rc = uv_tty_init(a->loop, &a->in.tty, 0, 1);
+    } else if (t == UV_FILE) {
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(0, buf, sizeof buf)) > 0 && !a->quitting) {
+            stdin_feed(a, buf, (size_t)n);
+        }
+        stdin_eof(a);
+        return;
+    }
+    if (rc != 0) {
+        stdin_eof(a);
+        return;
+    }
+    a->in.pipe.data = a;
+    a->in_open = 1;
+    uv_read_start((uv_stream_t *)&a->in.pipe, on_stdin_alloc, on_stdin_read);
+}
+
+/* ---- lifetime ------------------------------------------------------------------------ */
+
+static void close_if_open(uv_handle_t *h, void *arg) {
+    struct app *a = arg;
+    if (a->shutting && (h == (uv_handle_t *)&a->tcp || h == (uv_handle_t *)&a->stop_timer)) {
+        return; /* closed by on_shutdown or its guard */
+    }
+    if (!uv_is_closing(h)) {
+        uv_close(h, NULL);
+    }
+}
+
+static void finish_shutdown(struct app *a) {
+    if (!uv_is_closing((uv_handle_t *)&a->tcp)) {
+        uv_close((uv_handle_t *)&a->tcp, NULL);
+    }
+    if (!uv_is_closing((uv_handle_t *)&a->stop_timer)) {
+        uv_close((uv_handle_t *)&a->stop_timer, NULL);
+    }
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+    (void)status;
+    finish_shutdown(req->data);
+}
+
+/* dqd is not reading: do not wait for the socket to drain for ever. */
+static void on_shutdown_guard(uv_timer_t *t) {
+    finish_shutdown(t->data);
+}
+
+static void app_quit(struct app *a, const char *why) {
+    if (a->quitting) {
+        return;
+    }
+    a->quit_reason = why;
+    if (a->connected) {
+        /* send what has ended so far, then let the socket drain before closing it */
+        on_tick(&a->tick);
+        a->shutdown_req.data = a;
+        if (uv_shutdown(&a->shutdown_req, (uv_stream_t *)&a->tcp, on_shutdown) == 0) {
+            a->shutting = 1;
+            uv_timer_start(&a->stop_timer, on_shutdown_guard, 1000, 0);
+        }
+    }
+    a->quitting = 1;
+    a->connected = 0;
+    a->in_open = 0;
+    uv_walk(a->loop, close_if_open, a);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+    struct app *a = s->data;
+    if (signum == SIGPIPE) {
+        return;
+    }
+    app_quit(a, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_stop_timer(uv_timer_t *t) {
+    app_quit(t->data, "duration reached");
+}
+
+/* ---- command line -------------------------------------------------------------------- */
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: dqsim --diagram FILE.dq --dqd HOST:PORT [options]\n"
+               "       dqsim --diagram FILE.dq --list [--seed N]\n"
+               "       dqsim --diagram FILE.dq --dry-run N [--enable …] [options]\n"
+               "\n"
+               "  --diagram FILE      outcome diagram (.dq); every named node is a probe\n"
+               "  --dqd HOST:PORT     dqd's ingest port (reconnects with backoff 0.1 … 2 s)\n"
+               "  --seed N            all randomness (default 1)\n"
+               "  --rate N            requests per second (default 200)\n"
+               "  --leaf-mean LO:HI   band of the leaves' mean delays in ms (default 1:3)\n"
+               "  --time-scale X      reported ms = model ms × X (default 1)\n"
+               "  --root NAME         start requests at this node (default: the last root)\n"
+               "  --enable LIST       NAME[=MS],… initial dMax (MS default 1000; * = every probe)\n"
+               "  --fault NAME:KIND:VALUE   slow:ADD_MS, erratic:FACTOR or fail:PROB; repeatable\n"
+               "  --fault-after S     switch the --fault set on after S seconds (default 0)\n"
+               "  --fault-for S       and off again S seconds later (default: stays on)\n"
+               "  --duration S        exit after S seconds (stdin EOF then does not quit)\n"
+               "  --batch-ms MS       send interval (default 5)\n"
+               "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
+               "  --list              print the probes and leaf parameters, exit\n"
+               "  --dry-run N         no network: print the lines of N requests, exit\n"
+               "\n"
+               "stdin: fault NAME slow MS | fault NAME erratic FACTOR | fault NAME fail PROB |\n"
+               "       clear NAME | clear all | rate N | status | quit\n");
+}
+
+static int parse_double_arg(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *e = NULL;
+    errno = 0;
+    double v = strtod(s, &e);
+    if (errno || e == s || *e || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "dqsim: %s %s: need a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+struct cli {
+    const char *diagram;
+    const char *dqd;
+    const char *enable;
+    const char *root;
+    struct sim_options opt;
+    int list;
+    double dry_run;
+};
+
+/* Parses argv into cli and app; returns 0, 1 for --help, −1 on error (message printed). */
+static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *val = NULL;
+        char name[32];
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", arg);
+        }
+        int flag =
+            strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0;
+        if (!flag && !val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "dqsim: %s needs a value\n", name);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        double v;
+        if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+            return 1;
+        } else if (strcmp(name, "--list") == 0) {
+            cli->list = 1;
+        } else if (strcmp(name, "--diagram") == 0) {
+            cli->diagram = val;
+        } else if (strcmp(name, "--dqd") == 0) {
+            cli->dqd = val;
+        } else if (strcmp(name, "--enable") == 0) {
+            cli->enable = val;
+        } else if (strcmp(name, "--root") == 0) {
+            cli->root = val;
+        } else if (strcmp(name, "--seed") == 0) {
+            char *e = NULL;
+            errno = 0;
+            unsigned long long s = strtoull(val, &e, 10);
+            if (errno || e == val || *e) {
+                fprintf(stderr, "dqsim: --seed %s: need an unsigned integer\n", val);
+                return -1;
+            }
+            cli->opt.seed = s;
+        } else if (strcmp(name, "--rate") == 0) {
+            if (parse_double_arg(name, val, 0, SIM_MAX_RATE, &a->rate)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--time-scale") == 0) {
+            if (parse_double_arg(name, val, 1e-6, 1e6, &cli->opt.time_scale)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--leaf-mean") == 0) {
+            char *e = NULL;
+            double lo = strtod(val, &e);
+            double hi = lo;
+            if (e && *e == ':') {
+                const char *h = e + 1;
+                hi = strtod(h, &e);
+                if (e == h) {
+                    e = NULL;
+                }
+            }
+            if (!e || *e || !(lo > 0) || !(hi >= lo) || hi > 1e6) {
+                fprintf(stderr, "dqsim: --leaf-mean %s: need LO:HI ms with 0 < LO ≤ HI\n", val);
+                return -1;
+            }
+            cli->opt.mean_lo_ms = lo;
+            cli->opt.mean_hi_ms = hi;
+        } else if (strcmp(name, "--fault") == 0) {
+            if (a->n_faults >= MAX_FAULTS) {
+                fprintf(stderr, "dqsim: at most %d --fault options\n", MAX_FAULTS);
+                return -1;
+            }
+            if (sim_fault_spec_parse(val, &a->faults[a->n_faults]) != 0) {
+                fprintf(stderr, "dqsim: --fault: %s\n", dq_last_error());
+                return -1;
+            }
+            a->n_faults++;
+        } else if (strcmp(name, "--fault-after") == 0) {
+            if (parse_double_arg(name, val, 0, 1e7, &a->fault_after_s)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--fault-for") == 0) {
+            if (parse_double_arg(name, val, 0.001, 1e7, &a->fault_for_s)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--duration") == 0) {
+            if (parse_double_arg(name, val, 0.001, 1e7, &a->duration_s)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--batch-ms") == 0) {
+            if (parse_double_arg(name, val, 1, 1000, &a->batch_ms)) {
+                return -1;
+            }
+        } else if (strcmp(name, "--dry-run") == 0) {
+            if (parse_double_arg(name, val, 1, 1e8, &v)) {
+                return -1;
+            }
+            cli->dry_run = v;
+        } else if (strcmp(name, "--node") == 0 || strcmp(name, "--app") == 0) {
+            char *dst = name[2] == 'n' ? a->node_label : a->app_label;
+            size_t n = strlen(val);
+            if (n == 0 || n > PROTO_MAX_LABEL || strpbrk(val, ";\r\n")) {
+                fprintf(stderr, "dqsim: %s %s: 1 … %d bytes without ';'\n", name, val,
+                        PROTO_MAX_LABEL);
+                return -1;
+            }
+            memcpy(dst, val, n + 1);
+        } else {
+            fprintf(stderr, "dqsim: unknown option %s (try --help)\n", arg);
+            return -1;
+        }
+    }
+    if (!cli->diagram) {
+        fprintf(stderr, "dqsim: --diagram FILE is required (try --help)\n");
+        return -1;
+    }
+    if (!cli->list && !cli->dry_run && !cli->dqd) {
+        fprintf(stderr, "dqsim: --dqd HOST:PORT is required (or --list, --dry-run)\n");
+        return -1;
+    }
+    if (cli->dqd) {
+        const char *colon = strrchr(cli->dqd, ':');
+        size_t hn = colon ? (size_t)(colon - cli->dqd) : 0;
+        if (!colon || hn == 0 || hn >= sizeof a->host || strlen(colon + 1) == 0 ||
+            strlen(colon + 1) >= sizeof a->port) {
+            fprintf(stderr, "dqsim: --dqd %s: need HOST:PORT\n", cli->dqd);
+            return -1;
+        }
+        const char *h = cli->dqd;
+        if (h[0] == '[' && hn >= 2 && h[hn - 1] == ']') {
+            h++; /* [::1]:PORT */
+            hn -= 2;
+        }
+        memcpy(a->host, h, hn);
+        a->host[hn] = '\0';
+        snprintf(a->port, sizeof a->port, "%s", colon + 1);
+    }
+    return 0;
+}
+
+static int read_file(const char *path, char **text, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "dqsim: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            if (cap >= ((size_t)64 << 20)) {
+                fprintf(stderr, "dqsim: %s: larger than 64 MiB\n", path);
+                free(buf);
+                fclose(f);
+                return -1;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "dqsim: %s: out of memory\n", path);
+        return -1;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+static void list_probes(const struct app *a) {
+    const struct dq_diagram *d = a->diagram;
+    size_t leaves = 0;
+    for (size_t j = 0; j < dq_diagram_probe_count(d); j++) {
+        int i = dq_diagram_probe(d, j);
+        struct sim_node_info info;
+        sim_model_node(a->model, i, &info);
+        if (info.kind == DQ_NODE_OUTCOME) {
+            leaves++;
+            printf("%s outcome mean_ms=%.4f shift_ms=%.4f\n", info.name, info.mean_ms,
+                   info.shift_ms);
+        } else {
+            printf("%s %s\n", info.name, dq_node_kind_name(info.kind));
+        }
+    }
+    printf("probes=%zu leaves=%zu root=%s\n", dq_diagram_probe_count(d), leaves,
+           dq_diagram_node(d, sim_model_root(a->model))->name);
+}
+
+/* --dry-run: N requests on a virtual clock from a fixed epoch, lines to stdout in request
+ * order; the output depends on the options only. */
+static void dry_run(struct app *a, uint64_t n) {
+    int64_t t = DRY_RUN_EPOCH_NS;
+    double mean_gap_ns = a->rate > 0 ? 1e9 / a->rate : 0;
+    char line[SIM_LINE_MAX];
+    for (uint64_t r = 0; r < n; r++) {
+        struct sim_result res;
+        if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+            break;
+        }
+        a->requests++;
+        a->requests_failed += res.failed != 0;
+        for (size_t k = 0; k < res.count; k++) {
+            const struct sim_instance *in = &a->scratch[k];
+            if (!sim_ctl_reports(&a->ctl, in->node)) {
+                continue;
+            }
+            int len = sim_ctl_format_instance(&a->ctl, in->node, t + in->begin_ns, t + in->end_ns,
+                                              in->failed, line, sizeof line);
+            if (len > 0) {
+                fwrite(line, 1, (size_t)len, stdout);
+                a->sent++;
+            }
+        }
+        t += (int64_t)sim_rng_exp(&a->arrivals, mean_gap_ns) + 1;
+    }
+    fprintf(stderr, "dqsim dry-run requests=%" PRIu64 " failed=%" PRIu64 " lines=%" PRIu64 "\n",
+            a->requests, a->requests_failed, a->sent);
+}
+
+int main(int argc, char **argv) {
+    static struct app app; /* large (buffers): not on the stack */
+    struct app *a = &app;
+    struct cli cli = {0};
+    sim_options_default(&cli.opt);
+    a->rate = 200;
+    a->batch_ms = 5;
+    a->backoff_ms = BACKOFF_MIN_MS;
+    snprintf(a->app_label, sizeof a->app_label, "dqsim");
+    int pr = parse_args(argc, argv, &cli, a);
+    if (pr != 0) {
+        usage(pr > 0 ? stdout : stderr);
+        return pr > 0 ? 0 : 2;
+    }
+    if (!a->node_label[0]) {
+        char host[128] = "localhost";
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        snprintf(a->node_label, sizeof a->node_label, "dqsim@%s", host);
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    if (read_file(cli.diagram, &text, &len) != 0) {
+        return 2;
+    }
+    struct dq_diagram_error derr;
+    int rc = dq_diagram_parse(text, len, &a->diagram, &derr);
+    free(text);
+    if (rc) {
+        fprintf(stderr, "dqsim: %s:%d:%d: %s\n", cli.diagram, derr.line, derr.column, derr.text);
+        return 2;
+    }
+    rc = sim_model_create(a->diagram, &cli.opt, &a->model);
+    if (rc == DQ_OK && cli.root) {
+        int i = dq_diagram_find(a->diagram, cli.root);
+        rc = i < 0 ? dq_fail(DQ_ENOTFOUND, "--root %s: no such probe", cli.root)
+                   : sim_model_set_root(a->model, i);
+    }
+    if (rc == DQ_OK) {
+        rc = sim_ctl_init(&a->ctl, a->model);
+    }
+    if (rc == DQ_OK && cli.enable) {
+        rc = sim_ctl_enable_list(&a->ctl, cli.enable, DEFAULT_ENABLE_MS);
+    }
+    for (size_t i = 0; rc == DQ_OK && i < a->n_faults; i++) {
+        /* check names and kinds now; they are switched on later */
+        struct sim_node_info info;
+        int node = dq_diagram_find(a->diagram, a->faults[i].name);
+        if (node < 0) {
+            rc = dq_fail(DQ_ENOTFOUND, "--fault: no probe `%s`", a->faults[i].name);
+        } else if (a->faults[i].fault == SIM_FAULT_ERRATIC &&
+                   (sim_model_node(a->model, node, &info), info.kind != DQ_NODE_OUTCOME)) {
+            rc = dq_fail(DQ_EINVAL, "--fault: erratic applies to outcomes; `%s` is a %s",
+                         a->faults[i].name, dq_node_kind_name(info.kind));
+        }
+    }
+    if (rc != DQ_OK) {
+        fprintf(stderr, "dqsim: %s\n", dq_last_error());
+        sim_ctl_release(&a->ctl);
+        sim_model_destroy(a->model);
+        dq_diagram_destroy(a->diagram);
+        return 2;
+    }
+    a->scratch_cap = sim_model_max_instances(a->model);
+    a->scratch = malloc((a->scratch_cap ? a->scratch_cap : 1) * sizeof *a->scratch);
+    sim_rng_seed(&a->service, cli.opt.seed);
+    sim_rng_seed(&a->arrivals, cli.opt.seed ^ 0xa5a5a5a5a5a5a5a5ULL);
+    int code = 0;
+    if (!a->scratch) {
+        fprintf(stderr, "dqsim: out of memory\n");
+        code = 2;
+    } else if (cli.list) {
+        list_probes(a);
+    } else if (cli.dry_run > 0) {
+        for (size_t i = 0; i < a->n_faults; i++) {
+            sim_fault_set(a->model, a->faults[i].name, a->faults[i].fault, a->faults[i].value);
+        }
+        dry_run(a, (uint64_t)cli.dry_run);
+    } else {
+        a->heap = malloc(HEAP_CAP * sizeof *a->heap);
+        a->out = malloc(OUT_CAP);
+        if (!a->heap || !a->out) {
+            fprintf(stderr, "dqsim: out of memory\n");
+            code = 2;
+        } else {
+            a->loop = uv_default_loop();
+            uv_timer_init(a->loop, &a->tick);
+            uv_timer_init(a->loop, &a->retry);
+            uv_timer_init(a->loop, &a->stop_timer);
+            uv_timer_init(a->loop, &a->fault_timer);
+            uv_signal_init(a->loop, &a->sigterm);
+            uv_signal_init(a->loop, &a->sigint);
+            uv_signal_init(a->loop, &a->sigpipe);
+            a->tick.data = a->retry.data = a->stop_timer.data = a->fault_timer.data = a;
+            a->sigterm.data = a->sigint.data = a->sigpipe.data = a;
+            uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+            uv_signal_start(&a->sigint, on_signal, SIGINT);
+            uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
+            a->next_arrival = wall_ns();
+            event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s",
+                  dq_diagram_probe_count(a->diagram), sim_ctl_enabled_count(&a->ctl),
+                  dq_diagram_node(a->diagram, sim_model_root(a->model))->name,
+                  (unsigned long long)cli.opt.seed, a->rate, a->host, a->port);
+            uint64_t every = (uint64_t)(a->batch_ms + 0.5);
+            uv_timer_start(&a->tick, on_tick, every, every);
+            if (a->duration_s > 0) {
+                uv_timer_start(&a->stop_timer, on_stop_timer, (uint64_t)(a->duration_s * 1000), 0);
+            }
+            if (a->n_faults > 0) {
+                if (a->fault_after_s > 0) {
+                    uv_timer_start(&a->fault_timer, on_fault_timer,
+                                   (uint64_t)(a->fault_after_s * 1000), 0);
+                } else {
+                    faults_start(a);
+                }
+            }
+            start_connect(a);
+            stdin_start(a);
+            uv_run(a->loop, UV_RUN_DEFAULT);
+            print_status(a);
+            event("exit %s", a->quit_reason ? a->quit_reason : "loop ended");
+            if (uv_loop_close(a->loop) != 0) {
+                code = 1;
+            }
+        }
+    }
+    free(a->heap);
+    free(a->out);
+    free(a->scratch);
+    sim_ctl_release(&a->ctl);
+    sim_model_destroy(a->model);
+    dq_diagram_destroy(a->diagram);
+    return code;
+}

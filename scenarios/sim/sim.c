@@ -1,0 +1,857 @@
+/*
+ * sim.c: dqsim's model, request walk, PRNG, faults and protocol state (see sim.h).
+ *
+ * Reproducibility is the point of this file: every leaf pass draws exactly three
+ * uniforms (branch of the erratic mixture, the exponential, the failure coin) and every
+ * named inner node one (its failure coin), whatever faults are in force. So a fault that
+ * does not change a request's path (slow, erratic) changes the draws of the faulty node
+ * only, and two runs with one seed differ exactly where a fault was set.
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+#include "proto.h"
+
+/* ---- PRNG ---------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed) {
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) {
+        r->s[i] = splitmix64(&x);
+    }
+}
+
+static uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t sim_rng_next(struct sim_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double sim_rng_uniform(struct sim_rng *r) {
+    return (double)(sim_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* Exponential from a uniform u in [0, 1): −mean·ln(1 − u), finite since 1 − u > 0. */
+static double exp_from(double u, double mean) {
+    return mean > 0 ? -mean * log1p(-u) : 0.0;
+}
+
+double sim_rng_exp(struct sim_rng *r, double mean) {
+    return exp_from(sim_rng_uniform(r), mean);
+}
+
+/* ---- model --------------------------------------------------------------------------- */
+
+struct sim_node {
+    double mean_ms;  /* leaves: nominal mean */
+    double shift_ms; /* leaves: fixed part */
+    enum sim_fault_kind fault;
+    double fault_value;
+    /* erratic: a balanced-means two-phase hyperexponential with the random part's mean
+     * and squared coefficient of variation value² (an exponential has 1) */
+    double h2_p, h2_mean1, h2_mean2;
+};
+
+struct sim_model {
+    const struct dq_diagram *d;
+    size_t count;
+    struct sim_node *nodes;
+    double ns_per_ms; /* 1e6 × time_scale */
+    int root;
+    size_t max_instances;
+};
+
+void sim_options_default(struct sim_options *o) {
+    o->seed = 1;
+    o->mean_lo_ms = SIM_DEFAULT_MEAN_LO_MS;
+    o->mean_hi_ms = SIM_DEFAULT_MEAN_HI_MS;
+    o->shift_frac = SIM_DEFAULT_SHIFT_FRAC;
+    o->time_scale = 1.0;
+}
+
+/* FNV-1a: a leaf's parameters depend on the seed and its name only. */
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/*
+ * Depth and instance count of every node, children first, by an explicit-stack DFS
+ * (the diagram is acyclic; references can chain far deeper than the C stack should go).
+ */
+static int model_measure(struct sim_model *m) {
+    size_t n = m->count;
+    double *inst = calloc(n, sizeof *inst);
+    int *depth = calloc(n, sizeof *depth);
+    unsigned char *state = calloc(n, 1);
+    int *stack = malloc(n * sizeof *stack);
+    size_t *next = malloc(n * sizeof *next);
+    int rc = DQ_OK;
+    if (!inst || !depth || !state || !stack || !next) {
+        rc = dq_fail(DQ_ENOMEM, "out of memory measuring the diagram");
+        goto out;
+    }
+    for (size_t s = 0; s < n; s++) {
+        if (state[s]) {
+            continue;
+        }
+        size_t top = 0;
+        stack[top] = (int)s;
+        next[top++] = 0;
+        state[s] = 1;
+        while (top > 0) {
+            int i = stack[top - 1];
+            const struct dq_diagram_node *nd = dq_diagram_node(m->d, i);
+            if (next[top - 1] < nd->n_children) {
+                int c = nd->children[next[top - 1]++];
+                if (state[c] == 0) {
+                    state[c] = 1;
+                    stack[top] = c;
+                    next[top++] = 0;
+                }
+                continue;
+            }
+            double total = 0;
+            int dmax = 0;
+            for (size_t k = 0; k < nd->n_children; k++) {
+                int c = nd->children[k];
+                if (nd->kind == DQ_NODE_CHOICE) {
+                    total = inst[c] > total ? inst[c] : total;
+                } else {
+                    total += inst[c];
+                }
+                dmax = depth[c] > dmax ? depth[c] : dmax;
+            }
+            inst[i] = total + (nd->name ? 1 : 0);
+            depth[i] = dmax + 1;
+            state[i] = 2;
+            top--;
+        }
+    }
+    if (depth[m->root] > SIM_MAX_DEPTH) {
+        rc = dq_fail(DQ_ERANGE, "a request through %s nests %d deep (at most %d)",
+                     dq_diagram_node(m->d, m->root)->name, depth[m->root], SIM_MAX_DEPTH);
+    } else if (inst[m->root] > SIM_MAX_INSTANCES) {
+        rc = dq_fail(DQ_ERANGE, "a request through %s yields %.0f instances (at most %d)",
+                     dq_diagram_node(m->d, m->root)->name, inst[m->root], SIM_MAX_INSTANCES);
+    } else {
+        m->max_instances = (size_t)inst[m->root];
+    }
+out:
+    free(inst);
+    free(depth);
+    free(state);
+    free(stack);
+    free(next);
+    return rc;
+}
+
+int sim_model_create(const struct dq_diagram *d, const struct sim_options *opt,
+                     struct sim_model **out) {
+    *out = NULL;
+    if (!d || !opt) {
+        return dq_fail(DQ_EINVAL, "no diagram or options");
+    }
+    if (!(opt->mean_lo_ms > 0) || !(opt->mean_hi_ms >= opt->mean_lo_ms) ||
+        !isfinite(opt->mean_hi_ms)) {
+        return dq_fail(DQ_EINVAL, "leaf mean band [%g, %g] ms: need 0 < lo ≤ hi", opt->mean_lo_ms,
+                       opt->mean_hi_ms);
+    }
+    if (!(opt->shift_frac >= 0 && opt->shift_frac < 1)) {
+        return dq_fail(DQ_EINVAL, "shift fraction %g not in [0, 1)", opt->shift_frac);
+    }
+    if (!(opt->time_scale > 0) || !isfinite(opt->time_scale)) {
+        return dq_fail(DQ_EINVAL, "time scale %g must be > 0", opt->time_scale);
+    }
+    size_t roots = dq_diagram_root_count(d);
+    if (roots == 0) {
+        return dq_fail(DQ_EINVAL, "the diagram has no root");
+    }
+    struct sim_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        return dq_fail(DQ_ENOMEM, "out of memory");
+    }
+    m->d = d;
+    m->count = dq_diagram_node_count(d);
+    m->ns_per_ms = 1e6 * opt->time_scale;
+    m->root = dq_diagram_root(d, roots - 1);
+    m->nodes = calloc(m->count ? m->count : 1, sizeof *m->nodes);
+    if (!m->nodes) {
+        free(m);
+        return dq_fail(DQ_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        const struct dq_diagram_node *nd = dq_diagram_node(d, (int)i);
+        if (nd->kind != DQ_NODE_OUTCOME) {
+            continue;
+        }
+        struct sim_rng r;
+        sim_rng_seed(&r, opt->seed ^ name_hash(nd->name));
+        double mean = opt->mean_lo_ms + (opt->mean_hi_ms - opt->mean_lo_ms) * sim_rng_uniform(&r);
+        m->nodes[i].mean_ms = mean;
+        m->nodes[i].shift_ms = mean * opt->shift_frac;
+    }
+    int rc = model_measure(m);
+    if (rc) {
+        sim_model_destroy(m);
+        return rc;
+    }
+    *out = m;
+    return DQ_OK;
+}
+
+void sim_model_destroy(struct sim_model *m) {
+    if (!m) {
+        return;
+    }
+    free(m->nodes);
+    free(m);
+}
+
+const struct dq_diagram *sim_model_diagram(const struct sim_model *m) {
+    return m->d;
+}
+
+int sim_model_root(const struct sim_model *m) {
+    return m->root;
+}
+
+int sim_model_set_root(struct sim_model *m, int node) {
+    const struct dq_diagram_node *nd = dq_diagram_node(m->d, node);
+    if (!nd || !nd->name) {
+        return dq_fail(DQ_EINVAL, "node %d is not a named node", node);
+    }
+    int old = m->root;
+    m->root = node;
+    int rc = model_measure(m);
+    if (rc) {
+        m->root = old;
+        model_measure(m);
+    }
+    return rc;
+}
+
+size_t sim_model_max_instances(const struct sim_model *m) {
+    return m->max_instances;
+}
+
+int sim_model_node(const struct sim_model *m, int i, struct sim_node_info *info) {
+    const struct dq_diagram_node *nd = dq_diagram_node(m->d, i);
+    if (!nd) {
+        return dq_fail(DQ_EINVAL, "node %d out of range", i);
+    }
+    const struct sim_node *sn = &m->nodes[i];
+    info->name = nd->name;
+    info->kind = nd->kind;
+    info->mean_ms = sn->mean_ms;
+    info->shift_ms = sn->shift_ms;
+    info->fault = sn->fault;
+    info->fault_value = sn->fault_value;
+    return DQ_OK;
+}
+
+static int find_named(const struct sim_model *m, const char *name) {
+    int i = name ? dq_diagram_find(m->d, name) : -1;
+    if (i < 0) {
+        return dq_fail(DQ_ENOTFOUND, "no probe `%s` in the diagram", name ? name : "(null)");
+    }
+    return i;
+}
+
+int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kind, double value) {
+    int i = find_named(m, name);
+    if (i < 0) {
+        return i;
+    }
+    struct sim_node *sn = &m->nodes[i];
+    int leaf = dq_diagram_node(m->d, i)->kind == DQ_NODE_OUTCOME;
+    switch (kind) {
+    case SIM_FAULT_SLOW:
+        if (!(value >= 0) || !isfinite(value) || value > 1e7) {
+            return dq_fail(DQ_EINVAL, "slow %g ms: need 0 … 1e7", value);
+        }
+        break;
+    case SIM_FAULT_ERRATIC:
+        if (!leaf) {
+            return dq_fail(DQ_EINVAL, "erratic applies to outcomes (leaves); `%s` is a %s", name,
+                           dq_node_kind_name(dq_diagram_node(m->d, i)->kind));
+        }
+        if (!(value >= 1) || value > 1000) {
+            return dq_fail(DQ_EINVAL, "erratic factor %g: need 1 … 1000", value);
+        }
+        {
+            double c2 = value * value;
+            double p = 0.5 * (1 + sqrt((c2 - 1) / (c2 + 1)));
+            double mu = sn->mean_ms - sn->shift_ms;
+            sn->h2_p = p;
+            sn->h2_mean1 = mu / (2 * p);
+            sn->h2_mean2 = p < 1 ? mu / (2 * (1 - p)) : mu;
+        }
+        break;
+    case SIM_FAULT_FAIL:
+        if (!(value >= 0 && value <= 1)) {
+            return dq_fail(DQ_EINVAL, "fail probability %g: need 0 … 1", value);
+        }
+        break;
+    default:
+        return dq_fail(DQ_EINVAL, "unknown fault kind %d", (int)kind);
+    }
+    sn->fault = kind;
+    sn->fault_value = value;
+    return DQ_OK;
+}
+
+int sim_fault_clear(struct sim_model *m, const char *name) {
+    int i = find_named(m, name);
+    if (i < 0) {
+        return i;
+    }
+    m->nodes[i].fault = SIM_FAULT_NONE;
+    m->nodes[i].fault_value = 0;
+    return DQ_OK;
+}
+
+void sim_fault_clear_all(struct sim_model *m) {
+    for (size_t i = 0; i < m->count; i++) {
+        m->nodes[i].fault = SIM_FAULT_NONE;
+        m->nodes[i].fault_value = 0;
+    }
+}
+
+int sim_fault_parse_kind(const char *s, size_t n, enum sim_fault_kind *kind) {
+    static const struct {
+        const char *word;
+        enum sim_fault_kind kind;
+    } words[] = {
+        {"slow", SIM_FAULT_SLOW}, {"erratic", SIM_FAULT_ERRATIC}, {"fail", SIM_FAULT_FAIL}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strlen(words[i].word) == n && memcmp(words[i].word, s, n) == 0) {
+            *kind = words[i].kind;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *sim_fault_name(enum sim_fault_kind kind) {
+    switch (kind) {
+    case SIM_FAULT_SLOW:
+        return "slow";
+    case SIM_FAULT_ERRATIC:
+        return "erratic";
+    case SIM_FAULT_FAIL:
+        return "fail";
+    default:
+        return "none";
+    }
+}
+
+/* ---- request walk -------------------------------------------------------------------- */
+
+struct walk {
+    const struct sim_model *m;
+    struct sim_rng *rng;
+    struct sim_instance *out;
+    size_t cap;
+    size_t n;
+    int full;
+};
+
+static int64_t ms_to_ns(const struct sim_model *m, double ms) {
+    return (int64_t)llround(ms * m->ns_per_ms);
+}
+
+/* One leaf pass: its delay in model ms; *failed from its failure coin. */
+static double leaf_delay(const struct sim_model *m, int i, struct sim_rng *rng, int *failed) {
+    const struct sim_node *sn = &m->nodes[i];
+    double u_branch = sim_rng_uniform(rng);
+    double u_exp = sim_rng_uniform(rng);
+    double u_fail = sim_rng_uniform(rng);
+    double mu = sn->mean_ms - sn->shift_ms;
+    double x;
+    if (sn->fault == SIM_FAULT_ERRATIC) {
+        x = exp_from(u_exp, u_branch < sn->h2_p ? sn->h2_mean1 : sn->h2_mean2);
+    } else {
+        x = exp_from(u_exp, mu);
+    }
+    double ms = sn->shift_ms + x;
+    if (sn->fault == SIM_FAULT_SLOW) {
+        ms += sn->fault_value;
+    }
+    *failed = sn->fault == SIM_FAULT_FAIL && u_fail < sn->fault_value;
+    return ms;
+}
+
+static void emit(struct walk *w, int i, int64_t b, int64_t e, int failed) {
+    if (w->n >= w->cap) {
+        w->full = 1;
+        return;
+    }
+    w->out[w->n++] = (struct sim_instance){.node = i, .begin_ns = b, .end_ns = e, .failed = failed};
+}
+
+/* Walks node i from t0 (ns); returns its end and sets *failed. Depth is bounded by
+ * SIM_MAX_DEPTH, checked when the model was built. */
+static int64_t walk_node(struct walk *w, int i, int64_t t0, int *failed) {
+    const struct sim_model *m = w->m;
+    const struct dq_diagram_node *nd = dq_diagram_node(m->d, i);
+    int64_t end = t0;
+    int f = 0;
+    switch (nd->kind) {
+    case DQ_NODE_OUTCOME:
+        end = t0 + ms_to_ns(m, leaf_delay(m, i, w->rng, &f));
+        break;
+    case DQ_NODE_SEQUENCE:
+        /* a failed component aborts the rest: later components never start */
+        for (size_t k = 0; k < nd->n_children && !f; k++) {
+            end = walk_node(w, nd->children[k], end, &f);
+        }
+        break;
+    case DQ_NODE_REFERENCE:
+        end = walk_node(w, nd->children[0], t0, &f);
+        break;
+    case DQ_NODE_ALL:
+        /* every branch runs to its end; the join fails when any branch failed */
+        for (size_t k = 0; k < nd->n_children; k++) {
+            int cf = 0;
+            int64_t e = walk_node(w, nd->children[k], t0, &cf);
+            end = e > end ? e : end;
+            f |= cf;
+        }
+        break;
+    case DQ_NODE_FIRST: {
+        size_t mark = w->n;
+        int64_t best = INT64_MAX, worst = t0;
+        for (size_t k = 0; k < nd->n_children; k++) {
+            int cf = 0;
+            int64_t e = walk_node(w, nd->children[k], t0, &cf);
+            if (!cf && e < best) {
+                best = e;
+            }
+            worst = e > worst ? e : worst;
+        }
+        f = best == INT64_MAX;
+        end = f ? worst : best;
+        /* the winner cancels the others: what had not ended by then is never reported */
+        size_t keep = mark;
+        for (size_t k = mark; k < w->n; k++) {
+            if (w->out[k].end_ns <= end) {
+                w->out[keep++] = w->out[k];
+            }
+        }
+        w->n = keep;
+        break;
+    }
+    case DQ_NODE_CHOICE: {
+        double u = sim_rng_uniform(w->rng), acc = 0;
+        size_t pick = nd->n_children - 1;
+        for (size_t k = 0; k + 1 < nd->n_children; k++) {
+            acc += nd->weights[k];
+            if (u < acc) {
+                pick = k;
+                break;
+            }
+        }
+        end = walk_node(w, nd->children[pick], t0, &f);
+        break;
+    }
+    }
+    if (nd->name && nd->kind != DQ_NODE_OUTCOME) {
+        /* an inner node's own fault acts after its children: extra processing, or a
+         * failure of its own */
+        const struct sim_node *sn = &m->nodes[i];
+        double u_fail = sim_rng_uniform(w->rng);
+        if (sn->fault == SIM_FAULT_SLOW) {
+            end += ms_to_ns(m, sn->fault_value);
+        } else if (sn->fault == SIM_FAULT_FAIL && u_fail < sn->fault_value) {
+            f = 1;
+        }
+    }
+    if (nd->name) {
+        emit(w, i, t0, end, f);
+    }
+    *failed = f;
+    return end;
+}
+
+int sim_request(const struct sim_model *m, struct sim_rng *rng, struct sim_instance *out,
+                size_t cap, struct sim_result *res) {
+    struct walk w = {.m = m, .rng = rng, .out = out, .cap = cap};
+    int failed = 0;
+    int64_t end = walk_node(&w, m->root, 0, &failed);
+    res->count = w.n;
+    res->end_ns = end;
+    res->failed = failed;
+    if (w.full) {
+        return dq_fail(DQ_EFULL, "a request yields more than %zu instances", cap);
+    }
+    return DQ_OK;
+}
+
+/* ---- protocol state ------------------------------------------------------------------ */
+
+int sim_ctl_init(struct sim_ctl *c, const struct sim_model *m) {
+    c->m = m;
+    c->running = 1;
+    c->dmax_ms = calloc(m->count ? m->count : 1, sizeof *c->dmax_ms);
+    if (!c->dmax_ms) {
+        return dq_fail(DQ_ENOMEM, "out of memory");
+    }
+    return DQ_OK;
+}
+
+void sim_ctl_release(struct sim_ctl *c) {
+    free(c->dmax_ms);
+    c->dmax_ms = NULL;
+}
+
+int sim_ctl_set(struct sim_ctl *c, const char *name, size_t n, double ms) {
+    char buf[DQ_DIAGRAM_MAX_NAME + 1];
+    if (n == 0 || n > DQ_DIAGRAM_MAX_NAME) {
+        return dq_fail(DQ_ENOTFOUND, "bad probe name length %zu", n);
+    }
+    if (!(ms >= 0) || ms > PROTO_MAX_CMD_MS) {
+        return dq_fail(DQ_EINVAL, "dMax %g ms out of range", ms);
+    }
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    int i = find_named(c->m, buf);
+    if (i < 0) {
+        return i;
+    }
+    c->dmax_ms[i] = ms;
+    return DQ_OK;
+}
+
+int sim_ctl_enable_list(struct sim_ctl *c, const char *list, double default_ms) {
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t nlen = eq ? (size_t)(eq - p) : len;
+        double ms = default_ms;
+        if (eq && proto_parse_ms(eq + 1, len - nlen - 1, &ms) != 0) {
+            return dq_fail(DQ_EINVAL, "bad dMax in `%.*s` (milliseconds, e.g. 100 or 0.5)",
+                           (int)len, p);
+        }
+        if (nlen == 1 && p[0] == '*') {
+            for (size_t i = 0; i < c->m->count; i++) {
+                if (dq_diagram_node(c->m->d, (int)i)->name) {
+                    c->dmax_ms[i] = ms;
+                }
+            }
+        } else {
+            if (!proto_name_valid(p, nlen)) {
+                return dq_fail(DQ_EINVAL, "bad probe name in `%.*s`", (int)len, p);
+            }
+            int rc = sim_ctl_set(c, p, nlen, ms);
+            if (rc) {
+                return rc;
+            }
+        }
+        p = end ? end + 1 : p + len;
+    }
+    return DQ_OK;
+}
+
+size_t sim_ctl_enabled_count(const struct sim_ctl *c) {
+    size_t n = 0;
+    for (size_t i = 0; i < c->m->count; i++) {
+        n += c->dmax_ms[i] > 0;
+    }
+    return n;
+}
+
+/* "200", "0.25": at most 6 decimals, no trailing zeros. */
+static int format_ms(char *buf, size_t cap, double ms) {
+    int n = snprintf(buf, cap, "%.6f", ms);
+    if (n < 0 || (size_t)n >= cap) {
+        return -1;
+    }
+    while (n > 0 && buf[n - 1] == '0') {
+        n--;
+    }
+    if (n > 0 && buf[n - 1] == '.') {
+        n--;
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+int sim_ctl_state(const struct sim_ctl *c, char *buf, size_t cap) {
+    if (cap < SIM_STATE_MAX + 1) {
+        return dq_fail(DQ_EFULL, "state buffer of %zu bytes", cap);
+    }
+    int len = snprintf(buf, cap, "state;running:%d;probes:", c->running ? 1 : 0);
+    int first = 1;
+    for (size_t i = 0; i < c->m->count; i++) {
+        if (!(c->dmax_ms[i] > 0)) {
+            continue;
+        }
+        char ms[64];
+        if (format_ms(ms, sizeof ms, c->dmax_ms[i]) < 0) {
+            continue;
+        }
+        const char *name = dq_diagram_node(c->m->d, (int)i)->name;
+        size_t need = (first ? 0 : 1) + strlen(name) + 1 + strlen(ms);
+        if ((size_t)len + need > SIM_STATE_MAX) {
+            break; /* a protocol line has at most SIM_STATE_MAX bytes: leave the rest out */
+        }
+        len += snprintf(buf + len, cap - (size_t)len, "%s%s=%s", first ? "" : ",", name, ms);
+        first = 0;
+    }
+    buf[len++] = '\n';
+    buf[len] = '\0';
+    return len;
+}
+
+int sim_ctl_apply(struct sim_ctl *c, const char *line, size_t len, char *reply, size_t cap) {
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    struct proto_cmd cmd;
+    if (proto_parse_cmd(line, len, &cmd) != 0) {
+        return -1;
+    }
+    switch (cmd.kind) {
+    case PROTO_CMD_START_STUB:
+        c->running = 1;
+        break;
+    case PROTO_CMD_STOP_STUB:
+        c->running = 0;
+        break;
+    case PROTO_CMD_SET_TIMEOUT:
+        (void)sim_ctl_set(c, cmd.name.p, cmd.name.n, cmd.ms); /* unknown: ack, ignore */
+        break;
+    case PROTO_CMD_CLEAR_TIMEOUT:
+        (void)sim_ctl_set(c, cmd.name.p, cmd.name.n, 0);
+        break;
+    case PROTO_CMD_SYNC:
+        break;
+    }
+    if (cap < len + 6) {
+        return -1;
+    }
+    memcpy(reply, "ack;", 4);
+    memcpy(reply + 4, line, len);
+    size_t n = len + 4;
+    reply[n++] = '\n';
+    reply[n] = '\0';
+    if (cmd.kind == PROTO_CMD_SYNC) {
+        int s = sim_ctl_state(c, reply + n, cap - n);
+        if (s < 0) {
+            return -1;
+        }
+        n += (size_t)s;
+    }
+    return (int)n;
+}
+
+int sim_ctl_reports(const struct sim_ctl *c, int node) {
+    return c->running && node >= 0 && (size_t)node < c->m->count && c->dmax_ms[node] > 0;
+}
+
+int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns, int64_t end_ns,
+                            int failed, char *buf, size_t cap) {
+    if (node < 0 || (size_t)node >= c->m->count || !(c->dmax_ms[node] > 0)) {
+        return 0;
+    }
+    const char *name = dq_diagram_node(c->m->d, node)->name;
+    int64_t dmax_ns = (int64_t)llround(c->dmax_ms[node] * 1e6);
+    if (dmax_ns < 1) {
+        dmax_ns = 1;
+    }
+    const char *st = failed ? "fa" : "ok";
+    if (end_ns - start_ns > dmax_ns) {
+        st = "to";
+        end_ns = start_ns + dmax_ns;
+    }
+    int n = snprintf(buf, cap, "n:%s;b:%lld;e:%lld;s:%s\n", name, (long long)start_ns,
+                     (long long)end_ns, st);
+    if (n < 0 || (size_t)n >= cap) {
+        return dq_fail(DQ_EFULL, "instance line does not fit in %zu bytes", cap);
+    }
+    return n;
+}
+
+/* ---- operator commands ----------------------------------------------------------------- */
+
+/* Next word of [*p, end): skips blanks, returns its length (0 at the end). */
+static size_t next_word(const char **p, const char *end, const char **word) {
+    const char *s = *p;
+    while (s < end && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    const char *w = s;
+    while (s < end && *s != ' ' && *s != '\t') {
+        s++;
+    }
+    *word = w;
+    *p = s;
+    return (size_t)(s - w);
+}
+
+/* A finite decimal number filling exactly n bytes. */
+static int parse_number(const char *s, size_t n, double *out) {
+    char buf[64];
+    if (n == 0 || n >= sizeof buf) {
+        return -1;
+    }
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *e = NULL;
+    double v = strtod(buf, &e);
+    if (e != buf + n || !isfinite(v)) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int fault_value_check(enum sim_fault_kind kind, double v) {
+    switch (kind) {
+    case SIM_FAULT_SLOW:
+        return v >= 0 && v <= 1e7 ? 0 : dq_fail(DQ_EINVAL, "slow takes 0 … 1e7 ms, not %g", v);
+    case SIM_FAULT_ERRATIC:
+        return v >= 1 && v <= 1000
+                   ? 0
+                   : dq_fail(DQ_EINVAL, "erratic takes a factor 1 … 1000, not %g", v);
+    case SIM_FAULT_FAIL:
+        return v >= 0 && v <= 1 ? 0
+                                : dq_fail(DQ_EINVAL, "fail takes a probability 0 … 1, not %g", v);
+    default:
+        return dq_fail(DQ_EINVAL, "no such fault kind");
+    }
+}
+
+static int fill_fault(struct sim_user_cmd *cmd, const char *name, size_t nn, const char *kind,
+                      size_t kn, const char *val, size_t vn) {
+    if (!proto_name_valid(name, nn)) {
+        return dq_fail(DQ_EINVAL, "bad probe name `%.*s`", (int)(nn < 64 ? nn : 64), name);
+    }
+    if (sim_fault_parse_kind(kind, kn, &cmd->fault) != 0) {
+        return dq_fail(DQ_EINVAL, "fault kind `%.*s`: use slow, erratic or fail",
+                       (int)(kn < 32 ? kn : 32), kind);
+    }
+    if (parse_number(val, vn, &cmd->value) != 0) {
+        return dq_fail(DQ_EINVAL, "fault value `%.*s` is not a number", (int)(vn < 32 ? vn : 32),
+                       val);
+    }
+    int rc = fault_value_check(cmd->fault, cmd->value);
+    if (rc) {
+        return rc;
+    }
+    cmd->kind = SIM_USER_FAULT;
+    memcpy(cmd->name, name, nn);
+    cmd->name[nn] = '\0';
+    return 0;
+}
+
+int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    const char *p = line, *end = line + len;
+    const char *w[5];
+    size_t n[5];
+    size_t count = 0;
+    for (;;) {
+        const char *word;
+        size_t wn = next_word(&p, end, &word);
+        if (wn == 0) {
+            break;
+        }
+        if (count == 5) {
+            return dq_fail(DQ_EINVAL, "too many words");
+        }
+        w[count] = word;
+        n[count++] = wn;
+    }
+    memset(cmd, 0, sizeof *cmd);
+#define IS(k, lit) (n[k] == sizeof(lit) - 1 && memcmp(w[k], lit, n[k]) == 0)
+    if (count == 0) {
+        return dq_fail(DQ_EINVAL, "empty command");
+    }
+    if (IS(0, "fault")) {
+        if (count != 4) {
+            return dq_fail(DQ_EINVAL, "usage: fault NAME slow MS | erratic FACTOR | fail PROB");
+        }
+        return fill_fault(cmd, w[1], n[1], w[2], n[2], w[3], n[3]);
+    }
+    if (IS(0, "clear")) {
+        if (count != 2) {
+            return dq_fail(DQ_EINVAL, "usage: clear NAME | clear all");
+        }
+        if (IS(1, "all")) {
+            cmd->kind = SIM_USER_CLEAR_ALL;
+            return 0;
+        }
+        if (!proto_name_valid(w[1], n[1])) {
+            return dq_fail(DQ_EINVAL, "bad probe name");
+        }
+        cmd->kind = SIM_USER_CLEAR;
+        memcpy(cmd->name, w[1], n[1]);
+        cmd->name[n[1]] = '\0';
+        return 0;
+    }
+    if (IS(0, "rate")) {
+        if (count != 2 || parse_number(w[1], n[1], &cmd->value) != 0 || cmd->value < 0 ||
+            cmd->value > SIM_MAX_RATE) {
+            return dq_fail(DQ_EINVAL, "usage: rate N (requests per second, 0 … %g)", SIM_MAX_RATE);
+        }
+        cmd->kind = SIM_USER_RATE;
+        return 0;
+    }
+    if (IS(0, "status") && count == 1) {
+        cmd->kind = SIM_USER_STATUS;
+        return 0;
+    }
+    if (IS(0, "quit") && count == 1) {
+        cmd->kind = SIM_USER_QUIT;
+        return 0;
+    }
+#undef IS
+    return dq_fail(DQ_EINVAL, "unknown command `%.*s` (fault, clear, rate, status, quit)",
+                   (int)(n[0] < 32 ? n[0] : 32), w[0]);
+}
+
+int sim_fault_spec_parse(const char *spec, struct sim_user_cmd *cmd) {
+    memset(cmd, 0, sizeof *cmd);
+    const char *c1 = strchr(spec, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2) {
+        return dq_fail(DQ_EINVAL,
+                       "fault spec `%s`: use NAME:slow:MS, NAME:erratic:FACTOR or "
+                       "NAME:fail:PROB",
+                       spec);
+    }
+    return fill_fault(cmd, spec, (size_t)(c1 - spec), c1 + 1, (size_t)(c2 - c1 - 1), c2 + 1,
+                      strlen(c2 + 1));
+}

@@ -1,0 +1,251 @@
+/*
+ * sim.h: the pure part of dqsim, a deterministic simulated system that dqd's end-to-end
+ * tests observe through the wrapper protocol (docs/protocol.md).
+ *
+ * A struct sim_model is built from an outcome diagram (engine/diagram.h). Every outcome
+ * (leaf) gets a nominal delay distribution, a shifted exponential whose mean is drawn
+ * from a narrow band from the seed and the leaf's name, so the same seed gives the same
+ * system whatever order the diagram is written in. sim_request() simulates one request
+ * by walking the diagram: a sequence takes the sum of its components, all-to-finish the
+ * maximum of its branches, first-to-finish the minimum of the branches that succeed,
+ * a choice one branch drawn by weight. Each named node the request passes through yields
+ * one outcome instance, child intervals inside the parent's. Faults (slow, erratic,
+ * fail) change one node's behaviour at run time.
+ *
+ * struct sim_ctl is the wrapper's side of the protocol: which probes have a dMax, whether
+ * instances are sent at all (start_stub/stop_stub), applying dqd's commands and writing
+ * the ack, state and instance lines (an instance longer than its dMax is reported `to`
+ * with END = START + dMax, as the real wrapper does).
+ *
+ * Nothing here does I/O, reads a clock or allocates after creation: dqsim's main adds the
+ * network, the wall clock and the stdin commands.
+ */
+#ifndef DQ_SIM_H
+#define DQ_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diagram.h"
+
+#define SIM_MAX_DEPTH 1000          /* nesting of the expanded request tree */
+#define SIM_MAX_INSTANCES 100000    /* instances one request may yield */
+#define SIM_DEFAULT_MEAN_LO_MS 1.0  /* default band of the leaves' mean delays */
+#define SIM_DEFAULT_MEAN_HI_MS 3.0  /* … */
+#define SIM_DEFAULT_SHIFT_FRAC 0.5  /* the fixed part of a leaf's delay, share of its mean */
+#define SIM_STATE_MAX 1024          /* a state line is a protocol line: at most this long */
+#define SIM_LINE_MAX (300 + 2 * 20) /* an instance line (name ≤ 255 bytes) fits in this */
+
+/* ---- PRNG: xoshiro256** seeded through splitmix64 ------------------------------------- */
+
+struct sim_rng {
+    uint64_t s[4];
+};
+
+/* Seeds the generator; every seed (0 included) gives a valid, distinct stream. */
+void sim_rng_seed(struct sim_rng *r, uint64_t seed);
+
+/* Next 64 random bits. */
+uint64_t sim_rng_next(struct sim_rng *r);
+
+/* Uniform in [0, 1) with 53 random bits. */
+double sim_rng_uniform(struct sim_rng *r);
+
+/* Exponential with the given mean (> 0); 0 when mean ≤ 0. */
+double sim_rng_exp(struct sim_rng *r, double mean);
+
+/* ---- model ----------------------------------------------------------------------------- */
+
+enum sim_fault_kind {
+    SIM_FAULT_NONE = 0,
+    SIM_FAULT_SLOW,    /* value: ms added to every pass through the node */
+    SIM_FAULT_ERRATIC, /* leaves only; value ≥ 1: the random part's std dev × value, mean kept */
+    SIM_FAULT_FAIL     /* value in [0, 1]: probability that a pass fails */
+};
+
+struct sim_options {
+    uint64_t seed;     /* leaf parameters and nothing else */
+    double mean_lo_ms; /* leaves' means are uniform in [mean_lo_ms, mean_hi_ms] */
+    double mean_hi_ms; /* … (both > 0, lo ≤ hi) */
+    double shift_frac; /* fixed share of a leaf's delay, in [0, 1) */
+    double time_scale; /* model ms × time_scale = reported ms (> 0; 1 normally) */
+};
+
+/* The defaults above, seed 1, time scale 1. */
+void sim_options_default(struct sim_options *o);
+
+/* What one named node does; read with sim_model_node(). */
+struct sim_node_info {
+    const char *name;          /* probe name, NULL for anonymous nodes */
+    enum dq_node_kind kind;    /* as in the diagram */
+    double mean_ms;            /* leaves: nominal mean delay (model ms); 0 otherwise */
+    double shift_ms;           /* leaves: the fixed part of the delay */
+    enum sim_fault_kind fault; /* the fault in force, SIM_FAULT_NONE when none */
+    double fault_value;        /* its value */
+};
+
+struct sim_model;
+
+/*
+ * Builds a model of `d` (which must outlive it). DQ_EINVAL for bad options; DQ_ERANGE
+ * when a request would be nested deeper than SIM_MAX_DEPTH or yield more than
+ * SIM_MAX_INSTANCES instances (references reused exponentially); DQ_ENOMEM.
+ */
+int sim_model_create(const struct dq_diagram *d, const struct sim_options *opt,
+                     struct sim_model **out);
+
+/* Releases the model; NULL is a no-op. */
+void sim_model_destroy(struct sim_model *m);
+
+/* The diagram the model was built from. */
+const struct dq_diagram *sim_model_diagram(const struct sim_model *m);
+
+/* Node the requests start at: the diagram's last root (`system` when there is one). */
+int sim_model_root(const struct sim_model *m);
+
+/* Picks another start node (a named node index); DQ_EINVAL when out of range. */
+int sim_model_set_root(struct sim_model *m, int node);
+
+/* Most instances one request can yield: the size sim_request()'s buffer needs. */
+size_t sim_model_max_instances(const struct sim_model *m);
+
+/* Fills *info for node i; DQ_EINVAL when i is out of range. */
+int sim_model_node(const struct sim_model *m, int i, struct sim_node_info *info);
+
+/*
+ * Sets a fault on the named node `name`: slow (value ≥ 0 ms; on an inner node the time
+ * is added after its children, as own processing), erratic (leaves only, value ≥ 1),
+ * fail (value in [0, 1]; an inner node fails after its children). Replaces any fault
+ * the node had. DQ_ENOTFOUND for an unknown name, DQ_EINVAL for a bad kind or value.
+ */
+int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kind, double value);
+
+/* Removes the fault of node `name` (DQ_ENOTFOUND when unknown; no fault is fine). */
+int sim_fault_clear(struct sim_model *m, const char *name);
+
+/* Removes every fault. */
+void sim_fault_clear_all(struct sim_model *m);
+
+/*
+ * Parses a fault kind "slow" / "erratic" / "fail" (n bytes) into *kind; −1 otherwise.
+ * sim_fault_name() is the reverse ("none" for SIM_FAULT_NONE).
+ */
+int sim_fault_parse_kind(const char *s, size_t n, enum sim_fault_kind *kind);
+const char *sim_fault_name(enum sim_fault_kind kind);
+
+/* One outcome instance of a request: times in ns from the request's start. */
+struct sim_instance {
+    int node;         /* named node index (its probe) */
+    int64_t begin_ns; /* ≥ 0 */
+    int64_t end_ns;   /* ≥ begin_ns */
+    int failed;       /* 1 when the pass failed (reported `fa`) */
+};
+
+/* What one request did. */
+struct sim_result {
+    size_t count;   /* instances written */
+    int64_t end_ns; /* the root's end: the request's duration */
+    int failed;     /* 1 when the root failed */
+};
+
+/*
+ * Simulates one request from the root, drawing from `rng`, and writes its instances to
+ * out (children before their parent; cap ≥ sim_model_max_instances() always suffices).
+ * Losing branches of a first-to-finish are cancelled when the winner ends: their
+ * instances that would end later are not reported. Returns DQ_OK, or DQ_EFULL (nothing
+ * useful in out) when cap is too small.
+ */
+int sim_request(const struct sim_model *m, struct sim_rng *rng, struct sim_instance *out,
+                size_t cap, struct sim_result *res);
+
+/* ---- the wrapper's side of the protocol ----------------------------------------------- */
+
+struct sim_ctl {
+    const struct sim_model *m;
+    double *dmax_ms; /* per node index: dMax in ms, 0 when the probe is not enabled */
+    int running;     /* 1 after start_stub (and at creation), 0 after stop_stub */
+};
+
+/* Sets up a controller for m with no probe enabled and running = 1. DQ_ENOMEM. */
+int sim_ctl_init(struct sim_ctl *c, const struct sim_model *m);
+
+/* Frees what sim_ctl_init allocated; safe on a zeroed or released struct. */
+void sim_ctl_release(struct sim_ctl *c);
+
+/* Enables probe `name` with dMax ms (> 0), or disables it with ms = 0. DQ_ENOTFOUND
+ * for a name that is no named node, DQ_EINVAL for a bad ms. */
+int sim_ctl_set(struct sim_ctl *c, const char *name, size_t n, double ms);
+
+/*
+ * Applies `--enable` text: "NAME[=MS],NAME[=MS]…"; a NAME without MS gets default_ms; the
+ * NAME `*` stands for every probe. DQ_EINVAL (with dq_last_error() saying which item)
+ * for a malformed list or bad MS, DQ_ENOTFOUND for an unknown probe.
+ */
+int sim_ctl_enable_list(struct sim_ctl *c, const char *list, double default_ms);
+
+/* Number of probes with a dMax. */
+size_t sim_ctl_enabled_count(const struct sim_ctl *c);
+
+/*
+ * Applies one dqd → wrapper command line (without '\n') and writes the reply into
+ * reply (cap ≥ SIM_STATE_MAX + PROTO_CMD_MAX + 8 is always enough): `ack;LINE\n`, and
+ * for `sync` the state line after it. A set_timeout or clear_timeout for a name the
+ * diagram does not have is acknowledged and ignored (a real wrapper keeps it, but
+ * nothing here would ever report it). Returns the reply's length (> 0), or −1 for a line
+ * that is no command (nothing written: not applied, not acknowledged).
+ */
+int sim_ctl_apply(struct sim_ctl *c, const char *line, size_t len, char *reply, size_t cap);
+
+/*
+ * Writes `state;running:R;probes:NAME=MS,…\n` (probes in node order, MS as a decimal
+ * without trailing zeros). The whole line stays within SIM_STATE_MAX bytes: probes that
+ * would not fit are left out. Returns the length, or DQ_EFULL when cap < SIM_STATE_MAX+1.
+ */
+int sim_ctl_state(const struct sim_ctl *c, char *buf, size_t cap);
+
+/*
+ * 1 when an instance of node i would be sent now: running and node i has a dMax.
+ */
+int sim_ctl_reports(const struct sim_ctl *c, int node);
+
+/*
+ * Writes one instance line `n:NAME;b:START;e:END;s:STATUS\n` for node `node` with
+ * absolute times (ns since the epoch): s:to with END = START + dMax when END − START
+ * exceeds node's dMax (the timeout wins over a failure), else s:fa when failed, else
+ * s:ok. Returns the length, 0 when the node has no dMax (nothing to send), or DQ_EFULL
+ * when cap is too small (SIM_LINE_MAX always suffices).
+ */
+int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns, int64_t end_ns,
+                            int failed, char *buf, size_t cap);
+
+/* ---- operator commands (dqsim's stdin and --fault) ------------------------------------- */
+
+enum sim_user_kind {
+    SIM_USER_FAULT,     /* fault NAME slow|erratic|fail VALUE */
+    SIM_USER_CLEAR,     /* clear NAME */
+    SIM_USER_CLEAR_ALL, /* clear all */
+    SIM_USER_RATE,      /* rate N (requests per second, 0 … SIM_MAX_RATE) */
+    SIM_USER_STATUS,    /* status */
+    SIM_USER_QUIT       /* quit */
+};
+
+#define SIM_MAX_RATE 100000.0
+
+struct sim_user_cmd {
+    enum sim_user_kind kind;
+    char name[DQ_DIAGRAM_MAX_NAME + 1]; /* FAULT, CLEAR */
+    enum sim_fault_kind fault;          /* FAULT */
+    double value;                       /* FAULT: ms, factor or probability; RATE: N */
+};
+
+/*
+ * Parses one operator line (words separated by spaces or tabs; a final '\r' ignored).
+ * Returns 0, or DQ_EINVAL with dq_last_error() saying what is wrong. The fault's value
+ * is checked for its kind's range here; whether NAME exists is sim_fault_set()'s call.
+ */
+int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd);
+
+/* Parses a `--fault` spec NAME:KIND:VALUE into a SIM_USER_FAULT command; DQ_EINVAL. */
+int sim_fault_spec_parse(const char *spec, struct sim_user_cmd *cmd);
+
+#endif /* DQ_SIM_H */
