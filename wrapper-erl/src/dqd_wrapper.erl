@@ -72,11 +72,12 @@ meta(Ctx, Opts) ->
         Attrs -> dqd_wrapper_line:encode_meta(Id, Trace, Attrs)
     end.
 
-begin_instance(#st{tel = Tel}, Name, Dmax, Meta) ->
-    Start = erlang:system_time(nanosecond),
-    Key = {Start + Dmax, erlang:unique_integer()},
-    try ets:insert(?INFLIGHT, {Key, Name, Start, Meta}) of
-        true -> #dqd_span{key = Key, name = Name, start = Start, meta = Meta, tel = Tel}
+begin_instance(#st{tabs = Tabs} = S, Name, Dmax, Meta) ->
+    Start = erlang:monotonic_time(nanosecond),
+    U = erlang:unique_integer(),
+    Key = {Start + Dmax, U},
+    try ets:insert(?TAB(Tabs, U), {Key, Name, Start, Meta}) of
+        true -> #dqd_span{key = Key, name = Name, start = Start, meta = Meta, st = S}
     catch
         error:badarg -> ignore
     end.
@@ -142,16 +143,16 @@ run(Handle, Fun) ->
             erlang:raise(Class, Reason, Stack)
     end.
 
-finish(#dqd_span{key = {Deadline, _} = Key, name = Name, start = Start, meta = Meta,
-                 tel = Tel}, Status) ->
-    End = erlang:system_time(nanosecond),
-    case take(Key) of
+finish(#dqd_span{key = {Deadline, U} = Key, name = Name, start = Start, meta = Meta,
+                 st = #st{tabs = Tabs} = S}, Status) ->
+    End = erlang:monotonic_time(nanosecond),
+    case take(?TAB(Tabs, U), Key) of
         true when End > Deadline ->
             %% Ended after its dMax but before the sweeper reached it: it is a
             %% timeout all the same, reported exactly as the sweeper would.
-            report(Name, Start, Deadline, to, Meta, Tel);
+            report(S, Name, Start, Deadline, to, Meta);
         true ->
-            report(Name, Start, End, Status, Meta, Tel);
+            report(S, Name, Start, End, Status, Meta);
         false ->
             ok
     end;
@@ -159,17 +160,20 @@ finish(_, _) ->
     %% ignore, or a handle from something else (a dqsd_otel pid): nothing to report.
     ok.
 
-take(Key) ->
-    try ets:take(?INFLIGHT, Key) of
+take(Tab, Key) ->
+    try ets:take(Tab, Key) of
         [_] -> true;
         [] -> false
     catch
         error:badarg -> false
     end.
 
-report(Name, Start, End, Status, Meta, Tel) ->
-    dqd_wrapper_core:emit(dqd_wrapper_line:encode(Name, Start, End, Status, Meta)),
-    dqd_wrapper_otel:instance_event(Name, Start, End, Status, Tel).
+report(#st{tel = false} = S, Name, Start, End, Status, Meta) ->
+    dqd_wrapper_core:push(S, {dqd_inst, Name, Start, End, Status, Meta});
+report(S, Name, Start, End, Status, Meta) ->
+    dqd_wrapper_core:push(S, {dqd_inst, Name, Start, End, Status, Meta}),
+    Off = erlang:time_offset(nanosecond),
+    dqd_wrapper_otel:instance_event(Name, Start + Off, End + Off, Status, true).
 
 %%% Local control -------------------------------------------------------------
 

@@ -13,6 +13,9 @@
 -export([start_link/1, flush/0, connect/1, state_changed/0, ack/1, stats/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
+%% Queued lines taken per pass (see more/2).
+-define(MORE, 256).
+
 -record(c, {
     addr :: dqd_wrapper_config:addr(),
     sock = undefined :: undefined | gen_tcp:socket(),
@@ -26,7 +29,8 @@
     last_tx = 0 :: integer(),
     cnt :: atomics:atomics_ref(),
     cfg :: map(),
-    stats = #{} :: map()
+    stats = #{} :: map(),
+    clock = undefined :: undefined | {integer(), dqd_wrapper_line:clock()}
 }).
 
 -spec start_link(dqd_wrapper_config:config()) -> {ok, pid()} | {error, term()}.
@@ -66,6 +70,10 @@ call(Msg) ->
 init(Config) ->
     %% Trap exits so terminate/2 runs on application stop and flushes the buffer.
     process_flag(trap_exit, true),
+    %% Bursts of instances can queue many messages here; keeping them off the heap
+    %% stops each garbage collection from copying the whole queue, and lets senders
+    %% on other schedulers enqueue without contending for this process's heap.
+    process_flag(message_queue_data, off_heap),
     S = #c{addr = maps:get(dqd_address, Config), backoff = maps:get(reconnect_min_ms, Config),
            rx = dqd_wrapper_line:split_init(), cnt = maps:get(counters, Config),
            cfg = Config,
@@ -93,12 +101,10 @@ handle_cast({ack, Line}, S) ->
 handle_cast(_, S) ->
     {noreply, S}.
 
+handle_info({dqd_inst, _, _, _, _, _} = I, S) ->
+    batch_check(more(?MORE, inst(I, S)));
 handle_info({dqd_line, Line}, S) ->
-    S1 = buffer(Line, S),
-    case S1#c.bytes >= cfg(batch_bytes, S1) of
-        true -> {noreply, send_buffer(S1)};
-        false -> {noreply, S1}
-    end;
+    batch_check(more(?MORE, buffer(Line, S)));
 handle_info(tick, S) ->
     erlang:send_after(cfg(flush_interval_ms, S), self(), tick),
     S1 = send_buffer(S),
@@ -147,9 +153,37 @@ terminate(_Reason, S) ->
 
 drain(S) ->
     receive
-        {dqd_line, Line} -> drain(buffer(Line, S))
+        {dqd_line, Line} -> drain(buffer(Line, S));
+        {dqd_inst, _, _, _, _, _} = I -> drain(inst(I, S))
     after 0 -> S
     end.
+
+%% Takes up to N more queued lines in a tight loop: under load this costs one
+%% receive per line instead of a pass through gen_server for each.
+more(0, S) -> S;
+more(N, S) ->
+    receive
+        {dqd_inst, _, _, _, _, _} = I -> more(N - 1, inst(I, S));
+        {dqd_line, Line} -> more(N - 1, buffer(Line, S))
+    after 0 -> S
+    end.
+
+batch_check(S) ->
+    case S#c.bytes >= cfg(batch_bytes, S) of
+        true -> {noreply, send_buffer(S)};
+        false -> {noreply, S}
+    end.
+
+%% Instance times are monotonic ns; the clock turns them into epoch ns. It is
+%% rebuilt when the runtime's time offset changed (time warp modes only).
+inst({dqd_inst, Name, Start, End, Status, Meta}, #c{clock = Clock0} = S) ->
+    #st{off = Off} = persistent_term:get(?STATE_KEY, ?OFF),
+    Clock = case Clock0 of
+                {Off, C} -> C;
+                _ -> dqd_wrapper_line:clock_new(Off)
+            end,
+    {Line, Clock1} = dqd_wrapper_line:encode_mono(Name, Start, End, Status, Meta, Clock),
+    buffer(Line, S#c{clock = {Off, Clock1}}).
 
 %%% Buffer --------------------------------------------------------------------
 

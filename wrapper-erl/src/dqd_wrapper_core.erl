@@ -8,7 +8,8 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([start_link/1, apply_command/1, local/1, quiesce/0, emit/1, sweep_now/0]).
+-export([start_link/1, apply_command/1, local/1, quiesce/0, report/5, push/2, emit/1,
+         sweep_now/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -record(core, {sweep_ms :: pos_integer()}).
@@ -38,27 +39,47 @@ quiesce() -> gen_server:call(?MODULE, quiesce).
 -spec sweep_now() -> ok.
 sweep_now() -> gen_server:call(?MODULE, sweep_now).
 
-%% Hands one encoded line to the connection process, or counts it as dropped when
-%% the bounded buffer (mailbox + unsent lines) is full. Never blocks the caller.
+%% Hands one finished instance (times on the monotonic clock, ns) to the connection
+%% process, which encodes it: the caller pays for a small message, not for
+%% printing integers, and encoding happens off the instrumented process.
+-spec report(binary() | atom(), integer(), integer(), dqd_wrapper_line:status(),
+             binary()) -> ok.
+report(Name, Start, End, Status, Meta) ->
+    case persistent_term:get(?STATE_KEY, ?OFF) of
+        #st{cnt = undefined} ->
+            ok;
+        St ->
+            push(St, {dqd_inst, Name, Start, End, Status, Meta})
+    end.
+
+%% Hands one encoded line to the connection process. Both report/5 and emit/1 count
+%% the message as dropped instead when the bounded buffer (mailbox + unsent lines) is
+%% full, so they never block the caller.
 -spec emit(binary()) -> ok.
 emit(Line) ->
     case persistent_term:get(?STATE_KEY, ?OFF) of
         #st{cnt = undefined} ->
             ok;
-        #st{cnt = Cnt, max = Max} ->
-            case atomics:add_get(Cnt, ?PENDING, 1) of
-                N when N > Max ->
+        St ->
+            push(St, {dqd_line, Line})
+    end.
+
+-spec push(#st{}, tuple()) -> ok.
+push(#st{cnt = undefined}, _Msg) ->
+    ok;
+push(#st{cnt = Cnt, max = Max}, Msg) ->
+    case atomics:add_get(Cnt, ?PENDING, 1) of
+        N when N > Max ->
+            atomics:sub(Cnt, ?PENDING, 1),
+            atomics:add(Cnt, ?DROPPED, 1);
+        _ ->
+            try
+                ?CONN ! Msg,
+                ok
+            catch
+                error:badarg ->
                     atomics:sub(Cnt, ?PENDING, 1),
-                    atomics:add(Cnt, ?DROPPED, 1);
-                _ ->
-                    try
-                        ?CONN ! {dqd_line, Line},
-                        ok
-                    catch
-                        error:badarg ->
-                            atomics:sub(Cnt, ?PENDING, 1),
-                            atomics:add(Cnt, ?DROPPED, 1)
-                    end
+                    atomics:add(Cnt, ?DROPPED, 1)
             end
     end.
 
@@ -66,13 +87,22 @@ emit(Line) ->
 
 init(Config) ->
     process_flag(trap_exit, true),
-    _ = ets:new(?INFLIGHT, [named_table, public, ordered_set, {write_concurrency, true}]),
+    %% One plain ordered_set per scheduler rather than one table with
+    %% write_concurrency: uncontended operations on a plain table are cheaper (the
+    %% CA tree costs ~1.5x per insert+take here), and spreading instances over as
+    %% many tables as schedulers keeps lock contention low.
+    Tabs = list_to_tuple([ets:new(?INFLIGHT, [public, ordered_set])
+                          || _ <- lists:seq(1, erlang:system_info(schedulers))]),
     {Otel, Tel} = dqd_wrapper_otel:detect(Config),
     Probes = lists:foldl(fun({N, Ns}, Acc) -> put_probe(N, Ns, Acc) end, #{},
                          maps:get(probes, Config)),
+    %% The time offset is cached in the state; the runtime tells us if it changes
+    %% (only possible in the time warp modes).
+    _ = erlang:monitor(time_offset, clock_service),
     publish(#st{running = maps:get(running, Config), probes = Probes, otel = Otel,
                 tel = Tel, cnt = maps:get(counters, Config),
-                max = maps:get(buffer_size, Config)}),
+                max = maps:get(buffer_size, Config),
+                off = erlang:time_offset(nanosecond), tabs = Tabs}),
     SweepMs = maps:get(sweep_interval_ms, Config),
     erlang:send_after(SweepMs, self(), sweep),
     {ok, #core{sweep_ms = SweepMs}}.
@@ -82,10 +112,10 @@ handle_call({apply, Cmd}, _From, State) ->
     {reply, ok, State};
 handle_call(quiesce, _From, State) ->
     publish((current())#st{running = false}),
-    sweep(erlang:system_time(nanosecond)),
+    sweep(erlang:monotonic_time(nanosecond)),
     {reply, ok, State};
 handle_call(sweep_now, _From, State) ->
-    sweep(erlang:system_time(nanosecond)),
+    sweep(erlang:monotonic_time(nanosecond)),
     {reply, ok, State};
 handle_call(_, _From, State) ->
     {reply, {error, unknown_call}, State}.
@@ -93,8 +123,11 @@ handle_call(_, _From, State) ->
 handle_cast(_, State) -> {noreply, State}.
 
 handle_info(sweep, #core{sweep_ms = Ms} = State) ->
-    sweep(erlang:system_time(nanosecond)),
+    sweep(erlang:monotonic_time(nanosecond)),
     erlang:send_after(Ms, self(), sweep),
+    {noreply, State};
+handle_info({'CHANGE', _, time_offset, clock_service, Off}, State) ->
+    publish((current())#st{off = erlang:convert_time_unit(Off, native, nanosecond)}),
     {noreply, State};
 handle_info(_, State) ->
     {noreply, State}.
@@ -144,18 +177,21 @@ existing_atom(Name) ->
 %% Reports every open instance whose deadline is at or before Now as `to`, with END
 %% = its deadline. ets:take decides the race with a concurrent end_span: whoever
 %% takes the row reports the instance, the other does nothing.
-sweep(Now) -> sweep(ets:first(?INFLIGHT), Now).
+sweep(Now) ->
+    #st{tabs = Tabs} = current(),
+    lists:foreach(fun(Tab) -> sweep(Tab, ets:first(Tab), Now) end, tuple_to_list(Tabs)).
 
-sweep({Deadline, _} = Key, Now) when Deadline =< Now ->
-    Next = ets:next(?INFLIGHT, Key),
-    case ets:take(?INFLIGHT, Key) of
+sweep(Tab, {Deadline, _} = Key, Now) when Deadline =< Now ->
+    Next = ets:next(Tab, Key),
+    case ets:take(Tab, Key) of
         [{_, Name, Start, Meta}] ->
-            dqd_wrapper_core:emit(dqd_wrapper_line:encode(Name, Start, Deadline, to, Meta)),
+            report(Name, Start, Deadline, to, Meta),
             #st{tel = Tel} = current(),
-            dqd_wrapper_otel:instance_event(Name, Start, Deadline, to, Tel);
+            Off = erlang:time_offset(nanosecond),
+            dqd_wrapper_otel:instance_event(Name, Start + Off, Deadline + Off, to, Tel);
         [] ->
             ok
     end,
-    sweep(Next, Now);
-sweep(_, _) ->
+    sweep(Tab, Next, Now);
+sweep(_, _, _) ->
     ok.

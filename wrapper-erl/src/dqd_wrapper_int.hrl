@@ -5,9 +5,12 @@
 %% arrives (rare); each change costs a global literal-area scan, see README.
 -define(STATE_KEY, dqd_wrapper_state).
 
-%% Open (started, not yet ended) instances, keyed by {Deadline, Unique} so the sweeper
-%% finds expired ones in order from the front of the table.
+%% Open (started, not yet ended) instances live in one of several ETS ordered_set
+%% tables (#st.tabs, one per scheduler), keyed by {Deadline, Unique} so the sweeper
+%% finds expired ones in order from the front of each table. The table of an
+%% instance is chosen from Unique, so start and end find it without storing it.
 -define(INFLIGHT, dqd_wrapper_inflight).
+-define(TAB(Tabs, U), element((U band 16#7fffffff) rem tuple_size(Tabs) + 1, Tabs)).
 
 %% Registered name of the connection process.
 -define(CONN, dqd_wrapper_conn).
@@ -21,7 +24,13 @@
     %% atomics: ?PENDING lines handed to the connection and not yet written or
     %% dropped, ?DROPPED instances discarded since the last drop line.
     cnt = undefined :: undefined | atomics:atomics_ref(),
-    max = 0 :: non_neg_integer()
+    max = 0 :: non_neg_integer(),
+    %% erlang:time_offset(nanosecond). Probes time instances on the monotonic clock:
+    %% its ns values are small integers, while epoch ns exceed 2^59 and would make
+    %% every operation on them allocate a bignum. The connection adds the offset
+    %% when it encodes the line, off the instrumented process.
+    off = 0 :: integer(),
+    tabs = {} :: tuple()
 }).
 
 %% The state when the wrapper is not running: a literal, so the default costs nothing.
@@ -30,13 +39,16 @@
 -define(PENDING, 1).
 -define(DROPPED, 2).
 
-%% The handle of an enabled instance (what dqsd_otel returned as a pid).
+%% The handle of an enabled instance (what dqsd_otel returned as a pid). Times are
+%% erlang:monotonic_time(nanosecond); key = {start + dMax, unique}.
 -record(dqd_span, {
     key :: {integer(), integer()},
     name :: binary() | atom(),
     start :: integer(),
     meta = <<>> :: binary(),
-    tel = false :: boolean()
+    %% The state the instance started under (a reference to the persistent_term
+    %% literal, not a copy): end_span needs its counters without a second lookup.
+    st :: tuple()
 }).
 
 %% Longest line the protocol allows, newline included.

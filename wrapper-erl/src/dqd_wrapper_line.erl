@@ -6,7 +6,7 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([encode/5, encode_meta/3, hello/2, state/2, drop/1, ack/1]).
+-export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, hello/2, state/2, drop/1, ack/1]).
 -export([decode_instance/1, parse_command/1]).
 -export([max_meta/0, format_ms/1, parse_ms/1, ms_to_ns/1, valid_name/1, attr_value/1]).
 -export([split_init/0, split/2]).
@@ -14,6 +14,12 @@
 -export_type([status/0, command/0, instance/0, split_state/0]).
 
 -type split_state() :: {binary(), boolean()}.
+
+%% See encode_mono/6: the time offset, and the monotonic ns at which the cached
+%% second starts, with that second printed.
+-record(clock, {off :: integer(), base = 0 :: integer(), prefix = <<>> :: binary()}).
+-opaque clock() :: #clock{}.
+-export_type([clock/0]).
 
 -type status() :: ok | fa | to.
 -type command() :: start | stop | sync
@@ -43,6 +49,45 @@ encode(Name, Start, End, Status, Meta) when is_binary(Name) ->
       Meta/binary, "\n">>;
 encode(Name, Start, End, Status, Meta) when is_atom(Name) ->
     encode(atom_to_binary(Name, utf8), Start, End, Status, Meta).
+
+%% Encoding of instances timed on the monotonic clock. Epoch ns exceed Erlang's
+%% small integers (2^59): adding the offset and printing a bignum per timestamp is
+%% the largest part of encoding. The clock caches the ten leading digits (whole
+%% seconds) of the current second, so a timestamp in that second is printed as the
+%% cached prefix and nine zero-padded digits of a small integer.
+
+%% A clock for time offset Off (erlang:time_offset(nanosecond)).
+-spec clock_new(integer()) -> clock().
+clock_new(Off) -> clock_at(Off, 0).
+
+%% Re-centres the cache on the second holding monotonic time Mono.
+clock_at(Off, Mono) ->
+    Sys = Mono + Off,
+    Sec = Sys div 1000000000,
+    #clock{off = Off, base = Sec * 1000000000 - Off, prefix = integer_to_binary(Sec)}.
+
+%% As encode/5 for monotonic ns Start and End; returns the line and the clock to use
+%% next time (the same one, except when a second boundary was crossed).
+-spec encode_mono(binary() | atom(), integer(), integer(), status(), binary(), clock()) ->
+          {binary(), clock()}.
+encode_mono(Name, Start, End, Status, Meta, Clock0) when is_binary(Name) ->
+    {B, Clock1} = ts(Start, Clock0),
+    {E, Clock2} = ts(End, Clock1),
+    {<<"n:", Name/binary, ";b:", B/binary, ";e:", E/binary, ";s:",
+       (status_bin(Status))/binary, Meta/binary, "\n">>, Clock2};
+encode_mono(Name, Start, End, Status, Meta, Clock) when is_atom(Name) ->
+    encode_mono(atom_to_binary(Name, utf8), Start, End, Status, Meta, Clock).
+
+ts(Mono, #clock{base = Base, prefix = P} = C) when Mono >= Base, Mono - Base < 1000000000,
+                                                   P =/= <<>> ->
+    <<_, Digits/binary>> = integer_to_binary(Mono - Base + 1000000000),
+    {<<P/binary, Digits/binary>>, C};
+ts(Mono, #clock{off = Off} = C) ->
+    case Mono + Off >= 1000000000 of
+        true -> ts(Mono, clock_at(Off, Mono));
+        %% Before 1970-01-01T00:00:01: never a real instance, printed plainly.
+        false -> {integer_to_binary(Mono + Off), C}
+    end.
 
 status_bin(ok) -> <<"ok">>;
 status_bin(fa) -> <<"fa">>;

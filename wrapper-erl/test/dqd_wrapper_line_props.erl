@@ -4,7 +4,7 @@
 
 -include_lib("proper/include/proper.hrl").
 
--export([prop_instance_roundtrip/0, prop_legacy_roundtrip/0, prop_ms_roundtrip/0,
+-export([prop_mono_encoding/0, prop_instance_roundtrip/0, prop_legacy_roundtrip/0, prop_ms_roundtrip/0,
          prop_command_roundtrip/0, prop_split_any_chunks/0]).
 
 name_first() -> oneof([range($a, $z), range($A, $Z), $_]).
@@ -61,6 +61,26 @@ no_room(Meta, Got, {K, V}) ->
 hex_ok(undefined, undefined) -> true;
 hex_ok(I, H) when is_integer(I), is_binary(H) -> binary_to_integer(H, 16) =:= I;
 hex_ok(_, _) -> false.
+
+%% The cached-second encoder gives exactly the line of the epoch timestamps
+%% Mono + Offset, through a sequence of instances crossing second boundaries in
+%% both directions (the clock is threaded through, as the connection does).
+prop_mono_encoding() ->
+    Mono = oneof([range(-(1 bsl 59), (1 bsl 59) - 1), range(-3000000000, 3000000000)]),
+    ?FORALL({Off, Insts},
+            {range(1 bsl 60, 1 bsl 62),
+             list({name(), Mono, oneof([0, range(1, 2000000000)]), status()})},
+            begin
+                {_, Ok} = lists:foldl(
+                            fun({N, B, D, S}, {C, Acc}) ->
+                                    {L, C1} = dqd_wrapper_line:encode_mono(N, B, B + D, S,
+                                                                           <<";a:x=1">>, C),
+                                    Want = dqd_wrapper_line:encode(N, B + Off, B + D + Off, S,
+                                                                   <<";a:x=1">>),
+                                    {C1, Acc andalso L =:= Want}
+                            end, {dqd_wrapper_line:clock_new(Off), true}, Insts),
+                Ok
+            end).
 
 %% Without v2 fields the line is exactly dqsd_otel's format.
 prop_legacy_roundtrip() ->

@@ -4,7 +4,7 @@
 
 -include_lib("eunit/include/eunit.hrl").
 
--define(NUMTESTS, 500).
+-define(NUMTESTS, 1000).
 
 prop(P) ->
     {timeout, 60,
@@ -12,7 +12,7 @@ prop(P) ->
                                 [{numtests, ?NUMTESTS}, quiet, {to_file, user}]))}.
 
 properties_test_() ->
-    [prop(prop_instance_roundtrip), prop(prop_legacy_roundtrip), prop(prop_ms_roundtrip),
+    [prop(prop_mono_encoding), prop(prop_instance_roundtrip), prop(prop_legacy_roundtrip), prop(prop_ms_roundtrip),
      prop(prop_command_roundtrip), prop(prop_split_any_chunks)].
 
 encode_test() ->
