@@ -70,6 +70,17 @@ def run_script(name, body):
     sys.exit(c.done())
 
 
+def _die_with_parent():
+    """In the child before exec: SIGTERM when the test dies (e.g. killed by a CTest timeout),
+    so that no dqd outlives its test."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def now_ns():
     return time.time_ns()
 
@@ -96,7 +107,8 @@ class Dqd:
         args += list(extra)
         self.args = args
         self.stderr_file = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr_file)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr_file,
+                                     preexec_fn=_die_with_parent)
         self.stopped = False
         Dqd.running.append(self)
         line = self._read_ready_line(10.0)
