@@ -61,6 +61,8 @@ def body(c):
     p_ns = WINDOW_MS * MS
     for e in (wt * p_ns, (wt + 1) * p_ns - 1, (wt + 1) * p_ns):
         leg.append(t.legacy_line("edge", e - 4 * MS, e, "ok"))
+    # old oscilloscope wrappers report a timeout with e:0: it ends at START + dMax (1024 ms)
+    leg.append("n:oldto;b:%d;e:0;s:to\n" % (base - 1024 * MS))
     leg.append("ping\n")
     for i in range(40):
         e = base + i
@@ -120,6 +122,10 @@ def body(c):
     q = d.wait_window("edge", wt + 1)
     c.check(q is not None and q["n"] == 1, "END = (wt+1)·P is in the next window: %r" %
             (q and q["n"]))
+
+    q = d.wait_window("oldto", wt)
+    got = q and [q["n"], q["to"]]
+    c.check(got == [1, 1], "an e:0 timeout lands in the window of START + dMax: %r" % (got,))
 
     # ---- the calculated ΔQ of pipeline = w1 -> w2 ----
     q = d.wait_window("pipeline", wt, kind="calculated")
@@ -202,7 +208,7 @@ def body(c):
             c.eq(w["dropped_by_wrapper"], 3, "v2 drop line counted")
             c.eq(w["instances"], 90, "v2 instances")
         else:
-            c.eq(w["instances"], 123 + 3, "legacy instances (incl. rejected)")
+            c.eq(w["instances"], 124 + 3, "legacy instances (incl. rejected)")
             c.eq(w["protocol_errors"], 1, "legacy link error count")
     probe = d.get("/api/v1/probes/w1")
     c.eq(probe["parent"], "pipeline", "w1's parent in the diagram")
