@@ -7,6 +7,8 @@
  * Everything that does not touch the network (options, durations, QTA points, the QTA
  * check, the renderers) is a separate function declared in dqctl_api.h so tests can
  * call it directly. Answers are read into a buffer capped at DQCTL_MAX_RESPONSE.
+ * The plumbing (API call, option start, output streams) is shared with the adaptive-loop
+ * commands of dqctl_log.c through dqctl_api.h.
  */
 #include "dqctl_api.h"
 
@@ -29,21 +31,16 @@ void dqctl_api_set_output(FILE *out, FILE *err) {
     err_fp = err;
 }
 
-static FILE *out_stream(void) {
+FILE *dqctl_out(void) {
     return out_fp ? out_fp : stdout;
 }
 
-static FILE *err_stream(void) {
+FILE *dqctl_err(void) {
     return err_fp ? err_fp : stderr;
 }
 
-static void complain(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void complain(const char *fmt, ...) {
-    FILE *e = err_stream();
+void dqctl_complain(const char *fmt, ...) {
+    FILE *e = dqctl_err();
     va_list ap;
     va_start(ap, fmt);
     fputs("dqctl: ", e);
@@ -85,6 +82,15 @@ static const struct {
     {"--window", DQCTL_OPT_WINDOW, 1},
     {"--max-lost", DQCTL_OPT_MAX_LOST, 1},
     {"--clear", DQCTL_OPT_CLEAR, 0},
+    {"--strategy", DQCTL_OPT_STRATEGY, 1},
+    {"--wait", DQCTL_OPT_WAIT, 0},
+    {"--timeout", DQCTL_OPT_WAIT, 1},
+    {"--open", DQCTL_OPT_OPEN, 0},
+    {"--limit", DQCTL_OPT_LIMIT, 1},
+    {"--threshold", DQCTL_OPT_TRIGGER, 1},
+    {"--fire-after", DQCTL_OPT_TRIGGER, 1},
+    {"--clear-after", DQCTL_OPT_TRIGGER, 1},
+    {"--disable", DQCTL_OPT_TRIGGER, 0},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -106,6 +112,24 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->max_lost = value;
     } else if (strcmp(name, "--clear") == 0) {
         o->clear = 1;
+    } else if (strcmp(name, "--strategy") == 0) {
+        o->strategy = value;
+    } else if (strcmp(name, "--wait") == 0) {
+        o->wait = 1;
+    } else if (strcmp(name, "--timeout") == 0) {
+        o->timeout = value;
+    } else if (strcmp(name, "--open") == 0) {
+        o->open = 1;
+    } else if (strcmp(name, "--limit") == 0) {
+        o->limit = value;
+    } else if (strcmp(name, "--threshold") == 0) {
+        o->threshold = value;
+    } else if (strcmp(name, "--fire-after") == 0) {
+        o->fire_after = value;
+    } else if (strcmp(name, "--clear-after") == 0) {
+        o->clear_after = value;
+    } else if (strcmp(name, "--disable") == 0) {
+        o->disable = 1;
     }
 }
 
@@ -483,7 +507,7 @@ static void format_qta(const json_t *qta, char *buf, size_t cap) {
 
 /* ---- renderers ----------------------------------------------------------------------- */
 
-static void format_time(double unix_s, char *buf, size_t cap) {
+void dqctl_format_time(double unix_s, char *buf, size_t cap) {
     if (isnan(unix_s)) {
         snprintf(buf, cap, "-");
         return;
@@ -595,8 +619,8 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
 void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta) {
     const json_t *win = json_object_get(dq, "window");
     char start[40], end[40];
-    format_time(jnum(win, "start"), start, sizeof start);
-    format_time(jnum(win, "end"), end, sizeof end);
+    dqctl_format_time(jnum(win, "start"), start, sizeof start);
+    dqctl_format_time(jnum(win, "end"), end, sizeof end);
     fprintf(out, "%s  %s ΔQ  window %s .. %s UTC\n", jstr(dq, "probe", "?"), jstr(dq, "kind", "?"),
             start, end);
     char n[24], ok[24], fa[24], to[24];
@@ -754,26 +778,26 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
  * new reference to the envelope's data and the result is 0; otherwise the message is
  * printed and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
  */
-static int api_call(const struct dqctl_opts *o, const char *method, const char *path,
-                    const json_t *body, json_t **data) {
+int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
+                   const json_t *body, json_t **data) {
     char url[4096];
     size_t sl = strlen(o->server);
     while (sl > 0 && o->server[sl - 1] == '/') {
         sl--;
     }
     if (snprintf(url, sizeof url, "%.*s%s", (int)sl, o->server, path) >= (int)sizeof url) {
-        complain("URL too long");
+        dqctl_complain("URL too long");
         return DQCTL_EXIT_USAGE;
     }
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (body && !payload) {
-        complain("out of memory");
+        dqctl_complain("out of memory");
         return DQCTL_EXIT_USAGE;
     }
     CURL *c = curl_easy_init();
     if (!c) {
         free(payload);
-        complain("cannot initialise libcurl");
+        dqctl_complain("cannot initialise libcurl");
         return DQCTL_EXIT_USAGE;
     }
     struct fetch f = {0};
@@ -809,13 +833,13 @@ static int api_call(const struct dqctl_opts *o, const char *method, const char *
     int result = DQCTL_EXIT_USAGE;
     if (rc != CURLE_OK) {
         if (f.over) {
-            complain("the answer of dqd at %.*s is larger than %u MiB", (int)sl, o->server,
-                     DQCTL_MAX_RESPONSE >> 20);
+            dqctl_complain("the answer of dqd at %.*s is larger than %u MiB", (int)sl, o->server,
+                           DQCTL_MAX_RESPONSE >> 20);
         } else {
             const char *why =
                 os_errno ? strerror((int)os_errno) : (errbuf[0] ? errbuf : curl_easy_strerror(rc));
-            complain("cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
-                     (int)sl, o->server, why);
+            dqctl_complain("cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
+                           (int)sl, o->server, why);
         }
         free(f.data);
         return result;
@@ -824,16 +848,16 @@ static int api_call(const struct dqctl_opts *o, const char *method, const char *
     json_t *env = f.data ? json_loadb(f.data, f.len, 0, &jerr) : NULL;
     const char *st = jstr(env, "status", NULL);
     if (!json_is_object(env) || !st) {
-        complain("%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)", method, path,
-                 status, (int)sl, o->server);
+        dqctl_complain("%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)", method,
+                       path, status, (int)sl, o->server);
     } else if (strcmp(st, "success") != 0 || status >= 400) {
-        complain("%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"), status,
-                 jstr(env, "errorType", "?"));
+        dqctl_complain("%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"), status,
+                       jstr(env, "errorType", "?"));
     } else {
         *data = json_incref(json_object_get(env, "data"));
         result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
         if (!*data) {
-            complain("%s %s: the answer has no data", method, path);
+            dqctl_complain("%s %s: the answer has no data", method, path);
         }
     }
     json_decref(env);
@@ -841,22 +865,22 @@ static int api_call(const struct dqctl_opts *o, const char *method, const char *
     return result;
 }
 
-static void print_json(const json_t *data) {
-    FILE *out = out_stream();
+void dqctl_print_json(const json_t *data) {
+    FILE *out = dqctl_out();
     /* One line: ΔQ arrays hold thousands of numbers; pipe to jq for an indented view. */
     json_dumpf(data, out, JSON_COMPACT | JSON_REAL_PRECISION(15) | JSON_ENCODE_ANY);
     fputc('\n', out);
 }
 
 /* "/api/v1/probes/<escaped name><suffix>" */
-static int probe_path(const char *name, const char *suffix, char *buf, size_t cap) {
+int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap) {
     char esc[1024];
     if (!*name || dqctl_url_escape(name, esc, sizeof esc) < 0) {
-        complain("invalid probe name");
+        dqctl_complain("invalid probe name");
         return -1;
     }
     if (snprintf(buf, cap, "/api/v1/probes/%s%s", esc, suffix) >= (int)cap) {
-        complain("probe name too long");
+        dqctl_complain("probe name too long");
         return -1;
     }
     return 0;
@@ -868,27 +892,30 @@ static const char common_help[] =
     "options:\n"
     "  --server URL   dqd's HTTP API (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ")\n"
     "  --json         print the API's data object (one line of JSON) instead of the table\n"
-    "  --help         this text\n"
-    "Exit status: 0 ok, 1 a problem was found, 2 usage or connection error.\n";
+    "  --help         this text\n";
+static const char common_exit[] =
+    "Exit status: 0 ok, 1 a problem was found, 2 usage, API or connection error.\n";
 
 /* Parses options; prints help or the usage error. Returns -1 to go on, else an exit code. */
-static int start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
-                     const char *help, struct dqctl_opts *o) {
+int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
+                    const char *help, struct dqctl_opts *o) {
     char err[256];
     if (dqctl_parse_args(argc, argv, accepts, min_pos, max_pos, getenv("DQD_URL"), o, err,
                          sizeof err) < 0) {
-        complain("%s", err);
+        dqctl_complain("%s", err);
         return DQCTL_EXIT_USAGE;
     }
     if (o->help) {
-        fprintf(out_stream(), "%s%s", help, common_help);
+        /* a command whose exit codes say more than the common line documents its own */
+        fprintf(dqctl_out(), "%s%s%s", help, common_help,
+                strstr(help, "Exit status:") ? "" : common_exit);
         return DQCTL_EXIT_OK;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     return -1;
 }
 
-static int end_cmd(int code) {
+int dqctl_end_cmd(int code) {
     curl_global_cleanup();
     return code;
 }
@@ -897,21 +924,21 @@ int dqctl_status_main(int argc, char **argv) {
     static const char help[] = "usage: dqctl status [--server URL] [--json]\n"
                                "dqd's version, uptime, addresses, counters and wrappers.\n";
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, 0, 0, 0, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 0, help, &o);
     if (rc >= 0) {
         return rc;
     }
     json_t *data = NULL;
-    rc = api_call(&o, "GET", "/api/v1/status", NULL, &data);
+    rc = dqctl_api_call(&o, "GET", "/api/v1/status", NULL, &data);
     if (rc == DQCTL_EXIT_OK) {
         if (o.json) {
-            print_json(data);
+            dqctl_print_json(data);
         } else {
-            dqctl_render_status(out_stream(), data);
+            dqctl_render_status(dqctl_out(), data);
         }
     }
     json_decref(data);
-    return end_cmd(rc);
+    return dqctl_end_cmd(rc);
 }
 
 int dqctl_probes_main(int argc, char **argv) {
@@ -920,26 +947,26 @@ int dqctl_probes_main(int argc, char **argv) {
         "Every probe dqd knows: enabled or not, dMax and bins, the last closed window's\n"
         "count, quantiles and lost fraction, and its QTA.\n";
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, 0, 0, 0, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 0, help, &o);
     if (rc >= 0) {
         return rc;
     }
     json_t *data = NULL;
-    rc = api_call(&o, "GET", "/api/v1/probes", NULL, &data);
+    rc = dqctl_api_call(&o, "GET", "/api/v1/probes", NULL, &data);
     if (rc == DQCTL_EXIT_OK) {
         if (o.json) {
-            print_json(data);
+            dqctl_print_json(data);
         } else if (!json_is_array(data)) {
-            complain("/api/v1/probes did not answer a list");
+            dqctl_complain("/api/v1/probes did not answer a list");
             rc = DQCTL_EXIT_USAGE;
         } else if (json_array_size(data) == 0) {
-            fprintf(out_stream(), "no probes yet\n");
+            fprintf(dqctl_out(), "no probes yet\n");
         } else {
-            dqctl_render_probes(out_stream(), data);
+            dqctl_render_probes(dqctl_out(), data);
         }
     }
     json_decref(data);
-    return end_cmd(rc);
+    return dqctl_end_cmd(rc);
 }
 
 int dqctl_dq_main(int argc, char **argv) {
@@ -950,27 +977,27 @@ int dqctl_dq_main(int argc, char **argv) {
         "counts, lost fraction, mean, quantiles, its QTA verdict and a CDF plot; --csv\n"
         "prints t_s,pdf,cdf per bin. Exits 1 when the window violates the probe's QTA.\n";
     struct dqctl_opts o;
-    int rc =
-        start_cmd(argc, argv, DQCTL_OPT_KIND | DQCTL_OPT_WINDOW | DQCTL_OPT_CSV | DQCTL_OPT_NO_PLOT,
-                  1, 1, help, &o);
+    int rc = dqctl_start_cmd(argc, argv,
+                             DQCTL_OPT_KIND | DQCTL_OPT_WINDOW | DQCTL_OPT_CSV | DQCTL_OPT_NO_PLOT,
+                             1, 1, help, &o);
     if (rc >= 0) {
         return rc;
     }
     char path[2048], suffix[128];
     snprintf(suffix, sizeof suffix, "/dq?kind=%s&window=%s", o.kind, o.window);
     json_t *dq = NULL, *summary = NULL;
-    if (probe_path(o.pos[0], suffix, path, sizeof path) < 0) {
-        return end_cmd(DQCTL_EXIT_USAGE);
+    if (dqctl_probe_path(o.pos[0], suffix, path, sizeof path) < 0) {
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    rc = api_call(&o, "GET", path, NULL, &dq);
-    if (rc == DQCTL_EXIT_OK && probe_path(o.pos[0], "", path, sizeof path) == 0) {
-        rc = api_call(&o, "GET", path, NULL, &summary);
+    rc = dqctl_api_call(&o, "GET", path, NULL, &dq);
+    if (rc == DQCTL_EXIT_OK && dqctl_probe_path(o.pos[0], "", path, sizeof path) == 0) {
+        rc = dqctl_api_call(&o, "GET", path, NULL, &summary);
     }
     if (rc == DQCTL_EXIT_OK) {
         const json_t *qta = json_object_get(summary, "qta");
-        FILE *out = out_stream();
+        FILE *out = dqctl_out();
         if (o.json) {
-            print_json(dq);
+            dqctl_print_json(dq);
         } else if (o.csv) {
             dqctl_render_dq_csv(out, dq);
         } else {
@@ -984,39 +1011,39 @@ int dqctl_dq_main(int argc, char **argv) {
         int empty = strcmp(o.kind, "observed") == 0 && !(n > 0);
         char why[256];
         if (json_is_object(qta) && !empty && dqctl_qta_check(dq, qta, why, sizeof why) == 0) {
-            complain("%s: QTA %s", o.pos[0], why);
+            dqctl_complain("%s: QTA %s", o.pos[0], why);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
     json_decref(dq);
     json_decref(summary);
-    return end_cmd(rc);
+    return dqctl_end_cmd(rc);
 }
 
 /* PUT /api/v1/probes/NAME with body; prints the summary line (or JSON). */
 static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body) {
     char path[2048];
     if (!body) {
-        complain("out of memory");
+        dqctl_complain("out of memory");
         return DQCTL_EXIT_USAGE;
     }
-    if (probe_path(name, "", path, sizeof path) < 0) {
+    if (dqctl_probe_path(name, "", path, sizeof path) < 0) {
         json_decref(body);
         return DQCTL_EXIT_USAGE;
     }
     json_t *data = NULL;
-    int rc = api_call(o, "PUT", path, body, &data);
+    int rc = dqctl_api_call(o, "PUT", path, body, &data);
     json_decref(body);
     if (rc == DQCTL_EXIT_OK) {
         if (o->json) {
-            print_json(data);
+            dqctl_print_json(data);
         } else {
             char dmax[24], qta[256] = "none";
             dqctl_format_duration(jnum(data, "dmax_ms") / 1e3, dmax, sizeof dmax);
             if (json_is_object(json_object_get(data, "qta"))) {
                 format_qta(json_object_get(data, "qta"), qta, sizeof qta);
             }
-            fprintf(out_stream(), "%s: %s, dmax %s, %.0f bins, QTA %s\n", jstr(data, "name", name),
+            fprintf(dqctl_out(), "%s: %s, dmax %s, %.0f bins, QTA %s\n", jstr(data, "name", name),
                     json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled", dmax,
                     jnum(data, "bins"), qta);
         }
@@ -1031,11 +1058,11 @@ static int enable_common(int argc, char **argv, int enable) {
     static const char help_off[] = "usage: dqctl disable PROBE [--server URL] [--json]\n"
                                    "Disables a probe: dqd tells the wrappers to stop it.\n";
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, 0, 1, 1, enable ? help_on : help_off, &o);
+    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, enable ? help_on : help_off, &o);
     if (rc >= 0) {
         return rc;
     }
-    return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable)));
 }
 
 int dqctl_enable_main(int argc, char **argv) {
@@ -1052,16 +1079,17 @@ int dqctl_set_timeout_main(int argc, char **argv) {
         "Sets a probe's dMax (its timeout and ΔQ horizon). MS is milliseconds, or a\n"
         "duration with a unit: 250ms, 1.5s, 800us.\n";
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, 0, 2, 2, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, 0, 2, 2, help, &o);
     if (rc >= 0) {
         return rc;
     }
     double s = 0;
     if (dqctl_parse_duration(o.pos[1], 1e-3, &s) < 0 || !(s > 0)) {
-        complain("set-timeout: \"%s\" is not a duration > 0 (e.g. 250, 250ms, 1.5s)", o.pos[1]);
-        return end_cmd(DQCTL_EXIT_USAGE);
+        dqctl_complain("set-timeout: \"%s\" is not a duration > 0 (e.g. 250, 250ms, 1.5s)",
+                       o.pos[1]);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3)));
 }
 
 int dqctl_qta_main(int argc, char **argv) {
@@ -1075,51 +1103,51 @@ int dqctl_qta_main(int argc, char **argv) {
         "current QTA; --clear removes it. Example:\n"
         "  dqctl qta checkout 0.5@100ms 0.95@250ms --max-lost 0.01\n";
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR, 1,
-                       DQCTL_MAX_QTA_POINTS + 1, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR, 1,
+                             DQCTL_MAX_QTA_POINTS + 1, help, &o);
     if (rc >= 0) {
         return rc;
     }
     if (o.clear) {
         if (o.npos > 1 || o.max_lost) {
-            complain("qta: --clear takes no points and no --max-lost");
-            return end_cmd(DQCTL_EXIT_USAGE);
+            dqctl_complain("qta: --clear takes no points and no --max-lost");
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
-        return end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta")));
+        return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta")));
     }
     if (o.npos == 1) {
         if (o.max_lost) {
-            complain("qta: --max-lost needs at least one P@T point");
-            return end_cmd(DQCTL_EXIT_USAGE);
+            dqctl_complain("qta: --max-lost needs at least one P@T point");
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
         char path[2048];
         json_t *data = NULL;
-        if (probe_path(o.pos[0], "", path, sizeof path) < 0) {
-            return end_cmd(DQCTL_EXIT_USAGE);
+        if (dqctl_probe_path(o.pos[0], "", path, sizeof path) < 0) {
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
-        rc = api_call(&o, "GET", path, NULL, &data);
+        rc = dqctl_api_call(&o, "GET", path, NULL, &data);
         if (rc == DQCTL_EXIT_OK) {
             const json_t *q = json_object_get(data, "qta");
             if (o.json) {
-                print_json(q ? q : json_null());
+                dqctl_print_json(q ? q : json_null());
             } else if (json_is_object(q)) {
                 char buf[256];
                 format_qta(q, buf, sizeof buf);
-                fprintf(out_stream(), "%s: QTA %s\n", o.pos[0], buf);
+                fprintf(dqctl_out(), "%s: QTA %s\n", o.pos[0], buf);
             } else {
-                fprintf(out_stream(), "%s: no QTA\n", o.pos[0]);
+                fprintf(dqctl_out(), "%s: no QTA\n", o.pos[0]);
             }
         }
         json_decref(data);
-        return end_cmd(rc);
+        return dqctl_end_cmd(rc);
     }
     char err[256];
     json_t *body = dqctl_qta_body(o.pos + 1, o.npos - 1, o.max_lost, err, sizeof err);
     if (!body) {
-        complain("qta: %s", err);
-        return end_cmd(DQCTL_EXIT_USAGE);
+        dqctl_complain("qta: %s", err);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return end_cmd(put_probe(&o, o.pos[0], body));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], body));
 }
 
 static int wrapper_common(int argc, char **argv, const char *verb) {
@@ -1132,29 +1160,29 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                                     "Exits 1 when no wrapper received the command.\n";
     int start = strcmp(verb, "start") == 0;
     struct dqctl_opts o;
-    int rc = start_cmd(argc, argv, 0, 0, 0, start ? help_start : help_stop, &o);
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 0, start ? help_start : help_stop, &o);
     if (rc >= 0) {
         return rc;
     }
     json_t *data = NULL;
-    rc =
-        api_call(&o, "POST", start ? "/api/v1/wrapper/start" : "/api/v1/wrapper/stop", NULL, &data);
+    rc = dqctl_api_call(&o, "POST", start ? "/api/v1/wrapper/start" : "/api/v1/wrapper/stop", NULL,
+                        &data);
     if (rc == DQCTL_EXIT_OK) {
         double sent = jnum(data, "sent_to");
         if (o.json) {
-            print_json(data);
+            dqctl_print_json(data);
         } else {
-            fprintf(out_stream(), "%s sent to %.0f wrapper(s); running: %s\n", verb,
+            fprintf(dqctl_out(), "%s sent to %.0f wrapper(s); running: %s\n", verb,
                     isnan(sent) ? 0 : sent,
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
         if (!(sent > 0)) {
-            complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
+            dqctl_complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
     json_decref(data);
-    return end_cmd(rc);
+    return dqctl_end_cmd(rc);
 }
 
 int dqctl_start_main(int argc, char **argv) {
@@ -1181,6 +1209,6 @@ int dqctl_api_main(const char *cmd, int argc, char **argv) {
             return table[i].run(argc, argv);
         }
     }
-    complain("unknown command `%s`; see dqctl --help", cmd);
+    dqctl_complain("unknown command `%s`; see dqctl --help", cmd);
     return DQCTL_EXIT_USAGE;
 }

@@ -6,7 +6,8 @@
  * returns the dqctl exit codes of dqctl.h: 0 ok, 1 a problem found (a ΔQ that violates
  * its QTA, a start/stop that reached no wrapper), 2 usage, API or connection error with
  * the message on stderr. Options go after the subcommand: --server URL (else $DQD_URL,
- * else http://127.0.0.1:7401), --json (print the API's data object), --help.
+ * else http://127.0.0.1:7401), --json (print the API's data object), --help (dqctl's
+ * main also takes --server and --json before the subcommand and passes them on).
  */
 #ifndef DQCTL_API_H
 #define DQCTL_API_H
@@ -56,6 +57,15 @@ struct dqctl_opts {
     const char *kind;               /* --kind observed|calculated (dq), default "observed" */
     const char *window;             /* --window latest|N (dq), default "latest" */
     const char *max_lost;           /* --max-lost X (qta), NULL when absent */
+    const char *strategy;           /* --strategy children|bisect (diagnose), NULL when absent */
+    int wait;                       /* --wait (diagnose) */
+    const char *timeout;            /* --timeout SECONDS (diagnose), NULL when absent */
+    int open;                       /* --open (log) */
+    const char *limit;              /* --limit N (log), NULL when absent */
+    const char *threshold;          /* --threshold X (trigger), NULL when absent */
+    const char *fire_after;         /* --fire-after K (trigger), NULL when absent */
+    const char *clear_after;        /* --clear-after M (trigger), NULL when absent */
+    int disable;                    /* --disable (trigger) */
     const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
     int npos;
 };
@@ -68,6 +78,11 @@ enum {
     DQCTL_OPT_MAX_LOST = 1 << 3,
     DQCTL_OPT_CLEAR = 1 << 4,
     DQCTL_OPT_NO_PLOT = 1 << 5,
+    DQCTL_OPT_STRATEGY = 1 << 6, /* --strategy */
+    DQCTL_OPT_WAIT = 1 << 7,     /* --wait and --timeout */
+    DQCTL_OPT_OPEN = 1 << 8,     /* --open */
+    DQCTL_OPT_LIMIT = 1 << 9,    /* --limit */
+    DQCTL_OPT_TRIGGER = 1 << 10, /* --threshold, --fire-after, --clear-after, --disable */
 };
 
 /*
@@ -119,6 +134,9 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
 /* Formats a duration in seconds for people: "850 us", "12.5 ms", "1.25 s". */
 void dqctl_format_duration(double s, char *buf, size_t cap);
 
+/* "2026-11-22 03:17:49.000" (UTC) from Unix seconds; "-" for NAN. */
+void dqctl_format_time(double unix_s, char *buf, size_t cap);
+
 /* Renderers of the human-readable outputs. */
 void dqctl_render_status(FILE *out, const json_t *status);
 void dqctl_render_probes(FILE *out, const json_t *probes);
@@ -126,5 +144,46 @@ void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta);
 void dqctl_render_dq_csv(FILE *out, const json_t *dq);
 /* A width×height character plot of the CDF (and the QTA's points, marked 'Q'). */
 void dqctl_render_cdf_plot(FILE *out, const json_t *dq, const json_t *qta, int width, int height);
+
+/* ---- plumbing shared with the other API subcommands (dqctl_log.c) -------------------- */
+
+/* The streams set with dqctl_api_set_output (stdout / stderr by default). */
+FILE *dqctl_out(void);
+FILE *dqctl_err(void);
+
+/* Prints "dqctl: <message>" and a newline on dqctl_err(). */
+void dqctl_complain(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/*
+ * Starts a subcommand: parses argv with dqctl_parse_args ($DQD_URL as the default
+ * server). On a usage error prints it and returns 2; on --help prints `help`, the common
+ * options and (unless `help` has its own "Exit status:" paragraph) the exit codes, and
+ * returns 0. Otherwise initialises libcurl and returns -1: the caller goes on and ends
+ * with dqctl_end_cmd.
+ */
+int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
+                    const char *help, struct dqctl_opts *o);
+
+/* Releases what dqctl_start_cmd set up; returns code. */
+int dqctl_end_cmd(int code);
+
+/*
+ * One API call: method on o->server + path with an optional JSON body. On success
+ * *data is a new reference to the envelope's data and the result is 0; otherwise the
+ * message (connection, HTTP status or the API's error) is printed and the result is 2.
+ */
+int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
+                   const json_t *body, json_t **data);
+
+/* Prints data as one line of JSON on dqctl_out() (what --json shows). */
+void dqctl_print_json(const json_t *data);
+
+/* "/api/v1/probes/<escaped name><suffix>" into buf; -1 (with a message) when it does not
+ * fit or the name is empty. */
+int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap);
 
 #endif /* DQCTL_API_H */

@@ -1,43 +1,60 @@
 /*
- * dqctl_main.c: dqctl's entry point: global help and the subcommand dispatch table.
+ * dqctl_main.c: dqctl's entry point: global options, global help and the subcommand
+ * dispatch table.
  *
  * Adding a subcommand is one row in `commands` (name, one-line summary, entry point
- * declared in dqctl.h); help, `dqctl help NAME` and unknown-command errors all come
- * from the table.
+ * declared in dqctl.h, dqctl_api.h or dqctl_log.h); help, `dqctl help NAME` and
+ * unknown-command errors all come from the table. --server and --json may come before
+ * the subcommand (`dqctl --server URL status`): they are passed on to it right after its
+ * name, so the same option after the subcommand still wins (the parser keeps the last).
  */
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dqctl_log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct dqctl_command {
     const char *name;    /* the word after dqctl */
     const char *summary; /* one line for `dqctl --help` */
     int (*run)(int argc, char **argv);
+    int offline; /* 1: needs no daemon, so a global --server is not passed on */
 };
 
 static const struct dqctl_command commands[] = {
     {"model", "offline what-if: a .dq model's end-to-end ΔQ from its parts' ΔQs (no daemon)",
-     dqctl_model_main},
-    {"status", "dqd's version, addresses, counters and wrappers", dqctl_status_main},
-    {"probes", "every probe: state, dMax, last window's quantiles, QTA", dqctl_probes_main},
+     dqctl_model_main, 1},
+    {"status", "dqd's version, addresses, counters and wrappers", dqctl_status_main, 0},
+    {"probes", "every probe: state, dMax, last window's quantiles, QTA", dqctl_probes_main, 0},
     {"dq", "a probe's ΔQ for a window: table, CDF plot, CSV; exit 1 if its QTA fails",
-     dqctl_dq_main},
-    {"enable", "enable a probe (the wrappers start reporting it)", dqctl_enable_main},
-    {"disable", "disable a probe", dqctl_disable_main},
-    {"set-timeout", "set a probe's dMax: set-timeout PROBE MS", dqctl_set_timeout_main},
-    {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250ms …", dqctl_qta_main},
-    {"start", "tell the connected wrappers to start", dqctl_start_main},
-    {"stop", "tell the connected wrappers to stop", dqctl_stop_main},
+     dqctl_dq_main, 0},
+    {"enable", "enable a probe (the wrappers start reporting it)", dqctl_enable_main, 0},
+    {"disable", "disable a probe", dqctl_disable_main, 0},
+    {"set-timeout", "set a probe's dMax: set-timeout PROBE MS", dqctl_set_timeout_main, 0},
+    {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250ms …", dqctl_qta_main, 0},
+    {"start", "tell the connected wrappers to start", dqctl_start_main, 0},
+    {"stop", "tell the connected wrappers to stop", dqctl_stop_main, 0},
+    {"diagnose", "find where a problem at a node comes from; --wait follows it to a verdict",
+     dqctl_diagnose_main, 0},
+    {"why", "why a probe is enabled: the hypothesis chain, its numbers, the commands sent",
+     dqctl_why_main, 0},
+    {"log", "investigations; `log ID`: one investigation's hypothesis tree", dqctl_log_main, 0},
+    {"snapshots", "the snapshots triggers stored when they fired", dqctl_snapshots_main, 0},
+    {"snapshot", "one snapshot's ΔQs: table, --csv or --json", dqctl_snapshot_main, 0},
+    {"trigger", "set a probe's trigger: trigger PROBE KIND --threshold X …", dqctl_trigger_main, 0},
+    {"triggers", "the triggers and their state; exit 1 if one is fired", dqctl_triggers_main, 0},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: dqctl [--help] COMMAND [ARGS…]\n"
+    fprintf(out, "usage: dqctl [--server URL] [--json] [--help] COMMAND [ARGS…]\n"
                  "\n"
                  "The command-line client of dqd, the adaptive instrumentation controller.\n"
+                 "--server URL (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ") and --json\n"
+                 "may come before or after COMMAND.\n"
                  "\n"
                  "commands:\n");
     int width = 0; /* the longest name sets the column, whatever rows are added */
@@ -50,8 +67,8 @@ static void usage(FILE *out) {
     }
     fprintf(out, "\n"
                  "`dqctl COMMAND --help` (or `dqctl help COMMAND`) describes one command.\n"
-                 "Exit status: 0 success, 1 a problem was found, 2 usage, model or connection "
-                 "error.\n");
+                 "Exit status: 0 success, 1 a problem was found (see each command's --help), 2 "
+                 "usage,\nmodel, API or connection error.\n");
 }
 
 static const struct dqctl_command *find_command(const char *name) {
@@ -63,27 +80,68 @@ static const struct dqctl_command *find_command(const char *name) {
     return NULL;
 }
 
+/* The global options before the subcommand; argv[*next] is the first other word. */
+struct globals {
+    const char *server; /* NULL when not given */
+    int json;
+    int help;
+};
+
+static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
+    memset(g, 0, sizeof *g);
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            g->help = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            g->json = 1;
+        } else if (strcmp(a, "--server") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "dqctl: option --server needs a value\n");
+                return -1;
+            }
+            g->server = argv[++i];
+        } else if (strncmp(a, "--server=", 9) == 0) {
+            g->server = a + 9;
+        } else {
+            fprintf(stderr,
+                    "dqctl: unknown option %s before the command (only --server, --json and "
+                    "--help go there); see dqctl --help\n",
+                    a);
+            return -1;
+        }
+    }
+    *next = i;
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
+    struct globals g;
+    int first;
+    if (parse_globals(argc, argv, &g, &first) < 0) {
         return DQCTL_EXIT_USAGE;
     }
-    const char *word = argv[1];
-    if (strcmp(word, "--help") == 0 || strcmp(word, "-h") == 0) {
+    if (g.help && first >= argc) {
         usage(stdout);
         return DQCTL_EXIT_OK;
     }
+    if (first >= argc) {
+        usage(stderr);
+        return DQCTL_EXIT_USAGE;
+    }
+    const char *word = argv[first];
     if (strcmp(word, "help") == 0) {
-        if (argc < 3) {
+        if (first + 1 >= argc) {
             usage(stdout);
             return DQCTL_EXIT_OK;
         }
-        const struct dqctl_command *c = find_command(argv[2]);
+        const struct dqctl_command *c = find_command(argv[first + 1]);
         if (!c) {
-            fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", argv[2]);
+            fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", argv[first + 1]);
             return DQCTL_EXIT_USAGE;
         }
-        char *help_argv[] = {argv[2], "--help", NULL};
+        char *help_argv[] = {argv[first + 1], "--help", NULL};
         return c->run(2, help_argv);
     }
     const struct dqctl_command *c = find_command(word);
@@ -91,5 +149,30 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", word);
         return DQCTL_EXIT_USAGE;
     }
-    return c->run(argc - 1, argv + 1);
+    /* the subcommand's argv: its name, the global options, then its own words */
+    int rest = argc - first - 1;
+    char **sub = calloc((size_t)rest + 6, sizeof *sub);
+    if (!sub) {
+        fprintf(stderr, "dqctl: out of memory\n");
+        return DQCTL_EXIT_USAGE;
+    }
+    int n = 0;
+    sub[n++] = argv[first];
+    if (g.help) {
+        sub[n++] = "--help";
+    }
+    if (g.server && !c->offline) {
+        sub[n++] = "--server";
+        sub[n++] = (char *)g.server;
+    }
+    if (g.json) {
+        sub[n++] = "--json";
+    }
+    for (int i = 0; i < rest; i++) {
+        sub[n++] = argv[first + 1 + i];
+    }
+    sub[n] = NULL;
+    int rc = c->run(n, sub);
+    free(sub);
+    return rc;
 }

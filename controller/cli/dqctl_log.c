@@ -1,0 +1,1357 @@
+/*
+ * dqctl_log.c: the dqctl subcommands of the adaptive loop: `diagnose` (start an
+ * investigation and, with --wait, follow it to its verdict), `why` (the hypothesis chain
+ * that enabled a probe), `log` (investigations and their hypothesis trees), `snapshots`
+ * and `snapshot` (the ΔQs a trigger stored), `trigger` and `triggers`.
+ *
+ * Each command makes one or a few calls through dqctl_api.h's plumbing and prints either
+ * the API's data object (--json) or a rendering for people. The renderers only read the
+ * JSON they are given and tolerate missing fields (printing "-"), so an older or newer
+ * dqd degrades the output instead of crashing it; they are exposed in dqctl_log.h and
+ * tested on canned answers.
+ */
+#include "dqctl_log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dqctl.h"
+#include "dqctl_api.h"
+
+static double poll_interval_s = 0.5;
+
+void dqctl_log_set_poll_interval(double seconds) {
+    poll_interval_s = seconds > 0 ? seconds : 0.5;
+}
+
+/* ---- reading JSON ------------------------------------------------------------------- */
+
+static double jnum(const json_t *obj, const char *key) {
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
+
+/* An integer field as long long; dflt when absent or not an integer. */
+static long long jint(const json_t *obj, const char *key, long long dflt) {
+    const json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
+}
+
+/* Appends to buf at *len (snprintf semantics, never past cap). */
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+    if (*len >= cap) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+    }
+}
+
+/* "03:42:40.001" (UTC), for lines within one investigation. */
+static void clock_hms(double unix_s, char *buf, size_t cap) {
+    char full[40];
+    dqctl_format_time(unix_s, full, sizeof full);
+    const char *sp = strchr(full, ' ');
+    snprintf(buf, cap, "%s", sp ? sp + 1 : full);
+}
+
+/* "validate, pay, ship" from an array of strings. */
+static void join_names(const json_t *arr, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const char *s = json_string_value(json_array_get(arr, i));
+        append(buf, cap, &len, "%s%s", i ? ", " : "", s ? s : "?");
+    }
+}
+
+/* "27.4 ms" or "-" */
+static void dur(double s, char *buf, size_t cap) {
+    dqctl_format_duration(s, buf, cap);
+}
+
+static void percent(double f, char *buf, size_t cap) {
+    if (isnan(f)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.2f%%", f * 100);
+    }
+}
+
+/*
+ * The key numbers of a node's statistics object (the daemon's stats_json): "n 1453 in 3
+ * windows, mean 27.4 ms, sd 4.72 ms, lost 0.00%, KS D 0.0101 (p 0.998), QTA hazard 0.3".
+ */
+static void format_node_stats(const json_t *st, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    if (!json_is_object(st)) {
+        append(buf, cap, &len, "no numbers");
+        return;
+    }
+    if (json_is_false(json_object_get(st, "present"))) {
+        append(buf, cap, &len, "no data");
+        return;
+    }
+    double n = jnum(st, "ok") + jnum(st, "fa") + jnum(st, "to");
+    double w = jnum(st, "windows");
+    if (!isnan(n)) {
+        append(buf, cap, &len, "n %.0f", n);
+        if (!isnan(w)) {
+            append(buf, cap, &len, " in %.0f window%s", w, w == 1 ? "" : "s");
+        }
+    }
+    char a[32], b[32];
+    if (!isnan(jnum(st, "mean"))) {
+        dur(jnum(st, "mean"), a, sizeof a);
+        dur(jnum(st, "sd"), b, sizeof b);
+        append(buf, cap, &len, "%smean %s, sd %s", len ? ", " : "", a, b);
+    }
+    if (!isnan(jnum(st, "lost"))) {
+        percent(jnum(st, "lost"), a, sizeof a);
+        append(buf, cap, &len, "%slost %s", len ? ", " : "", a);
+    }
+    if (!isnan(jnum(st, "ks_d"))) {
+        append(buf, cap, &len, "%sKS D %.3g (p %.3g)", len ? ", " : "", jnum(st, "ks_d"),
+               jnum(st, "ks_p"));
+    }
+    if (!isnan(jnum(st, "qta_hazard"))) {
+        append(buf, cap, &len, "%sQTA hazard %.3g", len ? ", " : "", jnum(st, "qta_hazard"));
+    }
+    if (len == 0) {
+        append(buf, cap, &len, "no numbers");
+    }
+}
+
+/* A contribution in the unit of the problem kind: seconds, s² (shown as ms²), a lost
+ * fraction, a KS distance. */
+static void format_value(const char *problem, double v, char *buf, size_t cap) {
+    if (isnan(v)) {
+        snprintf(buf, cap, "-");
+    } else if (strcmp(problem, "variance") == 0) {
+        snprintf(buf, cap, "%.3g ms²", v * 1e6);
+    } else if (strcmp(problem, "lost") == 0) {
+        snprintf(buf, cap, "%.3g%%", v * 100);
+    } else if (strcmp(problem, "divergence") == 0) {
+        snprintf(buf, cap, "D %.3g", v);
+    } else {
+        dur(v, buf, cap);
+    }
+}
+
+static void format_contribution(const char *problem, const json_t *c, char *buf, size_t cap) {
+    double v = jnum(c, "contribution"), h = jnum(c, "half_width");
+    if (isnan(v)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    char a[32], b[32];
+    format_value(problem, v, a, sizeof a);
+    if (isnan(h)) {
+        snprintf(buf, cap, "%s", a);
+        return;
+    }
+    if (strcmp(problem, "divergence") == 0) {
+        snprintf(b, sizeof b, "%.3g", h);
+    } else {
+        format_value(problem, h, b, sizeof b);
+    }
+    snprintf(buf, cap, "%s ± %s", a, b);
+}
+
+/* The statistics of the node a hypothesis is about: stats.node (root), stats.focus
+ * (expand) or stats.evidence.focus (descend, verdict). */
+static const json_t *hyp_node_stats(const json_t *h) {
+    const json_t *st = json_object_get(h, "stats");
+    const json_t *n = json_object_get(st, "node");
+    if (json_is_object(n)) {
+        return n;
+    }
+    n = json_object_get(st, "focus");
+    if (json_is_object(n)) {
+        return n;
+    }
+    return json_object_get(json_object_get(st, "evidence"), "focus");
+}
+
+/* The child an evidence object names as the largest contributor, or NULL. */
+static const json_t *evidence_best(const json_t *ev) {
+    const char *best = jstr(ev, "best", NULL);
+    const json_t *kids = json_object_get(ev, "children");
+    for (size_t i = 0; best && i < json_array_size(kids); i++) {
+        const json_t *k = json_array_get(kids, i);
+        if (strcmp(jstr(k, "node", ""), best) == 0) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+/* What a hypothesis says in words: its reason, or for the root who opened it and why. */
+static void hyp_reason(const json_t *h, char *buf, size_t cap) {
+    const json_t *st = json_object_get(h, "stats");
+    const char *reason = jstr(st, "reason", NULL);
+    if (reason) {
+        snprintf(buf, cap, "%s", reason);
+        return;
+    }
+    if (strcmp(jstr(h, "action", ""), "root") == 0) {
+        const char *origin = jstr(st, "origin", "?");
+        const char *who = jstr(st, "requested_by", NULL);
+        snprintf(buf, cap, "opened for a %s problem, %s%s%s%s", jstr(h, "kind", "?"),
+                 strcmp(origin, "trigger") == 0 ? "by a trigger" : "by a person", who ? " (" : "",
+                 who ? who : "", who ? ")" : "");
+        return;
+    }
+    const char *err = jstr(st, "error", NULL);
+    snprintf(buf, cap, "%s", err ? err : "");
+}
+
+/* ---- verdicts and progress ------------------------------------------------------------ */
+
+int dqctl_verdict_exit(const char *verdict) {
+    if (!verdict) {
+        return DQCTL_EXIT_USAGE;
+    }
+    if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0) {
+        return DQCTL_EXIT_PROBLEM;
+    }
+    if (strcmp(verdict, "inconclusive") == 0) {
+        return DQCTL_EXIT_OK;
+    }
+    return DQCTL_EXIT_USAGE;
+}
+
+void dqctl_render_progress(FILE *out, const json_t *h) {
+    char when[40], probes[512], reason[2048];
+    clock_hms(jnum(h, "time"), when, sizeof when);
+    join_names(json_object_get(h, "probes"), probes, sizeof probes);
+    hyp_reason(h, reason, sizeof reason);
+    const char *action = jstr(h, "action", "?");
+    fprintf(out, "%s  %-8s %s", when, action, jstr(h, "node", "?"));
+    if (probes[0]) {
+        fprintf(out, " [%s]", probes);
+    }
+    if (strcmp(action, "root") == 0) {
+        char st[256];
+        format_node_stats(hyp_node_stats(h), st, sizeof st);
+        fprintf(out, ": %s; %s\n", reason, st);
+    } else {
+        fprintf(out, "%s%s\n", reason[0] ? ": " : "", reason);
+    }
+}
+
+/* The table of children of an evidence object (indent: leading spaces). */
+static void render_children(FILE *out, const json_t *ev, const char *problem, const char *indent) {
+    const json_t *kids = json_object_get(ev, "children");
+    if (json_array_size(kids) == 0) {
+        return;
+    }
+    int width = 5;
+    for (size_t i = 0; i < json_array_size(kids); i++) {
+        int n = (int)strlen(jstr(json_array_get(kids, i), "node", "?"));
+        width = n > width ? n : width;
+    }
+    width = width > 40 ? 40 : width;
+    const char *best = jstr(ev, "best", "");
+    int dominant = json_is_true(json_object_get(ev, "dominant"));
+    fprintf(out, "%s  %-*s %8s %9s %9s %7s  %-24s %6s\n", indent, width, "CHILD", "N", "MEAN", "SD",
+            "LOST", "CONTRIBUTION (95%)", "SHARE");
+    for (size_t i = 0; i < json_array_size(kids); i++) {
+        const json_t *k = json_array_get(kids, i);
+        const char *name = jstr(k, "node", "?");
+        char n[24] = "-", mean[24], sd[24], lost[24], contrib[80], share[24] = "-";
+        int present = !json_is_false(json_object_get(k, "present"));
+        double total = jnum(k, "ok") + jnum(k, "fa") + jnum(k, "to");
+        if (present && !isnan(total)) {
+            snprintf(n, sizeof n, "%.0f", total);
+        }
+        dur(jnum(k, "mean"), mean, sizeof mean);
+        dur(jnum(k, "sd"), sd, sizeof sd);
+        percent(jnum(k, "lost"), lost, sizeof lost);
+        format_contribution(problem, k, contrib, sizeof contrib);
+        if (!isnan(jnum(k, "share"))) {
+            snprintf(share, sizeof share, "%.1f%%", jnum(k, "share") * 100);
+        }
+        int is_best = strcmp(name, best) == 0;
+        fprintf(out, "%s%c %-*.*s %8s %9s %9s %7s  %-24s %6s%s\n", indent, is_best ? '*' : ' ',
+                width, width, name, n, mean, sd, lost, contrib, share,
+                !is_best   ? ""
+                : dominant ? "  dominant"
+                : !present ? ""
+                           : "  largest, not dominant");
+    }
+    double cov = jnum(ev, "covariance");
+    if (!isnan(cov)) {
+        char c[40];
+        format_value("variance", cov, c, sizeof c);
+        fprintf(out, "%s  covariance (observed variance minus the children's sum): %s\n", indent,
+                c);
+    }
+}
+
+void dqctl_render_verdict(FILE *out, const json_t *inv) {
+    const char *verdict = jstr(inv, "verdict", NULL);
+    const char *vnode = jstr(inv, "verdict_node", NULL);
+    const char *problem = jstr(inv, "problem", "?");
+    double took = jnum(inv, "closed") - jnum(inv, "opened");
+    fprintf(out, "verdict: %s%s%s (investigation %lld: %s problem at %s",
+            verdict ? verdict : "none", vnode ? " at " : "", vnode ? vnode : "", jint(inv, "id", 0),
+            problem, jstr(inv, "node", "?"));
+    if (!isnan(took) && took >= 0) {
+        char t[32];
+        dur(took, t, sizeof t);
+        fprintf(out, ", %s", t);
+    }
+    fprintf(out, ")\n");
+    const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
+    const char *reason = jstr(ev, "reason", NULL);
+    const char *error = jstr(ev, "error", NULL);
+    if (reason) {
+        fprintf(out, "  %s\n", reason);
+    }
+    if (error) {
+        fprintf(out, "  error: %s\n", error);
+    }
+    const json_t *focus = json_object_get(ev, "focus");
+    if (json_is_object(focus)) {
+        char st[256];
+        format_node_stats(focus, st, sizeof st);
+        fprintf(out, "  %s: %s\n", jstr(focus, "node", "?"), st);
+    }
+    render_children(out, ev, problem, "  ");
+}
+
+/* ---- why ------------------------------------------------------------------------------ */
+
+/* One hypothesis as a list item: "#2 expand checkout 03:42:40.001 [a, b]" then its
+ * numbers and its reason on indented lines. */
+static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *mark) {
+    char when[40], probes[512], st[256], reason[2048];
+    clock_hms(jnum(h, "time"), when, sizeof when);
+    join_names(json_object_get(h, "probes"), probes, sizeof probes);
+    format_node_stats(hyp_node_stats(h), st, sizeof st);
+    hyp_reason(h, reason, sizeof reason);
+    int ind = 2 + 2 * depth;
+    const char *verdict = jstr(h, "verdict", "pending");
+    fprintf(out, "%*s#%lld %s %s  %s", ind, "", jint(h, "id", 0), jstr(h, "action", "?"),
+            jstr(h, "node", "?"), when);
+    if (probes[0]) {
+        fprintf(out, "  [%s]", probes);
+    }
+    if (strcmp(verdict, "pending") != 0) {
+        fprintf(out, "  -> %s", verdict);
+    }
+    fprintf(out, "%s\n", mark ? mark : "");
+    const json_t *stats = json_object_get(h, "stats");
+    const json_t *node_st = hyp_node_stats(h);
+    if (json_is_object(node_st)) {
+        fprintf(out, "%*s  %s: %s\n", ind, "", jstr(node_st, "node", jstr(h, "node", "?")), st);
+    }
+    const json_t *best = evidence_best(json_object_get(stats, "evidence"));
+    if (best) {
+        char c[80];
+        format_contribution(jstr(h, "kind", "latency"), best, c, sizeof c);
+        double share = jnum(best, "share");
+        fprintf(out, "%*s  largest contribution: %s %s", ind, "", jstr(best, "node", "?"), c);
+        if (!isnan(share)) {
+            fprintf(out, " (%.1f%%)", share * 100);
+        }
+        fprintf(out, "%s\n",
+                json_is_true(json_object_get(json_object_get(stats, "evidence"), "dominant"))
+                    ? ", dominant"
+                    : ", not dominant");
+    }
+    if (reason[0]) {
+        fprintf(out, "%*s  %s\n", ind, "", reason);
+    }
+}
+
+static void render_command(FILE *out, const json_t *c, int with_probe) {
+    char when[40];
+    dqctl_format_time(jnum(c, "time"), when, sizeof when);
+    char *args = NULL;
+    const json_t *a = json_object_get(c, "args");
+    if (a && !json_is_null(a)) {
+        args = json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY);
+    }
+    const char *status = jstr(c, "status", "?");
+    const char *detail = jstr(c, "detail", NULL);
+    fprintf(out, "  %s  %s%s%s%s%s  to wrapper %s: %s%s%s%s\n", when, jstr(c, "command", "?"),
+            with_probe ? " " : "", with_probe ? jstr(c, "probe", "-") : "", args ? " " : "",
+            args ? args : "", jstr(c, "wrapper", "?"), status,
+            strcmp(status, "not_applied") == 0 ? " (a legacy link cannot do this)" : "",
+            detail ? ": " : "", detail ? detail : "");
+    free(args);
+}
+
+void dqctl_render_why(FILE *out, const json_t *why) {
+    const json_t *sent = json_object_get(why, "sentences");
+    for (size_t i = 0; i < json_array_size(sent); i++) {
+        const char *s = json_string_value(json_array_get(sent, i));
+        if (s) {
+            fprintf(out, "%s\n", s);
+        }
+    }
+    const json_t *chain = json_object_get(why, "chain");
+    size_t n = json_array_size(chain);
+    const char *probe = jstr(why, "probe", "?");
+    if (n > 0) {
+        /* the API lists the enabling hypothesis first and the root last; a tree reads
+         * from the top, so print it root first, each step one level deeper */
+        fprintf(out,
+                "\nchain (from the start of investigation %lld to the step that enabled %s):\n",
+                jint(json_object_get(why, "investigation"), "id", 0), probe);
+        for (size_t i = n; i-- > 0;) {
+            char mark[256] = "";
+            if (i == 0) {
+                snprintf(mark, sizeof mark, "  <- enabled %s", probe);
+            }
+            render_hyp_item(out, json_array_get(chain, i), (int)(n - 1 - i), mark);
+        }
+    }
+    const json_t *dis = json_object_get(why, "disabled_by");
+    if (json_is_object(dis)) {
+        fprintf(out, "\nthen disabled by:\n");
+        render_hyp_item(out, dis, 0, NULL);
+    }
+    const json_t *cmds = json_object_get(why, "commands");
+    if (n > 0 || json_array_size(cmds) > 0) {
+        fprintf(out, "\ncommands sent for %s:%s\n", probe,
+                json_array_size(cmds) ? "" : " none recorded");
+        for (size_t i = 0; i < json_array_size(cmds); i++) {
+            render_command(out, json_array_get(cmds, i), 0);
+        }
+    }
+}
+
+/* ---- log ------------------------------------------------------------------------------ */
+
+static void origin_text(const json_t *inv, char *buf, size_t cap) {
+    const char *origin = jstr(inv, "origin", "?");
+    if (strcmp(origin, "trigger") == 0) {
+        long long t = jint(inv, "trigger", 0);
+        if (t) {
+            snprintf(buf, cap, "trigger #%lld", t);
+        } else {
+            snprintf(buf, cap, "trigger");
+        }
+    } else {
+        const char *who = jstr(inv, "requested_by", NULL);
+        snprintf(buf, cap, "%s%s%s%s", origin, who ? " (" : "", who ? who : "", who ? ")" : "");
+    }
+}
+
+void dqctl_render_investigations(FILE *out, const json_t *list) {
+    int wn = 4, wo = 6;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *v = json_array_get(list, i);
+        char o[160];
+        origin_text(v, o, sizeof o);
+        int a = (int)strlen(jstr(v, "node", "?")), b = (int)strlen(o);
+        wn = a > wn ? a : wn;
+        wo = b > wo ? b : wo;
+    }
+    wn = wn > 40 ? 40 : wn;
+    wo = wo > 40 ? 40 : wo;
+    fprintf(out, "%5s  %-23s  %-*s %-10s %-8s  %-*s  %-12s %s\n", "ID", "OPENED (UTC)", wn, "NODE",
+            "PROBLEM", "STRATEGY", wo, "ORIGIN", "VERDICT", "AT");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *v = json_array_get(list, i);
+        char opened[40], o[160];
+        dqctl_format_time(jnum(v, "opened"), opened, sizeof opened);
+        origin_text(v, o, sizeof o);
+        int open = json_is_true(json_object_get(v, "open"));
+        fprintf(out, "%5lld  %-23s  %-*.*s %-10s %-8s  %-*.*s  %-12s %s\n", jint(v, "id", 0),
+                opened, wn, wn, jstr(v, "node", "?"), jstr(v, "problem", "?"),
+                jstr(v, "strategy", "?"), wo, wo, o, open ? "(open)" : jstr(v, "verdict", "-"),
+                open ? "-" : jstr(v, "verdict_node", "-"));
+    }
+}
+
+/* Depth-first over the hypotheses by parent; children in the order given (by id). */
+static void render_tree(FILE *out, const json_t *hyps) {
+    size_t n = json_array_size(hyps);
+    if (n == 0) {
+        return;
+    }
+    /* a small explicit stack (no recursion on data from the network); visited guards
+     * against a parent cycle in a damaged log */
+    char *visited = calloc(n, 1);
+    size_t *stack = malloc(n * sizeof *stack);
+    int *depth = malloc(n * sizeof *depth);
+    if (!visited || !stack || !depth) {
+        free(visited);
+        free(stack);
+        free(depth);
+        return;
+    }
+    for (size_t r = 0; r < n; r++) {
+        const json_t *h = json_array_get(hyps, r);
+        long long parent = jint(h, "parent", 0);
+        int has_parent = 0;
+        for (size_t k = 0; parent && k < n; k++) {
+            has_parent |= k != r && jint(json_array_get(hyps, k), "id", -1) == parent;
+        }
+        if (has_parent || visited[r]) {
+            continue;
+        }
+        size_t top = 0;
+        stack[top] = r;
+        depth[top++] = 0;
+        visited[r] = 1;
+        while (top > 0) {
+            top--;
+            size_t i = stack[top];
+            int d = depth[top];
+            render_hyp_item(out, json_array_get(hyps, i), d > 30 ? 30 : d, NULL);
+            long long id = jint(json_array_get(hyps, i), "id", -1);
+            /* push children in reverse so the smallest id comes out first */
+            for (size_t k = n; k-- > 0;) {
+                if (!visited[k] && jint(json_array_get(hyps, k), "parent", 0) == id) {
+                    visited[k] = 1;
+                    stack[top] = k;
+                    depth[top++] = d + 1;
+                }
+            }
+        }
+    }
+    /* anything left hangs in a cycle: print it flat rather than lose it */
+    for (size_t i = 0; i < n; i++) {
+        if (!visited[i]) {
+            render_hyp_item(out, json_array_get(hyps, i), 0, "  (parent cycle)");
+        }
+    }
+    free(visited);
+    free(stack);
+    free(depth);
+}
+
+void dqctl_render_investigation(FILE *out, const json_t *inv) {
+    char opened[40], closed[40], o[160];
+    dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
+    origin_text(inv, o, sizeof o);
+    fprintf(out, "investigation %lld at %s: %s problem, strategy %s, started by %s at %s UTC\n",
+            jint(inv, "id", 0), jstr(inv, "node", "?"), jstr(inv, "problem", "?"),
+            jstr(inv, "strategy", "?"), o, opened);
+    if (json_is_true(json_object_get(inv, "open"))) {
+        fprintf(out, "still open\n");
+    } else {
+        dqctl_format_time(jnum(inv, "closed"), closed, sizeof closed);
+        fprintf(out, "closed at %s UTC\n", closed);
+        dqctl_render_verdict(out, inv);
+    }
+    const json_t *hyps = json_object_get(inv, "hypotheses");
+    fprintf(out, "\nhypotheses (%zu):\n", json_array_size(hyps));
+    render_tree(out, hyps);
+    const json_t *cmds = json_object_get(inv, "commands");
+    fprintf(out, "\ncommands (%zu):\n", json_array_size(cmds));
+    for (size_t i = 0; i < json_array_size(cmds); i++) {
+        render_command(out, json_array_get(cmds, i), 1);
+    }
+}
+
+/* ---- snapshots ---------------------------------------------------------------------- */
+
+void dqctl_render_snapshots(FILE *out, const json_t *list) {
+    int wp = 5;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), "probe", "?"));
+        wp = n > wp ? n : wp;
+    }
+    wp = wp > 40 ? 40 : wp;
+    fprintf(out, "%5s  %-23s  %-*s %8s %6s %7s %9s  %s\n", "ID", "TIME (UTC)", wp, "PROBE",
+            "TRIGGER", "INV", "WINDOWS", "ΔQS", "REASON");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *s = json_array_get(list, i);
+        char when[40], trig[24] = "-", inv[24] = "-", dqs[32];
+        dqctl_format_time(jnum(s, "time"), when, sizeof when);
+        if (jint(s, "trigger", 0)) {
+            snprintf(trig, sizeof trig, "#%lld", jint(s, "trigger", 0));
+        }
+        if (jint(s, "investigation", 0)) {
+            snprintf(inv, sizeof inv, "%lld", jint(s, "investigation", 0));
+        }
+        snprintf(dqs, sizeof dqs, "%lld%s", jint(s, "dq_count", 0),
+                 json_is_true(json_object_get(s, "complete")) ? "" : " (+)");
+        fprintf(out, "%5lld  %-23s  %-*.*s %8s %6s %7lld %9s  %s\n", jint(s, "id", 0), when, wp, wp,
+                jstr(s, "probe", "?"), trig, inv, jint(s, "windows", 0), dqs,
+                jstr(s, "reason", "-"));
+    }
+}
+
+/* A snapshot ΔQ entry has a pdf; other objects in "dqs" are skipped. */
+static int is_dq_entry(const json_t *e) {
+    return json_is_array(json_object_get(e, "pdf")) && jnum(e, "bin_width") > 0;
+}
+
+/* Moments and quantiles of one pdf on its grid. */
+struct pdf_summary {
+    double mass, mean, q[4];
+};
+
+static const double summary_p[4] = {0.5, 0.9, 0.95, 0.99};
+
+static void pdf_summarize(const json_t *e, struct pdf_summary *s) {
+    const json_t *pdf = json_object_get(e, "pdf");
+    double w = jnum(e, "bin_width");
+    double acc = 0, first = 0;
+    for (int k = 0; k < 4; k++) {
+        s->q[k] = NAN;
+    }
+    for (size_t i = 0; i < json_array_size(pdf); i++) {
+        double m = json_number_value(json_array_get(pdf, i));
+        double t = (double)i * w;
+        acc += m;
+        first += m * t;
+        for (int k = 0; k < 4; k++) {
+            if (isnan(s->q[k]) && acc >= summary_p[k] - 1e-12) {
+                s->q[k] = t;
+            }
+        }
+    }
+    s->mass = acc;
+    s->mean = acc > 0 ? first / acc : NAN;
+}
+
+void dqctl_render_snapshot(FILE *out, const json_t *snap) {
+    char when[40];
+    dqctl_format_time(jnum(snap, "time"), when, sizeof when);
+    fprintf(out, "snapshot %lld of %s at %s UTC: %s", jint(snap, "id", 0), jstr(snap, "probe", "?"),
+            when, jstr(snap, "reason", "no reason recorded"));
+    if (jint(snap, "trigger", 0)) {
+        fprintf(out, " (trigger #%lld", jint(snap, "trigger", 0));
+        if (jint(snap, "investigation", 0)) {
+            fprintf(out, ", investigation %lld", jint(snap, "investigation", 0));
+        }
+        fprintf(out, ")");
+    }
+    fprintf(out, "\n%lld windows before and after, %s\n", jint(snap, "windows", 0),
+            json_is_true(json_object_get(snap, "complete"))
+                ? "complete"
+                : "still collecting the windows after the firing");
+    const json_t *dqs = json_object_get(snap, "dqs");
+    int wp = 5;
+    for (size_t i = 0; i < json_array_size(dqs); i++) {
+        int n = (int)strlen(jstr(json_array_get(dqs, i), "probe", "?"));
+        wp = n > wp ? n : wp;
+    }
+    wp = wp > 40 ? 40 : wp;
+    fprintf(out, "%-*s %-10s  %-23s %8s %7s %9s %9s %9s %9s %9s\n", wp, "PROBE", "KIND",
+            "WINDOW START (UTC)", "LENGTH", "LOST", "MEAN", "P50", "P90", "P95", "P99");
+    for (size_t i = 0; i < json_array_size(dqs); i++) {
+        const json_t *e = json_array_get(dqs, i);
+        if (!is_dq_entry(e)) {
+            continue;
+        }
+        struct pdf_summary s;
+        pdf_summarize(e, &s);
+        char start[40], len[24], lost[24], mean[24], q[4][24];
+        dqctl_format_time(jnum(e, "start"), start, sizeof start);
+        dur(jnum(e, "end") - jnum(e, "start"), len, sizeof len);
+        double l = jnum(e, "lost");
+        percent(isnan(l) ? 1.0 - s.mass : l, lost, sizeof lost);
+        dur(s.mean, mean, sizeof mean);
+        for (int k = 0; k < 4; k++) {
+            dur(s.q[k], q[k], sizeof q[k]);
+        }
+        fprintf(out, "%-*.*s %-10s  %-23s %8s %7s %9s %9s %9s %9s %9s\n", wp, wp,
+                jstr(e, "probe", "?"), jstr(e, "kind", "?"), start, len, lost, mean, q[0], q[1],
+                q[2], q[3]);
+    }
+}
+
+/* A CSV field: quoted (with doubled quotes) when it holds a comma, quote or line break. */
+static void csv_field(FILE *out, const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"') {
+            fputc('"', out);
+        }
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void dqctl_render_snapshot_csv(FILE *out, const json_t *snap) {
+    fprintf(out, "probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n");
+    const json_t *dqs = json_object_get(snap, "dqs");
+    for (size_t i = 0; i < json_array_size(dqs); i++) {
+        const json_t *e = json_array_get(dqs, i);
+        if (!is_dq_entry(e)) {
+            continue;
+        }
+        const json_t *pdf = json_object_get(e, "pdf");
+        double w = jnum(e, "bin_width"), acc = 0;
+        for (size_t b = 0; b < json_array_size(pdf); b++) {
+            double m = json_number_value(json_array_get(pdf, b));
+            acc += m;
+            csv_field(out, jstr(e, "probe", ""));
+            fputc(',', out);
+            csv_field(out, jstr(e, "kind", ""));
+            fprintf(out, ",%.6f,%.6f,%zu,%.9g,%.9g,%.9g\n", jnum(e, "start"), jnum(e, "end"), b,
+                    (double)b * w, m, acc);
+        }
+    }
+}
+
+/* ---- triggers ------------------------------------------------------------------------- */
+
+static const char *const trigger_kinds[] = {"qta", "load", "lost", "divergence", "cv"};
+
+static int known_trigger_kind(const char *k) {
+    for (size_t i = 0; i < sizeof trigger_kinds / sizeof trigger_kinds[0]; i++) {
+        if (strcmp(k, trigger_kinds[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The threshold in the kind's words: "> 5% lost", "> 1000 instances/window". */
+static void format_threshold(const json_t *t, char *buf, size_t cap) {
+    const char *kind = jstr(t, "kind", "?");
+    double th = jnum(t, "threshold");
+    if (isnan(th)) {
+        snprintf(buf, cap, "default");
+    } else if (strcmp(kind, "lost") == 0) {
+        snprintf(buf, cap, "lost > %g%%", th * 100);
+    } else if (strcmp(kind, "load") == 0) {
+        snprintf(buf, cap, "n > %g/window", th);
+    } else if (strcmp(kind, "qta") == 0) {
+        snprintf(buf, cap, "hazard > %g", th);
+    } else if (strcmp(kind, "divergence") == 0) {
+        snprintf(buf, cap, "KS D > %g", th);
+    } else if (strcmp(kind, "cv") == 0) {
+        snprintf(buf, cap, "sd/mean > %g", th);
+    } else {
+        snprintf(buf, cap, "%g", th);
+    }
+}
+
+int dqctl_render_triggers(FILE *out, const json_t *list) {
+    int wp = 5, fired = 0;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), "probe", "?"));
+        wp = n > wp ? n : wp;
+    }
+    wp = wp > 40 ? 40 : wp;
+    fprintf(out, "%-*s %-10s %-20s %4s %5s  %-8s %s\n", wp, "PROBE", "KIND", "THRESHOLD", "FIRE",
+            "CLEAR", "ENABLED", "STATE");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *t = json_array_get(list, i);
+        char th[64], state[96];
+        format_threshold(t, th, sizeof th);
+        int enabled = json_is_true(json_object_get(t, "enabled"));
+        if (json_is_true(json_object_get(t, "fired"))) {
+            char when[40];
+            dqctl_format_time(jnum(t, "fired_at"), when, sizeof when);
+            snprintf(state, sizeof state, "FIRED at %s (%lld bad windows in a row)", when,
+                     jint(t, "bad", 0));
+            fired += enabled;
+        } else {
+            snprintf(state, sizeof state, "quiet (%lld good, %lld bad windows in a row)",
+                     jint(t, "good", 0), jint(t, "bad", 0));
+        }
+        fprintf(out, "%-*.*s %-10s %-20s %4lld %5lld  %-8s %s\n", wp, wp, jstr(t, "probe", "?"),
+                jstr(t, "kind", "?"), th, jint(t, "fire_after", 0), jint(t, "clear_after", 0),
+                enabled ? "yes" : "no", state);
+    }
+    return fired;
+}
+
+static int set_err(char *err, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static int set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* An integer in [lo, hi] from the whole of s. */
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || end == s || *end || errno || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A threshold: a plain decimal ≥ 0, with an optional % (divided by 100). */
+static int parse_threshold(const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    if (!((*s >= '0' && *s <= '9') || *s == '.')) {
+        return -1; /* no sign, no "inf"/"nan" */
+    }
+    double v = strtod(s, &end);
+    if (end == s || errno == ERANGE || !isfinite(v)) {
+        return -1;
+    }
+    if (strcmp(end, "%") == 0) {
+        v /= 100.0;
+    } else if (*end) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+json_t *dqctl_trigger_body(const json_t *current, const char *threshold, const char *fire_after,
+                           const char *clear_after, int disable, char *err, size_t err_cap) {
+    json_t *body = json_object();
+    if (!body) {
+        set_err(err, err_cap, "out of memory");
+        return NULL;
+    }
+    /* what is not given keeps its current value (the API would reset it to the default) */
+    static const char *const keep[] = {"threshold", "fire_after", "clear_after"};
+    for (size_t i = 0; current && i < sizeof keep / sizeof keep[0]; i++) {
+        const json_t *v = json_object_get(current, keep[i]);
+        if (v && (json_is_number(v) || json_is_null(v))) {
+            json_object_set(body, keep[i], (json_t *)v);
+        }
+    }
+    if (threshold) {
+        double th;
+        if (strcmp(threshold, "default") == 0) {
+            json_object_set_new(body, "threshold", json_null());
+        } else if (parse_threshold(threshold, &th) == 0) {
+            json_object_set_new(body, "threshold", json_real(th));
+        } else {
+            json_decref(body);
+            set_err(err, err_cap,
+                    "--threshold must be a number >= 0 (5%% = 0.05) or \"default\", not \"%s\"",
+                    threshold);
+            return NULL;
+        }
+    }
+    const char *counts[2] = {fire_after, clear_after};
+    const char *names[2] = {"fire_after", "clear_after"};
+    for (int i = 0; i < 2; i++) {
+        long v;
+        if (!counts[i]) {
+            continue;
+        }
+        if (parse_int(counts[i], 1, 1000, &v) < 0) {
+            json_decref(body);
+            set_err(err, err_cap,
+                    "--%s must be a whole number of windows from 1 to 1000, not \"%s\"",
+                    i == 0 ? "fire-after" : "clear-after", counts[i]);
+            return NULL;
+        }
+        json_object_set_new(body, names[i], json_integer(v));
+    }
+    json_object_set_new(body, "enabled", json_boolean(!disable));
+    return body;
+}
+
+/* ---- subcommands -------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Prints the hypotheses with an id above *last (in the API's order) and raises *last. */
+static void print_new_hypotheses(const json_t *inv, long long *last) {
+    const json_t *hyps = json_object_get(inv, "hypotheses");
+    long long top = *last;
+    for (size_t i = 0; i < json_array_size(hyps); i++) {
+        const json_t *h = json_array_get(hyps, i);
+        long long id = jint(h, "id", 0);
+        if (id > *last) {
+            dqctl_render_progress(dqctl_out(), h);
+            top = id > top ? id : top;
+        }
+    }
+    *last = top;
+    fflush(dqctl_out());
+}
+
+static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/investigations/%lld", id);
+    long long last = 0;
+    double deadline = timeout_s > 0 ? now_s() + timeout_s : INFINITY;
+    for (;;) {
+        json_t *inv = NULL;
+        int rc = dqctl_api_call(o, "GET", path, NULL, &inv);
+        if (rc != DQCTL_EXIT_OK) {
+            dqctl_complain("diagnose: lost track of investigation %lld; it goes on in dqd "
+                           "(dqctl log %lld shows it)",
+                           id, id);
+            return rc;
+        }
+        if (!o->json) {
+            print_new_hypotheses(inv, &last);
+        }
+        if (json_is_false(json_object_get(inv, "open"))) {
+            const char *verdict = jstr(inv, "verdict", NULL);
+            if (o->json) {
+                dqctl_print_json(inv);
+            } else {
+                fputc('\n', dqctl_out());
+                dqctl_render_verdict(dqctl_out(), inv);
+            }
+            rc = dqctl_verdict_exit(verdict);
+            if (rc == DQCTL_EXIT_USAGE) {
+                dqctl_complain("diagnose: investigation %lld ended without a verdict (%s)", id,
+                               verdict ? verdict : "none");
+            }
+            json_decref(inv);
+            return rc;
+        }
+        json_decref(inv);
+        if (now_s() >= deadline) {
+            dqctl_complain("diagnose: no verdict after %g s; investigation %lld goes on in dqd "
+                           "(dqctl log %lld shows it, dqctl diagnose … --wait follows it again)",
+                           timeout_s, id, id);
+            return DQCTL_EXIT_USAGE;
+        }
+        sleep_s(poll_interval_s);
+    }
+}
+
+int dqctl_diagnose_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--wait]\n"
+        "                      [--timeout SECONDS] [--server URL] [--json]\n"
+        "Asks dqd to find where a problem at NODE comes from (default: the diagram's first\n"
+        "root): an investigation opens, enables NODE's children (`children`: all at once;\n"
+        "`bisect`: half of a long sequence at a time), waits for enough samples, weighs\n"
+        "each child's contribution and descends into the dominant one, down to a leaf.\n"
+        "If an investigation is already open at NODE, dqctl says so and follows that one.\n"
+        "\n"
+        "Without --wait, prints the investigation's id and returns at once (exit 0);\n"
+        "`dqctl log ID` shows its progress. With --wait, prints one line per step as it\n"
+        "happens (time, action, node, probes enabled, reason) and at the end the verdict,\n"
+        "its reason and the children's contributions; --json prints only the finished\n"
+        "investigation. --timeout gives up waiting after SECONDS (a number, or with a unit:\n"
+        "90s, 5m; default 300; 0 waits for ever); the investigation itself goes on in dqd.\n"
+        "\n"
+        "Exit status (with --wait):\n"
+        "  1  a problem was found: verdict localized (at a leaf) or diffuse (spread over\n"
+        "     NODE's children, or load-induced coupling)\n"
+        "  0  the investigation ended inconclusive: no problem could be pinned down\n"
+        "  2  no verdict: usage error, no connection, dqd refused (no diagram, unknown node,\n"
+        "     a leaf), the investigation was aborted, or --timeout passed\n"
+        "Without --wait: 0 when the investigation was opened or is already open, else 2.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT, 0, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (o.strategy && strcmp(o.strategy, "children") != 0 && strcmp(o.strategy, "bisect") != 0) {
+        dqctl_complain("diagnose: --strategy must be children or bisect, not \"%s\"", o.strategy);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    double timeout_s = DQCTL_DIAGNOSE_TIMEOUT_S;
+    if (o.timeout && (!o.wait || dqctl_parse_duration(o.timeout, 1.0, &timeout_s) < 0)) {
+        dqctl_complain(o.wait ? "diagnose: --timeout must be a duration >= 0 in seconds (90, "
+                                "90s, 5m), not \"%s\""
+                              : "diagnose: --timeout \"%s\" only goes with --wait",
+                       o.timeout);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    char who[128];
+    const char *user = getenv("USER");
+    snprintf(who, sizeof who, "dqctl diagnose%s%s", user && *user ? " by " : "",
+             user && *user ? user : "");
+    json_t *body = json_pack("{s:s}", "requested_by", who);
+    if (o.npos > 0) {
+        json_object_set_new(body, "node", json_string(o.pos[0]));
+    }
+    if (o.strategy) {
+        json_object_set_new(body, "strategy", json_string(o.strategy));
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "POST", "/api/v1/diagnose", body, &data);
+    json_decref(body);
+    if (rc != DQCTL_EXIT_OK) {
+        return dqctl_end_cmd(rc);
+    }
+    long long id = jint(data, "investigation", 0);
+    const json_t *inv = json_object_get(data, "detail");
+    int already = json_is_true(json_object_get(data, "already_open"));
+    if (id <= 0) {
+        dqctl_complain("diagnose: dqd's answer names no investigation");
+        json_decref(data);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    const char *node = jstr(inv, "node", o.npos ? o.pos[0] : "?");
+    if (o.json && !o.wait) {
+        dqctl_print_json(data);
+    } else if (!o.json) {
+        FILE *out = dqctl_out();
+        if (already) {
+            char opened[40];
+            dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
+            fprintf(out,
+                    "investigation %lld is already open at %s (%s problem, strategy %s, opened %s "
+                    "UTC)%s\n",
+                    id, node, jstr(inv, "problem", "?"), jstr(inv, "strategy", "?"), opened,
+                    o.wait ? "; following it" : "");
+            if (o.strategy && strcmp(o.strategy, jstr(inv, "strategy", o.strategy)) != 0) {
+                fprintf(out, "(it keeps its strategy; --strategy %s applies to new ones)\n",
+                        o.strategy);
+            }
+        } else {
+            fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id, node,
+                    jstr(inv, "problem", "?"), jstr(inv, "strategy", "?"));
+        }
+        if (!o.wait) {
+            fprintf(out,
+                    "follow it with `dqctl log %lld`, or wait for its verdict with `dqctl "
+                    "diagnose %s --wait`\n",
+                    id, node);
+        }
+    }
+    json_decref(data);
+    if (!o.wait) {
+        return dqctl_end_cmd(DQCTL_EXIT_OK);
+    }
+    return dqctl_end_cmd(follow(&o, id, timeout_s));
+}
+
+int dqctl_why_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl why PROBE [--server URL] [--json]\n"
+        "Why PROBE is (or was) enabled, answered from dqd's store: the hypothesis that\n"
+        "enabled it and its numbers, the chain of steps up to the trigger or person that\n"
+        "started the investigation, in plain sentences; then the chain as an indented list\n"
+        "(root first: action, node, time, the node's numbers, the largest contribution and\n"
+        "the reason), the step that disabled it again if any, and the commands sent to the\n"
+        "wrappers for it with their status (sent, acknowledged, not_applied on legacy links\n"
+        "that cannot disable a probe).\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    char esc[1024], path[1200];
+    if (!*o.pos[0] || dqctl_url_escape(o.pos[0], esc, sizeof esc) < 0) {
+        dqctl_complain("why: invalid probe name");
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    snprintf(path, sizeof path, "/api/v1/why/%s", esc);
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else {
+            dqctl_render_why(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+static int parse_id_arg(const char *what, const char *s, long long *id) {
+    long v;
+    if (parse_int(s, 1, 0x7fffffffL, &v) < 0) {
+        dqctl_complain("%s: the id must be a whole number >= 1, not \"%s\"", what, s);
+        return -1;
+    }
+    *id = v;
+    return 0;
+}
+
+int dqctl_log_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl log [--open] [--limit N] [--server URL] [--json]\n"
+        "       dqctl log ID [--server URL] [--json]\n"
+        "Without ID, lists the investigations, newest first (at most N, default 50;\n"
+        "--open: only those still searching): id, when and where it opened, the problem\n"
+        "kind, the strategy, what started it (a trigger or a person), the verdict and the\n"
+        "node it names. With ID, prints that investigation: its verdict and evidence, the\n"
+        "hypothesis tree (each step indented under the one it came from: action, node,\n"
+        "probes, verdict, the node's numbers and the reason) and the commands it sent.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_OPEN | DQCTL_OPT_LIMIT, 0, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    char path[128];
+    long long id = 0;
+    if (o.npos == 1) {
+        if (o.open || o.limit) {
+            dqctl_complain("log: --open and --limit select from the list; they do not go with "
+                           "an ID");
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        }
+        if (parse_id_arg("log", o.pos[0], &id) < 0) {
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        }
+        snprintf(path, sizeof path, "/api/v1/investigations/%lld", id);
+    } else {
+        long limit = 50;
+        if (o.limit && parse_int(o.limit, 1, 100000, &limit) < 0) {
+            dqctl_complain("log: --limit must be a whole number from 1 to 100000, not \"%s\"",
+                           o.limit);
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        }
+        snprintf(path, sizeof path, "/api/v1/investigations?limit=%ld%s", limit,
+                 o.open ? "&open=1" : "");
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else if (id) {
+            dqctl_render_investigation(dqctl_out(), data);
+        } else if (!json_is_array(data)) {
+            dqctl_complain("log: dqd did not answer a list");
+            rc = DQCTL_EXIT_USAGE;
+        } else if (json_array_size(data) == 0) {
+            fprintf(dqctl_out(), "no %sinvestigations\n", o.open ? "open " : "");
+        } else {
+            dqctl_render_investigations(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+int dqctl_snapshots_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl snapshots [--server URL] [--json]\n"
+        "The snapshots dqd stored when a trigger fired (newest first, at most 100): id,\n"
+        "time, probe, trigger, investigation, windows kept before and after, the number of\n"
+        "ΔQs ((+) while the windows after the firing are still being collected) and the\n"
+        "reason. `dqctl snapshot ID` shows one.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 0, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "GET", "/api/v1/snapshots", NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else if (!json_is_array(data)) {
+            dqctl_complain("snapshots: dqd did not answer a list");
+            rc = DQCTL_EXIT_USAGE;
+        } else if (json_array_size(data) == 0) {
+            fprintf(dqctl_out(), "no snapshots (a trigger stores one when it fires)\n");
+        } else {
+            dqctl_render_snapshots(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+int dqctl_snapshot_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl snapshot ID [--csv] [--server URL] [--json]\n"
+        "The ΔQs one snapshot holds: for the fired probe and its diagram neighbours, each\n"
+        "window before and after the firing, observed and calculated. The table shows per\n"
+        "ΔQ its window, lost mass, mean and quantiles (the first grid time where the CDF\n"
+        "reaches p; - when the tangible mass never does). --csv prints one row per bin:\n"
+        "  probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n"
+        "(window times in Unix seconds; cdf[i] = P(delay <= time_s), lost = 1 - the last cdf).\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CSV, 1, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    long long id;
+    if (parse_id_arg("snapshot", o.pos[0], &id) < 0) {
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    if (o.csv && o.json) {
+        dqctl_complain("snapshot: --csv and --json are two different outputs; pick one");
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/snapshots/%lld", id);
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else if (o.csv) {
+            dqctl_render_snapshot_csv(dqctl_out(), data);
+        } else {
+            dqctl_render_snapshot(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+/* GET /api/v1/probes/NAME/triggers into *data. */
+static int get_probe_triggers(const struct dqctl_opts *o, const char *probe, json_t **data) {
+    char path[2048];
+    if (dqctl_probe_path(probe, "/triggers", path, sizeof path) < 0) {
+        return DQCTL_EXIT_USAGE;
+    }
+    return dqctl_api_call(o, "GET", path, NULL, data);
+}
+
+static const json_t *find_kind(const json_t *list, const char *kind) {
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *t = json_array_get(list, i);
+        if (strcmp(jstr(t, "kind", ""), kind) == 0) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+int dqctl_trigger_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl trigger PROBE KIND [--threshold X] [--fire-after K] [--clear-after M]\n"
+        "                     [--disable] [--server URL] [--json]\n"
+        "Sets (or creates) the trigger KIND on PROBE; dqd evaluates it at every window close\n"
+        "and, after K bad windows in a row, fires: it stores a snapshot and opens an\n"
+        "investigation at PROBE. After M good windows in a row it clears. KIND and X:\n"
+        "  qta         the probe's QTA has a hazard above X (default 0)\n"
+        "  load        more than X instances per window (default 1000)\n"
+        "  lost        lost (failed or timed out) fraction above X (default 0.05; 5% works)\n"
+        "  divergence  observed vs calculated KS distance above X (default 0.1) and significant\n"
+        "  cv          standard deviation / mean above X (default 1)\n"
+        "--threshold default goes back to the default. K and M are 1 to 1000 (defaults 3\n"
+        "and 5). Options not given keep the trigger's current values. Setting a trigger\n"
+        "enables it unless --disable is given. Prints the trigger as `dqctl triggers` does.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_TRIGGER, 2, 2, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    const char *probe = o.pos[0], *kind = o.pos[1];
+    if (!known_trigger_kind(kind)) {
+        dqctl_complain("trigger: KIND must be qta, load, lost, divergence or cv, not \"%s\"", kind);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    char err[256];
+    /* check the options before any request: a usage error never touches dqd */
+    json_t *check = dqctl_trigger_body(NULL, o.threshold, o.fire_after, o.clear_after, o.disable,
+                                       err, sizeof err);
+    if (!check) {
+        dqctl_complain("trigger: %s", err);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    json_decref(check);
+    json_t *current = NULL;
+    rc = get_probe_triggers(&o, probe, &current);
+    if (rc != DQCTL_EXIT_OK) {
+        return dqctl_end_cmd(rc);
+    }
+    json_t *body = dqctl_trigger_body(find_kind(current, kind), o.threshold, o.fire_after,
+                                      o.clear_after, o.disable, err, sizeof err);
+    json_decref(current);
+    char suffix[64], path[2048];
+    snprintf(suffix, sizeof suffix, "/triggers/%s", kind);
+    if (!body || dqctl_probe_path(probe, suffix, path, sizeof path) < 0) {
+        json_decref(body);
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "PUT", path, body, &data);
+    json_decref(body);
+    if (rc == DQCTL_EXIT_OK) {
+        const json_t *t = find_kind(data, kind);
+        if (o.json) {
+            dqctl_print_json(t ? t : data);
+        } else if (t) {
+            json_t *one = json_pack("[O]", t);
+            dqctl_render_triggers(dqctl_out(), one);
+            json_decref(one);
+        } else {
+            dqctl_complain("trigger: dqd's answer does not list the %s trigger of %s", kind, probe);
+            rc = DQCTL_EXIT_USAGE;
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+int dqctl_triggers_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl triggers [PROBE] [--server URL] [--json]\n"
+        "The triggers of every probe (or of PROBE): kind, threshold, the bad windows in a\n"
+        "row that fire it and the good ones that clear it, whether it is enabled, and its\n"
+        "state (fired since when, or quiet) with the current run of bad or good windows.\n"
+        "Set them with `dqctl trigger`.\n"
+        "Exit status: 0 ok, 1 an enabled trigger is fired (a problem was found),\n"
+        "2 usage, API or connection error.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    if (o.npos == 1) {
+        rc = get_probe_triggers(&o, o.pos[0], &data);
+    } else {
+        rc = dqctl_api_call(&o, "GET", "/api/v1/triggers", NULL, &data);
+    }
+    if (rc == DQCTL_EXIT_OK) {
+        int fired = 0;
+        for (size_t i = 0; i < json_array_size(data); i++) {
+            const json_t *t = json_array_get(data, i);
+            fired += json_is_true(json_object_get(t, "fired")) &&
+                     json_is_true(json_object_get(t, "enabled"));
+        }
+        if (o.json) {
+            dqctl_print_json(data);
+        } else if (!json_is_array(data)) {
+            dqctl_complain("triggers: dqd did not answer a list");
+            rc = DQCTL_EXIT_USAGE;
+        } else if (json_array_size(data) == 0) {
+            fprintf(dqctl_out(), "no triggers%s%s (set one with dqctl trigger PROBE KIND)\n",
+                    o.npos ? " on " : "", o.npos ? o.pos[0] : "");
+        } else {
+            dqctl_render_triggers(dqctl_out(), data);
+        }
+        if (rc == DQCTL_EXIT_OK && fired > 0) {
+            rc = DQCTL_EXIT_PROBLEM;
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
