@@ -9,7 +9,7 @@
 -include("dqd_wrapper_int.hrl").
 
 -export([start_link/1, apply_command/1, local/1, quiesce/0, report/5, push/2, emit/1,
-         sweep_now/0]).
+         sweep_now/0, pending/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
 -record(core, {sweep_ms :: pos_integer()}).
@@ -35,6 +35,14 @@ local(Cmd) ->
 %% its deadline is reported now, while the connection can still send it.
 -spec quiesce() -> ok.
 quiesce() -> gen_server:call(?MODULE, quiesce).
+
+%% Instances handed to the connection and not yet written or dropped.
+-spec pending() -> non_neg_integer().
+pending() ->
+    case current() of
+        #st{cnt = undefined} -> 0;
+        #st{cnt = Cnt} -> atomics:get(Cnt, ?PENDING)
+    end.
 
 -spec sweep_now() -> ok.
 sweep_now() -> gen_server:call(?MODULE, sweep_now).
