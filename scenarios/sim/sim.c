@@ -1,11 +1,13 @@
 /*
  * sim.c: dqsim's model, request walk, PRNG, faults and protocol state (see sim.h).
  *
- * Reproducibility is the point of this file: every leaf pass draws exactly three
+ * Reproducibility is the point of this file: each request has its own generator, seeded
+ * by one draw of the run's stream, and within it every leaf pass draws exactly three
  * uniforms (branch of the erratic mixture, the exponential, the failure coin) and every
  * named inner node one (its failure coin), whatever faults are in force. So a fault that
  * does not change a request's path (slow, erratic) changes the draws of the faulty node
- * only, and two runs with one seed differ exactly where a fault was set.
+ * only, a failure changes only the request it cuts short, and two runs with one seed
+ * differ exactly where a fault was set.
  */
 #include "sim.h"
 
@@ -502,7 +504,11 @@ static int64_t walk_node(struct walk *w, int i, int64_t t0, int *failed) {
 
 int sim_request(const struct sim_model *m, struct sim_rng *rng, struct sim_instance *out,
                 size_t cap, struct sim_result *res) {
-    struct walk w = {.m = m, .rng = rng, .out = out, .cap = cap};
+    /* each request draws from its own generator, seeded by one draw of the stream: a
+     * fault that cuts a request short does not shift the draws of the requests after it */
+    struct sim_rng req;
+    sim_rng_seed(&req, sim_rng_next(rng));
+    struct walk w = {.m = m, .rng = &req, .out = out, .cap = cap};
     int failed = 0;
     int64_t end = walk_node(&w, m->root, 0, &failed);
     res->count = w.n;

@@ -149,8 +149,9 @@ struct sim_result {
 };
 
 /*
- * Simulates one request from the root, drawing from `rng`, and writes its instances to
- * out (children before their parent; cap ≥ sim_model_max_instances() always suffices).
+ * Simulates one request from the root, drawing one number from `rng` to seed the
+ * request's own generator (so requests do not depend on how much earlier ones drew), and writes its
+ * instances to out (children before their parent; cap ≥ sim_model_max_instances() always suffices).
  * Losing branches of a first-to-finish are cancelled when the winner ends: their
  * instances that would end later are not reported. Returns DQ_OK, or DQ_EFULL (nothing
  * useful in out) when cap is too small.
