@@ -405,20 +405,18 @@ static void metrics(struct dqd *d, struct http_response *res) {
                              "dqd_instances_total{probe=\"%s\",status=\"to\"} %" PRIu64 "\n",
                              p->name, p->total_ok, p->name, p->total_fa, p->name, p->total_to);
     }
-    http_response_printf(res, "# HELP dqd_duration_seconds Durations of successful instances on "
-                              "the probe's bin edges.\n# TYPE dqd_duration_seconds histogram\n");
+    http_response_printf(
+        res,
+        "# HELP dqd_duration_seconds Durations of successful instances, on "
+        "power-of-two edges (the widths of probe grids).\n# TYPE dqd_duration_seconds histogram\n");
     for (size_t i = 0; i < d->probes.count; i++) {
         struct probe *p = d->probes.probes[i];
         uint64_t cum = 0;
-        for (int j = 0; j < PROBES_HIST_BUCKETS - 1; j++) {
+        for (int j = 0; j < PROBES_HIST_BUCKETS; j++) {
             cum += p->hist[j];
-            double le = probes_bucket_le(p, j);
             http_response_printf(
                 res, "dqd_duration_seconds_bucket{probe=\"%s\",le=\"%.9g\"} %" PRIu64 "\n", p->name,
-                le, cum);
-            if (le >= p->dmax_ms * 1e-3) {
-                break;
-            }
+                probes_bucket_le(j), cum);
         }
         http_response_printf(res,
                              "dqd_duration_seconds_bucket{probe=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"

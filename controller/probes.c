@@ -249,22 +249,19 @@ int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int 
     return rc;
 }
 
-static int bucket_of(int idx) {
-    if (idx <= 1) {
+/* Prometheus bucket of a duration: the smallest j with d ≤ 2^(j−6) ms (edges are exact
+ * integers in ns: 15625 ns · 2^j); PROBES_HIST_BUCKETS for longer durations (+Inf only). */
+static int bucket_of(int64_t d_ns) {
+    int64_t q = (d_ns + 15624) / 15625;
+    if (q <= 1) {
         return 0;
     }
-    int j = 32 - __builtin_clz((unsigned)(idx - 1)); /* smallest j with idx ≤ 2^j */
-    return j < PROBES_HIST_BUCKETS - 1 ? j : PROBES_HIST_BUCKETS - 1;
+    int j = 64 - __builtin_clzll((unsigned long long)(q - 1));
+    return j < PROBES_HIST_BUCKETS ? j : PROBES_HIST_BUCKETS;
 }
 
-double probes_bucket_le(const struct probe *p, int j) {
-    double w = ldexp(1.0, p->k) * 1e-3;
-    double dmax = p->dmax_ms * 1e-3;
-    if (j >= PROBES_HIST_BUCKETS - 1) {
-        return dmax;
-    }
-    double le = ldexp(1.0, j) * w;
-    return le < dmax ? le : dmax;
+double probes_bucket_le(int j) {
+    return ldexp(1.0, j - 6) * 1e-3;
 }
 
 int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
@@ -308,15 +305,17 @@ int probes_record(struct probe_table *t, const char *name, size_t len, int64_t s
     double d = (double)d_ns * 1e-9;
     p->total_ok++;
     p->total_sum += d;
+    int hb = bucket_of(d_ns);
+    if (hb < PROBES_HIST_BUCKETS) {
+        p->hist[hb]++;
+    }
     if (d_ns > (int64_t)(p->dmax_ms * 1e6) || bin >= p->n + 0.5) {
         s->out++;
         p->total_out++;
-        p->hist[PROBES_HIST_BUCKETS - 1]++;
         return DQ_OK;
     }
     int idx = bin >= p->n ? p->n - 1 : (int)bin;
     s->counts[idx]++;
-    p->hist[bucket_of(idx)]++;
     if (s->ok == 0 || d < s->min) {
         s->min = d;
     }

@@ -24,7 +24,9 @@
 #include "dq.h"
 
 #define PROBES_NAME_MAX 255
-#define PROBES_HIST_BUCKETS 14 /* Prometheus buckets: le = 2^j bins, j = 0 … 12, and dMax */
+/* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
+ * probe's grid can have, fixed so that a dMax change never relabels counts. */
+#define PROBES_HIST_BUCKETS 19
 
 enum probe_status { PROBE_OK = 0, PROBE_FA = 1, PROBE_TO = 2 };
 
@@ -155,7 +157,7 @@ struct probe_window *probes_ring_get(struct probe *p, int back);
 /* 1 when p's newest ring entry is for window wid. */
 int probes_has_window(struct probe *p, int64_t wid);
 
-/* Upper edge in seconds of Prometheus bucket j of p (the last is dMax). */
-double probes_bucket_le(const struct probe *p, int j);
+/* Upper edge in seconds of Prometheus bucket j (0 … PROBES_HIST_BUCKETS − 1). */
+double probes_bucket_le(int j);
 
 #endif /* DQ_PROBES_H */
