@@ -30,7 +30,7 @@ keys() ->
 
 -spec defaults() -> config().
 defaults() ->
-    #{dqd_address => {"127.0.0.1", 7878}, reconnect_min_ms => 100,
+    #{dqd_address => {"127.0.0.1", 7400}, reconnect_min_ms => 100,
       reconnect_max_ms => 5000, connect_timeout_ms => 2000, buffer_size => 10000,
       batch_bytes => 16384, flush_interval_ms => 100, sweep_interval_ms => 10,
       keepalive_ms => 30000, legacy_listen => undefined, app_name => undefined,

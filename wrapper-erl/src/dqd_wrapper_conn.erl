@@ -139,7 +139,10 @@ handle_info(_, S) ->
     {noreply, S}.
 
 %% Clean stop: take every line still in the mailbox, write everything, then close
-%% gracefully (shutdown waits for the send queue), so no finished instance is lost.
+%% gracefully, so no finished instance is lost: shutdown(write) sends FIN after the
+%% queued data, and reading until dqd closes its side (bounded) avoids closing with
+%% unread commands in the receive buffer, which would reset the connection and
+%% could discard our last lines at dqd.
 terminate(_Reason, S) ->
     S1 = drain(S),
     S2 = send_buffer(S1),
@@ -148,7 +151,16 @@ terminate(_Reason, S) ->
         undefined -> ok;
         Sock ->
             _ = gen_tcp:shutdown(Sock, write),
+            _ = inet:setopts(Sock, [{active, false}]),
+            linger(Sock, erlang:monotonic_time(millisecond) + 2000),
             gen_tcp:close(Sock)
+    end.
+
+linger(Sock, Until) ->
+    Left = Until - erlang:monotonic_time(millisecond),
+    case Left > 0 andalso gen_tcp:recv(Sock, 0, Left) of
+        {ok, _} -> linger(Sock, Until);
+        _ -> ok
     end.
 
 drain(S) ->

@@ -2,7 +2,7 @@
 %% dqd and drive probes with a synthetic workload. Used by tools/run-wrapper (an
 %% `erl -eval` front end) and callable from any Erlang test:
 %%
-%%   dqd_wrapper_harness:start("127.0.0.1", 7878, [{running, true}]),
+%%   dqd_wrapper_harness:start("127.0.0.1", 7400, [{running, true}]),
 %%   dqd_wrapper_harness:workload(<<"checkout">>, 200, 5000, 20.0, 0.01).
 -module(dqd_wrapper_harness).
 
