@@ -1,0 +1,336 @@
+%% The scenario node: a synthetic Erlang system instrumented with dqd_wrapper, driven
+%% by scenarios/run. What one request does is the scenario's .dq outcome diagram: every
+%% named node of the diagram is a probe (dqd_wrapper:with_span), sequences run in order,
+%% a: branches run in parallel processes and all must finish, f: branches race (the
+%% first success wins), p: picks a branch at random, and each outcome (leaf) does the
+%% work its scenario file gives it: sleep for a random time, or take a token of a shared
+%% pool (dqs_pool) and hold it for a random service time.
+%%
+%% Requests arrive as a Poisson process at a rate that can be changed at run time.
+%% The node reads one command per line on stdin and answers one line on stdout:
+%%   rate R                      arrival rate in requests per second -> "OK rate R"
+%%   fault LEAF slow MS          every instance of LEAF takes MS milliseconds longer
+%%   fault LEAF erratic P MS     with probability P an instance takes Exp(MS) longer
+%%   fault LEAF fail P           with probability P an instance fails (fail_span)
+%%   clear LEAF | clear all      remove faults
+%%   stats                       -> "STATS {json}" (cumulative counters, pools)
+%%   quit                        stop the node
+%% Scenario file (file:consult terms):
+%%   {rate, R}.  {pool, Name, Servers, QueueLimit}.  {leaf, Name, Work}.
+%%   {default_leaf, Work}.   Work = {delay, Dist} | {pool, PoolName, Dist}
+%%   Dist = {const, Ms} | {exp, MeanMs} | {shifted_exp, MinMs, MeanExtraMs}
+%%        | {uniform, LoMs, HiMs}
+-module(dqs_scenario).
+
+-export([main/1, start/1]).
+
+-define(C_STARTED, 1).
+-define(C_OK, 2).
+-define(C_FAILED, 3).
+-define(C_REJECTED, 4).
+
+%% erl ... -run dqs_scenario start SCENARIO_FILE DQ_FILE
+-spec start([string()]) -> no_return().
+start(Args) -> main(Args).
+
+-spec main([string()]) -> no_return().
+main([TermsFile, DqFile]) ->
+    case setup(TermsFile, DqFile) of
+        ok ->
+            out("READY ~ts", [persistent_term:get(dqs_root)]),
+            command_loop();
+        {error, Why} ->
+            out("ERR ~ts", [Why]),
+            halt(2)
+    end;
+main(_) ->
+    out("ERR usage: dqs_scenario SCENARIO_FILE DQ_FILE", []),
+    halt(2).
+
+setup(TermsFile, DqFile) ->
+    case {file:consult(TermsFile), dqs_dq:parse_file(DqFile)} of
+        {{ok, Terms}, {ok, Root, Defs}} ->
+            Leaves = maps:from_list([{to_bin(N), W} || {leaf, N, W} <- Terms]),
+            Default = proplists:get_value(default_leaf, Terms, {delay, {exp, 1.0}}),
+            [dqs_pool:start(pool_name(N), S, Q) || {pool, N, S, Q} <- Terms],
+            persistent_term:put(dqs_defs, Defs),
+            persistent_term:put(dqs_root, Root),
+            persistent_term:put(dqs_leaves, {Leaves, Default}),
+            persistent_term:put(dqs_pools, [to_bin(N) || {pool, N, _, _} <- Terms]),
+            persistent_term:put(dqs_counters, counters:new(4, [write_concurrency])),
+            persistent_term:put(dqs_t0, erlang:monotonic_time(millisecond)),
+            ets:new(dqs_faults, [named_table, public, {read_concurrency, true}]),
+            ets:new(dqs_first_loss, [named_table, public]),
+            {ok, _} = dqd_wrapper:start(),
+            Rate = proplists:get_value(rate, Terms, 0),
+            register(dqs_load, spawn(fun() -> load_init(Rate) end)),
+            ok;
+        {{error, R}, _} ->
+            {error, io_lib:format("~ts: ~p", [TermsFile, R])};
+        {_, {error, R}} ->
+            {error, io_lib:format("~ts: ~ts", [DqFile, R])}
+    end.
+
+pool_name(N) -> list_to_atom("dqs_pool_" ++ binary_to_list(to_bin(N))).
+
+to_bin(A) when is_atom(A) -> atom_to_binary(A, utf8);
+to_bin(L) when is_list(L) -> list_to_binary(L);
+to_bin(B) when is_binary(B) -> B.
+
+out(Fmt, Args) ->
+    io:format(standard_io, Fmt ++ "~n", Args).
+
+%%% commands -------------------------------------------------------------------
+
+command_loop() ->
+    case io:get_line(standard_io, "") of
+        eof -> halt(0);
+        {error, _} -> halt(0);
+        Line ->
+            case string:lexemes(string:trim(Line), " \t") of
+                ["quit"] ->
+                    out("OK quit", []),
+                    halt(0);
+                [] -> ok;
+                Words -> command(Words)
+            end,
+            command_loop()
+    end.
+
+command(["rate", R]) ->
+    case num(R) of
+        {ok, V} when V >= 0 ->
+            dqs_load ! {rate, V},
+            out("OK rate ~s", [R]);
+        _ -> out("ERR bad rate ~s", [R])
+    end;
+command(["fault", Leaf, "slow", Ms]) -> fault(Leaf, {slow, num(Ms)});
+command(["fault", Leaf, "erratic", P, Ms]) -> fault(Leaf, {erratic, num(P), num(Ms)});
+command(["fault", Leaf, "fail", P]) -> fault(Leaf, {fail, num(P)});
+command(["clear", "all"]) ->
+    ets:delete_all_objects(dqs_faults),
+    out("OK clear all", []);
+command(["clear", Leaf]) ->
+    ets:delete(dqs_faults, list_to_binary(Leaf)),
+    out("OK clear ~s", [Leaf]);
+command(["stats"]) ->
+    out("STATS ~s", [json(stats())]);
+command(Words) ->
+    out("ERR unknown command: ~ts", [lists:join(" ", Words)]).
+
+fault(Leaf, F) ->
+    Vals = tl(tuple_to_list(F)),
+    case lists:all(fun({ok, V}) -> V >= 0; (_) -> false end, Vals) of
+        true ->
+            Fault = list_to_tuple([element(1, F) | [V || {ok, V} <- Vals]]),
+            ets:insert(dqs_faults, {list_to_binary(Leaf), Fault}),
+            out("OK fault ~s ~p", [Leaf, Fault]);
+        false ->
+            out("ERR bad fault arguments", [])
+    end.
+
+num(S) ->
+    case string:to_float(S) of
+        {F, []} -> {ok, F};
+        _ ->
+            case string:to_integer(S) of
+                {I, []} -> {ok, float(I)};
+                _ -> error
+            end
+    end.
+
+stats() ->
+    C = persistent_term:get(dqs_counters),
+    Now = erlang:monotonic_time(millisecond),
+    FirstLoss = case ets:lookup(dqs_first_loss, loss) of
+                    [{loss, T}] -> (T - persistent_term:get(dqs_t0)) / 1000;
+                    [] -> null
+                end,
+    Pools = maps:from_list([{P, dqs_pool:stats(pool_name(P))}
+                            || P <- persistent_term:get(dqs_pools)]),
+    Rate = case process_info(whereis(dqs_load), dictionary) of
+               {dictionary, D} -> proplists:get_value(rate, D, 0);
+               _ -> 0
+           end,
+    #{t => (Now - persistent_term:get(dqs_t0)) / 1000, rate => Rate,
+      started => counters:get(C, ?C_STARTED), ok => counters:get(C, ?C_OK),
+      failed => counters:get(C, ?C_FAILED), rejected => counters:get(C, ?C_REJECTED),
+      first_loss_t => FirstLoss, pools => Pools,
+      wrapper => wrapper_stats()}.
+
+wrapper_stats() ->
+    try dqd_wrapper:stats() of
+        M when is_map(M) -> maps:filter(fun(_, V) -> is_number(V) end, M);
+        _ -> #{}
+    catch
+        _:_ -> #{}
+    end.
+
+%% A flat-enough JSON encoder for the stats map (no json module in OTP 25).
+json(M) when is_map(M) ->
+    ["{", lists:join(",", [[json(to_bin(K)), ":", json(V)] || {K, V} <- maps:to_list(M)]),
+     "}"];
+json(B) when is_binary(B) -> [$", B, $"];
+json(null) -> "null";
+json(true) -> "true";
+json(false) -> "false";
+json(A) when is_atom(A) -> json(atom_to_binary(A, utf8));
+json(I) when is_integer(I) -> integer_to_list(I);
+json(F) when is_float(F) -> io_lib:format("~.6f", [F]);
+json(_) -> "null".
+
+%%% load: Poisson arrivals ----------------------------------------------------------
+
+%% Arrival times are drawn on an absolute clock and the generator sleeps to the next
+%% one, so the average rate is exact despite the millisecond granularity of timers
+%% (arrivals due in the same millisecond start together).
+load_init(Rate) ->
+    put(rate, Rate),
+    load_loop(Rate, erlang:monotonic_time(microsecond)).
+
+load_loop(Rate, _Next) when Rate =< 0 ->
+    receive
+        {rate, R} ->
+            put(rate, R),
+            load_loop(R, erlang:monotonic_time(microsecond) + gap(R))
+    end;
+load_loop(Rate, Next) ->
+    Now = erlang:monotonic_time(microsecond),
+    Wait = max(0, (Next - Now) div 1000),
+    receive
+        {rate, R} ->
+            put(rate, R),
+            load_loop(R, erlang:monotonic_time(microsecond) + gap(R))
+    after Wait ->
+        Next1 = launch(Rate, Next, erlang:monotonic_time(microsecond)),
+        load_loop(Rate, Next1)
+    end.
+
+launch(Rate, Next, Now) when Next =< Now ->
+    spawn(fun request/0),
+    launch(Rate, Next + gap(Rate), Now);
+launch(_, Next, _) -> Next.
+
+gap(Rate) when Rate > 0 -> round(-math:log(1.0 - rand:uniform()) / Rate * 1.0e6);
+gap(_) -> 1000000.
+
+%%% requests -----------------------------------------------------------------------
+
+request() ->
+    C = persistent_term:get(dqs_counters),
+    counters:add(C, ?C_STARTED, 1),
+    try run_def(persistent_term:get(dqs_root)) of
+        _ -> counters:add(C, ?C_OK, 1)
+    catch
+        _:_ ->
+            counters:add(C, ?C_FAILED, 1),
+            ets:insert_new(dqs_first_loss, {loss, erlang:monotonic_time(millisecond)})
+    end.
+
+run_def(Name) ->
+    Chain = maps:get(Name, persistent_term:get(dqs_defs)),
+    dqd_wrapper:with_span(Name, fun() -> run_chain(Chain) end).
+
+run_chain(Chain) -> lists:foreach(fun run/1, Chain).
+
+run({ref, Name}) -> run_def(Name);
+run({outcome, Name}) -> dqd_wrapper:with_span(Name, fun() -> leaf(Name) end);
+run({all, Name, Branches}) -> dqd_wrapper:with_span(Name, fun() -> all(Branches) end);
+run({first, Name, Branches}) -> dqd_wrapper:with_span(Name, fun() -> first(Branches) end);
+run({choice, Name, Ws, Branches}) ->
+    dqd_wrapper:with_span(Name, fun() -> run_chain(pick(rand:uniform(), Ws, Branches)) end).
+
+pick(_, [_], [B]) -> B;
+pick(U, [W | _], [B | _]) when U =< W -> B;
+pick(U, [W | Ws], [_ | Bs]) -> pick(U - W, Ws, Bs).
+
+%% Runs each branch in its own process; answers {Ref, I, ok | failed} to the caller.
+spawn_branches(Branches) ->
+    Self = self(),
+    Ref = make_ref(),
+    lists:foreach(fun({I, B}) ->
+                          spawn(fun() ->
+                                        R = try run_chain(B) of _ -> ok catch _:_ -> failed end,
+                                        Self ! {Ref, I, R}
+                                end)
+                  end, lists:zip(lists:seq(1, length(Branches)), Branches)),
+    Ref.
+
+all(Branches) ->
+    Ref = spawn_branches(Branches),
+    Results = [receive {Ref, I, R} -> R end || I <- lists:seq(1, length(Branches))],
+    case lists:member(failed, Results) of
+        true -> error(branch_failed);
+        false -> ok
+    end.
+
+first(Branches) ->
+    Ref = spawn_branches(Branches),
+    first_wait(Ref, length(Branches)).
+
+first_wait(_, 0) -> error(all_branches_failed);
+first_wait(Ref, Left) ->
+    receive
+        {Ref, _, ok} -> ok;
+        {Ref, _, failed} -> first_wait(Ref, Left - 1)
+    end.
+
+%%% leaves ----------------------------------------------------------------------------
+
+leaf(Name) ->
+    {Leaves, Default} = persistent_term:get(dqs_leaves),
+    Work = maps:get(Name, Leaves, Default),
+    Fault = case ets:lookup(dqs_faults, Name) of
+                [{_, F}] -> F;
+                [] -> none
+            end,
+    Extra = case Fault of
+                {slow, Ms} -> Ms;
+                {erratic, P, Ms} ->
+                    case rand:uniform() < P of
+                        true -> sample({exp, Ms});
+                        false -> 0.0
+                    end;
+                _ -> 0.0
+            end,
+    work(Work, Extra),
+    case Fault of
+        {fail, Pf} ->
+            case rand:uniform() < Pf of
+                true -> error(injected_failure);
+                false -> ok
+            end;
+        _ -> ok
+    end.
+
+work({delay, Dist}, Extra) ->
+    sleep_ms(sample(Dist) + Extra);
+work({pool, Pool, Dist}, Extra) ->
+    P = pool_name(Pool),
+    case dqs_pool:acquire(P) of
+        ok ->
+            try
+                sleep_ms(sample(Dist) + Extra)
+            after
+                dqs_pool:release(P)
+            end;
+        rejected ->
+            counters:add(persistent_term:get(dqs_counters), ?C_REJECTED, 1),
+            error(queue_full)
+    end.
+
+sample({const, Ms}) -> float(Ms);
+sample({exp, Mean}) -> -Mean * math:log(1.0 - rand:uniform());
+sample({shifted_exp, Min, Mean}) -> Min + sample({exp, Mean});
+sample({uniform, Lo, Hi}) -> Lo + (Hi - Lo) * rand:uniform().
+
+%% Timers have millisecond granularity: sleep floor(Ms) or floor(Ms)+1 milliseconds with
+%% the probabilities that keep the mean at Ms.
+sleep_ms(Ms) when Ms =< 0 -> ok;
+sleep_ms(Ms) ->
+    Whole = trunc(Ms),
+    N = case rand:uniform() < Ms - Whole of
+            true -> Whole + 1;
+            false -> Whole
+        end,
+    receive after N -> ok end.
