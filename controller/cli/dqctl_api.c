@@ -908,7 +908,7 @@ int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int ma
     if (o->help) {
         /* a command whose exit codes say more than the common line documents its own */
         fprintf(dqctl_out(), "%s%s%s", help, common_help,
-                strstr(help, "Exit status:") ? "" : common_exit);
+                strstr(help, "Exit status") ? "" : common_exit);
         return DQCTL_EXIT_OK;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -161,7 +161,7 @@ void dqctl_complain(const char *fmt, ...)
 /*
  * Starts a subcommand: parses argv with dqctl_parse_args ($DQD_URL as the default
  * server). On a usage error prints it and returns 2; on --help prints `help`, the common
- * options and (unless `help` has its own "Exit status:" paragraph) the exit codes, and
+ * options and (unless `help` has its own "Exit status" paragraph) the exit codes, and
  * returns 0. Otherwise initialises libcurl and returns -1: the caller goes on and ends
  * with dqctl_end_cmd.
  */
