@@ -578,7 +578,8 @@ void dqctl_render_snapshots(FILE *out, const json_t *list) {
         wp = n > wp ? n : wp;
     }
     wp = wp > 40 ? 40 : wp;
-    fprintf(out, "%5s  %-23s  %-*s %8s %6s %7s %9s  %s\n", "ID", "TIME (UTC)", wp, "PROBE",
+    /* "ΔQS" is one column wider in bytes than on screen (Δ is two bytes of UTF-8) */
+    fprintf(out, "%5s  %-23s  %-*s %8s %6s %7s %10s  %s\n", "ID", "TIME (UTC)", wp, "PROBE",
             "TRIGGER", "INV", "WINDOWS", "ΔQS", "REASON");
     for (size_t i = 0; i < json_array_size(list); i++) {
         const json_t *s = json_array_get(list, i);
@@ -995,8 +996,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
     }
     char who[128];
     const char *user = getenv("USER");
-    snprintf(who, sizeof who, "dqctl diagnose%s%s", user && *user ? " by " : "",
-             user && *user ? user : "");
+    /* who asked, as `why` will say it: "started by a person (alice via dqctl)" */
+    snprintf(who, sizeof who, "%s%s", user && *user ? user : "",
+             user && *user ? " via dqctl" : "dqctl");
     json_t *body = json_pack("{s:s}", "requested_by", who);
     if (o.npos > 0) {
         json_object_set_new(body, "node", json_string(o.pos[0]));

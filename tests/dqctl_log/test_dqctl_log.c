@@ -860,7 +860,7 @@ static void test_diagnose(struct fake *f, char *server) {
     json_t *b = json_loads(f->body, 0, NULL);
     CHECK_STR(json_string_value(json_object_get(b, "node")), "checkout");
     CHECK_STR(json_string_value(json_object_get(b, "strategy")), "bisect");
-    CHECK_STR(json_string_value(json_object_get(b, "requested_by")), "dqctl diagnose by tester");
+    CHECK_STR(json_string_value(json_object_get(b, "requested_by")), "tester via dqctl");
     json_decref(b);
     CHECK_STR(out_of(&r), "investigation 7 opened at checkout (latency problem, strategy bisect)\n"
                           "follow it with `dqctl log 7`, or wait for its verdict with `dqctl "
