@@ -1063,8 +1063,8 @@ int dqctl_why_main(int argc, char **argv) {
         "started the investigation, in plain sentences; then the chain as an indented list\n"
         "(root first: action, node, time, the node's numbers, the largest contribution and\n"
         "the reason), the step that disabled it again if any, and the commands sent to the\n"
-        "wrappers for it with their status (sent, acknowledged, not_applied on legacy links\n"
-        "that cannot disable a probe).\n";
+        "wrappers for it with their status (sent, acked, failed, or not_applied on legacy\n"
+        "links that cannot disable a probe).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
     if (rc >= 0) {
