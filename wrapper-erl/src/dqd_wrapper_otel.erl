@@ -8,7 +8,8 @@
 -export([detect/1, start_span/2, end_span/1, with_span/3, ids/1, instance_event/5]).
 
 %% {OtelOn, TelemetryOn} for the configured modes (auto | false).
--spec detect(#{otel := auto | false, telemetry := auto | false}) -> {boolean(), boolean()}.
+-spec detect(#{otel := auto | false, telemetry := auto | false, atom() => term()}) ->
+          {boolean(), boolean()}.
 detect(#{otel := O, telemetry := T}) ->
     {O =:= auto andalso available([otel_tracer, otel_span, opentelemetry]),
      T =:= auto andalso available([telemetry])}.
