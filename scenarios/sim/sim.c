@@ -72,8 +72,8 @@ struct sim_node {
     double shift_ms; /* leaves: fixed part */
     enum sim_fault_kind fault;
     double fault_value;
-    /* erratic: a balanced-means two-phase hyperexponential with the random part's mean
-     * and squared coefficient of variation value² (an exponential has 1) */
+    /* erratic: a two-phase hyperexponential with the random part's mean and squared
+     * coefficient of variation value² (an exponential has 1); see sim_fault_set */
     double h2_p, h2_mean1, h2_mean2;
 };
 
@@ -308,12 +308,19 @@ int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kin
             return dq_fail(DQ_EINVAL, "erratic factor %g: need 1 … 1000", value);
         }
         {
-            double c2 = value * value;
-            double p = 0.5 * (1 + sqrt((c2 - 1) / (c2 + 1)));
+            /* a two-phase hyperexponential with the random part's mean mu and squared
+             * coefficient of variation c² = value²: with probability q = 1/(c² + 1) a pass
+             * is slow (mean b·mu), else quick (mean a·mu). q is half the largest q that
+             * can reach c²: outliers twice as frequent as with balanced means, so that a
+             * window of a few dozen passes sees some. From (1−q)a + qb = 1 and
+             * (1−q)a² + qb² = (c² + 1)/2 = s: a = 1 − √(q(s − 1)/(1 − q)). */
+            double c2 = value * value, s = (c2 + 1) / 2, q = 1 / (c2 + 1);
+            double a = 1 - sqrt(q * (s - 1) / (1 - q));
+            double b = (1 - (1 - q) * a) / q;
             double mu = sn->mean_ms - sn->shift_ms;
-            sn->h2_p = p;
-            sn->h2_mean1 = mu / (2 * p);
-            sn->h2_mean2 = p < 1 ? mu / (2 * (1 - p)) : mu;
+            sn->h2_p = 1 - q;
+            sn->h2_mean1 = a * mu;
+            sn->h2_mean2 = b * mu;
         }
         break;
     case SIM_FAULT_FAIL:
