@@ -415,6 +415,96 @@ dqsd_otel_compat_test_() ->
                    || L <- Ls]
           end).
 
+concurrent_test_() ->
+    %% Many processes on all schedulers start and end instances at once, half of them
+    %% after their dMax, racing the sweeper: every instance is reported exactly once,
+    %% with the right status.
+    ?WITH([{running, true}, {probes, [{<<"c">>, 15}]}, {sweep_interval_ms, 1}],
+          fun(F) ->
+                  Procs = 16,
+                  Each = 40,
+                  Self = self(),
+                  [spawn_link(fun() ->
+                                      [begin
+                                           {C, H} = dqd_wrapper:start_span(<<"c">>),
+                                           case I rem 2 of
+                                               0 -> ok;
+                                               1 -> timer:sleep(20)
+                                           end,
+                                           ok = dqd_wrapper:end_span(C, H)
+                                       end || I <- lists:seq(1, Each)],
+                                      Self ! done
+                              end) || _ <- lists:seq(1, Procs)],
+                  [receive done -> ok end || _ <- lists:seq(1, Procs)],
+                  Total = Procs * Each,
+                  {ok, Ls} = dqd_fake:wait_lines(F, is_inst(<<"c">>), Total, 10000),
+                  ok = dqd_wrapper:flush(),
+                  timer:sleep(100),
+                  All = [inst(L) || L <- dqd_fake:lines(F), (is_inst(<<"c">>))(L)],
+                  ?assertEqual(Total, length(All)),
+                  ?assertEqual(Total, length(Ls)),
+                  Tos = [I || #{status := to} = I <- All],
+                  ?assertEqual(Total div 2, length(Tos)),
+                  ?assert(lists:all(fun(#{start := B, 'end' := E}) -> E =:= B + 15000000 end,
+                                    Tos)),
+                  %% No instance is reported twice.
+                  ?assertEqual(Total, length(lists:usort([{B, E} || #{start := B, 'end' := E}
+                                                                        <- All])))
+          end).
+
+keepalive_test_() ->
+    ?WITH([{keepalive_ms, 30}],
+          fun(F) ->
+                  ?assertMatch({ok, _}, dqd_fake:wait_line(F, fun(L) -> L =:= <<"ping">> end,
+                                                           3000))
+          end).
+
+conn_restart_test_() ->
+    %% Lines waiting in the connection process when it dies are lost with it; they
+    %% are reported as dropped by the restarted connection.
+    ?WITH([{running, true}, {probes, [{<<"k">>, 5000}]}],
+          fun(F) ->
+                  Conn = whereis(dqd_wrapper_conn),
+                  true = erlang:suspend_process(Conn),
+                  [dqd_wrapper:with_span(<<"k">>, fun() -> ok end) || _ <- lists:seq(1, 7)],
+                  exit(Conn, kill),
+                  ?assertMatch({ok, _}, dqd_fake:wait_line(F, fun(L) -> L =:= <<"drop;7">> end,
+                                                           5000)),
+                  ?assertEqual(2, dqd_fake:connections(F)),
+                  %% And the new connection works.
+                  dqd_wrapper:with_span(<<"k">>, fun() -> ok end),
+                  ?assertMatch(#{status := ok}, wait_inst(F, <<"k">>))
+          end).
+
+runtime_connect_test_() ->
+    %% dqsd_otel's start-up calls: point the wrapper at another dqd, start a listener.
+    ?WITH([],
+          fun(F) ->
+                  {ok, F2, Port2} = dqd_fake:start(),
+                  try
+                      ok = dqsd_otel_tcp_client:try_connect("127.0.0.1", Port2),
+                      {ok, _} = dqd_fake:wait_line(F2, fun(L) -> prefix(<<"h:2;">>, L) end,
+                                                   3000),
+                      LPort = dqd_fake:free_port(),
+                      ok = dqsd_otel_tcp_server:start_server("127.0.0.1", LPort),
+                      {ok, S} = gen_tcp:connect("127.0.0.1", LPort, [binary, {active, false}]),
+                      ok = gen_tcp:send(S, <<"set_timeout;rt;5\n">>),
+                      ?assertMatch({ok, _}, dqd_fake:wait_line(
+                                              F2, fun(L) -> L =:= <<"ack;set_timeout;rt;5">> end,
+                                              3000)),
+                      gen_tcp:close(S),
+                      ok = dqsd_otel_tcp_server:stop_server(),
+                      ?assertEqual({error, not_running}, dqsd_otel_tcp_server:stop_server()),
+                      ok = dqsd_otel_tcp_client:disconnect(),
+                      timer:sleep(50),
+                      ?assertEqual(false, maps:get(connected, dqd_wrapper:stats())),
+                      %% The first fake saw its connection end, and nothing after it.
+                      ?assertEqual([], [L || L <- dqd_fake:lines(F), prefix(<<"ack;">>, L)])
+                  after
+                      dqd_fake:stop(F2)
+                  end
+          end).
+
 config_test_() ->
     {setup, fun clear_os_env/0, fun(_) -> clear_os_env() end,
      fun(_) ->
