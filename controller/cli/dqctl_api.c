@@ -512,6 +512,10 @@ void dqctl_format_time(double unix_s, char *buf, size_t cap) {
         snprintf(buf, cap, "-");
         return;
     }
+    if (!(fabs(unix_s) < 1e12)) { /* beyond year 33000: no calendar, and no time_t overflow */
+        snprintf(buf, cap, "%g", unix_s);
+        return;
+    }
     time_t secs = (time_t)floor(unix_s);
     int ms = (int)((unix_s - floor(unix_s)) * 1000.0 + 0.5);
     if (ms == 1000) {
