@@ -451,6 +451,27 @@ static void test_render_why(void) {
                     "{\"dmax_ms\":1024}  to wrapper 1 127.0.0.1:55166: sent\n") != NULL);
     CHECK(strstr(t, "clear_timeout  to wrapper 2 127.0.0.1:4000: not_applied (a legacy link "
                     "cannot do this): legacy link\n") != NULL);
+    CHECK(strstr(t, "then disabled by") == NULL);
+    cap_close(&c);
+
+    /* after de-escalation: the disabling step follows the chain */
+    json_object_set_new(why, "disabled_by",
+                        json_pack("{s:I,s:I,s:s,s:s,s:s,s:[s,s,s],s:{s:s,s:i},s:s,s:f}", "id",
+                                  (json_int_t)9, "parent", (json_int_t)3, "node", "checkout",
+                                  "kind", "latency", "action", "disable", "probes", "validate",
+                                  "pay", "ship", "stats", "reason",
+                                  "the problem stayed away; disabling what the investigation "
+                                  "enabled",
+                                  "quiet_windows", 5, "verdict", "pending", "time", 1795319000.0));
+    cap_open(&c);
+    dqctl_render_why(c.f, why);
+    t = cap_text(&c);
+    const char *dis = strstr(t, "\nthen disabled by:\n  #9 disable checkout  03:43:20.000  "
+                                "[validate, pay, ship]\n    the problem stayed away; disabling "
+                                "what the investigation enabled\n");
+    CHECK(dis != NULL);
+    const char *enabling = strstr(t, "<- enabled pay");
+    CHECK(dis && enabling && dis > enabling && dis < strstr(t, "\ncommands sent for pay:"));
     cap_close(&c);
     json_decref(why);
 
