@@ -22,9 +22,10 @@
     connector = undefined :: undefined | {pid(), reference()},
     backoff :: pos_integer(),
     retry = undefined :: undefined | reference(),
-    buf = [] :: [binary()],            % reversed
+    %% The batch: encoded lines appended to one binary (appending in place is cheap,
+    %% and the socket gets one buffer instead of a list of small ones).
+    buf = <<>> :: binary(),
     nbuf = 0 :: non_neg_integer(),
-    bytes = 0 :: non_neg_integer(),
     rx :: dqd_wrapper_line:split_state(),
     last_tx = 0 :: integer(),
     cnt :: atomics:atomics_ref(),
@@ -186,7 +187,7 @@ more(N, S) ->
     end.
 
 batch_check(S) ->
-    case S#c.bytes >= cfg(batch_bytes, S) of
+    case byte_size(S#c.buf) >= cfg(batch_bytes, S) of
         true -> {noreply, send_buffer(S)};
         false -> {noreply, S}
     end.
@@ -199,13 +200,14 @@ inst({dqd_inst, Name, Start, End, Status, Meta}, #c{clock = Clock0} = S) ->
                 {Off, C} -> C;
                 _ -> dqd_wrapper_line:clock_new(Off)
             end,
-    {Line, Clock1} = dqd_wrapper_line:encode_mono(Name, Start, End, Status, Meta, Clock),
-    buffer(Line, S#c{clock = {Off, Clock1}}).
+    {Buf, Clock1} = dqd_wrapper_line:append_mono(S#c.buf, Name, Start, End, Status, Meta,
+                                                 Clock),
+    S#c{buf = Buf, nbuf = S#c.nbuf + 1, clock = {Off, Clock1}}.
 
 %%% Buffer --------------------------------------------------------------------
 
-buffer(Line, #c{buf = B, nbuf = N, bytes = Bytes} = S) ->
-    S#c{buf = [Line | B], nbuf = N + 1, bytes = Bytes + byte_size(Line)}.
+buffer(Line, #c{buf = B, nbuf = N} = S) ->
+    S#c{buf = <<B/binary, Line/binary>>, nbuf = N + 1}.
 
 %% Writes the buffered lines and a drop line if anything was dropped. Nothing is
 %% written while disconnected: the lines wait (bounded) for the next connection.
@@ -217,13 +219,13 @@ send_buffer(#c{sock = Sock, buf = B, nbuf = N, cnt = Cnt, stats = St} = S) ->
                    0 -> [];
                    _ -> [dqd_wrapper_line:drop(Dropped)]
                end,
-    case B =:= [] andalso DropLine =:= [] of
+    case B =:= <<>> andalso DropLine =:= [] of
         true -> S;
         false ->
-            case gen_tcp:send(Sock, [lists:reverse(B) | DropLine]) of
+            case gen_tcp:send(Sock, [B | DropLine]) of
                 ok ->
                     atomics:sub(Cnt, ?PENDING, N),
-                    S#c{buf = [], nbuf = 0, bytes = 0, last_tx = now_ms(),
+                    S#c{buf = <<>>, nbuf = 0, last_tx = now_ms(),
                         stats = St#{sent := maps:get(sent, St) + N,
                                     dropped := maps:get(dropped, St) + Dropped}};
                 {error, _} ->

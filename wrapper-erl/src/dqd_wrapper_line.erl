@@ -6,7 +6,7 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, hello/2, state/2, drop/1, ack/1]).
+-export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, append_mono/7, hello/2, state/2, drop/1, ack/1]).
 -export([decode_instance/1, parse_command/1]).
 -export([max_meta/0, format_ms/1, parse_ms/1, ms_to_ns/1, valid_name/1, attr_value/1]).
 -export([split_init/0, split/2]).
@@ -70,23 +70,31 @@ clock_at(Off, Mono) ->
 %% next time (the same one, except when a second boundary was crossed).
 -spec encode_mono(binary() | atom(), integer(), integer(), status(), binary(), clock()) ->
           {binary(), clock()}.
-encode_mono(Name, Start, End, Status, Meta, Clock0) when is_binary(Name) ->
-    {B, Clock1} = ts(Start, Clock0),
-    {E, Clock2} = ts(End, Clock1),
-    {<<"n:", Name/binary, ";b:", B/binary, ";e:", E/binary, ";s:",
-       (status_bin(Status))/binary, Meta/binary, "\n">>, Clock2};
-encode_mono(Name, Start, End, Status, Meta, Clock) when is_atom(Name) ->
-    encode_mono(atom_to_binary(Name, utf8), Start, End, Status, Meta, Clock).
+encode_mono(Name, Start, End, Status, Meta, Clock) ->
+    append_mono(<<>>, Name, Start, End, Status, Meta, Clock).
 
+%% encode_mono/6 appending the line to Acc (the connection's batch), with no
+%% intermediate binary per line or per timestamp.
+-spec append_mono(binary(), binary() | atom(), integer(), integer(), status(), binary(),
+                  clock()) -> {binary(), clock()}.
+append_mono(Acc, Name, Start, End, Status, Meta, Clock0) when is_binary(Name) ->
+    {BP, BD, Clock1} = ts(Start, Clock0),
+    {EP, ED, Clock2} = ts(End, Clock1),
+    {<<Acc/binary, "n:", Name/binary, ";b:", BP/binary, BD/binary, ";e:", EP/binary,
+       ED/binary, ";s:", (status_bin(Status))/binary, Meta/binary, "\n">>, Clock2};
+append_mono(Acc, Name, Start, End, Status, Meta, Clock) when is_atom(Name) ->
+    append_mono(Acc, atom_to_binary(Name, utf8), Start, End, Status, Meta, Clock).
+
+%% {Prefix, Digits, Clock}: the timestamp is Prefix followed by Digits.
 ts(Mono, #clock{base = Base, prefix = P} = C) when Mono >= Base, Mono - Base < 1000000000,
                                                    P =/= <<>> ->
     <<_, Digits/binary>> = integer_to_binary(Mono - Base + 1000000000),
-    {<<P/binary, Digits/binary>>, C};
+    {P, Digits, C};
 ts(Mono, #clock{off = Off} = C) ->
     case Mono + Off >= 1000000000 of
         true -> ts(Mono, clock_at(Off, Mono));
         %% Before 1970-01-01T00:00:01: never a real instance, printed plainly.
-        false -> {integer_to_binary(Mono + Off), C}
+        false -> {integer_to_binary(Mono + Off), <<>>, C}
     end.
 
 status_bin(ok) -> <<"ok">>;
