@@ -449,9 +449,10 @@ static void get_snapshot(struct dqd *d, const char *idtext, struct http_response
         return;
     }
     json_t *rows = json_array(), *dqs = json_array();
-    int rc = store_snapshot_get(d->store, id, collect_snapshot, collect_snapshot_dq, dqs);
+    /* one context per call: the row and the ΔQs go to different arrays */
+    int rc = store_snapshot_get(d->store, id, collect_snapshot, NULL, rows);
     if (rc == DQ_OK) {
-        rc = store_snapshot_get(d->store, id, collect_snapshot, NULL, rows);
+        rc = store_snapshot_get(d->store, id, NULL, collect_snapshot_dq, dqs);
     }
     if (rc) {
         json_decref(rows);
@@ -498,10 +499,27 @@ static void put_trigger(struct dqd *d, const char *probe, const char *kind,
         json_decref(body);
         return;
     }
+    /* fields left out keep the trigger's current value (or the defaults for a new one) */
+    double threshold = NAN;
+    int fire_after = 3, clear_after = 5, enabled = 1;
+    enum trigger_kind k;
+    if (dqd__trigger_kind_parse(kind, &k) == DQ_OK) {
+        for (int i = 0; i < d->adapt.n_triggers; i++) {
+            const struct trigger *t = &d->adapt.triggers[i];
+            if (t->kind == k && strcmp(t->probe, probe) == 0) {
+                threshold = t->threshold;
+                fire_after = t->fire_after;
+                clear_after = t->clear_after;
+                enabled = t->enabled;
+            }
+        }
+    }
+    if (th) {
+        threshold = json_is_number(th) ? json_number_value(th) : NAN;
+    }
     int rc = dqd__adapt_set_trigger(
-        d, probe, kind, th && json_is_number(th) ? json_number_value(th) : NAN,
-        fa ? (int)json_integer_value(fa) : 3, ca ? (int)json_integer_value(ca) : 5,
-        en ? json_is_true(en) : 1);
+        d, probe, kind, threshold, fa ? (int)json_integer_value(fa) : fire_after,
+        ca ? (int)json_integer_value(ca) : clear_after, en ? json_is_true(en) : enabled);
     json_decref(body);
     if (rc) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());

@@ -135,8 +135,9 @@ def body(c):
     c.eq(m.value("dqd_probe_enabled", probe="a"), 1.0, "dqd_probe_enabled")
     les = [float(l["le"]) for l, _ in m.select("dqd_duration_seconds_bucket", probe="a")
            if l["le"] != "+Inf"]
-    c.check(les and abs(les[0] - 0.002) < 1e-12 and abs(les[-1] - 0.2) < 1e-12,
-            "a's buckets run from its bin width to its dMax: %r" % les)
+    want = [2.0 ** (j - 6) / 1000.0 for j in range(19)]
+    c.check(len(les) == len(want) and all(abs(a - b) < 1e-15 for a, b in zip(les, want)),
+            "buckets on the fixed power-of-two edges 15.625 us ... 4.096 s: %r" % les)
 
     # ---- PUT the diagram, then its calculated ΔQ at the next window ----
     st, env = d.api("PUT", "/api/v1/diagram", "flow = a -> c;\n")
