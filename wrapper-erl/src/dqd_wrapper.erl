@@ -4,9 +4,10 @@
 %%
 %% Cost model: a probe first reads the probe table from persistent_term (no copy, no
 %% message). Stopped wrapper or probe without a dMax: that read and a map lookup, then
-%% return. Enabled probe: one ETS insert at start, one ETS take at end, and one message
-%% to the connection process carrying the encoded line. Timeouts need no process or
-%% timer per instance: dqd_wrapper_core sweeps the table of open instances.
+%% return. Enabled probe: two monotonic clock reads, one ETS insert at start, one ETS
+%% take at end, and one small message to the connection process, which encodes it.
+%% Timeouts need no process or timer per instance: dqd_wrapper_core sweeps the tables
+%% of open instances.
 -module(dqd_wrapper).
 
 -include("dqd_wrapper_int.hrl").

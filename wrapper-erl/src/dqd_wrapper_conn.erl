@@ -3,7 +3,7 @@
 %% flush_interval_ms), reports drops, reads commands from the same socket, applies
 %% and acknowledges them, and reconnects with exponential backoff. Lines wait in a
 %% bounded buffer while the link is down; the bound is enforced by the callers
-%% (dqd_wrapper_core:emit/1) through a shared atomics counter, so a slow or absent
+%% (dqd_wrapper_core:push/2) through a shared atomics counter, so a slow or absent
 %% dqd turns into `drop` counts, never into a growing mailbox or a blocked caller.
 -module(dqd_wrapper_conn).
 -behaviour(gen_server).

@@ -1,5 +1,5 @@
 %% Owner of the wrapper's shared state: the probe table published in persistent_term,
-%% the ETS table of open instances, and the sweeper that reports instances not ended
+%% the ETS tables of open instances, and the sweeper that reports instances not ended
 %% by start + dMax as timed out (one process for all instances instead of a process
 %% and a timer per instance). Commands, from dqd or local, are applied here so that
 %% updates of the probe table are serialised.
