@@ -392,10 +392,11 @@ struct walk {
     int full;
 };
 
-/* Clamped to 10^15 ns (11.6 days) so that sums along any request stay far from overflow. */
+/* Clamped to 10^13 ns (2.8 hours): a request has at most SIM_MAX_INSTANCES passes, so its
+ * sums stay below 10^18 ns, far from overflow. */
 static int64_t ms_to_ns(const struct sim_model *m, double ms) {
     double ns = ms * m->ns_per_ms;
-    return ns < 1e15 ? (int64_t)llround(ns) : (int64_t)1000000000000000LL;
+    return ns < 1e13 ? (int64_t)llround(ns) : (int64_t)10000000000000LL;
 }
 
 /* One leaf pass: its delay in model ms; *failed from its failure coin. */
