@@ -127,7 +127,7 @@ handle_info(retry, S) ->
     {noreply, start_connect(S#c{retry = undefined})};
 handle_info({tcp, Sock, Data}, #c{sock = Sock, rx = Rx} = S) ->
     {Lines, Rx1} = dqd_wrapper_line:split(Data, Rx),
-    S1 = lists:foldl(fun command/2, S#c{rx = Rx1}, Lines),
+    S1 = commands(Lines, [], S#c{rx = Rx1}),
     case S1#c.sock of
         Sock -> _ = inet:setopts(Sock, [{active, once}]);
         _ -> ok
@@ -238,6 +238,8 @@ send_buffer(#c{sock = Sock, buf = B, nbuf = N, cnt = Cnt, stats = St} = S) ->
 %% Control lines (hello, state, ack) go out at once, after what is buffered.
 send_now(#c{sock = undefined} = S, _Line) ->
     S;
+send_now(S, []) ->
+    S;
 send_now(S, Line) ->
     S1 = send_buffer(S),
     case S1#c.sock of
@@ -258,13 +260,19 @@ keepalive(#c{last_tx = T} = S) ->
 
 %%% Commands ------------------------------------------------------------------
 
-command(Line, #c{stats = St} = S) ->
+%% Applies the commands of one read together, so a burst (dqd enabling several
+%% probes at once) costs one update of the probe table, hence one global scan of the
+%% processes, not one per command. Answers go out in order; a sync sees every
+%% command before it.
+commands([], Batch, S) ->
+    apply_batch(Batch, S);
+commands([Line | Rest], Batch, #c{stats = St} = S) ->
     case dqd_wrapper_line:parse_command(Line) of
         {ok, sync} ->
-            send_now(S#c{stats = bump(commands, St)}, state_line());
+            S1 = apply_batch(Batch, S#c{stats = bump(commands, St)}),
+            commands(Rest, [], send_now(S1, state_line()));
         {ok, Cmd} ->
-            ok = dqd_wrapper_core:apply_command(Cmd),
-            send_now(S#c{stats = bump(commands, St)}, dqd_wrapper_line:ack(Line));
+            commands(Rest, [{Cmd, Line} | Batch], S#c{stats = bump(commands, St)});
         {error, Why} ->
             %% Not applied, so not acknowledged: dqd sees the missing ack.
             case maps:get(bad_commands, St) < 10 of
@@ -273,8 +281,15 @@ command(Line, #c{stats = St} = S) ->
                                   [binary:part(Line, 0, min(64, byte_size(Line))), Why]);
                 false -> ok
             end,
-            S#c{stats = bump(bad_commands, St)}
+            commands(Rest, Batch, S#c{stats = bump(bad_commands, St)})
     end.
+
+apply_batch([], S) ->
+    S;
+apply_batch(Batch, S) ->
+    InOrder = lists:reverse(Batch),
+    ok = dqd_wrapper_core:apply_commands([Cmd || {Cmd, _} <- InOrder]),
+    send_now(S, [dqd_wrapper_line:ack(Line) || {_, Line} <- InOrder]).
 
 bump(K, St) -> St#{K := maps:get(K, St) + 1}.
 

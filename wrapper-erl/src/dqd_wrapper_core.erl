@@ -8,7 +8,7 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([start_link/1, apply_command/1, local/1, quiesce/0, report/5, push/2, emit/1,
+-export([start_link/1, apply_command/1, apply_commands/1, local/1, quiesce/0, report/5, push/2, emit/1,
          sweep_now/0, pending/0]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
@@ -20,12 +20,16 @@ start_link(Config) ->
 
 %% Applies a command from dqd; sync changes nothing here.
 -spec apply_command(dqd_wrapper_line:command()) -> ok.
-apply_command(Cmd) -> gen_server:call(?MODULE, {apply, Cmd}).
+apply_command(Cmd) -> apply_commands([Cmd]).
+
+%% Applies commands in order with a single update of the probe table.
+-spec apply_commands([dqd_wrapper_line:command()]) -> ok.
+apply_commands(Cmds) -> gen_server:call(?MODULE, {apply, Cmds}).
 
 %% Applies a command given through the local API and tells dqd the new state.
 -spec local(dqd_wrapper_line:command()) -> ok | {error, not_started}.
 local(Cmd) ->
-    try gen_server:call(?MODULE, {apply, Cmd}) of
+    try gen_server:call(?MODULE, {apply, [Cmd]}) of
         ok -> dqd_wrapper_conn:state_changed()
     catch
         exit:{noproc, _} -> {error, not_started}
@@ -115,8 +119,8 @@ init(Config) ->
     erlang:send_after(SweepMs, self(), sweep),
     {ok, #core{sweep_ms = SweepMs}}.
 
-handle_call({apply, Cmd}, _From, State) ->
-    publish(apply_to(Cmd, current())),
+handle_call({apply, Cmds}, _From, State) ->
+    publish(lists:foldl(fun apply_to/2, current(), Cmds)),
     {reply, ok, State};
 handle_call(quiesce, _From, State) ->
     publish((current())#st{running = false}),

@@ -278,6 +278,28 @@ commands_test_() ->
                                              orelse prefix(<<"ack;launch">>, L)])
           end).
 
+command_burst_test_() ->
+    %% Twenty commands in one read: all applied and acknowledged in order, with far
+    %% fewer probe-table updates (each one is a global scan of the processes).
+    ?WITH([],
+          fun(F) ->
+                  Cmds = [<<"set_timeout;b", (integer_to_binary(I))/binary, ";",
+                            (integer_to_binary(I))/binary>> || I <- lists:seq(1, 20)],
+                  Core = whereis(dqd_wrapper_core),
+                  1 = erlang:trace_pattern({persistent_term, put, 2}, true, [global]),
+                  1 = erlang:trace(Core, true, [call]),
+                  ok = dqd_fake:send(F, lists:join(<<"\n">>, Cmds)),
+                  {ok, Acks} = dqd_fake:wait_lines(F, fun(L) -> prefix(<<"ack;">>, L) end, 20,
+                                                   3000),
+                  erlang:trace(Core, false, [call]),
+                  erlang:trace_pattern({persistent_term, put, 2}, false, [global]),
+                  Puts = length([x || {trace, _, call, {persistent_term, put, _}}
+                                          <- collect()]),
+                  ?assertEqual([<<"ack;", C/binary>> || C <- Cmds], Acks),
+                  ?assertEqual(20, map_size(maps:get(probes, dqd_wrapper:state()))),
+                  ?assert(Puts >= 1 andalso Puts =< 3)
+          end).
+
 long_command_line_test_() ->
     ?WITH([],
           fun(F) ->
