@@ -3,8 +3,11 @@
 %% named node of the diagram is a probe (dqd_wrapper:with_span), sequences run in order,
 %% a: branches run in parallel processes and all must finish, f: branches race (the
 %% first success wins), p: picks a branch at random, and each outcome (leaf) does the
-%% work its scenario file gives it: sleep for a random time, or take a token of a shared
-%% pool (dqs_pool) and hold it for a random service time.
+%% work its scenario file gives it: sleep for a random time, take a token of a shared
+%% pool (dqs_pool) and hold it for a random service time, or run on a shared processor
+%% (cpu): Cores of them shared by every job on it, so a job that starts while N others
+%% run takes its work time x max(1, (N + 1) / Cores) - processor sharing, with the
+%% slowdown fixed when the job starts.
 %%
 %% Requests arrive as a Poisson process at a rate that can be changed at run time.
 %% The node reads one command per line on stdin and answers one line on stdout:
@@ -16,8 +19,12 @@
 %%   stats                       -> "STATS {json}" (cumulative counters, pools)
 %%   quit                        stop the node
 %% Scenario file (file:consult terms):
-%%   {rate, R}.  {pool, Name, Servers, QueueLimit}.  {leaf, Name, Work}.
-%%   {default_leaf, Work}.   Work = {delay, Dist} | {pool, PoolName, Dist}
+%%   {rate, R}.  {pool, Name, Servers, QueueLimit}.  {cpu, Name, Cores}.
+%%   {leaf, Name, Work}.  {default_leaf, Work}.
+%%   {background, CpuName, Leaf, Every, Jobs, Ms}: after every Every completions of
+%%   Leaf, a background task (a compaction, say) puts Jobs extra jobs on CpuName for Ms
+%%   milliseconds - work that grows with the load and slows every job there meanwhile.
+%%   Work = {delay, Dist} | {pool, PoolName, Dist} | {cpu, CpuName, Dist}
 %%   Dist = {const, Ms} | {exp, MeanMs} | {shifted_exp, MinMs, MeanExtraMs}
 %%        | {uniform, LoMs, HiMs}
 -module(dqs_scenario).
@@ -57,10 +64,18 @@ setup(TermsFile, DqFile) ->
             persistent_term:put(dqs_root, Root),
             persistent_term:put(dqs_leaves, {Leaves, Default}),
             persistent_term:put(dqs_pools, [to_bin(N) || {pool, N, _, _} <- Terms]),
+            %% cpu: {atomics [running jobs, jobs done, sum of slowdowns x 1000], cores}
+            persistent_term:put(dqs_cpus, maps:from_list(
+                                            [{to_bin(N), {atomics:new(3, []), C}}
+                                             || {cpu, N, C} <- Terms])),
+            persistent_term:put(dqs_background,
+                                maps:from_list([{to_bin(L), {to_bin(C), E, J, Ms}}
+                                                || {background, C, L, E, J, Ms} <- Terms])),
             persistent_term:put(dqs_counters, counters:new(4, [write_concurrency])),
             persistent_term:put(dqs_t0, erlang:monotonic_time(millisecond)),
             ets:new(dqs_faults, [named_table, public, {read_concurrency, true}]),
             ets:new(dqs_first_loss, [named_table, public]),
+            ets:new(dqs_counts, [named_table, public, {write_concurrency, true}]),
             {ok, _} = dqd_wrapper:start(),
             Rate = proplists:get_value(rate, Terms, 0),
             register(dqs_load, spawn(fun() -> load_init(Rate) end)),
@@ -148,6 +163,10 @@ stats() ->
                 end,
     Pools = maps:from_list([{P, dqs_pool:stats(pool_name(P))}
                             || P <- persistent_term:get(dqs_pools)]),
+    Cpus = maps:map(fun(_, {A, Cores}) ->
+                            #{running => atomics:get(A, 1), done => atomics:get(A, 2),
+                              slowdown_sum => atomics:get(A, 3) / 1000, cores => Cores}
+                    end, persistent_term:get(dqs_cpus)),
     Rate = case process_info(whereis(dqs_load), dictionary) of
                {dictionary, D} -> proplists:get_value(rate, D, 0);
                _ -> 0
@@ -155,7 +174,7 @@ stats() ->
     #{t => (Now - persistent_term:get(dqs_t0)) / 1000, rate => Rate,
       started => counters:get(C, ?C_STARTED), ok => counters:get(C, ?C_OK),
       failed => counters:get(C, ?C_FAILED), rejected => counters:get(C, ?C_REJECTED),
-      first_loss_t => FirstLoss, pools => Pools,
+      first_loss_t => FirstLoss, pools => Pools, cpus => Cpus,
       wrapper => wrapper_stats()}.
 
 wrapper_stats() ->
@@ -294,6 +313,7 @@ leaf(Name) ->
                 _ -> 0.0
             end,
     work(Work, Extra),
+    background(Name),
     case Fault of
         {fail, Pf} ->
             case rand:uniform() < Pf of
@@ -317,6 +337,36 @@ work({pool, Pool, Dist}, Extra) ->
         rejected ->
             counters:add(persistent_term:get(dqs_counters), ?C_REJECTED, 1),
             error(queue_full)
+    end;
+work({cpu, Cpu, Dist}, Extra) ->
+    {A, Cores} = maps:get(to_bin(Cpu), persistent_term:get(dqs_cpus)),
+    Running = atomics:add_get(A, 1, 1),
+    Slowdown = max(1.0, Running / Cores),
+    try
+        sleep_ms(sample(Dist) * Slowdown + Extra)
+    after
+        atomics:sub(A, 1, 1),
+        atomics:add(A, 2, 1),
+        atomics:add(A, 3, round(Slowdown * 1000))
+    end.
+
+%% Counts completions of Leaf and starts the background task of every Every-th.
+background(Leaf) ->
+    case persistent_term:get(dqs_background) of
+        #{Leaf := {Cpu, Every, Jobs, Ms}} ->
+            {A, _} = maps:get(Cpu, persistent_term:get(dqs_cpus)),
+            Count = ets:update_counter(dqs_counts, Leaf, 1, {Leaf, 0}),
+            case Count rem Every of
+                0 ->
+                    spawn(fun() ->
+                                  atomics:add(A, 1, Jobs),
+                                  sleep_ms(Ms),
+                                  atomics:sub(A, 1, Jobs)
+                          end),
+                    ok;
+                _ -> ok
+            end;
+        _ -> ok
     end.
 
 sample({const, Ms}) -> float(Ms);
