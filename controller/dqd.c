@@ -305,6 +305,28 @@ static void reconcile_state(struct link *l, const struct proto_msg *m) {
     }
 }
 
+/* An instance line, parsed (by proto_parse() or the splitter's fast path). */
+static inline void link_instance(struct link *l, const struct proto_msg *m) {
+    struct dqd *d = l->d;
+    if (l->kind == LINK_UNKNOWN) {
+        link_become(l, LINK_LEGACY);
+    }
+    enum probe_status st = m->status == PROTO_ST_OK   ? PROBE_OK
+                           : m->status == PROTO_ST_FA ? PROBE_FA
+                                                      : PROBE_TO;
+    l->instances++;
+    d->instances_total++;
+    probes_record_hashed(&d->probes, m->name.p, m->name.n, m->name_hash, m->start_ns, m->end_ns,
+                         st);
+}
+
+/* The splitter's fast path: a legacy instance line, already parsed. */
+static void on_instance(void *ctx, const struct proto_msg *m) {
+    struct link *l = ctx;
+    l->lines++;
+    link_instance(l, m);
+}
+
 static void on_line(void *ctx, const char *line, size_t len, int err) {
     struct link *l = ctx;
     struct dqd *d = l->d;
@@ -320,18 +342,9 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         return;
     }
     switch (m.kind) {
-    case PROTO_INSTANCE: {
-        if (l->kind == LINK_UNKNOWN) {
-            link_become(l, LINK_LEGACY);
-        }
-        enum probe_status st = m.status == PROTO_ST_OK   ? PROBE_OK
-                               : m.status == PROTO_ST_FA ? PROBE_FA
-                                                         : PROBE_TO;
-        l->instances++;
-        d->instances_total++;
-        probes_record(&d->probes, m.name.p, m.name.n, m.start_ns, m.end_ns, st);
+    case PROTO_INSTANCE:
+        link_instance(l, &m);
         break;
-    }
     case PROTO_PING:
         if (l->kind == LINK_UNKNOWN) {
             link_become(l, LINK_LEGACY);
@@ -382,7 +395,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         /* one clock read per chunk, not per line (a vDSO call costs ~70 ns on a VM, a
          * quarter of the ingest time); the clock check allows a day of skew anyway */
         l->read_now_ns = dqd__now_ns();
-        proto_splitter_feed(&l->split, buf->base, (size_t)nread);
+        proto_splitter_feed_instances(&l->split, buf->base, (size_t)nread, l->read_now_ns,
+                                      on_instance);
         return;
     }
     if (nread < 0) {

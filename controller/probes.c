@@ -9,14 +9,12 @@
 #include <string.h>
 
 #include "dq_error.h"
+#include "proto.h"
 
+/* The parser hashes every instance's name while checking it (msg->name_hash), so the
+ * table uses the same function and ingest never reads a name twice. */
 static uint32_t hash_name(const char *s, size_t n) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
+    return (uint32_t)proto_name_hash(s, n);
 }
 
 static int name_valid(const char *s, size_t n) {
@@ -266,8 +264,18 @@ double probes_bucket_le(int j) {
 
 int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
                   int64_t end_ns, enum probe_status status) {
+    return probes_record_hashed(t, name, len, proto_name_hash(name, len), start_ns, end_ns, status);
+}
+
+int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                         int64_t start_ns, int64_t end_ns, enum probe_status status) {
     /* known names (nearly every line) skip the name check; probes_get registers */
-    struct probe *p = probes_find(t, name, len);
+    struct probe *p = NULL;
+    if (t->index && len > 0 && len <= PROBES_NAME_MAX) {
+        int found;
+        size_t i = slot_of(t, (uint32_t)hash, name, len, &found);
+        p = found ? t->probes[t->index[i]] : NULL;
+    }
     if (!p) {
         int rc = probes_get(t, name, len, &p);
         if (rc) {
@@ -278,7 +286,14 @@ int probes_record(struct probe_table *t, const char *name, size_t len, int64_t s
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
         end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
     }
-    int64_t wid = probes_window_of(t, end_ns);
+    int64_t wid;
+    int si = -1;
+    if ((uint64_t)end_ns - (uint64_t)t->cur_lo < (uint64_t)t->window_ns) {
+        wid = t->cur_wid; /* nearly every line: same window as the last one */
+        si = t->cur_slot;
+    } else {
+        wid = probes_window_of(t, end_ns);
+    }
     if (wid < t->next_close) {
         t->late++;
         p->late++;
@@ -288,7 +303,13 @@ int probes_record(struct probe_table *t, const char *name, size_t len, int64_t s
         t->future++;
         return DQ_ESTATE;
     }
-    struct probe_slot *s = &p->slots[wid % t->nslots];
+    if (si < 0) {
+        si = (int)(wid % t->nslots);
+        t->cur_wid = wid;
+        t->cur_lo = wid * t->window_ns;
+        t->cur_slot = si;
+    }
+    struct probe_slot *s = &p->slots[si];
     s->wid = wid;
     if (status == PROBE_FA) {
         s->fa++;

@@ -89,7 +89,12 @@ struct probe_table {
     int ring_cap; /* closed windows per probe (W) */
     int default_k, default_n;
     double default_dmax_ms;
-    int64_t next_close;            /* the oldest window not yet closed */
+    int64_t next_close; /* the oldest window not yet closed */
+    /* the window of the last recorded END, so binning needs no division while END stays
+     * in it: [cur_lo, cur_lo + window_ns) is window cur_wid, in slot cur_slot. The
+     * zeroed table holds window 0 in slot 0, which is correct too. */
+    int64_t cur_lo, cur_wid;
+    int cur_slot;
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
     uint64_t late;   /* END in a window already closed */
@@ -128,6 +133,11 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
  */
 int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
                   int64_t end_ns, enum probe_status status);
+
+/* probes_record() for a caller that has the name's hash already: hash must be
+ * proto_name_hash(name, len) (the parser returns it as msg->name_hash). */
+int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                         int64_t start_ns, int64_t end_ns, enum probe_status status);
 
 /*
  * Changes a probe's deadline and bins (bins 0 keeps the current count). The grid is

@@ -19,6 +19,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "dq_error.h"
 
@@ -131,7 +134,122 @@ static inline uint64_t digits8_value(uint64_t x) {
 }
 
 static const uint64_t pow10_small[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+
+static inline uint64_t load64(const char *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+/*
+ * The value of exactly 19 digits at p (the caller checks what follows), or 0 when a
+ * byte is not a digit or the value is 0 or over INT64_MAX. Three overlapping loads
+ * (digits 0–7, 8–15, 11–18) are converted independently instead of as one dependent
+ * chain; digits 8–10 are moved to the end of their word.
+ */
+static inline uint64_t time19(const char *p) {
+    uint64_t a = load64(p), b = load64(p + 8), c = load64(p + 11);
+    if ((nondigit_bytes(a) | nondigit_bytes(b) | nondigit_bytes(c)) != 0) {
+        return 0;
+    }
+    uint64_t v = digits8_value(a) * 100000000000ULL +
+                 digits8_value((b << 40) | 0x3030303030ULL) * 100000000ULL + digits8_value(c);
+    return v <= (uint64_t)INT64_MAX ? v : 0;
+}
+
+#ifdef __SSE2__
+/*
+ * Two 19-digit timestamps at a and b at once with SSE2 (part of every x86-64): the
+ * fast path's main cost. Each is read as digits 0–15 (for the check) and digits 3–18
+ * (for the value); the 16-digit value of digits 3–18 is built in three steps that merge
+ * neighbours (pairs, then 4 digits, then 8, for both numbers together), and digits 0–2
+ * are added in front. Returns 1 and sets both values, or 0 when a byte is not a digit
+ * or a value is 0 or over INT64_MAX (the caller then takes the general path).
+ */
+static int time19x2(const char *a, const char *b, int64_t *va, int64_t *vb) {
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
+    __m128i xa = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)a), zero);
+    __m128i ya = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)(a + 3)), zero);
+    __m128i xb = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)b), zero);
+    __m128i yb = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 3)), zero);
+    /* a byte minus '0' is a digit when it is ≤ 9 unsigned: saturating − 9 leaves 0 */
+    __m128i over = _mm_or_si128(_mm_or_si128(_mm_subs_epu8(xa, nine), _mm_subs_epu8(ya, nine)),
+                                _mm_or_si128(_mm_subs_epu8(xb, nine), _mm_subs_epu8(yb, nine)));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(over, _mm_setzero_si128())) != 0xFFFF) {
+        return 0;
+    }
+    /* 16-bit lanes hold two digits, the first in the low byte: first·10 + second */
+    const __m128i lowbyte = _mm_set1_epi16(0xFF), ten = _mm_set1_epi16(10);
+    __m128i pa =
+        _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(ya, lowbyte), ten), _mm_srli_epi16(ya, 8));
+    __m128i pb =
+        _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(yb, lowbyte), ten), _mm_srli_epi16(yb, 8));
+    const __m128i hundred = _mm_set_epi16(1, 100, 1, 100, 1, 100, 1, 100);
+    __m128i qa = _mm_madd_epi16(pa, hundred); /* 4 × 4 digits, 32-bit lanes */
+    __m128i qb = _mm_madd_epi16(pb, hundred);
+    const __m128i tenk = _mm_set_epi16(1, 10000, 1, 10000, 1, 10000, 1, 10000);
+    __m128i r = _mm_madd_epi16(_mm_packs_epi32(qa, qb), tenk); /* a: 3–10, 11–18; b: same */
+    uint64_t ra = (uint64_t)_mm_cvtsi128_si64(r);
+    uint64_t rb = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(r, r));
+    uint64_t ha =
+        (uint64_t)(a[0] - '0') * 100 + (uint64_t)(a[1] - '0') * 10 + (uint64_t)(a[2] - '0');
+    uint64_t hb =
+        (uint64_t)(b[0] - '0') * 100 + (uint64_t)(b[1] - '0') * 10 + (uint64_t)(b[2] - '0');
+    uint64_t x = ha * 10000000000000000ULL + (ra & 0xFFFFFFFFu) * 100000000ULL + (ra >> 32);
+    uint64_t y = hb * 10000000000000000ULL + (rb & 0xFFFFFFFFu) * 100000000ULL + (rb >> 32);
+    if (x - 1 >= (uint64_t)INT64_MAX || y - 1 >= (uint64_t)INT64_MAX) {
+        return 0; /* 0, or over INT64_MAX */
+    }
+    *va = (int64_t)x;
+    *vb = (int64_t)y;
+    return 1;
+}
 #endif
+
+#define ONES_ 0x0101010101010101ULL
+#define HIGHS_ 0x8080808080808080ULL
+/*
+ * High bit set in each byte of x that is not a name byte [A-Za-z0-9_], 0 elsewhere.
+ * Range tests add a per-byte bias so that the byte's high bit says "≥ bound"; with the
+ * high bits cleared first no addition carries into the next byte.
+ */
+static inline uint64_t nonname_bytes(uint64_t x) {
+    uint64_t a = x & ~HIGHS_;
+    uint64_t lc = a | (0x20 * ONES_); /* letters to lower case */
+    uint64_t letter = (lc + (0x80 - 'a') * ONES_) & ~(lc + (0x80 - 'z' - 1) * ONES_);
+    uint64_t digit = (a + (0x80 - '0') * ONES_) & ~(a + (0x80 - '9' - 1) * ONES_);
+    uint64_t under = ~((a ^ ('_' * ONES_)) + 0x7F * ONES_); /* high bit: byte == '_' */
+    return (~(letter | digit | under) & HIGHS_) | (x & HIGHS_);
+}
+#endif
+
+/* ---- name hash ---------------------------------------------------------------------- */
+
+#define HASH_SEED_ 0x2545F4914F6CDD1DULL
+
+/* One 8-byte word of the name (bytes in little-endian order, zero-padded) into h. */
+static inline uint64_t hash_step(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    return (h << 31) | (h >> 33);
+}
+
+static inline uint64_t hash_final(uint64_t h, size_t n) {
+    h = (h ^ (uint64_t)n) * 0xFF51AFD7ED558CCDULL;
+    return h ^ (h >> 32);
+}
+
+uint64_t proto_name_hash(const char *s, size_t n) {
+    uint64_t h = HASH_SEED_;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = 0;
+        size_t m = n - i < 8 ? n - i : 8;
+        for (size_t j = 0; j < m; j++) {
+            w |= (uint64_t)(unsigned char)s[i + j] << (8 * j);
+        }
+        h = hash_step(h, w);
+    }
+    return hash_final(h, n);
+}
 
 /*
  * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns PROTO_OK with
@@ -143,27 +261,12 @@ static int parse_time(const char **pp, const char *e, int64_t *out) {
     const char *start = p;
     uint64_t v = 0;
 #ifdef PROTO_SWAR
-    /*
-     * Fast path: exactly 19 digits, what every nanosecond timestamp from 2001 to 2286
-     * is. Three overlapping 8-byte loads (digits 0–7, 8–15, 11–18) are converted
-     * independently instead of as one dependent chain; digits 8–10 are moved to the end
-     * of their word. Anything else takes the general loop below.
-     */
-    if (e - p >= 19 && (e - p == 19 || p[19] == ';')) {
-        uint64_t a, b, c;
-        memcpy(&a, p, 8);
-        memcpy(&b, p + 8, 8);
-        memcpy(&c, p + 11, 8);
-        if ((nondigit_bytes(a) | nondigit_bytes(b) | nondigit_bytes(c)) == 0) {
-            v = digits8_value(a) * 100000000000ULL +
-                digits8_value((b << 40) | 0x3030303030ULL) * 100000000ULL + digits8_value(c);
-            if (v == 0 || v > (uint64_t)INT64_MAX) {
-                return PROTO_E_TIME;
-            }
-            *out = (int64_t)v;
-            *pp = p + 19;
-            return PROTO_OK;
-        }
+    /* Fast path: exactly 19 digits, what every nanosecond timestamp from 2001 to 2286
+     * is. Anything else (and any error) takes the general loop below. */
+    if (e - p >= 19 && (e - p == 19 || p[19] == ';') && (v = time19(p)) != 0) {
+        *out = (int64_t)v;
+        *pp = p + 19;
+        return PROTO_OK;
     }
     while (e - p >= 8) {
         uint64_t x;
@@ -435,6 +538,7 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
     }
     m->name.p = name;
     m->name.n = (size_t)(p - name);
+    m->name_hash = proto_name_hash(name, m->name.n);
     p++;
 
     if (e - p < 2 || p[0] != 'b' || p[1] != ':') {
@@ -496,6 +600,83 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
     }
     return PROTO_OK;
 }
+
+#ifdef PROTO_SWAR
+/*
+ * The common case in one pass: a complete legacy instance line at p with 19-digit
+ * timestamps, `n:NAME;b:START;e:END;s:ok|fa|to` and its '\n', nothing else. The name is
+ * checked and hashed 8 bytes at a time; the 50 bytes after it have fixed positions.
+ * Returns the bytes taken, '\n' included, with *m filled exactly as proto_parse() fills
+ * it, or 0 for anything else, including every error: then the general path (memchr,
+ * proto_parse) decides. So this path only ever accepts what proto_parse() accepts.
+ */
+static size_t fast_instance(const char *p, const char *end, int64_t now_ns, struct proto_msg *m) {
+    /* "n:", a name byte, the 50 fixed bytes ";b:<19>;e:<19>;s:XX\n" */
+    if (end - p < 53 || p[0] != 'n' || p[1] != ':' || !in_class(C_NAME0, p[2])) {
+        return 0;
+    }
+    const char *name = p + 2, *q = name;
+    uint64_t h = HASH_SEED_, x, bad;
+    for (;;) {
+        if (end - q < 8 || q - name > PROTO_MAX_NAME) {
+            return 0;
+        }
+        x = load64(q);
+        if ((bad = nonname_bytes(x)) != 0) {
+            break;
+        }
+        h = hash_step(h, x);
+        q += 8;
+    }
+    unsigned k = (unsigned)__builtin_ctzll(bad) / 8; /* name bytes in this word */
+    if (k > 0) {
+        h = hash_step(h, x & ((1ULL << (8 * k)) - 1));
+    }
+    const char *s = q + k; /* the byte after the name */
+    size_t n = (size_t)(s - name);
+    if (n > PROTO_MAX_NAME || end - s < 50 || s[0] != ';' || s[1] != 'b' || s[2] != ':' ||
+        s[22] != ';' || s[23] != 'e' || s[24] != ':' || s[44] != ';' || s[45] != 's' ||
+        s[46] != ':' || s[49] != '\n') {
+        return 0;
+    }
+    enum proto_status st;
+    if (s[47] == 'o' && s[48] == 'k') {
+        st = PROTO_ST_OK;
+    } else if (s[47] == 'f' && s[48] == 'a') {
+        st = PROTO_ST_FA;
+    } else if (s[47] == 't' && s[48] == 'o') {
+        st = PROTO_ST_TO;
+    } else {
+        return 0;
+    }
+    int64_t start, stop;
+#ifdef __SSE2__
+    if (!time19x2(s + 3, s + 25, &start, &stop)) {
+        return 0;
+    }
+#else
+    start = (int64_t)time19(s + 3);
+    stop = (int64_t)time19(s + 25);
+#endif
+    if (start == 0 || stop < start ||
+        (now_ns > 0 &&
+         (start - now_ns > PROTO_CLOCK_SLACK_NS || now_ns - start > PROTO_CLOCK_SLACK_NS ||
+          stop - now_ns > PROTO_CLOCK_SLACK_NS))) {
+        return 0; /* (stop == 0 is stop < start) */
+    }
+    m->kind = PROTO_INSTANCE;
+    m->name.p = name;
+    m->name.n = n;
+    m->name_hash = hash_final(h, n);
+    m->start_ns = start;
+    m->end_ns = stop;
+    m->status = st;
+    m->v2_fields = 0;
+    m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
+    m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
+    return (size_t)(s + 50 - p);
+}
+#endif
 
 /* ---- control lines ------------------------------------------------------------------ */
 
@@ -656,54 +837,87 @@ static void emit_line(struct proto_splitter *s, const char *line, size_t n) {
  */
 #define SPLIT_HOLD (PROTO_MAX_LINE + 1)
 
+/*
+ * Takes bytes from p up to the end of the first line that ends in [p, end) and passes
+ * that line on (or buffers or discards them); returns where the next line starts, or
+ * end when the chunk is used up.
+ */
+static const char *feed_line(struct proto_splitter *s, const char *p, const char *end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (s->discarding) {
+        if (!nl) {
+            return end;
+        }
+        s->discarding = 0;
+        return nl + 1;
+    }
+    size_t take = (size_t)((nl ? nl : end) - p);
+    if (s->len > 0) {
+        if (s->len + take > SPLIT_HOLD) {
+            report_too_long(s, s->buf, s->len);
+            s->len = 0;
+            if (!nl) {
+                s->discarding = 1;
+                return end;
+            }
+            return nl + 1;
+        }
+        memcpy(s->buf + s->len, p, take);
+        s->len += take;
+        if (!nl) {
+            return end;
+        }
+        size_t ln = s->len;
+        s->len = 0; /* before the callback, so it sees a clean state */
+        emit_line(s, s->buf, ln);
+        return nl + 1;
+    }
+    if (!nl) {
+        if (take > SPLIT_HOLD) {
+            report_too_long(s, p, take);
+            s->discarding = 1;
+            return end;
+        }
+        memcpy(s->buf, p, take);
+        s->len = take;
+        return end;
+    }
+    emit_line(s, p, take);
+    return nl + 1;
+}
+
 void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n) {
     const char *p = data, *end = data + n;
     while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (s->discarding) {
-            if (!nl) {
-                return;
-            }
-            s->discarding = 0;
-            p = nl + 1;
-            continue;
-        }
-        size_t take = (size_t)((nl ? nl : end) - p);
-        if (s->len > 0) {
-            if (s->len + take > SPLIT_HOLD) {
-                report_too_long(s, s->buf, s->len);
-                s->len = 0;
-                if (!nl) {
-                    s->discarding = 1;
-                    return;
-                }
-                p = nl + 1;
-                continue;
-            }
-            memcpy(s->buf + s->len, p, take);
-            s->len += take;
-            if (!nl) {
-                return;
-            }
-            p = nl + 1;
-            size_t ln = s->len;
-            s->len = 0; /* before the callback, so it sees a clean state */
-            emit_line(s, s->buf, ln);
-            continue;
-        }
-        if (!nl) {
-            if (take > SPLIT_HOLD) {
-                report_too_long(s, p, take);
-                s->discarding = 1;
-                return;
-            }
-            memcpy(s->buf, p, take);
-            s->len = take;
-            return;
-        }
-        emit_line(s, p, take);
-        p = nl + 1;
+        p = feed_line(s, p, end);
     }
+}
+
+void proto_splitter_feed_instances(struct proto_splitter *s, const char *data, size_t n,
+                                   int64_t now_ns, proto_instance_fn inst) {
+    const char *p = data, *end = data + n;
+#ifdef PROTO_SWAR
+    struct proto_msg m;
+    while (p < end) {
+        if (s->len == 0 && !s->discarding) {
+            size_t k;
+            while ((k = fast_instance(p, end, now_ns, &m)) != 0) {
+                inst(s->ctx, &m);
+                p += k;
+            }
+            if (p == end) {
+                return;
+            }
+        }
+        p = feed_line(s, p, end);
+    }
+#else
+    (void)now_ns;
+    (void)inst;
+    while (p < end) {
+        p = feed_line(s, p, end);
+    }
+#endif
 }
 
 size_t proto_splitter_pending(const struct proto_splitter *s) {

@@ -109,6 +109,7 @@ struct proto_msg {
     enum proto_kind kind;
     /* PROTO_INSTANCE */
     struct proto_slice name;   /* probe name, valid NAME */
+    uint64_t name_hash;        /* proto_name_hash(name) */
     int64_t start_ns;          /* START, > 0 */
     int64_t end_ns;            /* END, ≥ START; or 0 for s:to from an older legacy wrapper
                                   that sends e:0 on timeout (then END = START + dMax) */
@@ -143,6 +144,14 @@ int proto_parse(const char *line, size_t len, int64_t now_ns, struct proto_msg *
 
 /* 1 when s is a valid probe NAME: [A-Za-z_][A-Za-z0-9_]*, 1 … 255 bytes. */
 int proto_name_valid(const char *s, size_t n);
+
+/*
+ * A 64-bit hash of the n bytes at s (any bytes; meant for probe names). proto_parse()
+ * returns it with every instance (msg->name_hash) because the fast path computes it
+ * while checking the name, so the probe table need not read the name again. The
+ * value depends only on the bytes, the same on every platform and run.
+ */
+uint64_t proto_name_hash(const char *s, size_t n);
 
 /*
  * Iterates the validated lists of a message: msg->attrs (K=V pairs, v2 attributes) and
@@ -197,6 +206,25 @@ int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_l
  * the same splitter.
  */
 void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n);
+
+/*
+ * Called by proto_splitter_feed_instances() for each instance line it parsed itself;
+ * msg is what proto_parse() would have returned for that line (PROTO_OK), valid only
+ * during the call.
+ */
+typedef void (*proto_instance_fn)(void *ctx, const struct proto_msg *msg);
+
+/*
+ * Like proto_splitter_feed(), but complete legacy instance lines of the usual shape
+ * (`n:NAME;b:START;e:END;s:STATUS`, 19-digit times, no trailing fields, no '\r') that
+ * proto_parse(line, len, now_ns) would accept are parsed in the same pass that finds
+ * their end and go to inst(ctx, msg) instead of the line callback; every other line,
+ * malformed ones included, goes to the line callback exactly as with
+ * proto_splitter_feed(). Lines stay in order. This is the daemon's ingest path: it
+ * saves the separate newline search and the second walk over each line.
+ */
+void proto_splitter_feed_instances(struct proto_splitter *s, const char *data, size_t n,
+                                   int64_t now_ns, proto_instance_fn inst);
 
 /* Bytes of an unfinished line waiting for its '\n' (0 at a line boundary). */
 size_t proto_splitter_pending(const struct proto_splitter *s);

@@ -5,7 +5,9 @@
  * chunks whose sizes come from the first bytes, every line is parsed (and its lists
  * iterated), and each parsed line is checked against the parser's contract: slices
  * lie inside the line, times are ordered. Lines that parse as commands are formatted
- * again in both dialects and parsed back, which must give the same command.
+ * again in both dialects and parsed back, which must give the same command. The same
+ * chunks also go through proto_splitter_feed_instances(), whose fast path must give
+ * every line the outcome proto_parse() gives it.
  */
 #include "proto.h"
 
@@ -107,6 +109,40 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     }
 }
 
+/* ---- the fast instance path must agree with proto_parse() line by line ---- */
+
+struct trace {
+    uint64_t h; /* running hash of every line's outcome, in order */
+    uint64_t n;
+};
+
+static void trace_add(struct trace *t, int rc, const struct proto_msg *m) {
+    uint64_t v[6] = {(uint64_t)rc, 0, 0, 0, 0, 0};
+    if (rc == PROTO_OK && m->kind == PROTO_INSTANCE) {
+        must(m->name_hash == proto_name_hash(m->name.p, m->name.n));
+        v[1] = (uint64_t)m->start_ns;
+        v[2] = (uint64_t)m->end_ns;
+        v[3] = (uint64_t)m->status + 4 * (uint64_t)m->v2_fields;
+        v[4] = m->name_hash;
+        v[5] = m->name.n;
+    } else if (rc == PROTO_OK) {
+        v[3] = 100 + (uint64_t)m->kind;
+    }
+    for (int i = 0; i < 6; i++) {
+        t->h = (t->h ^ v[i]) * 0x100000001B3ULL;
+    }
+    t->n++;
+}
+
+static void trace_line(void *ctx, const char *line, size_t len, int err) {
+    struct proto_msg m;
+    trace_add(ctx, err ? err : proto_parse(line, len, 1716300000000000000LL, &m), &m);
+}
+
+static void trace_instance(void *ctx, const struct proto_msg *m) {
+    trace_add(ctx, PROTO_OK, m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -124,6 +160,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         proto_splitter_feed(&s, (const char *)data + at, c);
         at += c;
     }
+    /* The same chunks through the fast path give the same outcomes, line by line. */
+    char ba[PROTO_SPLITTER_MIN_CAP], bb[PROTO_SPLITTER_MIN_CAP];
+    struct proto_splitter sa, sb;
+    struct trace ta = {0, 0}, tb = {0, 0};
+    proto_splitter_init(&sa, ba, sizeof ba, trace_line, &ta);
+    proto_splitter_init(&sb, bb, sizeof bb, trace_line, &tb);
+    for (at = 0; at < size;) {
+        size_t c = 1 + (seed * 2654435761u + at) % 1500;
+        if (c > size - at) {
+            c = size - at;
+        }
+        proto_splitter_feed(&sa, (const char *)data + at, c);
+        proto_splitter_feed_instances(&sb, (const char *)data + at, c, 1716300000000000000LL,
+                                      trace_instance);
+        at += c;
+    }
+    must(ta.n == tb.n && ta.h == tb.h);
+    must(proto_splitter_pending(&sa) == proto_splitter_pending(&sb));
     /* The whole input as one line, too (the parser alone, no splitter). */
     struct proto_msg m;
     int r = proto_parse((const char *)data, size, 0, &m);

@@ -758,6 +758,209 @@ static void check_fmt(enum proto_dialect d, enum proto_cmd_kind kind, const char
               "format(%g) gave %d \"%.*s\", want \"%s\"", ms, n, n > 0 ? n : 0, out, want);
 }
 
+/* ---- the splitter's fast instance path ------------------------------------------------ */
+
+/* What one line came to: the parse result and, for an instance, everything dqd uses. */
+struct outcome {
+    int rc, kind, status, v2;
+    int64_t start, end;
+    size_t name_n;
+    uint64_t name_fnv; /* the name's bytes, hashed here independently of proto */
+};
+
+struct outcomes {
+    struct outcome o[20000];
+    int n, fast, bad_hash;
+    int64_t now;
+};
+
+static uint64_t fnv(const char *p, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static void outcome_add(struct outcomes *r, int rc, const struct proto_msg *m) {
+    struct outcome o = {.rc = rc};
+    if (rc == PROTO_OK) {
+        o.kind = (int)m->kind;
+        if (m->kind == PROTO_INSTANCE) {
+            o.status = (int)m->status;
+            o.v2 = m->v2_fields;
+            o.start = m->start_ns;
+            o.end = m->end_ns;
+            o.name_n = m->name.n;
+            o.name_fnv = fnv(m->name.p, m->name.n);
+            r->bad_hash += m->name_hash != proto_name_hash(m->name.p, m->name.n);
+            r->bad_hash += !m->v2_fields && (m->id.p || m->trace.p || m->parent.p || m->attrs.p);
+        }
+    }
+    if (r->n < (int)(sizeof r->o / sizeof r->o[0])) {
+        r->o[r->n++] = o;
+    }
+}
+
+static void outcome_line(void *ctx, const char *line, size_t len, int err) {
+    struct outcomes *r = ctx;
+    struct proto_msg m;
+    outcome_add(r, err ? err : proto_parse(line, len, r->now, &m), &m);
+}
+
+static void outcome_instance(void *ctx, const struct proto_msg *m) {
+    struct outcomes *r = ctx;
+    r->fast++;
+    outcome_add(r, PROTO_OK, m);
+}
+
+/* A random digit string of n digits (leading zeros allowed). */
+static void put_digits(char *p, int n) {
+    for (int i = 0; i < n; i++) {
+        p[i] = (char)('0' + rnd() % 10);
+    }
+}
+
+/*
+ * One line for the fast-path test: mostly the usual legacy shape with random names,
+ * times near NOW (or anywhere in 19 digits) and statuses, then damaged in one of many
+ * ways the fast path must hand to the general parser. Returns its length with '\n'.
+ */
+static size_t fast_test_line(char *p) {
+    static const char *const st[] = {"ok", "fa", "to", "ok", "xx", "o", "okk"};
+    size_t n = 0;
+    unsigned kind = rnd() % 16;
+    int name_n = kind == 1 ? 250 + (int)(rnd() % 10) : 1 + (int)(rnd() % 24);
+    memcpy(p, "n:", 2);
+    n = 2;
+    for (int i = 0; i < name_n; i++) {
+        static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789";
+        p[n++] = set[rnd() % (i == 0 ? 53 : 63)];
+    }
+    int64_t start = NOW - 1000000000LL + (int64_t)(rnd() % 2000000000u);
+    int64_t end = start + (int64_t)(rnd() % 100000000u);
+    if (kind == 2) {
+        end = start - 1; /* END before START */
+    }
+    if (kind == 3) {
+        start -= 2 * PROTO_CLOCK_SLACK_NS; /* far from the clock */
+    }
+    int w = snprintf(p + n, 200, ";b:%019lld;e:%019lld;s:%s", (long long)start, (long long)end,
+                     st[kind == 4 ? rnd() % 7 : rnd() % 3]);
+    n += (size_t)w;
+    if (kind == 5) {
+        put_digits(p + n - 24, 19); /* any 19 digits as END, 0 and > INT64_MAX among them */
+        if (rnd() % 4 == 0) {
+            memcpy(p + n - 24, rnd() % 2 ? "9223372036854775808" : "0000000000000000000", 19);
+        }
+    }
+    if (kind == 6) {
+        memcpy(p + n, ";i:abc", 6); /* a v2 trailing field */
+        n += 6;
+    }
+    if (kind == 7) {
+        p[n++] = '\r';
+    }
+    if (kind == 8) {
+        p[rnd() % n] = (char)(rnd() % 256); /* any byte anywhere, '\n' included */
+    }
+    if (kind == 9) {
+        memmove(p + n - 24, p + n - 23, 23); /* an 18-digit END */
+        n--;
+    }
+    if (kind == 10) {
+        const char *e0 = ";e:0;s:to";
+        char *e = strstr(p, ";e:");
+        memcpy(e, e0, strlen(e0));
+        n = (size_t)(e - p) + strlen(e0);
+    }
+    p[n++] = '\n';
+    return n;
+}
+
+static void test_fast_path(void) {
+    static struct outcomes want, got;
+    size_t cap = 4 << 20, n = 0;
+    char *stream = malloc(cap);
+    char buf[PROTO_SPLITTER_MIN_CAP];
+    CHECK(stream != NULL);
+    if (!stream) {
+        return;
+    }
+    while (n < cap - 2000 && (int)(n / 40) < 19000) {
+        n += fast_test_line(stream + n);
+    }
+    for (int round = 0; round < 40; round++) {
+        struct proto_splitter a, b;
+        int64_t now = round % 4 == 3 ? 0 : NOW; /* 0: no clock check */
+        size_t maxchunk = round < 10 ? 1 + rnd() % 100 : 1 + rnd() % 70000;
+        want.n = got.n = got.fast = want.fast = got.bad_hash = 0;
+        want.now = got.now = now;
+        CHECK_INT(proto_splitter_init(&a, buf, sizeof buf, outcome_line, &want), 0);
+        for (size_t at = 0; at < n;) {
+            size_t c = 1 + rnd() % maxchunk;
+            c = c > n - at ? n - at : c;
+            proto_splitter_feed(&a, stream + at, c);
+            at += c;
+        }
+        char buf2[PROTO_SPLITTER_MIN_CAP];
+        CHECK_INT(proto_splitter_init(&b, buf2, sizeof buf2, outcome_line, &got), 0);
+        for (size_t at = 0; at < n;) {
+            size_t c = 1 + rnd() % maxchunk;
+            c = c > n - at ? n - at : c;
+            proto_splitter_feed_instances(&b, stream + at, c, now, outcome_instance);
+            at += c;
+        }
+        int diff = -1;
+        for (int i = 0; i < want.n && diff < 0; i++) {
+            if (memcmp(&want.o[i], &got.o[i], sizeof want.o[i]) != 0) {
+                diff = i;
+            }
+        }
+        CHECK_MSG(got.n == want.n && diff < 0, "round %d: %d vs %d lines, first difference %d",
+                  round, got.n, want.n, diff);
+        CHECK_INT(got.bad_hash + want.bad_hash, 0);
+        CHECK_INT(a.too_long, b.too_long);
+        CHECK_INT(proto_splitter_pending(&a), proto_splitter_pending(&b));
+        /* the fast path took most lines, and not the damaged ones */
+        int ok = 0;
+        for (int i = 0; i < want.n; i++) {
+            ok += want.o[i].rc == PROTO_OK;
+        }
+        /* (chunks under a line's length leave it little to take) */
+        CHECK_MSG((round < 10 || got.fast > want.n / 3) && got.fast <= ok,
+                  "round %d: %d fast of %d lines (%d ok)", round, got.fast, want.n, ok);
+        if (round == 0) {
+            CHECK(want.n > 5000 && ok < want.n - 1000);
+        }
+    }
+    free(stream);
+}
+
+/* The hash depends on the bytes only: equal names at any address, distinct names differ. */
+static void test_name_hash(void) {
+    char a[300], b[300];
+    int bad = 0;
+    for (int i = 0; i < 2000; i++) {
+        size_t n = 1 + rnd() % 255, off = rnd() % 16;
+        for (size_t j = 0; j < n; j++) {
+            a[j] = (char)('a' + rnd() % 26);
+        }
+        memcpy(b + off, a, n);
+        bad += proto_name_hash(a, n) != proto_name_hash(b + off, n);
+        b[off + rnd() % n] ^= 1;
+        bad += proto_name_hash(a, n) == proto_name_hash(b + off, n);
+        bad += proto_name_hash(a, n) == proto_name_hash(a, n - 1);
+    }
+    CHECK_INT(bad, 0);
+    struct proto_msg m;
+    CHECK_INT(
+        parse_str("n:probe_name_longer_than_16;b:1716300000000000000;e:1716300000000000001;s:ok",
+                  &m),
+        PROTO_OK);
+    CHECK(m.name_hash == proto_name_hash("probe_name_longer_than_16", 25));
+}
+
 static void test_format(void) {
     check_fmt(PROTO_LEGACY, PROTO_CMD_START_STUB, NULL, 0, "start_stub\n");
     check_fmt(PROTO_V2, PROTO_CMD_STOP_STUB, NULL, 0, "stop_stub\n");
@@ -886,6 +1089,8 @@ int main(int argc, char **argv) {
     test_bad_lines(argc > 1 ? argv[1] : "bad_lines.txt");
     test_splitter_chunkings();
     test_splitter_every_split();
+    test_fast_path();
+    test_name_hash();
     test_format();
     test_parse_cmd();
     return check_done();
