@@ -1,0 +1,79 @@
+"""Issue 5: a real Erlang node running wrapper-erl against a real dqd.
+
+The node (wrapper-erl/tools/run-wrapper) drives probe `checkout` (exponential, mean 4 ms).
+The wrapper only reports probes dqd has enabled: nothing arrives until `dqctl enable`;
+then instances arrive; `dqctl set-timeout checkout 1` reaches the wrapper, which from then
+on reports most instances as timed out (`to`); `dqctl disable` stops them.
+Usage: test_wrapper_erl.py DQD DQCTL REPO_ROOT
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dqdtest import Dqd, make_workdir, remove_workdir, run_script
+
+
+def counts(d):
+    for p in d.get("/api/v1/probes"):
+        if p["name"] == "checkout":
+            i = p["instances"]
+            return i["ok"], i["fa"], i["to"]
+    return 0, 0, 0
+
+
+def body(c):
+    dqd_bin, dqctl, root = sys.argv[1], sys.argv[2], sys.argv[3]
+    work = make_workdir("dqd-erl-")
+    d = Dqd(dqd_bin, work, window_ms=200, lag_ms=200)
+    ctl = lambda *a: subprocess.run([dqctl, *a, "--server", d.url], capture_output=True,
+                                    text=True, timeout=30)
+    node = subprocess.Popen([os.path.join(root, "wrapper-erl", "tools", "run-wrapper"),
+                             "127.0.0.1:%d" % d.ingest_port, "--load", "checkout:300:4",
+                             "--seconds", "60"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        v2 = d.wait_until(lambda: [w for w in d.status()["wrappers"] if w["kind"] == "v2"],
+                          timeout=60)
+        c.check(v2, "the Erlang node connected as a v2 wrapper: %r" % d.status()["wrappers"])
+        time.sleep(1.0)
+        c.eq(counts(d), (0, 0, 0), "nothing arrives for a probe dqd has not enabled")
+        r = ctl("enable", "checkout")
+        c.eq(r.returncode, 0, "dqctl enable: %s" % r.stderr)
+        c.check(d.wait_until(lambda: counts(d)[0] > 100, timeout=15),
+                "instances arrive once enabled: %r" % (counts(d),))
+        ok0, _, to0 = counts(d)
+        c.check(to0 <= ok0 * 0.01 + 2, "with dMax 1024 ms nearly nothing times out: %r" %
+                (counts(d),))
+        r = ctl("set-timeout", "checkout", "1")
+        c.eq(r.returncode, 0, "dqctl set-timeout: %s" % r.stderr)
+        # exponential with mean 4 ms: P(d > 1 ms) = e^(−1/4) ≈ 78 % become `to`
+        c.check(d.wait_until(lambda: counts(d)[2] - to0 > 200, timeout=15),
+                "after set-timeout 1 ms the wrapper reports timeouts: %r" % (counts(d),))
+        ok1, _, to1 = counts(d)
+        time.sleep(1.5)
+        ok2, _, to2 = counts(d)
+        share = (to2 - to1) / max(1, (to2 - to1) + (ok2 - ok1))
+        c.check(0.6 < share < 0.95, "share of `to` after the change ≈ e^(-1/4) = 0.78: %.2f" %
+                share)
+        acks = d.get("/api/v1/status")["wrappers"]
+        c.check(any(w["kind"] == "v2" and w["connected"] for w in acks), "still connected")
+        r = ctl("disable", "checkout")
+        c.eq(r.returncode, 0, "dqctl disable: %s" % r.stderr)
+        time.sleep(1.0)  # instances in flight and the last window
+        before = sum(counts(d))
+        time.sleep(1.5)
+        c.eq(sum(counts(d)), before, "nothing more arrives after disable")
+    finally:
+        node.terminate()
+        try:
+            node.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            node.kill()
+    d.stop(c)
+    remove_workdir(work)
+
+
+run_script("wrapper_erl", body)
