@@ -17,6 +17,8 @@
 %%   fault LEAF fail P           with probability P an instance fails (fail_span)
 %%   clear LEAF | clear all      remove faults
 %%   stats                       -> "STATS {json}" (cumulative counters, pools)
+%%   bench PROBE N               time N empty with_span calls of PROBE (enabled by dqd)
+%%                               and of a disabled probe, in this node under its load
 %%   quit                        stop the node
 %% Scenario file (file:consult terms):
 %%   {rate, R}.  {pool, Name, Servers, QueueLimit}.  {cpu, Name, Cores}.
@@ -128,6 +130,12 @@ command(["clear", "all"]) ->
 command(["clear", Leaf]) ->
     ets:delete(dqs_faults, list_to_binary(Leaf)),
     out("OK clear ~s", [Leaf]);
+command(["bench", Probe, N]) ->
+    case string:to_integer(N) of
+        {Count, []} when Count > 0 ->
+            out("OK bench ~s", [json(bench(list_to_binary(Probe), Count))]);
+        _ -> out("ERR bad count ~s", [N])
+    end;
 command(["stats"]) ->
     out("STATS ~s", [json(stats())]);
 command(Words) ->
@@ -143,6 +151,27 @@ fault(Leaf, F) ->
         false ->
             out("ERR bad fault arguments", [])
     end.
+
+%% Nanoseconds per with_span of an empty fun: Probe (enabled by dqd: its instances are
+%% reported like any other), a probe nobody enabled, and the bare fun call.
+bench(Probe, N) ->
+    F = fun() -> ok end,
+    On = time_ns(fun() -> dqd_wrapper:with_span(Probe, F) end, N),
+    Off = time_ns(fun() -> dqd_wrapper:with_span(<<"dqs_bench_off">>, F) end, N),
+    Bare = time_ns(F, N),
+    Enabled = maps:is_key(Probe, maps:get(probes, dqd_wrapper:state(), #{})),
+    #{n => N, probe => Probe, probe_enabled => Enabled, enabled_ns => On, disabled_ns => Off,
+      bare_ns => Bare}.
+
+time_ns(F, N) ->
+    T0 = erlang:monotonic_time(nanosecond),
+    loop_n(F, N),
+    (erlang:monotonic_time(nanosecond) - T0) / N.
+
+loop_n(_, 0) -> ok;
+loop_n(F, N) ->
+    F(),
+    loop_n(F, N - 1).
 
 num(S) ->
     case string:to_float(S) of
