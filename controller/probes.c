@@ -155,8 +155,41 @@ int64_t probes_window_of(const struct probe_table *t, int64_t ns) {
     return (ns < 0 && w * t->window_ns != ns) ? w - 1 : w;
 }
 
-static size_t slot_of(const struct probe_table *t, uint32_t h, const char *name, size_t len,
-                      int *found) {
+static inline uint64_t load64(const char *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static inline uint32_t load32(const char *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+/*
+ * 1 when the n ≥ 1 bytes at a and b are equal. Names are short, and a libc memcmp call
+ * cost as much as the rest of the lookup: whole words, the tail as an overlapping word,
+ * never reading outside either run.
+ */
+static inline int name_eq(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) {
+            if (load64(a + i) != load64(b + i)) {
+                return 0;
+            }
+        }
+        return load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4) {
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    }
+    return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
+}
+
+static inline size_t slot_of(const struct probe_table *t, uint32_t h, const char *name, size_t len,
+                             int *found) {
     size_t mask = t->index_size - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         int32_t at = t->index[i];
@@ -165,7 +198,7 @@ static size_t slot_of(const struct probe_table *t, uint32_t h, const char *name,
             return i;
         }
         struct probe *p = t->probes[at];
-        if (p->hash == h && p->name_len == len && memcmp(p->name, name, len) == 0) {
+        if (p->hash == h && p->name_len == len && name_eq(p->name, name, len)) {
             *found = 1;
             return i;
         }

@@ -1,0 +1,184 @@
+/*
+ * test_probes.c: the probe table of dqd (controller/probes.h), without the daemon.
+ *
+ * The ingest path looks names up with a word-at-a-time compare and a hash the parser
+ * computed, and bins with a cached window: so names that differ in any single byte, or
+ * only in length, must never match; probes_record and probes_record_hashed must agree;
+ * and instances must land in the window of their END whichever window came before.
+ */
+#include "probes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dq_error.h"
+#include "proto.h"
+
+#define SEC 1000000000LL
+#define T0 (1716300000LL * SEC) /* a window edge for any whole-second window */
+
+/* Names of every length 1 … 40, and each one changed in every single position. */
+static void test_lookup(void) {
+    struct probe_table t;
+    CHECK_INT(probes_init(&t, 4000, SEC, SEC, 4, 100.0, 50, T0), 0);
+    char names[40][41];
+    struct probe *got[40];
+    int bad = 0;
+    for (int n = 1; n <= 40; n++) {
+        for (int i = 0; i < n; i++) {
+            names[n - 1][i] = (char)('a' + (i * 7 + n) % 26);
+        }
+        names[n - 1][n] = '\0';
+        CHECK_INT(probes_get(&t, names[n - 1], (size_t)n, &got[n - 1]), 0);
+    }
+    for (int n = 1; n <= 40; n++) {
+        char name[48];
+        memcpy(name, names[n - 1], (size_t)n + 1);
+        bad += probes_find(&t, name, (size_t)n) != got[n - 1];
+        for (int i = 0; i < n; i++) {
+            char c = name[i];
+            name[i] = c == 'z' ? 'y' : (char)(c + 1);
+            bad += probes_find(&t, name, (size_t)n) != NULL;
+            name[i] = c;
+        }
+        /* a prefix or an extension of a registered name is another name (the names
+         * of two lengths differ in their first byte) */
+        bad += n > 1 && probes_find(&t, name, (size_t)n - 1) != NULL;
+        name[n] = 'q';
+        bad += probes_find(&t, name, (size_t)n + 1) != NULL;
+    }
+    CHECK_INT(bad, 0);
+    CHECK_INT(t.count, 40);
+    /* same bytes at another address, looked up with the parser's hash */
+    char copy[64] = "xx";
+    memcpy(copy + 2, names[12], 13);
+    CHECK(probes_find(&t, copy + 2, 13) == got[12]);
+    CHECK_INT(probes_record_hashed(&t, copy + 2, 13, proto_name_hash(copy + 2, 13), T0 - 5000000,
+                                   T0, PROBE_OK),
+              0);
+    CHECK_INT(got[12]->total_ok, 1);
+    CHECK_INT(probes_record(&t, "9bad", 4, T0 - 5, T0, PROBE_OK), DQ_EINVAL);
+    CHECK_INT(probes_record(&t, "new_one", 7, T0 - 5, T0, PROBE_FA), 0);
+    CHECK_INT(t.count, 41);
+    probes_release(&t);
+}
+
+/*
+ * Two names of the same length whose 32-bit table hashes are equal: only the byte
+ * compare can tell them apart. Found by brute force among names that share `prefix`
+ * and differ in their last `vary` bytes; returns 1 and fills a and b, or 0.
+ */
+static struct cand {
+    uint32_t h;
+    uint32_t i;
+} cands[300000];
+
+static int cmp_cand(const void *x, const void *y) {
+    const struct cand *a = x, *b = y;
+    return a->h < b->h ? -1 : a->h > b->h ? 1 : (a->i > b->i) - (a->i < b->i);
+}
+
+static void cand_name(char *out, const char *prefix, size_t vary, uint32_t i) {
+    size_t pn = strlen(prefix);
+    memcpy(out, prefix, pn);
+    for (size_t j = 0; j < vary; j++) {
+        out[pn + j] = (char)('a' + i % 26);
+        i /= 26;
+    }
+    out[pn + vary] = '\0';
+}
+
+static int find_collision(const char *prefix, size_t vary, char *a, char *b) {
+    size_t n = sizeof cands / sizeof cands[0];
+    char name[64];
+    for (uint32_t i = 0; i < n; i++) {
+        cand_name(name, prefix, vary, i);
+        cands[i].h = (uint32_t)proto_name_hash(name, strlen(name));
+        cands[i].i = i;
+    }
+    qsort(cands, n, sizeof cands[0], cmp_cand);
+    for (size_t k = 1; k < n; k++) {
+        if (cands[k].h == cands[k - 1].h) {
+            cand_name(a, prefix, vary, cands[k - 1].i);
+            cand_name(b, prefix, vary, cands[k].i);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void test_hash_collisions(void) {
+    static const struct {
+        const char *prefix;
+        size_t vary;
+    } cases[] = {{"", 5}, {"ab", 4}, {"prefix_8", 5}, {"sixteen_byte_pre", 4}, {"", 13}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char a[64], b[64];
+        int found = find_collision(cases[c].prefix, cases[c].vary, a, b);
+        CHECK_MSG(found, "no 32-bit collision among names %s + %zu letters", cases[c].prefix,
+                  cases[c].vary);
+        if (!found) {
+            continue;
+        }
+        struct probe_table t;
+        struct probe *pa = NULL, *pb = NULL;
+        size_t n = strlen(a);
+        CHECK_INT(probes_init(&t, 8, SEC, SEC, 4, 100.0, 50, T0), 0);
+        CHECK_INT(probes_get(&t, a, n, &pa), 0);
+        CHECK_INT(probes_get(&t, b, n, &pb), 0);
+        CHECK_MSG(pa && pb && pa != pb && t.count == 2, "%s and %s are one probe", a, b);
+        CHECK(probes_find(&t, a, n) == pa);
+        CHECK(probes_find(&t, b, n) == pb);
+        CHECK_INT(probes_record(&t, b, n, T0 - 10, T0, PROBE_OK), 0);
+        CHECK(pb && pa && pb->total_ok == 1 && pa->total_ok == 0);
+        probes_release(&t);
+    }
+}
+
+/* END decides the window, whatever window the previous instance was in. */
+static void test_windows(void) {
+    struct probe_table t;
+    /* window 1 s, lag 2 s: windows next_close … next_close + 3 are open */
+    CHECK_INT(probes_init(&t, 16, SEC, 2 * SEC, 4, 100.0, 50, T0 + 2 * SEC), 0);
+    int64_t w0 = T0 / SEC;
+    CHECK_INT(t.next_close, w0);
+    static const int order[] = {0, 1, 0, 2, 3, 1, 0, 3, 3, 2};
+    int per[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        int64_t end = T0 + order[i] * SEC + (int64_t)(i * 1000);
+        CHECK_INT(probes_record(&t, "p", 1, end - 1000000, end, PROBE_OK), 0);
+        per[order[i]]++;
+    }
+    /* the last nanosecond of a window, and the first of the next */
+    CHECK_INT(probes_record(&t, "p", 1, T0 + SEC - 9, T0 + SEC - 1, PROBE_OK), 0);
+    per[0]++;
+    CHECK_INT(probes_record(&t, "p", 1, T0 + SEC - 9, T0 + SEC, PROBE_OK), 0);
+    per[1]++;
+    CHECK_INT(probes_record(&t, "p", 1, T0 - SEC, T0 - 1, PROBE_OK), DQ_ESTATE); /* late */
+    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 4 * SEC, PROBE_OK), DQ_ESTATE); /* future */
+    CHECK_INT(t.late, 1);
+    CHECK_INT(t.future, 1);
+    struct probe *p = probes_find(&t, "p", 1);
+    CHECK(p != NULL);
+    for (int w = 0; w < 4; w++) {
+        CHECK_INT(probes_close_window(&t, w0 + w), 0);
+        struct probe_window *win = probes_ring_get(p, 0);
+        CHECK(win != NULL && win->wid == w0 + w);
+        CHECK_MSG(win && (int)win->ok == per[w], "window %d: %d ok, want %d", w,
+                  win ? (int)win->ok : -1, per[w]);
+    }
+    /* after the closes, the window that was cached is late */
+    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 3 * SEC, PROBE_OK), DQ_ESTATE);
+    CHECK_INT(t.late, 2);
+    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 5 * SEC, PROBE_OK), 0);
+    probes_release(&t);
+}
+
+int main(void) {
+    test_lookup();
+    test_hash_collisions();
+    test_windows();
+    return check_done();
+}
