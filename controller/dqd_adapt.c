@@ -81,8 +81,9 @@ static void mix_into(struct dq **acc, const struct dq *src, double w) {
     }
 }
 
-/* Statistics of probe p over its closed windows with wid ≥ from. */
-static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_stats *ns) {
+/* Statistics of probe p over its closed windows with from ≤ wid < to. */
+static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t to,
+                         struct node_stats *ns) {
     (void)d;
     memset(ns, 0, sizeof *ns);
     search_stats_init(&ns->s);
@@ -94,6 +95,9 @@ static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_sta
         struct probe_window *w = probes_ring_get(p, b);
         if (w->wid < from) {
             break;
+        }
+        if (w->wid >= to) {
+            continue;
         }
         uint64_t n = w->ok + w->fa + w->to + w->out;
         if (n > 0) {
@@ -108,6 +112,9 @@ static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_sta
         struct probe_window *w = probes_ring_get(p, b);
         if (w->wid < from) {
             break;
+        }
+        if (w->wid >= to) {
+            continue;
         }
         uint64_t n = w->ok + w->fa + w->to + w->out;
         if (n > 0 && w->observed) {
@@ -132,6 +139,53 @@ static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_sta
             ns->s.qta_hazard = r.hazard;
         }
     }
+}
+
+/* Statistics of probe p over its closed windows with wid ≥ from. */
+static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_stats *ns) {
+    gather_range(d, p, from, INT64_MAX, ns);
+}
+
+/*
+ * The problem kind of a push-button diagnosis at p: what changed between the last three
+ * windows and up to twenty before them (the node has usually been enabled for a while):
+ * a QTA hazard; else a significant rise of the lost fraction; else a variance that more
+ * than doubled with the CV up by a third (erratic, not just slower); else a significant
+ * rise of the mean. Without such a history: search_infer_problem's absolute thresholds.
+ */
+static enum search_problem infer_problem(struct dqd *d, struct probe *p) {
+    struct node_stats rec, base;
+    int64_t nc = d->probes.next_close;
+    gather_range(d, p, nc - 3, INT64_MAX, &rec);
+    gather_range(d, p, nc - 23, nc - 3, &base);
+    enum search_problem kind = SEARCH_LATENCY;
+    const struct search_stats *r = &rec.s, *b = &base.s;
+    double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
+    if (!r->present) {
+        kind = SEARCH_LATENCY;
+    } else if (isfinite(r->qta_hazard) && r->qta_hazard > 0) {
+        kind = SEARCH_QTA;
+    } else if (b->present && nb >= 60 && nr >= 30 && r->n_ok > 10 && b->n_ok > 10) {
+        double lr = search_stats_lost(r), lb = search_stats_lost(b);
+        double se_l = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
+        double cv_r = r->mean > 0 ? sqrt(r->variance) / r->mean : 0;
+        double cv_b = b->mean > 0 ? sqrt(b->variance) / b->mean : 0;
+        double se_m = sqrt(r->variance / (double)r->n_ok + b->variance / (double)b->n_ok);
+        if (lr - lb > 0.01 && lr - lb > 3 * se_l) {
+            kind = SEARCH_LOST;
+        } else if (b->variance > 0 && r->variance > 2 * b->variance && cv_r > 1.3 * cv_b) {
+            kind = SEARCH_VARIANCE;
+        } else if (se_m > 0 && (r->mean - b->mean) / se_m > 3) {
+            kind = SEARCH_LATENCY;
+        } else {
+            kind = search_infer_problem(r, &d->adapt.params);
+        }
+    } else {
+        kind = search_infer_problem(r, &d->adapt.params);
+    }
+    node_stats_release(&rec);
+    node_stats_release(&base);
+    return kind;
 }
 
 static json_t *stats_json(const char *name, const struct search_stats *s) {
@@ -516,6 +570,7 @@ static void run_snapshots(struct dqd *d, int64_t wid) {
 static struct investigation *inv_new(void) {
     struct investigation *inv = calloc(1, sizeof *inv);
     if (inv) {
+        inv->verdict_value = inv->runner_value = NAN;
         inv->owned = calloc(ADAPT_MAX_OWNED, sizeof *inv->owned);
         if (!inv->owned) {
             free(inv);
@@ -626,11 +681,7 @@ int dqd__adapt_diagnose(struct dqd *d, const char *node, const char *strategy, c
     }
     /* the problem kind from the node's recent windows */
     struct probe *p = probe_named(d, node);
-    struct node_stats ns;
-    gather(d, p, d->probes.next_close - 5, &ns);
-    enum search_problem problem =
-        ns.s.present ? search_infer_problem(&ns.s, &d->adapt.params) : SEARCH_LATENCY;
-    node_stats_release(&ns);
+    enum search_problem problem = infer_problem(d, p);
     if (p && !p->enabled) {
         /* the node itself must report, or nothing can be attributed */
         dqd__set_enabled(d, p, 1, 0);
@@ -820,6 +871,8 @@ static void step_investigation(struct dqd *d, struct investigation *inv) {
         break;
     }
     case SEARCH_LOCALIZED:
+        inv->verdict_value = r->attr.c[child].value;
+        inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
         store_hypothesis_set_verdict(d->store, inv->hyp_id, "localized", NULL);
         log_hypothesis(d, inv, inv->hyp_id, child_name, "verdict", NULL,
                        json_pack("{s:s,s:O}", "reason", r->reason, "evidence", ev), "localized");
@@ -844,7 +897,13 @@ out:
     free(step);
 }
 
-/* 1 when the problem of a closed investigation is still there in window wid. */
+/*
+ * 1 when the problem of a closed investigation is still there. Trigger-started: while
+ * its trigger is fired. Localized by a person: while the localized child's contribution
+ * over the last windows stays above the midpoint between what it was at the verdict and
+ * what the runner-up had then (a fault that goes away brings it back below). Otherwise
+ * (diffuse, inconclusive, or resumed after a restart without those numbers): never.
+ */
 static int problem_persists(struct dqd *d, struct investigation *inv) {
     if (inv->trigger_id) {
         for (int i = 0; i < d->adapt.n_triggers; i++) {
@@ -854,41 +913,41 @@ static int problem_persists(struct dqd *d, struct investigation *inv) {
         }
         return 0;
     }
-    if (!inv->verdict_node[0] || !d->diagram) {
-        return 0;
-    }
-    /* localized by a person: the leaf still dominates its siblings over the last 2 windows */
-    int leaf = dq_diagram_find(d->diagram, inv->verdict_node);
-    const struct dq_diagram_node *node = leaf >= 0 ? dq_diagram_node(d->diagram, leaf) : NULL;
-    if (!node || node->n_parents == 0) {
+    if (!inv->verdict_node[0] || !d->diagram || !isfinite(inv->verdict_value) ||
+        !isfinite(inv->runner_value)) {
         return 0;
     }
     struct investigation probe_inv = *inv;
-    snprintf(probe_inv.focus, sizeof probe_inv.focus, "%s", inv->focus);
-    probe_inv.eval_from = d->probes.next_close - 2;
+    probe_inv.eval_from = d->probes.next_close - 3;
     probe_inv.windows_waited = 0;
     struct focus_input *fi = calloc(1, sizeof *fi);
-    struct search_result *r = calloc(1, sizeof *r);
+    struct search_attribution *attr = calloc(1, sizeof *attr);
+    unsigned char *include = calloc(SEARCH_MAX_CHILDREN, 1);
     int persists = 0;
-    if (fi && r && build_input(d, &probe_inv, fi) == DQ_OK) {
-        struct search_params p = d->adapt.params;
-        p.min_windows = 1;
-        p.min_instances = 10;
-        if (search_evaluate(&fi->in, &p, r) == DQ_OK && r->child >= 0 &&
-            (r->verdict == SEARCH_LOCALIZED || r->verdict == SEARCH_DESCEND) &&
-            strcmp(fi->kids[r->child].name, inv->verdict_node) == 0) {
-            persists = 1;
-        }
-        /* not enough samples to tell: assume it is still there */
-        if (r->verdict == SEARCH_NEED_SAMPLES) {
-            persists = 1;
+    if (fi && attr && include && build_input(d, &probe_inv, fi) == DQ_OK) {
+        for (size_t j = 0; j < fi->in.n_children; j++) {
+            if (strcmp(fi->kids[j].name, inv->verdict_node) != 0) {
+                continue;
+            }
+            const struct search_stats *st = &fi->kids[j].stats;
+            if (!st->present || search_stats_instances(st) < 10) {
+                break; /* no evidence left: the problem is not shown to be there */
+            }
+            include[j] = 1;
+            if (search_attribute(&fi->in, &d->adapt.params, include, attr) == DQ_OK &&
+                attr->c[j].included) {
+                double mid = 0.5 * (inv->verdict_value + inv->runner_value);
+                persists = attr->c[j].value > mid;
+            }
+            break;
         }
     }
     if (fi) {
         focus_input_release(fi);
     }
     free(fi);
-    free(r);
+    free(attr);
+    free(include);
     return persists;
 }
 
@@ -1065,6 +1124,43 @@ static int resume_investigation(void *ctx, const struct store_investigation *row
     return 0;
 }
 
+/* A closed investigation whose probes were not disabled yet comes back for de-escalation. */
+static int resume_closed(void *ctx, const struct store_investigation *row) {
+    struct dqd *d = ctx;
+    struct adapt *a = &d->adapt;
+    if (row->open || a->n_inv >= ADAPT_MAX_INVESTIGATIONS) {
+        return 0;
+    }
+    struct investigation *inv = inv_new();
+    if (!inv) {
+        return 0;
+    }
+    inv->id = row->id;
+    snprintf(inv->node, sizeof inv->node, "%s", row->node);
+    search_problem_parse(row->problem, &inv->problem);
+    inv->trigger_id = row->trigger_id;
+    struct resume_ctx rc = {d, inv};
+    store_hypotheses_of_investigation(d->store, inv->id, resume_hypothesis, &rc);
+    int still = 0;
+    for (int i = 0; i < inv->n_owned; i++) {
+        struct probe *p = probe_named(d, inv->owned[i]);
+        still |= p && p->enabled;
+    }
+    if (!still) {
+        inv_free(inv);
+        return 0;
+    }
+    inv->state = INV_CLOSED;
+    snprintf(inv->verdict_node, sizeof inv->verdict_node, "%s",
+             row->verdict_node ? row->verdict_node : "");
+    a->inv[a->n_inv++] = inv;
+    LOG(LOG_INFO,
+        "investigation %" PRId64 " (closed) still owns %d probe(s): de-escalation "
+        "resumes",
+        inv->id, inv->n_owned);
+    return 0;
+}
+
 int dqd__adapt_init(struct dqd *d) {
     struct adapt *a = &d->adapt;
     search_params_init(&a->params);
@@ -1087,6 +1183,9 @@ int dqd__adapt_init(struct dqd *d) {
     }
     if (!rc) {
         rc = store_investigations_each(d->store, true, 0, resume_investigation, d);
+    }
+    if (!rc) {
+        rc = store_investigations_each(d->store, false, 200, resume_closed, d);
     }
     return rc;
 }

@@ -77,7 +77,8 @@ struct investigation {
     struct search_state st;
     int64_t eval_from; /* windows ≥ this count for the current evaluation */
     int windows_waited;
-    int quiet; /* closed: windows in a row without the problem */
+    int quiet;                          /* closed: windows in a row without the problem */
+    double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int paused;
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned;
