@@ -303,11 +303,17 @@ int probes_record(struct probe_table *t, const char *name, size_t len, int64_t s
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                          int64_t start_ns, int64_t end_ns, enum probe_status status) {
     /* known names (nearly every line) skip the name check; probes_get registers */
-    struct probe *p = NULL;
-    if (t->index && len > 0 && len <= PROBES_NAME_MAX) {
+    struct probe **recent = &t->recent[hash & 63];
+    struct probe *p = *recent;
+    if (p && p->hash == (uint32_t)hash && p->name_len == len && name_eq(p->name, name, len)) {
+        /* found */
+    } else if (t->index && len > 0 && len <= PROBES_NAME_MAX) {
         int found;
         size_t i = slot_of(t, (uint32_t)hash, name, len, &found);
         p = found ? t->probes[t->index[i]] : NULL;
+        *recent = p;
+    } else {
+        p = NULL;
     }
     if (!p) {
         int rc = probes_get(t, name, len, &p);

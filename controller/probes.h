@@ -95,6 +95,9 @@ struct probe_table {
      * zeroed table holds window 0 in slot 0, which is correct too. */
     int64_t cur_lo, cur_wid;
     int cur_slot;
+    /* the probe last seen per low bits of the name hash: a hit saves the index probe
+     * (probes are never removed, so an entry never dangles) */
+    struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
     uint64_t late;   /* END in a window already closed */

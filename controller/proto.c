@@ -634,19 +634,31 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     }
     const char *s = q + k; /* the byte after the name */
     size_t n = (size_t)(s - name);
-    if (n > PROTO_MAX_NAME || end - s < 50 || s[0] != ';' || s[1] != 'b' || s[2] != ':' ||
-        s[22] != ';' || s[23] != 'e' || s[24] != ':' || s[44] != ';' || s[45] != 's' ||
-        s[46] != ':' || s[49] != '\n') {
+    if (n > PROTO_MAX_NAME || end - s < 50) {
+        return 0;
+    }
+    /* ";b:" at s, ";e:" at s + 22, ";s:" at s + 44 and '\n' at s + 49, as whole words
+     * (little-endian: the first byte is the lowest); the status is s[47], s[48] */
+    uint64_t tail = load64(s + 42);
+    uint32_t fb, fe;
+    memcpy(&fb, s, 4);
+    memcpy(&fe, s + 22, 4);
+    if ((((fb ^ 0x3A623Bu) | (fe ^ 0x3A653Bu)) & 0xFFFFFFu) |
+        ((tail ^ 0x0A00003A733B0000ULL) & 0xFF0000FFFFFF0000ULL)) {
         return 0;
     }
     enum proto_status st;
-    if (s[47] == 'o' && s[48] == 'k') {
+    switch ((tail >> 40) & 0xFFFF) {
+    case 'o' | 'k' << 8:
         st = PROTO_ST_OK;
-    } else if (s[47] == 'f' && s[48] == 'a') {
+        break;
+    case 'f' | 'a' << 8:
         st = PROTO_ST_FA;
-    } else if (s[47] == 't' && s[48] == 'o') {
+        break;
+    case 't' | 'o' << 8:
         st = PROTO_ST_TO;
-    } else {
+        break;
+    default:
         return 0;
     }
     int64_t start, stop;
