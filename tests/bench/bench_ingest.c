@@ -3,12 +3,14 @@
  *
  * A load generator thread sends legacy lines (`n:NAME;b:START;e:END;s:STATUS`, a few
  * probe names, timestamps of now) over one loopback TCP connection as fast as the
- * receiver takes them, for N seconds (argument, default 5), first to (a) a plain sink
- * thread that only reads and discards the bytes, then to (b) a dqd process started from
- * the build tree on ephemeral ports with a temporary store. Both receivers read 64 KiB at
- * a time, as dqd does. The sink's rate is the bytes it read converted to lines; dqd's is
+ * receiver takes them, for N seconds per receiver (argument, default 5), to (a) a plain
+ * sink thread that only reads and discards the bytes and (b) a dqd process started from
+ * the build tree on ephemeral ports with a temporary store, in three alternating rounds
+ * (sink, dqd, sink, dqd, …) so that both see the same moments of a shared machine; each
+ * round uses a fresh connection and a short warm-up. Both receivers read 64 KiB at a
+ * time, as dqd does. The sink's rate is the bytes it read converted to lines; dqd's is
  * read from its own /metrics (dqd_ingest_instances_total), i.e. what dqd parsed, not what
- * was sent. Each rate is measured over the same interval after a short warm-up. Prints
+ * was sent. Rates are totals over the rounds; the per-round ratios are shown too. Prints
  * both rates, their ratio, dqd's peak memory (VmHWM), and PASS/MISS against issue 4's
  * targets (dqd ≥ 50 % of the sink, ≥ 2 million instances per second). Exits 0 unless the
  * benchmark itself could not run.
@@ -44,6 +46,7 @@
 #define TARGET_RATIO 0.5       /* issue 4: dqd at least half of the plain sink */
 #define TARGET_RATE 2000000.0  /* issue 4: at least 2 million instances per second */
 #define METRICS_MAX (4u << 20) /* bytes of a /metrics answer we accept */
+#define ROUNDS 3               /* sink and dqd alternate this many times */
 
 static const char *const probe_names[] = {"checkout", "payment", "search", "login"};
 #define N_PROBES (sizeof probe_names / sizeof probe_names[0])
@@ -439,53 +442,53 @@ struct dqd_result {
     int exit_status;
 };
 
-static int run_dqd(const char *binary, const char *dir, double seconds, struct dqd_result *r) {
-    struct dqd_proc p;
-    if (dqd_start(binary, dir, &p) != 0) {
-        return -1;
-    }
-    struct generator g = {.port = p.ingest_port};
+/* One round against the running dqd p: a fresh generator connection, a warm-up, then
+ * `seconds` measured. Adds to r's rate (instances/s of this round) and CPU seconds. */
+static int run_dqd_round(const struct dqd_proc *p, double seconds, double *rate, double *sent_rate,
+                         double *cpu_s) {
+    struct generator g = {.port = p->ingest_port};
     atomic_init(&g.stop, 0);
     atomic_init(&g.lines_sent, 0);
     atomic_init(&g.bytes_sent, 0);
     pthread_t gt;
-    int rc = pthread_create(&gt, NULL, generator_main, &g) == 0 ? 0 : -1;
-    if (rc == 0) {
-        sleep_ns(WARMUP_NS);
-        double m0 = dqd_metric(p.http_port, "dqd_ingest_instances_total ");
-        double cpu0 = proc_cpu_s(p.pid);
-        uint64_t s0 = atomic_load(&g.lines_sent);
-        int64_t t0 = mono_ns();
-        sleep_ns((int64_t)(seconds * 1e9));
-        double m1 = dqd_metric(p.http_port, "dqd_ingest_instances_total ");
-        double cpu1 = proc_cpu_s(p.pid);
-        uint64_t s1 = atomic_load(&g.lines_sent);
-        int64_t t1 = mono_ns();
-        atomic_store(&g.stop, 1);
-        pthread_join(gt, NULL);
-        double dt = (double)(t1 - t0) * 1e-9;
-        r->rate = m0 >= 0 && m1 >= 0 ? (m1 - m0) / dt : -1.0;
-        r->sent_rate = (double)(s1 - s0) / dt;
-        r->cpu_s = cpu1 - cpu0;
-        sleep_ns(200000000); /* let dqd drain what is in flight before the totals */
-        char *text = http_get_metrics(p.http_port);
-        if (text) {
-            r->accepted = metric_sum(text, "dqd_instances_total{");
-            r->late = metric_sum(text, "dqd_ingest_rejected_total{reason=\"late\"}");
-            r->future = metric_sum(text, "dqd_ingest_rejected_total{reason=\"future\"}");
-            r->proto_errors = metric_sum(text, "dqd_protocol_errors_total{");
-            free(text);
-        }
-        r->hwm_kib = vm_hwm_kib(p.pid);
-        if (g.error || r->rate < 0) {
-            rc = -1;
-        }
+    if (pthread_create(&gt, NULL, generator_main, &g) != 0) {
+        return -1;
     }
-    kill(p.pid, SIGTERM);
+    sleep_ns(WARMUP_NS);
+    double m0 = dqd_metric(p->http_port, "dqd_ingest_instances_total ");
+    double cpu0 = proc_cpu_s(p->pid);
+    uint64_t s0 = atomic_load(&g.lines_sent);
+    int64_t t0 = mono_ns();
+    sleep_ns((int64_t)(seconds * 1e9));
+    double m1 = dqd_metric(p->http_port, "dqd_ingest_instances_total ");
+    double cpu1 = proc_cpu_s(p->pid);
+    uint64_t s1 = atomic_load(&g.lines_sent);
+    int64_t t1 = mono_ns();
+    atomic_store(&g.stop, 1);
+    pthread_join(gt, NULL);
+    double dt = (double)(t1 - t0) * 1e-9;
+    *rate = m0 >= 0 && m1 >= 0 ? (m1 - m0) / dt : -1.0;
+    *sent_rate = (double)(s1 - s0) / dt;
+    *cpu_s = cpu1 - cpu0;
+    return g.error || *rate < 0 ? -1 : 0;
+}
+
+/* Totals after the rounds, peak memory, and dqd's exit status after SIGTERM. */
+static void dqd_finish(const struct dqd_proc *p, struct dqd_result *r) {
+    sleep_ns(200000000); /* let dqd drain what is in flight before the totals */
+    char *text = http_get_metrics(p->http_port);
+    if (text) {
+        r->accepted = metric_sum(text, "dqd_instances_total{");
+        r->late = metric_sum(text, "dqd_ingest_rejected_total{reason=\"late\"}");
+        r->future = metric_sum(text, "dqd_ingest_rejected_total{reason=\"future\"}");
+        r->proto_errors = metric_sum(text, "dqd_protocol_errors_total{");
+        free(text);
+    }
+    r->hwm_kib = vm_hwm_kib(p->pid);
+    kill(p->pid, SIGTERM);
     int status = 0;
-    waitpid(p.pid, &status, 0);
+    waitpid(p->pid, &status, 0);
     r->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return rc;
 }
 
 static void remove_dir(const char *dir) {
@@ -526,26 +529,60 @@ int main(int argc, char **argv) {
         return 1;
     }
     double lpb = (double)lines / (double)bytes;
-    printf("bench_ingest: %.1f s per receiver, 1 loopback connection, legacy lines of %zu "
-           "probes (%.1f bytes each), dqd %s\n",
-           seconds, N_PROBES, 1.0 / lpb, dqd);
+    printf("bench_ingest: %.1f s per receiver in %d alternating rounds, 1 loopback connection, "
+           "legacy lines of %zu probes (%.1f bytes each), dqd %s\n",
+           seconds, ROUNDS, N_PROBES, 1.0 / lpb, dqd);
     fflush(stdout);
 
-    double mbps = 0.0, sink_cpu = 0.0;
-    double sink = run_sink(seconds, lpb, &mbps, &sink_cpu);
-    struct dqd_result r = {0};
-    int dqd_rc = run_dqd(dqd, dir, seconds, &r);
-    remove_dir(dir);
-    if (sink <= 0 || dqd_rc != 0) {
-        fprintf(stderr, "bench_ingest: the %s run failed\n", sink <= 0 ? "sink" : "dqd");
+    /* Rounds alternate sink and dqd so that both see the same machine: on a shared VM
+     * the load changes within seconds, and one long run of each would compare two
+     * different moments. Rates are totals over all rounds. */
+    struct dqd_proc proc;
+    if (dqd_start(dqd, dir, &proc) != 0) {
+        remove_dir(dir);
         return 1;
     }
+    double per = seconds / ROUNDS, sink_lines = 0, sink_bytes = 0, sink_cpu = 0;
+    double dqd_lines = 0, dqd_sent = 0, dqd_cpu = 0, rmin = 1e300, rmax = 0;
+    struct dqd_result r = {0};
+    int failed = 0;
+    for (int round = 0; round < ROUNDS && !failed; round++) {
+        double mbps = 0, cpu = 0, drate = 0, dsent = 0, dcpu = 0;
+        double srate = run_sink(per, lpb, &mbps, &cpu);
+        if (srate <= 0 || run_dqd_round(&proc, per, &drate, &dsent, &dcpu) != 0) {
+            fprintf(stderr, "bench_ingest: the %s run failed\n", srate <= 0 ? "sink" : "dqd");
+            failed = 1;
+            break;
+        }
+        printf("round %d: sink %.1f M/s (%.0f%% of a core), dqd %.1f M/s (%.0f%% of a core), "
+               "ratio %.3f\n",
+               round + 1, srate / 1e6, 100 * cpu / per, drate / 1e6, 100 * dcpu / per,
+               drate / srate);
+        fflush(stdout);
+        sink_lines += srate * per;
+        sink_bytes += mbps * 1e6 * per;
+        sink_cpu += cpu;
+        dqd_lines += drate * per;
+        dqd_sent += dsent * per;
+        dqd_cpu += dcpu;
+        rmin = drate / srate < rmin ? drate / srate : rmin;
+        rmax = drate / srate > rmax ? drate / srate : rmax;
+    }
+    dqd_finish(&proc, &r);
+    remove_dir(dir);
+    if (failed) {
+        return 1;
+    }
+    double sink = sink_lines / seconds, mbps = sink_bytes / seconds / 1e6;
+    r.rate = dqd_lines / seconds;
+    r.sent_rate = dqd_sent / seconds;
+    r.cpu_s = dqd_cpu;
     double ratio = r.rate / sink;
     printf("plain sink  %12.0f instances/s  (%.0f MB/s)\n", sink, mbps);
     printf("dqd         %12.0f instances/s  (generator sent %.0f/s; accepted %.0f, late %.0f, "
            "future %.0f, protocol errors %.0f in total)\n",
            r.rate, r.sent_rate, r.accepted, r.late, r.future, r.proto_errors);
-    printf("ratio dqd/sink  %.3f\n", ratio);
+    printf("ratio dqd/sink  %.3f  (rounds %.3f … %.3f)\n", ratio, rmin, rmax);
     /* on a shared machine the receivers may not get a whole core: per CPU-second rates */
     double sink_per_cpu = sink_cpu > 0 ? sink * seconds / sink_cpu : 0.0;
     double dqd_per_cpu = r.cpu_s > 0 ? r.rate * seconds / r.cpu_s : 0.0;
