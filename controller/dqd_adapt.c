@@ -146,36 +146,62 @@ static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_sta
     gather_range(d, p, from, INT64_MAX, ns);
 }
 
+/* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
+ * over windows from ≤ wid < to: a level shift inside the range does not count as spread. */
+static void within(struct probe *p, int64_t from, int64_t to, double *mean, double *var,
+                   double *n) {
+    double sw = 0, sm = 0, sv = 0;
+    for (int b = 0; p && b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < to && w->ok > 0) {
+            sw += (double)w->ok;
+            sm += (double)w->ok * w->mean;
+            sv += (double)w->ok * w->variance;
+        }
+    }
+    *n = sw;
+    *mean = sw > 0 ? sm / sw : NAN;
+    *var = sw > 0 ? sv / sw : NAN;
+}
+
 /*
- * The problem kind of a push-button diagnosis at p: what changed between the last three
+ * The problem kind of a push-button diagnosis at p: what changed between the last five
  * windows and up to twenty before them (the node has usually been enabled for a while):
- * a QTA hazard; else a significant rise of the lost fraction; else a variance that more
- * than doubled with the CV up by a third (erratic, not just slower); else a significant
- * rise of the mean. Without such a history: search_infer_problem's absolute thresholds.
+ * a QTA hazard; else a significant rise of the lost fraction; else a mean that rose
+ * significantly by at least half a baseline σ (slower); else a spread within windows up
+ * by half while the mean barely moved (erratic); else a significant rise of the mean.
+ * Without such a history: search_infer_problem's absolute thresholds.
  */
 static enum search_problem infer_problem(struct dqd *d, struct probe *p) {
     struct node_stats rec, base;
     int64_t nc = d->probes.next_close;
-    gather_range(d, p, nc - 3, INT64_MAX, &rec);
-    gather_range(d, p, nc - 23, nc - 3, &base);
+    gather_range(d, p, nc - 5, INT64_MAX, &rec);
+    gather_range(d, p, nc - 25, nc - 5, &base);
     enum search_problem kind = SEARCH_LATENCY;
     const struct search_stats *r = &rec.s, *b = &base.s;
     double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
+    double mr, vr, okr, mb, vb, okb;
+    within(p, nc - 5, INT64_MAX, &mr, &vr, &okr);
+    within(p, nc - 25, nc - 5, &mb, &vb, &okb);
     if (!r->present) {
         kind = SEARCH_LATENCY;
     } else if (isfinite(r->qta_hazard) && r->qta_hazard > 0) {
         kind = SEARCH_QTA;
-    } else if (b->present && nb >= 60 && nr >= 30 && r->n_ok > 10 && b->n_ok > 10) {
+    } else if (b->present && nb >= 60 && nr >= 30 && okr > 10 && okb > 10 && vb > 0) {
         double lr = search_stats_lost(r), lb = search_stats_lost(b);
         double se_l = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
-        double cv_r = r->mean > 0 ? sqrt(r->variance) / r->mean : 0;
-        double cv_b = b->mean > 0 ? sqrt(b->variance) / b->mean : 0;
-        double se_m = sqrt(r->variance / (double)r->n_ok + b->variance / (double)b->n_ok);
+        double shift = mr - mb, se_m = sqrt(vr / okr + vb / okb);
+        int slower = se_m > 0 && shift / se_m > 3;
         if (lr - lb > 0.01 && lr - lb > 3 * se_l) {
             kind = SEARCH_LOST;
-        } else if (b->variance > 0 && r->variance > 2 * b->variance && cv_r > 1.3 * cv_b) {
+        } else if (slower && shift > 0.5 * sqrt(vb)) {
+            kind = SEARCH_LATENCY;
+        } else if (vr > 1.5 * vb) {
             kind = SEARCH_VARIANCE;
-        } else if (se_m > 0 && (r->mean - b->mean) / se_m > 3) {
+        } else if (slower) {
             kind = SEARCH_LATENCY;
         } else {
             kind = search_infer_problem(r, &d->adapt.params);
@@ -594,7 +620,9 @@ static void inv_remove(struct adapt *a, int i) {
 
 /* Sets the focus of an investigation and starts its search there. */
 static void focus_on(struct dqd *d, struct investigation *inv, const char *node, int64_t hyp) {
-    snprintf(inv->focus, sizeof inv->focus, "%s", node);
+    if (node != inv->focus) { /* resuming passes inv->focus itself */
+        snprintf(inv->focus, sizeof inv->focus, "%s", node);
+    }
     int i = d->diagram ? dq_diagram_find(d->diagram, node) : -1;
     size_t n = i >= 0 ? dq_diagram_probe_children(d->diagram, i, NULL, 0) : 0;
     search_state_init(&inv->st, inv->strategy, n ? n : 1);

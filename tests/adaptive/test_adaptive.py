@@ -1,0 +1,236 @@
+"""Issue 6, end to end: dqd + the simulated system dqsim (scenarios/sim) + dqctl.
+
+tree27 (41 probes, 27 leaves, 3 levels). In each run only the root is enabled at the
+start; dqsim reports only probes dqd enabled. One leaf is slowed (latency), made erratic
+(variance) or made to fail (lost mass); `dqctl diagnose root --wait` must localize that
+leaf having enabled at most 30 % of the probes, `dqctl why LEAF` must name the hypothesis
+chain, and once the fault is cleared the probes the investigation enabled must be disabled
+again. A nominal run (no fault, triggers armed) must open no investigation in 300 windows
+(5 minutes of simulated time at 1 s per window, run with 100 ms windows).
+
+Usage: test_adaptive.py DQD DQCTL DQSIM DIAGRAM [case ...]   (cases: latency variance
+lost nominal restart; default: all)
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "integration"))
+from dqdtest import Dqd, make_workdir, remove_workdir, run_script
+
+DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
+CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart"]
+PROBES = 41
+
+
+class Sim:
+    """dqsim connected to a dqd; faults are written to its stdin."""
+
+    def __init__(self, ingest_port, rate=300, extra=()):
+        self.proc = subprocess.Popen(
+            [DQSIM, "--diagram", DIAGRAM, "--dqd", "127.0.0.1:%d" % ingest_port,
+             "--leaf-mean", "2:2", "--rate", str(rate), "--seed", "7", *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            text=True)
+
+    def say(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.say("quit")
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def dqctl(d, *args, timeout=120):
+    return subprocess.run([DQCTL, "--server", d.url, *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def enabled_names(d):
+    return sorted(p["name"] for p in d.get("/api/v1/probes") if p["enabled"])
+
+
+def start(c, work, window_ms=200, extra_cfg=None, listen=None, db=None):
+    cfg = {"probes": {"root": {"enabled": True, "dmax_ms": 500}}, "deescalate_windows": 3}
+    cfg.update(extra_cfg or {})
+    path = os.path.join(work, "dqd-%d.json" % len(os.listdir(work)))
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    extra = ["--listen", listen] if listen else []
+    d = Dqd(DQD, work, window_ms=window_ms, lag_ms=100, diagram=DIAGRAM, config=path,
+            db=db, extra=extra)
+    return d
+
+
+def wait_data(d, probe, timeout=10):
+    return d.wait_until(lambda: d.dq(probe) is not None, timeout=timeout)
+
+
+def localize(c, kind, fault, leaf, rate=300):
+    work = make_workdir("dqd-adaptive-")
+    d = start(c, work)
+    sim = Sim(d.ingest_port, rate=rate)
+    try:
+        c.check(wait_data(d, "root"), "%s: root reports" % kind)
+        time.sleep(3.0)  # quiet history for the root: the baseline push-button compares to
+        sim.say(fault)
+        time.sleep(2.0)
+        r = dqctl(d, "diagnose", "root", "--wait", "--timeout", "90")
+        c.eq(r.returncode, 1, "%s: dqctl diagnose exits 1 (a problem found): %s %s" %
+             (kind, r.stdout[-800:], r.stderr[-400:]))
+        invs = d.get("/api/v1/investigations")
+        inv = invs[0] if invs else {}
+        c.eq((inv.get("verdict"), inv.get("verdict_node")), ("localized", leaf),
+             "%s: verdict (investigation %r, problem %r)" % (kind, inv.get("id"),
+                                                             inv.get("problem")))
+        c.check(leaf in r.stdout, "%s: dqctl diagnose names %s" % (kind, leaf))
+        on = enabled_names(d)
+        c.check(len(on) <= 0.30 * PROBES, "%s: at most 30 %% of %d probes enabled: %d %r" %
+                (kind, PROBES, len(on), on))
+        w = dqctl(d, "why", leaf)
+        c.eq(w.returncode, 0, "%s: dqctl why exits 0: %s" % (kind, w.stderr))
+        c.check("investigation %d" % inv.get("id", -1) in w.stdout and "descend" in w.stdout
+                and "root" in w.stdout,
+                "%s: dqctl why names the chain:\n%s" % (kind, w.stdout[:1500]))
+        why = d.get("/api/v1/why/%s" % leaf)
+        nodes = [h["node"] for h in why.get("chain", [])]
+        c.check(why["enabled_by"] is not None and nodes[-1] == "root" and len(nodes) >= 3,
+                "%s: why chain from the enabling hypothesis to the root: %r" % (kind, nodes))
+        # the fault goes away: the probes the investigation enabled are disabled again
+        sim.say("clear all")
+        back = d.wait_until(lambda: enabled_names(d) == ["root"], timeout=30, step=0.2)
+        c.check(back, "%s: after the fault is removed only root stays enabled: %r" %
+                (kind, enabled_names(d)))
+        hyps = d.get("/api/v1/investigations/%d" % inv["id"])["hypotheses"]
+        c.check(any(h["action"] == "disable" for h in hyps),
+                "%s: the de-escalation is logged" % kind)
+    finally:
+        sim.stop()
+        d.stop(c, "%s dqd" % kind)
+        remove_workdir(work)
+
+
+def nominal(c):
+    work = make_workdir("dqd-nominal-")
+    cfg = {"triggers": [{"probe": "root", "kind": "qta"}, {"probe": "root", "kind": "lost"},
+                        {"probe": "root", "kind": "cv"}],
+           "probes": {"root": {"enabled": True, "dmax_ms": 500,
+                               "qta": {"points": [[0.5, 0.06], [0.95, 0.08]],
+                                       "max_lost": 0.01}}}}
+    d = start(c, work, window_ms=100, extra_cfg=cfg)
+    sim = Sim(d.ingest_port, rate=400)
+    try:
+        c.check(wait_data(d, "root"), "nominal: root reports")
+        t0 = d.status()["windows_closed"]
+        d.wait_until(lambda: d.status()["windows_closed"] - t0 >= 300, timeout=90, step=0.5)
+        st = d.status()
+        c.check(st["windows_closed"] - t0 >= 300, "nominal: 300 windows went by (%d)" %
+                (st["windows_closed"] - t0))
+        c.eq(d.get("/api/v1/investigations"), [], "nominal: no investigation opened")
+        trig = d.get("/api/v1/triggers")
+        c.check(len(trig) == 3 and not any(t["fired"] for t in trig),
+                "nominal: triggers armed and never fired: %r" % trig)
+        c.eq(enabled_names(d), ["root"], "nominal: nothing else enabled")
+    finally:
+        sim.stop()
+        d.stop(c, "nominal dqd")
+        remove_workdir(work)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def restart(c):
+    """kill -9 in the middle of an investigation; the restarted dqd resumes it."""
+    work = make_workdir("dqd-restart-")
+    port = free_port()
+    db = os.path.join(work, "dqd.db")
+    listen = "127.0.0.1:%d" % port
+    d = start(c, work, listen=listen, db=db, extra_cfg={"min_instances": 60, "min_windows": 4})
+    sim = Sim(port)
+    d2 = None
+    try:
+        c.check(wait_data(d, "root"), "restart: root reports")
+        time.sleep(2.0)
+        sim.say("fault store_b3 slow 15")
+        time.sleep(1.0)
+        st, env = d.api("POST", "/api/v1/diagnose", {"node": "root"})
+        inv_id = env["data"]["investigation"]
+        # wait until the investigation has expanded at least once (children enabled)
+        c.check(d.wait_until(lambda: len(enabled_names(d)) >= 4, timeout=20),
+                "restart: the investigation enabled probes before the kill")
+        before = d.get("/api/v1/investigations/%d" % inv_id)
+        c.check(before["open"], "restart: still open at the kill")
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        d.stopped = True
+        Dqd.running.remove(d)
+        d2 = start(c, work, listen=listen, db=db,
+                   extra_cfg={"min_instances": 60, "min_windows": 4})
+        # the wrapper reconnects and gets the enabled set again (its probes keep reporting)
+        c.check(d2.wait_until(lambda: any(w["kind"] == "v2" and w["connected"]
+                                          for w in d2.status()["wrappers"]), timeout=15),
+                "restart: dqsim reconnected")
+        on_before = [n for n in enabled_names(d2)]
+        c.check(len(on_before) >= 4, "restart: enabled set reloaded: %r" % on_before)
+        done = d2.wait_until(lambda: not d2.get("/api/v1/investigations/%d" % inv_id)["open"],
+                             timeout=60, step=0.3)
+        inv = d2.get("/api/v1/investigations/%d" % inv_id)
+        c.check(done and inv["verdict"] == "localized" and inv["verdict_node"] == "store_b3",
+                "restart: the resumed investigation localized store_b3: %r %r %r" %
+                (inv["verdict"], inv["verdict_node"], inv.get("summary")))
+        hyps = inv["hypotheses"]
+        ids = [h["id"] for h in hyps]
+        c.eq(ids, sorted(set(ids)), "restart: hypothesis ids unique and increasing")
+        c.eq([h["action"] for h in hyps].count("root"), 1, "restart: one root hypothesis")
+        known = set()
+        for h in hyps:
+            c.check(h["parent"] is None or h["parent"] in known,
+                    "restart: hypothesis %d's parent %r was logged before it (no gap)" %
+                    (h["id"], h["parent"]))
+            known.add(h["id"])
+        expanded = [tuple(h["probes"]) for h in hyps if h["action"] == "expand"]
+        c.eq(len(expanded), len(set(expanded)), "restart: no expansion logged twice")
+        c.check(len(d2.get("/api/v1/investigations")) == 1,
+                "restart: no second investigation was opened")
+    finally:
+        sim.stop()
+        if d2:
+            d2.stop(c, "restarted dqd")
+        remove_workdir(work)
+
+
+def body(c):
+    if "latency" in CASES:
+        localize(c, "latency", "fault front_b2 slow 15", "front_b2")
+    if "variance" in CASES:
+        localize(c, "variance", "fault core_a3 erratic 10", "core_a3", rate=1000)
+    if "lost" in CASES:
+        localize(c, "lost", "fault store_c1 fail 0.1", "store_c1")
+    if "restart" in CASES:
+        restart(c)
+    if "nominal" in CASES:
+        nominal(c)
+
+
+run_script("adaptive", body)
