@@ -26,6 +26,7 @@
 %%   {background, CpuName, Leaf, Every, Jobs, Ms}: after every Every completions of
 %%   Leaf, a background task (a compaction, say) puts Jobs extra jobs on CpuName for Ms
 %%   milliseconds - work that grows with the load and slows every job there meanwhile.
+%%   At most one runs at a time per processor; a request for another meanwhile is dropped.
 %%   Work = {delay, Dist} | {pool, PoolName, Dist} | {cpu, CpuName, Dist}
 %%   Dist = {const, Ms} | {exp, MeanMs} | {shifted_exp, MinMs, MeanExtraMs}
 %%        | {uniform, LoMs, HiMs}
@@ -385,15 +386,17 @@ background(Leaf) ->
         #{Leaf := {Cpu, Every, Jobs, Ms}} ->
             {A, _} = maps:get(Cpu, persistent_term:get(dqs_cpus)),
             Count = ets:update_counter(dqs_counts, Leaf, 1, {Leaf, 0}),
-            case Count rem Every of
-                0 ->
+            %% one background task at a time per processor, like a single compactor
+            case Count rem Every =:= 0 andalso ets:insert_new(dqs_counts, {{busy, Cpu}}) of
+                true ->
                     spawn(fun() ->
                                   atomics:add(A, 1, Jobs),
                                   sleep_ms(Ms),
-                                  atomics:sub(A, 1, Jobs)
+                                  atomics:sub(A, 1, Jobs),
+                                  ets:delete(dqs_counts, {busy, Cpu})
                           end),
                     ok;
-                _ -> ok
+                false -> ok
             end;
         _ -> ok
     end.
