@@ -240,6 +240,31 @@ static inline uint64_t hash_final(uint64_t h, size_t n) {
 
 uint64_t proto_name_hash(const char *s, size_t n) {
     uint64_t h = HASH_SEED_;
+#ifdef PROTO_SWAR
+    /* the general parser's path: whole words, then the tail zero-padded, read without
+     * touching a byte outside [s, s + n) */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        h = hash_step(h, load64(s + i));
+    }
+    size_t r = n - i;
+    if (r == 0) {
+        return hash_final(h, n);
+    }
+    uint64_t w;
+    if (n >= 8) {
+        w = load64(s + n - 8) >> (8 * (8 - r));
+    } else if (r >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, s, 4);
+        memcpy(&hi, s + r - 4, 4);
+        w = (uint64_t)lo | (uint64_t)hi << (8 * (r - 4)); /* overlapping bytes agree */
+    } else {
+        w = (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[r / 2] << (8 * (r / 2)) |
+            (uint64_t)(unsigned char)s[r - 1] << (8 * (r - 1));
+    }
+    return hash_final(hash_step(h, w), n);
+#else
     for (size_t i = 0; i < n; i += 8) {
         uint64_t w = 0;
         size_t m = n - i < 8 ? n - i : 8;
@@ -249,6 +274,7 @@ uint64_t proto_name_hash(const char *s, size_t n) {
         h = hash_step(h, w);
     }
     return hash_final(h, n);
+#endif
 }
 
 /*
@@ -603,9 +629,10 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
 
 #ifdef PROTO_SWAR
 /*
- * The common case in one pass: a complete legacy instance line at p with 19-digit
- * timestamps, `n:NAME;b:START;e:END;s:ok|fa|to` and its '\n', nothing else. The name is
- * checked and hashed 8 bytes at a time; the 50 bytes after it have fixed positions.
+ * The common case in one pass: a complete instance line at p with 19-digit timestamps,
+ * `n:NAME;b:START;e:END;s:ok|fa|to`, optionally v2 trailing fields, and its '\n'. The
+ * name is checked and hashed 8 bytes at a time; the 50 bytes after it have fixed
+ * positions (only a line with trailing fields needs a search for its end).
  * Returns the bytes taken, '\n' included, with *m filled exactly as proto_parse() fills
  * it, or 0 for anything else, including every error: then the general path (memchr,
  * proto_parse) decides. So this path only ever accepts what proto_parse() accepts.
@@ -637,15 +664,28 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     if (n > PROTO_MAX_NAME || end - s < 50) {
         return 0;
     }
-    /* ";b:" at s, ";e:" at s + 22, ";s:" at s + 44 and '\n' at s + 49, as whole words
-     * (little-endian: the first byte is the lowest); the status is s[47], s[48] */
+    /* ";b:" at s, ";e:" at s + 22, ";s:" at s + 44, as whole words (little-endian: the
+     * first byte is the lowest); the status is s[47], s[48]; then '\n' or v2 fields */
     uint64_t tail = load64(s + 42);
     uint32_t fb, fe;
     memcpy(&fb, s, 4);
     memcpy(&fe, s + 22, 4);
     if ((((fb ^ 0x3A623Bu) | (fe ^ 0x3A653Bu)) & 0xFFFFFFu) |
-        ((tail ^ 0x0A00003A733B0000ULL) & 0xFF0000FFFFFF0000ULL)) {
+        ((tail ^ 0x00003A733B0000ULL) & 0x0000FFFFFF0000ULL)) {
         return 0;
+    }
+    const char *nl = s + 49;
+    if (*nl != '\n') {
+        /* v2 trailing fields (i:, t:, p:, a:, newer ones): to the end of the line */
+        if (*nl != ';' || (nl = memchr(nl, '\n', (size_t)(end - nl))) == NULL ||
+            nl - p > PROTO_MAX_LINE || nl[-1] == '\r') {
+            return 0;
+        }
+        m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
+        m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
+        if (parse_trailing(s + 49, nl, m) != PROTO_OK) {
+            return 0;
+        }
     }
     enum proto_status st;
     switch ((tail >> 40) & 0xFFFF) {
@@ -683,10 +723,12 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     m->start_ns = start;
     m->end_ns = stop;
     m->status = st;
-    m->v2_fields = 0;
-    m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
-    m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
-    return (size_t)(s + 50 - p);
+    if (nl == s + 49) {
+        m->v2_fields = 0;
+        m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
+        m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
+    }
+    return (size_t)(nl + 1 - p);
 }
 #endif
 

@@ -215,8 +215,8 @@ void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n);
 typedef void (*proto_instance_fn)(void *ctx, const struct proto_msg *msg);
 
 /*
- * Like proto_splitter_feed(), but complete legacy instance lines of the usual shape
- * (`n:NAME;b:START;e:END;s:STATUS`, 19-digit times, no trailing fields, no '\r') that
+ * Like proto_splitter_feed(), but complete instance lines of the usual shape
+ * (`n:NAME;b:START;e:END;s:STATUS`, 19-digit times, optional v2 fields, no '\r') that
  * proto_parse(line, len, now_ns) would accept are parsed in the same pass that finds
  * their end and go to inst(ctx, msg) instead of the line callback; every other line,
  * malformed ones included, goes to the line callback exactly as with

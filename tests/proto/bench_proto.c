@@ -3,10 +3,11 @@
  *
  * Builds a buffer of legacy instance lines (what the oscilloscope's wrapper sends), then
  * in the same run measures (a) the baseline: memchr-only line splitting of that buffer,
- * and (b) proto_splitter_feed() + proto_parse() on every line, fed in 64 KiB chunks as
- * a socket read would deliver them. Prints lines/s and ns/line for both and their ratio.
- * Each figure is the best of several repetitions, the two alternating, to damp noise
- * from a shared machine.
+ * (b) proto_splitter_feed() + proto_parse() on every line, fed in 64 KiB chunks as a
+ * socket read would deliver them, and (c) proto_splitter_feed_instances(), the daemon's
+ * one-pass path, on the same chunks (it must agree with (b)). Prints lines/s and
+ * ns/line of each and their ratios to (a). Each figure is the best of several
+ * repetitions, the passes alternating, to damp noise from a shared machine.
  * Usage: bench_proto [MEGABYTES]   (default 64)
  */
 #include "proto.h"
@@ -46,6 +47,13 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     }
 }
 
+/* The fast path's instance callback: the same bookkeeping as on_line. */
+static void on_instance(void *ctx, const struct proto_msg *m) {
+    struct sink *s = ctx;
+    s->lines++;
+    s->sum += m->end_ns - m->start_ns + (int64_t)m->name.n + (int64_t)m->status;
+}
+
 int main(int argc, char **argv) {
     size_t mb = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 64;
     size_t cap = (mb ? mb : 64) << 20;
@@ -69,9 +77,9 @@ int main(int argc, char **argv) {
     }
 
     /* The two measurements alternate, so both see the same load from other jobs. */
-    double best_base = 1e30, best_parse = 1e30;
+    double best_base = 1e30, best_parse = 1e30, best_fast = 1e30;
     uint64_t base_lines = 0;
-    struct sink s = {0};
+    struct sink s = {0}, f = {0};
     char buf[4096];
     for (int r = 0; r < REPS; r++) {
         /* (a) memchr-only splitting. */
@@ -101,6 +109,25 @@ int main(int argc, char **argv) {
         if (dt < best_parse) {
             best_parse = dt;
         }
+
+        /* (c) the daemon's path: the splitter's one-pass fast path for instance lines. */
+        memset(&f, 0, sizeof f);
+        proto_splitter_init(&sp, buf, sizeof buf, on_line, &f);
+        t0 = now_s();
+        for (size_t at = 0; at < n; at += CHUNK) {
+            proto_splitter_feed_instances(&sp, data + at, n - at < CHUNK ? n - at : CHUNK,
+                                          1716300000000000000LL, on_instance);
+        }
+        dt = now_s() - t0;
+        if (dt < best_fast) {
+            best_fast = dt;
+        }
+    }
+    if (f.lines != s.lines || f.sum != s.sum || f.errors != 0) {
+        fprintf(stderr, "bench_proto: the fast path disagrees (%llu lines, %llu errors)\n",
+                (unsigned long long)f.lines, (unsigned long long)f.errors);
+        free(data);
+        return 1;
     }
     if (s.lines != lines || base_lines != lines || s.errors != 0) {
         fprintf(stderr, "bench_proto: line count mismatch (%llu parsed, %llu errors, %llu)\n",
@@ -118,6 +145,8 @@ int main(int argc, char **argv) {
            1e9 * best_parse / (double)lines);
     printf("  ratio parse/split : %.2f of the baseline rate (checksum %lld)\n",
            parse_rate / base_rate, (long long)(s.sum & 0xffff));
+    printf("  fast path (feed_instances): %7.2f M lines/s  %6.2f ns/line, ratio %.2f\n",
+           (double)lines / best_fast / 1e6, 1e9 * best_fast / (double)lines, best_base / best_fast);
     /* The daemon needs ≥ 2 M instances/s end to end; the parser should leave it room. */
     printf("%s splitter + parse >= 10 M lines/s: %.1f M lines/s\n",
            parse_rate >= 10e6 ? "PASS" : "MISS", parse_rate / 1e6);

@@ -125,6 +125,11 @@ static void trace_add(struct trace *t, int rc, const struct proto_msg *m) {
         v[3] = (uint64_t)m->status + 4 * (uint64_t)m->v2_fields;
         v[4] = m->name_hash;
         v[5] = m->name.n;
+        const struct proto_slice *v2[4] = {&m->id, &m->trace, &m->parent, &m->attrs};
+        for (int k = 0; k < 4; k++) {
+            /* offsets from the name: both paths give slices into the same line */
+            v[5] = v[5] * 31 + (v2[k]->p ? (uint64_t)(v2[k]->p - m->name.p) * 977 + v2[k]->n : 5);
+        }
     } else if (rc == PROTO_OK) {
         v[3] = 100 + (uint64_t)m->kind;
     }
