@@ -9,7 +9,7 @@ again. A nominal run (no fault, triggers armed) must open no investigation in 30
 (5 minutes of simulated time at 1 s per window, run with 100 ms windows).
 
 Usage: test_adaptive.py DQD DQCTL DQSIM DIAGRAM [case ...]   (cases: latency variance
-lost nominal restart; default: all)
+lost nominal restart budget; default: all)
 """
 
 import json
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from dqdtest import Dqd, make_workdir, remove_workdir, run_script
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
-CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart"]
+CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget"]
 PROBES = 41
 
 
@@ -220,6 +220,35 @@ def restart(c):
         remove_workdir(work)
 
 
+def budget(c):
+    """A probe budget smaller than the expansion: the investigation pauses, logged."""
+    work = make_workdir("dqd-budget-")
+    d = start(c, work, extra_cfg={"max_enabled_probes": 3})
+    sim = Sim(d.ingest_port)
+    try:
+        c.check(wait_data(d, "root"), "budget: root reports")
+        sim.say("fault front_b2 slow 15")
+        time.sleep(1.0)
+        st, env = d.api("POST", "/api/v1/diagnose", {"node": "root"})
+        c.eq(st, 200, "budget: diagnose accepted")
+        inv_id = env["data"]["investigation"]
+        paused = d.wait_until(lambda: any(
+            h["action"] == "pause"
+            for h in d.get("/api/v1/investigations/%d" % inv_id)["hypotheses"]), timeout=10)
+        c.check(paused, "budget: a pause hypothesis is logged")
+        time.sleep(1.0)
+        c.eq(enabled_names(d), ["root"], "budget: nothing beyond the budget was enabled")
+        hyps = d.get("/api/v1/investigations/%d" % inv_id)["hypotheses"]
+        c.eq([h["action"] for h in hyps].count("pause"), 1,
+             "budget: the pause is logged once, not every window")
+        reason = [h["stats"].get("reason", "") for h in hyps if h["action"] == "pause"]
+        c.check(reason and "budget" in reason[0], "budget: the pause says why: %r" % reason)
+    finally:
+        sim.stop()
+        d.stop(c, "budget dqd")
+        remove_workdir(work)
+
+
 def body(c):
     if "latency" in CASES:
         localize(c, "latency", "fault front_b2 slow 15", "front_b2")
@@ -229,6 +258,8 @@ def body(c):
         localize(c, "lost", "fault store_c1 fail 0.1", "store_c1")
     if "restart" in CASES:
         restart(c)
+    if "budget" in CASES:
+        budget(c)
     if "nominal" in CASES:
         nominal(c)
 
