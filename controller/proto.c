@@ -204,6 +204,19 @@ static int time19x2(const char *a, const char *b, int64_t *va, int64_t *vb) {
     *vb = (int64_t)y;
     return 1;
 }
+
+/* Bit i set when byte i of the 16 at p is not a name byte [A-Za-z0-9_]. Bytes ≥ 0x80
+ * are negative to the signed compares, so they fail every range. */
+static inline unsigned name16_nonname(const char *p) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i lc = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* letters to lower case */
+    __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(lc, _mm_set1_epi8('a' - 1)),
+                                   _mm_cmplt_epi8(lc, _mm_set1_epi8('z' + 1)));
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                  _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+    __m128i under = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+    return ~(unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(letter, digit), under)) & 0xFFFFu;
+}
 #endif
 
 #define ONES_ 0x0101010101010101ULL
@@ -642,24 +655,45 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     if (end - p < 53 || p[0] != 'n' || p[1] != ':' || !in_class(C_NAME0, p[2])) {
         return 0;
     }
-    const char *name = p + 2, *q = name;
-    uint64_t h = HASH_SEED_, x, bad;
-    for (;;) {
-        if (end - q < 8 || q - name > PROTO_MAX_NAME) {
-            return 0;
+    const char *name = p + 2, *s; /* s: the byte after the name */
+    uint64_t h = HASH_SEED_;
+#ifdef __SSE2__
+    /* names under 16 bytes (nearly all): one 16-byte test; end − name ≥ 51 here */
+    unsigned nonname = name16_nonname(name);
+    if (nonname != 0) {
+        unsigned k = (unsigned)__builtin_ctz(nonname); /* the name's length, 1 … 15 */
+        uint64_t w = load64(name);
+        if (k < 8) {
+            h = hash_step(h, w & ((1ULL << (8 * k)) - 1));
+        } else {
+            h = hash_step(h, w);
+            if (k > 8) {
+                h = hash_step(h, load64(name + 8) & ((1ULL << (8 * (k - 8))) - 1));
+            }
         }
-        x = load64(q);
-        if ((bad = nonname_bytes(x)) != 0) {
-            break;
+        s = name + k;
+    } else
+#endif
+    {
+        const char *q = name;
+        uint64_t x, bad;
+        for (;;) {
+            if (end - q < 8 || q - name > PROTO_MAX_NAME) {
+                return 0;
+            }
+            x = load64(q);
+            if ((bad = nonname_bytes(x)) != 0) {
+                break;
+            }
+            h = hash_step(h, x);
+            q += 8;
         }
-        h = hash_step(h, x);
-        q += 8;
+        unsigned k = (unsigned)__builtin_ctzll(bad) / 8; /* name bytes in this word */
+        if (k > 0) {
+            h = hash_step(h, x & ((1ULL << (8 * k)) - 1));
+        }
+        s = q + k;
     }
-    unsigned k = (unsigned)__builtin_ctzll(bad) / 8; /* name bytes in this word */
-    if (k > 0) {
-        h = hash_step(h, x & ((1ULL << (8 * k)) - 1));
-    }
-    const char *s = q + k; /* the byte after the name */
     size_t n = (size_t)(s - name);
     if (n > PROTO_MAX_NAME || end - s < 50) {
         return 0;

@@ -884,6 +884,11 @@ static size_t fast_test_line(char *p) {
     if (kind == 8) {
         p[rnd() % n] = (char)(rnd() % 256); /* any byte anywhere, '\n' included */
     }
+    if (kind == 12) {
+        /* a name byte just outside the name classes */
+        static const char edge[] = "@[`{/:-.~ \x7f\x80\xc3\xff";
+        p[2 + rnd() % (unsigned)name_n] = edge[rnd() % (sizeof edge - 1)];
+    }
     if (kind == 9) {
         memmove(p + n - 24, p + n - 23, 23); /* an 18-digit END */
         n--;
