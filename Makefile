@@ -8,6 +8,9 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
+# Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
+# build only; every other test also runs under the sanitizers.
+ASAN_SKIP_LABELS ?= scenarios|slow
 
 # Packages the build, the tests, the wrapper and the demo use.
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
@@ -37,7 +40,8 @@ test-c: build
 
 test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS) \
+		-LE '$(ASAN_SKIP_LABELS)'
 
 test-erl: deps
 	@./wrapper-erl/run-tests
@@ -48,7 +52,7 @@ format-check: deps
 fuzz-build: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 		-DDQD_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 
 # Brief fuzzing of every target on its seed corpus (make test); `make fuzz` runs longer.
 fuzz-smoke: fuzz-build
