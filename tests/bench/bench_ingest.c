@@ -17,12 +17,14 @@
  *
  * run: build/tests/bench/bench_ingest [SECONDS]   (make bench runs it with no argument)
  */
+#define _GNU_SOURCE /* CPU affinity: sched_setaffinity, pthread_setaffinity_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,6 +69,33 @@ static void sleep_ns(int64_t ns) {
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+/*
+ * CPU placement, the same for both receivers. By default (with two or more CPUs) the
+ * generator runs on CPU 0 and each receiver (the sink thread, the dqd process) on CPU 1,
+ * as wrappers and dqd would run on different cores. Left to the scheduler the result
+ * depended on where the sink landed: on the generator's CPU it reads the data cache-hot
+ * and the loopback TCP work is charged to the generator (6–11 ns a line), on the other
+ * CPU it pays for it (20–25 ns). BENCH_INGEST_CPUS=same puts everything on CPU 0,
+ * =none leaves placement to the scheduler (the figures of docs/PERFORMANCE.md say which).
+ */
+enum placement { PLACE_NONE, PLACE_SEPARATE, PLACE_SAME };
+static enum placement placement = PLACE_NONE;
+
+static void pin_thread(int role) { /* role 0: generator, 1: receiver */
+    if (placement != PLACE_NONE) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(placement == PLACE_SEPARATE ? role : 0, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+}
+
+static const char *placement_name(void) {
+    return placement == PLACE_SEPARATE ? "generator on CPU 0, receivers on CPU 1"
+           : placement == PLACE_SAME   ? "generator and receivers on CPU 0"
+                                       : "placement left to the scheduler";
 }
 
 /* ---- line generation ----------------------------------------------------------------- */
@@ -167,6 +196,7 @@ struct generator {
 
 static void *generator_main(void *arg) {
     struct generator *g = arg;
+    pin_thread(0);
     char *buf = malloc(GEN_BUFFER);
     int fd = buf ? connect_loopback(g->port) : -1;
     if (fd < 0) {
@@ -217,6 +247,7 @@ static int64_t thread_cpu_ns(void) {
 
 static void *sink_main(void *arg) {
     struct sink *s = arg;
+    pin_thread(1);
     int fd = accept(s->listen_fd, NULL, NULL);
     if (fd < 0) {
         return NULL;
@@ -264,6 +295,7 @@ static int dqd_start(const char *binary, const char *dir, struct dqd_proc *p) {
             dup2(logfd, STDERR_FILENO);
         }
         close(out[0]);
+        pin_thread(1); /* the child's only thread: the whole dqd process */
         execl(binary, binary, "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--db", db,
               "--log-level", "warn", (char *)NULL);
         _exit(127);
@@ -509,6 +541,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    const char *cpus = getenv("BENCH_INGEST_CPUS");
+    if (cpus && strcmp(cpus, "same") == 0) {
+        placement = PLACE_SAME;
+    } else if (cpus && strcmp(cpus, "none") == 0) {
+        placement = PLACE_NONE;
+    } else {
+        placement = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? PLACE_SEPARATE : PLACE_NONE;
+    }
     char exe[4096];
     const char *dqd = find_dqd(exe, sizeof exe);
     if (!dqd) {
@@ -530,8 +570,8 @@ int main(int argc, char **argv) {
     }
     double lpb = (double)lines / (double)bytes;
     printf("bench_ingest: %.1f s per receiver in %d alternating rounds, 1 loopback connection, "
-           "legacy lines of %zu probes (%.1f bytes each), dqd %s\n",
-           seconds, ROUNDS, N_PROBES, 1.0 / lpb, dqd);
+           "legacy lines of %zu probes (%.1f bytes each), %s, dqd %s\n",
+           seconds, ROUNDS, N_PROBES, 1.0 / lpb, placement_name(), dqd);
     fflush(stdout);
 
     /* Rounds alternate sink and dqd so that both see the same machine: on a shared VM
