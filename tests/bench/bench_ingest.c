@@ -76,7 +76,7 @@ static void sleep_ns(int64_t ns) {
  * generator runs on CPU 0 and each receiver (the sink thread, the dqd process) on CPU 1,
  * as wrappers and dqd would run on different cores. Left to the scheduler the result
  * depended on where the sink landed: on the generator's CPU it reads the data cache-hot
- * and the loopback TCP work is charged to the generator (6–11 ns a line), on the other
+ * and the loopback TCP work is charged to the generator (6–13 ns a line), on the other
  * CPU it pays for it (20–25 ns). BENCH_INGEST_CPUS=same puts everything on CPU 0,
  * =none leaves placement to the scheduler (the figures of docs/PERFORMANCE.md say which).
  */
