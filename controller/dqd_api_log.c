@@ -223,69 +223,78 @@ static const char *stats_reason(json_t *h) {
     return r ? r : "";
 }
 
+/* A search reason without its leading "verb NODE: " (the sentence around it says that). */
+static const char *strip_verb(const char *reason) {
+    static const char *const verbs[] = {"descend into ", "localized at ", "diffuse at ",
+                                        "inconclusive at ", "enable "};
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        size_t n = strlen(verbs[i]);
+        const char *colon = strstr(reason, ": ");
+        if (strncmp(reason, verbs[i], n) == 0 && colon) {
+            return colon + 2;
+        }
+    }
+    return reason;
+}
+
+/*
+ * The why in plain sentences, from the start of the investigation down to the probe:
+ * who started it, each descent with the numbers that chose it, the step that enabled the
+ * probe, the verdict, and whether the probe was disabled again.
+ */
 static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *chain,
                           json_t *trigger, json_t *cmds, json_t *disable) {
     json_t *s = json_array();
     char buf[2048], when[64];
     json_t *enabling = json_array_get(chain, 0);
+    json_int_t inv_id = json_integer_value(json_object_get(inv, "id"));
     clock_text((int64_t)(json_real_value(json_object_get(enabling, "time")) * 1e9), when,
                sizeof when);
     snprintf(buf, sizeof buf,
              "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
-             ", while refining a %s problem at %s.",
-             probe, when, json_integer_value(json_object_get(inv, "id")),
-             json_string_value(json_object_get(enabling, "kind")),
-             json_string_value(json_object_get(enabling, "node")));
+             ", as a child of %s, to find where a %s problem lies.",
+             probe, when, inv_id, json_string_value(json_object_get(enabling, "node")),
+             json_string_value(json_object_get(enabling, "kind")));
     json_array_append_new(s, json_string(buf));
-    const char *reason = stats_reason(enabling);
-    if (*reason) {
-        snprintf(buf, sizeof buf, "Evidence at %s: %s",
-                 json_string_value(json_object_get(enabling, "node")), reason);
-        json_array_append_new(s, json_string(buf));
-    }
-    /* the steps that led there, from the enabling hypothesis up to the root */
-    size_t n = json_array_size(chain);
-    for (size_t i = 1; i < n; i++) {
-        json_t *h = json_array_get(chain, i);
-        const char *action = json_string_value(json_object_get(h, "action"));
-        const char *node = json_string_value(json_object_get(h, "node"));
-        reason = stats_reason(h);
-        if (strcmp(action, "descend") == 0) {
-            snprintf(buf, sizeof buf, "It got there by descending into %s: %s", node, reason);
-        } else if (strcmp(action, "expand") == 0) {
-            snprintf(buf, sizeof buf, "Before that, the children of %s were enabled: %s", node,
-                     reason);
-        } else if (strcmp(action, "root") == 0) {
-            snprintf(buf, sizeof buf, "The investigation started at %s.", node);
-        } else {
-            snprintf(buf, sizeof buf, "Step %s at %s. %s", action, node, reason);
-        }
-        json_array_append_new(s, json_string(buf));
-    }
     const char *origin = json_string_value(json_object_get(inv, "origin"));
     if (origin && strcmp(origin, "trigger") == 0 && json_is_object(trigger)) {
         snprintf(buf, sizeof buf,
-                 "Investigation %" JSON_INTEGER_FORMAT " was opened by the %s trigger on %s "
-                 "(fires after %" JSON_INTEGER_FORMAT " bad windows in a row).",
-                 json_integer_value(json_object_get(inv, "id")),
-                 json_string_value(json_object_get(trigger, "kind")),
+                 "Investigation %" JSON_INTEGER_FORMAT " was opened by the %s trigger on %s, "
+                 "which fires after %" JSON_INTEGER_FORMAT " bad windows in a row.",
+                 inv_id, json_string_value(json_object_get(trigger, "kind")),
                  json_string_value(json_object_get(trigger, "probe")),
                  json_integer_value(json_object_get(trigger, "fire_after")));
     } else {
         const char *who = json_string_value(json_object_get(inv, "requested_by"));
         snprintf(buf, sizeof buf,
-                 "Investigation %" JSON_INTEGER_FORMAT " was started by a person (%s) at %s.",
-                 json_integer_value(json_object_get(inv, "id")), who ? who : "dqctl diagnose",
-                 json_string_value(json_object_get(inv, "node")));
+                 "Investigation %" JSON_INTEGER_FORMAT " was started at %s by a person (%s).",
+                 inv_id, json_string_value(json_object_get(inv, "node")),
+                 who ? who : "dqctl diagnose");
     }
     json_array_append_new(s, json_string(buf));
+    /* the descents, from the root down: each hypothesis's node was chosen at its parent */
+    size_t n = json_array_size(chain);
+    for (size_t i = n; i-- > 1;) {
+        json_t *h = json_array_get(chain, i);
+        const char *action = json_string_value(json_object_get(h, "action"));
+        if (strcmp(action, "descend") != 0) {
+            continue;
+        }
+        const char *node = json_string_value(json_object_get(h, "node"));
+        const char *from =
+            i + 1 < n ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
+                      : "?";
+        snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
+                 strip_verb(stats_reason(h)), node);
+        json_array_append_new(s, json_string(buf));
+    }
     const char *verdict = json_string_value(json_object_get(inv, "verdict"));
     if (verdict) {
         const char *vn = json_string_value(json_object_get(inv, "verdict_node"));
         json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
         const char *vr = json_string_value(json_object_get(ev, "reason"));
-        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s", verdict, vn ? " at " : "", vn ? vn : "",
-                 vr ? ". " : ".", vr ? vr : "");
+        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, vn ? " at " : "", vn ? vn : "",
+                 vr ? ": " : "", vr ? strip_verb(vr) : "");
     } else {
         snprintf(buf, sizeof buf, "The investigation is still open.");
     }
@@ -299,7 +308,7 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     if (json_is_object(disable)) {
         clock_text((int64_t)(json_real_value(json_object_get(disable, "time")) * 1e9), when,
                    sizeof when);
-        snprintf(buf, sizeof buf, "It was disabled again at %s: %s", when, stats_reason(disable));
+        snprintf(buf, sizeof buf, "It was disabled again at %s: %s.", when, stats_reason(disable));
         json_array_append_new(s, json_string(buf));
     }
     if (not_applied) {
