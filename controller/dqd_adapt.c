@@ -90,7 +90,10 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
     if (!p) {
         return;
     }
-    double total_n = 0.0, total_c = 0.0;
+    /* calculated ΔQs, and the KS distance, only over windows that have both ΔQs, with
+     * the same weights on both sides (a window without its calculated ΔQ would otherwise
+     * shift one mixture and not the other) */
+    double total_n = 0.0, total_pair = 0.0;
     for (int b = 0; b < p->ring_len; b++) {
         struct probe_window *w = probes_ring_get(p, b);
         if (w->wid < from) {
@@ -103,11 +106,12 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
         if (n > 0) {
             search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
             total_n += (double)n;
-        }
-        if (w->calculated) {
-            total_c += 1.0;
+            if (w->observed && w->calculated) {
+                total_pair += (double)n;
+            }
         }
     }
+    struct dq *obs_pair = NULL;
     for (int b = 0; b < p->ring_len; b++) {
         struct probe_window *w = probes_ring_get(p, b);
         if (w->wid < from) {
@@ -120,19 +124,21 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
         if (n > 0 && w->observed) {
             mix_into(&ns->obs, w->observed, (double)n / total_n);
         }
-        if (w->calculated) {
-            mix_into(&ns->calc, w->calculated, 1.0 / total_c);
+        if (n > 0 && w->observed && w->calculated) {
+            mix_into(&ns->calc, w->calculated, (double)n / total_pair);
+            mix_into(&obs_pair, w->observed, (double)n / total_pair);
         }
     }
     ns->s.observed = ns->obs;
     ns->s.calculated = ns->calc;
-    if (ns->obs && ns->calc) {
+    if (obs_pair && ns->calc) {
         double dd, pv;
-        if (dq_ks(ns->obs, ns->calc, search_stats_instances(&ns->s), 0, &dd, &pv) == DQ_OK) {
+        if (dq_ks(obs_pair, ns->calc, (uint64_t)total_pair, 0, &dd, &pv) == DQ_OK) {
             ns->s.ks_d = dd;
             ns->s.ks_p = pv;
         }
     }
+    dq_destroy(obs_pair);
     if (ns->obs && p->has_qta) {
         struct dq_qta_result r;
         if (dq_qta_eval(ns->obs, &p->qta, &r) == DQ_OK) {
