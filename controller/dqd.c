@@ -320,7 +320,7 @@ static inline void link_instance(struct link *l, const struct proto_msg *m) {
                          st);
 }
 
-/* The splitter's fast path: a legacy instance line, already parsed. */
+/* The splitter's fast path: an instance line, already parsed. */
 static void on_instance(void *ctx, const struct proto_msg *m) {
     struct link *l = ctx;
     l->lines++;
