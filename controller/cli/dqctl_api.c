@@ -876,6 +876,29 @@ void dqctl_print_json(const json_t *data) {
     fputc('\n', out);
 }
 
+int dqctl_get_and_show(const struct dqctl_opts *o, const char *path, const struct dqctl_view *v) {
+    json_t *data = NULL;
+    int rc = dqctl_api_call(o, "GET", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        if (o->json) {
+            dqctl_print_json(data);
+        } else if (v->not_list && !json_is_array(data)) {
+            dqctl_complain("%s", v->not_list);
+            rc = DQCTL_EXIT_USAGE;
+        } else if (v->not_list && v->empty && json_array_size(data) == 0) {
+            fprintf(dqctl_out(), "%s\n", v->empty);
+        } else {
+            v->render(dqctl_out(), data);
+        }
+        /* judged on the answer, not on what was printed: --json exits the same way */
+        if (rc == DQCTL_EXIT_OK && v->problem && v->problem(data)) {
+            rc = DQCTL_EXIT_PROBLEM;
+        }
+    }
+    json_decref(data);
+    return rc;
+}
+
 /* "/api/v1/probes/<escaped name><suffix>" */
 int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap) {
     char esc[1024];
@@ -932,17 +955,8 @@ int dqctl_status_main(int argc, char **argv) {
     if (rc >= 0) {
         return rc;
     }
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", "/api/v1/status", NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else {
-            dqctl_render_status(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    static const struct dqctl_view view = {.render = dqctl_render_status};
+    return dqctl_end_cmd(dqctl_get_and_show(&o, "/api/v1/status", &view));
 }
 
 int dqctl_probes_main(int argc, char **argv) {
@@ -955,22 +969,12 @@ int dqctl_probes_main(int argc, char **argv) {
     if (rc >= 0) {
         return rc;
     }
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", "/api/v1/probes", NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else if (!json_is_array(data)) {
-            dqctl_complain("/api/v1/probes did not answer a list");
-            rc = DQCTL_EXIT_USAGE;
-        } else if (json_array_size(data) == 0) {
-            fprintf(dqctl_out(), "no probes yet\n");
-        } else {
-            dqctl_render_probes(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    static const struct dqctl_view view = {
+        .render = dqctl_render_probes,
+        .not_list = "/api/v1/probes did not answer a list",
+        .empty = "no probes yet",
+    };
+    return dqctl_end_cmd(dqctl_get_and_show(&o, "/api/v1/probes", &view));
 }
 
 int dqctl_dq_main(int argc, char **argv) {

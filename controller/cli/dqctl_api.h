@@ -182,6 +182,24 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);
 
+/* How dqctl_get_and_show presents an answer for people (--json ignores all but problem). */
+struct dqctl_view {
+    void (*render)(FILE *out, const json_t *data); /* the rendering; never NULL */
+    const char *not_list; /* non-NULL: the answer must be a list, else this complaint, exit 2 */
+    const char *empty;    /* with not_list: the line printed (newline added) for an empty list;
+                             NULL renders the empty list */
+    int (*problem)(const json_t *data); /* NULL, or nonzero when the answer is a problem found */
+};
+
+/*
+ * The skeleton of the list/show commands: GET o->server + path, then with --json print the
+ * data (dqctl_print_json), else as v says: complain when it must be a list and is not, print
+ * v->empty for an empty list, or call v->render on dqctl_out(). Returns dqctl_api_call's
+ * code on a failed call, 2 when the answer is not the list it should be, 1 when v->problem
+ * says the answer is a problem (also with --json), else 0. Does not end the command.
+ */
+int dqctl_get_and_show(const struct dqctl_opts *o, const char *path, const struct dqctl_view *v);
+
 /* "/api/v1/probes/<escaped name><suffix>" into buf; -1 (with a message) when it does not
  * fit or the name is empty. */
 int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap);

@@ -1076,17 +1076,8 @@ int dqctl_why_main(int argc, char **argv) {
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
     snprintf(path, sizeof path, "/api/v1/why/%s", esc);
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else {
-            dqctl_render_why(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    static const struct dqctl_view view = {.render = dqctl_render_why};
+    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
 }
 
 static int parse_id_arg(const char *what, const char *s, long long *id) {
@@ -1136,24 +1127,13 @@ int dqctl_log_main(int argc, char **argv) {
         snprintf(path, sizeof path, "/api/v1/investigations?limit=%ld%s", limit,
                  o.open ? "&open=1" : "");
     }
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else if (id) {
-            dqctl_render_investigation(dqctl_out(), data);
-        } else if (!json_is_array(data)) {
-            dqctl_complain("log: dqd did not answer a list");
-            rc = DQCTL_EXIT_USAGE;
-        } else if (json_array_size(data) == 0) {
-            fprintf(dqctl_out(), "no %sinvestigations\n", o.open ? "open " : "");
-        } else {
-            dqctl_render_investigations(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    const struct dqctl_view one = {.render = dqctl_render_investigation};
+    const struct dqctl_view list = {
+        .render = dqctl_render_investigations,
+        .not_list = "log: dqd did not answer a list",
+        .empty = o.open ? "no open investigations" : "no investigations",
+    };
+    return dqctl_end_cmd(dqctl_get_and_show(&o, path, id ? &one : &list));
 }
 
 int dqctl_snapshots_main(int argc, char **argv) {
@@ -1168,22 +1148,12 @@ int dqctl_snapshots_main(int argc, char **argv) {
     if (rc >= 0) {
         return rc;
     }
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", "/api/v1/snapshots", NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else if (!json_is_array(data)) {
-            dqctl_complain("snapshots: dqd did not answer a list");
-            rc = DQCTL_EXIT_USAGE;
-        } else if (json_array_size(data) == 0) {
-            fprintf(dqctl_out(), "no snapshots (a trigger stores one when it fires)\n");
-        } else {
-            dqctl_render_snapshots(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    static const struct dqctl_view view = {
+        .render = dqctl_render_snapshots,
+        .not_list = "snapshots: dqd did not answer a list",
+        .empty = "no snapshots (a trigger stores one when it fires)",
+    };
+    return dqctl_end_cmd(dqctl_get_and_show(&o, "/api/v1/snapshots", &view));
 }
 
 int dqctl_snapshot_main(int argc, char **argv) {
@@ -1210,19 +1180,10 @@ int dqctl_snapshot_main(int argc, char **argv) {
     }
     char path[64];
     snprintf(path, sizeof path, "/api/v1/snapshots/%lld", id);
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "GET", path, NULL, &data);
-    if (rc == DQCTL_EXIT_OK) {
-        if (o.json) {
-            dqctl_print_json(data);
-        } else if (o.csv) {
-            dqctl_render_snapshot_csv(dqctl_out(), data);
-        } else {
-            dqctl_render_snapshot(dqctl_out(), data);
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    const struct dqctl_view view = {
+        .render = o.csv ? dqctl_render_snapshot_csv : dqctl_render_snapshot,
+    };
+    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
 }
 
 /* GET /api/v1/probes/NAME/triggers into *data. */
@@ -1312,6 +1273,23 @@ int dqctl_trigger_main(int argc, char **argv) {
     return dqctl_end_cmd(rc);
 }
 
+/* dqctl_render_triggers as a dqctl_view's renderer (the count is any_trigger_fired's). */
+static void render_trigger_list(FILE *out, const json_t *list) {
+    dqctl_render_triggers(out, list);
+}
+
+/* An enabled trigger that is fired is a problem found: `dqctl triggers` exits 1. */
+static int any_trigger_fired(const json_t *list) {
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *t = json_array_get(list, i);
+        if (json_is_true(json_object_get(t, "fired")) &&
+            json_is_true(json_object_get(t, "enabled"))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int dqctl_triggers_main(int argc, char **argv) {
     static const char help[] =
         "usage: dqctl triggers [PROBE] [--server URL] [--json]\n"
@@ -1326,34 +1304,19 @@ int dqctl_triggers_main(int argc, char **argv) {
     if (rc >= 0) {
         return rc;
     }
-    json_t *data = NULL;
-    if (o.npos == 1) {
-        rc = get_probe_triggers(&o, o.pos[0], &data);
-    } else {
-        rc = dqctl_api_call(&o, "GET", "/api/v1/triggers", NULL, &data);
+    char path[2048] = "/api/v1/triggers";
+    if (o.npos == 1 && dqctl_probe_path(o.pos[0], "/triggers", path, sizeof path) < 0) {
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    if (rc == DQCTL_EXIT_OK) {
-        int fired = 0;
-        for (size_t i = 0; i < json_array_size(data); i++) {
-            const json_t *t = json_array_get(data, i);
-            fired += json_is_true(json_object_get(t, "fired")) &&
-                     json_is_true(json_object_get(t, "enabled"));
-        }
-        if (o.json) {
-            dqctl_print_json(data);
-        } else if (!json_is_array(data)) {
-            dqctl_complain("triggers: dqd did not answer a list");
-            rc = DQCTL_EXIT_USAGE;
-        } else if (json_array_size(data) == 0) {
-            fprintf(dqctl_out(), "no triggers%s%s (set one with dqctl trigger PROBE KIND)\n",
-                    o.npos ? " on " : "", o.npos ? o.pos[0] : "");
-        } else {
-            dqctl_render_triggers(dqctl_out(), data);
-        }
-        if (rc == DQCTL_EXIT_OK && fired > 0) {
-            rc = DQCTL_EXIT_PROBLEM;
-        }
-    }
-    json_decref(data);
-    return dqctl_end_cmd(rc);
+    /* the probe's name passed dqctl_probe_path, so it is under 1024 bytes and fits */
+    char empty[1200];
+    snprintf(empty, sizeof empty, "no triggers%s%s (set one with dqctl trigger PROBE KIND)",
+             o.npos ? " on " : "", o.npos ? o.pos[0] : "");
+    const struct dqctl_view view = {
+        .render = render_trigger_list,
+        .not_list = "triggers: dqd did not answer a list",
+        .empty = empty,
+        .problem = any_trigger_fired,
+    };
+    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
 }
