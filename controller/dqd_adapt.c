@@ -844,7 +844,12 @@ static void step_investigation(struct dqd *d, struct investigation *inv) {
         goto out;
     }
     inv->windows_waited++;
-    rc = search_step(&fi->in, &a->params, &inv->st, step);
+    struct search_params params = a->params;
+    if (inv->problem == SEARCH_VARIANCE && params.min_windows < 4) {
+        /* spread shows in rare outliers: give every child enough windows to show them */
+        params.min_windows = 4;
+    }
+    rc = search_step(&fi->in, &params, &inv->st, step);
     if (rc) {
         close_investigation(d, inv, "aborted", NULL, json_pack("{s:s}", "error", dq_last_error()));
         goto out;

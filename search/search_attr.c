@@ -72,6 +72,23 @@ static double var_hw(double v, uint64_t n, double z) {
     return z * fabs(v) * sqrt(2.0 / (n > 1 ? (double)(n - 1) : 1.0));
 }
 
+/*
+ * Half-width of a node's own variance: Var(s²) ≈ σ⁴(κ − 1)/n, with its kurtosis κ from
+ * the observed ΔQ when there is one. Latencies are rarely normal (κ = 3, the 2/(n − 1) of
+ * var_hw): κ is clamped to [3, 9], i.e. between normal and exponential tails, so
+ * exponential siblings do not look different by chance, while a heavy-tailed (erratic)
+ * node keeps an interval narrow enough for its variance to dominate.
+ */
+static double own_var_hw(const struct search_stats *s, double z) {
+    double kappa = 3.0;
+    struct dq_moments m;
+    if (s->observed && dq_moments(s->observed, &m) == DQ_OK && isfinite(m.kurtosis)) {
+        kappa = m.kurtosis < 3.0 ? 3.0 : (m.kurtosis > 9.0 ? 9.0 : m.kurtosis);
+    }
+    double n = s->n_ok > 1 ? (double)(s->n_ok - 1) : 1.0;
+    return z * fabs(s->variance) * sqrt((kappa - 1.0) / n);
+}
+
 static double prop_hw(double q, uint64_t n, double z) {
     if (n == 0 || !(q >= 0.0)) {
         return 0.0;
@@ -315,7 +332,7 @@ static void own_quantity(const struct search_stats *s, enum search_problem prob,
         return;
     case SEARCH_VARIANCE:
         *v = s->n_ok > 0 ? s->variance : 0.0;
-        *hw = s->n_ok > 0 ? var_hw(s->variance, s->n_ok, z) : 0.0;
+        *hw = s->n_ok > 0 ? own_var_hw(s, z) : 0.0;
         if (excess) {
             *v -= s->base_variance;
             if (s->base_n > 0) {
