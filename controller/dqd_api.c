@@ -515,9 +515,48 @@ static void probe_routes(struct dqd *d, const char *rest, const struct http_requ
     http_reply_data(res, data);
 }
 
+/* 1 when the HTTP API listens on a loopback address only. */
+static int http_is_loopback(const struct dqd *d) {
+    return strncmp(d->http_host, "127.", 4) == 0 || strcmp(d->http_host, "::1") == 0 ||
+           strcmp(d->http_host, "localhost") == 0;
+}
+
+/* Changes need the api_token when one is set, and are refused beyond loopback without. */
+static int authorized(const struct dqd *d, const struct http_request *req,
+                      struct http_response *res) {
+    if (strcmp(req->method_name, "GET") == 0 || strcmp(req->method_name, "HEAD") == 0) {
+        return 1;
+    }
+    const char *token = d->opt.api_token;
+    if (!token[0]) {
+        if (http_is_loopback(d)) {
+            return 1;
+        }
+        http_reply_error(res, 403, "forbidden",
+                         "changes through an API bound to %s need an api_token (set it in the "
+                         "config or with --api-token, and DQD_TOKEN for dqctl)",
+                         d->http_host);
+        return 0;
+    }
+    const char *auth = http_request_header(req, "Authorization");
+    size_t tl = strlen(token);
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tl ||
+        memcmp(auth + 7, token, tl) != 0) {
+        http_reply_error(res, 401, "unauthorized",
+                         "this change needs the header `Authorization: Bearer <api_token>` "
+                         "(dqctl sends $DQD_TOKEN)");
+        http_response_add_header(res, "WWW-Authenticate", "Bearer");
+        return 0;
+    }
+    return 1;
+}
+
 void dqd__http_handler(void *ctx, const struct http_request *req, struct http_response *res) {
     struct dqd *d = ctx;
     const char *path = req->path;
+    if (!authorized(d, req, res)) {
+        return;
+    }
     if (strcmp(path, "/-/healthy") == 0) {
         static const char ok[] = "dqd is healthy.\n";
         http_reply_text(res, 200, "text/plain; charset=utf-8", ok, sizeof ok - 1);

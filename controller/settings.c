@@ -62,6 +62,10 @@ static const struct setting settings[] = {
      "Address of the HTTP API (/api/v1/..., /metrics, /-/healthy)."},
     {"db", "--db", ST_PATH, FIELD(db), 0, 0, "./dqd.db", NULL, 0, 0,
      "SQLite store file, created when missing."},
+    {"api_token", "--api-token", ST_PATH, FIELD(api_token), 0, 0, "", NULL, SF_EMPTY_OK, 0,
+     "Bearer token required on PUT/POST/DELETE requests to the API (header `Authorization: "
+     "Bearer TOKEN`; dqctl sends $DQD_TOKEN). Without one, such requests are refused "
+     "when --http is not a loopback address."},
     {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
      "Outcome diagram (.dq file) loaded at start; none by default."},
     {"window", "--window", ST_MS, FIELD(window_ms), 10, 3600000, "1000", NULL, 0, 0,

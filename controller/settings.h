@@ -73,6 +73,7 @@ struct dqd_config {
     char db[DQD_PATH_MAX];         /* SQLite store path */
     char diagram[DQD_PATH_MAX];    /* outcome diagram (.dq) path, "" for none */
     char config[DQD_PATH_MAX];     /* the config file that was read, "" for none */
+    char api_token[DQD_PATH_MAX];  /* bearer token for changes through the API, "" none */
     int64_t window_ms;             /* window length */
     int64_t lag_ms;                /* how long a window stays open after its end */
     int ring;                      /* closed ΔQs kept per probe */

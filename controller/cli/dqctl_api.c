@@ -812,6 +812,13 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
     if (payload) {
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     }
+    /* dqd bound beyond loopback wants its api_token on changes: DQD_TOKEN carries it */
+    const char *token = getenv("DQD_TOKEN");
+    char auth[600];
+    if (token && *token && strlen(token) < 512) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "dqctl/0.1");
