@@ -353,6 +353,9 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     case PROTO_HELLO:
         slice_copy(l->node, sizeof l->node, m.node);
         slice_copy(l->app, sizeof l->app, m.app);
+        if (l->kind == LINK_OUTBOUND) {
+            break; /* a listener that greets stays an outbound link (and keeps reconnecting) */
+        }
         if (l->kind == LINK_UNKNOWN) {
             link_become(l, LINK_V2);
         } else {
@@ -897,9 +900,19 @@ static void schedule_window_timer(struct dqd *d);
 static void on_window_timer(uv_timer_t *t) {
     struct dqd *d = t->data;
     int64_t now = dqd__now_ns();
-    int guard = 0;
-    while ((d->probes.next_close + 1) * d->probes.window_ns + d->probes.lag_ns <= now &&
-           guard++ < 10000) {
+    int64_t due = probes_window_of(&d->probes, now - d->probes.lag_ns); /* first not due */
+    if (due - d->probes.next_close > d->probes.nslots) {
+        /* the clock jumped ahead: only the open slots can hold data; close those and skip
+         * the empty windows in between instead of closing them one by one */
+        int64_t last = d->probes.next_close + d->probes.nslots;
+        while (d->probes.next_close < last) {
+            close_window(d, d->probes.next_close);
+        }
+        LOG(LOG_WARN, "the clock jumped %" PRId64 " windows ahead; skipped the empty ones",
+            due - d->probes.next_close);
+        d->probes.next_close = due;
+    }
+    while ((d->probes.next_close + 1) * d->probes.window_ns + d->probes.lag_ns <= now) {
         close_window(d, d->probes.next_close);
     }
     schedule_window_timer(d);

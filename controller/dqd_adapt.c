@@ -93,6 +93,9 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
     /* calculated ΔQs, and the KS distance, only over windows that have both ΔQs, with
      * the same weights on both sides (a window without its calculated ΔQ would otherwise
      * shift one mixture and not the other) */
+    /* ΔQs are mixed only on the newest grid: windows from before a dMax change would add
+     * their mass as lost (the moments above still pool every window) */
+    int gk = p->k, gn = p->n;
     double total_n = 0.0, total_pair = 0.0;
     for (int b = 0; b < p->ring_len; b++) {
         struct probe_window *w = probes_ring_get(p, b);
@@ -105,8 +108,10 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
         uint64_t n = w->ok + w->fa + w->to + w->out;
         if (n > 0) {
             search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+        }
+        if (n > 0 && w->observed && w->observed->k == gk && w->observed->n == gn) {
             total_n += (double)n;
-            if (w->observed && w->calculated) {
+            if (w->calculated) {
                 total_pair += (double)n;
             }
         }
@@ -121,10 +126,11 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
             continue;
         }
         uint64_t n = w->ok + w->fa + w->to + w->out;
-        if (n > 0 && w->observed) {
-            mix_into(&ns->obs, w->observed, (double)n / total_n);
+        if (n == 0 || !w->observed || w->observed->k != gk || w->observed->n != gn) {
+            continue;
         }
-        if (n > 0 && w->observed && w->calculated) {
+        mix_into(&ns->obs, w->observed, (double)n / total_n);
+        if (w->calculated) {
             mix_into(&ns->calc, w->calculated, (double)n / total_pair);
             mix_into(&obs_pair, w->observed, (double)n / total_pair);
         }
@@ -303,6 +309,15 @@ static int enable_for(struct dqd *d, struct investigation *inv, const char *name
         return rc;
     }
     if (p->enabled) {
+        /* enabled by another investigation: share it, so neither disables it under the
+         * other; enabled by a person or the configuration: leave it theirs */
+        for (int i = 0; i < d->adapt.n_inv; i++) {
+            struct investigation *o = d->adapt.inv[i];
+            if (o != inv && owns(o, name) && inv->n_owned < ADAPT_MAX_OWNED && !owns(inv, name)) {
+                snprintf(inv->owned[inv->n_owned++], PROBES_NAME_MAX + 1, "%s", name);
+                break;
+            }
+        }
         return DQ_OK;
     }
     if (!p->dmax_set && focus) {
@@ -364,6 +379,13 @@ int dqd__adapt_set_trigger(struct dqd *d, const char *probe, const char *kind, d
     t->fire_after = fire_after;
     t->clear_after = clear_after;
     t->enabled = enabled;
+    if (!enabled && (t->fired || t->bad || t->good)) {
+        /* a disabled trigger holds nothing open: its investigation may de-escalate */
+        t->fired = t->bad = t->good = 0;
+        if (t->id && store_trigger_set_state(d->store, t->id, false, 0, 0) != DQ_OK) {
+            d->store_errors++;
+        }
+    }
     dqd__save_probe(d, p); /* the trigger row references the probe row */
     struct store_trigger st = {.probe = probe,
                                .kind = kind,
@@ -490,7 +512,8 @@ static void run_triggers(struct dqd *d, int64_t wid) {
             LOG(LOG_WARN, "trigger %s on %s fired after %d bad windows", trigger_names[t->kind],
                 t->probe, t->bad);
             struct investigation *inv = NULL;
-            if (d->diagram && dq_diagram_find(d->diagram, t->probe) >= 0 &&
+            int node = d->diagram ? dq_diagram_find(d->diagram, t->probe) : -1;
+            if (node >= 0 && dq_diagram_probe_children(d->diagram, node, NULL, 0) > 0 &&
                 !investigation_at(d, t->probe)) {
                 inv = open_investigation(d, t->probe, trigger_problem(t->kind), SEARCH_CHILDREN,
                                          t->id, NULL);
@@ -581,6 +604,10 @@ static void run_snapshots(struct dqd *d, int64_t wid) {
     struct adapt *a = &d->adapt;
     for (int i = 0; i < a->n_snaps;) {
         struct snapshot *s = &a->snaps[i];
+        if (s->fire_wid == wid) {
+            i++; /* started this window, with it among the windows before */
+            continue;
+        }
         for (int j = 0; j < s->n_probes; j++) {
             struct probe *p = probe_named(d, s->probes[j]);
             if (p && probes_has_window(p, wid)) {
@@ -716,13 +743,18 @@ int dqd__adapt_diagnose(struct dqd *d, const char *node, const char *strategy, c
     /* the problem kind from the node's recent windows */
     struct probe *p = probe_named(d, node);
     enum search_problem problem = infer_problem(d, p);
+    int enabled_node = 0;
     if (p && !p->enabled) {
         /* the node itself must report, or nothing can be attributed */
         dqd__set_enabled(d, p, 1, 0);
+        enabled_node = 1;
     }
     struct investigation *inv = open_investigation(d, node, problem, sid, 0, who);
     if (!inv) {
         return dq_fail(DQ_EFULL, "%s", dq_last_error());
+    }
+    if (enabled_node && inv->n_owned < ADAPT_MAX_OWNED) {
+        snprintf(inv->owned[inv->n_owned++], PROBES_NAME_MAX + 1, "%s", node);
     }
     *id = inv->id;
     return DQ_OK;
@@ -815,8 +847,28 @@ static int build_input(struct dqd *d, struct investigation *inv, struct focus_in
         c->stats = fi->kstats[j].s;
     }
     if (node->kind == DQ_NODE_CHOICE && node->weights) {
-        for (size_t j = 0; j < n && j < node->n_children; j++) {
-            fi->kids[j].weight = node->weights[j];
+        /* a branch's weight goes to every probe on that branch (a chain branch has several) */
+        for (size_t b = 0; b < node->n_children; b++) {
+            int br = node->children[b];
+            int on[SEARCH_MAX_CHILDREN];
+            size_t non = 0;
+            const struct dq_diagram_node *bn = dq_diagram_node(d->diagram, br);
+            if (bn && bn->name && bn->kind != DQ_NODE_REFERENCE) {
+                on[non++] = br;
+            } else {
+                non = dq_diagram_probe_children(d->diagram, br, on, SEARCH_MAX_CHILDREN);
+                if (bn && bn->kind == DQ_NODE_REFERENCE) {
+                    on[0] = bn->target;
+                    non = 1;
+                }
+            }
+            for (size_t k = 0; k < non && k < SEARCH_MAX_CHILDREN; k++) {
+                for (size_t j = 0; j < n; j++) {
+                    if (fi->kid_nodes[j] == on[k]) {
+                        fi->kids[j].weight = node->weights[b];
+                    }
+                }
+            }
         }
     }
     fi->in.name = inv->focus;
@@ -869,8 +921,7 @@ static void step_investigation(struct dqd *d, struct investigation *inv) {
                 LOG(LOG_WARN, "investigation %" PRId64 ": expansion paused (%s)", inv->id,
                     a->congested ? "congestion" : "probe budget");
             }
-            inv->windows_waited--; /* a pause does not use up the step's time */
-            goto out;
+            goto out; /* a pause uses up the step's time: a budget that never frees ends it */
         }
         inv->paused = 0;
         json_t *names = json_array();
@@ -885,7 +936,8 @@ static void step_investigation(struct dqd *d, struct investigation *inv) {
             enable_for(d, inv, fi->kids[step->enable[j]].name, focus, hyp);
         }
         inv->hyp_id = hyp ? hyp : inv->hyp_id;
-        inv->eval_from = d->probes.next_close; /* fresh windows for every compared node */
+        /* fresh windows for every compared node: the first that starts after the commands */
+        inv->eval_from = probes_window_of(&d->probes, dqd__now_ns()) + 1;
         inv->windows_waited = 0;
         LOG(LOG_INFO, "investigation %" PRId64 ": enabled %zu probe(s) under %s", inv->id,
             step->n_enable, inv->focus);
@@ -1007,7 +1059,8 @@ static int deescalate(struct dqd *d, struct investigation *inv) {
             int shared = 0;
             for (int j = 0; j < d->adapt.n_inv; j++) {
                 struct investigation *o = d->adapt.inv[j];
-                shared |= o != inv && o->state == INV_SEARCHING && owns(o, inv->owned[i]);
+                shared |= o != inv && owns(o, inv->owned[i]) &&
+                          (o->state == INV_SEARCHING || problem_persists(d, o));
             }
             if (!p || !p->enabled || p->always_on || shared) {
                 continue;

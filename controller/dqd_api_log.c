@@ -145,9 +145,13 @@ static void get_investigations(struct dqd *d, const struct http_request *req,
                                struct http_response *res) {
     const char *open = http_request_query(req, "open");
     const char *limit = http_request_query(req, "limit");
-    int lim = limit ? atoi(limit) : 50;
+    int64_t lim = 50;
+    if (limit && (parse_id(limit, &lim) != 0 || lim > 100000)) {
+        http_reply_error(res, 400, "bad_data", "limit must be an integer in [1, 100000]");
+        return;
+    }
     json_t *arr = json_array();
-    int rc = store_investigations_each(d->store, open && strcmp(open, "1") == 0, lim,
+    int rc = store_investigations_each(d->store, open && strcmp(open, "1") == 0, (int)lim,
                                        collect_investigation, arr);
     if (rc) {
         json_decref(arr);
@@ -501,10 +505,12 @@ static void put_trigger(struct dqd *d, const char *probe, const char *kind,
     json_t *th = json_object_get(body, "threshold"), *fa = json_object_get(body, "fire_after");
     json_t *ca = json_object_get(body, "clear_after"), *en = json_object_get(body, "enabled");
     if ((th && !json_is_number(th) && !json_is_null(th)) || (fa && !json_is_integer(fa)) ||
-        (ca && !json_is_integer(ca)) || (en && !json_is_boolean(en))) {
+        (ca && !json_is_integer(ca)) || (en && !json_is_boolean(en)) ||
+        (fa && (json_integer_value(fa) < 1 || json_integer_value(fa) > 1000)) ||
+        (ca && (json_integer_value(ca) < 1 || json_integer_value(ca) > 1000))) {
         http_reply_error(res, 400, "bad_data",
-                         "threshold is a number (or null), fire_after and clear_after integers, "
-                         "enabled a boolean");
+                         "threshold is a number (or null), fire_after and clear_after integers "
+                         "in [1, 1000], enabled a boolean");
         json_decref(body);
         return;
     }

@@ -87,16 +87,27 @@ static void probe_destroy(struct probe *p, int nslots, int ring_cap) {
 }
 
 /* (Re)allocates p's slot histograms for its grid; clears every open window. */
-static int probe_alloc_slots(struct probe_table *t, struct probe *p) {
-    for (int i = 0; i < t->nslots; i++) {
-        uint32_t *c = realloc(p->slots[i].counts, sizeof(uint32_t) * (size_t)p->n);
-        if (!c) {
+/*
+ * Gives p's slots histograms for n bins (all made before any is replaced, so a failure
+ * leaves the old ones, of the old size, in place) and clears every open window.
+ */
+static int probe_alloc_slots(struct probe_table *t, struct probe *p, int n) {
+    uint32_t *fresh[PROBES_MAX_SLOTS];
+    int ns = t->nslots;
+    for (int i = 0; i < ns; i++) {
+        fresh[i] = calloc((size_t)n, sizeof(uint32_t));
+        if (!fresh[i]) {
+            while (i-- > 0) {
+                free(fresh[i]);
+            }
             return dq_fail(DQ_ENOMEM, "no memory for the histograms of probe %s", p->name);
         }
-        p->slots[i].counts = c;
-        slot_clear(&p->slots[i], p->n);
     }
-    p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    for (int i = 0; i < ns; i++) {
+        free(p->slots[i].counts);
+        p->slots[i].counts = fresh[i];
+        slot_clear(&p->slots[i], n);
+    }
     return DQ_OK;
 }
 
@@ -130,6 +141,14 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
     t->window_ns = window_ns;
     t->lag_ns = lag_ns;
     t->nslots = (int)((lag_ns + window_ns - 1) / window_ns) + 2;
+    if (t->nslots > PROBES_MAX_SLOTS) {
+        int64_t w = window_ns / 1000000, l = lag_ns / 1000000;
+        probes_release(t);
+        return dq_fail(DQ_ERANGE,
+                       "lag %lld ms is more than %d windows of %lld ms: every open window "
+                       "costs a histogram per probe; use a longer window or a shorter lag",
+                       (long long)l, PROBES_MAX_SLOTS - 2, (long long)w);
+    }
     t->ring_cap = ring_cap;
     t->default_dmax_ms = default_dmax_ms;
     /* windows that ended less than the lag ago are still open: lines in flight at a
@@ -246,7 +265,8 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
     p->slots = calloc((size_t)t->nslots, sizeof *p->slots);
     p->ring = calloc((size_t)t->ring_cap, sizeof *p->ring);
     p->ring_cap = t->ring_cap;
-    int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p)
+    p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
                                    : dq_fail(DQ_ENOMEM, "no memory for a probe");
     if (rc) {
         probe_destroy(p, t->nslots, t->ring_cap);
@@ -264,20 +284,21 @@ int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int 
     if (rc) {
         return rc;
     }
-    int old_n = p->n;
-    p->dmax_ms = dmax_ms;
-    p->dmax_set = 1;
     if (k == p->k && n == p->n) {
+        p->dmax_ms = dmax_ms;
+        p->dmax_set = 1;
         return DQ_OK;
     }
+    rc = probe_alloc_slots(t, p, n);
+    if (rc) {
+        return rc; /* the old grid, dMax and histograms stay as they were */
+    }
+    p->dmax_ms = dmax_ms;
+    p->dmax_set = 1;
     p->k = k;
     p->n = n;
-    rc = probe_alloc_slots(t, p);
-    if (rc) {
-        /* keep a consistent (old) grid when the new histograms cannot be had */
-        p->n = old_n;
-    }
-    return rc;
+    p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    return DQ_OK;
 }
 
 /* Prometheus bucket of a duration: the smallest j with d ≤ 2^(j−6) ms (edges are exact

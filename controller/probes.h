@@ -24,6 +24,7 @@
 #include "dq.h"
 
 #define PROBES_NAME_MAX 255
+#define PROBES_MAX_SLOTS 64 /* open windows per probe: lag ≤ 62 windows */
 /* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19

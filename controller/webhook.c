@@ -142,7 +142,8 @@ static void check_done(struct webhooks *w) {
             job_free(j);
         } else {
             w->st.retried++;
-            uint64_t backoff = (uint64_t)WEBHOOK_BACKOFF_MS << (j->attempts - 1);
+            int shift = j->attempts - 1 < 16 ? j->attempts - 1 : 16; /* past the cap anyway */
+            uint64_t backoff = (uint64_t)WEBHOOK_BACKOFF_MS << shift;
             j->not_before = uv_now(w->loop) +
                             (backoff > WEBHOOK_BACKOFF_MAX_MS ? WEBHOOK_BACKOFF_MAX_MS : backoff);
         }
