@@ -14,7 +14,7 @@
 #include "http.h"
 #include "log.h"
 #include "probes.h"
-#include "search.h"
+#include "dq_search.h"
 #include "proto.h"
 #include "store.h"
 #include "webhook.h"

@@ -4,7 +4,7 @@
  * of a push-button diagnosis's problem kind. Attribution lives in search_attr.c, the
  * strategies in search_strategy.c.
  */
-#include "search.h"
+#include "dq_search.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * 30-instance minimum they are rough, which is why dominance asks for non-overlapping
  * intervals rather than a bare ordering.
  */
-#include "search.h"
+#include "dq_search.h"
 
 #include <math.h>
 #include <stdarg.h>

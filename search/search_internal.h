@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "search.h"
+#include "dq_search.h"
 
 /* 1 when a child's statistics meet the sample minimums of p. */
 int search__enough(const struct search_stats *s, const struct search_params *p);

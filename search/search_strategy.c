@@ -13,7 +13,7 @@
  * every child outside it is. So the unmeasured children, when any, always form the
  * second half of the current range, and X minus everything measured is exactly them.
  */
-#include "search.h"
+#include "dq_search.h"
 
 #include <math.h>
 #include <stdio.h>

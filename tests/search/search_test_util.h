@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "dq_search.h"
 
 #define SIM_MAX 32
 #define SIM_X SIM_MAX /* index of the parent in per-node arrays */

@@ -1,5 +1,5 @@
 /*
- * search.h: attribution of a problem at a diagram node to its children, and the search
+ * dq_search.h: attribution of a problem at a diagram node to its children, and the search
  * strategies that choose which child probes to enable next (ARCHITECTURE.md §5 steps
  * 3-5; VAIF §2-§3). Pure functions over plain data and engine ΔQs: no I/O, no clock,
  * no store, so every decision can be unit-tested and replayed from logged statistics.
