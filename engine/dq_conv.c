@@ -49,6 +49,21 @@ static int log2_ceil(long n) {
     return l;
 }
 
+/* Frees what a (possibly half-made) plan entry holds and empties it. */
+static void plan_release(struct conv_plan *p) {
+    if (p->fwd) {
+        fftw_destroy_plan(p->fwd);
+    }
+    if (p->inv) {
+        fftw_destroy_plan(p->inv);
+    }
+    fftw_free(p->in);
+    fftw_free(p->real);
+    fftw_free(p->spec);
+    fftw_free(p->acc);
+    memset(p, 0, sizeof *p);
+}
+
 static struct conv_plan *plan_get(long len) {
     int l = log2_ceil(len);
     if (l > CONV_MAX_LOG2) {
@@ -76,33 +91,16 @@ static struct conv_plan *plan_get(long len) {
     p->size = m;
     return p;
 fail:
-    if (p->fwd) {
-        fftw_destroy_plan(p->fwd);
-    }
-    if (p->inv) {
-        fftw_destroy_plan(p->inv);
-    }
-    fftw_free(p->in);
-    fftw_free(p->real);
-    fftw_free(p->spec);
-    fftw_free(p->acc);
-    memset(p, 0, sizeof *p);
+    plan_release(p);
     return NULL;
 }
 
 void dq_conv__cleanup(void) {
     for (int l = 0; l <= CONV_MAX_LOG2; l++) {
         struct conv_plan *p = &plans[l];
-        if (!p->size) {
-            continue;
+        if (p->size) {
+            plan_release(p);
         }
-        fftw_destroy_plan(p->fwd);
-        fftw_destroy_plan(p->inv);
-        fftw_free(p->in);
-        fftw_free(p->real);
-        fftw_free(p->spec);
-        fftw_free(p->acc);
-        memset(p, 0, sizeof *p);
     }
     fftw_cleanup();
 }
