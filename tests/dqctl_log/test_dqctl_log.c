@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../fake_dqd.h"
 #include "dqctl.h"
 #include "dqctl_api.h"
 #include "http.h"
@@ -191,29 +192,6 @@ static json_t *parse(const char *text) {
         fprintf(stderr, "canned JSON: %s at %d:%d\n", err.text, err.line, err.column);
     }
     return j;
-}
-
-/* Captures what a renderer writes. */
-struct capture {
-    char *buf;
-    size_t len;
-    FILE *f;
-};
-
-static void cap_open(struct capture *c) {
-    c->buf = NULL;
-    c->len = 0;
-    c->f = open_memstream(&c->buf, &c->len);
-}
-
-static const char *cap_text(struct capture *c) {
-    fflush(c->f);
-    return c->buf ? c->buf : "";
-}
-
-static void cap_close(struct capture *c) {
-    fclose(c->f);
-    free(c->buf);
 }
 
 static int starts_with(const char *s, const char *prefix) {
@@ -637,11 +615,7 @@ static void test_render_triggers(void) {
 /* ---- against a fake dqd ------------------------------------------------------------ */
 
 struct fake {
-    uv_loop_t loop;
-    uv_async_t stop;
-    uv_thread_t thread;
-    uv_sem_t ready;
-    struct http_server *srv;
+    struct fake_dqd dqd;
     int port;
     /* written by the server thread while the main thread waits in curl */
     char method[16];
@@ -818,46 +792,6 @@ static void fake_handler(void *ctx, const struct http_request *req, struct http_
     } else {
         http_reply_error(res, 404, "not_found", "no route");
     }
-}
-
-static void fake_stop(uv_async_t *a) {
-    struct fake *f = a->data;
-    http_server_close(f->srv, NULL, NULL);
-    uv_close((uv_handle_t *)a, NULL);
-}
-
-static void fake_thread(void *arg) {
-    struct fake *f = arg;
-    uv_loop_init(&f->loop);
-    uv_async_init(&f->loop, &f->stop, fake_stop);
-    f->stop.data = f;
-    http_server_create(&f->loop, NULL, fake_handler, f, &f->srv);
-    http_server_listen(f->srv, "127.0.0.1", 0);
-    f->port = http_server_port(f->srv);
-    uv_sem_post(&f->ready);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    CHECK_INT(uv_loop_close(&f->loop), 0);
-}
-
-struct run {
-    struct capture out, err;
-    int rc;
-};
-
-static int run_cmd(struct run *r, int (*fn)(int, char **), int argc, char **argv) {
-    cap_open(&r->out);
-    cap_open(&r->err);
-    dqctl_api_set_output(r->out.f, r->err.f);
-    r->rc = fn(argc, argv);
-    dqctl_api_set_output(NULL, NULL);
-    cap_text(&r->out);
-    cap_text(&r->err);
-    return r->rc;
-}
-
-static void run_free(struct run *r) {
-    cap_close(&r->out);
-    cap_close(&r->err);
 }
 
 static const char *out_of(struct run *r) {
@@ -1113,18 +1047,14 @@ static void test_other_commands(struct fake *f, char *server) {
 static void test_against_fake(void) {
     struct fake f;
     memset(&f, 0, sizeof f);
-    uv_sem_init(&f.ready, 0);
-    uv_thread_create(&f.thread, fake_thread, &f);
-    uv_sem_wait(&f.ready);
-    uv_sem_destroy(&f.ready);
+    f.port = fake_dqd_start(&f.dqd, fake_handler, &f);
     CHECK(f.port > 0);
     char server[64];
     snprintf(server, sizeof server, "http://127.0.0.1:%d", f.port);
     dqctl_log_set_poll_interval(0.02);
     test_diagnose(&f, server);
     test_other_commands(&f, server);
-    uv_async_send(&f.stop);
-    uv_thread_join(&f.thread);
+    fake_dqd_stop(&f.dqd);
     free(f.body);
     free(f.put_body);
 }
