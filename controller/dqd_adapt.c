@@ -81,60 +81,52 @@ static void mix_into(struct dq **acc, const struct dq *src, double w) {
     }
 }
 
-/* Statistics of probe p over its closed windows with from ≤ wid < to. */
-static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t to,
-                         struct node_stats *ns) {
-    (void)d;
+/* Divides a mixture built with raw weights by their total. */
+static void mix_normalise(struct dq *acc, double total) {
+    for (int i = 0; acc && total > 0.0 && i < acc->n; i++) {
+        acc->pdf[i] /= total;
+    }
+}
+
+/*
+ * Statistics of probe p over its closed windows with from ≤ wid < to: the moments pool
+ * every window; the ΔQs are instance-weighted mixtures on the newest grid only (windows
+ * from before a dMax change would add their mass as lost). The calculated ΔQ, and the KS
+ * distance, use only windows that have both ΔQs, with the same weights on both sides (a
+ * window without its calculated ΔQ would shift one mixture and not the other).
+ */
+static void gather_range(struct probe *p, int64_t from, int64_t to, struct node_stats *ns) {
     memset(ns, 0, sizeof *ns);
     search_stats_init(&ns->s);
     if (!p) {
         return;
     }
-    /* calculated ΔQs, and the KS distance, only over windows that have both ΔQs, with
-     * the same weights on both sides (a window without its calculated ΔQ would otherwise
-     * shift one mixture and not the other) */
-    /* ΔQs are mixed only on the newest grid: windows from before a dMax change would add
-     * their mass as lost (the moments above still pool every window) */
-    int gk = p->k, gn = p->n;
     double total_n = 0.0, total_pair = 0.0;
-    for (int b = 0; b < p->ring_len; b++) {
-        struct probe_window *w = probes_ring_get(p, b);
-        if (w->wid < from) {
-            break;
-        }
-        if (w->wid >= to) {
-            continue;
-        }
-        uint64_t n = w->ok + w->fa + w->to + w->out;
-        if (n > 0) {
-            search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
-        }
-        if (n > 0 && w->observed && w->observed->k == gk && w->observed->n == gn) {
-            total_n += (double)n;
-            if (w->calculated) {
-                total_pair += (double)n;
-            }
-        }
-    }
     struct dq *obs_pair = NULL;
     for (int b = 0; b < p->ring_len; b++) {
         struct probe_window *w = probes_ring_get(p, b);
         if (w->wid < from) {
             break;
         }
-        if (w->wid >= to) {
-            continue;
-        }
         uint64_t n = w->ok + w->fa + w->to + w->out;
-        if (n == 0 || !w->observed || w->observed->k != gk || w->observed->n != gn) {
+        if (w->wid >= to || n == 0) {
             continue;
         }
-        mix_into(&ns->obs, w->observed, (double)n / total_n);
+        search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+        if (!w->observed || w->observed->k != p->k || w->observed->n != p->n) {
+            continue;
+        }
+        total_n += (double)n;
+        mix_into(&ns->obs, w->observed, (double)n);
         if (w->calculated) {
-            mix_into(&ns->calc, w->calculated, (double)n / total_pair);
-            mix_into(&obs_pair, w->observed, (double)n / total_pair);
+            total_pair += (double)n;
+            mix_into(&ns->calc, w->calculated, (double)n);
+            mix_into(&obs_pair, w->observed, (double)n);
         }
     }
+    mix_normalise(ns->obs, total_n);
+    mix_normalise(ns->calc, total_pair);
+    mix_normalise(obs_pair, total_pair);
     ns->s.observed = ns->obs;
     ns->s.calculated = ns->calc;
     if (obs_pair && ns->calc) {
@@ -154,8 +146,8 @@ static void gather_range(struct dqd *d, struct probe *p, int64_t from, int64_t t
 }
 
 /* Statistics of probe p over its closed windows with wid ≥ from. */
-static void gather(struct dqd *d, struct probe *p, int64_t from, struct node_stats *ns) {
-    gather_range(d, p, from, INT64_MAX, ns);
+static void gather(struct probe *p, int64_t from, struct node_stats *ns) {
+    gather_range(p, from, INT64_MAX, ns);
 }
 
 /* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
@@ -190,8 +182,8 @@ static void within(struct probe *p, int64_t from, int64_t to, double *mean, doub
 static enum search_problem infer_problem(struct dqd *d, struct probe *p) {
     struct node_stats rec, base;
     int64_t nc = d->probes.next_close;
-    gather_range(d, p, nc - 5, INT64_MAX, &rec);
-    gather_range(d, p, nc - 25, nc - 5, &base);
+    gather_range(p, nc - 5, INT64_MAX, &rec);
+    gather_range(p, nc - 25, nc - 5, &base);
     enum search_problem kind = SEARCH_LATENCY;
     const struct search_stats *r = &rec.s, *b = &base.s;
     double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
@@ -695,7 +687,7 @@ static struct investigation *open_investigation(struct dqd *d, const char *node,
         return NULL;
     }
     struct node_stats ns;
-    gather(d, probe_named(d, node), d->probes.next_close - 3, &ns);
+    gather(probe_named(d, node), d->probes.next_close - 3, &ns);
     json_t *stats =
         json_pack("{s:o,s:s,s:s}", "node", stats_json(node, &ns.s), "origin",
                   trigger_id ? "trigger" : "person", "problem", search_problem_name(problem));
@@ -833,7 +825,7 @@ static int build_input(struct dqd *d, struct investigation *inv, struct focus_in
     if (n == 0 || n > SEARCH_MAX_CHILDREN) {
         return dq_fail(DQ_EINVAL, "%s has %zu children", inv->focus, n);
     }
-    gather(d, probe_named(d, inv->focus), inv->eval_from, &fi->xstats);
+    gather(probe_named(d, inv->focus), inv->eval_from, &fi->xstats);
     for (size_t j = 0; j < n; j++) {
         const struct dq_diagram_node *kid = dq_diagram_node(d->diagram, fi->kid_nodes[j]);
         struct probe *kp = probe_named(d, kid->name);
@@ -843,7 +835,7 @@ static int build_input(struct dqd *d, struct investigation *inv, struct focus_in
         c->has_children = dq_diagram_probe_children(d->diagram, fi->kid_nodes[j], NULL, 0) > 0;
         c->enabled = kp && kp->enabled;
         c->weight = 0.0;
-        gather(d, c->enabled ? kp : NULL, inv->eval_from, &fi->kstats[j]);
+        gather(c->enabled ? kp : NULL, inv->eval_from, &fi->kstats[j]);
         c->stats = fi->kstats[j].s;
     }
     if (node->kind == DQ_NODE_CHOICE && node->weights) {
