@@ -1,6 +1,7 @@
 /*
  * dqd.h: the daemon as a library: create it on a libuv loop from its configuration
- * (settings.h), let the loop run, stop it. dqd_main.c is a thin shell around it.
+ * (settings.h), let the loop run, stop it. dqd_main.c is a thin shell around it; dqd.c
+ * wires the modules of controller/ together (docs/architecture.md).
  */
 #ifndef DQ_DQD_H
 #define DQ_DQD_H
@@ -13,8 +14,7 @@
 #include "settings.h"
 
 #define DQD_VERSION "0.1.0"
-#define DQD_MAX_PROBES 10000  /* probes one daemon tracks */
-#define DQD_CONN_BUFFER 65536 /* bytes of a wrapper connection's read buffer */
+#define DQD_MAX_PROBES 10000 /* probes one daemon tracks */
 
 struct dqd;
 

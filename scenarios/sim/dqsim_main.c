@@ -24,7 +24,7 @@
 #include <uv.h>
 
 #include "dq_error.h"
-#include "proto.h"
+#include "wire.h"
 
 #define MAX_FAULTS 32
 #define HEAP_CAP (1u << 21)        /* pending instances held at most */
@@ -68,8 +68,8 @@ struct app {
     /* link to dqd */
     char host[256];
     char port[16];
-    char node_label[PROTO_MAX_LABEL + 1];
-    char app_label[PROTO_MAX_LABEL + 1];
+    char node_label[WIRE_MAX_LABEL + 1];
+    char app_label[WIRE_MAX_LABEL + 1];
     uv_tcp_t tcp;
     uv_connect_t connect_req;
     int tcp_open;  /* the handle is initialized (connecting or connected) */
@@ -78,7 +78,7 @@ struct app {
     uv_shutdown_t shutdown_req;
     int shutting; /* quitting: the last writes drain before the socket closes */
     uint64_t backoff_ms;
-    struct proto_splitter split;
+    struct wire_splitter split;
     char splitbuf[4096];
     char readbuf[8192];
     uint64_t last_tx_ms;
@@ -274,13 +274,13 @@ static void link_close(struct app *a, const char *why) {
 static void on_command(void *ctx, const char *line, size_t len, int err) {
     struct app *a = ctx;
     if (err) {
-        event("bad-command (line over %d bytes)", PROTO_MAX_LINE);
+        event("bad-command (line over %d bytes)", WIRE_MAX_LINE);
         return;
     }
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
-    char reply[SIM_STATE_MAX + PROTO_MAX_LINE + 16];
+    char reply[SIM_STATE_MAX + WIRE_MAX_LINE + 16];
     int n = sim_ctl_apply(&a->ctl, line, len, reply, sizeof reply);
     int shown = len > 200 ? 200 : (int)len;
     if (n < 0) {
@@ -301,7 +301,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     struct app *a = s->data;
     if (nread > 0) {
-        proto_splitter_feed(&a->split, buf->base, (size_t)nread);
+        wire_splitter_feed(&a->split, buf->base, (size_t)nread);
     } else if (nread < 0) {
         link_close(a, nread == UV_EOF ? "closed by dqd" : uv_strerror((int)nread));
     }
@@ -321,10 +321,10 @@ static void on_connect(uv_connect_t *req, int status) {
     a->connected = 1;
     a->connects++;
     a->backoff_ms = BACKOFF_MIN_MS;
-    proto_splitter_init(&a->split, a->splitbuf, sizeof a->splitbuf, on_command, a);
+    wire_splitter_init(&a->split, a->splitbuf, sizeof a->splitbuf, on_command, a);
     uv_tcp_nodelay(&a->tcp, 1);
     uv_read_start((uv_stream_t *)&a->tcp, on_alloc, on_read);
-    char hello[2 * PROTO_MAX_LABEL + 32];
+    char hello[2 * WIRE_MAX_LABEL + 32];
     int n = snprintf(hello, sizeof hello, "h:2;node:%s;app:%s\n", a->node_label, a->app_label);
     link_write(a, hello, (size_t)n);
     send_state(a);
@@ -837,9 +837,9 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
         } else if (strcmp(name, "--node") == 0 || strcmp(name, "--app") == 0) {
             char *dst = name[2] == 'n' ? a->node_label : a->app_label;
             size_t n = strlen(val);
-            if (n == 0 || n > PROTO_MAX_LABEL || strpbrk(val, ";\r\n")) {
+            if (n == 0 || n > WIRE_MAX_LABEL || strpbrk(val, ";\r\n")) {
                 fprintf(stderr, "dqsim: %s %s: 1 … %d bytes without ';'\n", name, val,
-                        PROTO_MAX_LABEL);
+                        WIRE_MAX_LABEL);
                 return -1;
             }
             memcpy(dst, val, n + 1);

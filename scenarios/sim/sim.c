@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "dq_error.h"
-#include "proto.h"
+#include "wire.h"
 
 /* ---- PRNG ---------------------------------------------------------------------------- */
 
@@ -552,7 +552,7 @@ int sim_ctl_set(struct sim_ctl *c, const char *name, size_t n, double ms) {
     if (n == 0 || n > DQ_DIAGRAM_MAX_NAME) {
         return dq_fail(DQ_ENOTFOUND, "bad probe name length %zu", n);
     }
-    if (!(ms >= 0) || ms > PROTO_MAX_CMD_MS) {
+    if (!(ms >= 0) || ms > WIRE_MAX_CMD_MS) {
         return dq_fail(DQ_EINVAL, "dMax %g ms out of range", ms);
     }
     memcpy(buf, name, n);
@@ -573,7 +573,7 @@ int sim_ctl_enable_list(struct sim_ctl *c, const char *list, double default_ms) 
         const char *eq = memchr(p, '=', len);
         size_t nlen = eq ? (size_t)(eq - p) : len;
         double ms = default_ms;
-        if (eq && proto_parse_ms(eq + 1, len - nlen - 1, &ms) != 0) {
+        if (eq && wire_parse_ms(eq + 1, len - nlen - 1, &ms) != 0) {
             return dq_fail(DQ_EINVAL, "bad dMax in `%.*s` (milliseconds, e.g. 100 or 0.5)",
                            (int)len, p);
         }
@@ -584,7 +584,7 @@ int sim_ctl_enable_list(struct sim_ctl *c, const char *list, double default_ms) 
                 }
             }
         } else {
-            if (!proto_name_valid(p, nlen)) {
+            if (!wire_name_valid(p, nlen)) {
                 return dq_fail(DQ_EINVAL, "bad probe name in `%.*s`", (int)len, p);
             }
             int rc = sim_ctl_set(c, p, nlen, ms);
@@ -652,24 +652,24 @@ int sim_ctl_apply(struct sim_ctl *c, const char *line, size_t len, char *reply, 
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
-    struct proto_cmd cmd;
-    if (proto_parse_cmd(line, len, &cmd) != 0) {
+    struct wire_cmd cmd;
+    if (wire_parse_cmd(line, len, &cmd) != 0) {
         return -1;
     }
     switch (cmd.kind) {
-    case PROTO_CMD_START_STUB:
+    case WIRE_CMD_START_STUB:
         c->running = 1;
         break;
-    case PROTO_CMD_STOP_STUB:
+    case WIRE_CMD_STOP_STUB:
         c->running = 0;
         break;
-    case PROTO_CMD_SET_TIMEOUT:
+    case WIRE_CMD_SET_TIMEOUT:
         (void)sim_ctl_set(c, cmd.name.p, cmd.name.n, cmd.ms); /* unknown: ack, ignore */
         break;
-    case PROTO_CMD_CLEAR_TIMEOUT:
+    case WIRE_CMD_CLEAR_TIMEOUT:
         (void)sim_ctl_set(c, cmd.name.p, cmd.name.n, 0);
         break;
-    case PROTO_CMD_SYNC:
+    case WIRE_CMD_SYNC:
         break;
     }
     if (cap < len + 6) {
@@ -680,7 +680,7 @@ int sim_ctl_apply(struct sim_ctl *c, const char *line, size_t len, char *reply, 
     size_t n = len + 4;
     reply[n++] = '\n';
     reply[n] = '\0';
-    if (cmd.kind == PROTO_CMD_SYNC) {
+    if (cmd.kind == WIRE_CMD_SYNC) {
         int s = sim_ctl_state(c, reply + n, cap - n);
         if (s < 0) {
             return -1;
@@ -769,7 +769,7 @@ static int fault_value_check(enum sim_fault_kind kind, double v) {
 
 static int fill_fault(struct sim_user_cmd *cmd, const char *name, size_t nn, const char *kind,
                       size_t kn, const char *val, size_t vn) {
-    if (!proto_name_valid(name, nn)) {
+    if (!wire_name_valid(name, nn)) {
         return dq_fail(DQ_EINVAL, "bad probe name `%.*s`", (int)(nn < 64 ? nn : 64), name);
     }
     if (sim_fault_parse_kind(kind, kn, &cmd->fault) != 0) {
@@ -829,7 +829,7 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
             cmd->kind = SIM_USER_CLEAR_ALL;
             return 0;
         }
-        if (!proto_name_valid(w[1], n[1])) {
+        if (!wire_name_valid(w[1], n[1])) {
             return dq_fail(DQ_EINVAL, "bad probe name");
         }
         cmd->kind = SIM_USER_CLEAR;

@@ -189,7 +189,7 @@ size_t sim_ctl_enabled_count(const struct sim_ctl *c);
 
 /*
  * Applies one dqd → wrapper command line (without '\n') and writes the reply into
- * reply (cap ≥ SIM_STATE_MAX + PROTO_CMD_MAX + 8 is always enough): `ack;LINE\n`, and
+ * reply (cap ≥ SIM_STATE_MAX + WIRE_CMD_MAX + 8 is always enough): `ack;LINE\n`, and
  * for `sync` the state line after it. A set_timeout or clear_timeout for a name the
  * diagram does not have is acknowledged and ignored (a real wrapper keeps it, but
  * nothing here would ever report it). Returns the reply's length (> 0), or −1 for a line

@@ -469,7 +469,7 @@ static double run_sink(double seconds, double lines_per_byte, double *mbps, doub
 }
 
 struct dqd_result {
-    double rate, accepted, late, future, proto_errors, sent_rate, cpu_s;
+    double rate, accepted, late, future, wire_errors, sent_rate, cpu_s;
     long hwm_kib;
     int exit_status;
 };
@@ -513,7 +513,7 @@ static void dqd_finish(const struct dqd_proc *p, struct dqd_result *r) {
         r->accepted = metric_sum(text, "dqd_instances_total{");
         r->late = metric_sum(text, "dqd_ingest_rejected_total{reason=\"late\"}");
         r->future = metric_sum(text, "dqd_ingest_rejected_total{reason=\"future\"}");
-        r->proto_errors = metric_sum(text, "dqd_protocol_errors_total{");
+        r->wire_errors = metric_sum(text, "dqd_protocol_errors_total{");
         free(text);
     }
     r->hwm_kib = vm_hwm_kib(p->pid);
@@ -621,7 +621,7 @@ int main(int argc, char **argv) {
     printf("plain sink  %12.0f instances/s  (%.0f MB/s)\n", sink, mbps);
     printf("dqd         %12.0f instances/s  (generator sent %.0f/s; accepted %.0f, late %.0f, "
            "future %.0f, protocol errors %.0f in total)\n",
-           r.rate, r.sent_rate, r.accepted, r.late, r.future, r.proto_errors);
+           r.rate, r.sent_rate, r.accepted, r.late, r.future, r.wire_errors);
     printf("ratio dqd/sink  %.3f  (rounds %.3f … %.3f)\n", ratio, rmin, rmax);
     /* on a shared machine the receivers may not get a whole core: per CPU-second rates */
     double sink_per_cpu = sink_cpu > 0 ? sink * seconds / sink_cpu : 0.0;

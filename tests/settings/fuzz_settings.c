@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     must(a.n_wrappers >= 0 && a.n_wrappers <= DQD_MAX_WRAPPERS);
     must(a.n_probes >= 0 && a.n_probes <= DQD_MAX_CFG_PROBES);
     for (int i = 0; i < a.n_probes; i++) {
-        must(proto_name_valid(a.probes[i].name, strlen(a.probes[i].name)));
+        must(wire_name_valid(a.probes[i].name, strlen(a.probes[i].name)));
         must(a.probes[i].qta.n >= 0 && a.probes[i].qta.n <= DQ_QTA_MAX_POINTS);
     }
     if (settings_finish(&a) != 0) {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,7 +47,7 @@ static void one_line(const char *line, size_t len) {
     struct sim_user_cmd c;
     if (sim_user_parse(line, len, &c) == 0) {
         if (c.kind == SIM_USER_FAULT) {
-            must(proto_name_valid(c.name, strlen(c.name)));
+            must(wire_name_valid(c.name, strlen(c.name)));
             must(isfinite(c.value) && c.value >= 0);
             if (sim_fault_set(model, c.name, c.fault, c.value) == 0) {
                 struct sim_instance in[32];
@@ -68,10 +68,10 @@ static void one_line(const char *line, size_t len) {
     memcpy(z, line, n);
     z[n] = '\0';
     if (sim_fault_spec_parse(z, &c) == 0) {
-        must(c.kind == SIM_USER_FAULT && proto_name_valid(c.name, strlen(c.name)));
+        must(c.kind == SIM_USER_FAULT && wire_name_valid(c.name, strlen(c.name)));
     }
     (void)sim_ctl_enable_list(&ctl, z, 5);
-    char reply[SIM_STATE_MAX + PROTO_MAX_LINE + 16];
+    char reply[SIM_STATE_MAX + WIRE_MAX_LINE + 16];
     int r = sim_ctl_apply(&ctl, line, len, reply, sizeof reply);
     if (r >= 0) {
         must(r >= 5 && (size_t)r < sizeof reply && memcmp(reply, "ack;", 4) == 0);
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (len <= PROTO_MAX_LINE) {
+        if (len <= WIRE_MAX_LINE) {
             one_line(p, len);
         }
         p += len + (nl ? 1 : 0);

@@ -2,7 +2,7 @@
  * test_sim.c: the pure part of dqsim (scenarios/sim/sim.h): PRNG, request walk over a
  * diagram (intervals nest, sequences add, all takes the max, first the min, choice by
  * weight), faults (each changes its own node and nothing else), determinism for a seed,
- * dMax and `to` reporting, dqd's commands and their acks through controller/proto.h,
+ * dMax and `to` reporting, dqd's commands and their acks through controller/wire/wire.h,
  * and the operator commands of stdin. argv[1] is scenarios/tree27.dq.
  */
 #include "sim.h"
@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "dq_error.h"
-#include "proto.h"
+#include "wire.h"
 
 static struct dq_diagram *parse(const char *text) {
     struct dq_diagram *d = NULL;
@@ -542,9 +542,9 @@ static void test_limits(void) {
  */
 
 /* Formats cmd as dqd would for a v2 link, applies it, returns the reply length. */
-static int apply_cmd(struct sim_ctl *c, const struct proto_cmd *cmd, char *reply, size_t cap,
+static int apply_cmd(struct sim_ctl *c, const struct wire_cmd *cmd, char *reply, size_t cap,
                      char *line, size_t *line_len) {
-    int n = proto_format_cmd(line, PROTO_CMD_MAX, PROTO_V2, cmd);
+    int n = wire_format_cmd(line, WIRE_CMD_MAX, WIRE_V2, cmd);
     if (n <= 0) {
         return -2;
     }
@@ -568,23 +568,23 @@ static void test_ctl(const char *path) {
     CHECK(c.running == 1 && sim_ctl_enabled_count(&c) == 0);
     CHECK(!sim_ctl_reports(&c, root));
 
-    char reply[2048], line[PROTO_CMD_MAX];
+    char reply[2048], line[WIRE_CMD_MAX];
     size_t ll;
     /* set_timeout: applied and acknowledged with the line echoed */
-    struct proto_cmd set = {.kind = PROTO_CMD_SET_TIMEOUT, .name = {"root", 4}, .ms = 100};
+    struct wire_cmd set = {.kind = WIRE_CMD_SET_TIMEOUT, .name = {"root", 4}, .ms = 100};
     int n = apply_cmd(&c, &set, reply, sizeof reply, line, &ll);
     CHECK(n > 0);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;set_timeout;root;100\n");
     CHECK(c.dmax_ms[root] == 100 && sim_ctl_reports(&c, root));
     /* the ack parses as dqd parses it, with the command inside */
-    struct proto_msg msg;
-    CHECK(proto_parse(reply, (size_t)n - 1, 0, &msg) == PROTO_OK && msg.kind == PROTO_ACK);
-    CHECK(msg.cmd.kind == PROTO_CMD_SET_TIMEOUT && msg.cmd.ms == 100 && msg.cmd.name.n == 4);
+    struct wire_msg msg;
+    CHECK(wire_parse(reply, (size_t)n - 1, 0, &msg) == WIRE_OK && msg.kind == WIRE_ACK);
+    CHECK(msg.cmd.kind == WIRE_CMD_SET_TIMEOUT && msg.cmd.ms == 100 && msg.cmd.name.n == 4);
     CHECK(msg.command.n == ll && memcmp(msg.command.p, line, ll) == 0);
 
     /* decimal dMax, then `to` reporting */
-    struct proto_cmd set2 = {.kind = PROTO_CMD_SET_TIMEOUT, .name = {"front_a1", 8}, .ms = 0.25};
+    struct wire_cmd set2 = {.kind = WIRE_CMD_SET_TIMEOUT, .name = {"front_a1", 8}, .ms = 0.25};
     n = apply_cmd(&c, &set2, reply, sizeof reply, line, &ll);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;set_timeout;front_a1;0.25\n");
@@ -603,8 +603,8 @@ static void test_ctl(const char *path) {
     CHECK_STR(buf, "n:front_a1;b:1767225600000000000;e:1767225600000200000;s:fa\n");
     /* a failure that outlasts dMax is a timeout */
     n = sim_ctl_format_instance(&c, fa1, t0, t0 + 900000, 1, buf, sizeof buf);
-    CHECK(n > 0 && proto_parse(buf, (size_t)n - 1, t0, &msg) == PROTO_OK);
-    CHECK(msg.kind == PROTO_INSTANCE && msg.status == PROTO_ST_TO && msg.end_ns == t0 + 250000 &&
+    CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
+    CHECK(msg.kind == WIRE_INSTANCE && msg.status == WIRE_ST_TO && msg.end_ns == t0 + 250000 &&
           msg.start_ns == t0);
     /* a probe without dMax: nothing to send */
     CHECK(sim_ctl_format_instance(&c, dq_diagram_find(d, "core"), t0, t0 + 1, 0, buf, sizeof buf) ==
@@ -612,40 +612,40 @@ static void test_ctl(const char *path) {
     CHECK(sim_ctl_format_instance(&c, fa1, t0, t0 + 1, 0, buf, 10) == DQ_EFULL);
 
     /* stop_stub / start_stub */
-    struct proto_cmd stop = {.kind = PROTO_CMD_STOP_STUB};
+    struct wire_cmd stop = {.kind = WIRE_CMD_STOP_STUB};
     n = apply_cmd(&c, &stop, reply, sizeof reply, line, &ll);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;stop_stub\n");
     CHECK(c.running == 0 && !sim_ctl_reports(&c, root));
-    struct proto_cmd start = {.kind = PROTO_CMD_START_STUB};
+    struct wire_cmd start = {.kind = WIRE_CMD_START_STUB};
     n = apply_cmd(&c, &start, reply, sizeof reply, line, &ll);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;start_stub\n");
     CHECK(c.running == 1 && sim_ctl_reports(&c, root));
 
     /* sync: ack, then the state line, which dqd's parser reads back */
-    struct proto_cmd sync = {.kind = PROTO_CMD_SYNC};
+    struct wire_cmd sync = {.kind = WIRE_CMD_SYNC};
     n = apply_cmd(&c, &sync, reply, sizeof reply, line, &ll);
     CHECK(n > 0);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;sync\nstate;running:1;probes:root=100,front_a1=0.25\n");
     const char *st = strchr(reply, '\n') + 1;
-    CHECK(proto_parse(st, strlen(st) - 1, 0, &msg) == PROTO_OK && msg.kind == PROTO_STATE);
+    CHECK(wire_parse(st, strlen(st) - 1, 0, &msg) == WIRE_OK && msg.kind == WIRE_STATE);
     CHECK(msg.running == 1);
-    struct proto_slice it = msg.probes, k, v;
+    struct wire_slice it = msg.probes, k, v;
     int pairs = 0;
-    while (proto_kv_next(&it, &k, &v) == 1) {
+    while (wire_kv_next(&it, &k, &v) == 1) {
         pairs++;
     }
     CHECK_INT(pairs, 2);
 
     /* clear_timeout disables; an unknown name is acknowledged and ignored */
-    struct proto_cmd clr = {.kind = PROTO_CMD_CLEAR_TIMEOUT, .name = {"front_a1", 8}};
+    struct wire_cmd clr = {.kind = WIRE_CMD_CLEAR_TIMEOUT, .name = {"front_a1", 8}};
     n = apply_cmd(&c, &clr, reply, sizeof reply, line, &ll);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;clear_timeout;front_a1\n");
     CHECK(c.dmax_ms[fa1] == 0 && !sim_ctl_reports(&c, fa1));
-    struct proto_cmd unk = {.kind = PROTO_CMD_SET_TIMEOUT, .name = {"ghost", 5}, .ms = 3};
+    struct wire_cmd unk = {.kind = WIRE_CMD_SET_TIMEOUT, .name = {"ghost", 5}, .ms = 3};
     n = apply_cmd(&c, &unk, reply, sizeof reply, line, &ll);
     reply[n > 0 ? n : 0] = '\0';
     CHECK_STR(reply, "ack;set_timeout;ghost;3\n");
@@ -670,7 +670,7 @@ static void test_ctl(const char *path) {
     char state[SIM_STATE_MAX + 1];
     n = sim_ctl_state(&c, state, sizeof state);
     CHECK(n > 0 && n <= SIM_STATE_MAX + 1);
-    CHECK(proto_parse(state, (size_t)n - 1, 0, &msg) == PROTO_OK && msg.running == 0);
+    CHECK(wire_parse(state, (size_t)n - 1, 0, &msg) == WIRE_OK && msg.running == 0);
     CHECK(sim_ctl_state(&c, state, 100) == DQ_EFULL);
 
     /* --enable lists */

@@ -47,6 +47,7 @@ struct setting {
 };
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const clocks[] = {"wall", "sim", NULL};
 
 #define FIELD(f) offsetof(struct dqd_config, f), sizeof(((struct dqd_config *)0)->f)
 #define NOFIELD 0, 0
@@ -73,6 +74,11 @@ static const struct setting settings[] = {
     {"lag", "--lag", ST_MS, FIELD(lag_ms), 0, 3600000, "", NULL, SF_DEFAULT_WINDOW, 0,
      "How long after its end a window still takes late instances, in milliseconds; "
      "by default the window length."},
+    {"clock", "--clock", ST_ENUM, FIELD(clock), 0, 0, "wall", clocks, 0, 0,
+     "Where dqd's time comes from: wall (the system clock) or sim (simulated time: a "
+     "connected simulator sends `clock;NS` lines, dqd closes the windows that time makes "
+     "due and answers `tick;NS`; for dqsim --clock sim and replays, faster than real "
+     "time)."},
     {"ring", "--ring", ST_INT, FIELD(ring), 1, 10000, "60", NULL, 0, 0,
      "Closed windows (observed ΔQs) kept in memory per probe, for bands and statistics."},
     {"default_dmax_ms", "--default-dmax-ms", ST_DOUBLE, FIELD(default_dmax_ms), MIN_DMAX_MS,
@@ -639,7 +645,7 @@ static int load_triggers(struct dqd_config *cfg, json_t *arr, const char *origin
             snprintf(sub, sizeof sub, "%s.%s", label, key);
             if (strcmp(key, "probe") == 0) {
                 const char *name = json_string_value(x);
-                if (!name || !proto_name_valid(name, strlen(name))) {
+                if (!name || !wire_name_valid(name, strlen(name))) {
                     return dq_fail(DQ_EINVAL, "%s: want a probe name ([A-Za-z_][A-Za-z0-9_]*)",
                                    sub);
                 }
@@ -758,10 +764,10 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
     json_t *v;
     int r;
     snprintf(label, sizeof label, "%s: probe \"%s\"", origin, name);
-    if (!proto_name_valid(name, strlen(name))) {
+    if (!wire_name_valid(name, strlen(name))) {
         return dq_fail(DQ_EINVAL,
                        "%s: not a valid probe name ([A-Za-z_][A-Za-z0-9_]*, 1 to %d bytes)", label,
-                       PROTO_MAX_NAME);
+                       WIRE_MAX_NAME);
     }
     if (!json_is_object(obj)) {
         return wrong_type(label, "an object", obj);
@@ -1320,7 +1326,7 @@ void settings_render_markdown(FILE *out) {
             "  }\n"
             "}\n"
             "```\n",
-            DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, PROTO_MAX_NAME, MIN_DMAX_MS,
+            DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, WIRE_MAX_NAME, MIN_DMAX_MS,
             MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS, DQD_MAX_CFG_TRIGGERS,
             DQD_MAX_WEBHOOKS);
 }

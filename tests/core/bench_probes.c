@@ -3,19 +3,19 @@
  * "Ingest"): the lines bench_ingest's generator sends (four probe names, END within the
  * last millisecond, durations 1–50 ms, 97 % ok / 2 % fa / 1 % to), copied 64 KiB at a
  * time into a read buffer as a socket read would, then split, parsed and recorded as
- * dqd's read callback does (proto_splitter_feed_instances + probes_record_hashed). The
+ * dqd's read callback does (wire_splitter_feed_instances + probes_record_hashed). The
  * copy alone is timed too, so the rest is parse + record. Best of many passes over 8 MB,
  * alternating, to see through other jobs on a shared machine.
  * Usage: bench_probes [PASSES]   (default 40)
  */
-#include "probes.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "proto.h"
+#include "wire.h"
 
 #define CHUNK 65536
 #define DATA (8u << 20)
@@ -37,28 +37,28 @@ struct ctx {
     uint64_t instances, other, rejected;
 };
 
-static void record(struct ctx *x, const struct proto_msg *m) {
-    enum probe_status st = m->status == PROTO_ST_OK   ? PROBE_OK
-                           : m->status == PROTO_ST_FA ? PROBE_FA
-                                                      : PROBE_TO;
+static void record(struct ctx *x, const struct wire_msg *m) {
+    enum probe_status st = m->status == WIRE_ST_OK   ? PROBE_OK
+                           : m->status == WIRE_ST_FA ? PROBE_FA
+                                                     : PROBE_TO;
     x->instances++;
     x->rejected += probes_record_hashed(&x->t, m->name.p, m->name.n, m->name_hash, m->start_ns,
                                         m->end_ns, st) != 0;
 }
 
 /* Lines the fast path does not take: here only those cut by a chunk boundary, which the
- * splitter reassembles; dqd parses them with proto_parse(), and so does this. */
+ * splitter reassembles; dqd parses them with wire_parse(), and so does this. */
 static void on_line(void *c, const char *line, size_t len, int err) {
     struct ctx *x = c;
-    struct proto_msg m;
-    if (err || proto_parse(line, len, 0, &m) != PROTO_OK || m.kind != PROTO_INSTANCE) {
+    struct wire_msg m;
+    if (err || wire_parse(line, len, 0, &m) != WIRE_OK || m.kind != WIRE_INSTANCE) {
         x->other++;
         return;
     }
     record(x, &m);
 }
 
-static void on_instance(void *c, const struct proto_msg *m) {
+static void on_instance(void *c, const struct wire_msg *m) {
     record(c, m);
 }
 
@@ -92,8 +92,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     char split[4096];
-    struct proto_splitter sp;
-    proto_splitter_init(&sp, split, sizeof split, on_line, &c);
+    struct wire_splitter sp;
+    wire_splitter_init(&sp, split, sizeof split, on_line, &c);
     double best_copy = 1e30, best_all = 1e30;
     for (int r = 0; r < passes; r++) {
         double t0 = mono_s();
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         for (size_t at = 0; at < n; at += CHUNK) {
             size_t k = n - at < CHUNK ? n - at : CHUNK;
             memcpy(rb, data + at, k);
-            proto_splitter_feed_instances(&sp, rb, k, now, on_instance);
+            wire_splitter_feed_instances(&sp, rb, k, now, on_instance);
         }
         dt = mono_s() - t0;
         best_all = dt < best_all ? dt : best_all;

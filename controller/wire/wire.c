@@ -2,7 +2,7 @@
  * proto.c: parser, line splitter and command formatter of the wrapper protocol.
  *
  * Workload: every outcome instance of every instrumented application passes through
- * proto_splitter_feed() and proto_parse() on dqd's loop thread, millions per second at
+ * wire_splitter_feed() and wire_parse() on dqd's loop thread, millions per second at
  * peak. So the parser walks the line once with a moving pointer, classifies bytes with
  * a few comparisons instead of library calls, returns slices instead of copies, and
  * tests the instance prefix before anything else. The rarer v2 control lines (hello,
@@ -14,7 +14,7 @@
  * the one the protocol asks for: unknown trailing fields of a v2 instance, and of
  * hello and state lines, are skipped so newer wrappers can add fields.
  */
-#include "proto.h"
+#include "wire.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,21 +28,21 @@
 static const struct {
     const char *label;
     const char *msg;
-} err_info[PROTO_E_COUNT] = {{"ok", "no error"},
-#define PROTO_ERR_INFO_(name, label, msg) {label, msg},
-                             PROTO_ERR_MAP(PROTO_ERR_INFO_)
-#undef PROTO_ERR_INFO_
+} err_info[WIRE_E_COUNT] = {{"ok", "no error"},
+#define WIRE_ERR_INFO_(name, label, msg) {label, msg},
+                            WIRE_ERR_MAP(WIRE_ERR_INFO_)
+#undef WIRE_ERR_INFO_
 };
 
-const char *proto_err_name(int err) {
-    if (err < 0 || err >= PROTO_E_COUNT) {
+const char *wire_err_name(int err) {
+    if (err < 0 || err >= WIRE_E_COUNT) {
         return "invalid";
     }
     return err_info[err].label;
 }
 
-const char *proto_err_message(int err) {
-    if (err < 0 || err >= PROTO_E_COUNT) {
+const char *wire_err_message(int err) {
+    if (err < 0 || err >= WIRE_E_COUNT) {
         return "invalid error kind";
     }
     return err_info[err].msg;
@@ -92,8 +92,8 @@ static inline int slice_is(const char *p, size_t n, const char *lit) {
     return n == m && memcmp(p, lit, m) == 0;
 }
 
-int proto_name_valid(const char *s, size_t n) {
-    if (n == 0 || n > PROTO_MAX_NAME || !in_class(C_NAME0, s[0])) {
+int wire_name_valid(const char *s, size_t n) {
+    if (n == 0 || n > WIRE_MAX_NAME || !in_class(C_NAME0, s[0])) {
         return 0;
     }
     for (size_t i = 1; i < n; i++) {
@@ -107,7 +107,7 @@ int proto_name_valid(const char *s, size_t n) {
 /* ---- numbers ------------------------------------------------------------------------ */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define PROTO_SWAR 1
+#define WIRE_SWAR 1
 /*
  * Eight ASCII bytes at once (SWAR): timestamps are 19 digits, and converting them one
  * digit at a time is a chain of 19 dependent multiply-adds that dominates the parse.
@@ -251,9 +251,9 @@ static inline uint64_t hash_final(uint64_t h, size_t n) {
     return h ^ (h >> 32);
 }
 
-uint64_t proto_name_hash(const char *s, size_t n) {
+uint64_t wire_name_hash(const char *s, size_t n) {
     uint64_t h = HASH_SEED_;
-#ifdef PROTO_SWAR
+#ifdef WIRE_SWAR
     /* the general parser's path: whole words, then the tail zero-padded, read without
      * touching a byte outside [s, s + n) */
     size_t i = 0;
@@ -291,21 +291,21 @@ uint64_t proto_name_hash(const char *s, size_t n) {
 }
 
 /*
- * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns PROTO_OK with
- * *pp on the stop byte, or PROTO_E_TIME (empty, non-digit, 0, more than 19 digits, or
+ * Reads a positive decimal int64 at *pp, stopping at ';' or e. Returns WIRE_OK with
+ * *pp on the stop byte, or WIRE_E_TIME (empty, non-digit, 0, more than 19 digits, or
  * > INT64_MAX). 19 digits stay below 2^64, so the sum never wraps before the last check.
  */
 static int parse_time(const char **pp, const char *e, int64_t *out) {
     const char *p = *pp;
     const char *start = p;
     uint64_t v = 0;
-#ifdef PROTO_SWAR
+#ifdef WIRE_SWAR
     /* Fast path: exactly 19 digits, what every nanosecond timestamp from 2001 to 2286
      * is. Anything else (and any error) takes the general loop below. */
     if (e - p >= 19 && (e - p == 19 || p[19] == ';') && (v = time19(p)) != 0) {
         *out = (int64_t)v;
         *pp = p + 19;
-        return PROTO_OK;
+        return WIRE_OK;
     }
     while (e - p >= 8) {
         uint64_t x;
@@ -313,7 +313,7 @@ static int parse_time(const char **pp, const char *e, int64_t *out) {
         uint64_t bad = nondigit_bytes(x);
         if (bad == 0) {
             if (p - start > 11) {
-                return PROTO_E_TIME; /* a 20th digit */
+                return WIRE_E_TIME; /* a 20th digit */
             }
             v = v * 100000000u + digits8_value(x);
             p += 8;
@@ -323,7 +323,7 @@ static int parse_time(const char **pp, const char *e, int64_t *out) {
         if (n > 0) {
             unsigned sh = 8 * (8 - n);
             if ((size_t)(p - start) + n > 19) {
-                return PROTO_E_TIME;
+                return WIRE_E_TIME;
             }
             /* Move the n digits to the end of the word and pad the front with '0's. */
             x = (x << sh) | (0x3030303030303030ULL >> (64 - sh));
@@ -339,20 +339,20 @@ static int parse_time(const char **pp, const char *e, int64_t *out) {
             break;
         }
         if (p - start >= 19) {
-            return PROTO_E_TIME;
+            return WIRE_E_TIME;
         }
         v = v * 10 + d;
         p++;
     }
-#ifdef PROTO_SWAR
+#ifdef WIRE_SWAR
 done:
 #endif
     if (p == start || v == 0 || v > (uint64_t)INT64_MAX || (p < e && *p != ';')) {
-        return PROTO_E_TIME;
+        return WIRE_E_TIME;
     }
     *out = (int64_t)v;
     *pp = p;
-    return PROTO_OK;
+    return WIRE_OK;
 }
 
 /* A whole-slice unsigned decimal (1 … 20 digits, no overflow). Returns 0 or −1. */
@@ -372,13 +372,13 @@ static int parse_u64(const char *s, size_t n, uint64_t *out) {
     return 0;
 }
 
-int proto_parse_ms(const char *s, size_t n, double *ms) {
+int wire_parse_ms(const char *s, size_t n, double *ms) {
     size_t i = 0;
     uint64_t ip = 0, fp = 0;
     double scale = 1.0;
     while (i < n && is_digit((unsigned char)s[i])) {
         if (i >= 10) {
-            return -1; /* more than 10 integer digits is beyond PROTO_MAX_CMD_MS anyway */
+            return -1; /* more than 10 integer digits is beyond WIRE_MAX_CMD_MS anyway */
         }
         ip = ip * 10 + (uint64_t)(s[i] - '0');
         i++;
@@ -405,7 +405,7 @@ int proto_parse_ms(const char *s, size_t n, double *ms) {
         }
     }
     double v = (double)ip + (double)fp / scale;
-    if (!(v >= PROTO_MIN_CMD_MS) || v > PROTO_MAX_CMD_MS) {
+    if (!(v >= WIRE_MIN_CMD_MS) || v > WIRE_MAX_CMD_MS) {
         return -1;
     }
     *ms = v;
@@ -414,7 +414,7 @@ int proto_parse_ms(const char *s, size_t n, double *ms) {
 
 /* ---- key/value lists ---------------------------------------------------------------- */
 
-int proto_kv_next(struct proto_slice *it, struct proto_slice *key, struct proto_slice *value) {
+int wire_kv_next(struct wire_slice *it, struct wire_slice *key, struct wire_slice *value) {
     if (it->n == 0) {
         return 0;
     }
@@ -473,12 +473,12 @@ static int attrs_valid(const char *p, size_t n) {
 }
 
 /* NAME=MS(,NAME=MS)* or empty. */
-static int probes_valid(struct proto_slice it) {
-    struct proto_slice k, v;
+static int probes_valid(struct wire_slice it) {
+    struct wire_slice k, v;
     double ms;
     int r;
-    while ((r = proto_kv_next(&it, &k, &v)) == 1) {
-        if (!proto_name_valid(k.p, k.n) || proto_parse_ms(v.p, v.n, &ms) != 0) {
+    while ((r = wire_kv_next(&it, &k, &v)) == 1) {
+        if (!wire_name_valid(k.p, k.n) || wire_parse_ms(v.p, v.n, &ms) != 0) {
             return 0;
         }
     }
@@ -486,7 +486,7 @@ static int probes_valid(struct proto_slice it) {
 }
 
 static int hex_valid(const char *p, size_t n) {
-    if (n == 0 || n > PROTO_MAX_ID) {
+    if (n == 0 || n > WIRE_MAX_ID) {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -500,7 +500,7 @@ static int hex_valid(const char *p, size_t n) {
 /* ---- instance ----------------------------------------------------------------------- */
 
 /* The optional v2 fields after s:STATUS. p is on the ';' that starts the first one. */
-static int parse_trailing(const char *p, const char *e, struct proto_msg *m) {
+static int parse_trailing(const char *p, const char *e, struct wire_msg *m) {
     m->v2_fields = 1;
     while (p < e) {
         const char *seg = p + 1; /* *p == ';' */
@@ -510,12 +510,12 @@ static int parse_trailing(const char *p, const char *e, struct proto_msg *m) {
         }
         const char *colon = memchr(seg, ':', (size_t)(se - seg));
         if (!colon || colon == seg) {
-            return PROTO_E_SYNTAX;
+            return WIRE_E_SYNTAX;
         }
         const char *val = colon + 1;
         size_t vn = (size_t)(se - val);
         size_t kn = (size_t)(colon - seg);
-        struct proto_slice *dst = NULL;
+        struct wire_slice *dst = NULL;
         if (kn == 1) {
             switch (*seg) {
             case 'i':
@@ -536,59 +536,58 @@ static int parse_trailing(const char *p, const char *e, struct proto_msg *m) {
         }
         if (dst) {
             if (dst->p) {
-                return PROTO_E_FIELD; /* the same field twice */
+                return WIRE_E_FIELD; /* the same field twice */
             }
             if (dst == &m->attrs) {
                 if (!attrs_valid(val, vn)) {
-                    return PROTO_E_ATTR;
+                    return WIRE_E_ATTR;
                 }
             } else if (!hex_valid(val, vn)) {
-                return PROTO_E_ID;
+                return WIRE_E_ID;
             }
             dst->p = val;
             dst->n = vn;
         } else {
             for (const char *k = seg; k < colon; k++) {
                 if (!in_class(C_NAME, *k)) {
-                    return PROTO_E_SYNTAX;
+                    return WIRE_E_SYNTAX;
                 }
             }
         }
         p = se;
     }
-    return PROTO_OK;
+    return WIRE_OK;
 }
 
 /* p is just past "n:". */
-static int parse_instance(const char *p, const char *e, int64_t now_ns, struct proto_msg *m) {
+static int parse_instance(const char *p, const char *e, int64_t now_ns, struct wire_msg *m) {
     int r;
     const char *name = p;
 
-    m->kind = PROTO_INSTANCE;
+    m->kind = WIRE_INSTANCE;
     while (p < e && in_class(C_NAME, *p)) {
         p++;
     }
     if (p == e) {
-        return p == name ? PROTO_E_NAME : PROTO_E_FIELD;
+        return p == name ? WIRE_E_NAME : WIRE_E_FIELD;
     }
-    if (*p != ';' || p == name || !in_class(C_NAME0, *name) ||
-        (size_t)(p - name) > PROTO_MAX_NAME) {
-        return PROTO_E_NAME;
+    if (*p != ';' || p == name || !in_class(C_NAME0, *name) || (size_t)(p - name) > WIRE_MAX_NAME) {
+        return WIRE_E_NAME;
     }
     m->name.p = name;
     m->name.n = (size_t)(p - name);
-    m->name_hash = proto_name_hash(name, m->name.n);
+    m->name_hash = wire_name_hash(name, m->name.n);
     p++;
 
     if (e - p < 2 || p[0] != 'b' || p[1] != ':') {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 2;
-    if ((r = parse_time(&p, e, &m->start_ns)) != PROTO_OK) {
+    if ((r = parse_time(&p, e, &m->start_ns)) != WIRE_OK) {
         return r;
     }
     if (e - p < 3 || p[0] != ';' || p[1] != 'e' || p[2] != ':') {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 3;
     /* Older oscilloscope wrappers send e:0 for a timeout; accepted for s:to only. */
@@ -596,61 +595,61 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct p
     if (end_zero) {
         m->end_ns = 0;
         p++;
-    } else if ((r = parse_time(&p, e, &m->end_ns)) != PROTO_OK) {
+    } else if ((r = parse_time(&p, e, &m->end_ns)) != WIRE_OK) {
         return r;
     }
     if (e - p < 3 || p[0] != ';' || p[1] != 's' || p[2] != ':') {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 3;
     if (e - p < 2 || (e - p > 2 && p[2] != ';')) {
-        return PROTO_E_STATUS;
+        return WIRE_E_STATUS;
     }
     if (p[0] == 'o' && p[1] == 'k') {
-        m->status = PROTO_ST_OK;
+        m->status = WIRE_ST_OK;
     } else if (p[0] == 'f' && p[1] == 'a') {
-        m->status = PROTO_ST_FA;
+        m->status = WIRE_ST_FA;
     } else if (p[0] == 't' && p[1] == 'o') {
-        m->status = PROTO_ST_TO;
+        m->status = WIRE_ST_TO;
     } else {
-        return PROTO_E_STATUS;
+        return WIRE_E_STATUS;
     }
     p += 2;
 
     m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
     m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
     m->v2_fields = 0;
-    if (p < e && (r = parse_trailing(p, e, m)) != PROTO_OK) {
+    if (p < e && (r = parse_trailing(p, e, m)) != WIRE_OK) {
         return r;
     }
 
     if (end_zero) {
-        if (m->status != PROTO_ST_TO) {
-            return PROTO_E_TIME;
+        if (m->status != WIRE_ST_TO) {
+            return WIRE_E_TIME;
         }
     } else if (m->end_ns < m->start_ns) {
-        return PROTO_E_ORDER;
+        return WIRE_E_ORDER;
     }
-    if (now_ns > 0 && (m->start_ns - now_ns > PROTO_CLOCK_SLACK_NS ||
-                       now_ns - m->start_ns > PROTO_CLOCK_SLACK_NS ||
-                       m->end_ns - now_ns > PROTO_CLOCK_SLACK_NS)) {
+    if (now_ns > 0 &&
+        (m->start_ns - now_ns > WIRE_CLOCK_SLACK_NS || now_ns - m->start_ns > WIRE_CLOCK_SLACK_NS ||
+         m->end_ns - now_ns > WIRE_CLOCK_SLACK_NS)) {
         /* END ≥ START (or 0), so END is checked only on the late side. */
-        return PROTO_E_CLOCK;
+        return WIRE_E_CLOCK;
     }
-    return PROTO_OK;
+    return WIRE_OK;
 }
 
-#ifdef PROTO_SWAR
+#ifdef WIRE_SWAR
 /*
  * The common case in one pass: a complete instance line at p with 19-digit timestamps,
  * `n:NAME;b:START;e:END;s:ok|fa|to`, optionally v2 trailing fields, and its '\n'. The
  * name is checked and hashed 8 bytes at a time; the 50 bytes after it have fixed
  * positions (only a line with trailing fields needs a search for its end).
- * Returns the bytes taken, '\n' included, with *m filled exactly as proto_parse() fills
+ * Returns the bytes taken, '\n' included, with *m filled exactly as wire_parse() fills
  * it, or 0 for anything else, including every error: then the general path (memchr,
- * proto_parse) decides. So this path only ever accepts what proto_parse() accepts.
+ * wire_parse) decides. So this path only ever accepts what wire_parse() accepts.
  */
-static size_t fast_instance(const char *p, const char *end, int64_t now_ns, struct proto_msg *m) {
+static size_t fast_instance(const char *p, const char *end, int64_t now_ns, struct wire_msg *m) {
     /* "n:", a name byte, the 50 fixed bytes ";b:<19>;e:<19>;s:XX\n" */
     if (end - p < 53 || p[0] != 'n' || p[1] != ':' || !in_class(C_NAME0, p[2])) {
         return 0;
@@ -678,7 +677,7 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
         const char *q = name;
         uint64_t x, bad;
         for (;;) {
-            if (end - q < 8 || q - name > PROTO_MAX_NAME) {
+            if (end - q < 8 || q - name > WIRE_MAX_NAME) {
                 return 0;
             }
             x = load64(q);
@@ -695,7 +694,7 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
         s = q + k;
     }
     size_t n = (size_t)(s - name);
-    if (n > PROTO_MAX_NAME || end - s < 50) {
+    if (n > WIRE_MAX_NAME || end - s < 50) {
         return 0;
     }
     /* ";b:" at s, ";e:" at s + 22, ";s:" at s + 44, as whole words (little-endian: the
@@ -712,25 +711,25 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     if (*nl != '\n') {
         /* v2 trailing fields (i:, t:, p:, a:, newer ones): to the end of the line */
         if (*nl != ';' || (nl = memchr(nl, '\n', (size_t)(end - nl))) == NULL ||
-            nl - p > PROTO_MAX_LINE || nl[-1] == '\r') {
+            nl - p > WIRE_MAX_LINE || nl[-1] == '\r') {
             return 0;
         }
         m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
         m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
-        if (parse_trailing(s + 49, nl, m) != PROTO_OK) {
+        if (parse_trailing(s + 49, nl, m) != WIRE_OK) {
             return 0;
         }
     }
-    enum proto_status st;
+    enum wire_status st;
     switch ((tail >> 40) & 0xFFFF) {
     case 'o' | 'k' << 8:
-        st = PROTO_ST_OK;
+        st = WIRE_ST_OK;
         break;
     case 'f' | 'a' << 8:
-        st = PROTO_ST_FA;
+        st = WIRE_ST_FA;
         break;
     case 't' | 'o' << 8:
-        st = PROTO_ST_TO;
+        st = WIRE_ST_TO;
         break;
     default:
         return 0;
@@ -746,11 +745,11 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
 #endif
     if (start == 0 || stop < start ||
         (now_ns > 0 &&
-         (start - now_ns > PROTO_CLOCK_SLACK_NS || now_ns - start > PROTO_CLOCK_SLACK_NS ||
-          stop - now_ns > PROTO_CLOCK_SLACK_NS))) {
+         (start - now_ns > WIRE_CLOCK_SLACK_NS || now_ns - start > WIRE_CLOCK_SLACK_NS ||
+          stop - now_ns > WIRE_CLOCK_SLACK_NS))) {
         return 0; /* (stop == 0 is stop < start) */
     }
-    m->kind = PROTO_INSTANCE;
+    m->kind = WIRE_INSTANCE;
     m->name.p = name;
     m->name.n = n;
     m->name_hash = hash_final(h, n);
@@ -769,7 +768,7 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
 /* ---- control lines ------------------------------------------------------------------ */
 
 /* A label value [A-Za-z0-9_.@:+-]{1,255} up to ';' or e; sets *out and moves *pp. */
-static int take_label(const char **pp, const char *e, struct proto_slice *out) {
+static int take_label(const char **pp, const char *e, struct wire_slice *out) {
     const char *p = *pp, *s = p;
     while (p < e && *p != ';') {
         if (!in_class(C_LABEL, *p)) {
@@ -777,7 +776,7 @@ static int take_label(const char **pp, const char *e, struct proto_slice *out) {
         }
         p++;
     }
-    if (p == s || (size_t)(p - s) > PROTO_MAX_LABEL) {
+    if (p == s || (size_t)(p - s) > WIRE_MAX_LABEL) {
         return -1;
     }
     out->p = s;
@@ -787,65 +786,65 @@ static int take_label(const char **pp, const char *e, struct proto_slice *out) {
 }
 
 /* p is just past "h:". */
-static int parse_hello(const char *p, const char *e, struct proto_msg *m) {
+static int parse_hello(const char *p, const char *e, struct wire_msg *m) {
     const char *semi = memchr(p, ';', (size_t)(e - p));
     const char *ve = semi ? semi : e;
     uint64_t v;
 
-    m->kind = PROTO_HELLO;
+    m->kind = WIRE_HELLO;
     if (ve - p > 6 || parse_u64(p, (size_t)(ve - p), &v) != 0 || v < 2) {
-        return PROTO_E_SYNTAX;
+        return WIRE_E_SYNTAX;
     }
     m->version = (int)v;
     p = ve;
     if (!has_prefix(p, e, ";node:", 6)) {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 6;
     if (take_label(&p, e, &m->node) != 0) {
-        return PROTO_E_SYNTAX;
+        return WIRE_E_SYNTAX;
     }
     if (!has_prefix(p, e, ";app:", 5)) {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 5;
     if (take_label(&p, e, &m->app) != 0) {
-        return PROTO_E_SYNTAX;
+        return WIRE_E_SYNTAX;
     }
-    return PROTO_OK; /* anything after a ';' here is a newer field: skipped */
+    return WIRE_OK; /* anything after a ';' here is a newer field: skipped */
 }
 
 /* p is just past "state;". */
-static int parse_state(const char *p, const char *e, struct proto_msg *m) {
-    m->kind = PROTO_STATE;
+static int parse_state(const char *p, const char *e, struct wire_msg *m) {
+    m->kind = WIRE_STATE;
     if (!has_prefix(p, e, "running:", 8)) {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 8;
     if (p == e || (*p != '0' && *p != '1') || (p + 1 < e && p[1] != ';')) {
-        return PROTO_E_SYNTAX;
+        return WIRE_E_SYNTAX;
     }
     m->running = *p - '0';
     p++;
     if (!has_prefix(p, e, ";probes:", 8)) {
-        return PROTO_E_FIELD;
+        return WIRE_E_FIELD;
     }
     p += 8;
     const char *semi = memchr(p, ';', (size_t)(e - p));
     m->probes.p = p;
     m->probes.n = (size_t)((semi ? semi : e) - p);
     if (!probes_valid(m->probes)) {
-        return PROTO_E_SYNTAX;
+        return WIRE_E_SYNTAX;
     }
-    return PROTO_OK;
+    return WIRE_OK;
 }
 
-int proto_parse(const char *line, size_t len, int64_t now_ns, struct proto_msg *msg) {
+int wire_parse(const char *line, size_t len, int64_t now_ns, struct wire_msg *msg) {
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
-    if (len > PROTO_MAX_LINE) {
-        return PROTO_E_TOOLONG;
+    if (len > WIRE_MAX_LINE) {
+        return WIRE_E_TOOLONG;
     }
     const char *e = line + len;
     if (len >= 2 && line[1] == ':') {
@@ -855,45 +854,74 @@ int proto_parse(const char *line, size_t len, int64_t now_ns, struct proto_msg *
         if (line[0] == 'h') {
             return parse_hello(line + 2, e, msg);
         }
-        return PROTO_E_UNKNOWN;
+        return WIRE_E_UNKNOWN;
     }
     if (slice_is(line, len, "ping")) {
-        msg->kind = PROTO_PING;
-        return PROTO_OK;
+        msg->kind = WIRE_PING;
+        return WIRE_OK;
     }
     if (has_prefix(line, e, "ack", 3) && (len == 3 || line[3] == ';')) {
-        msg->kind = PROTO_ACK;
+        msg->kind = WIRE_ACK;
         if (len <= 4) {
-            return PROTO_E_FIELD;
+            return WIRE_E_FIELD;
         }
         msg->command.p = line + 4;
         msg->command.n = len - 4;
-        return proto_parse_cmd(line + 4, len - 4, &msg->cmd) == 0 ? PROTO_OK : PROTO_E_SYNTAX;
+        return wire_parse_cmd(line + 4, len - 4, &msg->cmd) == 0 ? WIRE_OK : WIRE_E_SYNTAX;
     }
     if (has_prefix(line, e, "drop", 4) && (len == 4 || line[4] == ';')) {
-        msg->kind = PROTO_DROP;
+        msg->kind = WIRE_DROP;
         if (len <= 5) {
-            return PROTO_E_FIELD;
+            return WIRE_E_FIELD;
         }
-        return parse_u64(line + 5, len - 5, &msg->count) == 0 ? PROTO_OK : PROTO_E_SYNTAX;
+        return parse_u64(line + 5, len - 5, &msg->count) == 0 ? WIRE_OK : WIRE_E_SYNTAX;
     }
     if (has_prefix(line, e, "state", 5) && (len == 5 || line[5] == ';')) {
         if (len <= 6) {
-            msg->kind = PROTO_STATE;
-            return PROTO_E_FIELD;
+            msg->kind = WIRE_STATE;
+            return WIRE_E_FIELD;
         }
         return parse_state(line + 6, e, msg);
     }
-    return PROTO_E_UNKNOWN;
+    if (has_prefix(line, e, "clock", 5) && (len == 5 || line[5] == ';')) {
+        msg->kind = WIRE_CLOCK;
+        if (len <= 6) {
+            return WIRE_E_FIELD;
+        }
+        uint64_t ns;
+        if (parse_u64(line + 6, len - 6, &ns) != 0 || ns == 0 || ns > (uint64_t)INT64_MAX) {
+            return WIRE_E_TIME;
+        }
+        msg->clock_ns = (int64_t)ns;
+        return WIRE_OK;
+    }
+    return WIRE_E_UNKNOWN;
+}
+
+int wire_format_tick(char *buf, size_t cap, int64_t ns) {
+    int n = snprintf(buf, cap, "tick;%lld\n", (long long)ns);
+    return n > 0 && (size_t)n < cap ? n : dq_fail(DQ_EFULL, "tick line needs %d bytes", n + 1);
+}
+
+int wire_parse_tick(const char *line, size_t len, int64_t *ns) {
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+    uint64_t v;
+    if (len <= 5 || memcmp(line, "tick;", 5) != 0 || parse_u64(line + 5, len - 5, &v) != 0 ||
+        v == 0 || v > (uint64_t)INT64_MAX) {
+        return -1;
+    }
+    *ns = (int64_t)v;
+    return 0;
 }
 
 /* ---- splitter ----------------------------------------------------------------------- */
 
-int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_line_fn fn,
-                        void *ctx) {
-    if (!s || !buf || !fn || cap < PROTO_SPLITTER_MIN_CAP) {
+int wire_splitter_init(struct wire_splitter *s, char *buf, size_t cap, wire_line_fn fn, void *ctx) {
+    if (!s || !buf || !fn || cap < WIRE_SPLITTER_MIN_CAP) {
         return dq_fail(DQ_EINVAL, "line splitter needs a buffer of at least %d bytes",
-                       PROTO_SPLITTER_MIN_CAP);
+                       WIRE_SPLITTER_MIN_CAP);
     }
     s->buf = buf;
     s->cap = cap;
@@ -905,32 +933,32 @@ int proto_splitter_init(struct proto_splitter *s, char *buf, size_t cap, proto_l
     return 0;
 }
 
-static void report_too_long(struct proto_splitter *s, const char *prefix, size_t n) {
+static void report_too_long(struct wire_splitter *s, const char *prefix, size_t n) {
     s->too_long++;
-    s->fn(s->ctx, prefix, n < PROTO_MAX_LINE ? n : PROTO_MAX_LINE, PROTO_E_TOOLONG);
+    s->fn(s->ctx, prefix, n < WIRE_MAX_LINE ? n : WIRE_MAX_LINE, WIRE_E_TOOLONG);
 }
 
-static void emit_line(struct proto_splitter *s, const char *line, size_t n) {
+static void emit_line(struct wire_splitter *s, const char *line, size_t n) {
     size_t content = n - (n > 0 && line[n - 1] == '\r');
-    if (content > PROTO_MAX_LINE) {
+    if (content > WIRE_MAX_LINE) {
         report_too_long(s, line, n);
     } else {
-        s->fn(s->ctx, line, n, PROTO_OK);
+        s->fn(s->ctx, line, n, WIRE_OK);
     }
 }
 
 /*
- * The buffer holds at most PROTO_MAX_LINE + 1 bytes (a full line plus its '\r'); any
+ * The buffer holds at most WIRE_MAX_LINE + 1 bytes (a full line plus its '\r'); any
  * partial line longer than that is over-long whatever comes next.
  */
-#define SPLIT_HOLD (PROTO_MAX_LINE + 1)
+#define SPLIT_HOLD (WIRE_MAX_LINE + 1)
 
 /*
  * Takes bytes from p up to the end of the first line that ends in [p, end) and passes
  * that line on (or buffers or discards them); returns where the next line starts, or
  * end when the chunk is used up.
  */
-static const char *feed_line(struct proto_splitter *s, const char *p, const char *end) {
+static const char *feed_line(struct wire_splitter *s, const char *p, const char *end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (s->discarding) {
         if (!nl) {
@@ -974,18 +1002,18 @@ static const char *feed_line(struct proto_splitter *s, const char *p, const char
     return nl + 1;
 }
 
-void proto_splitter_feed(struct proto_splitter *s, const char *data, size_t n) {
+void wire_splitter_feed(struct wire_splitter *s, const char *data, size_t n) {
     const char *p = data, *end = data + n;
     while (p < end) {
         p = feed_line(s, p, end);
     }
 }
 
-void proto_splitter_feed_instances(struct proto_splitter *s, const char *data, size_t n,
-                                   int64_t now_ns, proto_instance_fn inst) {
+void wire_splitter_feed_instances(struct wire_splitter *s, const char *data, size_t n,
+                                  int64_t now_ns, wire_instance_fn inst) {
     const char *p = data, *end = data + n;
-#ifdef PROTO_SWAR
-    struct proto_msg m;
+#ifdef WIRE_SWAR
+    struct wire_msg m;
     while (p < end) {
         if (s->len == 0 && !s->discarding) {
             size_t k;
@@ -1008,7 +1036,7 @@ void proto_splitter_feed_instances(struct proto_splitter *s, const char *data, s
 #endif
 }
 
-size_t proto_splitter_pending(const struct proto_splitter *s) {
+size_t wire_splitter_pending(const struct wire_splitter *s) {
     return s->len;
 }
 
@@ -1025,9 +1053,9 @@ static int put(char *buf, size_t cap, size_t *at, const char *s, size_t n) {
 }
 
 /* Writes ms as the dialect wants it into num (≥ 32 bytes); returns its length. */
-static size_t format_ms(char *num, size_t cap, enum proto_dialect d, double ms) {
+static size_t format_ms(char *num, size_t cap, enum wire_dialect d, double ms) {
     int w;
-    if (d == PROTO_LEGACY) {
+    if (d == WIRE_LEGACY) {
         /* Round up, forgiving float noise below 1 ns (200.0000000001 stays 200). */
         double c = ceil(ms - 1e-6);
         if (c < 1.0) {
@@ -1047,41 +1075,41 @@ static size_t format_ms(char *num, size_t cap, enum proto_dialect d, double ms) 
     return n;
 }
 
-int proto_format_cmd(char *buf, size_t cap, enum proto_dialect d, const struct proto_cmd *cmd) {
+int wire_format_cmd(char *buf, size_t cap, enum wire_dialect d, const struct wire_cmd *cmd) {
     size_t at = 0;
     int fits = 0;
     char num[48];
     size_t nn;
 
     switch (cmd->kind) {
-    case PROTO_CMD_START_STUB:
+    case WIRE_CMD_START_STUB:
         fits = put(buf, cap, &at, "start_stub\n", 11);
         break;
-    case PROTO_CMD_STOP_STUB:
+    case WIRE_CMD_STOP_STUB:
         fits = put(buf, cap, &at, "stop_stub\n", 10);
         break;
-    case PROTO_CMD_SYNC:
-        if (d == PROTO_LEGACY) {
+    case WIRE_CMD_SYNC:
+        if (d == WIRE_LEGACY) {
             return dq_fail(DQ_EINVAL, "a legacy wrapper has no sync command");
         }
         fits = put(buf, cap, &at, "sync\n", 5);
         break;
-    case PROTO_CMD_SET_TIMEOUT:
-    case PROTO_CMD_CLEAR_TIMEOUT:
-        if (!cmd->name.p || !proto_name_valid(cmd->name.p, cmd->name.n)) {
+    case WIRE_CMD_SET_TIMEOUT:
+    case WIRE_CMD_CLEAR_TIMEOUT:
+        if (!cmd->name.p || !wire_name_valid(cmd->name.p, cmd->name.n)) {
             return dq_fail(DQ_EINVAL, "bad probe name in command");
         }
-        if (cmd->kind == PROTO_CMD_CLEAR_TIMEOUT) {
-            if (d == PROTO_LEGACY) {
+        if (cmd->kind == WIRE_CMD_CLEAR_TIMEOUT) {
+            if (d == WIRE_LEGACY) {
                 return dq_fail(DQ_EINVAL, "a legacy wrapper has no clear_timeout command");
             }
             fits = put(buf, cap, &at, "clear_timeout;", 14) |
                    put(buf, cap, &at, cmd->name.p, cmd->name.n) | put(buf, cap, &at, "\n", 1);
             break;
         }
-        if (!(cmd->ms >= PROTO_MIN_CMD_MS) || cmd->ms > PROTO_MAX_CMD_MS) {
+        if (!(cmd->ms >= WIRE_MIN_CMD_MS) || cmd->ms > WIRE_MAX_CMD_MS) {
             return dq_fail(DQ_EINVAL, "set_timeout: %g ms is out of range [%g, %g]", cmd->ms,
-                           PROTO_MIN_CMD_MS, PROTO_MAX_CMD_MS);
+                           WIRE_MIN_CMD_MS, WIRE_MAX_CMD_MS);
         }
         nn = format_ms(num, sizeof num, d, cmd->ms);
         fits = put(buf, cap, &at, "set_timeout;", 12) |
@@ -1100,7 +1128,7 @@ int proto_format_cmd(char *buf, size_t cap, enum proto_dialect d, const struct p
     return (int)at;
 }
 
-int proto_parse_cmd(const char *line, size_t len, struct proto_cmd *cmd) {
+int wire_parse_cmd(const char *line, size_t len, struct wire_cmd *cmd) {
     if (len > 0 && line[len - 1] == '\r') {
         len--;
     }
@@ -1109,22 +1137,22 @@ int proto_parse_cmd(const char *line, size_t len, struct proto_cmd *cmd) {
     cmd->name.n = 0;
     cmd->ms = 0;
     if (slice_is(line, len, "start_stub")) {
-        cmd->kind = PROTO_CMD_START_STUB;
+        cmd->kind = WIRE_CMD_START_STUB;
         return 0;
     }
     if (slice_is(line, len, "stop_stub")) {
-        cmd->kind = PROTO_CMD_STOP_STUB;
+        cmd->kind = WIRE_CMD_STOP_STUB;
         return 0;
     }
     if (slice_is(line, len, "sync")) {
-        cmd->kind = PROTO_CMD_SYNC;
+        cmd->kind = WIRE_CMD_SYNC;
         return 0;
     }
     if (has_prefix(line, e, "clear_timeout;", 14)) {
-        cmd->kind = PROTO_CMD_CLEAR_TIMEOUT;
+        cmd->kind = WIRE_CMD_CLEAR_TIMEOUT;
         cmd->name.p = line + 14;
         cmd->name.n = len - 14;
-        return proto_name_valid(cmd->name.p, cmd->name.n) ? 0 : -1;
+        return wire_name_valid(cmd->name.p, cmd->name.n) ? 0 : -1;
     }
     if (has_prefix(line, e, "set_timeout;", 12)) {
         const char *n = line + 12;
@@ -1132,13 +1160,13 @@ int proto_parse_cmd(const char *line, size_t len, struct proto_cmd *cmd) {
         if (!semi) {
             return -1;
         }
-        cmd->kind = PROTO_CMD_SET_TIMEOUT;
+        cmd->kind = WIRE_CMD_SET_TIMEOUT;
         cmd->name.p = n;
         cmd->name.n = (size_t)(semi - n);
-        if (!proto_name_valid(cmd->name.p, cmd->name.n)) {
+        if (!wire_name_valid(cmd->name.p, cmd->name.n)) {
             return -1;
         }
-        return proto_parse_ms(semi + 1, (size_t)(e - semi - 1), &cmd->ms);
+        return wire_parse_ms(semi + 1, (size_t)(e - semi - 1), &cmd->ms);
     }
     return -1;
 }

@@ -1,9 +1,9 @@
 /*
- * dqd_api_log.c: the HTTP routes of the adaptive loop (docs/api.md): start a diagnosis,
+ * api_log.c: the HTTP routes of the adaptive loop (docs/api.md): start a diagnosis,
  * read the hypothesis log (investigations, `why`), snapshots and triggers. Everything is
  * answered from the store, so it explains decisions made before a restart too.
  */
-#include "dqd_internal.h"
+#include "api_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "dq_error.h"
 
 static json_t *json_text_or_null(const char *text) {
     json_error_t err;
@@ -92,7 +94,7 @@ static int parse_id(const char *s, int64_t *id) {
 
 /* ---- POST /api/v1/diagnose ----------------------------------------------------------------- */
 
-static void post_diagnose(struct dqd *d, const struct http_request *req,
+static void post_diagnose(struct api *api, const struct http_request *req,
                           struct http_response *res) {
     const char *node = NULL, *strategy = NULL, *who = NULL;
     json_t *body = NULL;
@@ -119,12 +121,12 @@ static void post_diagnose(struct dqd *d, const struct http_request *req,
         who = json_string_value(jw);
     }
     int64_t id = 0;
-    int rc = dqd__adapt_diagnose(d, node, strategy, who ? who : "dqctl diagnose", &id);
+    int rc = adapt_diagnose(api->env.adapt, node, strategy, who ? who : "dqctl diagnose", &id);
     if (rc == DQ_OK || rc == DQ_EEXIST) {
         struct store_investigation row;
         (void)row;
         json_t *arr = json_array();
-        store_investigation_get(d->store, id, collect_investigation, arr);
+        store_investigation_get(api->env.store, id, collect_investigation, arr);
         json_t *inv = json_array_size(arr) ? json_incref(json_array_get(arr, 0)) : json_null();
         json_decref(arr);
         http_reply_data(res, json_pack("{s:I,s:b,s:o}", "investigation", (json_int_t)id,
@@ -141,7 +143,7 @@ static void post_diagnose(struct dqd *d, const struct http_request *req,
 
 /* ---- investigations ---------------------------------------------------------------------- */
 
-static void get_investigations(struct dqd *d, const struct http_request *req,
+static void get_investigations(struct api *api, const struct http_request *req,
                                struct http_response *res) {
     const char *open = http_request_query(req, "open");
     const char *limit = http_request_query(req, "limit");
@@ -151,7 +153,7 @@ static void get_investigations(struct dqd *d, const struct http_request *req,
         return;
     }
     json_t *arr = json_array();
-    int rc = store_investigations_each(d->store, open && strcmp(open, "1") == 0, (int)lim,
+    int rc = store_investigations_each(api->env.store, open && strcmp(open, "1") == 0, (int)lim,
                                        collect_investigation, arr);
     if (rc) {
         json_decref(arr);
@@ -161,14 +163,14 @@ static void get_investigations(struct dqd *d, const struct http_request *req,
     http_reply_data(res, arr);
 }
 
-static void get_investigation(struct dqd *d, const char *idtext, struct http_response *res) {
+static void get_investigation(struct api *api, const char *idtext, struct http_response *res) {
     int64_t id;
     if (parse_id(idtext, &id) != 0) {
         http_reply_error(res, 400, "bad_data", "investigation id must be a positive integer");
         return;
     }
     json_t *arr = json_array();
-    int rc = store_investigation_get(d->store, id, collect_investigation, arr);
+    int rc = store_investigation_get(api->env.store, id, collect_investigation, arr);
     if (rc) {
         json_decref(arr);
         reply_store_error(res, rc, "no such investigation");
@@ -177,14 +179,14 @@ static void get_investigation(struct dqd *d, const char *idtext, struct http_res
     json_t *inv = json_incref(json_array_get(arr, 0));
     json_decref(arr);
     json_t *hyps = json_array();
-    store_hypotheses_of_investigation(d->store, id, collect_hypothesis, hyps);
+    store_hypotheses_of_investigation(api->env.store, id, collect_hypothesis, hyps);
     json_t *cmds = json_array();
     size_t i;
     json_t *h;
     json_array_foreach(hyps, i, h) {
         struct store_command_filter f = {.hypothesis =
                                              json_integer_value(json_object_get(h, "id"))};
-        store_commands_each(d->store, &f, collect_command, cmds);
+        store_commands_each(api->env.store, &f, collect_command, cmds);
     }
     json_object_set_new(inv, "hypotheses", hyps);
     json_object_set_new(inv, "commands", cmds);
@@ -335,10 +337,10 @@ static int collect_trigger(void *ctx, const struct store_trigger *t) {
     return 0;
 }
 
-static void get_why(struct dqd *d, const char *probe, struct http_response *res) {
-    struct probe *p = probes_find(&d->probes, probe, strlen(probe));
+static void get_why(struct api *api, const char *probe, struct http_response *res) {
+    struct probe *p = probes_find(core_probes(api->env.core), probe, strlen(probe));
     struct why_find w = {0};
-    int rc = store_hypotheses_of_probe(d->store, probe, first_enabling, &w);
+    int rc = store_hypotheses_of_probe(api->env.store, probe, first_enabling, &w);
     if (rc && rc != DQ_ENOTFOUND) {
         reply_store_error(res, rc, "hypotheses");
         return;
@@ -358,16 +360,16 @@ static void get_why(struct dqd *d, const char *probe, struct http_response *res)
         return;
     }
     json_t *chain = json_array();
-    store_hypothesis_chain(d->store, w.hit.id, collect_hypothesis, chain);
+    store_hypothesis_chain(api->env.store, w.hit.id, collect_hypothesis, chain);
     json_t *invs = json_array();
-    store_investigation_get(d->store, w.hit.investigation, collect_investigation, invs);
+    store_investigation_get(api->env.store, w.hit.investigation, collect_investigation, invs);
     json_t *inv = json_incref(json_array_get(invs, 0));
     json_decref(invs);
     json_t *trigger = json_null();
     json_int_t tid = json_integer_value(json_object_get(inv, "trigger"));
     if (tid) {
         json_t *ts = json_array();
-        if (store_trigger_get(d->store, tid, collect_trigger, ts) == DQ_OK) {
+        if (store_trigger_get(api->env.store, tid, collect_trigger, ts) == DQ_OK) {
             json_decref(trigger);
             trigger = json_incref(json_array_get(ts, 0));
         }
@@ -375,7 +377,7 @@ static void get_why(struct dqd *d, const char *probe, struct http_response *res)
     }
     json_t *cmds = json_array(), *own = json_array();
     struct store_command_filter f = {.hypothesis = w.hit.id};
-    store_commands_each(d->store, &f, collect_command, cmds);
+    store_commands_each(api->env.store, &f, collect_command, cmds);
     size_t i;
     json_t *c;
     json_array_foreach(cmds, i, c) {
@@ -386,17 +388,17 @@ static void get_why(struct dqd *d, const char *probe, struct http_response *res)
     }
     json_decref(cmds);
     int64_t dis = 0;
-    store_hypotheses_of_probe(d->store, probe, newest_disable, &dis);
+    store_hypotheses_of_probe(api->env.store, probe, newest_disable, &dis);
     json_t *disable = json_null();
     if (dis > w.hit.id) {
         json_t *da = json_array();
-        store_hypothesis_get(d->store, dis, collect_hypothesis, da);
+        store_hypothesis_get(api->env.store, dis, collect_hypothesis, da);
         json_decref(disable);
         disable = json_incref(json_array_get(da, 0));
         json_decref(da);
         struct store_command_filter fd = {.hypothesis = dis};
         json_t *dc = json_array();
-        store_commands_each(d->store, &fd, collect_command, dc);
+        store_commands_each(api->env.store, &fd, collect_command, dc);
         json_array_foreach(dc, i, c) {
             const char *cp = json_string_value(json_object_get(c, "probe"));
             if (cp && strcmp(cp, probe) == 0) {
@@ -444,9 +446,9 @@ static int collect_snapshot_dq(void *ctx, const struct store_snapshot_dq *sd) {
     return 0;
 }
 
-static void get_snapshots(struct dqd *d, struct http_response *res) {
+static void get_snapshots(struct api *api, struct http_response *res) {
     json_t *arr = json_array();
-    int rc = store_snapshots_each(d->store, 100, collect_snapshot, arr);
+    int rc = store_snapshots_each(api->env.store, 100, collect_snapshot, arr);
     if (rc) {
         json_decref(arr);
         reply_store_error(res, rc, "snapshots");
@@ -455,7 +457,7 @@ static void get_snapshots(struct dqd *d, struct http_response *res) {
     http_reply_data(res, arr);
 }
 
-static void get_snapshot(struct dqd *d, const char *idtext, struct http_response *res) {
+static void get_snapshot(struct api *api, const char *idtext, struct http_response *res) {
     int64_t id;
     if (parse_id(idtext, &id) != 0) {
         http_reply_error(res, 400, "bad_data", "snapshot id must be a positive integer");
@@ -463,9 +465,9 @@ static void get_snapshot(struct dqd *d, const char *idtext, struct http_response
     }
     json_t *rows = json_array(), *dqs = json_array();
     /* one context per call: the row and the ΔQs go to different arrays */
-    int rc = store_snapshot_get(d->store, id, collect_snapshot, NULL, rows);
+    int rc = store_snapshot_get(api->env.store, id, collect_snapshot, NULL, rows);
     if (rc == DQ_OK) {
-        rc = store_snapshot_get(d->store, id, NULL, collect_snapshot_dq, dqs);
+        rc = store_snapshot_get(api->env.store, id, NULL, collect_snapshot_dq, dqs);
     }
     if (rc) {
         json_decref(rows);
@@ -481,9 +483,9 @@ static void get_snapshot(struct dqd *d, const char *idtext, struct http_response
 
 /* ---- triggers ------------------------------------------------------------------------------- */
 
-static void get_triggers(struct dqd *d, const char *probe, struct http_response *res) {
+static void get_triggers(struct api *api, const char *probe, struct http_response *res) {
     json_t *arr = json_array();
-    int rc = store_triggers_each(d->store, probe, collect_trigger, arr);
+    int rc = store_triggers_each(api->env.store, probe, collect_trigger, arr);
     if (rc) {
         json_decref(arr);
         reply_store_error(res, rc, "triggers");
@@ -493,7 +495,7 @@ static void get_triggers(struct dqd *d, const char *probe, struct http_response 
 }
 
 /* PUT /api/v1/probes/NAME/triggers/KIND {threshold, fire_after, clear_after, enabled} */
-static void put_trigger(struct dqd *d, const char *probe, const char *kind,
+static void put_trigger(struct api *api, const char *probe, const char *kind,
                         const struct http_request *req, struct http_response *res) {
     json_error_t err;
     json_t *body = req->body_len ? json_loadb(req->body, req->body_len, 0, &err) : json_object();
@@ -517,43 +519,38 @@ static void put_trigger(struct dqd *d, const char *probe, const char *kind,
     /* fields left out keep the trigger's current value (or the defaults for a new one) */
     double threshold = NAN;
     int fire_after = 3, clear_after = 5, enabled = 1;
-    enum trigger_kind k;
-    if (dqd__trigger_kind_parse(kind, &k) == DQ_OK) {
-        for (int i = 0; i < d->adapt.n_triggers; i++) {
-            const struct trigger *t = &d->adapt.triggers[i];
-            if (t->kind == k && strcmp(t->probe, probe) == 0) {
-                threshold = t->threshold;
-                fire_after = t->fire_after;
-                clear_after = t->clear_after;
-                enabled = t->enabled;
-            }
-        }
+    struct adapt_trigger_info cur;
+    if (adapt_trigger_get(api->env.adapt, probe, kind, &cur) == DQ_OK) {
+        threshold = cur.threshold;
+        fire_after = cur.fire_after;
+        clear_after = cur.clear_after;
+        enabled = cur.enabled;
     }
     if (th) {
         threshold = json_is_number(th) ? json_number_value(th) : NAN;
     }
-    int rc = dqd__adapt_set_trigger(
-        d, probe, kind, threshold, fa ? (int)json_integer_value(fa) : fire_after,
+    int rc = adapt_set_trigger(
+        api->env.adapt, probe, kind, threshold, fa ? (int)json_integer_value(fa) : fire_after,
         ca ? (int)json_integer_value(ca) : clear_after, en ? json_is_true(en) : enabled);
     json_decref(body);
     if (rc) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         return;
     }
-    get_triggers(d, probe, res);
+    get_triggers(api, probe, res);
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------------
  */
 
-int dqd__api_log_route(struct dqd *d, const char *r, const struct http_request *req,
-                       struct http_response *res) {
+int api__log_route(struct api *api, const char *r, const struct http_request *req,
+                   struct http_response *res) {
     int get = strcmp(req->method_name, "GET") == 0;
     if (strcmp(r, "diagnose") == 0) {
         if (strcmp(req->method_name, "POST") != 0) {
             http_reply_error(res, 405, "bad_data", "use POST");
         } else {
-            post_diagnose(d, req, res);
+            post_diagnose(api, req, res);
         }
         return 1;
     }
@@ -563,17 +560,17 @@ int dqd__api_log_route(struct dqd *d, const char *r, const struct http_request *
         if (!get) {
             http_reply_error(res, 405, "bad_data", "use GET");
         } else if (strcmp(r, "investigations") == 0) {
-            get_investigations(d, req, res);
+            get_investigations(api, req, res);
         } else if (strncmp(r, "investigations/", 15) == 0) {
-            get_investigation(d, r + 15, res);
+            get_investigation(api, r + 15, res);
         } else if (strncmp(r, "why/", 4) == 0) {
-            get_why(d, r + 4, res);
+            get_why(api, r + 4, res);
         } else if (strcmp(r, "snapshots") == 0) {
-            get_snapshots(d, res);
+            get_snapshots(api, res);
         } else if (strncmp(r, "snapshots/", 10) == 0) {
-            get_snapshot(d, r + 10, res);
+            get_snapshot(api, r + 10, res);
         } else {
-            get_triggers(d, NULL, res);
+            get_triggers(api, NULL, res);
         }
         return 1;
     }
@@ -595,12 +592,12 @@ int dqd__api_log_route(struct dqd *d, const char *r, const struct http_request *
         probe[len] = '\0';
         if (slash[9] == '\0') {
             if (get) {
-                get_triggers(d, probe, res);
+                get_triggers(api, probe, res);
             } else {
                 http_reply_error(res, 405, "bad_data", "use GET (PUT goes to .../triggers/KIND)");
             }
         } else if (strcmp(req->method_name, "PUT") == 0) {
-            put_trigger(d, probe, slash + 10, req, res);
+            put_trigger(api, probe, slash + 10, req, res);
         } else {
             http_reply_error(res, 405, "bad_data", "use PUT");
         }

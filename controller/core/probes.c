@@ -1,20 +1,20 @@
 /*
- * probes.c: the probe table and window builder (see probes.h). The hot path is
+ * probes.c: the probe table and window builder (see core.h, first part). The hot path is
  * probes_record(): one hash, one compare, a few arithmetic operations and increments.
  */
-#include "probes.h"
+#include "core.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dq_error.h"
-#include "proto.h"
+#include "wire.h"
 
 /* The parser hashes every instance's name while checking it (msg->name_hash), so the
  * table uses the same function and ingest never reads a name twice. */
 static uint32_t hash_name(const char *s, size_t n) {
-    return (uint32_t)proto_name_hash(s, n);
+    return (uint32_t)wire_name_hash(s, n);
 }
 
 static int name_valid(const char *s, size_t n) {
@@ -318,7 +318,7 @@ double probes_bucket_le(int j) {
 
 int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
                   int64_t end_ns, enum probe_status status) {
-    return probes_record_hashed(t, name, len, proto_name_hash(name, len), start_ns, end_ns, status);
+    return probes_record_hashed(t, name, len, wire_name_hash(name, len), start_ns, end_ns, status);
 }
 
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
@@ -419,6 +419,19 @@ struct probe_window *probes_ring_get(struct probe *p, int back) {
 int probes_has_window(struct probe *p, int64_t wid) {
     struct probe_window *w = probes_ring_get(p, 0);
     return w && w->wid == wid;
+}
+
+struct probe_window *probes_ring_find(struct probe *p, int64_t wid) {
+    for (int b = 0; p && b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (w->wid == wid) {
+            return w;
+        }
+        if (w->wid < wid) {
+            break; /* newest first: older ones cannot match */
+        }
+    }
+    return NULL;
 }
 
 int probes_close_window(struct probe_table *t, int64_t wid) {

@@ -1,12 +1,12 @@
 /*
- * test_probes.c: the probe table of dqd (controller/probes.h), without the daemon.
+ * test_probes.c: the probe table of dqd (controller/core/core.h), without the daemon.
  *
  * The ingest path looks names up with a word-at-a-time compare and a hash the parser
  * computed, and bins with a cached window: so names that differ in any single byte, or
  * only in length, must never match; probes_record and probes_record_hashed must agree;
  * and instances must land in the window of their END whichever window came before.
  */
-#include "probes.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "dq_error.h"
-#include "proto.h"
+#include "wire.h"
 
 #define SEC 1000000000LL
 #define T0 (1716300000LL * SEC) /* a window edge for any whole-second window */
@@ -55,8 +55,8 @@ static void test_lookup(void) {
     char copy[64] = "xx";
     memcpy(copy + 2, names[12], 13);
     CHECK(probes_find(&t, copy + 2, 13) == got[12]);
-    CHECK_INT(probes_record_hashed(&t, copy + 2, 13, proto_name_hash(copy + 2, 13), T0 - 5000000,
-                                   T0, PROBE_OK),
+    CHECK_INT(probes_record_hashed(&t, copy + 2, 13, wire_name_hash(copy + 2, 13), T0 - 5000000, T0,
+                                   PROBE_OK),
               0);
     CHECK_INT(got[12]->total_ok, 1);
     CHECK_INT(probes_record(&t, "9bad", 4, T0 - 5, T0, PROBE_OK), DQ_EINVAL);
@@ -95,7 +95,7 @@ static int find_collision(const char *prefix, size_t vary, char *a, char *b) {
     char name[64];
     for (uint32_t i = 0; i < n; i++) {
         cand_name(name, prefix, vary, i);
-        cands[i].h = (uint32_t)proto_name_hash(name, strlen(name));
+        cands[i].h = (uint32_t)wire_name_hash(name, strlen(name));
         cands[i].i = i;
     }
     qsort(cands, n, sizeof cands[0], cmp_cand);

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "dq.h"
-#include "proto.h"
+#include "wire.h"
 
 #define DQD_HOSTPORT_MAX 300           /* bytes of a "HOST:PORT" string, NUL included */
 #define DQD_PATH_MAX 1024              /* bytes of a path, NUL included */
@@ -33,14 +33,17 @@
 
 enum dqd_log_level { DQD_LOG_ERROR, DQD_LOG_WARN, DQD_LOG_INFO, DQD_LOG_DEBUG };
 
+/* Where dqd's time comes from (setting "clock"). */
+enum dqd_clock_mode { DQD_CLOCK_WALL, DQD_CLOCK_SIM };
+
 /* One entry of the config file's "probes" section. Unset members keep their marker. */
 struct dqd_probe_config {
-    char name[PROTO_MAX_NAME + 1]; /* a valid probe NAME */
-    double dmax_ms;                /* > 0, or 0 when not set (default_dmax_ms / auto-range) */
-    int bins;                      /* 1 … DQ_MAX_BINS, or 0 when not set */
-    int enabled;                   /* 1 or 0, or −1 when not set */
-    int has_qta;                   /* 1 when qta holds a QTA */
-    struct dq_qta qta;             /* t in seconds; valid when has_qta */
+    char name[WIRE_MAX_NAME + 1]; /* a valid probe NAME */
+    double dmax_ms;               /* > 0, or 0 when not set (default_dmax_ms / auto-range) */
+    int bins;                     /* 1 … DQ_MAX_BINS, or 0 when not set */
+    int enabled;                  /* 1 or 0, or −1 when not set */
+    int has_qta;                  /* 1 when qta holds a QTA */
+    struct dq_qta qta;            /* t in seconds; valid when has_qta */
 };
 
 #define DQD_MAX_CFG_TRIGGERS 256 /* entries of "triggers" */
@@ -49,7 +52,7 @@ struct dqd_probe_config {
 
 /* One entry of the config file's "triggers" section. */
 struct dqd_trigger_config {
-    char probe[PROTO_MAX_NAME + 1];
+    char probe[WIRE_MAX_NAME + 1];
     char kind[16];    /* qta, load, lost, divergence, cv */
     double threshold; /* NAN: the kind's default */
     int fire_after;   /* k bad windows in a row to fire */
@@ -76,6 +79,7 @@ struct dqd_config {
     char api_token[DQD_PATH_MAX];  /* bearer token for changes through the API, "" none */
     int64_t window_ms;             /* window length */
     int64_t lag_ms;                /* how long a window stays open after its end */
+    int clock;                     /* enum dqd_clock_mode */
     int ring;                      /* closed ΔQs kept per probe */
     double default_dmax_ms;        /* dMax of a probe enabled without one */
     int default_bins;              /* bins of a probe enabled without a setting */

@@ -1,9 +1,9 @@
 /*
- * dqd_api.c: dqd's HTTP API (docs/api.md): JSON in the Prometheus envelope under
- * /api/v1/, the Prometheus text exposition at /metrics and /-/healthy. Handlers read
- * the daemon's state directly (same loop thread) and never block.
+ * api.c: dispatch, authorization, and the routes of what is observed: status, probes and
+ * their ΔQs, the diagram, start/stop of the wrappers, /metrics (see api.h). Probe changes
+ * go through the core (core_change_now), which records them and sends their commands.
  */
-#include "dqd_internal.h"
+#include "api_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -12,68 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dq_error.h"
+
 #define API_PREFIX "/api/v1/"
 
 static json_t *num_or_null(double v) {
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-int dqd__qta_from_json_text(const char *text, struct dq_qta *q);
-
-/* Parses {"points":[[p,t_s],...],"max_lost":x} into q. */
-static int qta_from_json(json_t *j, struct dq_qta *q) {
-    memset(q, 0, sizeof *q);
-    json_t *pts = json_object_get(j, "points");
-    if (!json_is_object(j) || !json_is_array(pts)) {
-        return dq_fail(DQ_EINVAL, "qta must be {\"points\": [[p, t_seconds], ...], "
-                                  "\"max_lost\": x}");
-    }
-    size_t n = json_array_size(pts);
-    if (n < 1 || n > DQ_QTA_MAX_POINTS) {
-        return dq_fail(DQ_EINVAL, "qta needs 1 to %d points", DQ_QTA_MAX_POINTS);
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *pt = json_array_get(pts, i);
-        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
-            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1))) {
-            return dq_fail(DQ_EINVAL, "qta point %zu must be [probability, seconds]", i);
-        }
-        q->p[i] = json_number_value(json_array_get(pt, 0));
-        q->t[i] = json_number_value(json_array_get(pt, 1));
-    }
-    q->n = (int)n;
-    json_t *ml = json_object_get(j, "max_lost");
-    if (ml && !json_is_number(ml)) {
-        return dq_fail(DQ_EINVAL, "qta max_lost must be a number");
-    }
-    /* absent: no limit beyond what the last point implies (as the config file) */
-    q->max_lost = ml ? json_number_value(ml) : 1.0 - q->p[q->n - 1];
-    return dq_qta_check(q);
-}
-
-int dqd__qta_from_json_text(const char *text, struct dq_qta *q) {
-    json_error_t err;
-    json_t *j = json_loads(text, 0, &err);
-    if (!j) {
-        return dq_fail(DQ_EPARSE, "qta: %s", err.text);
-    }
-    int rc = qta_from_json(j, q);
-    json_decref(j);
-    return rc;
-}
-
-static json_t *qta_json(const struct probe *p) {
-    if (!p->has_qta) {
-        return json_null();
-    }
-    json_t *pts = json_array();
-    for (int j = 0; j < p->qta.n; j++) {
-        json_array_append_new(pts, json_pack("[ff]", p->qta.p[j], p->qta.t[j]));
-    }
-    return json_pack("{s:o,s:f}", "points", pts, "max_lost", p->qta.max_lost);
-}
-
-static json_t *window_json(const struct dqd *d, const struct probe_window *w) {
+static json_t *window_json(const struct api *api, const struct probe_window *w) {
     if (!w) {
         return json_null();
     }
@@ -88,14 +35,14 @@ static json_t *window_json(const struct dqd *d, const struct probe_window *w) {
     if (q && dq_quantile(q, 0.99, &t) == DQ_OK) {
         t99 = t;
     }
-    double start = (double)(w->wid * d->probes.window_ns) * 1e-9;
-    return json_pack("{s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "start", start, "end",
-                     start + (double)d->probes.window_ns * 1e-9, "n",
-                     (json_int_t)(w->ok + w->out + w->fa + w->to), "ok",
-                     (json_int_t)(w->ok + w->out), "fa", (json_int_t)w->fa, "to", (json_int_t)w->to,
-                     "mean", w->ok ? json_real(w->mean) : json_null(), "p50", num_or_null(t50),
-                     "p95", num_or_null(t95), "p99", num_or_null(t99), "lost",
-                     q ? json_real(dq_lost(q)) : json_null());
+    int64_t window_ns = core_window_ns(api->env.core);
+    double start = (double)(w->wid * window_ns) * 1e-9;
+    return json_pack(
+        "{s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "start", start, "end",
+        start + (double)window_ns * 1e-9, "n", (json_int_t)(w->ok + w->out + w->fa + w->to), "ok",
+        (json_int_t)(w->ok + w->out), "fa", (json_int_t)w->fa, "to", (json_int_t)w->to, "mean",
+        w->ok ? json_real(w->mean) : json_null(), "p50", num_or_null(t50), "p95", num_or_null(t95),
+        "p99", num_or_null(t99), "lost", q ? json_real(dq_lost(q)) : json_null());
 }
 
 /* The newest ring entry of p that has an observed ΔQ. */
@@ -109,31 +56,31 @@ static const struct probe_window *latest_observed(struct probe *p) {
     return NULL;
 }
 
-static json_t *probe_summary(struct dqd *d, struct probe *p) {
+static json_t *probe_summary(struct api *api, struct probe *p) {
     return json_pack("{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o}", "name", p->name,
                      "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
                      dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok",
                      (json_int_t)p->total_ok, "fa", (json_int_t)p->total_fa, "to",
-                     (json_int_t)p->total_to, "last_window", window_json(d, latest_observed(p)),
-                     "qta", qta_json(p));
+                     (json_int_t)p->total_to, "last_window", window_json(api, latest_observed(p)),
+                     "qta", core_qta_json(p));
 }
 
-static void add_family(struct dqd *d, struct probe *p, json_t *obj) {
+static void add_family(struct api *api, struct probe *p, json_t *obj) {
     json_t *children = json_array();
     json_t *parent = json_null();
-    if (d->diagram) {
-        int i = dq_diagram_find(d->diagram, p->name);
+    const struct dq_diagram *g = core_diagram(api->env.core);
+    if (g) {
+        int i = dq_diagram_find(g, p->name);
         if (i >= 0) {
             int kids[256];
-            size_t n = dq_diagram_probe_children(d->diagram, i, kids, 256);
+            size_t n = dq_diagram_probe_children(g, i, kids, 256);
             for (size_t j = 0; j < n && j < 256; j++) {
-                json_array_append_new(children,
-                                      json_string(dq_diagram_node(d->diagram, kids[j])->name));
+                json_array_append_new(children, json_string(dq_diagram_node(g, kids[j])->name));
             }
             /* nearest named ancestor, looking through anonymous nodes and references */
-            const struct dq_diagram_node *node = dq_diagram_node(d->diagram, i);
+            const struct dq_diagram_node *node = dq_diagram_node(g, i);
             for (int guard = 0; node && node->n_parents > 0 && guard < 10000; guard++) {
-                const struct dq_diagram_node *up = dq_diagram_node(d->diagram, node->parents[0]);
+                const struct dq_diagram_node *up = dq_diagram_node(g, node->parents[0]);
                 if (up && up->name && up->kind != DQ_NODE_REFERENCE) {
                     json_decref(parent);
                     parent = json_string(up->name);
@@ -179,58 +126,66 @@ static json_t *quantiles_json(const struct dq *q) {
 
 /* ---- routes ------------------------------------------------------------------------------ */
 
-static void get_status(struct dqd *d, struct http_response *res) {
-    size_t enabled = 0;
-    for (size_t i = 0; i < d->probes.count; i++) {
-        enabled += d->probes.probes[i]->enabled != 0;
-    }
+struct status_ctx {
+    json_t *wrappers;
+    size_t connections;
+};
+
+static void status_link(void *ctx, const struct core_link_info *li) {
+    struct status_ctx *sc = ctx;
+    sc->connections += li->inbound && li->connected;
+    json_array_append_new(sc->wrappers,
+                          json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id",
+                                    (json_int_t)li->id, "kind", li->kind, "peer", li->peer, "node",
+                                    li->node, "app", li->app, "connected", li->connected, "running",
+                                    li->running < 0 ? json_null() : json_boolean(li->running),
+                                    "instances", (json_int_t)li->instances, "protocol_errors",
+                                    (json_int_t)li->protocol_errors, "dropped_by_wrapper",
+                                    (json_int_t)li->dropped_by_wrapper));
+}
+
+static void get_status(struct api *api, struct http_response *res) {
+    struct core *core = api->env.core;
+    struct core_stats cs;
+    core_get_stats(core, &cs);
+    struct core_source_stats ss;
+    core_sources_stats(core, &ss);
     uint64_t errors = 0;
-    for (int e = 1; e < PROTO_E_COUNT; e++) {
-        errors += d->proto_errors[e];
+    for (int e = 1; e < WIRE_E_COUNT; e++) {
+        errors += ss.protocol_errors[e];
     }
-    json_t *wrappers = json_array();
-    size_t connections = 0;
-    for (struct link *l = d->links; l; l = l->next) {
-        const char *kind = l->kind == LINK_V2         ? "v2"
-                           : l->kind == LINK_OUTBOUND ? "outbound"
-                           : l->kind == LINK_LEGACY   ? "legacy"
-                                                      : "unknown";
-        connections += l->kind != LINK_OUTBOUND && l->connected;
-        json_array_append_new(
-            wrappers,
-            json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id", (json_int_t)l->id, "kind",
-                      kind, "peer", l->peer, "node", l->node, "app", l->app, "connected",
-                      l->connected, "running",
-                      l->running < 0 ? json_null() : json_boolean(l->running), "instances",
-                      (json_int_t)l->instances, "protocol_errors", (json_int_t)l->errors_total,
-                      "dropped_by_wrapper", (json_int_t)l->drops));
-    }
+    struct status_ctx sc = {json_array(), 0};
+    core_links_each(core, status_link, &sc);
     char ingest[96], http[96];
-    snprintf(ingest, sizeof ingest, "%s:%d", d->listen_host, d->listen_port);
-    snprintf(http, sizeof http, "%s:%d", d->http_host, d->http_port);
+    snprintf(ingest, sizeof ingest, "%s:%d", api->ingest_host, api->ingest_port);
+    snprintf(http, sizeof http, "%s:%d", api->http_host, api->http_port);
+    const char *path = core_diagram_path(core);
     json_t *data = json_pack(
-        "{s:s,s:f,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "version", DQD_VERSION,
-        "uptime_seconds", (double)(dqd__now_ns() - d->started_ns) * 1e-9, "ingest", ingest, "http",
-        http, "window_ms", (json_int_t)d->opt.window_ms, "lag_ms", (json_int_t)d->opt.lag_ms, "db",
-        d->opt.db, "diagram",
-        d->diagram ? json_string(d->diagram_path[0] ? d->diagram_path : "(api)") : json_null(),
-        "running", d->running, "probes", (json_int_t)d->probes.count, "enabled",
-        (json_int_t)enabled, "connections", (json_int_t)connections, "instances_total",
-        (json_int_t)d->instances_total, "protocol_errors_total", (json_int_t)errors,
-        "windows_closed", (json_int_t)d->windows_closed, "wrappers", wrappers);
+        "{s:s,s:f,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "version",
+        api->version, "uptime_seconds",
+        (double)(clock_now(core_clock(core)) - cs.started_ns) * 1e-9, "ingest", ingest, "http",
+        http, "window_ms", (json_int_t)api->window_ms, "lag_ms", (json_int_t)api->lag_ms, "db",
+        api->db, "diagram",
+        core_diagram(core) ? json_string(path && path[0] ? path : "(api)") : json_null(), "running",
+        core_running(core), "probes", (json_int_t)cs.probes, "enabled", (json_int_t)cs.enabled,
+        "connections", (json_int_t)sc.connections, "instances_total",
+        (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
+        "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     http_reply_data(res, data);
 }
 
-static void get_probes(struct dqd *d, struct http_response *res) {
+static void get_probes(struct api *api, struct http_response *res) {
+    struct probe_table *t = core_probes(api->env.core);
     json_t *a = json_array();
-    for (size_t i = 0; i < d->probes.count; i++) {
-        json_array_append_new(a, probe_summary(d, d->probes.probes[i]));
+    for (size_t i = 0; i < t->count; i++) {
+        json_array_append_new(a, probe_summary(api, t->probes[i]));
     }
     http_reply_data(res, a);
 }
 
-static void get_probe_dq(struct dqd *d, struct probe *p, const struct http_request *req,
+static void get_probe_dq(struct api *api, struct probe *p, const struct http_request *req,
                          struct http_response *res) {
+    struct probe_table *t = core_probes(api->env.core);
     const char *kind = http_request_query(req, "kind");
     const char *win = http_request_query(req, "window");
     int calculated = 0;
@@ -245,10 +200,10 @@ static void get_probe_dq(struct dqd *d, struct probe *p, const struct http_reque
     if (win && strcmp(win, "latest") != 0) {
         char *end = NULL;
         back = strtol(win, &end, 10);
-        if (!*win || !end || *end || back < 0 || back >= d->probes.ring_cap) {
+        if (!*win || !end || *end || back < 0 || back >= t->ring_cap) {
             http_reply_error(res, 400, "bad_data",
                              "window must be latest or 0 … %d (windows back from the newest)",
-                             d->probes.ring_cap - 1);
+                             t->ring_cap - 1);
             return;
         }
     }
@@ -266,18 +221,18 @@ static void get_probe_dq(struct dqd *d, struct probe *p, const struct http_reque
                          "probe %s has no %s ΔQ for window %ld yet (windows close %" PRId64
                          " ms after their end)",
                          p->name, calculated ? "calculated" : "observed", back,
-                         (d->probes.window_ns + d->probes.lag_ns) / 1000000);
+                         (t->window_ns + t->lag_ns) / 1000000);
         return;
     }
     const struct dq *q = calculated ? w->calculated : w->observed;
     struct dq_moments m;
     int have_m = dq_moments(q, &m) == DQ_OK;
-    double start = (double)(w->wid * d->probes.window_ns) * 1e-9;
+    double start = (double)(w->wid * t->window_ns) * 1e-9;
     json_t *data =
         json_pack("{s:s,s:s,s:{s:f,s:f},s:f,s:i,s:o,s:o,s:f,s:o,s:o,s:o,s:I,s:I,s:I,s:I}", "probe",
                   p->name, "kind", calculated ? "calculated" : "observed", "window", "start", start,
-                  "end", start + (double)d->probes.window_ns * 1e-9, "bin_width", q->width, "bins",
-                  q->n, "pdf", pdf_array(q), "cdf", cdf_array(q), "lost", dq_lost(q), "mean",
+                  "end", start + (double)t->window_ns * 1e-9, "bin_width", q->width, "bins", q->n,
+                  "pdf", pdf_array(q), "cdf", cdf_array(q), "lost", dq_lost(q), "mean",
                   have_m ? json_real(m.mean) : json_null(), "variance",
                   have_m ? json_real(m.variance) : json_null(), "quantiles", quantiles_json(q), "n",
                   (json_int_t)(w->ok + w->out + w->fa + w->to), "ok", (json_int_t)(w->ok + w->out),
@@ -285,8 +240,9 @@ static void get_probe_dq(struct dqd *d, struct probe *p, const struct http_reque
     http_reply_data(res, data);
 }
 
-static void put_probe(struct dqd *d, const char *name, const struct http_request *req,
+static void put_probe(struct api *api, const char *name, const struct http_request *req,
                       struct http_response *res) {
+    struct core *core = api->env.core;
     json_error_t err;
     json_t *body = json_loadb(req->body, req->body_len, 0, &err);
     if (!body || !json_is_object(body)) {
@@ -316,13 +272,13 @@ static void put_probe(struct dqd *d, const char *name, const struct http_request
         return;
     }
     struct dq_qta qta;
-    if (jq && !json_is_null(jq) && qta_from_json(jq, &qta) != DQ_OK) {
+    if (jq && !json_is_null(jq) && core_qta_from_json(jq, &qta) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
     }
     struct probe *p = NULL;
-    if (probes_get(&d->probes, name, strlen(name), &p) != DQ_OK) {
+    if (probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
@@ -330,75 +286,79 @@ static void put_probe(struct dqd *d, const char *name, const struct http_request
     if (jd || jb) {
         double dmax = jd ? json_number_value(jd) : p->dmax_ms;
         int bins = jb ? (int)json_integer_value(jb) : 0;
-        if (probes_set_dmax(&d->probes, p, dmax, bins) != DQ_OK) {
+        if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
             json_decref(body);
             return;
         }
-        if (d->eval) {
-            int i = dq_diagram_find(d->diagram, p->name);
-            if (i >= 0) {
-                dq_eval_set_grid(d->eval, i, p->k, p->n);
-            }
-        }
         if (p->enabled) {
-            struct proto_cmd cmd = {
-                .kind = PROTO_CMD_SET_TIMEOUT, .name = {p->name, p->name_len}, .ms = p->dmax_ms};
-            dqd__broadcast(d, &cmd);
+            struct core_change ch = {.kind = CORE_RESEND, .probe = p};
+            core_change_now(core, &ch);
         }
     }
     if (jq) {
-        p->has_qta = !json_is_null(jq);
-        if (p->has_qta) {
-            p->qta = qta;
-        }
+        core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
     }
     if (je) {
-        dqd__set_enabled(d, p, json_is_true(je), 0);
+        struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p};
+        core_change_now(core, &ch);
     }
-    dqd__save_probe(d, p);
+    core_save_probe(core, p);
     json_decref(body);
-    json_t *data = probe_summary(d, p);
-    add_family(d, p, data);
+    json_t *data = probe_summary(api, p);
+    add_family(api, p, data);
     http_reply_data(res, data);
 }
 
-static void diagram_reply(struct dqd *d, struct http_response *res) {
-    if (!d->diagram) {
+static void diagram_reply(struct api *api, struct http_response *res) {
+    struct core *core = api->env.core;
+    const struct dq_diagram *g = core_diagram(core);
+    if (!g) {
         http_reply_data(res, json_pack("{s:n,s:n,s:[],s:[]}", "path", "text", "roots", "probes"));
         return;
     }
     json_t *roots = json_array(), *probes = json_array();
-    for (size_t j = 0; j < dq_diagram_root_count(d->diagram); j++) {
-        json_array_append_new(
-            roots, json_string(dq_diagram_node(d->diagram, dq_diagram_root(d->diagram, j))->name));
+    for (size_t j = 0; j < dq_diagram_root_count(g); j++) {
+        json_array_append_new(roots, json_string(dq_diagram_node(g, dq_diagram_root(g, j))->name));
     }
-    for (size_t j = 0; j < dq_diagram_probe_count(d->diagram); j++) {
-        json_array_append_new(
-            probes,
-            json_string(dq_diagram_node(d->diagram, dq_diagram_probe(d->diagram, j))->name));
+    for (size_t j = 0; j < dq_diagram_probe_count(g); j++) {
+        json_array_append_new(probes,
+                              json_string(dq_diagram_node(g, dq_diagram_probe(g, j))->name));
     }
+    const char *path = core_diagram_path(core);
     http_reply_data(res, json_pack("{s:o,s:s,s:o,s:o}", "path",
-                                   d->diagram_path[0] ? json_string(d->diagram_path) : json_null(),
-                                   "text", d->diagram_text, "roots", roots, "probes", probes));
+                                   path[0] ? json_string(path) : json_null(), "text",
+                                   core_diagram_text(core), "roots", roots, "probes", probes));
 }
 
-static void wrapper_run(struct dqd *d, int run, struct http_response *res) {
-    d->running = run;
-    struct proto_cmd cmd = {.kind = run ? PROTO_CMD_START_STUB : PROTO_CMD_STOP_STUB};
-    int sent = dqd__broadcast(d, &cmd);
-    http_reply_data(res, json_pack("{s:b,s:i}", "running", run, "sent_to", sent));
+static void wrapper_run(struct api *api, int run, struct http_response *res) {
+    struct core_change ch = {.kind = run ? CORE_START : CORE_STOP};
+    int sent = core_change_now(api->env.core, &ch);
+    http_reply_data(res, json_pack("{s:b,s:i}", "running", run, "sent_to", sent < 0 ? 0 : sent));
 }
 
 /* ---- /metrics -------------------------------------------------------------------------- */
 
-static void metrics(struct dqd *d, struct http_response *res) {
+static void metrics_link(void *ctx, const struct core_link_info *li) {
+    http_response_printf(ctx,
+                         "dqd_link_protocol_errors_total{link=\"%" PRIu64 "\",peer=\"%s\"} "
+                         "%" PRIu64 "\n",
+                         li->id, li->peer, li->protocol_errors);
+}
+
+static void metrics(struct api *api, struct http_response *res) {
+    struct core *core = api->env.core;
+    struct probe_table *t = core_probes(core);
+    struct core_stats cs;
+    core_get_stats(core, &cs);
+    struct core_source_stats ss;
+    core_sources_stats(core, &ss);
     http_response_set_type(res, "text/plain; version=0.0.4; charset=utf-8");
     res->status = 200;
     http_response_printf(res, "# HELP dqd_instances_total Outcome instances received, by probe "
                               "and status.\n# TYPE dqd_instances_total counter\n");
-    for (size_t i = 0; i < d->probes.count; i++) {
-        struct probe *p = d->probes.probes[i];
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
         http_response_printf(res,
                              "dqd_instances_total{probe=\"%s\",status=\"ok\"} %" PRIu64 "\n"
                              "dqd_instances_total{probe=\"%s\",status=\"fa\"} %" PRIu64 "\n"
@@ -409,8 +369,8 @@ static void metrics(struct dqd *d, struct http_response *res) {
         res,
         "# HELP dqd_duration_seconds Durations of successful instances, on "
         "power-of-two edges (the widths of probe grids).\n# TYPE dqd_duration_seconds histogram\n");
-    for (size_t i = 0; i < d->probes.count; i++) {
-        struct probe *p = d->probes.probes[i];
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
         uint64_t cum = 0;
         for (int j = 0; j < PROBES_HIST_BUCKETS; j++) {
             cum += p->hist[j];
@@ -426,15 +386,15 @@ static void metrics(struct dqd *d, struct http_response *res) {
     }
     http_response_printf(res, "# HELP dqd_probe_enabled 1 when dqd has the probe enabled.\n"
                               "# TYPE dqd_probe_enabled gauge\n");
-    for (size_t i = 0; i < d->probes.count; i++) {
-        struct probe *p = d->probes.probes[i];
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
         http_response_printf(res, "dqd_probe_enabled{probe=\"%s\"} %d\n", p->name, p->enabled);
     }
     http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
                               "kind.\n# TYPE dqd_protocol_errors_total counter\n");
-    for (int e = 1; e < PROTO_E_COUNT; e++) {
+    for (int e = 1; e < WIRE_E_COUNT; e++) {
         http_response_printf(res, "dqd_protocol_errors_total{kind=\"%s\"} %" PRIu64 "\n",
-                             proto_err_name(e), d->proto_errors[e]);
+                             wire_err_name(e), ss.protocol_errors[e]);
     }
     http_response_printf(
         res,
@@ -455,16 +415,11 @@ static void metrics(struct dqd *d, struct http_response *res) {
         "# HELP dqd_store_errors_total Failed store writes.\n"
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
-        d->instances_total, d->probes.late, d->probes.future, d->probes.full, d->connections_total,
-        d->windows_closed, d->store_errors);
+        cs.instances_total, t->late, t->future, t->full, ss.connections_total, cs.windows_closed,
+        cs.store_errors);
     http_response_printf(res, "# HELP dqd_link_protocol_errors_total Bad lines per wrapper "
                               "connection.\n# TYPE dqd_link_protocol_errors_total counter\n");
-    for (struct link *l = d->links; l; l = l->next) {
-        http_response_printf(res,
-                             "dqd_link_protocol_errors_total{link=\"%" PRIu64 "\",peer=\"%s\"} "
-                             "%" PRIu64 "\n",
-                             l->id, l->peer, l->errors_total);
-    }
+    core_links_each(core, metrics_link, res);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
@@ -478,7 +433,7 @@ static void method_not_allowed(struct http_response *res, const char *allowed) {
     http_response_add_header(res, "Allow", allowed);
 }
 
-static void probe_routes(struct dqd *d, const char *rest, const struct http_request *req,
+static void probe_routes(struct api *api, const char *rest, const struct http_request *req,
                          struct http_response *res) {
     char name[PROBES_NAME_MAX + 1];
     const char *slash = strchr(rest, '/');
@@ -494,48 +449,48 @@ static void probe_routes(struct dqd *d, const char *rest, const struct http_requ
         return;
     }
     if (!slash && method_is(req, "PUT")) {
-        put_probe(d, name, req, res);
+        put_probe(api, name, req, res);
         return;
     }
     if (!method_is(req, "GET")) {
         method_not_allowed(res, slash ? "GET" : "GET, PUT");
         return;
     }
-    struct probe *p = probes_find(&d->probes, name, len);
+    struct probe *p = probes_find(core_probes(api->env.core), name, len);
     if (!p) {
         http_reply_error(res, 404, "not_found", "no probe named \"%s\"", name);
         return;
     }
     if (slash) {
-        get_probe_dq(d, p, req, res);
+        get_probe_dq(api, p, req, res);
         return;
     }
-    json_t *data = probe_summary(d, p);
-    add_family(d, p, data);
+    json_t *data = probe_summary(api, p);
+    add_family(api, p, data);
     http_reply_data(res, data);
 }
 
 /* 1 when the HTTP API listens on a loopback address only. */
-static int http_is_loopback(const struct dqd *d) {
-    return strncmp(d->http_host, "127.", 4) == 0 || strcmp(d->http_host, "::1") == 0 ||
-           strcmp(d->http_host, "localhost") == 0;
+static int http_is_loopback(const struct api *api) {
+    return strncmp(api->http_host, "127.", 4) == 0 || strcmp(api->http_host, "::1") == 0 ||
+           strcmp(api->http_host, "localhost") == 0;
 }
 
 /* Changes need the api_token when one is set, and are refused beyond loopback without. */
-static int authorized(const struct dqd *d, const struct http_request *req,
+static int authorized(const struct api *api, const struct http_request *req,
                       struct http_response *res) {
     if (strcmp(req->method_name, "GET") == 0 || strcmp(req->method_name, "HEAD") == 0) {
         return 1;
     }
-    const char *token = d->opt.api_token;
+    const char *token = api->api_token;
     if (!token[0]) {
-        if (http_is_loopback(d)) {
+        if (http_is_loopback(api)) {
             return 1;
         }
         http_reply_error(res, 403, "forbidden",
                          "changes through an API bound to %s need an api_token (set it in the "
                          "config or with --api-token, and DQD_TOKEN for dqctl)",
-                         d->http_host);
+                         api->http_host);
         return 0;
     }
     const char *auth = http_request_header(req, "Authorization");
@@ -551,10 +506,10 @@ static int authorized(const struct dqd *d, const struct http_request *req,
     return 1;
 }
 
-void dqd__http_handler(void *ctx, const struct http_request *req, struct http_response *res) {
-    struct dqd *d = ctx;
+void api_handle(void *ctx, const struct http_request *req, struct http_response *res) {
+    struct api *api = ctx;
     const char *path = req->path;
-    if (!authorized(d, req, res)) {
+    if (!authorized(api, req, res)) {
         return;
     }
     if (strcmp(path, "/-/healthy") == 0) {
@@ -567,7 +522,7 @@ void dqd__http_handler(void *ctx, const struct http_request *req, struct http_re
             method_not_allowed(res, "GET");
             return;
         }
-        metrics(d, res);
+        metrics(api, res);
         return;
     }
     if (strncmp(path, API_PREFIX, strlen(API_PREFIX)) != 0) {
@@ -576,24 +531,24 @@ void dqd__http_handler(void *ctx, const struct http_request *req, struct http_re
         return;
     }
     const char *r = path + strlen(API_PREFIX);
-    if (dqd__api_log_route(d, r, req, res)) {
+    if (api__log_route(api, r, req, res)) {
         return;
     }
     if (strcmp(r, "status") == 0) {
-        method_is(req, "GET") ? get_status(d, res) : method_not_allowed(res, "GET");
+        method_is(req, "GET") ? get_status(api, res) : method_not_allowed(res, "GET");
     } else if (strcmp(r, "probes") == 0) {
-        method_is(req, "GET") ? get_probes(d, res) : method_not_allowed(res, "GET");
+        method_is(req, "GET") ? get_probes(api, res) : method_not_allowed(res, "GET");
     } else if (strncmp(r, "probes/", 7) == 0) {
-        probe_routes(d, r + 7, req, res);
+        probe_routes(api, r + 7, req, res);
     } else if (strcmp(r, "diagram") == 0) {
         if (method_is(req, "GET")) {
-            diagram_reply(d, res);
+            diagram_reply(api, res);
         } else if (method_is(req, "PUT")) {
-            if (dqd__load_diagram(d, req->body, req->body_len, NULL) != DQ_OK) {
+            if (core_load_diagram(api->env.core, req->body, req->body_len, NULL) != DQ_OK) {
                 http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
                 return;
             }
-            diagram_reply(d, res);
+            diagram_reply(api, res);
         } else {
             method_not_allowed(res, "GET, PUT");
         }
@@ -602,8 +557,37 @@ void dqd__http_handler(void *ctx, const struct http_request *req, struct http_re
             method_not_allowed(res, "POST");
             return;
         }
-        wrapper_run(d, strcmp(r, "wrapper/start") == 0, res);
+        wrapper_run(api, strcmp(r, "wrapper/start") == 0, res);
     } else {
         http_reply_error(res, 404, "not_found", "no such route: %s", path);
     }
+}
+
+/* ---- create ----------------------------------------------------------------------------- */
+
+int api_create(const struct api_env *env, const struct api_options *o, struct api **out) {
+    struct api *api = calloc(1, sizeof *api);
+    if (!api) {
+        return dq_fail(DQ_ENOMEM, "no memory for the API");
+    }
+    api->env = *env;
+    snprintf(api->version, sizeof api->version, "%s", o->version ? o->version : "");
+    snprintf(api->db, sizeof api->db, "%s", o->db ? o->db : "");
+    snprintf(api->api_token, sizeof api->api_token, "%s", o->api_token ? o->api_token : "");
+    api->window_ms = o->window_ms;
+    api->lag_ms = o->lag_ms;
+    *out = api;
+    return DQ_OK;
+}
+
+void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port,
+                       const char *http_host, int http_port) {
+    snprintf(api->ingest_host, sizeof api->ingest_host, "%s", ingest_host);
+    snprintf(api->http_host, sizeof api->http_host, "%s", http_host);
+    api->ingest_port = ingest_port;
+    api->http_port = http_port;
+}
+
+void api_destroy(struct api *api) {
+    free(api);
 }

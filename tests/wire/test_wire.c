@@ -1,12 +1,12 @@
 /*
- * test_proto.c: the wrapper protocol module (controller/proto.h).
+ * test_wire.c: the wrapper protocol module (controller/proto.h).
  *
  * Good lines of every kind in both dialects (the PROTOCOL.md examples among them) with
  * every field checked; the malformed cases of bad_lines.txt (path in argv[1]), each
  * with its expected error kind; the line splitter against a reference split under
  * random chunkings and at every split position; the command formatter and its parser.
  */
-#include "proto.h"
+#include "wire.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,79 +18,79 @@
 
 #define NOW 1716300000000000000LL
 
-static int slice_eq(struct proto_slice s, const char *lit) {
+static int slice_eq(struct wire_slice s, const char *lit) {
     return s.p && s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
 }
 
-static int parse_str(const char *line, struct proto_msg *m) {
-    return proto_parse(line, strlen(line), NOW, m);
+static int parse_str(const char *line, struct wire_msg *m) {
+    return wire_parse(line, strlen(line), NOW, m);
 }
 
 /* ---- good lines ---------------------------------------------------------------------- */
 
 static void test_legacy_instances(void) {
-    struct proto_msg m;
+    struct wire_msg m;
     CHECK_INT(parse_str("n:checkout;b:1716300000200000000;e:1716300000400000000;s:to", &m),
-              PROTO_OK);
-    CHECK_INT(m.kind, PROTO_INSTANCE);
+              WIRE_OK);
+    CHECK_INT(m.kind, WIRE_INSTANCE);
     CHECK(slice_eq(m.name, "checkout"));
     CHECK_INT(m.start_ns, 1716300000200000000LL);
     CHECK_INT(m.end_ns, 1716300000400000000LL);
-    CHECK_INT(m.status, PROTO_ST_TO);
+    CHECK_INT(m.status, WIRE_ST_TO);
     CHECK_INT(m.v2_fields, 0);
     CHECK(m.id.p == NULL && m.trace.p == NULL && m.parent.p == NULL && m.attrs.p == NULL);
 
-    CHECK_INT(parse_str("n:_a9;b:1716300000000000000;e:1716300000000000000;s:ok", &m), PROTO_OK);
+    CHECK_INT(parse_str("n:_a9;b:1716300000000000000;e:1716300000000000000;s:ok", &m), WIRE_OK);
     CHECK(slice_eq(m.name, "_a9"));
-    CHECK_INT(m.status, PROTO_ST_OK);
+    CHECK_INT(m.status, WIRE_ST_OK);
     CHECK_INT(m.end_ns - m.start_ns, 0);
-    CHECK_INT(parse_str("n:X;b:1716300000000000000;e:1716300000000000001;s:fa", &m), PROTO_OK);
-    CHECK_INT(m.status, PROTO_ST_FA);
+    CHECK_INT(parse_str("n:X;b:1716300000000000000;e:1716300000000000001;s:fa", &m), WIRE_OK);
+    CHECK_INT(m.status, WIRE_ST_FA);
 
     /* Older oscilloscope wrappers end a timeout with e:0 (their deadline was not sent). */
-    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to", &m), PROTO_OK);
-    CHECK_INT(m.status, PROTO_ST_TO);
+    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to", &m), WIRE_OK);
+    CHECK_INT(m.status, WIRE_ST_TO);
     CHECK_INT(m.end_ns, 0);
     CHECK_INT(m.start_ns, 1716300000200000000LL);
-    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to;i:1", &m), PROTO_OK);
+    CHECK_INT(parse_str("n:slow;b:1716300000200000000;e:0;s:to;i:1", &m), WIRE_OK);
     CHECK_INT(m.end_ns, 0);
 
     /* CRLF: the '\r' is ignored. */
-    CHECK_INT(parse_str("n:p;b:1716300000000000000;e:1716300000000000005;s:ok\r", &m), PROTO_OK);
-    CHECK_INT(m.status, PROTO_ST_OK);
+    CHECK_INT(parse_str("n:p;b:1716300000000000000;e:1716300000000000005;s:ok\r", &m), WIRE_OK);
+    CHECK_INT(m.status, WIRE_ST_OK);
     CHECK_INT(m.end_ns, 1716300000000000005LL);
 
     /* The clock check is relative to now_ns and off when now_ns ≤ 0. */
     const char *old = "n:p;b:1000;e:2000;s:ok";
-    CHECK_INT(proto_parse(old, strlen(old), NOW, &m), PROTO_E_CLOCK);
-    CHECK_INT(proto_parse(old, strlen(old), 0, &m), PROTO_OK);
+    CHECK_INT(wire_parse(old, strlen(old), NOW, &m), WIRE_E_CLOCK);
+    CHECK_INT(wire_parse(old, strlen(old), 0, &m), WIRE_OK);
     CHECK_INT(m.start_ns, 1000);
-    CHECK_INT(proto_parse(old, strlen(old), 1000 + PROTO_CLOCK_SLACK_NS, &m), PROTO_OK);
-    CHECK_INT(proto_parse(old, strlen(old), 1001 + PROTO_CLOCK_SLACK_NS, &m), PROTO_E_CLOCK);
+    CHECK_INT(wire_parse(old, strlen(old), 1000 + WIRE_CLOCK_SLACK_NS, &m), WIRE_OK);
+    CHECK_INT(wire_parse(old, strlen(old), 1001 + WIRE_CLOCK_SLACK_NS, &m), WIRE_E_CLOCK);
     /* END is checked too: START within a day of now, END a day and 10 ns after it. */
     char ahead[128];
     int an = snprintf(ahead, sizeof ahead, "n:p;b:%lld;e:%lld;s:to", (long long)NOW,
-                      (long long)(NOW + PROTO_CLOCK_SLACK_NS + 10));
-    CHECK_INT(proto_parse(ahead, (size_t)an, NOW, &m), PROTO_E_CLOCK);
-    CHECK_INT(proto_parse(ahead, (size_t)an, NOW + 10, &m), PROTO_OK);
+                      (long long)(NOW + WIRE_CLOCK_SLACK_NS + 10));
+    CHECK_INT(wire_parse(ahead, (size_t)an, NOW, &m), WIRE_E_CLOCK);
+    CHECK_INT(wire_parse(ahead, (size_t)an, NOW + 10, &m), WIRE_OK);
     /* START = INT64_MAX is a valid number (the clock check is what rejects it). */
     const char *big = "n:p;b:9223372036854775807;e:9223372036854775807;s:ok";
-    CHECK_INT(proto_parse(big, strlen(big), 0, &m), PROTO_OK);
+    CHECK_INT(wire_parse(big, strlen(big), 0, &m), WIRE_OK);
     CHECK_INT(m.start_ns, INT64_MAX);
 
     /* The line is not read past len: a valid prefix of a longer buffer. */
     const char *buf = "n:abc;b:1716300000000000000;e:1716300000000000001;s:okXXXX";
-    CHECK_INT(proto_parse(buf, strlen(buf) - 4, NOW, &m), PROTO_OK);
-    CHECK_INT(proto_parse(buf, strlen(buf), NOW, &m), PROTO_E_STATUS);
+    CHECK_INT(wire_parse(buf, strlen(buf) - 4, NOW, &m), WIRE_OK);
+    CHECK_INT(wire_parse(buf, strlen(buf), NOW, &m), WIRE_E_STATUS);
 }
 
 static void test_v2_instances(void) {
-    struct proto_msg m;
-    struct proto_slice it, k, v;
+    struct wire_msg m;
+    struct wire_slice it, k, v;
     CHECK_INT(parse_str("n:checkout;b:1716300000123456789;e:1716300000173456789;s:ok;i:9f2c;"
                         "t:5b8aa5a2d2c872e8",
                         &m),
-              PROTO_OK);
+              WIRE_OK);
     CHECK(slice_eq(m.name, "checkout"));
     CHECK_INT(m.start_ns, 1716300000123456789LL);
     CHECK_INT(m.end_ns, 1716300000173456789LL);
@@ -103,33 +103,33 @@ static void test_v2_instances(void) {
                         "a:rows=42,table=users,peer.addr=10.0.0.1:5432,delta=-3;p:ABCdef01;"
                         "i:1",
                         &m),
-              PROTO_OK);
-    CHECK_INT(m.status, PROTO_ST_FA);
+              WIRE_OK);
+    CHECK_INT(m.status, WIRE_ST_FA);
     CHECK(slice_eq(m.parent, "ABCdef01"));
     CHECK(slice_eq(m.id, "1"));
     it = m.attrs;
-    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
     CHECK(slice_eq(k, "rows") && slice_eq(v, "42"));
-    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
     CHECK(slice_eq(k, "table") && slice_eq(v, "users"));
-    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
     CHECK(slice_eq(k, "peer.addr") && slice_eq(v, "10.0.0.1:5432"));
-    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
     CHECK(slice_eq(k, "delta") && slice_eq(v, "-3"));
-    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
-    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 0);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 0);
 
     /* Unknown trailing fields are skipped, whatever their value. */
     CHECK_INT(parse_str("n:a;b:1716300000000000000;e:1716300000000000001;s:to;zz:any thing!;"
                         "future_2:;i:00",
                         &m),
-              PROTO_OK);
-    CHECK_INT(m.status, PROTO_ST_TO);
+              WIRE_OK);
+    CHECK_INT(m.status, WIRE_ST_TO);
     CHECK(slice_eq(m.id, "00"));
     CHECK_INT(m.v2_fields, 1);
 
     /* Fields of a previous parse do not leak into the next one. */
-    CHECK_INT(parse_str("n:a;b:1716300000000000000;e:1716300000000000001;s:ok", &m), PROTO_OK);
+    CHECK_INT(parse_str("n:a;b:1716300000000000000;e:1716300000000000001;s:ok", &m), WIRE_OK);
     CHECK(m.id.p == NULL && m.attrs.n == 0);
     CHECK_INT(m.v2_fields, 0);
 }
@@ -138,7 +138,7 @@ static void test_v2_instances(void) {
 static uint32_t rnd(void);
 
 static void test_times(void) {
-    struct proto_msg m;
+    struct wire_msg m;
     char line[128];
     int bad = 0;
     for (int i = 0; i < 200000; i++) {
@@ -152,173 +152,173 @@ static void test_times(void) {
         }
         int n = snprintf(line, sizeof line, "n:t;b:%llu;e:%llu;s:ok", (unsigned long long)v,
                          (unsigned long long)v);
-        int r = proto_parse(line, (size_t)n, 0, &m);
-        bad += r != PROTO_OK || m.start_ns != (int64_t)v || m.end_ns != (int64_t)v;
+        int r = wire_parse(line, (size_t)n, 0, &m);
+        bad += r != WIRE_OK || m.start_ns != (int64_t)v || m.end_ns != (int64_t)v;
         /* Corrupt one byte of START: only another digit keeps it a number. */
         size_t at = 6 + rnd() % (size_t)(strchr(line + 6, ';') - (line + 6));
         char c = (char)(rnd() % 256);
         line[at] = c;
-        r = proto_parse(line, (size_t)n, 0, &m);
+        r = wire_parse(line, (size_t)n, 0, &m);
         if (c >= '0' && c <= '9') {
-            bad += r != PROTO_OK && r != PROTO_E_TIME && r != PROTO_E_ORDER;
+            bad += r != WIRE_OK && r != WIRE_E_TIME && r != WIRE_E_ORDER;
         } else if (c == ';') {
-            bad += r != PROTO_E_FIELD && r != PROTO_E_TIME;
+            bad += r != WIRE_E_FIELD && r != WIRE_E_TIME;
         } else {
-            bad += r != PROTO_E_TIME;
+            bad += r != WIRE_E_TIME;
         }
     }
     CHECK_INT(bad, 0);
     /* Exactly INT64_MAX and one more, with a prefix of zeros up to 19 digits. */
     const char *ok = "n:t;b:0000000000000000001;e:9223372036854775807;s:ok";
-    CHECK_INT(proto_parse(ok, strlen(ok), 0, &m), PROTO_OK);
+    CHECK_INT(wire_parse(ok, strlen(ok), 0, &m), WIRE_OK);
     CHECK_INT(m.start_ns, 1);
     const char *over = "n:t;b:1;e:9223372036854775808;s:ok";
-    CHECK_INT(proto_parse(over, strlen(over), 0, &m), PROTO_E_TIME);
+    CHECK_INT(wire_parse(over, strlen(over), 0, &m), WIRE_E_TIME);
     const char *twenty = "n:t;b:00000000000000000001;e:2;s:ok";
-    CHECK_INT(proto_parse(twenty, strlen(twenty), 0, &m), PROTO_E_TIME);
+    CHECK_INT(wire_parse(twenty, strlen(twenty), 0, &m), WIRE_E_TIME);
 }
 
 static void test_names(void) {
     char line[2048];
     char name[300];
-    struct proto_msg m;
+    struct wire_msg m;
     memset(name, 'q', sizeof name);
     int n = snprintf(line, sizeof line, "n:%.*s;b:1716300000000000000;e:1716300000000000001;s:ok",
                      255, name);
-    CHECK_INT(proto_parse(line, (size_t)n, NOW, &m), PROTO_OK);
+    CHECK_INT(wire_parse(line, (size_t)n, NOW, &m), WIRE_OK);
     CHECK_INT(m.name.n, 255);
     n = snprintf(line, sizeof line, "n:%.*s;b:1716300000000000000;e:1716300000000000001;s:ok", 256,
                  name);
-    CHECK_INT(proto_parse(line, (size_t)n, NOW, &m), PROTO_E_NAME);
-    CHECK(proto_name_valid("a", 1));
-    CHECK(proto_name_valid("_", 1));
-    CHECK(proto_name_valid("Zz_09", 5));
-    CHECK(!proto_name_valid("", 0));
-    CHECK(!proto_name_valid("0a", 2));
-    CHECK(!proto_name_valid("a-b", 3));
-    CHECK(!proto_name_valid("a\0b", 3));
-    CHECK(proto_name_valid(name, 255));
-    CHECK(!proto_name_valid(name, 256));
+    CHECK_INT(wire_parse(line, (size_t)n, NOW, &m), WIRE_E_NAME);
+    CHECK(wire_name_valid("a", 1));
+    CHECK(wire_name_valid("_", 1));
+    CHECK(wire_name_valid("Zz_09", 5));
+    CHECK(!wire_name_valid("", 0));
+    CHECK(!wire_name_valid("0a", 2));
+    CHECK(!wire_name_valid("a-b", 3));
+    CHECK(!wire_name_valid("a\0b", 3));
+    CHECK(wire_name_valid(name, 255));
+    CHECK(!wire_name_valid(name, 256));
 }
 
 static void test_line_limit(void) {
     /* Exactly 1024 bytes of content is fine (with or without a CR); 1025 is not. */
     char line[1100];
-    struct proto_msg m;
+    struct wire_msg m;
     const char *head = "n:lim;b:1716300000000000000;e:1716300000000000001;s:ok;x:";
     size_t h = strlen(head);
     memcpy(line, head, h);
     memset(line + h, 'y', sizeof line - h);
-    CHECK_INT(proto_parse(line, 1024, NOW, &m), PROTO_OK);
+    CHECK_INT(wire_parse(line, 1024, NOW, &m), WIRE_OK);
     line[1024] = '\r';
-    CHECK_INT(proto_parse(line, 1025, NOW, &m), PROTO_OK);
+    CHECK_INT(wire_parse(line, 1025, NOW, &m), WIRE_OK);
     line[1024] = 'y';
-    CHECK_INT(proto_parse(line, 1025, NOW, &m), PROTO_E_TOOLONG);
+    CHECK_INT(wire_parse(line, 1025, NOW, &m), WIRE_E_TOOLONG);
 }
 
 static void test_control_lines(void) {
-    struct proto_msg m;
-    struct proto_slice it, k, v;
+    struct wire_msg m;
+    struct wire_slice it, k, v;
     double ms;
 
-    CHECK_INT(parse_str("ping", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_PING);
-    CHECK_INT(parse_str("ping\r", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_PING);
+    CHECK_INT(parse_str("ping", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_PING);
+    CHECK_INT(parse_str("ping\r", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_PING);
 
-    CHECK_INT(parse_str("h:2;node:shop@host1;app:shop", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_HELLO);
+    CHECK_INT(parse_str("h:2;node:shop@host1;app:shop", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_HELLO);
     CHECK_INT(m.version, 2);
     CHECK(slice_eq(m.node, "shop@host1"));
     CHECK(slice_eq(m.app, "shop"));
-    CHECK_INT(parse_str("h:17;node:a-b.c_d@x:1;app:my.app+2;pid:123", &m), PROTO_OK);
+    CHECK_INT(parse_str("h:17;node:a-b.c_d@x:1;app:my.app+2;pid:123", &m), WIRE_OK);
     CHECK_INT(m.version, 17);
     CHECK(slice_eq(m.node, "a-b.c_d@x:1"));
     CHECK(slice_eq(m.app, "my.app+2"));
 
-    CHECK_INT(parse_str("ack;set_timeout;payment;80", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_ACK);
+    CHECK_INT(parse_str("ack;set_timeout;payment;80", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_ACK);
     CHECK(slice_eq(m.command, "set_timeout;payment;80"));
-    CHECK_INT(m.cmd.kind, PROTO_CMD_SET_TIMEOUT);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_SET_TIMEOUT);
     CHECK(slice_eq(m.cmd.name, "payment"));
     CHECK_NEAR(m.cmd.ms, 80.0, 0);
-    CHECK_INT(parse_str("ack;start_stub", &m), PROTO_OK);
-    CHECK_INT(m.cmd.kind, PROTO_CMD_START_STUB);
-    CHECK_INT(parse_str("ack;stop_stub", &m), PROTO_OK);
-    CHECK_INT(m.cmd.kind, PROTO_CMD_STOP_STUB);
-    CHECK_INT(parse_str("ack;clear_timeout;payment", &m), PROTO_OK);
-    CHECK_INT(m.cmd.kind, PROTO_CMD_CLEAR_TIMEOUT);
+    CHECK_INT(parse_str("ack;start_stub", &m), WIRE_OK);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_START_STUB);
+    CHECK_INT(parse_str("ack;stop_stub", &m), WIRE_OK);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_STOP_STUB);
+    CHECK_INT(parse_str("ack;clear_timeout;payment", &m), WIRE_OK);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_CLEAR_TIMEOUT);
     CHECK(slice_eq(m.cmd.name, "payment"));
-    CHECK_INT(parse_str("ack;sync", &m), PROTO_OK);
-    CHECK_INT(m.cmd.kind, PROTO_CMD_SYNC);
-    CHECK_INT(parse_str("ack;set_timeout;p;0.25", &m), PROTO_OK);
+    CHECK_INT(parse_str("ack;sync", &m), WIRE_OK);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_SYNC);
+    CHECK_INT(parse_str("ack;set_timeout;p;0.25", &m), WIRE_OK);
     CHECK_NEAR(m.cmd.ms, 0.25, 0);
 
-    CHECK_INT(parse_str("drop;0", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_DROP);
+    CHECK_INT(parse_str("drop;0", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_DROP);
     CHECK_INT(m.count, 0);
-    CHECK_INT(parse_str("drop;18446744073709551615", &m), PROTO_OK);
+    CHECK_INT(parse_str("drop;18446744073709551615", &m), WIRE_OK);
     CHECK(m.count == UINT64_MAX);
-    CHECK_INT(parse_str("drop;1234", &m), PROTO_OK);
+    CHECK_INT(parse_str("drop;1234", &m), WIRE_OK);
     CHECK_INT(m.count, 1234);
 
-    CHECK_INT(parse_str("state;running:1;probes:checkout=200", &m), PROTO_OK);
-    CHECK_INT(m.kind, PROTO_STATE);
+    CHECK_INT(parse_str("state;running:1;probes:checkout=200", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_STATE);
     CHECK_INT(m.running, 1);
     it = m.probes;
-    CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
     CHECK(slice_eq(k, "checkout") && slice_eq(v, "200"));
-    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 0);
 
-    CHECK_INT(parse_str("state;running:0;probes:", &m), PROTO_OK);
+    CHECK_INT(parse_str("state;running:0;probes:", &m), WIRE_OK);
     CHECK_INT(m.running, 0);
     CHECK_INT(m.probes.n, 0);
     it = m.probes;
-    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 0);
 
-    CHECK_INT(parse_str("state;running:1;probes:a=0.25,b_2=1024,c=3.5;mode:x", &m), PROTO_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=0.25,b_2=1024,c=3.5;mode:x", &m), WIRE_OK);
     it = m.probes;
     const char *names[] = {"a", "b_2", "c"};
     const double mss[] = {0.25, 1024, 3.5};
     for (int i = 0; i < 3; i++) {
-        CHECK_INT(proto_kv_next(&it, &k, &v), 1);
+        CHECK_INT(wire_kv_next(&it, &k, &v), 1);
         CHECK(slice_eq(k, names[i]));
-        CHECK_INT(proto_parse_ms(v.p, v.n, &ms), 0);
+        CHECK_INT(wire_parse_ms(v.p, v.n, &ms), 0);
         CHECK_NEAR(ms, mss[i], 1e-12);
     }
-    CHECK_INT(proto_kv_next(&it, &k, &v), 0);
+    CHECK_INT(wire_kv_next(&it, &k, &v), 0);
 
     /* The iterator on hand-made malformed lists. */
-    struct proto_slice bad = {"a=1,", 4};
-    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+    struct wire_slice bad = {"a=1,", 4};
+    CHECK_INT(wire_kv_next(&bad, &k, &v), -1);
     bad.p = "a=1,,b=2";
     bad.n = 8;
-    CHECK_INT(proto_kv_next(&bad, &k, &v), 1);
-    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+    CHECK_INT(wire_kv_next(&bad, &k, &v), 1);
+    CHECK_INT(wire_kv_next(&bad, &k, &v), -1);
     bad.p = "noeq";
     bad.n = 4;
-    CHECK_INT(proto_kv_next(&bad, &k, &v), -1);
+    CHECK_INT(wire_kv_next(&bad, &k, &v), -1);
 }
 
 static void test_parse_ms(void) {
     double ms = -1;
-    CHECK_INT(proto_parse_ms("200", 3, &ms), 0);
+    CHECK_INT(wire_parse_ms("200", 3, &ms), 0);
     CHECK_NEAR(ms, 200, 0);
-    CHECK_INT(proto_parse_ms("0.000001", 8, &ms), 0);
+    CHECK_INT(wire_parse_ms("0.000001", 8, &ms), 0);
     CHECK_NEAR(ms, 1e-6, 1e-18);
-    CHECK_INT(proto_parse_ms("1000000000", 10, &ms), 0);
-    CHECK_INT(proto_parse_ms("1000000000.5", 12, &ms), -1);
-    CHECK_INT(proto_parse_ms("10000000000", 11, &ms), -1);
-    CHECK_INT(proto_parse_ms("0", 1, &ms), -1);
-    CHECK_INT(proto_parse_ms("0.000000999", 11, &ms), -1);
-    CHECK_INT(proto_parse_ms("0.0", 3, &ms), -1);
-    CHECK_INT(proto_parse_ms("", 0, &ms), -1);
-    CHECK_INT(proto_parse_ms("1.", 2, &ms), -1);
-    CHECK_INT(proto_parse_ms(".5", 2, &ms), -1);
-    CHECK_INT(proto_parse_ms("1.1234567891", 12, &ms), -1);
-    CHECK_INT(proto_parse_ms("1.123456789", 11, &ms), 0);
-    CHECK_INT(proto_parse_ms("1e3", 3, &ms), -1);
-    CHECK_INT(proto_parse_ms("-1", 2, &ms), -1);
+    CHECK_INT(wire_parse_ms("1000000000", 10, &ms), 0);
+    CHECK_INT(wire_parse_ms("1000000000.5", 12, &ms), -1);
+    CHECK_INT(wire_parse_ms("10000000000", 11, &ms), -1);
+    CHECK_INT(wire_parse_ms("0", 1, &ms), -1);
+    CHECK_INT(wire_parse_ms("0.000000999", 11, &ms), -1);
+    CHECK_INT(wire_parse_ms("0.0", 3, &ms), -1);
+    CHECK_INT(wire_parse_ms("", 0, &ms), -1);
+    CHECK_INT(wire_parse_ms("1.", 2, &ms), -1);
+    CHECK_INT(wire_parse_ms(".5", 2, &ms), -1);
+    CHECK_INT(wire_parse_ms("1.1234567891", 12, &ms), -1);
+    CHECK_INT(wire_parse_ms("1.123456789", 11, &ms), 0);
+    CHECK_INT(wire_parse_ms("1e3", 3, &ms), -1);
+    CHECK_INT(wire_parse_ms("-1", 2, &ms), -1);
 }
 
 /* The wrapper → dqd example of PROTOCOL.md, as a whole stream through the splitter. */
@@ -330,16 +330,16 @@ struct collect {
 
 static void collect_fn(void *ctx, const char *line, size_t len, int err) {
     struct collect *c = ctx;
-    struct proto_msg m;
+    struct wire_msg m;
     if (c->n >= 16) {
         return;
     }
-    c->errs[c->n] = err == PROTO_OK ? proto_parse(line, len, NOW, &m) : err;
-    c->kinds[c->n] = c->errs[c->n] == PROTO_OK ? (int)m.kind : -1;
+    c->errs[c->n] = err == WIRE_OK ? wire_parse(line, len, NOW, &m) : err;
+    c->kinds[c->n] = c->errs[c->n] == WIRE_OK ? (int)m.kind : -1;
     c->n++;
 }
 
-static void test_protocol_example(void) {
+static void test_wirecol_example(void) {
     static const char stream[] =
         "h:2;node:shop@host1;app:shop\n"
         "state;running:1;probes:checkout=200\n"
@@ -348,32 +348,32 @@ static void test_protocol_example(void) {
         "ping\n"
         "ack;set_timeout;payment;80\n"
         "ack;start_stub\n";
-    const int want[] = {PROTO_HELLO, PROTO_STATE, PROTO_INSTANCE, PROTO_INSTANCE,
-                        PROTO_PING,  PROTO_ACK,   PROTO_ACK};
+    const int want[] = {WIRE_HELLO, WIRE_STATE, WIRE_INSTANCE, WIRE_INSTANCE,
+                        WIRE_PING,  WIRE_ACK,   WIRE_ACK};
     char buf[4096];
-    struct proto_splitter s;
+    struct wire_splitter s;
     struct collect c = {0};
-    CHECK_INT(proto_splitter_init(&s, buf, sizeof buf, collect_fn, &c), 0);
-    proto_splitter_feed(&s, stream, sizeof stream - 1);
+    CHECK_INT(wire_splitter_init(&s, buf, sizeof buf, collect_fn, &c), 0);
+    wire_splitter_feed(&s, stream, sizeof stream - 1);
     CHECK_INT(c.n, 7);
     for (int i = 0; i < 7; i++) {
-        CHECK_INT(c.errs[i], PROTO_OK);
+        CHECK_INT(c.errs[i], WIRE_OK);
         CHECK_INT(c.kinds[i], want[i]);
     }
-    CHECK_INT(proto_splitter_pending(&s), 0);
+    CHECK_INT(wire_splitter_pending(&s), 0);
 
     /* dqd's answer to the hello, in both dialects. */
-    char out[PROTO_CMD_MAX];
-    struct proto_cmd cmd = {PROTO_CMD_SET_TIMEOUT, {"checkout", 8}, 200};
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), 25);
+    char out[WIRE_CMD_MAX];
+    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"checkout", 8}, 200};
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), 25);
     CHECK_STR(out, "set_timeout;checkout;200\n");
     cmd.name.p = "payment";
     cmd.name.n = 7;
     cmd.ms = 80;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), 23);
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), 23);
     CHECK_STR(out, "set_timeout;payment;80\n");
-    cmd.kind = PROTO_CMD_START_STUB;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), 11);
+    cmd.kind = WIRE_CMD_START_STUB;
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), 11);
     CHECK_STR(out, "start_stub\n");
 }
 
@@ -437,7 +437,7 @@ static void test_bad_lines(const char *path) {
     FILE *f = fopen(path, "r");
     char text[4096], line[8192];
     int cases = 0, lineno = 0;
-    int seen[PROTO_E_COUNT] = {0};
+    int seen[WIRE_E_COUNT] = {0};
     CHECK_MSG(f != NULL, "cannot open %s", path);
     if (!f) {
         return;
@@ -458,8 +458,8 @@ static void test_bad_lines(const char *path) {
         }
         *sp = '\0';
         int want = -1;
-        for (int k = 1; k < PROTO_E_COUNT; k++) {
-            if (strcmp(text, proto_err_name(k)) == 0) {
+        for (int k = 1; k < WIRE_E_COUNT; k++) {
+            if (strcmp(text, wire_err_name(k)) == 0) {
                 want = k;
             }
         }
@@ -469,44 +469,44 @@ static void test_bad_lines(const char *path) {
         if (want <= 0 || n < 0) {
             continue;
         }
-        struct proto_msg m;
-        int got = proto_parse(line, (size_t)n, NOW, &m);
-        CHECK_MSG(got == want, "%s:%d: got %s, want %s", path, lineno, proto_err_name(got),
-                  proto_err_name(want));
+        struct wire_msg m;
+        int got = wire_parse(line, (size_t)n, NOW, &m);
+        CHECK_MSG(got == want, "%s:%d: got %s, want %s", path, lineno, wire_err_name(got),
+                  wire_err_name(want));
         seen[want]++;
         cases++;
 
         /* Through the splitter the same line gives the same kind. */
         char buf[4096];
-        struct proto_splitter s;
+        struct wire_splitter s;
         struct collect c = {0};
-        proto_splitter_init(&s, buf, sizeof buf, collect_fn, &c);
+        wire_splitter_init(&s, buf, sizeof buf, collect_fn, &c);
         if (memchr(line, '\n', (size_t)n) == NULL) {
-            proto_splitter_feed(&s, line, (size_t)n);
-            proto_splitter_feed(&s, "\n", 1);
+            wire_splitter_feed(&s, line, (size_t)n);
+            wire_splitter_feed(&s, "\n", 1);
             CHECK_MSG(c.n == 1 && c.errs[0] == want, "%s:%d: through the splitter: %s", path,
-                      lineno, c.n ? proto_err_name(c.errs[0]) : "no line");
+                      lineno, c.n ? wire_err_name(c.errs[0]) : "no line");
         }
     }
     fclose(f);
     CHECK(cases > 100);
-    for (int k = 1; k < PROTO_E_COUNT; k++) {
-        CHECK_MSG(seen[k] > 0, "no case for kind %s", proto_err_name(k));
+    for (int k = 1; k < WIRE_E_COUNT; k++) {
+        CHECK_MSG(seen[k] > 0, "no case for kind %s", wire_err_name(k));
     }
 }
 
 static void test_err_names(void) {
-    for (int a = 0; a < PROTO_E_COUNT; a++) {
-        CHECK(proto_err_name(a) != NULL && proto_err_message(a) != NULL);
-        CHECK(strlen(proto_err_message(a)) > 3);
-        for (int b = a + 1; b < PROTO_E_COUNT; b++) {
-            CHECK(strcmp(proto_err_name(a), proto_err_name(b)) != 0);
+    for (int a = 0; a < WIRE_E_COUNT; a++) {
+        CHECK(wire_err_name(a) != NULL && wire_err_message(a) != NULL);
+        CHECK(strlen(wire_err_message(a)) > 3);
+        for (int b = a + 1; b < WIRE_E_COUNT; b++) {
+            CHECK(strcmp(wire_err_name(a), wire_err_name(b)) != 0);
         }
     }
-    CHECK_STR(proto_err_name(PROTO_OK), "ok");
-    CHECK_STR(proto_err_name(PROTO_E_TOOLONG), "too_long");
-    CHECK_STR(proto_err_name(PROTO_E_COUNT), "invalid");
-    CHECK_STR(proto_err_name(-1), "invalid");
+    CHECK_STR(wire_err_name(WIRE_OK), "ok");
+    CHECK_STR(wire_err_name(WIRE_E_TOOLONG), "too_long");
+    CHECK_STR(wire_err_name(WIRE_E_COUNT), "invalid");
+    CHECK_STR(wire_err_name(-1), "invalid");
 }
 
 /* ---- splitter ---------------------------------------------------------------------- */
@@ -552,10 +552,10 @@ static void reference_split(const char *data, size_t n, struct rec *r) {
         }
         size_t len = i - start;
         size_t content = len - (len > 0 && data[i - 1] == '\r');
-        if (content > PROTO_MAX_LINE) {
-            rec_fn(r, data + start, len, PROTO_E_TOOLONG);
+        if (content > WIRE_MAX_LINE) {
+            rec_fn(r, data + start, len, WIRE_E_TOOLONG);
         } else {
-            rec_fn(r, data + start, len, PROTO_OK);
+            rec_fn(r, data + start, len, WIRE_OK);
         }
         start = i + 1;
     }
@@ -570,12 +570,12 @@ static int rec_same(const struct rec *got, const struct rec *want) {
         if (got->err[i] != want->err[i]) {
             return 0;
         }
-        if (got->err[i] == PROTO_OK) {
+        if (got->err[i] == WIRE_OK) {
             if (got->len[i] != want->len[i] ||
                 memcmp(got->store + got->off[i], want->store + want->off[i], got->len[i]) != 0) {
                 return 0;
             }
-        } else if (got->len[i] == 0 || got->len[i] > want->len[i] || got->len[i] > PROTO_MAX_LINE ||
+        } else if (got->len[i] == 0 || got->len[i] > want->len[i] || got->len[i] > WIRE_MAX_LINE ||
                    memcmp(got->store + got->off[i], want->store + want->off[i], got->len[i]) != 0) {
             return 0;
         }
@@ -640,27 +640,27 @@ static void test_splitter_chunkings(void) {
     CHECK(want->n > 100 && !want->overflow);
     int too_long = 0;
     for (int i = 0; i < want->n; i++) {
-        too_long += want->err[i] == PROTO_E_TOOLONG;
+        too_long += want->err[i] == WIRE_E_TOOLONG;
     }
     CHECK(too_long > 10);
 
     for (int round = 0; round < 200; round++) {
-        struct proto_splitter s;
+        struct wire_splitter s;
         size_t maxchunk = round < 50 ? 1 + rnd() % 8 : 1 + rnd() % 9000;
-        size_t bufcap = round % 2 ? 4096 : PROTO_SPLITTER_MIN_CAP;
+        size_t bufcap = round % 2 ? 4096 : WIRE_SPLITTER_MIN_CAP;
         rec_init(got, cap);
-        CHECK_INT(proto_splitter_init(&s, buf, bufcap, rec_fn, got), 0);
+        CHECK_INT(wire_splitter_init(&s, buf, bufcap, rec_fn, got), 0);
         for (size_t at = 0; at < n;) {
             size_t c = 1 + rnd() % maxchunk;
             if (c > n - at) {
                 c = n - at;
             }
-            proto_splitter_feed(&s, stream + at, c);
+            wire_splitter_feed(&s, stream + at, c);
             at += c;
         }
         CHECK_MSG(rec_same(got, want), "round %d (max chunk %zu): %d lines, want %d", round,
                   maxchunk, got->n, want->n);
-        CHECK_INT(proto_splitter_pending(&s), 20);
+        CHECK_INT(wire_splitter_pending(&s), 20);
         CHECK_INT(s.too_long, (uint64_t)too_long);
         free(got->store);
     }
@@ -691,7 +691,7 @@ static void test_splitter_every_split(void) {
     n += 5;
 
     struct rec *want = malloc(sizeof *want), *got = malloc(sizeof *got);
-    char buf[PROTO_SPLITTER_MIN_CAP];
+    char buf[WIRE_SPLITTER_MIN_CAP];
     int bad = 0;
     CHECK(want && got);
     if (!want || !got) {
@@ -702,17 +702,17 @@ static void test_splitter_every_split(void) {
     rec_init(want, 8192);
     reference_split(stream, n, want);
     CHECK_INT(want->n, 4);
-    CHECK_INT(want->err[1], PROTO_E_TOOLONG);
-    CHECK_INT(want->err[2], PROTO_OK);
+    CHECK_INT(want->err[1], WIRE_E_TOOLONG);
+    CHECK_INT(want->err[2], WIRE_OK);
     for (size_t cut = 0; cut <= n; cut++) {
         for (size_t cut2 = cut; cut2 <= n; cut2 += (cut2 < cut + 3 ? 1 : 997)) {
-            struct proto_splitter s;
+            struct wire_splitter s;
             rec_init(got, 8192);
-            proto_splitter_init(&s, buf, sizeof buf, rec_fn, got);
-            proto_splitter_feed(&s, stream, cut);
-            proto_splitter_feed(&s, stream + cut, cut2 - cut);
-            proto_splitter_feed(&s, stream + cut2, n - cut2);
-            if (!rec_same(got, want) || s.too_long != 1 || proto_splitter_pending(&s) != 0) {
+            wire_splitter_init(&s, buf, sizeof buf, rec_fn, got);
+            wire_splitter_feed(&s, stream, cut);
+            wire_splitter_feed(&s, stream + cut, cut2 - cut);
+            wire_splitter_feed(&s, stream + cut2, n - cut2);
+            if (!rec_same(got, want) || s.too_long != 1 || wire_splitter_pending(&s) != 0) {
                 bad++;
             }
             free(got->store);
@@ -729,31 +729,31 @@ static void test_splitter_every_split(void) {
         return;
     }
     rec_init(r, 8192);
-    struct proto_splitter s;
-    proto_splitter_init(&s, buf, sizeof buf, rec_fn, r);
+    struct wire_splitter s;
+    wire_splitter_init(&s, buf, sizeof buf, rec_fn, r);
     for (int i = 0; i < 5000; i++) {
-        proto_splitter_feed(&s, "zzzzzzzzzz", 10);
+        wire_splitter_feed(&s, "zzzzzzzzzz", 10);
     }
     CHECK_INT(r->n, 1);
-    CHECK_INT(r->err[0], PROTO_E_TOOLONG);
-    proto_splitter_feed(&s, "zz\nping\n", 8);
+    CHECK_INT(r->err[0], WIRE_E_TOOLONG);
+    wire_splitter_feed(&s, "zz\nping\n", 8);
     CHECK_INT(r->n, 2);
-    CHECK_INT(r->err[1], PROTO_OK);
+    CHECK_INT(r->err[1], WIRE_OK);
     CHECK_INT(r->len[1], 4);
     free(r->store);
     free(r);
 
-    char small[PROTO_SPLITTER_MIN_CAP - 1];
-    CHECK_INT(proto_splitter_init(&s, small, sizeof small, rec_fn, NULL), DQ_EINVAL);
+    char small[WIRE_SPLITTER_MIN_CAP - 1];
+    CHECK_INT(wire_splitter_init(&s, small, sizeof small, rec_fn, NULL), DQ_EINVAL);
 }
 
 /* ---- commands ---------------------------------------------------------------------- */
 
-static void check_fmt(enum proto_dialect d, enum proto_cmd_kind kind, const char *name, double ms,
+static void check_fmt(enum wire_dialect d, enum wire_cmd_kind kind, const char *name, double ms,
                       const char *want) {
-    char out[PROTO_CMD_MAX];
-    struct proto_cmd cmd = {kind, {name, name ? strlen(name) : 0}, ms};
-    int n = proto_format_cmd(out, sizeof out, d, &cmd);
+    char out[WIRE_CMD_MAX];
+    struct wire_cmd cmd = {kind, {name, name ? strlen(name) : 0}, ms};
+    int n = wire_format_cmd(out, sizeof out, d, &cmd);
     CHECK_MSG(n == (int)strlen(want) && memcmp(out, want, strlen(want)) == 0,
               "format(%g) gave %d \"%.*s\", want \"%s\"", ms, n, n > 0 ? n : 0, out, want);
 }
@@ -765,7 +765,7 @@ struct outcome {
     int rc, kind, status, v2;
     int64_t start, end;
     size_t name_n;
-    uint64_t name_fnv; /* the name's bytes, hashed here independently of proto */
+    uint64_t name_fnv; /* the name's bytes, hashed here independently of wire */
     uint64_t v2_fnv;   /* the v2 slices (i:, t:, p:, a:): presence, lengths and bytes */
 };
 
@@ -783,23 +783,23 @@ static uint64_t fnv(const char *p, size_t n) {
     return h;
 }
 
-static void outcome_add(struct outcomes *r, int rc, const struct proto_msg *m) {
+static void outcome_add(struct outcomes *r, int rc, const struct wire_msg *m) {
     struct outcome o = {.rc = rc};
-    if (rc == PROTO_OK) {
+    if (rc == WIRE_OK) {
         o.kind = (int)m->kind;
-        if (m->kind == PROTO_INSTANCE) {
+        if (m->kind == WIRE_INSTANCE) {
             o.status = (int)m->status;
             o.v2 = m->v2_fields;
             o.start = m->start_ns;
             o.end = m->end_ns;
             o.name_n = m->name.n;
             o.name_fnv = fnv(m->name.p, m->name.n);
-            const struct proto_slice *v2[4] = {&m->id, &m->trace, &m->parent, &m->attrs};
+            const struct wire_slice *v2[4] = {&m->id, &m->trace, &m->parent, &m->attrs};
             for (int k = 0; k < 4; k++) {
                 uint64_t h = v2[k]->p ? fnv(v2[k]->p, v2[k]->n) + v2[k]->n : 7;
                 o.v2_fnv = (o.v2_fnv ^ h) * 1099511628211ULL;
             }
-            r->bad_hash += m->name_hash != proto_name_hash(m->name.p, m->name.n);
+            r->bad_hash += m->name_hash != wire_name_hash(m->name.p, m->name.n);
             r->bad_hash += !m->v2_fields && (m->id.p || m->trace.p || m->parent.p || m->attrs.p);
         }
     }
@@ -810,14 +810,14 @@ static void outcome_add(struct outcomes *r, int rc, const struct proto_msg *m) {
 
 static void outcome_line(void *ctx, const char *line, size_t len, int err) {
     struct outcomes *r = ctx;
-    struct proto_msg m;
-    outcome_add(r, err ? err : proto_parse(line, len, r->now, &m), &m);
+    struct wire_msg m;
+    outcome_add(r, err ? err : wire_parse(line, len, r->now, &m), &m);
 }
 
-static void outcome_instance(void *ctx, const struct proto_msg *m) {
+static void outcome_instance(void *ctx, const struct wire_msg *m) {
     struct outcomes *r = ctx;
     r->fast++;
-    outcome_add(r, PROTO_OK, m);
+    outcome_add(r, WIRE_OK, m);
 }
 
 /* A random digit string of n digits (leading zeros allowed). */
@@ -849,7 +849,7 @@ static size_t fast_test_line(char *p) {
         end = start - 1; /* END before START */
     }
     if (kind == 3) {
-        start -= 2 * PROTO_CLOCK_SLACK_NS; /* far from the clock */
+        start -= 2 * WIRE_CLOCK_SLACK_NS; /* far from the clock */
     }
     int w = snprintf(p + n, 200, ";b:%019lld;e:%019lld;s:%s", (long long)start, (long long)end,
                      st[kind == 4 ? rnd() % 7 : rnd() % 3]);
@@ -907,7 +907,7 @@ static void test_fast_path(void) {
     static struct outcomes want, got;
     size_t cap = 4 << 20, n = 0;
     char *stream = malloc(cap);
-    char buf[PROTO_SPLITTER_MIN_CAP];
+    char buf[WIRE_SPLITTER_MIN_CAP];
     CHECK(stream != NULL);
     if (!stream) {
         return;
@@ -916,24 +916,24 @@ static void test_fast_path(void) {
         n += fast_test_line(stream + n);
     }
     for (int round = 0; round < 40; round++) {
-        struct proto_splitter a, b;
+        struct wire_splitter a, b;
         int64_t now = round % 4 == 3 ? 0 : NOW; /* 0: no clock check */
         size_t maxchunk = round < 10 ? 1 + rnd() % 100 : 1 + rnd() % 70000;
         want.n = got.n = got.fast = want.fast = got.bad_hash = 0;
         want.now = got.now = now;
-        CHECK_INT(proto_splitter_init(&a, buf, sizeof buf, outcome_line, &want), 0);
+        CHECK_INT(wire_splitter_init(&a, buf, sizeof buf, outcome_line, &want), 0);
         for (size_t at = 0; at < n;) {
             size_t c = 1 + rnd() % maxchunk;
             c = c > n - at ? n - at : c;
-            proto_splitter_feed(&a, stream + at, c);
+            wire_splitter_feed(&a, stream + at, c);
             at += c;
         }
-        char buf2[PROTO_SPLITTER_MIN_CAP];
-        CHECK_INT(proto_splitter_init(&b, buf2, sizeof buf2, outcome_line, &got), 0);
+        char buf2[WIRE_SPLITTER_MIN_CAP];
+        CHECK_INT(wire_splitter_init(&b, buf2, sizeof buf2, outcome_line, &got), 0);
         for (size_t at = 0; at < n;) {
             size_t c = 1 + rnd() % maxchunk;
             c = c > n - at ? n - at : c;
-            proto_splitter_feed_instances(&b, stream + at, c, now, outcome_instance);
+            wire_splitter_feed_instances(&b, stream + at, c, now, outcome_instance);
             at += c;
         }
         int diff = -1;
@@ -946,11 +946,11 @@ static void test_fast_path(void) {
                   round, got.n, want.n, diff);
         CHECK_INT(got.bad_hash + want.bad_hash, 0);
         CHECK_INT(a.too_long, b.too_long);
-        CHECK_INT(proto_splitter_pending(&a), proto_splitter_pending(&b));
+        CHECK_INT(wire_splitter_pending(&a), wire_splitter_pending(&b));
         /* the fast path took most lines, and not the damaged ones */
         int ok = 0;
         for (int i = 0; i < want.n; i++) {
-            ok += want.o[i].rc == PROTO_OK;
+            ok += want.o[i].rc == WIRE_OK;
         }
         /* (chunks under a line's length leave it little to take) */
         CHECK_MSG((maxchunk < 4096 || got.fast > ok / 2) && got.fast <= ok,
@@ -972,130 +972,130 @@ static void test_name_hash(void) {
             a[j] = (char)('a' + rnd() % 26);
         }
         memcpy(b + off, a, n);
-        bad += proto_name_hash(a, n) != proto_name_hash(b + off, n);
+        bad += wire_name_hash(a, n) != wire_name_hash(b + off, n);
         b[off + rnd() % n] ^= 1;
-        bad += proto_name_hash(a, n) == proto_name_hash(b + off, n);
-        bad += proto_name_hash(a, n) == proto_name_hash(a, n - 1);
+        bad += wire_name_hash(a, n) == wire_name_hash(b + off, n);
+        bad += wire_name_hash(a, n) == wire_name_hash(a, n - 1);
     }
     CHECK_INT(bad, 0);
-    struct proto_msg m;
+    struct wire_msg m;
     CHECK_INT(
         parse_str("n:probe_name_longer_than_16;b:1716300000000000000;e:1716300000000000001;s:ok",
                   &m),
-        PROTO_OK);
-    CHECK(m.name_hash == proto_name_hash("probe_name_longer_than_16", 25));
+        WIRE_OK);
+    CHECK(m.name_hash == wire_name_hash("probe_name_longer_than_16", 25));
 }
 
 static void test_format(void) {
-    check_fmt(PROTO_LEGACY, PROTO_CMD_START_STUB, NULL, 0, "start_stub\n");
-    check_fmt(PROTO_V2, PROTO_CMD_STOP_STUB, NULL, 0, "stop_stub\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SYNC, NULL, 0, "sync\n");
-    check_fmt(PROTO_V2, PROTO_CMD_CLEAR_TIMEOUT, "checkout", 0, "clear_timeout;checkout\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;1\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;0.25\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;2\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;1.5\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024, "set_timeout;c;1024\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024.0000000001, "set_timeout;c;1024\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1024.01, "set_timeout;c;1025\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;1\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;0.000001\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 0.0009765625, "set_timeout;c;0.000977\n");
-    check_fmt(PROTO_V2, PROTO_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
-    check_fmt(PROTO_LEGACY, PROTO_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_START_STUB, NULL, 0, "start_stub\n");
+    check_fmt(WIRE_V2, WIRE_CMD_STOP_STUB, NULL, 0, "stop_stub\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SYNC, NULL, 0, "sync\n");
+    check_fmt(WIRE_V2, WIRE_CMD_CLEAR_TIMEOUT, "checkout", 0, "clear_timeout;checkout\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;1\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "checkout", 0.25, "set_timeout;checkout;0.25\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "c", 200, "set_timeout;c;200\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;2\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "c", 1.5, "set_timeout;c;1.5\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1024, "set_timeout;c;1024\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1024.0000000001, "set_timeout;c;1024\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1024.01, "set_timeout;c;1025\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;1\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "c", 0.000001, "set_timeout;c;0.000001\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "c", 0.0009765625, "set_timeout;c;0.000977\n");
+    check_fmt(WIRE_V2, WIRE_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
+    check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
 
-    char out[PROTO_CMD_MAX];
-    struct proto_cmd cmd = {PROTO_CMD_SET_TIMEOUT, {"c", 1}, 0};
+    char out[WIRE_CMD_MAX];
+    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"c", 1}, 0};
     const double bad_ms[] = {0, -1, 1e-7, 1e9 + 1, NAN, INFINITY};
     for (size_t i = 0; i < sizeof bad_ms / sizeof bad_ms[0]; i++) {
         cmd.ms = bad_ms[i];
-        CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
-        CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
+        CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
+        CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), DQ_EINVAL);
     }
     cmd.ms = 5;
     cmd.name.p = "9bad";
     cmd.name.n = 4;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
     cmd.name.p = NULL;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
-    cmd.kind = PROTO_CMD_CLEAR_TIMEOUT;
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
+    cmd.kind = WIRE_CMD_CLEAR_TIMEOUT;
     cmd.name.p = "c";
     cmd.name.n = 1;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
-    cmd.kind = PROTO_CMD_SYNC;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_LEGACY, &cmd), DQ_EINVAL);
-    cmd.kind = (enum proto_cmd_kind)99;
-    CHECK_INT(proto_format_cmd(out, sizeof out, PROTO_V2, &cmd), DQ_EINVAL);
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), DQ_EINVAL);
+    cmd.kind = WIRE_CMD_SYNC;
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), DQ_EINVAL);
+    cmd.kind = (enum wire_cmd_kind)99;
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
 
     /* A buffer one byte short is DQ_EFULL; exactly long enough works (no NUL then). */
-    cmd.kind = PROTO_CMD_SET_TIMEOUT;
+    cmd.kind = WIRE_CMD_SET_TIMEOUT;
     cmd.ms = 200;
     char exact[18];
     memset(exact, '#', sizeof exact);
-    CHECK_INT(proto_format_cmd(exact, 17, PROTO_V2, &cmd), DQ_EFULL);
-    CHECK_INT(proto_format_cmd(exact, 18, PROTO_V2, &cmd), 18);
+    CHECK_INT(wire_format_cmd(exact, 17, WIRE_V2, &cmd), DQ_EFULL);
+    CHECK_INT(wire_format_cmd(exact, 18, WIRE_V2, &cmd), 18);
     CHECK(memcmp(exact, "set_timeout;c;200\n", 18) == 0);
-    CHECK_INT(proto_format_cmd(exact, 0, PROTO_V2, &cmd), DQ_EFULL);
+    CHECK_INT(wire_format_cmd(exact, 0, WIRE_V2, &cmd), DQ_EFULL);
 
-    /* The longest command fits PROTO_CMD_MAX. */
-    char name[PROTO_MAX_NAME];
+    /* The longest command fits WIRE_CMD_MAX. */
+    char name[WIRE_MAX_NAME];
     memset(name, 'n', sizeof name);
     cmd.name.p = name;
     cmd.name.n = sizeof name;
     cmd.ms = 999999999.999999;
-    int n = proto_format_cmd(out, sizeof out, PROTO_V2, &cmd);
-    CHECK(n > 255 && n < PROTO_CMD_MAX);
+    int n = wire_format_cmd(out, sizeof out, WIRE_V2, &cmd);
+    CHECK(n > 255 && n < WIRE_CMD_MAX);
 }
 
 static void test_parse_cmd(void) {
-    struct proto_cmd c;
-    CHECK_INT(proto_parse_cmd("start_stub", 10, &c), 0);
-    CHECK_INT(c.kind, PROTO_CMD_START_STUB);
-    CHECK_INT(proto_parse_cmd("stop_stub\r", 10, &c), 0);
-    CHECK_INT(c.kind, PROTO_CMD_STOP_STUB);
-    CHECK_INT(proto_parse_cmd("set_timeout;abc;12.5", 20, &c), 0);
-    CHECK_INT(c.kind, PROTO_CMD_SET_TIMEOUT);
+    struct wire_cmd c;
+    CHECK_INT(wire_parse_cmd("start_stub", 10, &c), 0);
+    CHECK_INT(c.kind, WIRE_CMD_START_STUB);
+    CHECK_INT(wire_parse_cmd("stop_stub\r", 10, &c), 0);
+    CHECK_INT(c.kind, WIRE_CMD_STOP_STUB);
+    CHECK_INT(wire_parse_cmd("set_timeout;abc;12.5", 20, &c), 0);
+    CHECK_INT(c.kind, WIRE_CMD_SET_TIMEOUT);
     CHECK(slice_eq(c.name, "abc"));
     CHECK_NEAR(c.ms, 12.5, 0);
-    CHECK_INT(proto_parse_cmd("set_timeout;abc", 15, &c), -1);
-    CHECK_INT(proto_parse_cmd("set_timeout;;5", 14, &c), -1);
-    CHECK_INT(proto_parse_cmd("set_timeout;a;5;6", 17, &c), -1);
-    CHECK_INT(proto_parse_cmd("clear_timeout;", 14, &c), -1);
-    CHECK_INT(proto_parse_cmd("clear_timeout;a;", 16, &c), -1);
-    CHECK_INT(proto_parse_cmd("sync;", 5, &c), -1);
-    CHECK_INT(proto_parse_cmd("", 0, &c), -1);
+    CHECK_INT(wire_parse_cmd("set_timeout;abc", 15, &c), -1);
+    CHECK_INT(wire_parse_cmd("set_timeout;;5", 14, &c), -1);
+    CHECK_INT(wire_parse_cmd("set_timeout;a;5;6", 17, &c), -1);
+    CHECK_INT(wire_parse_cmd("clear_timeout;", 14, &c), -1);
+    CHECK_INT(wire_parse_cmd("clear_timeout;a;", 16, &c), -1);
+    CHECK_INT(wire_parse_cmd("sync;", 5, &c), -1);
+    CHECK_INT(wire_parse_cmd("", 0, &c), -1);
 
     /* Round trip of random commands in both dialects. */
-    char out[PROTO_CMD_MAX];
+    char out[WIRE_CMD_MAX];
     char name[40];
     int bad = 0;
     for (int i = 0; i < 20000; i++) {
-        struct proto_cmd in = {(enum proto_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0};
-        enum proto_dialect d = rnd() % 2 ? PROTO_V2 : PROTO_LEGACY;
+        struct wire_cmd in = {(enum wire_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0};
+        enum wire_dialect d = rnd() % 2 ? WIRE_V2 : WIRE_LEGACY;
         name[0] = (char)('a' + rnd() % 26);
         for (size_t j = 1; j < in.name.n; j++) {
             name[j] = "abcXYZ_019"[rnd() % 10];
         }
         in.ms = (double)(rnd() % 1000000000) / (double)(1u << (rnd() % 20)) + 1e-6;
-        int n = proto_format_cmd(out, sizeof out, d, &in);
+        int n = wire_format_cmd(out, sizeof out, d, &in);
         if (n < 0) {
-            bad += !(d == PROTO_LEGACY &&
-                     (in.kind == PROTO_CMD_SYNC || in.kind == PROTO_CMD_CLEAR_TIMEOUT));
+            bad += !(d == WIRE_LEGACY &&
+                     (in.kind == WIRE_CMD_SYNC || in.kind == WIRE_CMD_CLEAR_TIMEOUT));
             continue;
         }
-        if (out[n - 1] != '\n' || proto_parse_cmd(out, (size_t)n - 1, &c) != 0 ||
+        if (out[n - 1] != '\n' || wire_parse_cmd(out, (size_t)n - 1, &c) != 0 ||
             c.kind != in.kind) {
             bad++;
             continue;
         }
-        if (in.kind == PROTO_CMD_SET_TIMEOUT || in.kind == PROTO_CMD_CLEAR_TIMEOUT) {
+        if (in.kind == WIRE_CMD_SET_TIMEOUT || in.kind == WIRE_CMD_CLEAR_TIMEOUT) {
             bad += c.name.n != in.name.n || memcmp(c.name.p, name, in.name.n) != 0;
         }
-        if (in.kind == PROTO_CMD_SET_TIMEOUT) {
-            double want = d == PROTO_LEGACY ? fmax(1.0, ceil(in.ms - 1e-6)) : in.ms;
-            bad += fabs(c.ms - want) > (d == PROTO_LEGACY ? 0 : 5e-7 + 1e-15 * want);
+        if (in.kind == WIRE_CMD_SET_TIMEOUT) {
+            double want = d == WIRE_LEGACY ? fmax(1.0, ceil(in.ms - 1e-6)) : in.ms;
+            bad += fabs(c.ms - want) > (d == WIRE_LEGACY ? 0 : 5e-7 + 1e-15 * want);
         }
     }
     CHECK_INT(bad, 0);
@@ -1110,7 +1110,7 @@ int main(int argc, char **argv) {
     test_line_limit();
     test_control_lines();
     test_parse_ms();
-    test_protocol_example();
+    test_wirecol_example();
     test_bad_lines(argc > 1 ? argv[1] : "bad_lines.txt");
     test_splitter_chunkings();
     test_splitter_every_split();

@@ -1,16 +1,16 @@
 /*
- * bench_proto.c: throughput of the ingest parser (docs/PERFORMANCE.md "Ingest parser").
+ * bench_wire.c: throughput of the ingest parser (docs/PERFORMANCE.md "Ingest parser").
  *
  * Builds a buffer of legacy instance lines (what the oscilloscope's wrapper sends), then
  * in the same run measures (a) the baseline: memchr-only line splitting of that buffer,
- * (b) proto_splitter_feed() + proto_parse() on every line, fed in 64 KiB chunks as a
- * socket read would deliver them, and (c) proto_splitter_feed_instances(), the daemon's
+ * (b) wire_splitter_feed() + wire_parse() on every line, fed in 64 KiB chunks as a
+ * socket read would deliver them, and (c) wire_splitter_feed_instances(), the daemon's
  * one-pass path, on the same chunks (it must agree with (b)). Prints lines/s and
  * ns/line of each and their ratios to (a). Each figure is the best of several
  * repetitions, the passes alternating, to damp noise from a shared machine.
- * Usage: bench_proto [MEGABYTES]   (default 64)
+ * Usage: bench_wire [MEGABYTES]   (default 64)
  */
-#include "proto.h"
+#include "wire.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -35,12 +35,12 @@ struct sink {
 
 static void on_line(void *ctx, const char *line, size_t len, int err) {
     struct sink *s = ctx;
-    struct proto_msg m;
-    if (err == PROTO_OK) {
-        err = proto_parse(line, len, 1716300000000000000LL, &m);
+    struct wire_msg m;
+    if (err == WIRE_OK) {
+        err = wire_parse(line, len, 1716300000000000000LL, &m);
     }
     s->lines++;
-    if (err != PROTO_OK) {
+    if (err != WIRE_OK) {
         s->errors++;
     } else {
         s->sum += m.end_ns - m.start_ns + (int64_t)m.name.n + (int64_t)m.status;
@@ -48,7 +48,7 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
 }
 
 /* The fast path's instance callback: the same bookkeeping as on_line. */
-static void on_instance(void *ctx, const struct proto_msg *m) {
+static void on_instance(void *ctx, const struct wire_msg *m) {
     struct sink *s = ctx;
     s->lines++;
     s->sum += m->end_ns - m->start_ns + (int64_t)m->name.n + (int64_t)m->status;
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     uint64_t lines = 0;
     int64_t t = 1716300000000000000LL;
     if (!data) {
-        fprintf(stderr, "bench_proto: out of memory\n");
+        fprintf(stderr, "bench_wire: out of memory\n");
         return 1;
     }
     while (n + 128 < cap) {
@@ -98,12 +98,12 @@ int main(int argc, char **argv) {
         }
 
         /* (b) splitter + parser, 64 KiB chunks. */
-        struct proto_splitter sp;
+        struct wire_splitter sp;
         memset(&s, 0, sizeof s);
-        proto_splitter_init(&sp, buf, sizeof buf, on_line, &s);
+        wire_splitter_init(&sp, buf, sizeof buf, on_line, &s);
         t0 = now_s();
         for (size_t at = 0; at < n; at += CHUNK) {
-            proto_splitter_feed(&sp, data + at, n - at < CHUNK ? n - at : CHUNK);
+            wire_splitter_feed(&sp, data + at, n - at < CHUNK ? n - at : CHUNK);
         }
         dt = now_s() - t0;
         if (dt < best_parse) {
@@ -112,11 +112,11 @@ int main(int argc, char **argv) {
 
         /* (c) the daemon's path: the splitter's one-pass fast path for instance lines. */
         memset(&f, 0, sizeof f);
-        proto_splitter_init(&sp, buf, sizeof buf, on_line, &f);
+        wire_splitter_init(&sp, buf, sizeof buf, on_line, &f);
         t0 = now_s();
         for (size_t at = 0; at < n; at += CHUNK) {
-            proto_splitter_feed_instances(&sp, data + at, n - at < CHUNK ? n - at : CHUNK,
-                                          1716300000000000000LL, on_instance);
+            wire_splitter_feed_instances(&sp, data + at, n - at < CHUNK ? n - at : CHUNK,
+                                         1716300000000000000LL, on_instance);
         }
         dt = now_s() - t0;
         if (dt < best_fast) {
@@ -124,20 +124,20 @@ int main(int argc, char **argv) {
         }
     }
     if (f.lines != s.lines || f.sum != s.sum || f.errors != 0) {
-        fprintf(stderr, "bench_proto: the fast path disagrees (%llu lines, %llu errors)\n",
+        fprintf(stderr, "bench_wire: the fast path disagrees (%llu lines, %llu errors)\n",
                 (unsigned long long)f.lines, (unsigned long long)f.errors);
         free(data);
         return 1;
     }
     if (s.lines != lines || base_lines != lines || s.errors != 0) {
-        fprintf(stderr, "bench_proto: line count mismatch (%llu parsed, %llu errors, %llu)\n",
+        fprintf(stderr, "bench_wire: line count mismatch (%llu parsed, %llu errors, %llu)\n",
                 (unsigned long long)s.lines, (unsigned long long)s.errors,
                 (unsigned long long)lines);
         free(data);
         return 1;
     }
     double base_rate = (double)lines / best_base, parse_rate = (double)lines / best_parse;
-    printf("bench_proto: %llu legacy lines, %.1f MB, avg %.1f bytes/line, best of %d\n",
+    printf("bench_wire: %llu legacy lines, %.1f MB, avg %.1f bytes/line, best of %d\n",
            (unsigned long long)lines, (double)n / 1e6, (double)n / (double)lines, REPS);
     printf("  memchr-only split : %7.2f M lines/s  %6.2f ns/line\n", base_rate / 1e6,
            1e9 * best_base / (double)lines);

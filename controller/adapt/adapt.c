@@ -1,0 +1,245 @@
+/*
+ * adapt.c: the rounds of the adaptive loop (see adapt.h): a window's decisions, or a
+ * person's diagnose, decided on a copy of the state, persisted in one transaction, and
+ * acted on only once the transaction committed.
+ */
+#include "adapt_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+int adapt_create(const struct adapt_env *env, const struct adapt_options *o, struct adapt **out) {
+    if (!env || !env->core || !env->store || !env->clock || !o || !out) {
+        return dq_fail(DQ_EINVAL, "adapt_create: NULL environment, options or output");
+    }
+    if (o->min_instances < 0 || o->min_windows < 0 || o->max_enabled_probes < 0 ||
+        !(o->max_instances_per_second >= 0) || o->deescalate_windows < 1 ||
+        o->investigation_windows < 1 || o->snapshot_windows < 1) {
+        return dq_fail(DQ_EINVAL, "adaptive loop: an option is out of range");
+    }
+    struct adapt *a = calloc(1, sizeof *a);
+    if (!a) {
+        return dq_fail(DQ_ENOMEM, "no memory for the adaptive loop");
+    }
+    a->env = *env;
+    a->opt = *o;
+    a->pending_wid = -1;
+    search_params_init(&a->params);
+    a->params.min_instances = (uint64_t)o->min_instances;
+    a->params.min_windows = (uint32_t)o->min_windows;
+    int rc = adapt__resume(a);
+    if (rc) {
+        adapt_destroy(a);
+        return rc;
+    }
+    *out = a;
+    return DQ_OK;
+}
+
+void adapt_destroy(struct adapt *a) {
+    if (a) {
+        adapt__state_release(&a->st);
+        free(a);
+    }
+}
+
+void adapt_get_stats(const struct adapt *a, struct adapt_stats *st) {
+    st->rounds = a->rounds;
+    st->rounds_failed = a->rounds_failed;
+    st->windows_skipped = a->windows_skipped;
+    st->pending_wid = a->pending_wid;
+    st->investigations = a->st.n_inv;
+}
+
+/* Budget: instances per second over the last window, and the congestion flag. */
+static void run_budget(struct plan *pl) {
+    struct adapt *a = pl->a;
+    struct adapt_state *st = &pl->next;
+    struct core_stats cs;
+    core_get_stats(a->env.core, &cs);
+    uint64_t delta = cs.instances_total - st->last_instances;
+    st->last_instances = cs.instances_total;
+    st->rate = (double)delta * 1e9 / (double)core_window_ns(a->env.core);
+    int was = st->congested;
+    double max = a->opt.max_instances_per_second;
+    st->congested = max > 0 && st->rate > 0.5 * max;
+    if (st->congested != was) {
+        adapt__fx_log(pl, LOG_WARN, 0,
+                      "ingest %.0f instances/s is %s 50 %% of the budget (%.0f/s): expansions %s",
+                      st->rate, st->congested ? "above" : "back below", max,
+                      st->congested ? "pause" : "resume");
+        char detail[160];
+        snprintf(detail, sizeof detail, "{\"rate\":%.0f,\"max_rate\":%.0f,\"congested\":%s}",
+                 st->rate, max, st->congested ? "true" : "false");
+        adapt__fx_event(pl, "congestion", detail);
+    }
+}
+
+/* Decides window wid: budget, triggers, snapshots, investigations. */
+static void decide_window(struct plan *pl) {
+    struct adapt_state *st = &pl->next;
+    run_budget(pl);
+    adapt__run_triggers(pl);
+    adapt__run_snapshots(pl);
+    for (int i = 0; i < st->n_inv;) {
+        struct investigation *inv = st->inv[i];
+        if (inv->state == INV_SEARCHING) {
+            adapt__step(pl, inv);
+        } else if (adapt__deescalate(pl, inv)) {
+            adapt__inv_remove(st, i);
+            continue;
+        }
+        i++;
+    }
+}
+
+/*
+ * Persists a decided round in one transaction (with the summaries of window wid when
+ * wid ≥ 0) and acts on it. Returns DQ_OK, or the error that dropped the round (nothing
+ * was sent, the state is unchanged).
+ */
+static int commit_round(struct plan *pl, int64_t wid) {
+    struct adapt *a = pl->a;
+    struct store *st = a->env.store;
+    int rc = pl->failed ? dq_fail(DQ_ENOMEM, "no memory for the adaptive loop's decisions")
+                        : store_begin(st);
+    if (rc == DQ_OK) {
+        if (wid >= 0) {
+            core_persist_window(a->env.core, wid); /* failures counted by the core */
+        }
+        rc = adapt__plan_persist(pl);
+        if (rc == DQ_ENOMEM) {
+            store_rollback(st);
+        } else {
+            rc = store_commit(st); /* a statement that failed was counted and logged */
+        }
+    }
+    if (rc) {
+        a->rounds_failed++;
+        if (rc != DQ_ENOMEM) {
+            core_count_store_error(a->env.core);
+        }
+        adapt__plan_drop(pl);
+        return rc;
+    }
+    adapt__plan_act(pl);
+    return DQ_OK;
+}
+
+/* One window: decide, persist, act. DQ_OK or the error that dropped it. */
+static int window_round(struct adapt *a, int64_t wid) {
+    struct plan pl;
+    int rc = adapt__plan_begin(a, &pl, wid, wid + 1);
+    if (rc) {
+        a->rounds_failed++;
+        return rc;
+    }
+    decide_window(&pl);
+    return commit_round(&pl, wid);
+}
+
+void adapt_window(void *ctx, int64_t wid) {
+    struct adapt *a = ctx;
+    int64_t from = a->pending_wid >= 0 ? a->pending_wid : wid;
+    /* windows a failed round left behind, oldest first, while the rings still hold them */
+    int ring = core_probes(a->env.core)->ring_cap;
+    if (wid - from >= ring) {
+        int64_t skip = wid - ring + 1 - from;
+        a->windows_skipped += (uint64_t)skip;
+        LOG(LOG_ERROR,
+            "adaptive loop: windows %" PRId64 " to %" PRId64 " were never decided (the store "
+            "failed for longer than the %d windows dqd keeps) and are skipped",
+            from, from + skip - 1, ring);
+        from += skip;
+    }
+    for (int64_t w = from; w <= wid; w++) {
+        int rc = window_round(a, w);
+        if (rc) {
+            if (a->pending_wid < 0 || a->rounds_failed % 60 == 1) {
+                LOG(LOG_ERROR,
+                    "adaptive loop: window %" PRId64 " not decided (%s); it is tried again "
+                    "with the next window, and nothing it decided was sent",
+                    w, dq_last_error());
+            }
+            a->pending_wid = w;
+            return;
+        }
+        if (a->pending_wid >= 0 && w == a->pending_wid) {
+            LOG(LOG_INFO, "adaptive loop: window %" PRId64 " decided on a retry", w);
+        }
+        a->pending_wid = -1;
+    }
+}
+
+/* ---- a person's diagnose ------------------------------------------------------------------- */
+
+int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, const char *who,
+                   int64_t *id) {
+    const struct dq_diagram *g = core_diagram(a->env.core);
+    if (!g) {
+        return dq_fail(DQ_ESTATE, "no diagram is loaded: load one with --diagram or PUT "
+                                  "/api/v1/diagram");
+    }
+    if (!node || !*node) {
+        if (dq_diagram_root_count(g) == 0) {
+            return dq_fail(DQ_ESTATE, "the diagram has no root");
+        }
+        node = dq_diagram_node(g, dq_diagram_root(g, 0))->name;
+    }
+    int i = dq_diagram_find(g, node);
+    if (i < 0) {
+        return dq_fail(DQ_ENOTFOUND, "no node named \"%s\" in the diagram", node);
+    }
+    if (dq_diagram_probe_children(g, i, NULL, 0) == 0) {
+        return dq_fail(DQ_EINVAL, "%s is a leaf: there is nothing finer to enable", node);
+    }
+    enum search_strategy_id sid = SEARCH_CHILDREN;
+    if (strategy && *strategy && search_strategy_parse(strategy, &sid) != DQ_OK) {
+        return dq_fail(DQ_EINVAL, "strategy must be children or bisect, not \"%s\"", strategy);
+    }
+    struct investigation *open = adapt__investigation_at(&a->st, node);
+    if (open) {
+        *id = open->id;
+        return DQ_EEXIST;
+    }
+    struct plan pl;
+    int rc = adapt__plan_begin(a, &pl, -1, core_next_close(a->env.core));
+    if (rc) {
+        return rc;
+    }
+    /* the problem kind from the node's recent windows */
+    struct probe *p = adapt__probe(a, node);
+    enum search_problem problem = adapt__infer_problem(&pl, p);
+    int enable_node = p && !p->enabled;
+    if (enable_node) {
+        /* the node itself must report, or nothing can be attributed */
+        adapt__fx_change(&pl, CORE_ENABLE, p, 0.0, 0, 0);
+    }
+    struct investigation *inv = adapt__open(&pl, node, problem, sid, 0, who);
+    if (!inv) {
+        rc = dq_fail(DQ_EFULL, "%s", dq_last_error());
+        adapt__plan_drop(&pl);
+        return rc;
+    }
+    if (enable_node) {
+        adapt__own(inv, node);
+    }
+    rc = commit_round(&pl, -1);
+    if (rc) {
+        return dq_fail(DQ_ESTORE, "the store could not record the investigation: %s",
+                       dq_last_error());
+    }
+    /* the committed state holds it under its real id */
+    for (int j = 0; j < a->st.n_inv; j++) {
+        if (a->st.inv[j]->state == INV_SEARCHING && strcmp(a->st.inv[j]->node, node) == 0) {
+            *id = a->st.inv[j]->id;
+            return DQ_OK;
+        }
+    }
+    return dq_fail(DQ_ESTORE, "the investigation was not recorded");
+}

@@ -1,0 +1,251 @@
+/*
+ * adapt_internal.h: what the adaptive loop's files share. Nothing outside controller/adapt/
+ * includes it.
+ *
+ *   adapt.c        the round: decide → persist → act, retries, person actions
+ *   plan.c         a round's next state and its effects; persisting and acting on them
+ *   triggers.c     triggers with hysteresis (decide)
+ *   snapshots.c    ΔQs around a firing (decide)
+ *   investigate.c  investigations: statistics, steps, verdicts, de-escalation (decide)
+ *   resume.c       the state rebuilt from the store at start
+ */
+#ifndef DQ_ADAPT_INTERNAL_H
+#define DQ_ADAPT_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "adapt.h"
+#include "dq_search.h"
+#include "log.h"
+
+#define ADAPT_MAX_TRIGGERS 1024
+#define ADAPT_MAX_INVESTIGATIONS 32
+#define ADAPT_MAX_SNAPSHOTS 16
+#define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
+#define ADAPT_SNAPSHOT_PROBES 16
+
+enum trigger_kind { TRIG_QTA, TRIG_LOAD, TRIG_LOST, TRIG_DIVERGENCE, TRIG_CV, TRIG_KIND_COUNT };
+
+/* A per-probe condition with hysteresis, mirrored in the store's `triggers`. */
+struct trigger {
+    int64_t id;
+    char probe[PROBES_NAME_MAX + 1];
+    enum trigger_kind kind;
+    double threshold; /* NAN: the kind's default */
+    int fire_after, clear_after;
+    int enabled, fired, bad, good;
+    int64_t last_wid; /* last window evaluated */
+};
+
+/* The ΔQs of a probe and its neighbours around a trigger, being collected. */
+struct snapshot {
+    int64_t id; /* provisional (< 0) until its round commits */
+    int64_t fire_wid;
+    int after_left; /* windows still to collect after the firing */
+    char probes[ADAPT_SNAPSHOT_PROBES][PROBES_NAME_MAX + 1];
+    int n_probes;
+};
+
+enum inv_state { INV_SEARCHING, INV_CLOSED };
+
+/* One investigation in memory; its log is in the store. */
+struct investigation {
+    int64_t id; /* provisional (< 0) until its round commits */
+    enum inv_state state;
+    char node[PROBES_NAME_MAX + 1];  /* where the problem was seen */
+    char focus[PROBES_NAME_MAX + 1]; /* the node being refined now */
+    char verdict_node[PROBES_NAME_MAX + 1];
+    enum search_problem problem;
+    enum search_strategy_id strategy;
+    int64_t trigger_id; /* 0: started by a person */
+    int64_t hyp_id;     /* the current hypothesis (at focus) */
+    struct search_state st;
+    int64_t eval_from; /* windows ≥ this count for the current evaluation */
+    int windows_waited;
+    int quiet;                          /* closed: windows in a row without the problem */
+    double verdict_value, runner_value; /* localized: the contributions at the verdict */
+    int paused;
+    char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
+    int n_owned, cap_owned;
+};
+
+/* What a round may change: copied at its start, kept when it commits. */
+struct adapt_state {
+    struct trigger *triggers; /* n_triggers used, cap_triggers allocated */
+    int n_triggers, cap_triggers;
+    struct snapshot snaps[ADAPT_MAX_SNAPSHOTS];
+    int n_snaps;
+    struct investigation *inv[ADAPT_MAX_INVESTIGATIONS];
+    int n_inv;
+    uint64_t last_instances; /* instances_total at the previous window */
+    double rate;             /* instances per second over the last window */
+    int congested;
+};
+
+struct adapt {
+    struct adapt_env env;
+    struct search_params params;
+    struct adapt_options opt;
+    struct adapt_state st; /* as committed */
+    int64_t pending_wid;   /* the oldest window not decided yet (−1: none) */
+    uint64_t rounds, rounds_failed, windows_skipped;
+};
+
+/* ---- a round: plan.c ---------------------------------------------------------------------- */
+
+enum effect_kind {
+    FX_TRIGGER_STATE, /* id: trigger; n1 fired, n2 bad, n3 good */
+    FX_INV_OPEN,      /* id: new investigation; s: node, problem, strategy, origin, who;
+                         ref: trigger */
+    FX_INV_CLOSE,     /* id: investigation; s: verdict, node, summary json */
+    FX_HYP,           /* id: new hypothesis; ref: investigation, ref2: parent; s: node,
+                         kind, action, probes json, stats json, verdict */
+    FX_HYP_VERDICT,   /* id: hypothesis; s: verdict */
+    FX_SNAP_OPEN,     /* id: new snapshot; ref: trigger, ref2: investigation; s: probe,
+                         reason; n1 time (ns), n2 windows */
+    FX_SNAP_DQ,       /* id: snapshot; s: probe; n1 kind, n2 start, n3 end; dq */
+    FX_SNAP_COMPLETE, /* id: snapshot */
+    FX_EVENT,         /* s: kind, detail json */
+    FX_CHANGE,        /* change (its hypothesis may be provisional: ref) */
+    FX_WEBHOOK,       /* s: event; payload; ref: investigation put in as "investigation"
+                         when n1 is 1 (null when ref is 0) */
+    FX_LOG,           /* n1 level; ref: investigation named first when non-zero; s: text */
+};
+
+#define FX_STRINGS 6
+
+struct effect {
+    enum effect_kind kind;
+    int64_t id, ref, ref2; /* rows: provisional (< 0) or real (> 0), 0 none */
+    int64_t n1, n2, n3;
+    char *s[FX_STRINGS]; /* owned */
+    const struct dq *dq; /* borrowed from a ring (valid until the next window closes) */
+    json_t *payload;     /* owned */
+    struct core_change change;
+};
+
+/* One round: the state it computes and the effects that will make it so. */
+struct plan {
+    struct adapt *a;
+    struct adapt_state next;
+    struct effect *fx;
+    size_t n_fx, cap_fx;
+    int failed;     /* an allocation failed: the round cannot commit */
+    int64_t n_prov; /* provisional ids handed out: −1 … −n_prov */
+    int64_t *real;  /* after persist: real id of provisional −(k+1) */
+    int64_t upto;   /* windows < upto are the ones this round may read */
+    int64_t wid;    /* the window decided, −1 for a person's action */
+    struct {        /* probes this round enables or disables */
+        struct probe *p;
+        int enabled;
+    } over[64];
+    int n_over;
+};
+
+/* Starts a round on a copy of a's state. DQ_ENOMEM. */
+int adapt__plan_begin(struct adapt *a, struct plan *pl, int64_t wid, int64_t upto);
+
+/*
+ * Persists the effects (inside the caller's transaction): returns DQ_OK or the first store
+ * error (every effect is still attempted, each failure counted and logged).
+ */
+int adapt__plan_persist(struct plan *pl);
+
+/* After the commit: the next state becomes a's state, changes are applied and sent,
+ * webhooks and logs emitted. Frees the plan. */
+void adapt__plan_act(struct plan *pl);
+
+/* Drops a round (failed or unneeded): frees the next state and the effects. */
+void adapt__plan_drop(struct plan *pl);
+
+/* Effects. Each copies its strings and takes the reference to JSON values passed in.
+ * Those that create a row return its provisional id (< 0), or 0 when memory failed. */
+void adapt__fx_trigger_state(struct plan *pl, const struct trigger *t);
+int64_t adapt__fx_inv_open(struct plan *pl, const struct store_investigation *row);
+void adapt__fx_inv_close(struct plan *pl, int64_t inv, const char *verdict, const char *node,
+                         json_t *summary);
+int64_t adapt__fx_hyp(struct plan *pl, int64_t inv, int64_t parent, const char *node,
+                      const char *kind, const char *action, json_t *probes, json_t *stats,
+                      const char *verdict);
+void adapt__fx_hyp_verdict(struct plan *pl, int64_t hyp, const char *verdict);
+int64_t adapt__fx_snap_open(struct plan *pl, const struct store_snapshot *row);
+void adapt__fx_snap_dq(struct plan *pl, int64_t snap, const char *probe, enum store_kind kind,
+                       int64_t start_ns, int64_t end_ns, const struct dq *q);
+void adapt__fx_snap_complete(struct plan *pl, int64_t snap);
+void adapt__fx_event(struct plan *pl, const char *kind, const char *detail_json);
+/* A probe enabled (dmax_ms > 0: given that dMax first) or disabled for hypothesis hyp. */
+void adapt__fx_change(struct plan *pl, enum core_change_kind kind, struct probe *p, double dmax_ms,
+                      int bins, int64_t hyp);
+void adapt__fx_webhook(struct plan *pl, const char *event, json_t *payload, int with_inv,
+                       int64_t inv);
+void adapt__fx_log(struct plan *pl, int level, int64_t inv, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Whether p is enabled once this round's changes are made, and how many probes are. */
+int adapt__plan_enabled(const struct plan *pl, const struct probe *p);
+size_t adapt__plan_enabled_count(const struct plan *pl);
+
+/* ---- state ---------------------------------------------------------------------------- */
+
+/* Copies src into *dst (deep); DQ_ENOMEM. adapt__state_release frees a copy or the state. */
+int adapt__state_copy(struct adapt_state *dst, const struct adapt_state *src);
+void adapt__state_release(struct adapt_state *s);
+
+struct investigation *adapt__inv_new(void);
+void adapt__inv_free(struct investigation *inv);
+/* Removes and frees st->inv[i]. */
+void adapt__inv_remove(struct adapt_state *st, int i);
+int adapt__owns(const struct investigation *inv, const char *name);
+/* Adds name to inv's owned probes (once); DQ_EFULL at ADAPT_MAX_OWNED, DQ_ENOMEM. */
+int adapt__own(struct investigation *inv, const char *name);
+/* Removes name from inv's owned probes. */
+void adapt__disown(struct investigation *inv, const char *name);
+
+/* The probe called name in the core, or NULL. */
+struct probe *adapt__probe(struct adapt *a, const char *name);
+
+/* ---- triggers.c -------------------------------------------------------------------------- */
+
+const char *adapt__trigger_kind_name(enum trigger_kind k);
+int adapt__trigger_kind_parse(const char *s, enum trigger_kind *k);
+/* Evaluates every trigger on window pl->wid; firings open investigations and snapshots. */
+void adapt__run_triggers(struct plan *pl);
+/* Adds a trigger row read from the store to st. */
+int adapt__trigger_load(struct adapt_state *st, const struct store_trigger *row);
+
+/* ---- snapshots.c ------------------------------------------------------------------------ */
+
+/* Starts a snapshot of t's probe and its neighbours (inv: the investigation it opened). */
+void adapt__snapshot_start(struct plan *pl, const struct trigger *t, int64_t inv);
+/* Adds window pl->wid to every snapshot being collected; completes those that are done. */
+void adapt__run_snapshots(struct plan *pl);
+
+/* ---- investigate.c --------------------------------------------------------------------- */
+
+/* The searching investigation opened at node, or NULL. */
+struct investigation *adapt__investigation_at(struct adapt_state *st, const char *node);
+/* Opens an investigation (0: failed, dq_last_error() says why). */
+struct investigation *adapt__open(struct plan *pl, const char *node, enum search_problem problem,
+                                  enum search_strategy_id strategy, int64_t trigger_id,
+                                  const char *who);
+/* The problem kind of a push-button diagnosis at p, from its recent windows. */
+enum search_problem adapt__infer_problem(struct plan *pl, struct probe *p);
+/* One step of a searching investigation. */
+void adapt__step(struct plan *pl, struct investigation *inv);
+/* De-escalates a closed investigation once its problem stayed away; 1 when it is done. */
+int adapt__deescalate(struct plan *pl, struct investigation *inv);
+/* Sets the focus of an investigation and starts its search there (upto: first window not
+ * closed yet). */
+void adapt__focus_on(struct adapt *a, struct investigation *inv, const char *node, int64_t hyp,
+                     int64_t upto);
+
+/* ---- resume.c ----------------------------------------------------------------------------- */
+
+/* Rebuilds triggers and investigations from the store into a->st. */
+int adapt__resume(struct adapt *a);
+
+#endif /* DQ_ADAPT_INTERNAL_H */

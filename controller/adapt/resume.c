@@ -1,0 +1,123 @@
+/*
+ * resume.c: the loop's state rebuilt from the store when dqd starts. Triggers come back
+ * with their hysteresis counters; an open investigation comes back with its focus (the
+ * newest root or descend hypothesis) and the probes its expand hypotheses enabled, minus
+ * those its disable hypotheses released; a closed one that still owns enabled probes
+ * comes back to be de-escalated.
+ */
+#include "adapt_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+static int load_trigger(void *ctx, const struct store_trigger *row) {
+    struct adapt *a = ctx;
+    return adapt__trigger_load(&a->st, row);
+}
+
+/* Adds (add = 1) or removes the probes named in a hypothesis's JSON list. */
+static void owned_from_json(struct investigation *inv, const char *probes_json, int add) {
+    json_error_t err;
+    json_t *list = probes_json ? json_loads(probes_json, 0, &err) : NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *name = json_string_value(v);
+        if (!name) {
+            continue;
+        }
+        if (add) {
+            adapt__own(inv, name);
+        } else {
+            adapt__disown(inv, name);
+        }
+    }
+    json_decref(list);
+}
+
+/* Replays an investigation's hypotheses: the newest root/descend sets the focus. */
+static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
+    struct investigation *inv = ctx;
+    if (strcmp(h->action, "root") == 0 || strcmp(h->action, "descend") == 0) {
+        snprintf(inv->focus, sizeof inv->focus, "%s", h->node);
+        inv->hyp_id = h->id;
+    } else if (strcmp(h->action, "expand") == 0) {
+        owned_from_json(inv, h->probes_json, 1);
+        inv->hyp_id = h->id;
+    } else if (strcmp(h->action, "disable") == 0) {
+        owned_from_json(inv, h->probes_json, 0);
+    }
+    return 0;
+}
+
+/* An investigation as its row and its hypotheses describe it (NULL: no memory). */
+static struct investigation *rebuild(struct adapt *a, const struct store_investigation *row) {
+    struct investigation *inv = adapt__inv_new();
+    if (!inv) {
+        return NULL;
+    }
+    inv->id = row->id;
+    snprintf(inv->node, sizeof inv->node, "%s", row->node);
+    search_problem_parse(row->problem, &inv->problem);
+    search_strategy_parse(row->strategy, &inv->strategy);
+    inv->trigger_id = row->trigger_id;
+    store_hypotheses_of_investigation(a->env.store, inv->id, replay_hypothesis, inv);
+    return inv;
+}
+
+static int resume_one(void *ctx, const struct store_investigation *row) {
+    struct adapt *a = ctx;
+    struct adapt_state *st = &a->st;
+    if (st->n_inv >= ADAPT_MAX_INVESTIGATIONS) {
+        return 0;
+    }
+    struct investigation *inv = rebuild(a, row);
+    if (!inv) {
+        return 0;
+    }
+    if (row->open) {
+        if (!inv->focus[0]) {
+            snprintf(inv->focus, sizeof inv->focus, "%s", inv->node);
+        }
+        adapt__focus_on(a, inv, inv->focus, inv->hyp_id, core_next_close(a->env.core));
+        LOG(LOG_INFO, "investigation %" PRId64 " resumed at %s (%d probe(s) owned)", inv->id,
+            inv->focus, inv->n_owned);
+    } else {
+        int still = 0;
+        for (int i = 0; i < inv->n_owned; i++) {
+            struct probe *p = adapt__probe(a, inv->owned[i]);
+            still |= p && p->enabled;
+        }
+        if (!still) {
+            adapt__inv_free(inv);
+            return 0;
+        }
+        inv->state = INV_CLOSED;
+        snprintf(inv->verdict_node, sizeof inv->verdict_node, "%s",
+                 row->verdict_node ? row->verdict_node : "");
+        LOG(LOG_INFO,
+            "investigation %" PRId64 " (closed) still owns %d probe(s): de-escalation resumes",
+            inv->id, inv->n_owned);
+    }
+    st->inv[st->n_inv++] = inv;
+    return 0;
+}
+
+/* The closed ones only (open ones were resumed by the first pass). */
+static int resume_closed(void *ctx, const struct store_investigation *row) {
+    return row->open ? 0 : resume_one(ctx, row);
+}
+
+int adapt__resume(struct adapt *a) {
+    int rc = store_triggers_each(a->env.store, NULL, load_trigger, a);
+    if (!rc) {
+        rc = store_investigations_each(a->env.store, true, 0, resume_one, a);
+    }
+    if (!rc) {
+        rc = store_investigations_each(a->env.store, false, 200, resume_closed, a);
+    }
+    return rc;
+}

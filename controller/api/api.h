@@ -1,0 +1,52 @@
+/*
+ * api.h: dqd's HTTP API (docs/api.md): JSON in the Prometheus envelope under /api/v1/,
+ * the Prometheus text exposition at /metrics and /-/healthy. The routes read what the
+ * core observes, ask the adaptive loop to act, and answer questions about the past from
+ * the store; they never block and never write to a wrapper themselves (a change goes
+ * through the core, which records it and hands its command to the sources).
+ *
+ * Changes (anything but GET and HEAD) need the api_token when one is set, and are refused
+ * when the API listens beyond loopback without one.
+ */
+#ifndef DQ_API_H
+#define DQ_API_H
+
+#include <stdint.h>
+
+#include "adapt.h"
+#include "core.h"
+#include "http.h"
+#include "store.h"
+
+struct api;
+
+/* What the routes work on; all borrowed, all must outlive the API. */
+struct api_env {
+    struct core *core;
+    struct adapt *adapt;
+    struct store *store;
+};
+
+/* What /api/v1/status reports about the daemon, and the token for changes. Copied. */
+struct api_options {
+    const char *version;   /* "0.1.0" */
+    const char *db;        /* the store's path */
+    const char *api_token; /* "" or NULL: none */
+    int64_t window_ms, lag_ms;
+};
+
+/* Creates the API. DQ_ENOMEM. */
+int api_create(const struct api_env *env, const struct api_options *o, struct api **out);
+
+/* Where dqd listens, once bound: "HOST:PORT" of ingest and of the API (its host decides
+ * whether changes need a token). */
+void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port,
+                       const char *http_host, int http_port);
+
+/* Frees the API. NULL is a no-op. */
+void api_destroy(struct api *api);
+
+/* The request handler (http_handler_fn; ctx is the struct api). */
+void api_handle(void *ctx, const struct http_request *req, struct http_response *res);
+
+#endif /* DQ_API_H */

@@ -1,0 +1,858 @@
+/*
+ * core.c: struct core (see core.h, second part): the probe table with the diagram and
+ * its evaluator, window closing and summaries, the registered sources, and every change
+ * to a probe, recorded in the store before its command is handed to the sources.
+ *
+ * Workload: core_close_due runs once per window (about once a second) and touches every
+ * probe; changes are rare (a person, or the adaptive loop enabling a few probes). The
+ * ingest hot path does not come here: sources record instances straight into the probe
+ * table (core_probes) and add their counts once per read.
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+#include "log.h"
+
+#define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
+
+struct source {
+    const struct core_source_ops *ops;
+    void *src;
+};
+
+struct core {
+    struct probe_table probes;
+    struct store *store;
+    struct clock clock;
+    int retention_hours;
+    /* diagram */
+    struct dq_diagram *diagram;
+    struct dq_eval *eval;
+    char *diagram_text;
+    char diagram_path[1024];
+    /* sources */
+    struct source sources[CORE_MAX_SOURCES];
+    int n_sources;
+    /* state and counters */
+    int running;
+    int64_t started_ns;
+    int64_t last_prune_ns;
+    int64_t last_closed_wid;
+    uint64_t instances_total;
+    uint64_t windows_closed;
+    uint64_t store_errors;
+};
+
+/* ---- create / destroy --------------------------------------------------------------------- */
+
+static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
+    struct core *c = ctx;
+    struct probe *p = NULL;
+    if (probes_get(&c->probes, sp->name, strlen(sp->name), &p) != DQ_OK) {
+        return 0;
+    }
+    if (!isnan(sp->dmax_ms) && sp->dmax_ms > 0) {
+        probes_set_dmax(&c->probes, p, sp->dmax_ms, sp->bins);
+    }
+    p->enabled = sp->enabled;
+    p->always_on = sp->always_on;
+    if (sp->qta_json) {
+        p->has_qta = core_qta_from_json_text(sp->qta_json, &p->qta) == DQ_OK;
+    }
+    return 0;
+}
+
+int core_create(const struct core_options *o, struct store *store, const struct clock *clock,
+                struct core **out) {
+    struct core *c = calloc(1, sizeof *c);
+    if (!c) {
+        return dq_fail(DQ_ENOMEM, "no memory for the core");
+    }
+    c->store = store;
+    c->clock = *clock;
+    c->running = 1;
+    c->retention_hours = o->retention_hours;
+    c->started_ns = clock_now(&c->clock);
+    c->last_prune_ns = c->started_ns;
+    c->last_closed_wid = -1;
+    int rc = probes_init(&c->probes, o->max_probes, o->window_ns, o->lag_ns, o->ring,
+                         o->default_dmax_ms, o->default_bins, c->started_ns);
+    if (!rc) {
+        struct store_retention ret;
+        store_retention_default(&ret);
+        ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
+        rc = store_set_retention(store, &ret);
+    }
+    if (!rc) {
+        rc = store_probes_each(store, apply_stored_probe, c);
+    }
+    if (rc) {
+        core_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return DQ_OK;
+}
+
+void core_destroy(struct core *c) {
+    if (!c) {
+        return;
+    }
+    dq_eval_destroy(c->eval);
+    dq_diagram_destroy(c->diagram);
+    free(c->diagram_text);
+    probes_release(&c->probes);
+    free(c);
+}
+
+struct probe_table *core_probes(struct core *c) {
+    return &c->probes;
+}
+
+struct store *core_store(struct core *c) {
+    return c->store;
+}
+
+const struct clock *core_clock(const struct core *c) {
+    return &c->clock;
+}
+
+void core_get_stats(const struct core *c, struct core_stats *st) {
+    memset(st, 0, sizeof *st);
+    st->instances_total = c->instances_total;
+    st->windows_closed = c->windows_closed;
+    st->store_errors = c->store_errors;
+    st->started_ns = c->started_ns;
+    st->probes = c->probes.count;
+    for (size_t i = 0; i < c->probes.count; i++) {
+        st->enabled += c->probes.probes[i]->enabled != 0;
+    }
+}
+
+void core_add_instances(struct core *c, uint64_t n) {
+    c->instances_total += n;
+}
+
+void core_count_store_error(struct core *c) {
+    c->store_errors++;
+}
+
+int core_running(const struct core *c) {
+    return c->running;
+}
+
+/* ---- settings of one probe ------------------------------------------------------------- */
+
+int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
+    int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
+    if (rc == DQ_OK && c->eval) {
+        int i = dq_diagram_find(c->diagram, p->name);
+        if (i >= 0) {
+            dq_eval_set_grid(c->eval, i, p->k, p->n);
+        }
+    }
+    return rc;
+}
+
+static void qta_text(const struct dq_qta *q, char *buf, size_t cap) {
+    size_t off = (size_t)snprintf(buf, cap, "{\"points\":[");
+    for (int j = 0; j < q->n && off < cap; j++) {
+        off += (size_t)snprintf(buf + off, cap - off, "%s[%.17g,%.17g]", j ? "," : "", q->p[j],
+                                q->t[j]);
+    }
+    if (off < cap) {
+        snprintf(buf + off, cap - off, "],\"max_lost\":%.17g}", q->max_lost);
+    }
+}
+
+/* The probe row of p as it would be with `enabled` and the grid (dmax_ms, n). */
+static int save_row(struct core *c, const struct probe *p, int enabled, double dmax_ms, int n) {
+    char qta[2048];
+    if (p->has_qta) {
+        qta_text(&p->qta, qta, sizeof qta);
+    }
+    struct store_probe sp = {.name = p->name,
+                             .dmax_ms = dmax_ms,
+                             .bins = n,
+                             .enabled = enabled,
+                             .always_on = p->always_on,
+                             .qta_json = p->has_qta ? qta : NULL};
+    int rc = store_probe_upsert(c->store, &sp);
+    if (rc) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: saving probe %s: %s", p->name, dq_last_error());
+    }
+    return rc;
+}
+
+int core_save_probe(struct core *c, const struct probe *p) {
+    return save_row(c, p, p->enabled, p->dmax_ms, p->n);
+}
+
+int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta) {
+    p->has_qta = qta != NULL;
+    if (qta) {
+        p->qta = *qta;
+    }
+    return core_save_probe(c, p);
+}
+
+int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
+                         const struct dq_qta *qta) {
+    struct probe *p = NULL;
+    int rc = probes_get(&c->probes, name, strlen(name), &p);
+    if (!rc && dmax_ms > 0) {
+        rc = core_set_dmax(c, p, dmax_ms, bins);
+    }
+    if (rc) {
+        return dq_fail(rc, "probe %s: %s", name, dq_last_error());
+    }
+    if (enabled >= 0) {
+        p->enabled = enabled;
+        p->always_on = enabled;
+    }
+    if (qta) {
+        p->has_qta = 1;
+        p->qta = *qta;
+    }
+    core_save_probe(c, p);
+    return DQ_OK;
+}
+
+/* ---- the diagram ------------------------------------------------------------------------- */
+
+/* Gives every diagram node its probe's grid, registering probes the diagram names. */
+static void eval_sync_grids(struct core *c) {
+    if (!c->eval) {
+        return;
+    }
+    size_t np = dq_diagram_probe_count(c->diagram);
+    for (size_t j = 0; j < np; j++) {
+        int i = dq_diagram_probe(c->diagram, j);
+        const struct dq_diagram_node *node = dq_diagram_node(c->diagram, i);
+        struct probe *p = NULL;
+        if (probes_get(&c->probes, node->name, strlen(node->name), &p) == DQ_OK) {
+            p->in_diagram = 1;
+            dq_eval_set_grid(c->eval, i, p->k, p->n);
+        }
+    }
+}
+
+int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+    struct dq_diagram *g = NULL;
+    struct dq_diagram_error err;
+    int rc = dq_diagram_parse(text, len, &g, &err);
+    if (rc) {
+        return dq_fail(rc, "%d:%d: %s", err.line, err.column, err.text);
+    }
+    struct dq_eval *ev = NULL;
+    rc = dq_eval_create(g, c->probes.default_k, c->probes.default_n, &ev);
+    char *copy = malloc(len + 1);
+    if (rc || !copy) {
+        free(copy);
+        dq_eval_destroy(ev);
+        dq_diagram_destroy(g);
+        return rc ? rc : dq_fail(DQ_ENOMEM, "no memory for the diagram");
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    for (size_t i = 0; i < c->probes.count; i++) {
+        c->probes.probes[i]->in_diagram = 0;
+    }
+    dq_eval_destroy(c->eval);
+    dq_diagram_destroy(c->diagram);
+    free(c->diagram_text);
+    c->diagram = g;
+    c->eval = ev;
+    c->diagram_text = copy;
+    snprintf(c->diagram_path, sizeof c->diagram_path, "%s", path ? path : "");
+    eval_sync_grids(c);
+    LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
+        path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    return DQ_OK;
+}
+
+int core_load_diagram_file(struct core *c, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return dq_fail(DQ_EIO, "cannot open diagram %s: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = DQ_OK;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 8192;
+            if (cap > (64u << 20)) {
+                rc = dq_fail(DQ_EFULL, "diagram %s is larger than 64 MiB", path);
+                break;
+            }
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                rc = dq_fail(DQ_ENOMEM, "no memory to read %s", path);
+                break;
+            }
+            buf = nb;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            break;
+        }
+    }
+    if (!rc && ferror(f)) {
+        rc = dq_fail(DQ_EIO, "cannot read diagram %s", path);
+    }
+    fclose(f);
+    if (!rc) {
+        rc = core_load_diagram(c, buf ? buf : "", len, path);
+        if (rc) {
+            rc = dq_fail(rc, "%s:%s", path, dq_last_error());
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+const struct dq_diagram *core_diagram(const struct core *c) {
+    return c->diagram;
+}
+
+const char *core_diagram_text(const struct core *c) {
+    return c->diagram_text;
+}
+
+const char *core_diagram_path(const struct core *c) {
+    return c->diagram_path;
+}
+
+struct probe *core_node_probe(struct core *c, int node) {
+    const struct dq_diagram_node *n = c->diagram ? dq_diagram_node(c->diagram, node) : NULL;
+    return n && n->name ? probes_find(&c->probes, n->name, strlen(n->name)) : NULL;
+}
+
+/* ---- windows -------------------------------------------------------------------------------- */
+
+int64_t core_window_of(const struct core *c, int64_t ns) {
+    return probes_window_of(&c->probes, ns);
+}
+
+int64_t core_window_ns(const struct core *c) {
+    return c->probes.window_ns;
+}
+
+int64_t core_lag_ns(const struct core *c) {
+    return c->probes.lag_ns;
+}
+
+int64_t core_next_close(const struct core *c) {
+    return c->probes.next_close;
+}
+
+int64_t core_last_closed(const struct core *c) {
+    return c->last_closed_wid;
+}
+
+int64_t core_next_deadline(const struct core *c) {
+    return (c->probes.next_close + 1) * c->probes.window_ns + c->probes.lag_ns;
+}
+
+/* Ring entry of p for wid, creating an empty one when p had no instance in it. */
+static struct probe_window *ring_entry(struct probe *p, int64_t wid) {
+    if (probes_has_window(p, wid)) {
+        return probes_ring_get(p, 0);
+    }
+    struct probe_window w = {.wid = wid};
+    if (p->ring_len == p->ring_cap) {
+        struct probe_window *old = &p->ring[p->ring_head];
+        dq_destroy(old->observed);
+        dq_destroy(old->calculated);
+        p->ring_head = (p->ring_head + 1) % p->ring_cap;
+        p->ring_len--;
+    }
+    p->ring[(p->ring_head + p->ring_len) % p->ring_cap] = w;
+    p->ring_len++;
+    return probes_ring_get(p, 0);
+}
+
+/* Calculated ΔQs through the diagram from window wid's observed ones. */
+static void calculate(struct core *c, int64_t wid) {
+    dq_eval_clear_observed(c->eval);
+    size_t np = dq_diagram_probe_count(c->diagram);
+    for (size_t j = 0; j < np; j++) {
+        int i = dq_diagram_probe(c->diagram, j);
+        struct probe *p = core_node_probe(c, i);
+        struct probe_window *w = p && probes_has_window(p, wid) ? probes_ring_get(p, 0) : NULL;
+        if (w && w->observed) {
+            dq_eval_set_observed(c->eval, i, w->observed);
+        }
+    }
+    if (dq_eval_run(c->eval) == DQ_OK) {
+        for (size_t j = 0; j < np; j++) {
+            int i = dq_diagram_probe(c->diagram, j);
+            const struct dq *q = dq_eval_calculated(c->eval, i);
+            if (!q) {
+                continue;
+            }
+            const struct dq_diagram_node *node = dq_diagram_node(c->diagram, i);
+            struct probe *p = NULL;
+            if (probes_get(&c->probes, node->name, strlen(node->name), &p) != DQ_OK) {
+                continue;
+            }
+            struct probe_window *w = ring_entry(p, wid);
+            dq_destroy(w->calculated);
+            w->calculated = NULL;
+            dq_clone(q, &w->calculated);
+        }
+    }
+    dq_eval_clear_observed(c->eval);
+}
+
+static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *ctx) {
+    if (probes_close_window(&c->probes, wid) != DQ_OK) {
+        LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
+    }
+    if (c->eval) {
+        calculate(c, wid);
+    }
+    c->windows_closed++;
+    c->last_closed_wid = wid;
+    if (fn) {
+        fn(ctx, wid);
+    }
+}
+
+int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
+    struct probe_table *t = &c->probes;
+    int closed = 0;
+    int64_t due = probes_window_of(t, now - t->lag_ns); /* the first window not due */
+    if (due - t->next_close > t->nslots) {
+        /* the clock jumped ahead: only the open slots can hold data; close those and skip
+         * the empty windows in between instead of closing them one by one */
+        int64_t last = t->next_close + t->nslots;
+        while (t->next_close < last) {
+            close_window(c, t->next_close, fn, ctx);
+            closed++;
+        }
+        LOG(LOG_WARN, "the clock jumped %" PRId64 " windows ahead; skipped the empty ones",
+            due - t->next_close);
+        t->next_close = due;
+    }
+    while ((t->next_close + 1) * t->window_ns + t->lag_ns <= now) {
+        close_window(c, t->next_close, fn, ctx);
+        closed++;
+    }
+    return closed;
+}
+
+static int summary_row(struct core *c, const struct probe *p, const struct dq *q,
+                       const struct probe_window *w, enum store_kind kind) {
+    struct store_window row = {.probe = p->name, .kind = kind};
+    row.start_ns = w->wid * c->probes.window_ns;
+    row.end_ns = row.start_ns + c->probes.window_ns;
+    if (kind == STORE_OBSERVED) {
+        row.n_ok = w->ok + w->out;
+        row.n_fa = w->fa;
+        row.n_to = w->to;
+        row.n = row.n_ok + row.n_fa + row.n_to;
+    }
+    row.mean = NAN;
+    row.p50 = row.p95 = row.p99 = NAN;
+    row.lost = NAN;
+    struct dq_moments m;
+    if (dq_moments(q, &m) == DQ_OK) {
+        row.mean = kind == STORE_OBSERVED && w->ok ? w->mean : m.mean;
+    }
+    double t;
+    row.p50 = dq_quantile(q, 0.5, &t) == DQ_OK ? t : NAN;
+    row.p95 = dq_quantile(q, 0.95, &t) == DQ_OK ? t : NAN;
+    row.p99 = dq_quantile(q, 0.99, &t) == DQ_OK ? t : NAN;
+    row.lost = dq_lost(q);
+    int rc = store_window_put(c->store, &row);
+    if (rc != DQ_OK) {
+        c->store_errors++;
+    }
+    return rc;
+}
+
+int core_persist_window(struct core *c, int64_t wid) {
+    int result = DQ_OK;
+    for (size_t i = 0; i < c->probes.count; i++) {
+        struct probe *p = c->probes.probes[i];
+        struct probe_window *w = probes_ring_find(p, wid);
+        int rc = DQ_OK;
+        if (w && w->observed) {
+            rc = summary_row(c, p, w->observed, w, STORE_OBSERVED);
+            result = result ? result : rc;
+        }
+        if (w && w->calculated) {
+            rc = summary_row(c, p, w->calculated, w, STORE_CALCULATED);
+            result = result ? result : rc;
+        }
+    }
+    return result;
+}
+
+void core_prune_if_due(struct core *c) {
+    int64_t now = clock_now(&c->clock);
+    if (c->retention_hours <= 0 || now - c->last_prune_ns < PRUNE_EVERY_NS) {
+        return;
+    }
+    c->last_prune_ns = now;
+    int64_t deleted = 0;
+    if (store_prune(c->store, &deleted) != DQ_OK) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: pruning old windows: %s", dq_last_error());
+    } else if (deleted > 0) {
+        LOG(LOG_INFO, "store: pruned %" PRId64 " old rows", deleted);
+    }
+}
+
+/* ---- sources ------------------------------------------------------------------------------- */
+
+int core_add_source(struct core *c, const struct core_source_ops *ops, void *src) {
+    if (c->n_sources >= CORE_MAX_SOURCES) {
+        return dq_fail(DQ_EFULL, "at most %d ingest sources", CORE_MAX_SOURCES);
+    }
+    c->sources[c->n_sources].ops = ops;
+    c->sources[c->n_sources].src = src;
+    c->n_sources++;
+    return DQ_OK;
+}
+
+void core_remove_source(struct core *c, void *src) {
+    for (int i = 0; i < c->n_sources; i++) {
+        if (c->sources[i].src == src) {
+            memmove(&c->sources[i], &c->sources[i + 1],
+                    sizeof c->sources[0] * (size_t)(c->n_sources - i - 1));
+            c->n_sources--;
+            return;
+        }
+    }
+}
+
+void core_links_each(struct core *c, void (*fn)(void *ctx, const struct core_link_info *li),
+                     void *ctx) {
+    for (int i = 0; i < c->n_sources; i++) {
+        if (c->sources[i].ops->links) {
+            c->sources[i].ops->links(c->sources[i].src, fn, ctx);
+        }
+    }
+}
+
+void core_sources_stats(struct core *c, struct core_source_stats *st) {
+    memset(st, 0, sizeof *st);
+    for (int i = 0; i < c->n_sources; i++) {
+        struct core_source_stats one;
+        memset(&one, 0, sizeof one);
+        if (!c->sources[i].ops->stats) {
+            continue;
+        }
+        c->sources[i].ops->stats(c->sources[i].src, &one);
+        st->connections_total += one.connections_total;
+        st->connections_rejected += one.connections_rejected;
+        for (int e = 0; e < WIRE_E_COUNT; e++) {
+            st->protocol_errors[e] += one.protocol_errors[e];
+        }
+    }
+}
+
+void core_command_acked(struct core *c, int64_t row) {
+    if (row > 0 && store_command_ack(c->store, row) != DQ_OK) {
+        c->store_errors++;
+    }
+}
+
+/* ---- changes ------------------------------------------------------------------------------ */
+
+static const char *cmd_name(enum wire_cmd_kind k) {
+    switch (k) {
+    case WIRE_CMD_START_STUB:
+        return "start_stub";
+    case WIRE_CMD_STOP_STUB:
+        return "stop_stub";
+    case WIRE_CMD_SET_TIMEOUT:
+        return "set_timeout";
+    case WIRE_CMD_CLEAR_TIMEOUT:
+        return "clear_timeout";
+    default:
+        return "sync";
+    }
+}
+
+/* The dMax and bin count the probe has once the change is applied. */
+static void change_grid(const struct core_change *ch, double *dmax_ms, int *n) {
+    const struct probe *p = ch->probe;
+    *dmax_ms = p->dmax_ms;
+    *n = p->n;
+    if (ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
+        int k, nn;
+        if (probes_grid(ch->dmax_ms, ch->bins > 0 ? ch->bins : p->n, &k, &nn) == DQ_OK) {
+            *dmax_ms = ch->dmax_ms;
+            *n = nn;
+        }
+    }
+}
+
+/* The command a change sends (name and dMax point into the probe / the arguments). */
+static struct wire_cmd change_cmd(const struct core_change *ch) {
+    struct wire_cmd cmd = {0};
+    switch (ch->kind) {
+    case CORE_START:
+        cmd.kind = WIRE_CMD_START_STUB;
+        break;
+    case CORE_STOP:
+        cmd.kind = WIRE_CMD_STOP_STUB;
+        break;
+    case CORE_DISABLE:
+        cmd.kind = WIRE_CMD_CLEAR_TIMEOUT;
+        break;
+    default:
+        cmd.kind = WIRE_CMD_SET_TIMEOUT;
+        break;
+    }
+    if (ch->probe) {
+        cmd.name.p = ch->probe->name;
+        cmd.name.n = ch->probe->name_len;
+        int n;
+        change_grid(ch, &cmd.ms, &n);
+    }
+    return cmd;
+}
+
+int core_change_needed(const struct core_change *ch) {
+    if (ch->kind == CORE_ENABLE) {
+        return ch->probe && !ch->probe->enabled;
+    }
+    if (ch->kind == CORE_DISABLE) {
+        return ch->probe && ch->probe->enabled;
+    }
+    return 1;
+}
+
+/* Lists every destination of every source into ch->sent. */
+static int list_destinations(struct core *c, struct core_change *ch, const struct wire_cmd *cmd) {
+    size_t total = 0;
+    struct core_dest one;
+    for (int i = 0; i < c->n_sources; i++) {
+        if (c->sources[i].ops->destinations) {
+            total += c->sources[i].ops->destinations(c->sources[i].src, cmd, &one, 0);
+        }
+    }
+    free(ch->sent);
+    ch->sent = NULL;
+    ch->n_sent = 0;
+    if (total == 0) {
+        return DQ_OK;
+    }
+    struct core_dest *dests = calloc(total, sizeof *dests);
+    ch->sent = calloc(total, sizeof *ch->sent);
+    if (!dests || !ch->sent) {
+        free(dests);
+        free(ch->sent);
+        ch->sent = NULL;
+        return dq_fail(DQ_ENOMEM, "no memory to list %zu wrapper links", total);
+    }
+    for (int i = 0; i < c->n_sources && ch->n_sent < total; i++) {
+        if (!c->sources[i].ops->destinations) {
+            continue;
+        }
+        size_t n =
+            c->sources[i].ops->destinations(c->sources[i].src, cmd, dests, total - ch->n_sent);
+        for (size_t j = 0; j < n && ch->n_sent < total; j++) {
+            struct core_sent *s = &ch->sent[ch->n_sent++];
+            s->source = i;
+            s->dest = dests[j].id;
+            s->applicable = dests[j].applicable;
+            memcpy(s->label, dests[j].label, sizeof s->label);
+            s->label[sizeof s->label - 1] = '\0';
+        }
+    }
+    free(dests);
+    return DQ_OK;
+}
+
+int core_change_record(struct core *c, struct core_change *ch) {
+    if (ch->kind != CORE_START && ch->kind != CORE_STOP && !ch->probe) {
+        return dq_fail(DQ_EINVAL, "a probe change needs a probe");
+    }
+    struct wire_cmd cmd = change_cmd(ch);
+    int rc = list_destinations(c, ch, &cmd);
+    ch->recorded = 1;
+    if (rc) {
+        return rc;
+    }
+    int result = DQ_OK;
+    if (ch->probe) {
+        double dmax;
+        int n;
+        change_grid(ch, &dmax, &n);
+        int enabled = ch->kind == CORE_ENABLE    ? 1
+                      : ch->kind == CORE_DISABLE ? 0
+                                                 : ch->probe->enabled;
+        result = save_row(c, ch->probe, enabled, dmax, n);
+    }
+    char args[64] = "";
+    if (cmd.kind == WIRE_CMD_SET_TIMEOUT) {
+        snprintf(args, sizeof args, "{\"dmax_ms\":%.9g}", cmd.ms);
+    }
+    for (size_t i = 0; i < ch->n_sent; i++) {
+        struct core_sent *s = &ch->sent[i];
+        struct store_command row = {
+            .wrapper = s->label,
+            .command = cmd_name(cmd.kind),
+            .probe = ch->probe ? ch->probe->name : NULL,
+            .args_json = args[0] ? args : NULL,
+            .hypothesis = ch->hypothesis,
+            .status = s->applicable ? "sent" : "not_applied",
+            .detail = s->applicable ? NULL
+                                    : "a legacy wrapper has no clear_timeout: the probe "
+                                      "stays enabled there",
+        };
+        rc = store_command_insert(c->store, &row, &s->row);
+        if (rc) {
+            c->store_errors++;
+            s->row = 0;
+            result = result ? result : rc;
+        }
+    }
+    return result;
+}
+
+int core_change_apply(struct core *c, struct core_change *ch) {
+    if (ch->probe && ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
+        if (core_set_dmax(c, ch->probe, ch->dmax_ms, ch->bins) != DQ_OK) {
+            LOG(LOG_ERROR, "probe %s: dMax %g ms: %s", ch->probe->name, ch->dmax_ms,
+                dq_last_error());
+        }
+    }
+    if (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE) {
+        ch->probe->enabled = ch->kind == CORE_ENABLE;
+    } else if (ch->kind == CORE_START || ch->kind == CORE_STOP) {
+        c->running = ch->kind == CORE_START;
+    }
+    struct wire_cmd cmd = {0};
+    cmd = change_cmd(ch);
+    if (ch->probe) {
+        cmd.ms = ch->probe->dmax_ms; /* what the probe has now, after core_set_dmax */
+    }
+    int sent = 0;
+    for (size_t i = 0; i < ch->n_sent; i++) {
+        struct core_sent *s = &ch->sent[i];
+        if (!s->applicable || s->source >= c->n_sources) {
+            continue;
+        }
+        const struct source *src = &c->sources[s->source];
+        if (src->ops->send(src->src, s->dest, &cmd, s->row) == DQ_OK) {
+            sent++;
+        } else if (s->row > 0 &&
+                   store_command_set_status(c->store, s->row, "failed",
+                                            "the wrapper link is not writable (closed, or not "
+                                            "reading)") != DQ_OK) {
+            c->store_errors++;
+        }
+    }
+    if (ch->probe && (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE)) {
+        LOG(LOG_INFO, "probe %s %s (dMax %g ms), sent to %d wrapper(s)", ch->probe->name,
+            ch->kind == CORE_ENABLE ? "enabled" : "disabled", ch->probe->dmax_ms, sent);
+    }
+    return sent;
+}
+
+void core_change_release(struct core_change *ch) {
+    free(ch->sent);
+    ch->sent = NULL;
+    ch->n_sent = 0;
+    ch->recorded = 0;
+}
+
+int core_change_now(struct core *c, struct core_change *ch) {
+    if (!core_change_needed(ch)) {
+        return 0;
+    }
+    int own = !store_in_transaction(c->store);
+    int began = own && store_begin(c->store) == DQ_OK;
+    if (own && !began) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: %s; the change is made but not recorded", dq_last_error());
+    }
+    int rc = core_change_record(c, ch);
+    if (rc == DQ_ENOMEM) {
+        if (began) {
+            store_rollback(c->store);
+        }
+        core_change_release(ch);
+        return rc;
+    }
+    if (began && store_commit(c->store) != DQ_OK) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: %s; the change is made but not recorded", dq_last_error());
+        for (size_t i = 0; i < ch->n_sent; i++) {
+            ch->sent[i].row = 0; /* rolled back: no row to update on an ack */
+        }
+    }
+    int sent = core_change_apply(c, ch);
+    core_change_release(ch);
+    return sent;
+}
+
+/* ---- QTAs as JSON ------------------------------------------------------------------------- */
+
+int core_qta_from_json(json_t *j, struct dq_qta *q) {
+    memset(q, 0, sizeof *q);
+    json_t *pts = json_object_get(j, "points");
+    if (!json_is_object(j) || !json_is_array(pts)) {
+        return dq_fail(DQ_EINVAL, "qta must be {\"points\": [[p, t_seconds], ...], "
+                                  "\"max_lost\": x}");
+    }
+    size_t n = json_array_size(pts);
+    if (n < 1 || n > DQ_QTA_MAX_POINTS) {
+        return dq_fail(DQ_EINVAL, "qta needs 1 to %d points", DQ_QTA_MAX_POINTS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *pt = json_array_get(pts, i);
+        if (!json_is_array(pt) || json_array_size(pt) != 2 ||
+            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1))) {
+            return dq_fail(DQ_EINVAL, "qta point %zu must be [probability, seconds]", i);
+        }
+        q->p[i] = json_number_value(json_array_get(pt, 0));
+        q->t[i] = json_number_value(json_array_get(pt, 1));
+    }
+    q->n = (int)n;
+    json_t *ml = json_object_get(j, "max_lost");
+    if (ml && !json_is_number(ml)) {
+        return dq_fail(DQ_EINVAL, "qta max_lost must be a number");
+    }
+    /* absent: no limit beyond what the last point implies (as the config file) */
+    q->max_lost = ml ? json_number_value(ml) : 1.0 - q->p[q->n - 1];
+    return dq_qta_check(q);
+}
+
+int core_qta_from_json_text(const char *text, struct dq_qta *q) {
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    if (!j) {
+        return dq_fail(DQ_EPARSE, "qta: %s", err.text);
+    }
+    int rc = core_qta_from_json(j, q);
+    json_decref(j);
+    return rc;
+}
+
+json_t *core_qta_json(const struct probe *p) {
+    if (!p->has_qta) {
+        return json_null();
+    }
+    json_t *pts = json_array();
+    for (int j = 0; j < p->qta.n; j++) {
+        json_array_append_new(pts, json_pack("[ff]", p->qta.p[j], p->qta.t[j]));
+    }
+    return json_pack("{s:o,s:f}", "points", pts, "max_lost", p->qta.max_lost);
+}

@@ -1,0 +1,480 @@
+/*
+ * core.h: what dqd observes, and the one place that changes a probe.
+ *
+ * Two parts. The probe table (struct probe_table, probes_*) turns outcome instances into
+ * windows; struct core (core_*) holds the table with the loaded outcome diagram and its
+ * evaluator, closes windows (observed ΔQs, then calculated ones through the diagram),
+ * writes their summaries, keeps every probe's dMax and grid in step with the evaluator,
+ * and makes every change to a probe (enable, disable, dMax, QTA, start/stop): it records
+ * the change in the store, then hands the command to the sources that can carry it.
+ * Sources (controller/ingest/) register here; core never does network I/O itself.
+ *
+ * ---- the probe table ----------------------------------------------------------------
+ *
+ * Every outcome instance that ingest accepts lands here: its probe is found by name in
+ * an open-addressing hash table (registered on first sight, the only allocation), its
+ * duration is binned in place into the histogram of the window its END falls in, and the
+ * exact moments of that window (count per status, Σd, Σd², min, max) are updated. Nothing
+ * on this path allocates or calls into the engine.
+ *
+ * Windows are aligned to the wall clock: window w holds instances whose END lies in
+ * [w·P, (w+1)·P). A window is closed L after its end (the lag), so up to
+ * ceil(L/P) + 2 windows are open at once; each probe has that many histogram slots,
+ * reused round-robin. At close, each probe's slot becomes an observed ΔQ (engine) that
+ * joins the probe's ring of the last W closed windows; the slot is cleared.
+ *
+ * One table per daemon, used from the loop thread only.
+ */
+#ifndef DQ_CORE_H
+#define DQ_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "diagram.h"
+#include "dq.h"
+#include "store.h"
+#include "wire.h"
+
+#define PROBES_NAME_MAX 255
+#define PROBES_MAX_SLOTS 64 /* open windows per probe: lag ≤ 62 windows */
+/* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
+ * probe's grid can have, fixed so that a dMax change never relabels counts. */
+#define PROBES_HIST_BUCKETS 19
+
+enum probe_status { PROBE_OK = 0, PROBE_FA = 1, PROBE_TO = 2 };
+
+/* One closed window of a probe, as kept in its ring. */
+struct probe_window {
+    int64_t wid;           /* window index: [wid·P, (wid+1)·P) */
+    uint64_t ok, fa, to;   /* instances by status */
+    uint64_t out;          /* ok instances past the horizon (counted as lost) */
+    double mean, variance; /* exact, over ok instances within the horizon, seconds */
+    double min, max;       /* seconds; 0 when ok == 0 */
+    struct dq *observed;   /* owned; NULL when the window had no instance */
+    struct dq *calculated; /* owned; set by the caller after the diagram ran, or NULL */
+};
+
+/* An open window's histogram (internal to the table, exposed for the struct layout). */
+struct probe_slot {
+    int64_t wid; /* −1 when empty */
+    uint64_t ok, fa, to, out;
+    double sum, sumsq, min, max;
+    uint32_t *counts; /* n entries */
+};
+
+struct probe {
+    char name[PROBES_NAME_MAX + 1];
+    size_t name_len;
+    uint32_t hash;
+    int index; /* position in the table, stable for the table's life */
+
+    /* settings */
+    int enabled;    /* dqd wants instances (a dMax was pushed) */
+    int always_on;  /* enabled at start and never disabled by the adaptive loop */
+    double dmax_ms; /* deadline pushed to wrappers */
+    int dmax_set;   /* 1 once a dMax was configured or set (not the table default) */
+    int k, n;       /* grid of the histograms: width 2^k ms, n bins, n·width ≥ dMax */
+    double inv_width_ns;
+    int has_qta;
+    struct dq_qta qta;
+    int in_diagram; /* a node of the loaded diagram carries this probe */
+
+    /* open windows */
+    struct probe_slot *slots; /* table->nslots entries */
+
+    /* closed windows, newest at ring[(head + len − 1) % cap] */
+    struct probe_window *ring;
+    int ring_head, ring_len, ring_cap;
+
+    /* totals since start, for /metrics */
+    uint64_t total_ok, total_fa, total_to, late, total_out;
+    double total_sum;                   /* seconds, ok instances */
+    uint64_t hist[PROBES_HIST_BUCKETS]; /* per bucket (not cumulative) */
+};
+
+struct probe_table {
+    struct probe **probes; /* count entries */
+    size_t count, cap;     /* cap = the maximum number of probes */
+    int32_t *index;        /* open addressing: probe index or −1; index_size slots */
+    size_t index_size;
+    int64_t window_ns, lag_ns;
+    int nslots;   /* open windows per probe */
+    int ring_cap; /* closed windows per probe (W) */
+    int default_k, default_n;
+    double default_dmax_ms;
+    int64_t next_close; /* the oldest window not yet closed */
+    /* the window of the last recorded END, so binning needs no division while END stays
+     * in it: [cur_lo, cur_lo + window_ns) is window cur_wid, in slot cur_slot. The
+     * zeroed table holds window 0 in slot 0, which is correct too. */
+    int64_t cur_lo, cur_wid;
+    int cur_slot;
+    /* the probe last seen per low bits of the name hash: a hit saves the index probe
+     * (probes are never removed, so an entry never dangles) */
+    struct probe *recent[64];
+    uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
+    /* rejected instances */
+    uint64_t late;   /* END in a window already closed */
+    uint64_t future; /* END too far ahead to have an open window */
+    uint64_t full;   /* a new name but the table is full */
+};
+
+/*
+ * Initialises a table for at most `max_probes` probes with windows of window_ns, closed
+ * lag_ns after their end, rings of ring_cap closed windows, and the default grid for
+ * probes that get no dMax of their own. `now_ns` sets the first window to close.
+ * DQ_EINVAL / DQ_ERANGE on bad sizes, DQ_ENOMEM.
+ */
+int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int64_t lag_ns,
+                int ring_cap, double default_dmax_ms, int default_bins, int64_t now_ns);
+
+/* Releases every probe and ΔQ of the table. Safe on a zeroed or failed table. */
+void probes_release(struct probe_table *t);
+
+/* The probe called name, or NULL. */
+struct probe *probes_find(struct probe_table *t, const char *name, size_t len);
+
+/*
+ * The probe called name, registered with the default settings when new. DQ_EINVAL for an
+ * invalid name, DQ_EFULL when the table is full (counted in t->full), DQ_ENOMEM.
+ */
+int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out);
+
+/*
+ * Records one instance. Finds or registers the probe, bins the duration end − start
+ * into the window of end_ns (a timeout with end_ns 0, as old oscilloscope wrappers send
+ * it, ends at start + the probe's dMax). Returns 0, or a negative code when the instance was not
+ * recorded: DQ_ESTATE for a late or too-future window (counted in t->late / t->future and
+ * per probe), DQ_EFULL / DQ_EINVAL from probes_get. Does not allocate unless the probe
+ * is new.
+ */
+int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
+                  int64_t end_ns, enum probe_status status);
+
+/* probes_record() for a caller that has the name's hash already: hash must be
+ * wire_name_hash(name, len) (the parser returns it as msg->name_hash). */
+int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                         int64_t start_ns, int64_t end_ns, enum probe_status status);
+
+/*
+ * Changes a probe's deadline and bins (bins 0 keeps the current count). The grid is
+ * the finest power-of-two width whose `bins` bins cover dmax_ms (at most DQ_MAX_BINS).
+ * Open windows are cleared (their instances were binned on the old grid). DQ_ERANGE for
+ * a dMax the grid cannot hold.
+ */
+int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int bins);
+
+/* The grid for a deadline and a bin count (see probes_set_dmax). */
+int probes_grid(double dmax_ms, int bins, int *k, int *n);
+
+/* The window index of a time and its bounds. */
+int64_t probes_window_of(const struct probe_table *t, int64_t ns);
+
+/*
+ * Closes window `wid` for every probe (wid must be t->next_close): each probe with
+ * instances in it gets a new ring entry with its observed ΔQ; then t->next_close
+ * advances. Returns 0 or DQ_ENOMEM (the window is closed anyway; the ΔQs that could not
+ * be built are missing).
+ */
+int probes_close_window(struct probe_table *t, int64_t wid);
+
+/* The ring entry `back` windows before the newest (0 = newest) of p, or NULL. */
+struct probe_window *probes_ring_get(struct probe *p, int back);
+
+/* 1 when p's newest ring entry is for window wid. */
+int probes_has_window(struct probe *p, int64_t wid);
+
+/* p's ring entry for window wid, or NULL when p has none (no instance then, or too old). */
+struct probe_window *probes_ring_find(struct probe *p, int64_t wid);
+
+/* Upper edge in seconds of Prometheus bucket j (0 … PROBES_HIST_BUCKETS − 1). */
+double probes_bucket_le(int j);
+
+/* ==== struct core ===================================================================== */
+
+struct core;
+
+/* What core_create needs. Sizes as in settings.h (window, lag, ring, default dMax). */
+struct core_options {
+    size_t max_probes;      /* probes tracked at most */
+    int64_t window_ns;      /* window length */
+    int64_t lag_ns;         /* how long a window stays open after its end */
+    int ring;               /* closed windows kept per probe (W) */
+    double default_dmax_ms; /* dMax of a probe that has none of its own */
+    int default_bins;       /* bins of such a probe */
+    int retention_hours;    /* window summaries older than this are pruned (0: never) */
+};
+
+/* Counters of the daemon as a whole (for status and /metrics). */
+struct core_stats {
+    uint64_t instances_total; /* instances parsed by every source */
+    uint64_t windows_closed;  /* windows closed since start */
+    uint64_t store_errors;    /* failed store writes, whoever made them */
+    int64_t started_ns;       /* when core_create ran (its clock) */
+    size_t probes, enabled;   /* probes known; probes enabled */
+};
+
+/*
+ * Creates the core on `store` (borrowed, must outlive it) and `clock` (copied): the probe
+ * table sized by o, the first window to close set from the clock, the probes and their
+ * settings reloaded from the store. DQ_EINVAL / DQ_ERANGE for bad sizes (message says
+ * which), DQ_ENOMEM, DQ_ESTORE when the store cannot be read.
+ */
+int core_create(const struct core_options *o, struct store *store, const struct clock *clock,
+                struct core **out);
+
+/* Releases the core, its probes, windows and diagram. NULL is a no-op. Sources must have
+ * been removed first. */
+void core_destroy(struct core *c);
+
+/* The probe table (for the ingest hot path and readers; changes go through core_*). */
+struct probe_table *core_probes(struct core *c);
+
+/* The store and clock the core was made with. */
+struct store *core_store(struct core *c);
+const struct clock *core_clock(const struct core *c);
+
+/* Counters; fills *st. */
+void core_get_stats(const struct core *c, struct core_stats *st);
+
+/* Adds n instances parsed by a source to instances_total (a source calls it per read). */
+void core_add_instances(struct core *c, uint64_t n);
+
+/* Counts one failed store write made by a module above core (the adaptive loop). */
+void core_count_store_error(struct core *c);
+
+/* ---- the diagram --------------------------------------------------------------------- */
+
+/*
+ * Replaces the outcome diagram with `text` (path names it, may be NULL): parsed, an
+ * evaluator built, every probe node given its probe's grid. DQ_EPARSE with
+ * "LINE:COL: message", DQ_ENOMEM; the old diagram stays on failure.
+ */
+int core_load_diagram(struct core *c, const char *text, size_t len, const char *path);
+
+/* Reads a diagram file (≤ 64 MiB) and loads it; DQ_EIO when unreadable, messages name the
+ * path ("PATH:LINE:COL: message"). */
+int core_load_diagram_file(struct core *c, const char *path);
+
+/* The loaded diagram, its text and its path ("" when it came through the API); NULL when
+ * none is loaded. Valid until the next load. */
+const struct dq_diagram *core_diagram(const struct core *c);
+const char *core_diagram_text(const struct core *c);
+const char *core_diagram_path(const struct core *c);
+
+/* The probe of diagram node `node` when dqd knows it (NULL otherwise). */
+struct probe *core_node_probe(struct core *c, int node);
+
+/* ---- windows ---------------------------------------------------------------------------- */
+
+/* Called once per closed window, in window order. */
+typedef void (*core_window_fn)(void *ctx, int64_t wid);
+
+/*
+ * Closes every window due at `now` (its end plus the lag has passed), oldest first: each
+ * probe's slot becomes an observed ΔQ in its ring, the diagram computes the calculated
+ * ΔQs; then fn(ctx, wid) (may be NULL) decides what to do with it. When the clock jumped
+ * further than the open windows reach, the open ones are closed and the empty windows in
+ * between are skipped (logged). Returns the number of windows closed.
+ */
+int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx);
+
+/* When the next window falls due (its end plus the lag), ns on the core's clock. */
+int64_t core_next_deadline(const struct core *c);
+
+/* The window of a time, the length of a window and the lag, in ns. */
+int64_t core_window_of(const struct core *c, int64_t ns);
+int64_t core_window_ns(const struct core *c);
+int64_t core_lag_ns(const struct core *c);
+
+/* The oldest window not closed yet, and the newest closed one (−1 before the first). */
+int64_t core_next_close(const struct core *c);
+int64_t core_last_closed(const struct core *c);
+
+/*
+ * Writes the summary rows of window wid (one per probe and kind, observed and
+ * calculated) to the store. Meant to run inside the caller's transaction (the adaptive
+ * loop's, one per window). Returns DQ_OK or the first store error (the others are still
+ * attempted; each is counted).
+ */
+int core_persist_window(struct core *c, int64_t wid);
+
+/* Applies the store's retention at most every five minutes (outside any transaction). */
+void core_prune_if_due(struct core *c);
+
+/* ---- sources: where commands go --------------------------------------------------------- */
+
+#define CORE_MAX_SOURCES 16
+#define CORE_LABEL_MAX 160
+
+/* One connection that can carry a command, as its source lists it. */
+struct core_dest {
+    uint64_t id;                /* the source's handle for it */
+    char label[CORE_LABEL_MAX]; /* what the commands table calls it: "3 127.0.0.1:5555" */
+    int applicable;             /* 0: it cannot carry this command (a legacy link has no
+                                   clear_timeout): recorded as not applied, not sent */
+};
+
+/* One connection of a source, for status and /metrics. Strings valid during the call. */
+struct core_link_info {
+    uint64_t id;
+    const char *kind; /* "v2", "legacy", "outbound", "unknown" */
+    const char *peer; /* "127.0.0.1:5555" */
+    const char *node; /* the hello's node, "" */
+    const char *app;  /* the hello's app, "" */
+    int connected;    /* 1 while the connection is up */
+    int inbound;      /* 1 when the wrapper connected to dqd */
+    int running;      /* the wrapper's last state: 1, 0, or −1 unknown */
+    uint64_t instances, protocol_errors, dropped_by_wrapper;
+};
+
+/* Totals of a source. */
+struct core_source_stats {
+    uint64_t connections_total;    /* connections accepted */
+    uint64_t connections_rejected; /* refused (no memory, closing) */
+    uint64_t protocol_errors[WIRE_E_COUNT];
+};
+
+/* What a source offers the core. Every function is called on the loop thread. */
+struct core_source_ops {
+    const char *name; /* "tcp" */
+    /* Lists the connections that take commands now (at most cap in out), each saying
+     * whether it can carry cmd. Returns how many there are (more than cap: the rest are
+     * not listed). May be NULL: the source carries no commands. */
+    size_t (*destinations)(void *src, const struct wire_cmd *cmd, struct core_dest *out,
+                           size_t cap);
+    /* Sends cmd to destination `dest`; `row` is its commands-table id (0: none) so that a
+     * wrapper's ack can be recorded. DQ_OK, or an error when it could not be queued. */
+    int (*send)(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_t row);
+    /* Calls fn for each connection. May be NULL. */
+    void (*links)(void *src, void (*fn)(void *ctx, const struct core_link_info *li), void *ctx);
+    /* Fills *st. May be NULL. */
+    void (*stats)(void *src, struct core_source_stats *st);
+};
+
+/* Registers a source (ops must outlive it). DQ_EFULL past CORE_MAX_SOURCES. */
+int core_add_source(struct core *c, const struct core_source_ops *ops, void *src);
+
+/* Unregisters a source; unknown ones are ignored. */
+void core_remove_source(struct core *c, void *src);
+
+/* Calls fn for every connection of every source. */
+void core_links_each(struct core *c, void (*fn)(void *ctx, const struct core_link_info *li),
+                     void *ctx);
+
+/* Sums the stats of every source into *st. */
+void core_sources_stats(struct core *c, struct core_source_stats *st);
+
+/* A wrapper acknowledged the command recorded as `row`: marks the row acked. */
+void core_command_acked(struct core *c, int64_t row);
+
+/* ---- changes to probes ---------------------------------------------------------------- */
+
+enum core_change_kind {
+    CORE_ENABLE,  /* set_timeout: the probe gets a dMax on the wrappers */
+    CORE_DISABLE, /* clear_timeout */
+    CORE_RESEND,  /* set_timeout again with the probe's current dMax (after a dMax change) */
+    CORE_START,   /* start_stub: wrappers send instances */
+    CORE_STOP,    /* stop_stub */
+};
+
+/* One command as recorded: where it goes, its commands-table row, and its fate. */
+struct core_sent {
+    int source;                 /* index among the registered sources */
+    uint64_t dest;              /* the source's handle */
+    int64_t row;                /* commands-table id, 0 when it could not be recorded */
+    int applicable;             /* 0: not applied (nothing is sent) */
+    char label[CORE_LABEL_MAX]; /* as the source named it */
+};
+
+/*
+ * A change to one probe (or to every wrapper, for START and STOP), made in two steps:
+ * core_change_record writes it to the store (the probe's row with its new settings, and
+ * one commands row per destination that can carry it, inside the caller's transaction),
+ * core_change_apply then changes the probe in memory and hands the command to the
+ * sources. Between the two nothing else may change the sources (same loop turn).
+ */
+struct core_change {
+    enum core_change_kind kind;
+    struct probe *probe; /* ENABLE, DISABLE, RESEND; NULL for START, STOP */
+    double dmax_ms;      /* ENABLE: a dMax to give the probe first when > 0 (inherited from
+                            the parent the search came from); 0 keeps its own */
+    int bins;            /* with dmax_ms: bins, 0 = the probe's current count */
+    int64_t hypothesis;  /* the hypothesis it serves, 0 = none (a person, the config) */
+    /* filled by core_change_record */
+    struct core_sent *sent; /* owned; released by core_change_release */
+    size_t n_sent;
+    int recorded;
+};
+
+/* Does nothing and returns 0 for an ENABLE of an enabled probe or a DISABLE of a disabled
+ * one; otherwise 1: the change would do something. */
+int core_change_needed(const struct core_change *ch);
+
+/*
+ * Step 1: writes the change to the store (probe row, command rows with status "sent" or
+ * "not_applied"). Call inside a store transaction to make it part of a larger decision.
+ * DQ_OK, DQ_ENOMEM, or the store's error (counted); ch->sent lists the destinations
+ * either way, so core_change_apply can still act.
+ */
+int core_change_record(struct core *c, struct core_change *ch);
+
+/*
+ * Step 2: changes the probe in memory (dMax first when one is given, then enabled) and
+ * sends the command to every applicable destination; a send that fails is recorded as
+ * "failed" on its row. Returns how many destinations were sent the command.
+ */
+int core_change_apply(struct core *c, struct core_change *ch);
+
+/* Frees what core_change_record allocated; the struct may be reused. */
+void core_change_release(struct core_change *ch);
+
+/*
+ * Both steps at once, for a person's change through the API or the config: records in a
+ * transaction of its own (unless the caller has one open), then applies, even when the
+ * store failed (the failure is counted and logged: the person's change is made). Returns
+ * the number of destinations reached, or a negative DQ_E* when the change is impossible.
+ */
+int core_change_now(struct core *c, struct core_change *ch);
+
+/* 1 when wrappers should send instances (start_stub), 0 after stop_stub. */
+int core_running(const struct core *c);
+
+/*
+ * Changes a probe's dMax and bins (bins 0 keeps the count), keeping the diagram's grid for
+ * it in step. Nothing is sent or stored (see core_change for that). DQ_ERANGE.
+ */
+int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins);
+
+/* Writes a probe's settings (dMax, bins, enabled, always-on, QTA) to the store. */
+int core_save_probe(struct core *c, const struct probe *p);
+
+/* Sets (qta non-NULL, copied) or removes (NULL) a probe's QTA, and saves the probe. */
+int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta);
+
+/*
+ * Applies a probe's configured settings at start, before any source is connected (no
+ * command is sent: wrappers get the enabled set when they connect): dMax and bins when
+ * dmax_ms > 0; enabled (0/1, −1 = leave) also makes it always-on or not; the QTA when qta
+ * is non-NULL. Registers the probe when new and saves it. DQ_EINVAL / DQ_ERANGE / DQ_EFULL
+ * with the probe named in the message.
+ */
+int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
+                         const struct dq_qta *qta);
+
+/* ---- QTAs as JSON -------------------------------------------------------------------- */
+
+/* Parses {"points":[[p,t_s],...],"max_lost":x} into q (max_lost absent: 1 − last p).
+ * DQ_EINVAL with a message saying what is wrong, or dq_qta_check's error. */
+int core_qta_from_json(json_t *j, struct dq_qta *q);
+
+/* The same from JSON text (DQ_EPARSE for text that is not JSON). */
+int core_qta_from_json_text(const char *text, struct dq_qta *q);
+
+/* A probe's QTA as JSON (new reference), or JSON null when it has none. */
+json_t *core_qta_json(const struct probe *p);
+
+#endif /* DQ_CORE_H */

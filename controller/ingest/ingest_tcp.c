@@ -1,0 +1,836 @@
+/*
+ * ingest_tcp.c: the TCP source (see ingest.h): wrappers connecting to dqd's ingest port,
+ * in the v2 dialect (hello first) or the legacy one (the ΔQ Oscilloscope's wrapper, no
+ * hello), and outbound links to legacy wrappers' command listeners.
+ *
+ * Workload: a handful of wrapper connections each sending up to millions of lines per
+ * second; commands back to wrappers are rare. So reading is allocation-free (one read
+ * buffer per connection, the splitter's buffer embedded in the link, parsing into slices,
+ * binning in place in the core's probe table) while writing a command allocates its
+ * request. Commands are decided and recorded by the core; this file only formats them in
+ * each link's dialect, queues them, and matches v2 acks to their rows.
+ */
+#include "ingest.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+#include "log.h"
+#include "settings.h"
+
+#define SPLIT_BUF 4096
+#define PENDING_ACKS 32
+
+enum link_kind {
+    LINK_UNKNOWN = 0, /* inbound, no line yet */
+    LINK_V2,          /* inbound, said hello */
+    LINK_LEGACY,      /* inbound, no hello: the oscilloscope's wrapper */
+    LINK_OUTBOUND,    /* dqd connected to a legacy wrapper's command listener */
+};
+
+struct tcp_source;
+
+/* One wrapper connection, inbound on the ingest port or outbound to a listener. */
+struct link {
+    struct tcp_source *s;
+    uint64_t id;
+    enum link_kind kind;
+    uv_tcp_t tcp;
+    uv_timer_t timer; /* inbound: hello wait; outbound: reconnect backoff */
+    uv_connect_t connect;
+    int tcp_open, timer_open, connected, closing;
+    char peer[64];
+    char node[WIRE_MAX_LABEL + 1];
+    char app[WIRE_MAX_LABEL + 1];
+    int running; /* last state line: 0/1, −1 unknown */
+    /* outbound target and backoff */
+    char host[64];
+    int port;
+    int backoff_ms;
+    /* ingest */
+    struct wire_splitter split;
+    char splitbuf[SPLIT_BUF];
+    int64_t read_now_ns; /* dqd's clock when the chunk being parsed was read */
+    char *readbuf;
+    size_t readbuf_size;
+    uint64_t lines, instances, drops, acks, errors_total;
+    uint64_t counted; /* instances already added to the core's total */
+    uint64_t errors[WIRE_E_COUNT];
+    uint64_t commands_sent, commands_skipped;
+    struct {
+        char text[WIRE_CMD_MAX];
+        int64_t id; /* store id of the command awaiting its ack */
+    } pending[PENDING_ACKS];
+    int pending_next;
+    struct log_limit limit;
+    struct link *next, *prev;
+};
+
+struct tcp_source {
+    struct ingest_source base; /* first: the public handle */
+    uv_loop_t *loop;
+    struct core *core;
+    struct probe_table *probes;
+    struct ingest_tcp_options opt;
+    char listen[DQD_HOSTPORT_MAX];
+    char (*wrappers)[DQD_HOSTPORT_MAX];
+    char host[64];
+    int port;
+    uv_tcp_t server;
+    int server_open;
+    struct link *links;
+    size_t n_links;
+    uint64_t next_link_id;
+    uint64_t connections_total, connections_rejected;
+    uint64_t errors[WIRE_E_COUNT];
+    /* shutdown */
+    int closing, pending_closes;
+    void (*on_closed)(void *);
+    void *on_closed_arg;
+};
+
+static struct tcp_source *tcp_of(struct ingest_source *s) {
+    return (struct tcp_source *)s;
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof *ss);
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0) {
+        return DQ_OK;
+    }
+    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss) == 0) {
+        return DQ_OK;
+    }
+    if (strcmp(host, "localhost") == 0) {
+        return uv_ip4_addr("127.0.0.1", port, (struct sockaddr_in *)ss) == 0 ? DQ_OK : DQ_EINVAL;
+    }
+    return dq_fail(DQ_EINVAL, "\"%s\" is not an IP address", host);
+}
+
+/* ---- shutdown bookkeeping ------------------------------------------------------------ */
+
+static void finish_if_done(struct tcp_source *s) {
+    if (!s->closing || s->pending_closes > 0) {
+        return;
+    }
+    void (*done)(void *) = s->on_closed;
+    void *arg = s->on_closed_arg;
+    free(s->wrappers);
+    free(s);
+    if (done) {
+        done(arg);
+    }
+}
+
+static void on_server_closed(uv_handle_t *h) {
+    struct tcp_source *s = h->data;
+    s->pending_closes--;
+    finish_if_done(s);
+}
+
+/* ---- links ---------------------------------------------------------------------------- */
+
+static void link_on_closed(uv_handle_t *h);
+static void outbound_schedule(struct link *l);
+
+static void link_free_if_closed(struct link *l) {
+    if (l->tcp_open || l->timer_open) {
+        return;
+    }
+    struct tcp_source *s = l->s;
+    if (l->prev) {
+        l->prev->next = l->next;
+    } else if (s->links == l) {
+        s->links = l->next;
+    }
+    if (l->next) {
+        l->next->prev = l->prev;
+    }
+    s->n_links--;
+    free(l->readbuf);
+    free(l);
+    s->pending_closes--;
+    finish_if_done(s);
+}
+
+static void link_on_closed(uv_handle_t *h) {
+    struct link *l = h->data;
+    if (h == (uv_handle_t *)&l->tcp) {
+        l->tcp_open = 0;
+    } else {
+        l->timer_open = 0;
+    }
+    if (l->kind == LINK_OUTBOUND && !l->closing && h == (uv_handle_t *)&l->tcp) {
+        outbound_schedule(l);
+        return;
+    }
+    link_free_if_closed(l);
+}
+
+/* Closes a link for good (inbound) or until the next reconnect (outbound, not closing). */
+static void link_close_tcp(struct link *l) {
+    l->connected = 0;
+    if (l->tcp_open && !uv_is_closing((uv_handle_t *)&l->tcp)) {
+        uv_close((uv_handle_t *)&l->tcp, link_on_closed);
+    }
+}
+
+static void link_destroy(struct link *l) {
+    l->closing = 1;
+    l->connected = 0;
+    if (l->tcp_open && !uv_is_closing((uv_handle_t *)&l->tcp)) {
+        uv_close((uv_handle_t *)&l->tcp, link_on_closed);
+    }
+    if (l->timer_open && !uv_is_closing((uv_handle_t *)&l->timer)) {
+        uv_close((uv_handle_t *)&l->timer, link_on_closed);
+    }
+    if (!l->tcp_open && !l->timer_open) {
+        link_free_if_closed(l);
+    }
+}
+
+static struct link *link_new(struct tcp_source *s, enum link_kind kind) {
+    struct link *l = calloc(1, sizeof *l);
+    if (!l) {
+        return NULL;
+    }
+    l->readbuf_size = INGEST_READ_BUFFER;
+    l->readbuf = malloc(l->readbuf_size);
+    if (!l->readbuf) {
+        free(l);
+        return NULL;
+    }
+    l->s = s;
+    l->id = ++s->next_link_id;
+    l->kind = kind;
+    l->running = -1;
+    l->next = s->links;
+    if (s->links) {
+        s->links->prev = l;
+    }
+    s->links = l;
+    s->n_links++;
+    s->pending_closes++; /* released when the link is freed */
+    l->tcp.data = l;
+    l->timer.data = l;
+    return l;
+}
+
+struct write_req {
+    uv_write_t req;
+    char data[];
+};
+
+static void on_written(uv_write_t *req, int status) {
+    (void)status; /* a failed write shows up as a read error and closes the link */
+    free(req);
+}
+
+/* Queues bytes to a link; skipped (and counted) when the peer is not reading. */
+static int link_send(struct link *l, const char *data, size_t len) {
+    if (!l->connected || l->closing) {
+        return DQ_ESTATE;
+    }
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&l->tcp) > INGEST_MAX_PENDING_WRITE) {
+        l->commands_skipped++;
+        return DQ_EFULL;
+    }
+    struct write_req *w = malloc(sizeof *w + len);
+    if (!w) {
+        return DQ_ENOMEM;
+    }
+    memcpy(w->data, data, len);
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&l->tcp, &buf, 1, on_written) != 0) {
+        free(w);
+        return DQ_ENET;
+    }
+    l->commands_sent++;
+    return DQ_OK;
+}
+
+static enum wire_dialect link_dialect(const struct link *l) {
+    return l->kind == LINK_V2 ? WIRE_V2 : WIRE_LEGACY;
+}
+
+static int link_send_cmd(struct link *l, const struct wire_cmd *cmd) {
+    char buf[WIRE_CMD_MAX];
+    int n = wire_format_cmd(buf, sizeof buf, link_dialect(l), cmd);
+    if (n < 0) {
+        return n; /* e.g. clear_timeout to a legacy link: not applicable */
+    }
+    return link_send(l, buf, (size_t)n);
+}
+
+static int link_takes_commands(const struct link *l) {
+    return l->connected && !l->closing && l->kind != LINK_UNKNOWN;
+}
+
+static const char *link_kind_name(const struct link *l) {
+    return l->kind == LINK_V2         ? "v2"
+           : l->kind == LINK_OUTBOUND ? "outbound"
+           : l->kind == LINK_LEGACY   ? "legacy"
+                                      : "unknown";
+}
+
+/* Sends the enabled set and the running state: after a hello, a legacy link's first
+ * line, or an outbound connect. */
+static void link_push_state(struct link *l) {
+    struct probe_table *t = l->s->probes;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (!p->enabled) {
+            continue;
+        }
+        struct wire_cmd cmd = {
+            .kind = WIRE_CMD_SET_TIMEOUT, .name = {p->name, p->name_len}, .ms = p->dmax_ms};
+        link_send_cmd(l, &cmd);
+    }
+    struct wire_cmd run = {.kind =
+                               core_running(l->s->core) ? WIRE_CMD_START_STUB : WIRE_CMD_STOP_STUB};
+    link_send_cmd(l, &run);
+    LOG(LOG_INFO, "link %" PRIu64 " (%s %s): sent the enabled set", l->id,
+        l->kind == LINK_V2 ? "v2" : (l->kind == LINK_OUTBOUND ? "outbound" : "legacy"), l->peer);
+}
+
+static void link_count_error(struct link *l, int err, const char *line, size_t len) {
+    if (err <= 0 || err >= WIRE_E_COUNT) {
+        return;
+    }
+    l->errors[err]++;
+    l->errors_total++;
+    l->s->errors[err]++;
+    uint64_t suppressed = 0;
+    if (log_limit_allow(&l->limit, (int64_t)uv_now(l->s->loop), 5, &suppressed)) {
+        char shown[64];
+        size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)line[i];
+            shown[i] = (c >= 32 && c < 127) ? (char)c : '?';
+        }
+        shown[n] = '\0';
+        LOG(LOG_WARN, "link %" PRIu64 " (%s): %s: \"%s%s\"%s", l->id, l->peer,
+            wire_err_message(err), shown, len > n ? "…" : "",
+            suppressed ? " (earlier messages suppressed)" : "");
+    }
+}
+
+static void slice_copy(char *dst, size_t cap, struct wire_slice s) {
+    size_t n = s.n < cap - 1 ? s.n : cap - 1;
+    memcpy(dst, s.p, n);
+    dst[n] = '\0';
+}
+
+static void link_become(struct link *l, enum link_kind kind) {
+    if (l->kind != LINK_UNKNOWN) {
+        return;
+    }
+    l->kind = kind;
+    if (l->timer_open) {
+        uv_timer_stop(&l->timer);
+    }
+    link_push_state(l);
+}
+
+/*
+ * A v2 wrapper's state line lists the probes it has a dMax for. Any that dqd does not
+ * want (e.g. enabled by a dqd that was killed before it could record it) is cleared, so
+ * the wrapper and the store agree again; those dqd wants were re-sent after the hello.
+ */
+static void reconcile_state(struct link *l, const struct wire_msg *m) {
+    struct wire_slice it = m->probes, key, value;
+    while (wire_kv_next(&it, &key, &value) == 1) {
+        struct probe *p = probes_find(l->s->probes, key.p, key.n);
+        if (p && p->enabled) {
+            continue;
+        }
+        struct wire_cmd cmd = {.kind = WIRE_CMD_CLEAR_TIMEOUT, .name = key};
+        if (link_send_cmd(l, &cmd) == DQ_OK) {
+            LOG(LOG_INFO, "link %" PRIu64 ": cleared %.*s, which dqd does not have enabled", l->id,
+                (int)key.n, key.p);
+        }
+    }
+}
+
+/* An instance line, parsed (by wire_parse() or the splitter's fast path). */
+static inline void link_instance(struct link *l, const struct wire_msg *m) {
+    if (l->kind == LINK_UNKNOWN) {
+        link_become(l, LINK_LEGACY);
+    }
+    enum probe_status st = m->status == WIRE_ST_OK   ? PROBE_OK
+                           : m->status == WIRE_ST_FA ? PROBE_FA
+                                                     : PROBE_TO;
+    l->instances++;
+    probes_record_hashed(l->s->probes, m->name.p, m->name.n, m->name_hash, m->start_ns, m->end_ns,
+                         st);
+}
+
+/* The splitter's fast path: an instance line, already parsed. */
+static void on_instance(void *ctx, const struct wire_msg *m) {
+    struct link *l = ctx;
+    l->lines++;
+    link_instance(l, m);
+}
+
+static void on_ack(struct link *l, const struct wire_msg *m) {
+    l->acks++;
+    for (int i = 0; i < PENDING_ACKS; i++) {
+        if (l->pending[i].id && strlen(l->pending[i].text) == m->command.n &&
+            memcmp(l->pending[i].text, m->command.p, m->command.n) == 0) {
+            core_command_acked(l->s->core, l->pending[i].id);
+            l->pending[i].id = 0;
+            break;
+        }
+    }
+}
+
+/* Adds the instances parsed since the last call to the core's total (once per read, not
+ * per line). */
+static void link_flush_count(struct link *l) {
+    core_add_instances(l->s->core, l->instances - l->counted);
+    l->counted = l->instances;
+}
+
+/* Simulated time: dqd's clock moves to the line's time (closing the windows due, whose
+ * commands go out first), then the simulator is told with `tick;NS`. */
+static void on_clock(struct link *l, const struct wire_msg *m, const char *line, size_t len) {
+    struct tcp_source *s = l->s;
+    if (!s->opt.on_clock || l->kind != LINK_V2) {
+        link_count_error(l, WIRE_E_UNKNOWN, line, len); /* dqd runs on the wall clock */
+        return;
+    }
+    link_flush_count(l); /* the windows about to close count what came before */
+    s->opt.on_clock(s->opt.clock_ctx, m->clock_ns);
+    char tick[WIRE_CMD_MAX];
+    int n = wire_format_tick(tick, sizeof tick, m->clock_ns);
+    if (n > 0) {
+        link_send(l, tick, (size_t)n);
+    }
+}
+
+static void on_line(void *ctx, const char *line, size_t len, int err) {
+    struct link *l = ctx;
+    l->lines++;
+    if (err) {
+        link_count_error(l, err, line, len);
+        return;
+    }
+    struct wire_msg m;
+    int rc = wire_parse(line, len, l->read_now_ns, &m);
+    if (rc) {
+        link_count_error(l, rc, line, len);
+        return;
+    }
+    switch (m.kind) {
+    case WIRE_INSTANCE:
+        link_instance(l, &m);
+        break;
+    case WIRE_PING:
+        if (l->kind == LINK_UNKNOWN) {
+            link_become(l, LINK_LEGACY);
+        }
+        break;
+    case WIRE_HELLO:
+        slice_copy(l->node, sizeof l->node, m.node);
+        slice_copy(l->app, sizeof l->app, m.app);
+        if (l->kind == LINK_OUTBOUND) {
+            break; /* a listener that greets stays an outbound link (and keeps reconnecting) */
+        }
+        if (l->kind == LINK_UNKNOWN) {
+            link_become(l, LINK_V2);
+        } else {
+            l->kind = LINK_V2;
+            link_push_state(l); /* a hello again: the wrapper restarted its state */
+        }
+        break;
+    case WIRE_ACK:
+        on_ack(l, &m);
+        break;
+    case WIRE_DROP:
+        l->drops += m.count;
+        break;
+    case WIRE_STATE:
+        l->running = m.running;
+        if (l->kind == LINK_V2) {
+            reconcile_state(l, &m);
+        }
+        break;
+    case WIRE_CLOCK:
+        on_clock(l, &m, line, len);
+        break;
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    struct link *l = h->data;
+    *buf = uv_buf_init(l->readbuf, (unsigned)l->readbuf_size);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    struct link *l = stream->data;
+    if (nread > 0) {
+        /* one clock read per chunk, not per line (a vDSO call costs ~70 ns on a VM, a
+         * quarter of the ingest time); the clock check allows a day of skew anyway */
+        l->read_now_ns = clock_now(core_clock(l->s->core));
+        wire_splitter_feed_instances(&l->split, buf->base, (size_t)nread, l->read_now_ns,
+                                     on_instance);
+        link_flush_count(l);
+        return;
+    }
+    if (nread < 0) {
+        size_t pending = wire_splitter_pending(&l->split);
+        if (pending > 0) {
+            /* a last line cut off by the close: not an instance, but not silently lost */
+            link_count_error(l, WIRE_E_SYNTAX, l->splitbuf, pending);
+        }
+        if (nread != UV_EOF) {
+            LOG(LOG_INFO, "link %" PRIu64 " (%s): %s", l->id, l->peer, uv_strerror((int)nread));
+        } else {
+            LOG(LOG_INFO, "link %" PRIu64 " (%s) closed by the peer", l->id, l->peer);
+        }
+        if (l->kind == LINK_OUTBOUND) {
+            link_close_tcp(l);
+        } else {
+            link_destroy(l);
+        }
+    }
+}
+
+static void on_hello_timeout(uv_timer_t *t) {
+    struct link *l = t->data;
+    link_become(l, LINK_LEGACY);
+}
+
+static void peer_name(uv_tcp_t *tcp, char *out, size_t cap) {
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    out[0] = '\0';
+    if (uv_tcp_getpeername(tcp, (struct sockaddr *)&ss, &len) != 0) {
+        return;
+    }
+    char ip[48] = "";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        uv_ip4_name(a, ip, sizeof ip);
+        port = ntohs(a->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        uv_ip6_name(a, ip, sizeof ip);
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, cap, "%s:%d", ip, port);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+    struct tcp_source *s = server->data;
+    if (status < 0 || s->closing) {
+        return;
+    }
+    struct link *l = link_new(s, LINK_UNKNOWN);
+    if (!l || uv_tcp_init(s->loop, &l->tcp) != 0) {
+        /* accept and drop so the listener does not spin on the pending connection */
+        uv_tcp_t *tmp = malloc(sizeof *tmp);
+        if (tmp && uv_tcp_init(s->loop, tmp) == 0) {
+            (void)uv_accept(server, (uv_stream_t *)tmp);
+            uv_close((uv_handle_t *)tmp, (uv_close_cb)free);
+        } else {
+            free(tmp);
+        }
+        s->connections_rejected++;
+        if (l) {
+            link_free_if_closed(l);
+        }
+        return;
+    }
+    l->tcp_open = 1;
+    if (uv_accept(server, (uv_stream_t *)&l->tcp) != 0) {
+        link_destroy(l);
+        return;
+    }
+    s->connections_total++;
+    l->connected = 1;
+    peer_name(&l->tcp, l->peer, sizeof l->peer);
+    uv_tcp_nodelay(&l->tcp, 1);
+    wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
+    if (uv_timer_init(s->loop, &l->timer) == 0) {
+        l->timer_open = 1;
+        uv_timer_start(&l->timer, on_hello_timeout, INGEST_HELLO_WAIT_MS, 0);
+    }
+    uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
+    LOG(LOG_DEBUG, "link %" PRIu64 ": connection from %s", l->id, l->peer);
+}
+
+/* ---- outbound links to legacy command listeners ------------------------------------- */
+
+static void outbound_connect(struct link *l);
+
+static void on_backoff(uv_timer_t *t) {
+    outbound_connect(t->data);
+}
+
+static void outbound_schedule(struct link *l) {
+    if (l->closing || l->s->closing) {
+        link_free_if_closed(l);
+        return;
+    }
+    l->backoff_ms = l->backoff_ms ? l->backoff_ms * 2 : 100;
+    if (l->backoff_ms > 5000) {
+        l->backoff_ms = 5000;
+    }
+    uv_timer_start(&l->timer, on_backoff, (uint64_t)l->backoff_ms, 0);
+}
+
+static void on_outbound_connected(uv_connect_t *req, int status) {
+    struct link *l = req->data;
+    if (status < 0) {
+        if (status != UV_ECANCELED) {
+            LOG(LOG_DEBUG, "wrapper %s: %s; retrying in %d ms", l->peer, uv_strerror(status),
+                l->backoff_ms ? l->backoff_ms * 2 : 100);
+        }
+        link_close_tcp(l);
+        return;
+    }
+    l->connected = 1;
+    l->backoff_ms = 0;
+    LOG(LOG_INFO, "wrapper %s: connected to its command listener", l->peer);
+    wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
+    uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
+    link_push_state(l);
+}
+
+static void outbound_connect(struct link *l) {
+    struct sockaddr_storage ss;
+    if (l->closing || resolve(l->host, l->port, &ss) != DQ_OK) {
+        return;
+    }
+    if (uv_tcp_init(l->s->loop, &l->tcp) != 0) {
+        outbound_schedule(l);
+        return;
+    }
+    l->tcp.data = l;
+    l->tcp_open = 1;
+    l->connect.data = l;
+    if (uv_tcp_connect(&l->connect, &l->tcp, (struct sockaddr *)&ss, on_outbound_connected) != 0) {
+        link_close_tcp(l);
+    }
+}
+
+static int outbound_add(struct tcp_source *s, const char *addr) {
+    struct link *l = link_new(s, LINK_OUTBOUND);
+    if (!l) {
+        return dq_fail(DQ_ENOMEM, "no memory for a wrapper link");
+    }
+    int rc = settings_split_hostport(addr, l->host, sizeof l->host, &l->port);
+    struct sockaddr_storage ss;
+    if (!rc) {
+        rc = resolve(l->host, l->port, &ss);
+    }
+    if (rc || uv_timer_init(s->loop, &l->timer) != 0) {
+        rc = rc ? dq_fail(rc, "wrapper address: %s", dq_last_error()) : DQ_ENOMEM;
+        link_destroy(l);
+        return rc;
+    }
+    l->timer_open = 1;
+    snprintf(l->peer, sizeof l->peer, "%s", addr);
+    outbound_connect(l);
+    return DQ_OK;
+}
+
+/* ---- what the core sees ---------------------------------------------------------------- */
+
+static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct core_dest *out,
+                               size_t cap) {
+    struct tcp_source *s = src;
+    size_t n = 0;
+    for (struct link *l = s->links; l; l = l->next) {
+        if (!link_takes_commands(l)) {
+            continue;
+        }
+        if (n < cap) {
+            char text[WIRE_CMD_MAX];
+            out[n].id = l->id;
+            out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
+            snprintf(out[n].label, sizeof out[n].label, "%" PRIu64 " %s", l->id, l->peer);
+        }
+        n++;
+    }
+    return n;
+}
+
+static int tcp_send(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_t row) {
+    struct tcp_source *s = src;
+    struct link *l = s->links;
+    while (l && l->id != dest) {
+        l = l->next;
+    }
+    if (!l || !link_takes_commands(l)) {
+        return dq_fail(DQ_ESTATE, "wrapper link %" PRIu64 " is gone", dest);
+    }
+    char text[WIRE_CMD_MAX];
+    int n = wire_format_cmd(text, sizeof text, link_dialect(l), cmd);
+    if (n < 0) {
+        return n;
+    }
+    int rc = link_send(l, text, (size_t)n);
+    if (rc == DQ_OK && row > 0 && l->kind == LINK_V2) {
+        /* remember it until the wrapper's ack;COMMAND comes back */
+        int slot = l->pending_next++ % PENDING_ACKS;
+        size_t len = (size_t)n - 1; /* without the newline */
+        memcpy(l->pending[slot].text, text, len);
+        l->pending[slot].text[len] = '\0';
+        l->pending[slot].id = row;
+    }
+    return rc;
+}
+
+static void tcp_links(void *src, void (*fn)(void *ctx, const struct core_link_info *li),
+                      void *ctx) {
+    struct tcp_source *s = src;
+    for (struct link *l = s->links; l; l = l->next) {
+        struct core_link_info li = {.id = l->id,
+                                    .kind = link_kind_name(l),
+                                    .peer = l->peer,
+                                    .node = l->node,
+                                    .app = l->app,
+                                    .connected = l->connected,
+                                    .inbound = l->kind != LINK_OUTBOUND,
+                                    .running = l->running,
+                                    .instances = l->instances,
+                                    .protocol_errors = l->errors_total,
+                                    .dropped_by_wrapper = l->drops};
+        fn(ctx, &li);
+    }
+}
+
+static void tcp_stats(void *src, struct core_source_stats *st) {
+    struct tcp_source *s = src;
+    st->connections_total = s->connections_total;
+    st->connections_rejected = s->connections_rejected;
+    memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
+}
+
+static const struct core_source_ops tcp_core_ops = {
+    .name = "tcp",
+    .destinations = tcp_destinations,
+    .send = tcp_send,
+    .links = tcp_links,
+    .stats = tcp_stats,
+};
+
+/* ---- start / close ------------------------------------------------------------------------ */
+
+static int tcp_start(struct ingest_source *base) {
+    struct tcp_source *s = tcp_of(base);
+    struct sockaddr_storage ss;
+    int rc = settings_split_hostport(s->listen, s->host, sizeof s->host, &s->port);
+    if (rc || (rc = resolve(s->host, s->port, &ss))) {
+        return dq_fail(rc, "--listen: %s", dq_last_error());
+    }
+    if (uv_tcp_init(s->loop, &s->server) != 0) {
+        return dq_fail(DQ_ENET, "cannot create the ingest socket");
+    }
+    s->server_open = 1;
+    s->server.data = s;
+    int e = uv_tcp_bind(&s->server, (struct sockaddr *)&ss, 0);
+    if (!e) {
+        e = uv_listen((uv_stream_t *)&s->server, 511, on_connection);
+    }
+    if (e) {
+        return dq_fail(DQ_ENET, "cannot listen on %s: %s", s->listen, uv_strerror(e));
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    if (uv_tcp_getsockname(&s->server, (struct sockaddr *)&bound, &len) == 0) {
+        s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    }
+    for (int i = 0; i < s->opt.n_wrappers; i++) {
+        rc = outbound_add(s, s->wrappers[i]);
+        if (rc) {
+            return rc;
+        }
+    }
+    return DQ_OK;
+}
+
+static void tcp_close(struct ingest_source *base, void (*done)(void *arg), void *arg) {
+    struct tcp_source *s = tcp_of(base);
+    if (s->closing) {
+        return;
+    }
+    s->closing = 1;
+    s->on_closed = done;
+    s->on_closed_arg = arg;
+    s->pending_closes++; /* held while closing starts */
+    if (s->server_open && !uv_is_closing((uv_handle_t *)&s->server)) {
+        s->server_open = 0;
+        s->pending_closes++;
+        uv_close((uv_handle_t *)&s->server, on_server_closed);
+    }
+    for (struct link *l = s->links, *next; l; l = next) {
+        next = l->next;
+        link_destroy(l);
+    }
+    s->pending_closes--;
+    finish_if_done(s);
+}
+
+static const struct ingest_ops tcp_ops = {
+    .name = "tcp",
+    .start = tcp_start,
+    .close = tcp_close,
+    .core = &tcp_core_ops,
+};
+
+int ingest_tcp_create(uv_loop_t *loop, struct core *core, const struct ingest_tcp_options *o,
+                      struct ingest_source **out) {
+    struct tcp_source *s = calloc(1, sizeof *s);
+    if (!s) {
+        return dq_fail(DQ_ENOMEM, "no memory for the ingest source");
+    }
+    s->base.ops = &tcp_ops;
+    s->loop = loop;
+    s->core = core;
+    s->probes = core_probes(core);
+    s->opt = *o;
+    snprintf(s->listen, sizeof s->listen, "%s", o->listen ? o->listen : "");
+    if (o->n_wrappers > 0) {
+        s->wrappers = calloc((size_t)o->n_wrappers, sizeof *s->wrappers);
+        if (!s->wrappers) {
+            free(s);
+            return dq_fail(DQ_ENOMEM, "no memory for the ingest source");
+        }
+        for (int i = 0; i < o->n_wrappers; i++) {
+            snprintf(s->wrappers[i], sizeof s->wrappers[i], "%s", o->wrappers[i]);
+        }
+    }
+    s->opt.wrappers = NULL;
+    *out = &s->base;
+    return DQ_OK;
+}
+
+int ingest_tcp_port(const struct ingest_source *s) {
+    return ((const struct tcp_source *)s)->port;
+}
+
+const char *ingest_tcp_host(const struct ingest_source *s) {
+    return ((const struct tcp_source *)s)->host;
+}
+
+int ingest_start(struct ingest_source *s) {
+    return s->ops->start(s);
+}
+
+void ingest_close(struct ingest_source *s, void (*done)(void *arg), void *arg) {
+    if (!s) {
+        if (done) {
+            done(arg);
+        }
+        return;
+    }
+    s->ops->close(s, done, arg);
+}
