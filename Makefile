@@ -18,7 +18,7 @@ DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
 	curl procps python3
 
-.PHONY: all deps build build-asan test test-c test-asan test-erl format-check bench fuzz \
+.PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
 	fuzz-build demo clean
 
 all: build
@@ -49,6 +49,10 @@ test-erl: deps
 format-check: deps
 	@./tools/format-check
 
+# The module order of tools/modules: no module includes a header of one above it.
+deps-check: deps
+	@./tools/check-deps
+
 fuzz-build: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
 		-DDQD_FUZZ=ON >/dev/null
@@ -61,7 +65,7 @@ fuzz-smoke: fuzz-build
 fuzz: fuzz-build
 	@./tools/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-test: format-check test-c test-asan fuzz-smoke test-erl
+test: format-check deps-check test-c test-asan fuzz-smoke test-erl
 	@echo "make test: all suites passed"
 
 bench: build

@@ -1,0 +1,2 @@
+/* high.h: the top module of the clean fixture. */
+int high(void);

@@ -1,0 +1,2 @@
+/* low.h: the bottom module of the clean fixture. */
+int low(void);
