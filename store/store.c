@@ -546,3 +546,18 @@ int store_rollback(struct store *st) {
 bool store_in_transaction(const struct store *st) {
     return st->in_txn;
 }
+
+/* SQLite's commit hook: a non-zero return turns the COMMIT into a rollback. */
+static int refuse_commit(void *ctx) {
+    struct store *st = ctx;
+    if (st->refuse_commits <= 0) {
+        return 0;
+    }
+    st->refuse_commits--;
+    return 1;
+}
+
+void store_refuse_commits(struct store *st, int n) {
+    st->refuse_commits = n > 0 ? n : 0;
+    sqlite3_commit_hook(st->db, n > 0 ? refuse_commit : NULL, n > 0 ? st : NULL);
+}

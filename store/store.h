@@ -121,6 +121,13 @@ int store_rollback(struct store *st);
 /* True between store_begin and store_commit / store_rollback. */
 bool store_in_transaction(const struct store *st);
 
+/*
+ * For tests of the callers' recovery: the next n commits are refused by SQLite itself
+ * (its commit hook turns COMMIT into a rollback), so store_commit fails with DQ_ESTORE and
+ * nothing of the transaction remains, as after a full disk. n = 0 turns it off.
+ */
+void store_refuse_commits(struct store *st, int n);
+
 /* ---- probes ------------------------------------------------------------------------ */
 
 #define STORE_PROBE_NAME_MAX 255 /* bytes, as ARCHITECTURE.md §1 */

@@ -76,6 +76,7 @@ struct store {
     char *text;                            /* scratch for a snapshot ΔQ's JSON masses */
     size_t text_cap;                       /* its size */
     double *masses;                        /* scratch for masses read back (DQ_MAX_BINS) */
+    int refuse_commits;                    /* store_refuse_commits: commits still to refuse */
 };
 
 /*

@@ -749,6 +749,20 @@ static void test_transactions(void) {
     store_close(other);
     CHECK_INT(probe_count(st), 4);
 
+    /* A refused commit (SQLite's commit hook) fails and leaves nothing; the next commits
+       go through again. */
+    store_refuse_commits(st, 1);
+    CHECK_INT(store_begin(st), DQ_OK);
+    CHECK_INT(put_probe(st, "refused", 10, 10, true), DQ_OK);
+    CHECK_INT(store_commit(st), DQ_ESTORE);
+    CHECK(!store_in_transaction(st));
+    CHECK_INT(probe_count(st), 4);
+    CHECK_INT(store_begin(st), DQ_OK);
+    CHECK_INT(put_probe(st, "accepted", 10, 10, true), DQ_OK);
+    CHECK_INT(store_commit(st), DQ_OK);
+    CHECK_INT(probe_count(st), 5);
+    CHECK_INT(store_probe_delete(st, "accepted"), DQ_OK);
+
     /* Closing with a transaction open rolls it back. */
     CHECK_INT(store_begin(st), DQ_OK);
     CHECK_INT(put_probe(st, "uncommitted", 10, 10, true), DQ_OK);
