@@ -445,6 +445,39 @@ static int build_input(struct plan *pl, const struct investigation *inv, struct 
     return DQ_OK;
 }
 
+/*
+ * Children another investigation enabled are shared: inv owns them too (logged as a
+ * "share" hypothesis, which a restart replays), so neither investigation's de-escalation
+ * disables them while the other still needs them.
+ */
+static void share_children(struct plan *pl, struct investigation *inv,
+                           const struct focus_input *fi) {
+    const struct adapt_state *st = &pl->next;
+    json_t *names = NULL;
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        const char *name = fi->kids[j].name;
+        if (!fi->kids[j].enabled || adapt__owns(inv, name)) {
+            continue;
+        }
+        for (int i = 0; i < st->n_inv; i++) {
+            if (st->inv[i] != inv && adapt__owns(st->inv[i], name)) {
+                if (adapt__own(inv, name) == DQ_OK) {
+                    names = names ? names : json_array();
+                    json_array_append_new(names, json_string(name));
+                }
+                break;
+            }
+        }
+    }
+    if (names) {
+        hypothesis(pl, inv, inv->hyp_id, inv->focus, "share", names,
+                   json_pack("{s:s}", "reason",
+                             "children another investigation enabled: kept while either needs "
+                             "them"),
+                   NULL);
+    }
+}
+
 static void aborted(struct plan *pl, struct investigation *inv) {
     close_investigation(pl, inv, "aborted", NULL, json_pack("{s:s}", "error", dq_last_error()));
 }
@@ -544,6 +577,7 @@ void adapt__step(struct plan *pl, struct investigation *inv) {
         aborted(pl, inv);
         goto out;
     }
+    share_children(pl, inv, fi);
     inv->windows_waited++;
     struct search_params params = pl->a->params;
     if (inv->problem == SEARCH_VARIANCE && params.min_windows < 4) {

@@ -1,9 +1,9 @@
 /*
  * resume.c: the loop's state rebuilt from the store when dqd starts. Triggers come back
  * with their hysteresis counters; an open investigation comes back with its focus (the
- * newest root or descend hypothesis) and the probes its expand hypotheses enabled, minus
- * those its disable hypotheses released; a closed one that still owns enabled probes
- * comes back to be de-escalated.
+ * newest root or descend hypothesis) and the probes its expand hypotheses enabled or its
+ * share hypotheses took over, minus those its disable hypotheses released; a closed one that still
+ * owns enabled probes comes back to be de-escalated.
  */
 #include "adapt_internal.h"
 
@@ -47,6 +47,8 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
         inv->hyp_id = h->id;
+    } else if (strcmp(h->action, "share") == 0) {
+        owned_from_json(inv, h->probes_json, 1);
     } else if (strcmp(h->action, "disable") == 0) {
         owned_from_json(inv, h->probes_json, 0);
     }

@@ -594,7 +594,8 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
     if (strcmp(h->action, "root") == 0) {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " root %s (%s, %s)", h->investigation,
                  h->node, l->inv->problem, l->inv->origin);
-    } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0) {
+    } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0 ||
+               strcmp(h->action, "share") == 0) {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s: %s", h->investigation,
                  h->action, h->node, names);
     } else if (strcmp(h->action, "verdict") == 0) {
