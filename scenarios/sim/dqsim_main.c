@@ -9,6 +9,13 @@
  * since the last tick and sends the instances that have ended, in one write; a pending
  * heap holds instances until their end (or their dMax) has passed on the wall clock,
  * as a real wrapper would only know them then.
+ *
+ * With --clock sim (against a dqd started with --clock sim) time is simulated instead:
+ * each step moves the simulated clock on by --batch-ms, sends what ended by then and
+ * `clock;NS`, and waits for dqd's `tick;NS` (dqd has closed the windows due and sent
+ * their commands first) before the next step. The run is as fast as the two programs
+ * are, and the same for a seed whatever the machine's load; --duration, --fault-after
+ * and --fault-for are simulated seconds.
  */
 #include "sim.h"
 
@@ -117,6 +124,14 @@ struct app {
     const char *quit_reason;
     int exit_code;
 
+    /* --clock sim */
+    int sim_clock;      /* 1: time is simulated, stepped in lockstep with dqd */
+    int64_t sim_now;    /* the simulated time, ns since the epoch */
+    int64_t sim_start;  /* sim_now when the run started */
+    int64_t tick_wait;  /* the `clock;NS` sent and not answered yet, 0 when none */
+    int64_t fault_at;   /* simulated ns of the next fault switch, 0 when none */
+    uint64_t sim_steps; /* steps answered by dqd */
+
     /* counters */
     uint64_t requests;
     uint64_t requests_failed;
@@ -149,6 +164,11 @@ static int64_t wall_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The time the simulated system lives in: the wall clock, or the simulated one. */
+static int64_t now_ns(const struct app *a) {
+    return a->sim_clock ? a->sim_now : wall_ns();
 }
 
 /* ---- pending heap (min on due) ------------------------------------------------------- */
@@ -270,6 +290,9 @@ static void link_close(struct app *a, const char *why) {
     uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
 }
 
+static void on_sim_tick(struct app *a, int64_t ns);
+static void on_sim_step(uv_timer_t *t);
+
 /* A command line from dqd: apply, acknowledge, report. */
 static void on_command(void *ctx, const char *line, size_t len, int err) {
     struct app *a = ctx;
@@ -279,6 +302,11 @@ static void on_command(void *ctx, const char *line, size_t len, int err) {
     }
     if (len > 0 && line[len - 1] == '\r') {
         len--;
+    }
+    int64_t tick;
+    if (a->sim_clock && wire_parse_tick(line, len, &tick) == 0) {
+        on_sim_tick(a, tick);
+        return;
     }
     char reply[SIM_STATE_MAX + WIRE_MAX_LINE + 16];
     int n = sim_ctl_apply(&a->ctl, line, len, reply, sizeof reply);
@@ -330,6 +358,10 @@ static void on_connect(uv_connect_t *req, int status) {
     send_state(a);
     send_drops(a);
     event("connected %s:%s", a->host, a->port);
+    if (a->sim_clock) {
+        a->tick_wait = 0;
+        uv_timer_start(&a->tick, on_sim_step, 0, 0);
+    }
 }
 
 static void start_connect(struct app *a) {
@@ -405,9 +437,9 @@ static void flush_out(struct app *a) {
     a->out_len = 0;
 }
 
-static void on_tick(uv_timer_t *t) {
-    struct app *a = t->data;
-    int64_t now = wall_ns();
+/* Generates the requests that arrived by now and sends the instances that ended. */
+static void send_due(struct app *a) {
+    int64_t now = now_ns(a);
     if (a->rate > 0) {
         if (now - a->next_arrival > 1000000000LL) {
             a->next_arrival = now; /* the loop stalled: do not replay a burst */
@@ -447,6 +479,11 @@ static void on_tick(uv_timer_t *t) {
     }
     send_drops(a);
     flush_out(a);
+}
+
+static void on_tick(uv_timer_t *t) {
+    struct app *a = t->data;
+    send_due(a);
     if (a->connected && uv_now(a->loop) - a->last_tx_ms >= PING_MS) {
         link_write(a, "ping\n", 5);
     }
@@ -469,9 +506,18 @@ static void faults_start(struct app *a) {
         apply_fault(a, &a->faults[i]);
     }
     a->faults_on = 1;
-    if (a->fault_for_s > 0) {
+    if (a->fault_for_s > 0 && !a->sim_clock) {
         uv_timer_start(&a->fault_timer, on_fault_timer, (uint64_t)(a->fault_for_s * 1000), 0);
     }
+}
+
+static void faults_stop(struct app *a) {
+    for (size_t i = 0; i < a->n_faults; i++) {
+        if (sim_fault_clear(a->model, a->faults[i].name) == DQ_OK) {
+            event("fault %s off", a->faults[i].name);
+        }
+    }
+    a->faults_on = 2; /* done */
 }
 
 static void on_fault_timer(uv_timer_t *t) {
@@ -480,21 +526,89 @@ static void on_fault_timer(uv_timer_t *t) {
         faults_start(a);
         return;
     }
-    for (size_t i = 0; i < a->n_faults; i++) {
-        if (sim_fault_clear(a->model, a->faults[i].name) == DQ_OK) {
-            event("fault %s off", a->faults[i].name);
-        }
-    }
+    faults_stop(a);
 }
 
 static void app_quit(struct app *a, const char *why);
 
+/* ---- simulated time ------------------------------------------------------------------ */
+
+static void on_sim_step(uv_timer_t *t);
+
+/* The --fault set switches on and off at simulated times. */
+static void sim_faults(struct app *a) {
+    if (a->n_faults == 0) {
+        return;
+    }
+    double elapsed_s = (double)(a->sim_now - a->sim_start) * 1e-9;
+    if (a->faults_on == 0 && elapsed_s >= a->fault_after_s) {
+        faults_start(a);
+    }
+    if (a->faults_on == 1 && a->fault_for_s > 0 && elapsed_s >= a->fault_after_s + a->fault_for_s) {
+        faults_stop(a);
+    }
+}
+
+/* One step: the clock moves on by --batch-ms, what ended is sent, then `clock;NS`; the
+ * next step waits for dqd's `tick;NS`. */
+static void sim_step(struct app *a) {
+    if (a->quitting || !a->connected || a->tick_wait) {
+        return;
+    }
+    if (a->duration_s > 0 && (double)(a->sim_now - a->sim_start) * 1e-9 >= a->duration_s) {
+        app_quit(a, "duration reached");
+        return;
+    }
+    a->sim_now += (int64_t)(a->batch_ms * 1e6);
+    sim_faults(a);
+    send_due(a);
+    char line[48];
+    int n = snprintf(line, sizeof line, "clock;%" PRId64 "\n", a->sim_now);
+    if (a->connected && link_write(a, line, (size_t)n) == 0) {
+        a->tick_wait = a->sim_now;
+        uv_timer_start(&a->fault_timer, on_sim_step, 10000, 0); /* the guard, below */
+    }
+}
+
+/* dqd answered the clock line: the windows due are closed, their commands applied. */
+static void on_sim_tick(struct app *a, int64_t ns) {
+    if (ns != a->tick_wait) {
+        event("bad-command tick;%" PRId64 " (waiting for %" PRId64 ")", ns, a->tick_wait);
+        return;
+    }
+    a->tick_wait = 0;
+    a->sim_steps++;
+    uv_timer_stop(&a->fault_timer);
+    uv_timer_start(&a->tick, on_sim_step, 0, 0); /* next step from the loop, not from here */
+}
+
+/* The step timer, and the guard: a dqd that never answers is on the wall clock. */
+static void on_sim_step(uv_timer_t *t) {
+    struct app *a = t->data;
+    if (t == &a->fault_timer) {
+        if (a->tick_wait && !a->quitting) {
+            event("error dqd did not answer clock;%" PRId64 " in 10 s: is it running with "
+                  "--clock sim?",
+                  a->tick_wait);
+            a->exit_code = 1;
+            app_quit(a, "no tick from dqd");
+        }
+        return;
+    }
+    sim_step(a);
+}
+
 static void print_status(struct app *a) {
+    char sim[64] = "";
+    if (a->sim_clock) {
+        snprintf(sim, sizeof sim, " sim_seconds=%.3f steps=%" PRIu64,
+                 (double)(a->sim_now - a->sim_start) * 1e-9, a->sim_steps);
+    }
     event("status requests=%" PRIu64 " failed=%" PRIu64 " sent=%" PRIu64 " to=%" PRIu64
           " fa=%" PRIu64 " dropped=%" PRIu64 " enabled=%zu running=%d connected=%d "
-          "rate=%g commands=%" PRIu64,
+          "rate=%g commands=%" PRIu64 "%s",
           a->requests, a->requests_failed, a->sent, a->sent_to, a->sent_fa, a->dropped,
-          sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->connected, a->rate, a->commands);
+          sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->connected, a->rate, a->commands, sim);
 }
 
 static void user_line(struct app *a, const char *line, size_t len) {
@@ -658,7 +772,7 @@ static void app_quit(struct app *a, const char *why) {
     a->quit_reason = why;
     if (a->connected) {
         /* send what has ended so far, then let the socket drain before closing it */
-        on_tick(&a->tick);
+        send_due(a);
         a->shutdown_req.data = a;
         if (uv_shutdown(&a->shutdown_req, (uv_stream_t *)&a->tcp, on_shutdown) == 0) {
             a->shutting = 1;
@@ -702,7 +816,10 @@ static void usage(FILE *f) {
                "  --fault-after S     switch the --fault set on after S seconds (default 0)\n"
                "  --fault-for S       and off again S seconds later (default: stays on)\n"
                "  --duration S        exit after S seconds (stdin EOF then does not quit)\n"
-               "  --batch-ms MS       send interval (default 5)\n"
+               "  --batch-ms MS       send interval (default 5); with --clock sim, the step\n"
+               "  --clock wall|sim    sim: simulated time in lockstep with a dqd started with\n"
+               "                      --clock sim, as fast as both can go (durations are then\n"
+               "                      simulated seconds)\n"
                "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
                "  --list              print the probes and leaf parameters, exit\n"
                "  --dry-run N         no network: print the lines of N requests, exit\n"
@@ -829,6 +946,12 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
             if (parse_double_arg(name, val, 1, 1000, &a->batch_ms)) {
                 return -1;
             }
+        } else if (strcmp(name, "--clock") == 0) {
+            if (strcmp(val, "wall") != 0 && strcmp(val, "sim") != 0) {
+                fprintf(stderr, "dqsim: --clock %s: wall or sim\n", val);
+                return -1;
+            }
+            a->sim_clock = strcmp(val, "sim") == 0;
         } else if (strcmp(name, "--dry-run") == 0) {
             if (parse_double_arg(name, val, 1, 1e8, &v)) {
                 return -1;
@@ -1063,17 +1186,20 @@ int main(int argc, char **argv) {
             uv_signal_start(&a->sigterm, on_signal, SIGTERM);
             uv_signal_start(&a->sigint, on_signal, SIGINT);
             uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
-            a->next_arrival = wall_ns();
+            a->sim_now = a->sim_start = wall_ns();
+            a->next_arrival = a->sim_now;
             event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s",
                   dq_diagram_probe_count(a->diagram), sim_ctl_enabled_count(&a->ctl),
                   dq_diagram_node(a->diagram, sim_model_root(a->model))->name,
                   (unsigned long long)cli.opt.seed, a->rate, a->host, a->port);
             uint64_t every = (uint64_t)(a->batch_ms + 0.5);
-            uv_timer_start(&a->tick, on_tick, every, every);
-            if (a->duration_s > 0) {
+            if (!a->sim_clock) {
+                uv_timer_start(&a->tick, on_tick, every, every);
+            }
+            if (a->duration_s > 0 && !a->sim_clock) {
                 uv_timer_start(&a->stop_timer, on_stop_timer, (uint64_t)(a->duration_s * 1000), 0);
             }
-            if (a->n_faults > 0) {
+            if (a->n_faults > 0 && !a->sim_clock) {
                 if (a->fault_after_s > 0) {
                     uv_timer_start(&a->fault_timer, on_fault_timer,
                                    (uint64_t)(a->fault_after_s * 1000), 0);
@@ -1088,6 +1214,9 @@ int main(int argc, char **argv) {
             event("exit %s", a->quit_reason ? a->quit_reason : "loop ended");
             if (uv_loop_close(a->loop) != 0) {
                 code = 1;
+            }
+            if (a->exit_code) {
+                code = a->exit_code;
             }
         }
     }

@@ -8,8 +8,13 @@ chain, and once the fault is cleared the probes the investigation enabled must b
 again. A nominal run (no fault, triggers armed) must open no investigation in 300 windows
 (5 minutes of simulated time at 1 s per window, run with 100 ms windows).
 
+In simulated time (simclock): dqd --clock sim and dqsim --clock sim run 120 simulated
+seconds in lockstep, as fast as they go; a lost trigger localizes the failing leaf and
+the loop de-escalates after the fault, as on the wall clock. A dqd on the wall clock
+does not answer clock lines: dqsim says so and exits 1.
+
 Usage: test_adaptive.py DQD DQCTL DQSIM DIAGRAM [case ...]   (cases: latency variance
-lost nominal restart budget; default: all)
+lost nominal restart budget simclock; default: all)
 """
 
 import json
@@ -25,7 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from dqdtest import Dqd, make_workdir, remove_workdir, run_script
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
-CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget"]
+CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget",
+                         "simclock"]
 PROBES = 41
 
 
@@ -65,13 +71,13 @@ def enabled_names(d):
     return sorted(p["name"] for p in d.get("/api/v1/probes") if p["enabled"])
 
 
-def start(c, work, window_ms=200, extra_cfg=None, listen=None, db=None):
+def start(c, work, window_ms=200, extra_cfg=None, listen=None, db=None, extra=()):
     cfg = {"probes": {"root": {"enabled": True, "dmax_ms": 500}}, "deescalate_windows": 3}
     cfg.update(extra_cfg or {})
     path = os.path.join(work, "dqd-%d.json" % len(os.listdir(work)))
     with open(path, "w") as f:
         json.dump(cfg, f)
-    extra = ["--listen", listen] if listen else []
+    extra = (["--listen", listen] if listen else []) + list(extra)
     d = Dqd(DQD, work, window_ms=window_ms, lag_ms=100, diagram=DIAGRAM, config=path,
             db=db, extra=extra)
     return d
@@ -249,6 +255,58 @@ def budget(c):
         remove_workdir(work)
 
 
+def run_sim(port, *extra, timeout=120):
+    """dqsim in simulated time until --duration; returns (exit code, stdout)."""
+    p = subprocess.run([DQSIM, "--diagram", DIAGRAM, "--dqd", "127.0.0.1:%d" % port,
+                        "--clock", "sim", "--leaf-mean", "2:2", "--rate", "300", "--seed", "7",
+                        "--batch-ms", "20", *extra], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def simclock(c):
+    work = make_workdir("dqd-simclock-")
+    cfg = {"triggers": [{"probe": "root", "kind": "lost", "threshold": 0.02}]}
+    d = start(c, work, window_ms=1000, extra_cfg=cfg, extra=["--clock", "sim"])
+    try:
+        t0 = time.monotonic()
+        rc, out = run_sim(d.ingest_port, "--duration", "120", "--fault", "store_c1:fail:0.1",
+                          "--fault-after", "20", "--fault-for", "40")
+        wall = time.monotonic() - t0
+        c.eq(rc, 0, "simclock: dqsim ran to its simulated duration: %s" % out[-300:])
+        status = [l for l in out.splitlines() if l.startswith("status ")]
+        c.check(status and "sim_seconds=120.000" in status[-1],
+                "simclock: 120 simulated seconds (%s, %.1f s of wall time)" %
+                (status[-1] if status else "no status", wall))
+        st = d.status()
+        c.check(st["windows_closed"] >= 115, "simclock: dqd closed the simulated windows: %d" %
+                st["windows_closed"])
+        invs = d.get("/api/v1/investigations")
+        c.eq([(i["verdict"], i["verdict_node"]) for i in invs], [("localized", "store_c1")],
+             "simclock: one investigation, store_c1 localized")
+        hyps = d.get("/api/v1/investigations/%d" % invs[0]["id"])["hypotheses"] if invs else []
+        enabled = {p for h in hyps if h["action"] == "expand" for p in h["probes"]}
+        c.check(0 < len(enabled) <= 0.30 * PROBES,
+                "simclock: it enabled at most 30 %% of %d probes: %r" % (PROBES, sorted(enabled)))
+        c.check(any(h["action"] == "disable" for h in hyps) and enabled_names(d) == ["root"],
+                "simclock: de-escalated once the fault ended: %r" % enabled_names(d))
+    finally:
+        d.stop(c, "simclock dqd")
+        remove_workdir(work)
+    # a dqd on the wall clock counts clock lines as errors and never answers them
+    work = make_workdir("dqd-wallclock-")
+    d = start(c, work)
+    try:
+        rc, out = run_sim(d.ingest_port, "--duration", "5", timeout=60)
+        c.eq(rc, 1, "wall-clock dqd: dqsim --clock sim gives up: %s" % out[-300:])
+        c.check("--clock sim?" in out, "wall-clock dqd: dqsim says why")
+        c.check(d.status()["protocol_errors_total"] >= 1,
+                "wall-clock dqd: the clock line is counted as a protocol error")
+    finally:
+        d.stop(c, "wall-clock dqd")
+        remove_workdir(work)
+
+
 def body(c):
     if "latency" in CASES:
         localize(c, "latency", "fault front_b2 slow 15", "front_b2")
@@ -262,6 +320,8 @@ def body(c):
         budget(c)
     if "nominal" in CASES:
         nominal(c)
+    if "simclock" in CASES:
+        simclock(c)
 
 
 run_script("adaptive", body)
