@@ -288,6 +288,33 @@ static void test_control_lines(void) {
     }
     CHECK_INT(wire_kv_next(&it, &k, &v), 0);
 
+    /* simulated time: clock;NS and its answer tick;NS */
+    CHECK_INT(parse_str("clock;1716300000500000000", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_CLOCK);
+    CHECK(m.clock_ns == 1716300000500000000LL);
+    CHECK_INT(parse_str("clock;9223372036854775807", &m), WIRE_OK);
+    CHECK(m.clock_ns == INT64_MAX);
+    CHECK_INT(parse_str("clock;", &m), WIRE_E_FIELD);
+    CHECK_INT(parse_str("clock", &m), WIRE_E_FIELD);
+    CHECK_INT(parse_str("clock;0", &m), WIRE_E_TIME);
+    CHECK_INT(parse_str("clock;-5", &m), WIRE_E_TIME);
+    CHECK_INT(parse_str("clock;9223372036854775808", &m), WIRE_E_TIME);
+    CHECK_INT(parse_str("clock;12x", &m), WIRE_E_TIME);
+    CHECK_INT(parse_str("clockwork", &m), WIRE_E_UNKNOWN);
+    char tick[WIRE_CMD_MAX];
+    int tn = wire_format_tick(tick, sizeof tick, 1716300000500000000LL);
+    CHECK_INT(tn, 25);
+    CHECK(tn > 0 && memcmp(tick, "tick;1716300000500000000\n", (size_t)tn) == 0);
+    int64_t tns = 0;
+    CHECK_INT(wire_parse_tick(tick, (size_t)tn - 1, &tns), 0);
+    CHECK(tns == 1716300000500000000LL);
+    CHECK_INT(wire_parse_tick("tick;5\r", 7, &tns), 0);
+    CHECK(tns == 5);
+    CHECK_INT(wire_parse_tick("tick;", 5, &tns), -1);
+    CHECK_INT(wire_parse_tick("tick;0", 6, &tns), -1);
+    CHECK_INT(wire_parse_tick("tock;5", 6, &tns), -1);
+    CHECK_INT(wire_format_tick(tick, 10, 1716300000500000000LL), DQ_EFULL);
+
     /* The iterator on hand-made malformed lists. */
     struct wire_slice bad = {"a=1,", 4};
     CHECK_INT(wire_kv_next(&bad, &k, &v), -1);
