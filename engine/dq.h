@@ -1,5 +1,5 @@
 /*
- * dq.h: the ΔQ type and its algebra (ARCHITECTURE.md §3).
+ * dq.h: the ΔQ type and its algebra (docs/engine.md).
  *
  * A ΔQ is an improper CDF of a delay: the probability of completing by time t, whose
  * limit is the tangible mass 1 − lost. We hold it binned on a grid of width

@@ -1,6 +1,6 @@
 /*
  * dq_search.h: attribution of a problem at a diagram node to its children, and the search
- * strategies that choose which child probes to enable next (ARCHITECTURE.md §5 steps
+ * strategies that choose which child probes to enable next (docs/architecture.md §4 steps
  * 3-5; VAIF §2-§3). Pure functions over plain data and engine ΔQs: no I/O, no clock,
  * no store, so every decision can be unit-tested and replayed from logged statistics.
  *
@@ -172,7 +172,7 @@ double search_stats_lost(const struct search_stats *s);
 
 /*
  * The problem kind of a push-button diagnosis, inferred from X's statistics in the
- * order of ARCHITECTURE.md §5 step 4: QTA hazard > 0, else lost fraction over
+ * order of docs/architecture.md §4 step 2: QTA hazard > 0, else lost fraction over
  * params.lost_threshold, else coefficient of variation over params.cv_threshold, else
  * a significant KS divergence (ks_p < params.alpha), else latency.
  */
@@ -250,10 +250,10 @@ struct search_result {
 };
 
 /*
- * Evaluates X with every child weighed (the `children` strategy's decision, ARCHITECTURE
- * §5 steps 4-5): applies the sample minimums, attributes, applies the dominance rule and
- * the coupling rule, and writes the verdict and its reason. DQ_EINVAL / DQ_ENOMEM as
- * search_attribute (a verdict is not an error).
+ * Evaluates X with every child weighed (the `children` strategy's decision,
+ * docs/architecture.md §4 steps 4-5): applies the sample minimums, attributes, applies the
+ * dominance rule and the coupling rule, and writes the verdict and its reason. DQ_EINVAL /
+ * DQ_ENOMEM as search_attribute (a verdict is not an error).
  */
 int search_evaluate(const struct search_input *in, const struct search_params *p,
                     struct search_result *out);

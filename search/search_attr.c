@@ -1,5 +1,5 @@
 /*
- * search_attr.c: attribution of a problem at node X to X's children (ARCHITECTURE.md §5
+ * search_attr.c: attribution of a problem at node X to X's children (docs/architecture.md §4
  * step 4), the dominance rule, the verdicts and their plain-English reasons.
  *
  * Everything is computed from per-node statistics (counts, exact moments) and, where

@@ -1,6 +1,6 @@
 /*
  * search_strategy.c: the strategies that choose which children of X to enable next
- * (ARCHITECTURE.md §5 step 3), behind one interface (struct search_strategy).
+ * (docs/architecture.md §4 step 3), behind one interface (struct search_strategy).
  *
  * `children` enables everything below X at once: one round of waiting, most probes.
  * `bisect` (VAIF's binary search over a sequence) enables half of the suspected range

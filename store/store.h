@@ -1,5 +1,5 @@
 /*
- * store.h: dqd's SQLite store (ARCHITECTURE.md §6). The only module that calls sqlite3.
+ * store.h: dqd's SQLite store (docs/store.md). The only module that calls sqlite3.
  *
  * One struct store wraps one database file: probes and their settings, per-window
  * summaries and an event log (schema version 1), and the adaptive loop's log: triggers,
@@ -130,7 +130,7 @@ void store_refuse_commits(struct store *st, int n);
 
 /* ---- probes ------------------------------------------------------------------------ */
 
-#define STORE_PROBE_NAME_MAX 255 /* bytes, as ARCHITECTURE.md §1 */
+#define STORE_PROBE_NAME_MAX 255 /* bytes, as a probe name (docs/architecture.md §1) */
 
 /* One row of `probes`. */
 struct store_probe {
@@ -274,8 +274,8 @@ int store_prune(struct store *st, int64_t *deleted);
 
 /* ---- the adaptive loop's log (schema version 2) ----------------------------------- */
 /*
- * Tables of ARCHITECTURE.md §5: triggers, investigations, hypotheses, commands,
- * snapshots. Ids are positive int64 assigned by the store; 0 in an id field means "none".
+ * Tables of the adaptive loop (docs/architecture.md §4): triggers, investigations, hypotheses,
+ * commands, snapshots. Ids are positive int64 assigned by the store; 0 in an id field means "none".
  * Kinds, actions and strategies are short free texts (1..32 bytes) chosen by the
  * controller; the values with a fixed meaning are listed per field and checked.
  */

@@ -3,7 +3,7 @@
  *
  * Each subcommand is one function with main()'s signature, registered in the table in
  * dqctl_main.c; argv[0] is the subcommand's name. Exit codes are shared by every
- * subcommand (ARCHITECTURE.md §7): 0 success, 1 when the answer is a problem found,
+ * subcommand (docs/api.md): 0 success, 1 when the answer is a problem found,
  * 2 on a usage, model or connection error, with the message on stderr.
  */
 #ifndef DQCTL_H

@@ -1,5 +1,5 @@
 /*
- * dqctl_log.h: the dqctl subcommands of the adaptive loop (docs/api.md, ARCHITECTURE.md
+ * dqctl_log.h: the dqctl subcommands of the adaptive loop (docs/api.md, docs/architecture.md
  * §5-§7): start a diagnosis and follow it, explain why a probe is enabled, read the
  * hypothesis log, the trigger snapshots, and set or list triggers. Their pure parts
  * (renderers of the API's answers, the trigger body, the exit code of a verdict) are

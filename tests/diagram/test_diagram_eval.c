@@ -1,9 +1,10 @@
 /*
  * test_diagram_eval.c: the diagram model API and the evaluator, against the closed-form
- * and binned references of ORACLES.md, through the public API only.
+ * and binned references of docs/engine.md ("Reference values"), through the public API
+ * only.
  *
  * Quantiles are expected within two bin widths and masses within 1e-6 plus the
- * discretisation error, as ORACLES.md allows.
+ * discretisation error, as docs/engine.md allows.
  */
 #include "diagram.h"
 
@@ -320,7 +321,7 @@ static void test_choice_and_lost_mass(void) {
     fixture_close(&f);
 }
 
-/* ORACLES.md "Binned reference": masses at grid times 0 … 6 on 1 ms bins. */
+/* docs/engine.md, binned reference values: masses at grid times 0 … 6 on 1 ms bins. */
 static void test_binned_reference(void) {
     struct fixture f;
     const char *text = "seq = x -> y;\nall = a:both(u, v);\nfirst = f:race(u, v);\n";

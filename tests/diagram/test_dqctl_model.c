@@ -1,7 +1,7 @@
 /*
  * test_dqctl_model.c: `dqctl model` run as a subprocess (the path of dqctl is argv[1]).
  *
- * Checks the ORACLES.md values through the command line, the JSON fields and their
+ * Checks the reference values of docs/engine.md through the command line, the JSON fields and their
  * meaning (cdf[i] = dq_cdf_at(i·width), compared with the engine run in-process), the
  * grid rule, the distributions (samples files with fail/timeout lines included), and that
  * every usage or model error exits 2 with a message on stderr.
@@ -369,7 +369,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     char model[512];
-    write_file("e2e.dq", "# ORACLES.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", model, sizeof model);
+    write_file("e2e.dq", "# docs/engine.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", model, sizeof model);
     test_oracle_json(model);
     test_human_output(model);
     test_stdin(model);

@@ -1,5 +1,6 @@
 /*
- * test_engine_oracles.c: the ΔQ engine against closed forms (ORACLES.md) and against the
+ * test_engine_oracles.c: the ΔQ engine against closed forms (docs/engine.md, "Reference
+ * values") and against the
  * grid semantics of dq.h: grid helpers, constructors, and every operator on inputs whose
  * result is known exactly (binned reference cases, waits, never) or analytically
  * (triangular, Erlang-2, first/all-to-finish of uniforms and exponentials).
@@ -236,7 +237,8 @@ static struct dq *from_cdf(int k, int n, const double *cdf) {
 }
 
 static void test_binned_reference(void) {
-    /* ORACLES.md, width 1 (index units); the grid width does not matter: use 1 ms. */
+    /* docs/engine.md "Reference values", width 1 (index units); the grid width does not matter: use
+     * 1 ms. */
     const double ca[7] = {0, .3, .3, 1, 1, 1, 1}, cb[7] = {0, 0, .6, 1, 1, 1, 1};
     const double cs[7] = {0, 0, 0, .18, .30, .72, 1};
     struct dq *a = from_cdf(0, 7, ca), *b = from_cdf(0, 7, cb), *s = NULL;

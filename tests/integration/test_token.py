@@ -1,5 +1,5 @@
 """The API's changes need a token when one is set, and are refused beyond loopback
-without one (ARCHITECTURE §4). Reads stay open. Usage: test_token.py DQD DQCTL"""
+without one (docs/api.md, authorization). Reads stay open. Usage: test_token.py DQD DQCTL"""
 
 import os
 import subprocess
