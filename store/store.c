@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,98 @@ int store__each(struct store *st, sqlite3_stmt *s, int (*row)(sqlite3_stmt *s, v
     st->iterating--;
     if (rows) {
         *rows = seen;
+    }
+    return rc;
+}
+
+/* Binds ?1, ?2, ... of s from ap (the letters of store__prepare). SQLITE_OK or an error. */
+static int bind_va(sqlite3_stmt *s, const char *types, va_list ap) {
+    int rc = SQLITE_OK;
+    for (int i = 0; types[i] && rc == SQLITE_OK; i++) {
+        int at = i + 1;
+        switch (types[i]) {
+        case 'l':
+            rc = sqlite3_bind_int64(s, at, va_arg(ap, int64_t));
+            break;
+        case 'L':
+            rc = store__bind_id(s, at, va_arg(ap, int64_t));
+            break;
+        case 'i':
+            rc = sqlite3_bind_int(s, at, va_arg(ap, int));
+            break;
+        case 'N': {
+            int v = va_arg(ap, int);
+            rc = v ? sqlite3_bind_int(s, at, v) : sqlite3_bind_null(s, at);
+            break;
+        }
+        case 'b':
+            rc = sqlite3_bind_int(s, at, va_arg(ap, int) ? 1 : 0);
+            break;
+        case 't':
+            rc = store__bind_text(s, at, va_arg(ap, const char *));
+            break;
+        case 'd':
+            rc = store__bind_double(s, at, va_arg(ap, double));
+            break;
+        default:
+            rc = SQLITE_MISUSE;
+            break;
+        }
+    }
+    return rc;
+}
+
+static int prepare_va(struct store *st, enum store__stmt_id id, const char *sql, sqlite3_stmt **out,
+                      const char *types, va_list ap) {
+    int rc = store__stmt(st, id, sql, out);
+    if (rc) {
+        return rc;
+    }
+    if (sqlite3_bind_parameter_count(*out) != (int)strlen(types)) {
+        /* a programmer's error, caught on the first run of the statement */
+        return dq_fail(DQ_EINVAL, "store: statement %d has %d parameters, %zu types given", (int)id,
+                       sqlite3_bind_parameter_count(*out), strlen(types));
+    }
+    if (bind_va(*out, types, ap) != SQLITE_OK) {
+        rc = store__fail(st, "bind");
+        store__done(*out);
+    }
+    return rc;
+}
+
+int store__prepare(struct store *st, enum store__stmt_id id, const char *sql, sqlite3_stmt **out,
+                   const char *types, ...) {
+    va_list ap;
+    va_start(ap, types);
+    int rc = prepare_va(st, id, sql, out, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int store__write(struct store *st, enum store__stmt_id id, const char *sql, const char *what,
+                 bool must_change, const char *types, ...) {
+    sqlite3_stmt *s;
+    va_list ap;
+    va_start(ap, types);
+    int rc = prepare_va(st, id, sql, &s, types, ap);
+    va_end(ap);
+    return rc ? rc : store__step_write(st, s, what, must_change);
+}
+
+int store__query(struct store *st, enum store__stmt_id id, const char *sql,
+                 int (*row)(sqlite3_stmt *s, void *arg), void *arg, const char *what,
+                 const char *missing, const char *types, ...) {
+    sqlite3_stmt *s;
+    va_list ap;
+    va_start(ap, types);
+    int rc = prepare_va(st, id, sql, &s, types, ap);
+    va_end(ap);
+    int rows = 0;
+    if (rc == DQ_OK) {
+        rc = store__each(st, s, row, arg, &rows, what);
+    }
+    if (rc == DQ_OK && missing && rows == 0) {
+        rc = dq_fail(DQ_ENOTFOUND, "%s", missing);
     }
     return rc;
 }

@@ -93,6 +93,29 @@ struct store__migration {
 extern const struct store__migration store__migrations[];
 extern const int store__migration_count;
 
+/*
+ * What a SELECT's row function hands each row to: the caller's callback (the member of
+ * the row's type) and its context. One struct for every table; `store` and `probe`/`kind`
+ * are for the row functions that need more than the row (snapshot ΔQs, windows).
+ */
+struct store__iter {
+    void *ctx;
+    union {
+        store_probe_cb probe;
+        store_window_cb window;
+        store_event_cb event;
+        store_trigger_cb trigger;
+        store_investigation_cb investigation;
+        store_hypothesis_cb hypothesis;
+        store_command_cb command;
+        store_snapshot_cb snapshot;
+        store_snapshot_dq_cb snapshot_dq;
+    } cb;
+    struct store *store;
+    const char *probe;
+    enum store_kind kind;
+};
+
 /* The statement of slot `id` (preparing `sql` on first use) in *out. */
 int store__stmt(struct store *st, enum store__stmt_id id, const char *sql, sqlite3_stmt **out);
 
@@ -138,6 +161,34 @@ const char *store__column_text(sqlite3_stmt *s, int i);
 
 /* Binds an id: NULL for 0 (no link). */
 int store__bind_id(sqlite3_stmt *s, int i, int64_t id);
+
+/*
+ * The statement of slot `id` (preparing `sql` on first use) in *out, with ?1, ?2, ...
+ * bound from the arguments that follow, one per letter of `types`:
+ *   'l' int64_t            'L' int64_t id, NULL when 0
+ *   'i' int                'N' int, NULL when 0 (an unset count)
+ *   'b' int/bool as 0 or 1 't' const char *, NULL when NULL (bound SQLITE_STATIC)
+ *   'd' double, NULL when NAN
+ * On failure nothing stays bound.
+ */
+int store__prepare(struct store *st, enum store__stmt_id id, const char *sql, sqlite3_stmt **out,
+                   const char *types, ...);
+
+/*
+ * store__prepare, then store__step_write: one INSERT, UPDATE or DELETE. `what` names it in
+ * messages; DQ_ENOTFOUND when must_change and no row changed.
+ */
+int store__write(struct store *st, enum store__stmt_id id, const char *sql, const char *what,
+                 bool must_change, const char *types, ...);
+
+/*
+ * store__prepare, then store__each: a SELECT calling row(s, arg) per row; `what` names it
+ * in messages ("reading triggers"). With `missing` non-NULL (a lookup by key) no row at all
+ * is DQ_ENOTFOUND with that message ("no trigger 7").
+ */
+int store__query(struct store *st, enum store__stmt_id id, const char *sql,
+                 int (*row)(sqlite3_stmt *s, void *arg), void *arg, const char *what,
+                 const char *missing, const char *types, ...);
 
 /* Runs one SQL text without results (BEGIN, SAVEPOINT, ...); DQ_ESTORE on failure. */
 int store__exec(struct store *st, const char *sql);

@@ -19,13 +19,8 @@
     "id, probe, kind, threshold, fire_after, clear_after, params, enabled, state, bad, good,"      \
     " fired_ns, cleared_ns, created_ns, updated_ns"
 
-struct trigger_iter {
-    store_trigger_cb cb;
-    void *ctx;
-};
-
 static int trigger_row(sqlite3_stmt *s, void *arg) {
-    struct trigger_iter *it = arg;
+    struct store__iter *it = arg;
     const char *state = store__column_text(s, 8);
     struct store_trigger t = {
         .id = sqlite3_column_int64(s, 0),
@@ -44,7 +39,7 @@ static int trigger_row(sqlite3_stmt *s, void *arg) {
         .created_ns = sqlite3_column_int64(s, 13),
         .updated_ns = sqlite3_column_int64(s, 14),
     };
-    return it->cb(it->ctx, &t);
+    return it->cb.trigger(it->ctx, &t);
 }
 
 int store_trigger_upsert(struct store *st, const struct store_trigger *t, int64_t *id) {
@@ -56,26 +51,20 @@ int store_trigger_upsert(struct store *st, const struct store_trigger *t, int64_
                        t->probe, t->kind, t->fire_after, t->clear_after);
     }
     sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__TRIGGER_UPSERT,
-                         "INSERT INTO triggers (probe, kind, threshold, fire_after, clear_after,"
-                         " params, enabled, created_ns, updated_ns)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)"
-                         " ON CONFLICT (probe, kind) DO UPDATE SET threshold = excluded.threshold,"
-                         " fire_after = excluded.fire_after, clear_after = excluded.clear_after,"
-                         " params = excluded.params, enabled = excluded.enabled,"
-                         " updated_ns = excluded.updated_ns RETURNING id",
-                         &s);
+    int rc =
+        store__prepare(st, STORE__TRIGGER_UPSERT,
+                       "INSERT INTO triggers (probe, kind, threshold, fire_after, clear_after,"
+                       " params, enabled, created_ns, updated_ns)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)"
+                       " ON CONFLICT (probe, kind) DO UPDATE SET threshold = excluded.threshold,"
+                       " fire_after = excluded.fire_after, clear_after = excluded.clear_after,"
+                       " params = excluded.params, enabled = excluded.enabled,"
+                       " updated_ns = excluded.updated_ns RETURNING id",
+                       &s, "ttdiitbl", t->probe, t->kind, t->threshold, t->fire_after,
+                       t->clear_after, t->params_json, t->enabled, store__now(st));
     if (rc) {
         return rc;
     }
-    store__bind_text(s, 1, t->probe);
-    store__bind_text(s, 2, t->kind);
-    store__bind_double(s, 3, t->threshold);
-    sqlite3_bind_int(s, 4, t->fire_after);
-    sqlite3_bind_int(s, 5, t->clear_after);
-    store__bind_text(s, 6, t->params_json);
-    sqlite3_bind_int(s, 7, t->enabled ? 1 : 0);
-    sqlite3_bind_int64(s, 8, store__now(st));
     if (sqlite3_step(s) != SQLITE_ROW) {
         char what[128];
         snprintf(what, sizeof what, "trigger %.64s/%.32s", t->probe, t->kind);
@@ -96,72 +85,43 @@ int store_trigger_set_state(struct store *st, int64_t id, bool fired, int bad, i
         return dq_fail(DQ_ERANGE, "trigger %lld: negative counters %d / %d", (long long)id, bad,
                        good);
     }
-    sqlite3_stmt *s;
     /* The right-hand sides all read the row as it was, so the CASEs see the old state. */
-    int rc = store__stmt(
+    return store__write(
         st, STORE__TRIGGER_SET_STATE,
         "UPDATE triggers SET"
         " fired_ns = CASE WHEN ?2 AND state = 'clear' THEN ?5 ELSE fired_ns END,"
         " cleared_ns = CASE WHEN NOT ?2 AND state = 'fired' THEN ?5 ELSE cleared_ns END,"
         " state = CASE WHEN ?2 THEN 'fired' ELSE 'clear' END,"
         " bad = ?3, good = ?4, updated_ns = ?5 WHERE id = ?1",
-        &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, fired ? 1 : 0);
-    sqlite3_bind_int(s, 3, bad);
-    sqlite3_bind_int(s, 4, good);
-    sqlite3_bind_int64(s, 5, store__now(st));
-    return store__step_write(st, s, "trigger set state", true);
+        "trigger set state", true, "lbiil", id, fired, bad, good, store__now(st));
 }
 
 int store_trigger_get(struct store *st, int64_t id, store_trigger_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_trigger_get: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__TRIGGER_GET,
-                         "SELECT " TRIGGER_COLUMNS " FROM triggers WHERE id = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    struct trigger_iter it = {cb, ctx};
-    int rows = 0;
-    rc = store__each(st, s, trigger_row, &it, &rows, "reading trigger");
-    if (rc == DQ_OK && rows == 0) {
-        rc = dq_fail(DQ_ENOTFOUND, "no trigger %lld", (long long)id);
-    }
-    return rc;
+    char missing[64];
+    snprintf(missing, sizeof missing, "no trigger %lld", (long long)id);
+    struct store__iter it = {.ctx = ctx, .cb.trigger = cb};
+    return store__query(st, STORE__TRIGGER_GET,
+                        "SELECT " TRIGGER_COLUMNS " FROM triggers WHERE id = ?1", trigger_row, &it,
+                        "reading trigger", missing, "l", id);
 }
 
 int store_triggers_each(struct store *st, const char *probe, store_trigger_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_triggers_each: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__TRIGGER_EACH,
-                         "SELECT " TRIGGER_COLUMNS " FROM triggers WHERE ?1 IS NULL OR probe = ?1"
-                         " ORDER BY probe, kind",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, probe);
-    struct trigger_iter it = {cb, ctx};
-    return store__each(st, s, trigger_row, &it, NULL, "reading triggers");
+    struct store__iter it = {.ctx = ctx, .cb.trigger = cb};
+    return store__query(st, STORE__TRIGGER_EACH,
+                        "SELECT " TRIGGER_COLUMNS " FROM triggers WHERE ?1 IS NULL OR probe = ?1"
+                        " ORDER BY probe, kind",
+                        trigger_row, &it, "reading triggers", NULL, "t", probe);
 }
 
 int store_trigger_delete(struct store *st, int64_t id) {
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__TRIGGER_DELETE, "DELETE FROM triggers WHERE id = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    return store__step_write(st, s, "trigger delete", true);
+    return store__write(st, STORE__TRIGGER_DELETE, "DELETE FROM triggers WHERE id = ?1",
+                        "trigger delete", true, "l", id);
 }
 
 /* ---- investigations ------------------------------------------------------------------ */
@@ -170,13 +130,8 @@ int store_trigger_delete(struct store *st, int64_t id) {
     "id, node, problem, strategy, origin, trigger_id, requested_by, state, verdict,"               \
     " verdict_node, summary, opened_ns, closed_ns"
 
-struct investigation_iter {
-    store_investigation_cb cb;
-    void *ctx;
-};
-
 static int investigation_row(sqlite3_stmt *s, void *arg) {
-    struct investigation_iter *it = arg;
+    struct store__iter *it = arg;
     const char *state = store__column_text(s, 7);
     struct store_investigation inv = {
         .id = sqlite3_column_int64(s, 0),
@@ -193,7 +148,7 @@ static int investigation_row(sqlite3_stmt *s, void *arg) {
         .opened_ns = sqlite3_column_int64(s, 11),
         .closed_ns = sqlite3_column_int64(s, 12),
     };
-    return it->cb(it->ctx, &inv);
+    return it->cb.investigation(it->ctx, &inv);
 }
 
 int store_investigation_open(struct store *st, const struct store_investigation *inv, int64_t *id) {
@@ -202,23 +157,12 @@ int store_investigation_open(struct store *st, const struct store_investigation 
                        "store_investigation_open: NULL investigation, field (node, problem, "
                        "strategy, origin) or id");
     }
-    sqlite3_stmt *s;
-    int rc =
-        store__stmt(st, STORE__INV_OPEN,
-                    "INSERT INTO investigations (node, problem, strategy, origin,"
-                    " trigger_id, requested_by, opened_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, inv->node);
-    store__bind_text(s, 2, inv->problem);
-    store__bind_text(s, 3, inv->strategy);
-    store__bind_text(s, 4, inv->origin);
-    store__bind_id(s, 5, inv->trigger_id);
-    store__bind_text(s, 6, inv->requested_by);
-    sqlite3_bind_int64(s, 7, inv->opened_ns ? inv->opened_ns : store__now(st));
-    rc = store__step_write(st, s, "investigation open", false);
+    int rc = store__write(
+        st, STORE__INV_OPEN,
+        "INSERT INTO investigations (node, problem, strategy, origin,"
+        " trigger_id, requested_by, opened_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "investigation open", false, "ttttLtl", inv->node, inv->problem, inv->strategy, inv->origin,
+        inv->trigger_id, inv->requested_by, inv->opened_ns ? inv->opened_ns : store__now(st));
     if (rc == DQ_OK) {
         *id = sqlite3_last_insert_rowid(st->db);
     }
@@ -236,21 +180,12 @@ int store_investigation_close(struct store *st, int64_t id, const char *verdict,
         return dq_fail(DQ_EINVAL, "investigation %lld: a verdict (%s) is required", (long long)id,
                        STORE_VERDICTS);
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__INV_CLOSE,
-                         "UPDATE investigations SET state = 'closed', verdict = ?2,"
-                         " verdict_node = ?3, summary = ?4, closed_ns = ?5"
-                         " WHERE id = ?1 AND state = 'open'",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    store__bind_text(s, 2, verdict);
-    store__bind_text(s, 3, verdict_node);
-    store__bind_text(s, 4, summary_json);
-    sqlite3_bind_int64(s, 5, store__now(st));
-    rc = store__step_write(st, s, "investigation close", true);
+    int rc = store__write(st, STORE__INV_CLOSE,
+                          "UPDATE investigations SET state = 'closed', verdict = ?2,"
+                          " verdict_node = ?3, summary = ?4, closed_ns = ?5"
+                          " WHERE id = ?1 AND state = 'open'",
+                          "investigation close", true, "ltttl", id, verdict, verdict_node,
+                          summary_json, store__now(st));
     if (rc == DQ_ENOTFOUND) {
         /* No open row: tell "unknown" from "already closed". */
         bool open = false;
@@ -266,20 +201,12 @@ int store_investigation_get(struct store *st, int64_t id, store_investigation_cb
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_investigation_get: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__INV_GET,
-                         "SELECT " INVESTIGATION_COLUMNS " FROM investigations WHERE id = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    struct investigation_iter it = {cb, ctx};
-    int rows = 0;
-    rc = store__each(st, s, investigation_row, &it, &rows, "reading investigation");
-    if (rc == DQ_OK && rows == 0) {
-        rc = dq_fail(DQ_ENOTFOUND, "no investigation %lld", (long long)id);
-    }
-    return rc;
+    char missing[64];
+    snprintf(missing, sizeof missing, "no investigation %lld", (long long)id);
+    struct store__iter it = {.ctx = ctx, .cb.investigation = cb};
+    return store__query(st, STORE__INV_GET,
+                        "SELECT " INVESTIGATION_COLUMNS " FROM investigations WHERE id = ?1",
+                        investigation_row, &it, "reading investigation", missing, "l", id);
 }
 
 int store_investigations_each(struct store *st, bool open_only, int limit,
@@ -287,18 +214,12 @@ int store_investigations_each(struct store *st, bool open_only, int limit,
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_investigations_each: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__INV_EACH,
-                         "SELECT " INVESTIGATION_COLUMNS " FROM investigations"
-                         " WHERE NOT ?1 OR state = 'open' ORDER BY id DESC LIMIT ?2",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int(s, 1, open_only ? 1 : 0);
-    sqlite3_bind_int(s, 2, limit > 0 ? limit : -1);
-    struct investigation_iter it = {cb, ctx};
-    return store__each(st, s, investigation_row, &it, NULL, "reading investigations");
+    struct store__iter it = {.ctx = ctx, .cb.investigation = cb};
+    return store__query(st, STORE__INV_EACH,
+                        "SELECT " INVESTIGATION_COLUMNS " FROM investigations"
+                        " WHERE NOT ?1 OR state = 'open' ORDER BY id DESC LIMIT ?2",
+                        investigation_row, &it, "reading investigations", NULL, "bi", open_only,
+                        limit > 0 ? limit : -1);
 }
 
 /* ---- hypotheses ---------------------------------------------------------------------- */
@@ -307,13 +228,8 @@ int store_investigations_each(struct store *st, bool open_only, int limit,
     "h.id, h.investigation, h.parent, h.node, h.kind, h.action, h.probes, h.stats, h.verdict,"     \
     " h.created_ns, h.updated_ns"
 
-struct hypothesis_iter {
-    store_hypothesis_cb cb;
-    void *ctx;
-};
-
 static int hypothesis_row(sqlite3_stmt *s, void *arg) {
-    struct hypothesis_iter *it = arg;
+    struct store__iter *it = arg;
     struct store_hypothesis h = {
         .id = sqlite3_column_int64(s, 0),
         .investigation = sqlite3_column_int64(s, 1),
@@ -327,7 +243,7 @@ static int hypothesis_row(sqlite3_stmt *s, void *arg) {
         .created_ns = sqlite3_column_int64(s, 9),
         .updated_ns = sqlite3_column_int64(s, 10),
     };
-    return it->cb(it->ctx, &h);
+    return it->cb.hypothesis(it->ctx, &h);
 }
 
 int store_hypothesis_insert(struct store *st, const struct store_hypothesis *h, int64_t *id) {
@@ -335,28 +251,16 @@ int store_hypothesis_insert(struct store *st, const struct store_hypothesis *h, 
         return dq_fail(DQ_EINVAL,
                        "store_hypothesis_insert: NULL hypothesis, node, kind, action or id");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__HYP_INSERT,
-                         "INSERT INTO hypotheses (investigation, parent, node, kind, action,"
-                         " probes, stats, verdict, created_ns, updated_ns) VALUES (?1, ?2, ?3,"
-                         " ?4, ?5, coalesce(?6, '[]'), ?7, coalesce(?8, 'pending'), ?9, ?9)",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, h->investigation);
-    store__bind_id(s, 2, h->parent);
-    store__bind_text(s, 3, h->node);
-    store__bind_text(s, 4, h->kind);
-    store__bind_text(s, 5, h->action);
-    store__bind_text(s, 6, h->probes_json);
-    store__bind_text(s, 7, h->stats_json);
-    store__bind_text(s, 8, h->verdict);
-    sqlite3_bind_int64(s, 9, h->created_ns ? h->created_ns : store__now(st));
     char what[128];
     snprintf(what, sizeof what, "hypothesis on %.64s (investigation %lld)", h->node,
              (long long)h->investigation);
-    rc = store__step_write(st, s, what, false);
+    int rc = store__write(st, STORE__HYP_INSERT,
+                          "INSERT INTO hypotheses (investigation, parent, node, kind, action,"
+                          " probes, stats, verdict, created_ns, updated_ns) VALUES (?1, ?2, ?3,"
+                          " ?4, ?5, coalesce(?6, '[]'), ?7, coalesce(?8, 'pending'), ?9, ?9)",
+                          what, false, "lLttttttl", h->investigation, h->parent, h->node, h->kind,
+                          h->action, h->probes_json, h->stats_json, h->verdict,
+                          h->created_ns ? h->created_ns : store__now(st));
     if (rc == DQ_OK) {
         *id = sqlite3_last_insert_rowid(st->db);
     }
@@ -368,50 +272,34 @@ int store_hypothesis_set_verdict(struct store *st, int64_t id, const char *verdi
     if (!verdict) {
         return dq_fail(DQ_EINVAL, "hypothesis %lld: NULL verdict", (long long)id);
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__HYP_SET_VERDICT,
-                         "UPDATE hypotheses SET verdict = ?2, stats = coalesce(?3, stats),"
-                         " updated_ns = ?4 WHERE id = ?1",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    store__bind_text(s, 2, verdict);
-    store__bind_text(s, 3, stats_json);
-    sqlite3_bind_int64(s, 4, store__now(st));
-    return store__step_write(st, s, "hypothesis verdict", true);
+    return store__write(st, STORE__HYP_SET_VERDICT,
+                        "UPDATE hypotheses SET verdict = ?2, stats = coalesce(?3, stats),"
+                        " updated_ns = ?4 WHERE id = ?1",
+                        "hypothesis verdict", true, "lttl", id, verdict, stats_json,
+                        store__now(st));
 }
 
-/* Runs a hypothesis SELECT bound to one int64 or text key. */
-static int hypotheses_query(struct store *st, enum store__stmt_id sid, const char *sql, int64_t key,
-                            const char *text_key, store_hypothesis_cb cb, void *ctx, int *rows) {
+/* Runs a hypothesis SELECT bound to one key: an int64 (types "l") or a text ("t"). With
+ * `one`, no row is DQ_ENOTFOUND. */
+static int hypotheses_query(struct store *st, enum store__stmt_id sid, const char *sql,
+                            const char *types, int64_t key, const char *text_key, bool one,
+                            store_hypothesis_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "hypotheses: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, sid, sql, &s);
-    if (rc) {
-        return rc;
-    }
-    if (text_key) {
-        store__bind_text(s, 1, text_key);
-    } else {
-        sqlite3_bind_int64(s, 1, key);
-    }
-    struct hypothesis_iter it = {cb, ctx};
-    return store__each(st, s, hypothesis_row, &it, rows, "reading hypotheses");
+    char missing[64];
+    snprintf(missing, sizeof missing, "no hypothesis %lld", (long long)key);
+    struct store__iter it = {.ctx = ctx, .cb.hypothesis = cb};
+    return text_key ? store__query(st, sid, sql, hypothesis_row, &it, "reading hypotheses",
+                                   one ? missing : NULL, types, text_key)
+                    : store__query(st, sid, sql, hypothesis_row, &it, "reading hypotheses",
+                                   one ? missing : NULL, types, key);
 }
 
 int store_hypothesis_get(struct store *st, int64_t id, store_hypothesis_cb cb, void *ctx) {
-    int rows = 0;
-    int rc = hypotheses_query(st, STORE__HYP_GET,
-                              "SELECT " HYPOTHESIS_COLUMNS " FROM hypotheses h WHERE h.id = ?1", id,
-                              NULL, cb, ctx, &rows);
-    if (rc == DQ_OK && rows == 0) {
-        rc = dq_fail(DQ_ENOTFOUND, "no hypothesis %lld", (long long)id);
-    }
-    return rc;
+    return hypotheses_query(st, STORE__HYP_GET,
+                            "SELECT " HYPOTHESIS_COLUMNS " FROM hypotheses h WHERE h.id = ?1", "l",
+                            id, NULL, true, cb, ctx);
 }
 
 int store_hypotheses_of_investigation(struct store *st, int64_t investigation,
@@ -419,7 +307,7 @@ int store_hypotheses_of_investigation(struct store *st, int64_t investigation,
     return hypotheses_query(st, STORE__HYP_OF_INV,
                             "SELECT " HYPOTHESIS_COLUMNS " FROM hypotheses h"
                             " WHERE h.investigation = ?1 ORDER BY h.id",
-                            investigation, NULL, cb, ctx, NULL);
+                            "l", investigation, NULL, false, cb, ctx);
 }
 
 int store_hypotheses_of_probe(struct store *st, const char *probe, store_hypothesis_cb cb,
@@ -431,36 +319,26 @@ int store_hypotheses_of_probe(struct store *st, const char *probe, store_hypothe
                             "SELECT " HYPOTHESIS_COLUMNS " FROM hypotheses h WHERE EXISTS"
                             " (SELECT 1 FROM json_each(h.probes) WHERE value = ?1)"
                             " ORDER BY h.id DESC",
-                            0, probe, cb, ctx, NULL);
+                            "t", 0, probe, false, cb, ctx);
 }
 
 int store_hypothesis_chain(struct store *st, int64_t id, store_hypothesis_cb cb, void *ctx) {
-    int rows = 0;
     /* The depth cap only matters for a cycle made by hand in the shell: parents are
        inserted before their children, so the store itself cannot make one. */
-    int rc = hypotheses_query(st, STORE__HYP_CHAIN,
-                              "WITH RECURSIVE chain (id, depth) AS (SELECT ?1, 0"
-                              " UNION ALL SELECT p.parent, c.depth + 1 FROM chain c"
-                              " JOIN hypotheses p ON p.id = c.id"
-                              " WHERE p.parent IS NOT NULL AND c.depth < 10000)"
-                              " SELECT " HYPOTHESIS_COLUMNS " FROM chain"
-                              " JOIN hypotheses h ON h.id = chain.id ORDER BY chain.depth",
-                              id, NULL, cb, ctx, &rows);
-    if (rc == DQ_OK && rows == 0) {
-        rc = dq_fail(DQ_ENOTFOUND, "no hypothesis %lld", (long long)id);
-    }
-    return rc;
+    return hypotheses_query(st, STORE__HYP_CHAIN,
+                            "WITH RECURSIVE chain (id, depth) AS (SELECT ?1, 0"
+                            " UNION ALL SELECT p.parent, c.depth + 1 FROM chain c"
+                            " JOIN hypotheses p ON p.id = c.id"
+                            " WHERE p.parent IS NOT NULL AND c.depth < 10000)"
+                            " SELECT " HYPOTHESIS_COLUMNS " FROM chain"
+                            " JOIN hypotheses h ON h.id = chain.id ORDER BY chain.depth",
+                            "l", id, NULL, true, cb, ctx);
 }
 
 /* ---- commands ---------------------------------------------------------------------- */
 
-struct command_iter {
-    store_command_cb cb;
-    void *ctx;
-};
-
 static int command_row(sqlite3_stmt *s, void *arg) {
-    struct command_iter *it = arg;
+    struct store__iter *it = arg;
     struct store_command c = {
         .id = sqlite3_column_int64(s, 0),
         .time_ns = sqlite3_column_int64(s, 1),
@@ -473,33 +351,22 @@ static int command_row(sqlite3_stmt *s, void *arg) {
         .status_ns = sqlite3_column_int64(s, 8),
         .detail = store__column_text(s, 9),
     };
-    return it->cb(it->ctx, &c);
+    return it->cb.command(it->ctx, &c);
 }
 
 int store_command_insert(struct store *st, const struct store_command *c, int64_t *id) {
     if (!c || !c->wrapper || !c->command) {
         return dq_fail(DQ_EINVAL, "store_command_insert: NULL command, wrapper or command name");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__CMD_INSERT,
-                         "INSERT INTO commands (time_ns, wrapper, command, probe, args,"
-                         " hypothesis, status, status_ns, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-                         " coalesce(?7, 'sent'), CASE WHEN ?7 IS NULL THEN NULL ELSE ?1 END, ?8)",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, c->time_ns ? c->time_ns : store__now(st));
-    store__bind_text(s, 2, c->wrapper);
-    store__bind_text(s, 3, c->command);
-    store__bind_text(s, 4, c->probe);
-    store__bind_text(s, 5, c->args_json);
-    store__bind_id(s, 6, c->hypothesis);
-    store__bind_text(s, 7, c->status);
-    store__bind_text(s, 8, c->detail);
     char what[96];
     snprintf(what, sizeof what, "command %.32s", c->command);
-    rc = store__step_write(st, s, what, false);
+    int rc =
+        store__write(st, STORE__CMD_INSERT,
+                     "INSERT INTO commands (time_ns, wrapper, command, probe, args,"
+                     " hypothesis, status, status_ns, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+                     " coalesce(?7, 'sent'), CASE WHEN ?7 IS NULL THEN NULL ELSE ?1 END, ?8)",
+                     what, false, "lttttLtt", c->time_ns ? c->time_ns : store__now(st), c->wrapper,
+                     c->command, c->probe, c->args_json, c->hypothesis, c->status, c->detail);
     if (rc == DQ_OK && id) {
         *id = sqlite3_last_insert_rowid(st->db);
     }
@@ -510,19 +377,10 @@ int store_command_set_status(struct store *st, int64_t id, const char *status, c
     if (!status) {
         return dq_fail(DQ_EINVAL, "command %lld: NULL status", (long long)id);
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__CMD_SET_STATUS,
-                         "UPDATE commands SET status = ?2, detail = coalesce(?3, detail),"
-                         " status_ns = ?4 WHERE id = ?1",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    store__bind_text(s, 2, status);
-    store__bind_text(s, 3, detail);
-    sqlite3_bind_int64(s, 4, store__now(st));
-    return store__step_write(st, s, "command status", true);
+    return store__write(st, STORE__CMD_SET_STATUS,
+                        "UPDATE commands SET status = ?2, detail = coalesce(?3, detail),"
+                        " status_ns = ?4 WHERE id = ?1",
+                        "command status", true, "lttl", id, status, detail, store__now(st));
 }
 
 int store_command_ack(struct store *st, int64_t id) {
@@ -538,21 +396,12 @@ int store_commands_each(struct store *st, const struct store_command_filter *f, 
     if (!f) {
         f = &all;
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__CMD_EACH,
-                         "SELECT id, time_ns, wrapper, command, probe, args, hypothesis, status,"
-                         " status_ns, detail FROM commands WHERE id > ?1"
-                         " AND (?2 IS NULL OR hypothesis = ?2) AND (?3 IS NULL OR wrapper = ?3)"
-                         " AND (?4 IS NULL OR status = ?4) ORDER BY id LIMIT ?5",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, f->after_id);
-    store__bind_id(s, 2, f->hypothesis);
-    store__bind_text(s, 3, f->wrapper);
-    store__bind_text(s, 4, f->status);
-    sqlite3_bind_int(s, 5, f->limit > 0 ? f->limit : -1);
-    struct command_iter it = {cb, ctx};
-    return store__each(st, s, command_row, &it, NULL, "reading commands");
+    struct store__iter it = {.ctx = ctx, .cb.command = cb};
+    return store__query(st, STORE__CMD_EACH,
+                        "SELECT id, time_ns, wrapper, command, probe, args, hypothesis, status,"
+                        " status_ns, detail FROM commands WHERE id > ?1"
+                        " AND (?2 IS NULL OR hypothesis = ?2) AND (?3 IS NULL OR wrapper = ?3)"
+                        " AND (?4 IS NULL OR status = ?4) ORDER BY id LIMIT ?5",
+                        command_row, &it, "reading commands", NULL, "lLtti", f->after_id,
+                        f->hypothesis, f->wrapper, f->status, f->limit > 0 ? f->limit : -1);
 }

@@ -23,26 +23,6 @@ static int check_range(const char *name, double dmax_ms, int bins) {
     return DQ_OK;
 }
 
-static void bind_bins(sqlite3_stmt *s, int i, int bins) {
-    if (bins == 0) {
-        sqlite3_bind_null(s, i);
-    } else {
-        sqlite3_bind_int(s, i, bins);
-    }
-}
-
-/* Runs a write statement already bound; `what` names it in the message. */
-static int step_write(struct store *st, sqlite3_stmt *s, const char *what, const char *name) {
-    int rc = DQ_OK;
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        char buf[320];
-        snprintf(buf, sizeof buf, "%s %s", what, name);
-        rc = store__fail(st, buf);
-    }
-    store__done(s);
-    return rc;
-}
-
 int store_probe_upsert(struct store *st, const struct store_probe *p) {
     if (!p) {
         return dq_fail(DQ_EINVAL, "store_probe_upsert: NULL probe");
@@ -51,26 +31,17 @@ int store_probe_upsert(struct store *st, const struct store_probe *p) {
     if (rc || (rc = check_range(p->name, p->dmax_ms, p->bins))) {
         return rc;
     }
-    sqlite3_stmt *s;
-    rc =
-        store__stmt(st, STORE__PROBE_UPSERT,
-                    "INSERT INTO probes (" PROBE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)"
-                    " ON CONFLICT (name) DO UPDATE SET dmax_ms = excluded.dmax_ms,"
-                    " bins = excluded.bins, enabled = excluded.enabled,"
-                    " always_on = excluded.always_on, qta = excluded.qta,"
-                    " updated_ns = excluded.updated_ns",
-                    &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, p->name);
-    store__bind_double(s, 2, p->dmax_ms);
-    bind_bins(s, 3, p->bins);
-    sqlite3_bind_int(s, 4, p->enabled ? 1 : 0);
-    sqlite3_bind_int(s, 5, p->always_on ? 1 : 0);
-    store__bind_text(s, 6, p->qta_json);
-    sqlite3_bind_int64(s, 7, store__now(st));
-    return step_write(st, s, "probe upsert", p->name);
+    char what[320];
+    snprintf(what, sizeof what, "probe upsert %s", p->name);
+    return store__write(st, STORE__PROBE_UPSERT,
+                        "INSERT INTO probes (" PROBE_COLUMNS
+                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)"
+                        " ON CONFLICT (name) DO UPDATE SET dmax_ms = excluded.dmax_ms,"
+                        " bins = excluded.bins, enabled = excluded.enabled,"
+                        " always_on = excluded.always_on, qta = excluded.qta,"
+                        " updated_ns = excluded.updated_ns",
+                        what, false, "tdNbbtl", p->name, p->dmax_ms, p->bins, p->enabled,
+                        p->always_on, p->qta_json, store__now(st));
 }
 
 int store_probe_ensure(struct store *st, const char *name) {
@@ -78,27 +49,17 @@ int store_probe_ensure(struct store *st, const char *name) {
     if (rc) {
         return rc;
     }
-    sqlite3_stmt *s;
-    rc = store__stmt(st, STORE__PROBE_ENSURE,
-                     "INSERT INTO probes (name, created_ns, updated_ns) VALUES (?1, ?2, ?2)"
-                     " ON CONFLICT (name) DO NOTHING",
-                     &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    sqlite3_bind_int64(s, 2, store__now(st));
-    return step_write(st, s, "probe ensure", name);
+    char what[320];
+    snprintf(what, sizeof what, "probe ensure %s", name);
+    return store__write(st, STORE__PROBE_ENSURE,
+                        "INSERT INTO probes (name, created_ns, updated_ns) VALUES (?1, ?2, ?2)"
+                        " ON CONFLICT (name) DO NOTHING",
+                        what, false, "tl", name, store__now(st));
 }
-
-struct probe_iter {
-    store_probe_cb cb;
-    void *ctx;
-};
 
 /* One row of a SELECT of PROBE_COLUMNS to the caller's callback. */
 static int probe_row(sqlite3_stmt *s, void *arg) {
-    struct probe_iter *it = arg;
+    struct store__iter *it = arg;
     struct store_probe p = {
         .name = store__column_text(s, 0),
         .dmax_ms = store__column_double(s, 1),
@@ -109,47 +70,33 @@ static int probe_row(sqlite3_stmt *s, void *arg) {
         .created_ns = sqlite3_column_int64(s, 6),
         .updated_ns = sqlite3_column_int64(s, 7),
     };
-    return it->cb(it->ctx, &p);
+    return it->cb.probe(it->ctx, &p);
 }
 
 int store_probe_get(struct store *st, const char *name, store_probe_cb cb, void *ctx) {
     if (!name || !cb) {
         return dq_fail(DQ_EINVAL, "store_probe_get: NULL argument");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__PROBE_GET,
-                         "SELECT " PROBE_COLUMNS " FROM probes WHERE name = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    int rows = 0;
-    struct probe_iter it = {cb, ctx};
-    rc = store__each(st, s, probe_row, &it, &rows, "reading probe");
-    if (rc == DQ_OK && rows == 0) {
-        return dq_fail(DQ_ENOTFOUND, "probe %.255s not in the store", name);
-    }
-    return rc;
+    char missing[320];
+    snprintf(missing, sizeof missing, "probe %.255s not in the store", name);
+    struct store__iter it = {.ctx = ctx, .cb.probe = cb};
+    return store__query(st, STORE__PROBE_GET,
+                        "SELECT " PROBE_COLUMNS " FROM probes WHERE name = ?1", probe_row, &it,
+                        "reading probe", missing, "t", name);
 }
 
 int store_probes_each(struct store *st, store_probe_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_probes_each: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc =
-        store__stmt(st, STORE__PROBE_ALL, "SELECT " PROBE_COLUMNS " FROM probes ORDER BY name", &s);
-    if (rc) {
-        return rc;
-    }
-    struct probe_iter it = {cb, ctx};
-    return store__each(st, s, probe_row, &it, NULL, "reading probes");
+    struct store__iter it = {.ctx = ctx, .cb.probe = cb};
+    return store__query(st, STORE__PROBE_ALL, "SELECT " PROBE_COLUMNS " FROM probes ORDER BY name",
+                        probe_row, &it, "reading probes", NULL, "");
 }
 
-/* Runs an UPDATE/DELETE of one probe bound by the caller; DQ_ENOTFOUND when no row. */
-static int step_one_probe(struct store *st, sqlite3_stmt *s, const char *what, const char *name) {
-    int rc = step_write(st, s, what, name);
-    if (rc == DQ_OK && sqlite3_changes(st->db) == 0) {
+/* The message of a change to one probe that found no row. */
+static int not_in_store(int rc, const char *what, const char *name) {
+    if (rc == DQ_ENOTFOUND) {
         rc = dq_fail(DQ_ENOTFOUND, "%s: probe %.255s not in the store", what, name);
     }
     return rc;
@@ -160,15 +107,8 @@ static int set_flag(struct store *st, enum store__stmt_id id, const char *sql, c
     if (!name) {
         return dq_fail(DQ_EINVAL, "%s: NULL name", what);
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, id, sql, &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    sqlite3_bind_int(s, 2, value ? 1 : 0);
-    sqlite3_bind_int64(s, 3, store__now(st));
-    return step_one_probe(st, s, what, name);
+    return not_in_store(store__write(st, id, sql, what, true, "tbl", name, value, store__now(st)),
+                        what, name);
 }
 
 int store_probe_set_enabled(struct store *st, const char *name, bool enabled) {
@@ -191,45 +131,27 @@ int store_probe_set_range(struct store *st, const char *name, double dmax_ms, in
     if (rc) {
         return rc;
     }
-    sqlite3_stmt *s;
-    rc = store__stmt(st, STORE__PROBE_SET_RANGE,
-                     "UPDATE probes SET dmax_ms = ?2, bins = ?3, updated_ns = ?4 WHERE name = ?1",
-                     &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    store__bind_double(s, 2, dmax_ms);
-    bind_bins(s, 3, bins);
-    sqlite3_bind_int64(s, 4, store__now(st));
-    return step_one_probe(st, s, "probe set range", name);
+    rc = store__write(st, STORE__PROBE_SET_RANGE,
+                      "UPDATE probes SET dmax_ms = ?2, bins = ?3, updated_ns = ?4 WHERE name = ?1",
+                      "probe set range", true, "tdNl", name, dmax_ms, bins, store__now(st));
+    return not_in_store(rc, "probe set range", name);
 }
 
 int store_probe_set_qta(struct store *st, const char *name, const char *qta_json) {
     if (!name) {
         return dq_fail(DQ_EINVAL, "store_probe_set_qta: NULL name");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__PROBE_SET_QTA,
-                         "UPDATE probes SET qta = ?2, updated_ns = ?3 WHERE name = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    store__bind_text(s, 2, qta_json);
-    sqlite3_bind_int64(s, 3, store__now(st));
-    return step_one_probe(st, s, "probe set qta", name);
+    int rc = store__write(st, STORE__PROBE_SET_QTA,
+                          "UPDATE probes SET qta = ?2, updated_ns = ?3 WHERE name = ?1",
+                          "probe set qta", true, "ttl", name, qta_json, store__now(st));
+    return not_in_store(rc, "probe set qta", name);
 }
 
 int store_probe_delete(struct store *st, const char *name) {
     if (!name) {
         return dq_fail(DQ_EINVAL, "store_probe_delete: NULL name");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__PROBE_DELETE, "DELETE FROM probes WHERE name = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, name);
-    return step_one_probe(st, s, "probe delete", name);
+    int rc = store__write(st, STORE__PROBE_DELETE, "DELETE FROM probes WHERE name = ?1",
+                          "probe delete", true, "t", name);
+    return not_in_store(rc, "probe delete", name);
 }

@@ -108,14 +108,9 @@ static int parse_masses(const char *text, double *out, int n) {
     " s.created_ns, s.completed_ns,"                                                               \
     " (SELECT count(*) FROM snapshot_dqs d WHERE d.snapshot = s.id)"
 
-struct snapshot_iter {
-    store_snapshot_cb cb;
-    void *ctx;
-};
-
 static int snapshot_row(sqlite3_stmt *s, void *arg) {
-    struct snapshot_iter *it = arg;
-    if (!it->cb) {
+    struct store__iter *it = arg;
+    if (!it->cb.snapshot) {
         return 0;
     }
     const char *state = store__column_text(s, 7);
@@ -132,7 +127,7 @@ static int snapshot_row(sqlite3_stmt *s, void *arg) {
         .completed_ns = sqlite3_column_int64(s, 9),
         .dq_count = sqlite3_column_int(s, 10),
     };
-    return it->cb(it->ctx, &snap);
+    return it->cb.snapshot(it->ctx, &snap);
 }
 
 int store_snapshot_insert(struct store *st, const struct store_snapshot *snap, int64_t *id) {
@@ -143,23 +138,13 @@ int store_snapshot_insert(struct store *st, const struct store_snapshot *snap, i
         return dq_fail(DQ_ERANGE, "snapshot of %.64s: windows %d must be ≥ 1", snap->probe,
                        snap->windows);
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__SNAP_INSERT,
-                         "INSERT INTO snapshots (trigger_id, investigation, probe, reason,"
-                         " time_ns, windows, created_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                         &s);
-    if (rc) {
-        return rc;
-    }
     int64_t now = store__now(st);
-    store__bind_id(s, 1, snap->trigger_id);
-    store__bind_id(s, 2, snap->investigation);
-    store__bind_text(s, 3, snap->probe);
-    store__bind_text(s, 4, snap->reason);
-    sqlite3_bind_int64(s, 5, snap->time_ns ? snap->time_ns : now);
-    sqlite3_bind_int(s, 6, snap->windows);
-    sqlite3_bind_int64(s, 7, now);
-    rc = store__step_write(st, s, "snapshot insert", false);
+    int rc = store__write(st, STORE__SNAP_INSERT,
+                          "INSERT INTO snapshots (trigger_id, investigation, probe, reason,"
+                          " time_ns, windows, created_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                          "snapshot insert", false, "LLttlil", snap->trigger_id,
+                          snap->investigation, snap->probe, snap->reason,
+                          snap->time_ns ? snap->time_ns : now, snap->windows, now);
     if (rc == DQ_OK) {
         *id = sqlite3_last_insert_rowid(st->db);
     }
@@ -169,11 +154,11 @@ int store_snapshot_insert(struct store *st, const struct store_snapshot *snap, i
 /* DQ_OK when snapshot `id` exists and is still collecting. */
 static int check_collecting(struct store *st, int64_t id) {
     sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__SNAP_STATE, "SELECT state FROM snapshots WHERE id = ?1", &s);
+    int rc = store__prepare(st, STORE__SNAP_STATE, "SELECT state FROM snapshots WHERE id = ?1", &s,
+                            "l", id);
     if (rc) {
         return rc;
     }
-    sqlite3_bind_int64(s, 1, id);
     int step = sqlite3_step(s);
     if (step == SQLITE_ROW) {
         const char *state = store__column_text(s, 0);
@@ -189,11 +174,10 @@ static int check_collecting(struct store *st, int64_t id) {
     return rc;
 }
 
-static int bind_u64(sqlite3_stmt *s, int i, uint64_t v) {
+static int check_u64(uint64_t v) {
     if (v > (uint64_t)INT64_MAX) {
         return dq_fail(DQ_ERANGE, "snapshot: count %llu too large", (unsigned long long)v);
     }
-    sqlite3_bind_int64(s, i, (sqlite3_int64)v);
     return DQ_OK;
 }
 
@@ -215,39 +199,24 @@ int store_snapshot_add_dq(struct store *st, int64_t snapshot, const char *probe,
                            i);
         }
     }
-    if ((rc = check_collecting(st, snapshot))) {
+    if ((rc = check_u64(dq->n_ok)) || (rc = check_u64(dq->n_fa)) || (rc = check_u64(dq->n_to)) ||
+        (rc = check_u64(dq->n_out)) || (rc = check_collecting(st, snapshot))) {
         return rc;
     }
     const char *masses = NULL;
     if ((rc = format_masses(st, dq->pdf, dq->n, &masses))) {
         return rc;
     }
-    sqlite3_stmt *s;
-    rc = store__stmt(st, STORE__SNAP_ADD_DQ,
-                     "INSERT INTO snapshot_dqs (snapshot, probe, kind, start_ns, end_ns, k, bins,"
-                     " n_ok, n_fa, n_to, n_out, pdf) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-                     " ?10, ?11, ?12) ON CONFLICT (snapshot, probe, kind, start_ns) DO UPDATE"
-                     " SET end_ns = excluded.end_ns, k = excluded.k, bins = excluded.bins,"
-                     " n_ok = excluded.n_ok, n_fa = excluded.n_fa, n_to = excluded.n_to,"
-                     " n_out = excluded.n_out, pdf = excluded.pdf",
-                     &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, snapshot);
-    store__bind_text(s, 2, probe);
-    store__bind_text(s, 3, kname);
-    sqlite3_bind_int64(s, 4, start_ns);
-    sqlite3_bind_int64(s, 5, end_ns);
-    sqlite3_bind_int(s, 6, dq->k);
-    sqlite3_bind_int(s, 7, dq->n);
-    if ((rc = bind_u64(s, 8, dq->n_ok)) || (rc = bind_u64(s, 9, dq->n_fa)) ||
-        (rc = bind_u64(s, 10, dq->n_to)) || (rc = bind_u64(s, 11, dq->n_out))) {
-        store__done(s);
-        return rc;
-    }
-    store__bind_text(s, 12, masses);
-    return store__step_write(st, s, "snapshot ΔQ", false);
+    return store__write(st, STORE__SNAP_ADD_DQ,
+                        "INSERT INTO snapshot_dqs (snapshot, probe, kind, start_ns, end_ns, k,"
+                        " bins, n_ok, n_fa, n_to, n_out, pdf) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+                        " ?8, ?9, ?10, ?11, ?12) ON CONFLICT (snapshot, probe, kind, start_ns) DO"
+                        " UPDATE SET end_ns = excluded.end_ns, k = excluded.k,"
+                        " bins = excluded.bins, n_ok = excluded.n_ok, n_fa = excluded.n_fa,"
+                        " n_to = excluded.n_to, n_out = excluded.n_out, pdf = excluded.pdf",
+                        "snapshot ΔQ", false, "lttlliillllt", snapshot, probe, kname, start_ns,
+                        end_ns, dq->k, dq->n, (int64_t)dq->n_ok, (int64_t)dq->n_fa,
+                        (int64_t)dq->n_to, (int64_t)dq->n_out, masses);
 }
 
 int store_snapshot_complete(struct store *st, int64_t id) {
@@ -255,26 +224,13 @@ int store_snapshot_complete(struct store *st, int64_t id) {
     if (rc) {
         return rc;
     }
-    sqlite3_stmt *s;
-    rc =
-        store__stmt(st, STORE__SNAP_COMPLETE,
-                    "UPDATE snapshots SET state = 'complete', completed_ns = ?2 WHERE id = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int64(s, 2, store__now(st));
-    return store__step_write(st, s, "snapshot complete", true);
+    return store__write(st, STORE__SNAP_COMPLETE,
+                        "UPDATE snapshots SET state = 'complete', completed_ns = ?2 WHERE id = ?1",
+                        "snapshot complete", true, "ll", id, store__now(st));
 }
 
-struct dq_iter {
-    struct store *st;
-    store_snapshot_dq_cb cb;
-    void *ctx;
-};
-
 static int snapshot_dq_row(sqlite3_stmt *s, void *arg) {
-    struct dq_iter *it = arg;
+    struct store__iter *it = arg;
     const char *kind = store__column_text(s, 1);
     struct dq view = {
         .k = sqlite3_column_int(s, 4),
@@ -290,11 +246,11 @@ static int snapshot_dq_row(sqlite3_stmt *s, void *arg) {
     if (rc) {
         return dq_fail(DQ_EPARSE, "snapshot ΔQ: %s", dq_last_error());
     }
-    if ((rc = parse_masses(store__column_text(s, 10), it->st->masses, view.n))) {
+    if ((rc = parse_masses(store__column_text(s, 10), it->store->masses, view.n))) {
         return rc;
     }
     view.width = dq_width_of(view.k);
-    view.pdf = it->st->masses;
+    view.pdf = it->store->masses;
     struct store_snapshot_dq d = {
         .probe = store__column_text(s, 0),
         .kind = kind && strcmp(kind, "calculated") == 0 ? STORE_CALCULATED : STORE_OBSERVED,
@@ -302,24 +258,17 @@ static int snapshot_dq_row(sqlite3_stmt *s, void *arg) {
         .end_ns = sqlite3_column_int64(s, 3),
         .dq = &view,
     };
-    return it->cb(it->ctx, &d);
+    return it->cb.snapshot_dq(it->ctx, &d);
 }
 
 int store_snapshot_get(struct store *st, int64_t id, store_snapshot_cb snapshot_cb,
                        store_snapshot_dq_cb dq_cb, void *ctx) {
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__SNAP_GET,
-                         "SELECT " SNAPSHOT_COLUMNS " FROM snapshots s WHERE s.id = ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    struct snapshot_iter sit = {snapshot_cb, ctx};
-    int rows = 0;
-    rc = store__each(st, s, snapshot_row, &sit, &rows, "reading snapshot");
-    if (rc == DQ_OK && rows == 0) {
-        rc = dq_fail(DQ_ENOTFOUND, "no snapshot %lld", (long long)id);
-    }
+    char missing[64];
+    snprintf(missing, sizeof missing, "no snapshot %lld", (long long)id);
+    struct store__iter sit = {.ctx = ctx, .cb.snapshot = snapshot_cb};
+    int rc = store__query(st, STORE__SNAP_GET,
+                          "SELECT " SNAPSHOT_COLUMNS " FROM snapshots s WHERE s.id = ?1",
+                          snapshot_row, &sit, "reading snapshot", missing, "l", id);
     if (rc || !dq_cb) {
         return rc;
     }
@@ -329,30 +278,19 @@ int store_snapshot_get(struct store *st, int64_t id, store_snapshot_cb snapshot_
             return dq_fail(DQ_ENOMEM, "snapshot: no memory for masses");
         }
     }
-    rc = store__stmt(st, STORE__SNAP_DQS,
-                     "SELECT probe, kind, start_ns, end_ns, k, bins, n_ok, n_fa, n_to, n_out, pdf"
-                     " FROM snapshot_dqs WHERE snapshot = ?1 ORDER BY probe, kind, start_ns",
-                     &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    struct dq_iter dit = {st, dq_cb, ctx};
-    return store__each(st, s, snapshot_dq_row, &dit, NULL, "reading snapshot ΔQs");
+    struct store__iter dit = {.ctx = ctx, .cb.snapshot_dq = dq_cb, .store = st};
+    return store__query(st, STORE__SNAP_DQS,
+                        "SELECT probe, kind, start_ns, end_ns, k, bins, n_ok, n_fa, n_to, n_out,"
+                        " pdf FROM snapshot_dqs WHERE snapshot = ?1 ORDER BY probe, kind, start_ns",
+                        snapshot_dq_row, &dit, "reading snapshot ΔQs", NULL, "l", id);
 }
 
 int store_snapshots_each(struct store *st, int limit, store_snapshot_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_snapshots_each: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc =
-        store__stmt(st, STORE__SNAP_EACH,
-                    "SELECT " SNAPSHOT_COLUMNS " FROM snapshots s ORDER BY s.id DESC LIMIT ?1", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int(s, 1, limit > 0 ? limit : -1);
-    struct snapshot_iter it = {cb, ctx};
-    return store__each(st, s, snapshot_row, &it, NULL, "reading snapshots");
+    struct store__iter it = {.ctx = ctx, .cb.snapshot = cb};
+    return store__query(st, STORE__SNAP_EACH,
+                        "SELECT " SNAPSHOT_COLUMNS " FROM snapshots s ORDER BY s.id DESC LIMIT ?1",
+                        snapshot_row, &it, "reading snapshots", NULL, "i", limit > 0 ? limit : -1);
 }

@@ -26,11 +26,10 @@ const char *store_kind_name(enum store_kind kind) {
     return NULL;
 }
 
-static int bind_count(sqlite3_stmt *s, int i, uint64_t v, const char *what) {
+static int check_count(uint64_t v, const char *what) {
     if (v > (uint64_t)INT64_MAX) {
         return dq_fail(DQ_ERANGE, "window %s count %llu too large", what, (unsigned long long)v);
     }
-    sqlite3_bind_int64(s, i, (sqlite3_int64)v);
     return DQ_OK;
 }
 
@@ -47,32 +46,25 @@ int store_window_put(struct store *st, const struct store_window *w) {
         return dq_fail(DQ_EINVAL, "window of %s: bad kind %d or end %lld before start %lld",
                        w->probe, (int)w->kind, (long long)w->end_ns, (long long)w->start_ns);
     }
+    if ((rc = check_count(w->n, "n")) || (rc = check_count(w->n_ok, "ok")) ||
+        (rc = check_count(w->n_fa, "fa")) || (rc = check_count(w->n_to, "to"))) {
+        return rc;
+    }
     sqlite3_stmt *s;
-    rc = store__stmt(st, STORE__WINDOW_PUT,
-                     "INSERT INTO windows (" WINDOW_COLUMNS ") VALUES"
-                     " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                     " ON CONFLICT (probe, start_ns, kind) DO UPDATE SET end_ns = excluded.end_ns,"
-                     " n = excluded.n, n_ok = excluded.n_ok, n_fa = excluded.n_fa,"
-                     " n_to = excluded.n_to, mean = excluded.mean, p50 = excluded.p50,"
-                     " p95 = excluded.p95, p99 = excluded.p99, lost = excluded.lost",
-                     &s);
+    rc = store__prepare(
+        st, STORE__WINDOW_PUT,
+        "INSERT INTO windows (" WINDOW_COLUMNS ") VALUES"
+        " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+        " ON CONFLICT (probe, start_ns, kind) DO UPDATE SET end_ns = excluded.end_ns,"
+        " n = excluded.n, n_ok = excluded.n_ok, n_fa = excluded.n_fa,"
+        " n_to = excluded.n_to, mean = excluded.mean, p50 = excluded.p50,"
+        " p95 = excluded.p95, p99 = excluded.p99, lost = excluded.lost",
+        &s, "ttllllllddddd", w->probe, kind, w->start_ns, w->end_ns, (int64_t)w->n,
+        (int64_t)w->n_ok, (int64_t)w->n_fa, (int64_t)w->n_to, w->mean, w->p50, w->p95, w->p99,
+        w->lost);
     if (rc) {
         return rc;
     }
-    store__bind_text(s, 1, w->probe);
-    store__bind_text(s, 2, kind);
-    sqlite3_bind_int64(s, 3, w->start_ns);
-    sqlite3_bind_int64(s, 4, w->end_ns);
-    if ((rc = bind_count(s, 5, w->n, "n")) || (rc = bind_count(s, 6, w->n_ok, "ok")) ||
-        (rc = bind_count(s, 7, w->n_fa, "fa")) || (rc = bind_count(s, 8, w->n_to, "to"))) {
-        store__done(s);
-        return rc;
-    }
-    store__bind_double(s, 9, w->mean);
-    store__bind_double(s, 10, w->p50);
-    store__bind_double(s, 11, w->p95);
-    store__bind_double(s, 12, w->p99);
-    store__bind_double(s, 13, w->lost);
     int step = sqlite3_step(s);
     if (step != SQLITE_DONE && sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_FOREIGNKEY) {
         /* The store's first sight of this probe (the daemon registers probes on first sight
@@ -104,18 +96,11 @@ static void read_window(sqlite3_stmt *s, struct store_window *w) {
     w->lost = store__column_double(s, 10);
 }
 
-struct window_iter {
-    const char *probe;
-    enum store_kind kind;
-    store_window_cb cb;
-    void *ctx;
-};
-
 static int window_row(sqlite3_stmt *s, void *arg) {
-    struct window_iter *it = arg;
+    struct store__iter *it = arg;
     struct store_window w = {.probe = it->probe, .kind = it->kind};
     read_window(s, &w);
-    return it->cb(it->ctx, &w);
+    return it->cb.window(it->ctx, &w);
 }
 
 int store_windows_each(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
@@ -124,22 +109,14 @@ int store_windows_each(struct store *st, const char *probe, enum store_kind kind
     if (!probe || !cb || !kname) {
         return dq_fail(DQ_EINVAL, "store_windows_each: NULL argument or bad kind");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__WINDOW_RANGE,
-                         "SELECT start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost"
-                         " FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns >= ?3"
-                         " AND start_ns < ?4 ORDER BY start_ns DESC LIMIT ?5",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    store__bind_text(s, 1, probe);
-    store__bind_text(s, 2, kname);
-    sqlite3_bind_int64(s, 3, from_ns);
-    sqlite3_bind_int64(s, 4, to_ns);
-    sqlite3_bind_int(s, 5, limit > 0 ? limit : -1); /* negative LIMIT: no limit */
-    struct window_iter it = {probe, kind, cb, ctx};
-    return store__each(st, s, window_row, &it, NULL, "reading windows");
+    struct store__iter it = {.ctx = ctx, .cb.window = cb, .probe = probe, .kind = kind};
+    /* a negative LIMIT is no limit */
+    return store__query(st, STORE__WINDOW_RANGE,
+                        "SELECT start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost"
+                        " FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns >= ?3"
+                        " AND start_ns < ?4 ORDER BY start_ns DESC LIMIT ?5",
+                        window_row, &it, "reading windows", NULL, "ttlli", probe, kname, from_ns,
+                        to_ns, limit > 0 ? limit : -1);
 }
 
 static int copy_window(void *ctx, const struct store_window *w) {
@@ -170,35 +147,20 @@ int store_event_add(struct store *st, const struct store_event *ev, int64_t *id)
     if (!ev || !ev->kind) {
         return dq_fail(DQ_EINVAL, "store_event_add: NULL event or kind");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(
+    char what[128];
+    snprintf(what, sizeof what, "event %.64s", ev->kind);
+    int rc = store__write(
         st, STORE__EVENT_ADD,
-        "INSERT INTO events (time_ns, kind, probe, detail) VALUES (?1, ?2, ?3, ?4)", &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, ev->time_ns ? ev->time_ns : store__now(st));
-    store__bind_text(s, 2, ev->kind);
-    store__bind_text(s, 3, ev->probe);
-    store__bind_text(s, 4, ev->detail_json);
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        char what[128];
-        snprintf(what, sizeof what, "event %.64s", ev->kind);
-        rc = store__fail(st, what);
-    } else if (id) {
+        "INSERT INTO events (time_ns, kind, probe, detail) VALUES (?1, ?2, ?3, ?4)", what, false,
+        "lttt", ev->time_ns ? ev->time_ns : store__now(st), ev->kind, ev->probe, ev->detail_json);
+    if (rc == DQ_OK && id) {
         *id = sqlite3_last_insert_rowid(st->db);
     }
-    store__done(s);
     return rc;
 }
 
-struct event_iter {
-    store_event_cb cb;
-    void *ctx;
-};
-
 static int event_row(sqlite3_stmt *s, void *arg) {
-    struct event_iter *it = arg;
+    struct store__iter *it = arg;
     struct store_event ev = {
         .id = sqlite3_column_int64(s, 0),
         .time_ns = sqlite3_column_int64(s, 1),
@@ -206,7 +168,7 @@ static int event_row(sqlite3_stmt *s, void *arg) {
         .probe = store__column_text(s, 3),
         .detail_json = store__column_text(s, 4),
     };
-    return it->cb(it->ctx, &ev);
+    return it->cb.event(it->ctx, &ev);
 }
 
 int store_events_each(struct store *st, const char *probe, const char *kind, int64_t after_id,
@@ -214,21 +176,13 @@ int store_events_each(struct store *st, const char *probe, const char *kind, int
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_events_each: NULL callback");
     }
-    sqlite3_stmt *s;
-    int rc = store__stmt(st, STORE__EVENT_EACH,
-                         "SELECT id, time_ns, kind, probe, detail FROM events WHERE id > ?1"
-                         " AND (?2 IS NULL OR probe = ?2) AND (?3 IS NULL OR kind = ?3)"
-                         " ORDER BY id LIMIT ?4",
-                         &s);
-    if (rc) {
-        return rc;
-    }
-    sqlite3_bind_int64(s, 1, after_id);
-    store__bind_text(s, 2, probe);
-    store__bind_text(s, 3, kind);
-    sqlite3_bind_int(s, 4, limit > 0 ? limit : -1);
-    struct event_iter it = {cb, ctx};
-    return store__each(st, s, event_row, &it, NULL, "reading events");
+    struct store__iter it = {.ctx = ctx, .cb.event = cb};
+    return store__query(st, STORE__EVENT_EACH,
+                        "SELECT id, time_ns, kind, probe, detail FROM events WHERE id > ?1"
+                        " AND (?2 IS NULL OR probe = ?2) AND (?3 IS NULL OR kind = ?3)"
+                        " ORDER BY id LIMIT ?4",
+                        event_row, &it, "reading events", NULL, "ltti", after_id, probe, kind,
+                        limit > 0 ? limit : -1);
 }
 
 /* ---- retention ------------------------------------------------------------------- */
@@ -265,16 +219,11 @@ static int prune_probe(struct store *st, const char *probe, int64_t now, int64_t
     sqlite3_stmt *s;
     int rc;
     if (r->window_max_age_ns > 0) {
-        rc = store__stmt(st, STORE__WINDOW_PRUNE_AGE,
-                         "DELETE FROM windows WHERE probe = ?1 AND start_ns < ?2", &s);
-        if (rc) {
-            return rc;
-        }
-        store__bind_text(s, 1, probe);
         /* now − age cannot overflow in practice, but a huge age must mean "keep all". */
-        sqlite3_bind_int64(s, 2,
-                           r->window_max_age_ns < now ? now - r->window_max_age_ns : INT64_MIN);
-        if ((rc = step_delete(st, s, "pruning windows by age", deleted))) {
+        rc = store__prepare(
+            st, STORE__WINDOW_PRUNE_AGE, "DELETE FROM windows WHERE probe = ?1 AND start_ns < ?2",
+            &s, "tl", probe, r->window_max_age_ns < now ? now - r->window_max_age_ns : INT64_MIN);
+        if (rc || (rc = step_delete(st, s, "pruning windows by age", deleted))) {
             return rc;
         }
     }
@@ -282,18 +231,13 @@ static int prune_probe(struct store *st, const char *probe, int64_t now, int64_t
         for (int k = STORE_OBSERVED; k <= STORE_CALCULATED; k++) {
             /* The newest max_rows rows survive: delete from the (max_rows+1)-th newest
                start on. start_ns is unique per (probe, kind), so this is exact. */
-            rc = store__stmt(st, STORE__WINDOW_PRUNE_ROWS,
-                             "DELETE FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns <="
-                             " (SELECT start_ns FROM windows WHERE probe = ?1 AND kind = ?2"
-                             " ORDER BY start_ns DESC LIMIT 1 OFFSET ?3)",
-                             &s);
-            if (rc) {
-                return rc;
-            }
-            store__bind_text(s, 1, probe);
-            store__bind_text(s, 2, store_kind_name((enum store_kind)k));
-            sqlite3_bind_int64(s, 3, r->window_max_rows);
-            if ((rc = step_delete(st, s, "pruning windows by count", deleted))) {
+            rc = store__prepare(st, STORE__WINDOW_PRUNE_ROWS,
+                                "DELETE FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns"
+                                " <= (SELECT start_ns FROM windows WHERE probe = ?1 AND kind = ?2"
+                                " ORDER BY start_ns DESC LIMIT 1 OFFSET ?3)",
+                                &s, "ttl", probe, store_kind_name((enum store_kind)k),
+                                r->window_max_rows);
+            if (rc || (rc = step_delete(st, s, "pruning windows by count", deleted))) {
                 return rc;
             }
         }
@@ -327,12 +271,11 @@ static int prune_all(struct store *st, int64_t now, int64_t *deleted) {
     }
     if (r->event_max_age_ns > 0 && r->event_max_age_ns < now) {
         sqlite3_stmt *s;
-        if ((rc = store__stmt(st, STORE__EVENT_PRUNE_AGE, "DELETE FROM events WHERE time_ns < ?1",
-                              &s))) {
-            return rc;
+        rc = store__prepare(st, STORE__EVENT_PRUNE_AGE, "DELETE FROM events WHERE time_ns < ?1", &s,
+                            "l", now - r->event_max_age_ns);
+        if (rc == DQ_OK) {
+            rc = step_delete(st, s, "pruning events", deleted);
         }
-        sqlite3_bind_int64(s, 1, now - r->event_max_age_ns);
-        rc = step_delete(st, s, "pruning events", deleted);
     }
     return rc;
 }
