@@ -26,14 +26,16 @@ all: build
 deps:
 	@./tools/install-deps $(DEB_PACKAGES)
 
+# Builds print one line unless they fail (tools/quiet shows the whole log then).
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDQD_WERROR=ON >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@./tools/quiet "configure $(BUILD)" cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDQD_WERROR=ON
+	@./tools/quiet "build $(BUILD)" cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDQD_WERROR=ON -DDQD_SANITIZE=ON \
-		>/dev/null
-	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@./tools/quiet "configure $(ASAN_BUILD)" cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+		-DDQD_WERROR=ON -DDQD_SANITIZE=ON
+	@./tools/quiet "build $(ASAN_BUILD)" cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -54,9 +56,9 @@ deps-check: deps
 	@./tools/check-deps
 
 fuzz-build: deps
-	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
-		-DDQD_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@./tools/quiet "configure $(FUZZ_BUILD)" cmake -S . -B $(FUZZ_BUILD) \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DDQD_FUZZ=ON
+	@./tools/quiet "build $(FUZZ_BUILD)" cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 
 # Brief fuzzing of every target on its seed corpus (make test); `make fuzz` runs longer.
 fuzz-smoke: fuzz-build

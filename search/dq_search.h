@@ -158,7 +158,7 @@ void search_stats_init(struct search_stats *s);
 
 /*
  * Adds one closed window (counts by status, and the exact mean and ÷n variance of its
- * ok durations, as controller/probes.c computes them) to *s, pooling the moments exactly
+ * ok durations, as controller/core/probes.c computes them) to *s, pooling the moments exactly
  * (Chan et al.). Sets present. DQ_EINVAL for NaN or negative moments.
  */
 int search_stats_add_window(struct search_stats *s, uint64_t ok, uint64_t fa, uint64_t to,

@@ -1,7 +1,7 @@
 /*
  * fake_dqd.h: what dqctl's subcommand tests share (tests/http/test_dqctl.c and
  * tests/dqctl_log/test_dqctl_log.c): output capture, running one subcommand with its
- * stdout/stderr captured, and a fake dqd, a controller/http.c server on its own loop in a
+ * stdout/stderr captured, and a fake dqd, a controller/http/ server on its own loop in a
  * thread at an ephemeral loopback port. Each test brings its own request handler (the
  * routes and canned answers it needs) and records what it wants to check.
  *

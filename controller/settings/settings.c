@@ -1201,7 +1201,7 @@ void settings_print_help(FILE *out, const char *argv0) {
 void settings_render_markdown(FILE *out) {
     fputs("# Configuration reference\n"
           "\n"
-          "<!-- Generated from the settings table in controller/settings.c by\n"
+          "<!-- Generated from the settings table in controller/settings/settings.c by\n"
           "     `build/tests/settings/gen_config_doc > docs/configuration.md`.\n"
           "     The CTest test `settings_doc` fails when this file and the table differ. -->\n"
           "\n"

@@ -2,7 +2,7 @@
  * test_dqctl_log.c: dqctl's adaptive-loop commands (diagnose, why, log, snapshots,
  * snapshot, trigger, triggers). The renderers run on canned answers copied from a real
  * dqd (a three-stage checkout where `pay` was slowed), the option and body builders
- * directly, and the subcommands against a fake dqd built on controller/http.c (in a
+ * directly, and the subcommands against a fake dqd built on controller/http/ (in a
  * thread, ephemeral loopback port) that answers the routes of docs/api.md and records
  * each request, so the tests check what dqctl sends, prints and exits with.
  */

@@ -1,7 +1,7 @@
 /*
  * test_dqctl.c: dqctl's API subcommands. The pure parts (options, durations, QTA points,
  * the QTA check, renderers) are called directly; the subcommands run against a fake dqd
- * built on controller/http.c (in a thread, ephemeral loopback port) that answers the
+ * built on controller/http/ (in a thread, ephemeral loopback port) that answers the
  * routes of docs/api.md with canned data and records each request, so the tests check
  * the exact method, path, query and JSON body dqctl sends, its output and exit codes.
  */

@@ -3,7 +3,7 @@
  * instances through a node whose children are "stages" (sequence), "branches"
  * (all-to-finish, first-to-finish) or "alternatives" (choice), each with its own delay
  * distribution and failure probability, and collects per-window statistics exactly as
- * the daemon does (controller/probes.c: counts by status, Σd and Σd² per window, mean
+ * the daemon does (controller/core/probes.c: counts by status, Σd and Σd² per window, mean
  * and ÷n variance at close), pooled with search_stats_add_window, plus, on request, the
  * aggregated observed ΔQs built with dq_from_samples.
  *
@@ -117,7 +117,7 @@ static void acc_ok(struct sim_acc *a, double d) {
     a->samples[a->ns++] = d;
 }
 
-/* Closes a window the way controller/probes.c does and pools it into *st. */
+/* Closes a window the way controller/core/probes.c does and pools it into *st. */
 static void acc_close(struct sim_acc *a, struct search_stats *st) {
     double mean = 0.0, var = 0.0;
     if (a->wok > 0) {

@@ -1,5 +1,5 @@
 /*
- * test_wire.c: the wrapper protocol module (controller/proto.h).
+ * test_wire.c: the wrapper protocol module (controller/wire/wire.h).
  *
  * Good lines of every kind in both dialects (the PROTOCOL.md examples among them) with
  * every field checked; the malformed cases of bad_lines.txt (path in argv[1]), each
