@@ -219,6 +219,7 @@ static int start_http(struct dqd *d) {
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
                              .api_token = d->opt.api_token,
+                             .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
                              .lag_ms = d->opt.lag_ms};
     int rc = api_create(&env, &ao, &d->api);

@@ -161,11 +161,11 @@ static void get_status(struct api *api, struct http_response *res) {
     snprintf(http, sizeof http, "%s:%d", api->http_host, api->http_port);
     const char *path = core_diagram_path(core);
     json_t *data = json_pack(
-        "{s:s,s:f,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "version",
+        "{s:s,s:f,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "version",
         api->version, "uptime_seconds",
         (double)(clock_now(core_clock(core)) - cs.started_ns) * 1e-9, "ingest", ingest, "http",
-        http, "window_ms", (json_int_t)api->window_ms, "lag_ms", (json_int_t)api->lag_ms, "db",
-        api->db, "diagram",
+        http, "window_ms", (json_int_t)api->window_ms, "lag_ms", (json_int_t)api->lag_ms, "clock",
+        api->clock, "db", api->db, "diagram",
         core_diagram(core) ? json_string(path && path[0] ? path : "(api)") : json_null(), "running",
         core_running(core), "probes", (json_int_t)cs.probes, "enabled", (json_int_t)cs.enabled,
         "connections", (json_int_t)sc.connections, "instances_total",
@@ -574,6 +574,7 @@ int api_create(const struct api_env *env, const struct api_options *o, struct ap
     snprintf(api->version, sizeof api->version, "%s", o->version ? o->version : "");
     snprintf(api->db, sizeof api->db, "%s", o->db ? o->db : "");
     snprintf(api->api_token, sizeof api->api_token, "%s", o->api_token ? o->api_token : "");
+    snprintf(api->clock, sizeof api->clock, "%s", o->clock ? o->clock : "wall");
     api->window_ms = o->window_ms;
     api->lag_ms = o->lag_ms;
     *out = api;

@@ -32,6 +32,7 @@ struct api_options {
     const char *version;   /* "0.1.0" */
     const char *db;        /* the store's path */
     const char *api_token; /* "" or NULL: none */
+    const char *clock;     /* "wall" or "sim" (--clock) */
     int64_t window_ms, lag_ms;
 };
 

@@ -13,6 +13,7 @@ struct api {
     char version[32];
     char db[1024];
     char api_token[1024];
+    char clock[8];
     int64_t window_ms, lag_ms;
     char ingest_host[64], http_host[64];
     int ingest_port, http_port;

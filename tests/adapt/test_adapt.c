@@ -624,7 +624,9 @@ static int cmp_hyp(const void *a, const void *b) {
 static void transcript_hypotheses(struct run *r) {
     struct hyp_list l = {.r = r};
     store_investigations_each(r->store, false, 0, collect_inv, &l);
-    qsort(l.rows, (size_t)l.n, sizeof *l.rows, cmp_hyp);
+    if (l.n > 0) {
+        qsort(l.rows, (size_t)l.n, sizeof *l.rows, cmp_hyp);
+    }
     for (int i = 0; i < l.n; i++) {
         say(r, "%s", l.rows[i].text);
         if (l.rows[i].id > r->hyp_seen) {

@@ -279,6 +279,7 @@ def simclock(c):
                 "simclock: 120 simulated seconds (%s, %.1f s of wall time)" %
                 (status[-1] if status else "no status", wall))
         st = d.status()
+        c.eq(st["clock"], "sim", "simclock: status says the clock is simulated")
         c.check(st["windows_closed"] >= 115, "simclock: dqd closed the simulated windows: %d" %
                 st["windows_closed"])
         invs = d.get("/api/v1/investigations")
@@ -300,6 +301,7 @@ def simclock(c):
         rc, out = run_sim(d.ingest_port, "--duration", "5", timeout=60)
         c.eq(rc, 1, "wall-clock dqd: dqsim --clock sim gives up: %s" % out[-300:])
         c.check("--clock sim?" in out, "wall-clock dqd: dqsim says why")
+        c.eq(d.status()["clock"], "wall", "wall-clock dqd: status says so")
         c.check(d.status()["protocol_errors_total"] >= 1,
                 "wall-clock dqd: the clock line is counted as a protocol error")
     finally:
