@@ -129,7 +129,9 @@ struct app {
     int64_t sim_now;    /* the simulated time, ns since the epoch */
     int64_t sim_start;  /* sim_now when the run started */
     int64_t tick_wait;  /* the `clock;NS` sent and not answered yet, 0 when none */
-    int64_t fault_at;   /* simulated ns of the next fault switch, 0 when none */
+    int hold;           /* --hold: advance only on `run S` from stdin */
+    int64_t hold_until; /* --hold: the simulated time the last `run` reaches */
+    int held;           /* the `held at` event was printed for hold_until */
     uint64_t sim_steps; /* steps answered by dqd */
 
     /* counters */
@@ -559,6 +561,13 @@ static void sim_step(struct app *a) {
         app_quit(a, "duration reached");
         return;
     }
+    if (a->hold && a->sim_now >= a->hold_until) {
+        if (!a->held) {
+            a->held = 1;
+            event("held at %.3f", (double)(a->sim_now - a->sim_start) * 1e-9);
+        }
+        return;
+    }
     a->sim_now += (int64_t)(a->batch_ms * 1e6);
     sim_faults(a);
     send_due(a);
@@ -648,6 +657,18 @@ static void user_line(struct app *a, const char *line, size_t len) {
         break;
     case SIM_USER_QUIT:
         app_quit(a, "quit");
+        break;
+    case SIM_USER_RUN:
+        if (!a->sim_clock || !a->hold) {
+            event("error run needs --clock sim --hold");
+            break;
+        }
+        a->hold_until =
+            (a->hold_until > a->sim_now ? a->hold_until : a->sim_now) + (int64_t)(c.value * 1e9);
+        a->held = 0;
+        if (!a->tick_wait) {
+            uv_timer_start(&a->tick, on_sim_step, 0, 0);
+        }
         break;
     }
 }
@@ -820,12 +841,14 @@ static void usage(FILE *f) {
                "  --clock wall|sim    sim: simulated time in lockstep with a dqd started with\n"
                "                      --clock sim, as fast as both can go (durations are then\n"
                "                      simulated seconds)\n"
+               "  --hold              with --clock sim: stand still until stdin says `run S`\n"
+               "                      (S simulated seconds more, then `held at T`)\n"
                "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
                "  --list              print the probes and leaf parameters, exit\n"
                "  --dry-run N         no network: print the lines of N requests, exit\n"
                "\n"
                "stdin: fault NAME slow MS | fault NAME erratic FACTOR | fault NAME fail PROB |\n"
-               "       clear NAME | clear all | rate N | status | quit\n");
+               "       clear NAME | clear all | rate N | run S | status | quit\n");
 }
 
 static int parse_double_arg(const char *opt, const char *s, double lo, double hi, double *out) {
@@ -864,8 +887,8 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
         } else {
             snprintf(name, sizeof name, "%s", arg);
         }
-        int flag =
-            strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0;
+        int flag = strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 ||
+                   strcmp(name, "-h") == 0 || strcmp(name, "--hold") == 0;
         if (!flag && !val) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "dqsim: %s needs a value\n", name);
@@ -946,6 +969,8 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
             if (parse_double_arg(name, val, 1, 1000, &a->batch_ms)) {
                 return -1;
             }
+        } else if (strcmp(name, "--hold") == 0) {
+            a->hold = 1;
         } else if (strcmp(name, "--clock") == 0) {
             if (strcmp(val, "wall") != 0 && strcmp(val, "sim") != 0) {
                 fprintf(stderr, "dqsim: --clock %s: wall or sim\n", val);

@@ -853,8 +853,16 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
         cmd->kind = SIM_USER_QUIT;
         return 0;
     }
+    if (IS(0, "run")) {
+        if (count != 2 || parse_number(w[1], n[1], &cmd->value) != 0 || cmd->value < 0 ||
+            cmd->value > 1e7) {
+            return dq_fail(DQ_EINVAL, "usage: run SECONDS (simulated, 0 … 1e7)");
+        }
+        cmd->kind = SIM_USER_RUN;
+        return 0;
+    }
 #undef IS
-    return dq_fail(DQ_EINVAL, "unknown command `%.*s` (fault, clear, rate, status, quit)",
+    return dq_fail(DQ_EINVAL, "unknown command `%.*s` (fault, clear, rate, run, status, quit)",
                    (int)(n[0] < 32 ? n[0] : 32), w[0]);
 }
 

@@ -227,7 +227,8 @@ enum sim_user_kind {
     SIM_USER_CLEAR_ALL, /* clear all */
     SIM_USER_RATE,      /* rate N (requests per second, 0 … SIM_MAX_RATE) */
     SIM_USER_STATUS,    /* status */
-    SIM_USER_QUIT       /* quit */
+    SIM_USER_QUIT,      /* quit */
+    SIM_USER_RUN        /* run SECONDS: --clock sim --hold: advance, then hold again */
 };
 
 #define SIM_MAX_RATE 100000.0
@@ -236,7 +237,7 @@ struct sim_user_cmd {
     enum sim_user_kind kind;
     char name[DQ_DIAGRAM_MAX_NAME + 1]; /* FAULT, CLEAR */
     enum sim_fault_kind fault;          /* FAULT */
-    double value;                       /* FAULT: ms, factor or probability; RATE: N */
+    double value; /* FAULT: ms, factor or probability; RATE: N; RUN: seconds */
 };
 
 /*
