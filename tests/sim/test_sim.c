@@ -714,7 +714,13 @@ static void test_user(void) {
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_STATUS);
     l = "quit";
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_QUIT);
+    l = "run 12.5";
+    CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_RUN && c.value == 12.5);
     const char *bad[] = {"fault x1 slow",
+                         "run",
+                         "run -1",
+                         "run 1e8",
+                         "run soon",
                          "fault x1 slow -3",
                          "fault x1 fail 2",
                          "fault x1 erratic 0.5",
