@@ -336,13 +336,29 @@ static int apply_migration(struct store *st, const struct store__migration *m) {
     uint64_t limit = st->tick_limit;
     st->tick_limit = 0;
     if (rc == DQ_OK && version < m->version) {
+        if (m->edits_schema) {
+            sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 0, NULL);
+        }
         for (int i = 0; rc == DQ_OK && m->steps[i]; i++) {
             char *err = NULL;
-            if (sqlite3_exec(st->db, m->steps[i], NULL, NULL, &err) != SQLITE_OK) {
+            const char *step = m->steps[i];
+            char bumped[128];
+            if (strstr(step, STORE_SCHEMA_VERSION_NEXT)) {
+                int sv = 0;
+                if ((rc = pragma_int(st, "schema_version", &sv, NULL)) != DQ_OK) {
+                    break;
+                }
+                snprintf(bumped, sizeof bumped, "PRAGMA schema_version = %d;", sv + 1);
+                step = bumped; /* the only statement such a step may hold */
+            }
+            if (sqlite3_exec(st->db, step, NULL, NULL, &err) != SQLITE_OK) {
                 rc = dq_fail(DQ_ESTORE, "%s: migration %d (%s), step %d failed: %s", st->path,
                              m->version, m->what, i + 1, err ? err : sqlite3_errmsg(st->db));
             }
             sqlite3_free(err);
+        }
+        if (m->edits_schema) {
+            sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
         }
         if (rc == DQ_OK) {
             char sql[64];

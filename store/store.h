@@ -325,7 +325,7 @@ int store_triggers_each(struct store *st, const char *probe, store_trigger_cb cb
 int store_trigger_delete(struct store *st, int64_t id);
 
 /* Verdicts of an investigation. */
-#define STORE_VERDICTS "localized, diffuse, inconclusive, aborted"
+#define STORE_VERDICTS "localized, diffuse, inconclusive, aborted, healthy"
 
 /* One row of `investigations`: one run of the adaptive search. */
 struct store_investigation {
@@ -370,7 +370,8 @@ int store_investigations_each(struct store *st, bool open_only, int limit,
                               store_investigation_cb cb, void *ctx);
 
 /* Verdicts of a hypothesis: "pending" until evaluated. */
-#define STORE_HYPOTHESIS_VERDICTS "pending, confirmed, refuted, localized, diffuse, inconclusive"
+#define STORE_HYPOTHESIS_VERDICTS                                                                  \
+    "pending, confirmed, refuted, localized, diffuse, inconclusive, healthy, aborted"
 
 /* One row of `hypotheses`: one step of an investigation (a node of the VAIF forest). */
 struct store_hypothesis {

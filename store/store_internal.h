@@ -88,7 +88,12 @@ struct store__migration {
     int version;              /* 1, 2, ... in order, no gaps */
     const char *what;         /* one line for messages and docs */
     const char *const *steps; /* NULL-terminated; never edited once released */
+    bool edits_schema;        /* writes sqlite_schema: defensive mode is off while it runs */
 };
+
+/* In a migration step, stands for the connection's PRAGMA schema_version plus one (the
+ * runner substitutes it), for the steps that edit sqlite_schema. */
+#define STORE_SCHEMA_VERSION_NEXT "@schema_version+1@"
 
 extern const struct store__migration store__migrations[];
 extern const int store__migration_count;

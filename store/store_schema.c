@@ -191,9 +191,33 @@ static const char *const migration2[] = {
     NULL,
 };
 
+/*
+ * Version 3 (issue 11): the verdicts `healthy` (nothing abnormal at the node) and, for
+ * hypotheses, `healthy` and `aborted`. SQLite cannot alter a CHECK constraint, and
+ * rebuilding the tables would cascade through their foreign keys, so the constraints are
+ * widened in sqlite_schema itself, as SQLite documents for CHECK changes ("Making Other
+ * Kinds Of Table Schema Changes"): writable_schema on, the text replaced, the schema
+ * version bumped so that other connections reload it. Only widening: rows stay valid.
+ */
+static const char *const migration3[] = {
+    "PRAGMA writable_schema = ON;\n",
+    "UPDATE sqlite_schema SET sql = replace(sql,\n"
+    "  'verdict IN (''localized'', ''diffuse'', ''inconclusive'', ''aborted'')',\n"
+    "  'verdict IN (''localized'', ''diffuse'', ''inconclusive'', ''aborted'', ''healthy'')')\n"
+    "  WHERE type = 'table' AND name = 'investigations';\n",
+    "UPDATE sqlite_schema SET sql = replace(sql,\n"
+    "  '''refuted'', ''localized'', ''diffuse'', ''inconclusive'')',\n"
+    "  '''refuted'', ''localized'', ''diffuse'', ''inconclusive'', ''healthy'', ''aborted'')')\n"
+    "  WHERE type = 'table' AND name = 'hypotheses';\n",
+    "PRAGMA schema_version = " STORE_SCHEMA_VERSION_NEXT ";\n",
+    "PRAGMA writable_schema = OFF;\n",
+    NULL,
+};
+
 const struct store__migration store__migrations[] = {
-    {1, "probes, windows, events", migration1},
-    {2, "triggers, investigations, hypotheses, commands, snapshots", migration2},
+    {1, "probes, windows, events", migration1, false},
+    {2, "triggers, investigations, hypotheses, commands, snapshots", migration2, false},
+    {3, "verdicts healthy and aborted", migration3, true},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -780,11 +780,56 @@ static void test_upgrade_from_v1(void) {
     st = open_ok(path);
     int v = 0;
     CHECK_INT(store_schema_version(st, &v), DQ_OK);
-    CHECK_INT(v, 2);
+    CHECK_INT(v, store_schema_latest());
     struct store_window got;
     CHECK_INT(store_window_latest(st, "old", STORE_OBSERVED, &got), DQ_OK);
     CHECK_INT(got.n, 7);
     CHECK_INT(store_investigation_open(st, &inv, &id), DQ_OK);
+    store_close(st);
+}
+
+/* Version 3 widens the verdicts: a version-2 file with investigations keeps them and then
+ * takes `healthy` (investigations, hypotheses) and `aborted` (hypotheses); nothing else. */
+static void test_upgrade_from_v2(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "v2.db");
+    struct store *st = NULL;
+    struct store_options o = {.target_version = 2};
+    CHECK_INT(store_open_ex(path, &o, &st), DQ_OK);
+    if (!st) {
+        return;
+    }
+    struct store_investigation inv = {
+        .node = "root", .problem = "latency", .strategy = "children", .origin = "person"};
+    int64_t old = 0, fresh = 0, hyp = 0;
+    CHECK_INT(store_investigation_open(st, &inv, &old), DQ_OK);
+    CHECK_INT(store_investigation_close(st, old, "localized", "b", NULL), DQ_OK);
+    CHECK_INT(store_investigation_open(st, &inv, &fresh), DQ_OK);
+    CHECK_INT(store_investigation_close(st, fresh, "healthy", NULL, NULL), DQ_EINVAL);
+    store_close(st);
+
+    st = open_ok(path);
+    if (!st) {
+        return;
+    }
+    int v = 0;
+    CHECK_INT(store_schema_version(st, &v), DQ_OK);
+    CHECK_INT(v, 3);
+    struct inv_list l = {0};
+    CHECK_INT(store_investigation_get(st, old, collect_inv, &l), DQ_OK);
+    CHECK_STR(l.verdict, "localized");
+    CHECK_INT(store_investigation_close(st, fresh, "healthy", NULL, NULL), DQ_OK);
+    struct store_hypothesis h = {.investigation = fresh,
+                                 .node = "root",
+                                 .kind = "latency",
+                                 .action = "verdict",
+                                 .verdict = "healthy"};
+    CHECK_INT(store_hypothesis_insert(st, &h, &hyp), DQ_OK);
+    CHECK_INT(store_hypothesis_set_verdict(st, hyp, "aborted", NULL), DQ_OK);
+    CHECK_INT(store_hypothesis_set_verdict(st, hyp, "maybe", NULL), DQ_EINVAL);
+    int64_t third = 0;
+    CHECK_INT(store_investigation_open(st, &inv, &third), DQ_OK);
+    CHECK_INT(store_investigation_close(st, third, "fine", NULL, NULL), DQ_EINVAL);
     store_close(st);
 }
 
@@ -835,6 +880,7 @@ int main(void) {
         test_restart(path, &tr);
     }
     test_upgrade_from_v1();
+    test_upgrade_from_v2();
     dq_engine_cleanup();
     if (getenv("DQD_KEEP_TMP")) {
         printf("kept %s\n", tmp_dir);
