@@ -359,6 +359,13 @@ int store_investigation_open(struct store *st, const struct store_investigation 
 int store_investigation_close(struct store *st, int64_t id, const char *verdict,
                               const char *verdict_node, const char *summary_json);
 
+/*
+ * Sets the problem kind of investigation `id` (1..32 bytes): a person's diagnosis opens
+ * with the kind not known yet and learns it from the node's data. DQ_ENOTFOUND for an
+ * unknown id, DQ_EINVAL for a bad kind.
+ */
+int store_investigation_set_problem(struct store *st, int64_t id, const char *problem);
+
 /* Calls cb once with investigation `id`; DQ_ENOTFOUND when there is none. */
 int store_investigation_get(struct store *st, int64_t id, store_investigation_cb cb, void *ctx);
 

@@ -40,6 +40,7 @@ enum store__stmt_id {
     STORE__TRIGGER_DELETE,
     STORE__INV_OPEN,
     STORE__INV_CLOSE,
+    STORE__INV_SET_PROBLEM,
     STORE__INV_GET,
     STORE__INV_EACH,
     STORE__HYP_INSERT,

@@ -197,6 +197,15 @@ int store_investigation_close(struct store *st, int64_t id, const char *verdict,
     return rc;
 }
 
+int store_investigation_set_problem(struct store *st, int64_t id, const char *problem) {
+    if (!problem) {
+        return dq_fail(DQ_EINVAL, "investigation %lld: NULL problem", (long long)id);
+    }
+    return store__write(st, STORE__INV_SET_PROBLEM,
+                        "UPDATE investigations SET problem = ?2 WHERE id = ?1",
+                        "investigation problem", true, "lt", id, problem);
+}
+
 int store_investigation_get(struct store *st, int64_t id, store_investigation_cb cb, void *ctx) {
     if (!cb) {
         return dq_fail(DQ_EINVAL, "store_investigation_get: NULL callback");

@@ -24,6 +24,17 @@
 #define ADAPT_MAX_SNAPSHOTS 16
 #define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
 #define ADAPT_SNAPSHOT_PROBES 16
+#define ADAPT_MAX_PROBLEMS 5
+
+/* The node check and the verdicts (docs/diagnosis.md, "The decision table"). */
+#define ADAPT_RECENT_WINDOWS 5    /* what a node looks like now */
+#define ADAPT_BASELINE_WINDOWS 30 /* windows with data a baseline needs, before those */
+#define ADAPT_BASELINE_SPAN 60    /* ... looked for among this many */
+#define ADAPT_Z 3.0               /* a change this many standard errors away is significant */
+#define ADAPT_CONFIRM 2           /* evaluations in a row a verdict must hold */
+#define ADAPT_MIN_EFFECT                                                                           \
+    0.10 /* no reference: the largest contributor leads its                                        \
+            runner-up by this share of the node's total */
 
 enum trigger_kind { TRIG_QTA, TRIG_LOAD, TRIG_LOST, TRIG_DIVERGENCE, TRIG_CV, TRIG_KIND_COUNT };
 
@@ -49,6 +60,10 @@ struct snapshot {
 
 enum inv_state { INV_SEARCHING, INV_CLOSED };
 
+/* A person's investigation first looks at its node (OBSERVE) until the node has the
+ * samples to tell what is abnormal; then it searches. A trigger's starts searching. */
+enum inv_phase { PHASE_SEARCH = 0, PHASE_OBSERVE };
+
 /* One investigation in memory; its log is in the store. */
 struct investigation {
     int64_t id; /* provisional (< 0) until its round commits */
@@ -66,6 +81,13 @@ struct investigation {
     int quiet;                          /* closed: windows in a row without the problem */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int paused;
+    enum inv_phase phase;
+    int contributor; /* no reference (QTA, baseline): it follows the largest contributor */
+    int released;    /* its probes were released: it is done */
+    /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
+    enum search_verdict pending_verdict;
+    int pending_child, pending_count;
+    char also[160]; /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -99,6 +121,7 @@ enum effect_kind {
     FX_INV_OPEN,      /* id: new investigation; s: node, problem, strategy, origin, who;
                          ref: trigger */
     FX_INV_CLOSE,     /* id: investigation; s: verdict, node, summary json */
+    FX_INV_PROBLEM,   /* id: investigation; s: problem */
     FX_HYP,           /* id: new hypothesis; ref: investigation, ref2: parent; s: node,
                          kind, action, probes json, stats json, verdict */
     FX_HYP_VERDICT,   /* id: hypothesis; s: verdict */
@@ -165,6 +188,7 @@ void adapt__fx_trigger_state(struct plan *pl, const struct trigger *t);
 int64_t adapt__fx_inv_open(struct plan *pl, const struct store_investigation *row);
 void adapt__fx_inv_close(struct plan *pl, int64_t inv, const char *verdict, const char *node,
                          json_t *summary);
+void adapt__fx_inv_problem(struct plan *pl, int64_t inv, const char *problem);
 int64_t adapt__fx_hyp(struct plan *pl, int64_t inv, int64_t parent, const char *node,
                       const char *kind, const char *action, json_t *probes, json_t *stats,
                       const char *verdict);
@@ -223,6 +247,51 @@ int adapt__trigger_load(struct adapt_state *st, const struct store_trigger *row)
 void adapt__snapshot_start(struct plan *pl, const struct trigger *t, int64_t inv);
 /* Adds window pl->wid to every snapshot being collected; completes those that are done. */
 void adapt__run_snapshots(struct plan *pl);
+
+/* ---- stats.c ------------------------------------------------------------------------------ */
+
+struct node_stats {
+    struct search_stats s;
+    struct dq *obs;  /* aggregated observed ΔQ (owned) */
+    struct dq *calc; /* aggregated calculated ΔQ (owned) */
+};
+
+/*
+ * Statistics of probe p over its closed windows with from ≤ wid < to: the moments pool
+ * every window; the ΔQs are instance-weighted mixtures on the newest grid only (windows
+ * from before a dMax change would add their mass as lost). The calculated ΔQ, and the KS
+ * distance, use only windows that have both ΔQs, with the same weights on both sides. NULL
+ * p gives empty statistics. Release with adapt__node_stats_release.
+ */
+void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns);
+void adapt__node_stats_release(struct node_stats *ns);
+
+/* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
+ * over windows from ≤ wid < to, and the ok instances behind them. */
+void adapt__within(const struct probe *p, int64_t from, int64_t to, double *mean, double *var,
+                   double *n);
+
+/* A node's statistics as JSON (new reference). */
+json_t *adapt__stats_json(const char *name, const struct search_stats *s);
+
+struct adapt_problem {
+    enum search_problem kind;
+    double z; /* how significant */
+    char why[200];
+};
+
+/* What the node check found at a node (stats.c explains the rules). */
+struct adapt_check {
+    int has_qta, has_baseline, has_calculated;
+    struct search_stats recent; /* the node over its recent windows (no ΔQs) */
+    int n;
+    struct adapt_problem p[ADAPT_MAX_PROBLEMS]; /* most significant first */
+};
+
+/* Checks probe p over its windows since `from` (at most the last ADAPT_RECENT_WINDOWS
+ * before pl->upto) against its QTA, its baseline and its calculated ΔQ. */
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
+json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 

@@ -19,191 +19,6 @@
 
 #include "dq_error.h"
 
-/* ---- statistics of a probe over windows ------------------------------------------------ */
-
-struct node_stats {
-    struct search_stats s;
-    struct dq *obs;  /* aggregated observed ΔQ (owned) */
-    struct dq *calc; /* aggregated calculated ΔQ (owned) */
-};
-
-static void node_stats_release(struct node_stats *ns) {
-    dq_destroy(ns->obs);
-    dq_destroy(ns->calc);
-    ns->obs = ns->calc = NULL;
-}
-
-/* Adds w·src into *acc (created on first use on src's grid; other grids are skipped). */
-static void mix_into(struct dq **acc, const struct dq *src, double w) {
-    if (!src || w <= 0.0) {
-        return;
-    }
-    if (!*acc) {
-        if (dq_never(src->k, src->n, acc) != DQ_OK) {
-            return;
-        }
-    }
-    if ((*acc)->k != src->k || (*acc)->n != src->n) {
-        return;
-    }
-    for (int i = 0; i < src->n; i++) {
-        (*acc)->pdf[i] += w * src->pdf[i];
-    }
-}
-
-/* Divides a mixture built with raw weights by their total. */
-static void mix_normalise(struct dq *acc, double total) {
-    for (int i = 0; acc && total > 0.0 && i < acc->n; i++) {
-        acc->pdf[i] /= total;
-    }
-}
-
-/*
- * Statistics of probe p over its closed windows with from ≤ wid < to: the moments pool
- * every window; the ΔQs are instance-weighted mixtures on the newest grid only (windows
- * from before a dMax change would add their mass as lost). The calculated ΔQ, and the KS
- * distance, use only windows that have both ΔQs, with the same weights on both sides (a
- * window without its calculated ΔQ would shift one mixture and not the other).
- */
-static void gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns) {
-    memset(ns, 0, sizeof *ns);
-    search_stats_init(&ns->s);
-    if (!p) {
-        return;
-    }
-    double total_n = 0.0, total_pair = 0.0;
-    struct dq *obs_pair = NULL;
-    for (int b = 0; b < p->ring_len; b++) {
-        struct probe_window *w = probes_ring_get((struct probe *)p, b);
-        if (w->wid < from) {
-            break;
-        }
-        uint64_t n = w->ok + w->fa + w->to + w->out;
-        if (w->wid >= to || n == 0) {
-            continue;
-        }
-        search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
-        if (!w->observed || w->observed->k != p->k || w->observed->n != p->n) {
-            continue;
-        }
-        total_n += (double)n;
-        mix_into(&ns->obs, w->observed, (double)n);
-        if (w->calculated) {
-            total_pair += (double)n;
-            mix_into(&ns->calc, w->calculated, (double)n);
-            mix_into(&obs_pair, w->observed, (double)n);
-        }
-    }
-    mix_normalise(ns->obs, total_n);
-    mix_normalise(ns->calc, total_pair);
-    mix_normalise(obs_pair, total_pair);
-    ns->s.observed = ns->obs;
-    ns->s.calculated = ns->calc;
-    if (obs_pair && ns->calc) {
-        double dd, pv;
-        if (dq_ks(obs_pair, ns->calc, (uint64_t)total_pair, 0, &dd, &pv) == DQ_OK) {
-            ns->s.ks_d = dd;
-            ns->s.ks_p = pv;
-        }
-    }
-    dq_destroy(obs_pair);
-    if (ns->obs && p->has_qta) {
-        struct dq_qta_result r;
-        if (dq_qta_eval(ns->obs, &p->qta, &r) == DQ_OK) {
-            ns->s.qta_hazard = r.hazard;
-        }
-    }
-}
-
-/* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
- * over windows from ≤ wid < to: a level shift inside the range does not count as spread. */
-static void within(const struct probe *p, int64_t from, int64_t to, double *mean, double *var,
-                   double *n) {
-    double sw = 0, sm = 0, sv = 0;
-    for (int b = 0; p && b < p->ring_len; b++) {
-        struct probe_window *w = probes_ring_get((struct probe *)p, b);
-        if (w->wid < from) {
-            break;
-        }
-        if (w->wid < to && w->ok > 0) {
-            sw += (double)w->ok;
-            sm += (double)w->ok * w->mean;
-            sv += (double)w->ok * w->variance;
-        }
-    }
-    *n = sw;
-    *mean = sw > 0 ? sm / sw : NAN;
-    *var = sw > 0 ? sv / sw : NAN;
-}
-
-/*
- * The problem kind of a push-button diagnosis at p: what changed between the last five
- * windows and up to twenty before them (the node has usually been enabled for a while):
- * a QTA hazard; else a significant rise of the lost fraction; else a mean that rose
- * significantly by at least half a baseline σ (slower); else a spread within windows up
- * by half while the mean barely moved (erratic); else a significant rise of the mean.
- * Without such a history: search_infer_problem's absolute thresholds.
- */
-enum search_problem adapt__infer_problem(struct plan *pl, struct probe *p) {
-    struct node_stats rec, base;
-    int64_t nc = pl->upto;
-    gather(p, nc - 5, nc, &rec);
-    gather(p, nc - 25, nc - 5, &base);
-    enum search_problem kind = SEARCH_LATENCY;
-    const struct search_stats *r = &rec.s, *b = &base.s;
-    double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
-    double mr, vr, okr, mb, vb, okb;
-    within(p, nc - 5, nc, &mr, &vr, &okr);
-    within(p, nc - 25, nc - 5, &mb, &vb, &okb);
-    if (!r->present) {
-        kind = SEARCH_LATENCY;
-    } else if (isfinite(r->qta_hazard) && r->qta_hazard > 0) {
-        kind = SEARCH_QTA;
-    } else if (b->present && nb >= 60 && nr >= 30 && okr > 10 && okb > 10 && vb > 0) {
-        double lr = search_stats_lost(r), lb = search_stats_lost(b);
-        double se_l = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
-        double shift = mr - mb, se_m = sqrt(vr / okr + vb / okb);
-        int slower = se_m > 0 && shift / se_m > 3;
-        if (lr - lb > 0.01 && lr - lb > 3 * se_l) {
-            kind = SEARCH_LOST;
-        } else if (slower && shift > 0.5 * sqrt(vb)) {
-            kind = SEARCH_LATENCY;
-        } else if (vr > 1.5 * vb) {
-            kind = SEARCH_VARIANCE;
-        } else if (slower) {
-            kind = SEARCH_LATENCY;
-        } else {
-            kind = search_infer_problem(r, &pl->a->params);
-        }
-    } else {
-        kind = search_infer_problem(r, &pl->a->params);
-    }
-    node_stats_release(&rec);
-    node_stats_release(&base);
-    return kind;
-}
-
-static json_t *stats_json(const char *name, const struct search_stats *s) {
-    if (!s->present) {
-        return json_pack("{s:s,s:b}", "node", name, "present", 0);
-    }
-    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f}", "node", name, "ok", (json_int_t)s->n_ok,
-                          "fa", (json_int_t)s->n_fa, "to", (json_int_t)s->n_to, "windows",
-                          (int)s->windows, "lost", search_stats_lost(s));
-    if (isfinite(s->mean)) {
-        json_object_set_new(o, "mean", json_real(s->mean));
-        json_object_set_new(o, "sd", json_real(sqrt(s->variance > 0 ? s->variance : 0)));
-    }
-    if (isfinite(s->ks_d)) {
-        json_object_set_new(o, "ks_d", json_real(s->ks_d));
-        json_object_set_new(o, "ks_p", json_real(s->ks_p));
-    }
-    if (isfinite(s->qta_hazard)) {
-        json_object_set_new(o, "qta_hazard", json_real(s->qta_hazard));
-    }
-    return o;
-}
-
 /* A hypothesis of inv (its problem kind). */
 static int64_t hypothesis(struct plan *pl, const struct investigation *inv, int64_t parent,
                           const char *node, const char *action, json_t *probes, json_t *stats,
@@ -268,14 +83,14 @@ struct investigation *adapt__open(struct plan *pl, const char *node, enum search
         return NULL;
     }
     struct node_stats ns;
-    gather(adapt__probe(pl->a, node), pl->upto - 3, pl->upto, &ns);
+    adapt__gather(adapt__probe(pl->a, node), pl->upto - 3, pl->upto, &ns);
     json_t *stats =
-        json_pack("{s:o,s:s,s:s}", "node", stats_json(node, &ns.s), "origin",
+        json_pack("{s:o,s:s,s:s}", "node", adapt__stats_json(node, &ns.s), "origin",
                   trigger_id ? "trigger" : "person", "problem", search_problem_name(problem));
     if (who) {
         json_object_set_new(stats, "requested_by", json_string(who));
     }
-    node_stats_release(&ns);
+    adapt__node_stats_release(&ns);
     int64_t hyp = hypothesis(pl, inv, 0, node, "root", NULL, stats, NULL);
     adapt__focus_on(pl->a, inv, node, hyp, pl->upto);
     st->inv[st->n_inv++] = inv;
@@ -321,7 +136,7 @@ static json_t *attribution_json(const struct search_input *in, const struct sear
     json_t *kids = json_array();
     for (size_t i = 0; i < in->n_children; i++) {
         const struct search_contribution *c = &r->attr.c[i];
-        json_t *o = stats_json(in->children[i].name, &in->children[i].stats);
+        json_t *o = adapt__stats_json(in->children[i].name, &in->children[i].stats);
         if (c->included) {
             json_object_set_new(o, "contribution", json_real(c->value));
             json_object_set_new(o, "half_width", json_real(c->half_width));
@@ -329,8 +144,9 @@ static json_t *attribution_json(const struct search_input *in, const struct sear
         }
         json_array_append_new(kids, o);
     }
-    json_t *o = json_pack("{s:s,s:s,s:o,s:o}", "verdict", search_verdict_name(r->verdict), "reason",
-                          r->reason, "focus", stats_json(in->name, &in->stats), "children", kids);
+    json_t *o =
+        json_pack("{s:s,s:s,s:o,s:o}", "verdict", search_verdict_name(r->verdict), "reason",
+                  r->reason, "focus", adapt__stats_json(in->name, &in->stats), "children", kids);
     if (r->attr.best >= 0 && r->attr.best < (int)in->n_children) {
         json_object_set_new(o, "best", json_string(in->children[r->attr.best].name));
         json_object_set_new(o, "dominant", json_boolean(r->attr.dominant));
@@ -372,9 +188,9 @@ struct focus_input {
 };
 
 static void focus_input_release(struct focus_input *fi) {
-    node_stats_release(&fi->xstats);
+    adapt__node_stats_release(&fi->xstats);
     for (size_t i = 0; i < fi->in.n_children; i++) {
-        node_stats_release(&fi->kstats[i]);
+        adapt__node_stats_release(&fi->kstats[i]);
     }
 }
 
@@ -419,7 +235,7 @@ static int build_input(struct plan *pl, const struct investigation *inv, struct 
     if (n == 0 || n > SEARCH_MAX_CHILDREN) {
         return dq_fail(DQ_EINVAL, "%s has %zu children", inv->focus, n);
     }
-    gather(adapt__probe(a, inv->focus), inv->eval_from, pl->upto, &fi->xstats);
+    adapt__gather(adapt__probe(a, inv->focus), inv->eval_from, pl->upto, &fi->xstats);
     for (size_t j = 0; j < n; j++) {
         const struct dq_diagram_node *kid = dq_diagram_node(g, fi->kid_nodes[j]);
         struct probe *kp = adapt__probe(a, kid->name);
@@ -429,7 +245,7 @@ static int build_input(struct plan *pl, const struct investigation *inv, struct 
         c->has_children = dq_diagram_probe_children(g, fi->kid_nodes[j], NULL, 0) > 0;
         c->enabled = kp && adapt__plan_enabled(pl, kp);
         c->weight = 0.0;
-        gather(c->enabled ? kp : NULL, inv->eval_from, pl->upto, &fi->kstats[j]);
+        adapt__gather(c->enabled ? kp : NULL, inv->eval_from, pl->upto, &fi->kstats[j]);
         c->stats = fi->kstats[j].s;
     }
     if (node->kind == DQ_NODE_CHOICE && node->weights) {
@@ -511,7 +327,7 @@ static void expand(struct plan *pl, struct investigation *inv, struct focus_inpu
     }
     json_t *stats =
         json_pack("{s:s,s:s,s:o}", "strategy", search_strategy_name(inv->strategy), "reason",
-                  step->result.reason, "focus", stats_json(inv->focus, &fi->in.stats));
+                  step->result.reason, "focus", adapt__stats_json(inv->focus, &fi->in.stats));
     int64_t hyp = hypothesis(pl, inv, inv->hyp_id, inv->focus, "expand", names, stats, NULL);
     const struct probe *focus = adapt__probe(a, inv->focus);
     for (size_t j = 0; j < step->n_enable; j++) {

@@ -248,6 +248,15 @@ void adapt__fx_inv_close(struct plan *pl, int64_t inv, const char *verdict, cons
     e->id = inv;
 }
 
+void adapt__fx_inv_problem(struct plan *pl, int64_t inv, const char *problem) {
+    struct effect *e = fx_add(pl, FX_INV_PROBLEM);
+    if (e) {
+        const char *v[] = {problem};
+        fx_strings(pl, e, 1, v);
+        e->id = inv;
+    }
+}
+
 int64_t adapt__fx_hyp(struct plan *pl, int64_t inv, int64_t parent, const char *node,
                       const char *kind, const char *action, json_t *probes, json_t *stats,
                       const char *verdict) {
@@ -446,6 +455,9 @@ static int persist_one(struct plan *pl, struct effect *e) {
     }
     case FX_INV_CLOSE:
         rc = store_investigation_close(st, resolve(pl, e->id), e->s[0], e->s[1], e->s[2]);
+        break;
+    case FX_INV_PROBLEM:
+        rc = store_investigation_set_problem(st, resolve(pl, e->id), e->s[0]);
         break;
     case FX_HYP: {
         struct store_hypothesis h = {.investigation = resolve(pl, e->ref),

@@ -166,7 +166,7 @@ struct inv_list {
     int count;
     int64_t ids[8];
     struct store_investigation last;
-    char verdict[32], verdict_node[64], summary[128], origin[16];
+    char verdict[32], verdict_node[64], summary[128], origin[16], problem[33];
 };
 
 static int collect_inv(void *ctx, const struct store_investigation *inv) {
@@ -181,6 +181,7 @@ static int collect_inv(void *ctx, const struct store_investigation *inv) {
              inv->verdict_node ? inv->verdict_node : "(null)");
     snprintf(l->summary, sizeof l->summary, "%s", inv->summary_json ? inv->summary_json : "(null)");
     snprintf(l->origin, sizeof l->origin, "%s", inv->origin);
+    snprintf(l->problem, sizeof l->problem, "%s", inv->problem);
     return 0;
 }
 
@@ -829,6 +830,11 @@ static void test_upgrade_from_v2(void) {
     CHECK_INT(store_hypothesis_set_verdict(st, hyp, "maybe", NULL), DQ_EINVAL);
     int64_t third = 0;
     CHECK_INT(store_investigation_open(st, &inv, &third), DQ_OK);
+    CHECK_INT(store_investigation_set_problem(st, third, "variance"), DQ_OK);
+    CHECK_INT(store_investigation_get(st, third, collect_inv, &l), DQ_OK);
+    CHECK_STR(l.problem, "variance");
+    CHECK_INT(store_investigation_set_problem(st, third, ""), DQ_EINVAL);
+    CHECK_INT(store_investigation_set_problem(st, 99999, "lost"), DQ_ENOTFOUND);
     CHECK_INT(store_investigation_close(st, third, "fine", NULL, NULL), DQ_EINVAL);
     store_close(st);
 }

@@ -1,0 +1,351 @@
+/*
+ * stats.c: a probe's statistics over a range of its closed windows, and the node check:
+ * what is abnormal at a node, judged against its references.
+ *
+ * A node's references are its QTA and its baseline (its own earlier windows, once there
+ * are enough of them); its calculated ΔQ (from its children) is checked too, but it is
+ * not a reference by itself: a part can be slow since the start and the whole still add
+ * up. The check lists every problem it finds with a z-score, most significant first:
+ *
+ *   qta         the observed ΔQ crosses the QTA (a hazard), or loses more than it allows
+ *   lost        the lost fraction rose against the baseline, or, with no baseline, lies
+ *               significantly above params.lost_threshold
+ *   latency     the mean rose against the baseline, significantly and by at least half a
+ *               baseline standard deviation
+ *   variance    the spread within windows grew against the baseline by half or more,
+ *               significantly (a level shift inside the range does not count)
+ *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha)
+ *
+ * A z-score of ADAPT_Z (3) is "significant": about one false alarm in 700 per kind.
+ */
+#include "adapt_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a probe's windows -------------------------------------------------------------------- */
+
+void adapt__node_stats_release(struct node_stats *ns) {
+    dq_destroy(ns->obs);
+    dq_destroy(ns->calc);
+    ns->obs = ns->calc = NULL;
+}
+
+/* Adds w·src into *acc (created on first use on src's grid; other grids are skipped). */
+static void mix_into(struct dq **acc, const struct dq *src, double w) {
+    if (!src || w <= 0.0) {
+        return;
+    }
+    if (!*acc) {
+        if (dq_never(src->k, src->n, acc) != DQ_OK) {
+            return;
+        }
+    }
+    if ((*acc)->k != src->k || (*acc)->n != src->n) {
+        return;
+    }
+    for (int i = 0; i < src->n; i++) {
+        (*acc)->pdf[i] += w * src->pdf[i];
+    }
+}
+
+/* Divides a mixture built with raw weights by their total. */
+static void mix_normalise(struct dq *acc, double total) {
+    for (int i = 0; acc && total > 0.0 && i < acc->n; i++) {
+        acc->pdf[i] /= total;
+    }
+}
+
+void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns) {
+    memset(ns, 0, sizeof *ns);
+    search_stats_init(&ns->s);
+    if (!p) {
+        return;
+    }
+    double total_n = 0.0, total_pair = 0.0;
+    struct dq *obs_pair = NULL;
+    for (int b = 0; b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get((struct probe *)p, b);
+        if (w->wid < from) {
+            break;
+        }
+        uint64_t n = w->ok + w->fa + w->to + w->out;
+        if (w->wid >= to || n == 0) {
+            continue;
+        }
+        search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+        if (!w->observed || w->observed->k != p->k || w->observed->n != p->n) {
+            continue;
+        }
+        total_n += (double)n;
+        mix_into(&ns->obs, w->observed, (double)n);
+        if (w->calculated) {
+            total_pair += (double)n;
+            mix_into(&ns->calc, w->calculated, (double)n);
+            mix_into(&obs_pair, w->observed, (double)n);
+        }
+    }
+    mix_normalise(ns->obs, total_n);
+    mix_normalise(ns->calc, total_pair);
+    mix_normalise(obs_pair, total_pair);
+    ns->s.observed = ns->obs;
+    ns->s.calculated = ns->calc;
+    if (obs_pair && ns->calc) {
+        double dd, pv;
+        if (dq_ks(obs_pair, ns->calc, (uint64_t)total_pair, 0, &dd, &pv) == DQ_OK) {
+            ns->s.ks_d = dd;
+            ns->s.ks_p = pv;
+        }
+    }
+    dq_destroy(obs_pair);
+    if (ns->obs && p->has_qta) {
+        struct dq_qta_result r;
+        if (dq_qta_eval(ns->obs, &p->qta, &r) == DQ_OK) {
+            ns->s.qta_hazard = r.hazard;
+        }
+    }
+}
+
+void adapt__within(const struct probe *p, int64_t from, int64_t to, double *mean, double *var,
+                   double *n) {
+    double sw = 0, sm = 0, sv = 0;
+    for (int b = 0; p && b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get((struct probe *)p, b);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < to && w->ok > 0) {
+            sw += (double)w->ok;
+            sm += (double)w->ok * w->mean;
+            sv += (double)w->ok * w->variance;
+        }
+    }
+    *n = sw;
+    *mean = sw > 0 ? sm / sw : NAN;
+    *var = sw > 0 ? sv / sw : NAN;
+}
+
+json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
+    if (!s->present) {
+        return json_pack("{s:s,s:b}", "node", name, "present", 0);
+    }
+    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f}", "node", name, "ok", (json_int_t)s->n_ok,
+                          "fa", (json_int_t)s->n_fa, "to", (json_int_t)s->n_to, "windows",
+                          (int)s->windows, "lost", search_stats_lost(s));
+    if (isfinite(s->mean)) {
+        json_object_set_new(o, "mean", json_real(s->mean));
+        json_object_set_new(o, "sd", json_real(sqrt(s->variance > 0 ? s->variance : 0)));
+    }
+    if (isfinite(s->ks_d)) {
+        json_object_set_new(o, "ks_d", json_real(s->ks_d));
+        json_object_set_new(o, "ks_p", json_real(s->ks_p));
+    }
+    if (isfinite(s->qta_hazard)) {
+        json_object_set_new(o, "qta_hazard", json_real(s->qta_hazard));
+    }
+    return o;
+}
+
+/*
+ * The problem kind of a push-button diagnosis at p: what changed between the last five
+ * windows and up to twenty before them (the node has usually been enabled for a while):
+ * a QTA hazard; else a significant rise of the lost fraction; else a mean that rose
+ * significantly by at least half a baseline σ (slower); else a spread within windows up
+ * by half while the mean barely moved (erratic); else a significant rise of the mean.
+ * Without such a history: search_infer_problem's absolute thresholds.
+ */
+enum search_problem adapt__infer_problem(struct plan *pl, struct probe *p) {
+    struct node_stats rec, base;
+    int64_t nc = pl->upto;
+    adapt__gather(p, nc - 5, nc, &rec);
+    adapt__gather(p, nc - 25, nc - 5, &base);
+    enum search_problem kind = SEARCH_LATENCY;
+    const struct search_stats *r = &rec.s, *b = &base.s;
+    double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
+    double mr, vr, okr, mb, vb, okb;
+    adapt__within(p, nc - 5, nc, &mr, &vr, &okr);
+    adapt__within(p, nc - 25, nc - 5, &mb, &vb, &okb);
+    if (!r->present) {
+        kind = SEARCH_LATENCY;
+    } else if (isfinite(r->qta_hazard) && r->qta_hazard > 0) {
+        kind = SEARCH_QTA;
+    } else if (b->present && nb >= 60 && nr >= 30 && okr > 10 && okb > 10 && vb > 0) {
+        double lr = search_stats_lost(r), lb = search_stats_lost(b);
+        double se_l = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
+        double shift = mr - mb, se_m = sqrt(vr / okr + vb / okb);
+        int slower = se_m > 0 && shift / se_m > 3;
+        if (lr - lb > 0.01 && lr - lb > 3 * se_l) {
+            kind = SEARCH_LOST;
+        } else if (slower && shift > 0.5 * sqrt(vb)) {
+            kind = SEARCH_LATENCY;
+        } else if (vr > 1.5 * vb) {
+            kind = SEARCH_VARIANCE;
+        } else if (slower) {
+            kind = SEARCH_LATENCY;
+        } else {
+            kind = search_infer_problem(r, &pl->a->params);
+        }
+    } else {
+        kind = search_infer_problem(r, &pl->a->params);
+    }
+    adapt__node_stats_release(&rec);
+    adapt__node_stats_release(&base);
+    return kind;
+}
+
+/* ---- the node check ------------------------------------------------------------------------ */
+
+/* The z-score of a one-sided p-value (p = P(Z > z)), 40 for p = 0. */
+static double z_of_p(double p) {
+    if (!(p > 0.0)) {
+        return 40.0;
+    }
+    if (p >= 0.5) {
+        return 0.0;
+    }
+    double lo = 0.0, hi = 40.0; /* 0.5·erfc(z/√2) falls from 0.5 to 0: bisect */
+    for (int i = 0; i < 80; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(mid / sqrt(2.0)) > p) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return 0.5 * (lo + hi);
+}
+
+static void add_problem(struct adapt_check *c, enum search_problem kind, double z, const char *fmt,
+                        ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static void add_problem(struct adapt_check *c, enum search_problem kind, double z, const char *fmt,
+                        ...) {
+    if (c->n >= ADAPT_MAX_PROBLEMS) {
+        return;
+    }
+    struct adapt_problem *p = &c->p[c->n++];
+    p->kind = kind;
+    p->z = z;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->why, sizeof p->why, fmt, ap);
+    va_end(ap);
+}
+
+static int cmp_problem(const void *a, const void *b) {
+    const struct adapt_problem *x = a, *y = b;
+    if (x->kind == SEARCH_QTA || y->kind == SEARCH_QTA) { /* a broken requirement first */
+        return (y->kind == SEARCH_QTA) - (x->kind == SEARCH_QTA);
+    }
+    return x->z < y->z ? 1 : (x->z > y->z ? -1 : 0);
+}
+
+/* The QTA: a hazard, significant at the worst point (a binomial proportion). */
+static void check_qta(const struct probe *p, const struct node_stats *r, struct adapt_check *c) {
+    struct dq_qta_result q;
+    if (!p->has_qta || !r->obs || dq_qta_eval(r->obs, &p->qta, &q) != DQ_OK || q.ok) {
+        return;
+    }
+    double n = (double)search_stats_instances(&r->s);
+    double target = q.worst >= 0 ? p->qta.p[q.worst] : 1.0 - p->qta.max_lost;
+    double se = sqrt(target * (1.0 - target) / (n > 0 ? n : 1.0));
+    double z = se > 0 ? q.hazard / se : 40.0;
+    if (z < ADAPT_Z) {
+        return; /* a crossing within the sampling noise */
+    }
+    if (q.worst >= 0) {
+        add_problem(c, SEARCH_QTA, z,
+                    "the QTA wants %.0f %% within %.3g ms; %.1f points short over %.0f instances",
+                    100.0 * p->qta.p[q.worst], p->qta.t[q.worst] * 1e3, 100.0 * q.hazard, n);
+    } else {
+        add_problem(c, SEARCH_QTA, z, "the QTA allows %.2g %% lost; %.2g %% more were lost",
+                    100.0 * p->qta.max_lost, 100.0 * q.hazard);
+    }
+}
+
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
+                       struct adapt_check *c) {
+    const struct search_params *params = &pl->a->params;
+    memset(c, 0, sizeof *c);
+    int64_t upto = pl->upto;
+    int64_t rfrom = from > upto - ADAPT_RECENT_WINDOWS ? from : upto - ADAPT_RECENT_WINDOWS;
+    struct node_stats r, b;
+    adapt__gather(p, rfrom, upto, &r);
+    adapt__gather(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &b);
+    c->recent = r.s;
+    c->recent.observed = c->recent.calculated = NULL;
+    c->has_qta = p && p->has_qta;
+    c->has_baseline = b.s.present && b.s.windows >= ADAPT_BASELINE_WINDOWS;
+    c->has_calculated = r.calc != NULL;
+    if (!r.s.present) {
+        goto out;
+    }
+    double nr = (double)search_stats_instances(&r.s), nb = (double)search_stats_instances(&b.s);
+    double lr = search_stats_lost(&r.s), lb = search_stats_lost(&b.s);
+    if (c->has_qta) {
+        check_qta(p, &r, c);
+    }
+    /* lost mass: against the baseline, else against the threshold */
+    if (c->has_baseline && nb > 0) {
+        double se = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
+        double z = se > 0 ? (lr - lb) / se : (lr > lb ? 40.0 : 0.0);
+        if (lr - lb > params->lost_threshold && z >= ADAPT_Z) {
+            add_problem(c, SEARCH_LOST, z, "%.2g %% lost against %.2g %% before", 100.0 * lr,
+                        100.0 * lb);
+        }
+    } else if (lr > params->lost_threshold) {
+        double se = sqrt(lr * (1 - lr) / nr);
+        double z = se > 0 ? (lr - params->lost_threshold) / se : 40.0;
+        if (z >= ADAPT_Z) {
+            add_problem(c, SEARCH_LOST, z, "%.2g %% lost (more than %.2g %%)", 100.0 * lr,
+                        100.0 * params->lost_threshold);
+        }
+    }
+    /* latency and spread against the baseline (within-window variances: a level shift
+     * inside the baseline is not spread) */
+    double mr, vr, okr, mb, vb, okb;
+    adapt__within(p, rfrom, upto, &mr, &vr, &okr);
+    adapt__within(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &mb, &vb, &okb);
+    if (c->has_baseline && okr > 10 && okb > 10 && vb > 0) {
+        double shift = mr - mb, se = sqrt(vr / okr + vb / okb);
+        double z = se > 0 ? shift / se : 0.0;
+        if (z >= ADAPT_Z && shift > 0.5 * sqrt(vb)) {
+            add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", mr * 1e3,
+                        mb * 1e3);
+        }
+        double ratio = vr / vb;
+        double zv = ratio > 0 ? log(ratio) / sqrt(2.0 / okr + 2.0 / okb) : 0.0;
+        if (ratio >= 1.5 && zv >= ADAPT_Z) {
+            add_problem(c, SEARCH_VARIANCE, zv, "spread (sd) %.3g ms against %.3g ms before",
+                        sqrt(vr) * 1e3, sqrt(vb) * 1e3);
+        }
+    }
+    /* observed against calculated */
+    if (isfinite(r.s.ks_d) && r.s.ks_d > 0.1 && r.s.ks_p < params->alpha) {
+        add_problem(c, SEARCH_DIVERGENCE, z_of_p(r.s.ks_p),
+                    "observed and calculated differ (KS D %.3g, p %.2g)", r.s.ks_d, r.s.ks_p);
+    }
+    qsort(c->p, (size_t)c->n, sizeof c->p[0], cmp_problem);
+out:
+    adapt__node_stats_release(&r);
+    adapt__node_stats_release(&b);
+}
+
+json_t *adapt__check_json(const char *node, const struct adapt_check *c) {
+    json_t *problems = json_array();
+    for (int i = 0; i < c->n; i++) {
+        json_array_append_new(problems,
+                              json_pack("{s:s,s:f,s:s}", "kind", search_problem_name(c->p[i].kind),
+                                        "z", c->p[i].z, "why", c->p[i].why));
+    }
+    return json_pack("{s:o,s:{s:b,s:b,s:b},s:o}", "node", adapt__stats_json(node, &c->recent),
+                     "references", "qta", c->has_qta, "baseline", c->has_baseline, "calculated",
+                     c->has_calculated, "problems", problems);
+}
