@@ -126,6 +126,11 @@ struct search_params {
     uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when every
                                      weighed child has this many windows (intervals
                                      shrink with samples; before: need samples): 4 */
+    double diffuse_precision;     /* … and only once the largest contribution is known
+                                     within this fraction of itself (its 95 % half-width
+                                     over its value): a wide interval says nothing about
+                                     dominance either way (heavy tails, rare failures):
+                                     0.5 */
 };
 
 /* Fills *p with the defaults above. */
@@ -151,6 +156,17 @@ struct search_stats {
     int has_baseline;            /* 1 when the base_* fields hold quiet-time figures */
     double base_mean, base_variance, base_lost;
     uint64_t base_n; /* instances behind the baseline; 0 = treat it as exact */
+    /* Between-window dispersion (batch means), kept by search_stats_add_window: instances
+     * of one window are often correlated (a queue slow for a second slows all of them),
+     * so the standard errors below take the larger of the independent-instances value
+     * and the one the windows' own scatter gives. Per window i with weight n_i and value
+     * x_i (d_i = x_i minus the first window's value, for precision): Σ n_i, Σ n_i·d_i,
+     * Σ n_i², Σ n_i²·d_i, Σ n_i²·d_i², for the windows' means (weights: ok), lost
+     * fractions (weights: instances) and variances (weights: ok). */
+    struct search_batch {
+        double ref, w, wd, w2, w2d, w2d2;
+        uint32_t windows;
+    } b_mean, b_lost, b_var;
 };
 
 /* Empties *s: not present, counts 0, every optional field unknown. */
@@ -169,6 +185,17 @@ uint64_t search_stats_instances(const struct search_stats *s);
 
 /* Lost fraction (n_fa + n_to) / instances; 0 when there is none. */
 double search_stats_lost(const struct search_stats *s);
+
+/*
+ * Standard errors of a node's mean latency, lost fraction and (within-window) variance:
+ * the larger of the value for independent instances (σ/√n, √(p(1−p)/N); for the
+ * variance the caller's own formula, passed as iid_se) and the batch-means value from
+ * the scatter of the windows' own figures, Var ≈ W/(W−1)·Σ n_i²(x_i − x̄)² / (Σ n_i)²
+ * (needs 2 windows or more). 0 when there is nothing to measure.
+ */
+double search_stats_mean_se(const struct search_stats *s);
+double search_stats_lost_se(const struct search_stats *s);
+double search_stats_variance_se(const struct search_stats *s, double iid_se);
 
 /*
  * The problem kind of a push-button diagnosis, inferred from X's statistics in the
@@ -208,7 +235,7 @@ struct search_contribution {
     int included;       /* 0 when the child was not weighed (no stats, or not asked) */
     double value;       /* in the problem's unit: s, s², fraction, KS D */
     double half_width;  /* 95 % sampling uncertainty of value */
-    double share;       /* value / X's total (latency, qta, variance) or / Σ values */
+    double share;       /* value / Σ values of the included children */
     double criticality; /* all/first-to-finish: P(last)/P(first); 1 otherwise */
     int deviates;       /* baseline mode: 1 when value − half_width > 0, else 0; −1 n/a */
 };
@@ -217,8 +244,14 @@ struct search_attribution {
     enum search_problem problem;
     int baseline_mode; /* 1 when values are excesses over the children's baselines */
     int quantile_mode; /* 1 when values are qta_p-quantiles */
-    double total;      /* X's quantity the shares refer to (NAN when unknown) */
+    double total;      /* X's own quantity (its mean, variance; NAN when unknown) */
     double total_half_width;
+    /* What the children account for: Σ of the included contributions. Shares are of
+     * this sum, so they add up to 100 % by construction; remainder = total − explained
+     * (latency: X's own time outside its children, or dependence between them; NAN when
+     * not meaningful), with its half-width. */
+    double explained;
+    double remainder, remainder_half_width;
     double covariance; /* variance: X's variance − explained sum; NAN otherwise */
     double covariance_half_width;
     int best;      /* index of the largest contribution, −1 when none */

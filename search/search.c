@@ -11,6 +11,23 @@
 
 #include "search_internal.h"
 
+/* Adds one window's value x with weight n to a batch (see struct search_batch). */
+static void batch_add(struct search_batch *b, double n, double x) {
+    if (!(n > 0.0) || !isfinite(x)) {
+        return;
+    }
+    if (b->windows == 0) {
+        b->ref = x;
+    }
+    double d = x - b->ref;
+    b->w += n;
+    b->wd += n * d;
+    b->w2 += n * n;
+    b->w2d += n * n * d;
+    b->w2d2 += n * n * d * d;
+    b->windows++;
+}
+
 static const char *const problem_names[] = {"latency", "qta", "variance", "lost", "divergence"};
 static const char *const verdict_names[] = {"need_samples", "descend", "localized", "diffuse",
                                             "inconclusive"};
@@ -70,6 +87,7 @@ void search_params_init(struct search_params *p) {
     p->cv_threshold = 0.5;
     p->bisect_min_children = 4;
     p->diffuse_min_windows = 4;
+    p->diffuse_precision = 0.5;
 }
 
 void search_stats_init(struct search_stats *s) {
@@ -103,6 +121,9 @@ int search_stats_add_window(struct search_stats *s, uint64_t ok, uint64_t fa, ui
         s->windows = 0;
         s->mean = NAN;
         s->variance = NAN;
+        memset(&s->b_mean, 0, sizeof s->b_mean);
+        memset(&s->b_lost, 0, sizeof s->b_lost);
+        memset(&s->b_var, 0, sizeof s->b_var);
         s->present = 1;
     }
     if (ok > 0) {
@@ -118,11 +139,58 @@ int search_stats_add_window(struct search_stats *s, uint64_t ok, uint64_t fa, ui
             s->variance = m2 / n;
         }
     }
+    if (ok > 0) {
+        batch_add(&s->b_mean, (double)ok, mean);
+        batch_add(&s->b_var, (double)ok, variance);
+    }
+    if (ok + fa + to > 0) {
+        batch_add(&s->b_lost, (double)(ok + fa + to), (double)(fa + to) / (double)(ok + fa + to));
+    }
     s->n_ok += ok;
     s->n_fa += fa;
     s->n_to += to;
     s->windows++;
     return DQ_OK;
+}
+
+/* Batch-means variance of the weighted mean of the windows' values; 0 with fewer than two
+ * windows. */
+static double batch_var(const struct search_batch *b) {
+    if (b->windows < 2 || !(b->w > 0.0)) {
+        return 0.0;
+    }
+    double d = b->wd / b->w;                                /* the weighted mean, minus ref */
+    double ss = b->w2d2 - 2.0 * d * b->w2d + d * d * b->w2; /* Σ n_i²(x_i − x̄)² */
+    if (!(ss > 0.0)) {
+        return 0.0;
+    }
+    double w = (double)b->windows;
+    return w / (w - 1.0) * ss / (b->w * b->w);
+}
+
+double search_stats_mean_se(const struct search_stats *s) {
+    if (!s || !s->present || s->n_ok == 0) {
+        return 0.0;
+    }
+    double iid = s->variance > 0.0 ? s->variance / (double)s->n_ok : 0.0;
+    double b = batch_var(&s->b_mean);
+    return sqrt(iid > b ? iid : b);
+}
+
+double search_stats_lost_se(const struct search_stats *s) {
+    uint64_t n = search_stats_instances(s);
+    if (n == 0) {
+        return 0.0;
+    }
+    double p = search_stats_lost(s);
+    double iid = p * (1.0 - p) / (double)n;
+    double b = batch_var(&s->b_lost);
+    return sqrt(iid > b ? iid : b);
+}
+
+double search_stats_variance_se(const struct search_stats *s, double iid_se) {
+    double b = s ? sqrt(batch_var(&s->b_var)) : 0.0;
+    return iid_se > b ? iid_se : b;
 }
 
 uint64_t search_stats_instances(const struct search_stats *s) {

@@ -64,8 +64,10 @@ int search__enough(const struct search_stats *s, const struct search_params *p) 
            s->windows >= p->min_windows;
 }
 
+/* 95 % half-width of a node's mean (batch means when its windows scatter more than
+ * independent instances would). */
 static double mean_hw(const struct search_stats *s, double z) {
-    return s->n_ok > 0 ? z * sqrt(s->variance / (double)s->n_ok) : 0.0;
+    return z * search_stats_mean_se(s);
 }
 
 static double var_hw(double v, uint64_t n, double z) {
@@ -86,7 +88,7 @@ static double own_var_hw(const struct search_stats *s, double z) {
         kappa = m.kurtosis < 3.0 ? 3.0 : (m.kurtosis > 9.0 ? 9.0 : m.kurtosis);
     }
     double n = s->n_ok > 1 ? (double)(s->n_ok - 1) : 1.0;
-    return z * fabs(s->variance) * sqrt((kappa - 1.0) / n);
+    return z * search_stats_variance_se(s, fabs(s->variance) * sqrt((kappa - 1.0) / n));
 }
 
 static double prop_hw(double q, uint64_t n, double z) {
@@ -342,7 +344,7 @@ static void own_quantity(const struct search_stats *s, enum search_problem prob,
         return;
     case SEARCH_LOST:
         *v = search_stats_lost(s);
-        *hw = prop_hw(*v, search_stats_instances(s), z);
+        *hw = z * search_stats_lost_se(s);
         if (excess) {
             *v -= s->base_lost;
             if (s->base_n > 0) {
@@ -474,7 +476,7 @@ int search_attribute(const struct search_input *in, const struct search_params *
         mix_mean = wsum > 0.0 ? mix_mean / wsum : 0.0;
     }
 
-    double explained = 0.0, explained_hw2 = 0.0, sum_abs = 0.0;
+    double explained = 0.0, explained_hw2 = 0.0, sum_abs = 0.0, sum_v = 0.0, sum_hw2 = 0.0;
     for (size_t i = 0; i < in->n_children; i++) {
         struct search_contribution *c = &out->c[i];
         c->criticality = crit[i];
@@ -527,6 +529,8 @@ int search_attribute(const struct search_input *in, const struct search_params *
         c->value = v;
         c->half_width = hw;
         sum_abs += fabs(v);
+        sum_v += v;
+        sum_hw2 += hw * hw;
         if (prob == SEARCH_VARIANCE) {
             /* The covariance compares raw variances, whatever the ranking used. */
             double raw = s->n_ok > 0 ? s->variance : 0.0, rhw = var_hw(raw, s->n_ok, z);
@@ -540,7 +544,7 @@ int search_attribute(const struct search_input *in, const struct search_params *
         }
     }
 
-    /* X's total, the denominator of the shares. */
+    /* X's own quantity (the shares are of what the children account for). */
     int x_ok = x->present && x->n_ok > 0;
     switch (prob) {
     case SEARCH_LATENCY:
@@ -574,10 +578,21 @@ int search_attribute(const struct search_input *in, const struct search_params *
         out->total = sum_abs; /* shares of the children's failures / divergences */
         break;
     }
-    double denom = out->total;
-    if (!(denom > 0.0) || !isfinite(denom)) {
-        denom = sum_abs;
+    /* Shares are of what the children account for, so they add up to 100 %; what X
+     * holds beyond that is the remainder (for latency: its own time, or dependence). */
+    out->explained = prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE ? sum_abs : sum_v;
+    out->remainder = NAN;
+    out->remainder_half_width = NAN;
+    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA) && !quant && isfinite(out->total) &&
+        m == in->n_children) {
+        out->remainder = out->total - sum_v;
+        double th = isfinite(out->total_half_width) ? out->total_half_width : 0.0;
+        out->remainder_half_width = sqrt(th * th + sum_hw2);
+    } else if (prob == SEARCH_VARIANCE && isfinite(out->covariance)) {
+        out->remainder = out->covariance;
+        out->remainder_half_width = out->covariance_half_width;
     }
+    double denom = out->explained;
     for (size_t i = 0; i < in->n_children; i++) {
         struct search_contribution *c = &out->c[i];
         c->share = c->included && denom > 0.0 ? c->value / denom : 0.0;
@@ -705,10 +720,11 @@ static void describe_child(const struct search_input *in, const struct search_at
     buf[0] = '\0';
     if (with_total) {
         quantity(in, a, what, sizeof what);
-        search__append(buf, cap, "%s holds %.0f %% of %s's %s (%s", name, 100.0 * c->share,
-                       node_name(in), what, amount);
-        if (isfinite(a->total) && a->problem != SEARCH_LOST && a->problem != SEARCH_DIVERGENCE) {
-            fmt_total(f, a->total, total, sizeof total);
+        search__append(buf, cap, "%s holds %.0f %% of the %s of %s's children (%s", name,
+                       100.0 * c->share, what, node_name(in), amount);
+        if (isfinite(a->explained) && a->problem != SEARCH_LOST &&
+            a->problem != SEARCH_DIVERGENCE) {
+            fmt_total(f, a->explained, total, sizeof total);
             search__append(buf, cap, " of %s", total);
         }
     } else {
@@ -794,6 +810,46 @@ int search__check_samples(const struct search_input *in, const struct search_par
     return 1;
 }
 
+/* "; root's own mean latency is 66.2 ms, 1.3 ms ± 0.9 more than its children account for
+ * (…)", when the remainder is significant. */
+static void append_remainder(const struct search_input *in, const struct search_attribution *a,
+                             const struct fmt *f, char *buf, size_t cap) {
+    if ((a->problem != SEARCH_LATENCY && a->problem != SEARCH_QTA) || !isfinite(a->remainder) ||
+        !(fabs(a->remainder) > a->remainder_half_width)) {
+        return;
+    }
+    char total[48];
+    fmt_total(f, a->total, total, sizeof total);
+    search__append(buf, cap,
+                   "; %s's own %s is %s, %.3g %s ± %.2g %s than its children account for (%s)",
+                   node_name(in), a->baseline_mode ? "excess mean latency" : "mean latency", total,
+                   fabs(a->remainder) * f->factor, f->unit, a->remainder_half_width * f->factor,
+                   a->remainder > 0 ? "more" : "less",
+                   a->remainder > 0 ? "time outside them, or dependence between them"
+                                    : "they overlap, or were measured over other instances");
+}
+
+/* "the runner-up s1 holds 21 % (8.95 ms ± 0.48)", or "no other child holds any" when the
+ * runner-up's contribution is exactly 0 (a leaf's divergence). */
+static void describe_runner(const struct search_input *in, const struct search_attribution *a,
+                            const struct fmt *f, char *buf, size_t cap) {
+    buf[0] = '\0';
+    if (a->runner_up < 0) {
+        return;
+    }
+    const struct search_contribution *r = &a->c[a->runner_up];
+    if (r->value == 0.0 && r->half_width == 0.0) {
+        snprintf(buf, cap, "no other child holds any%s",
+                 a->problem == SEARCH_DIVERGENCE ? " (a leaf has no calculated ΔQ to diverge from)"
+                                                 : "");
+        return;
+    }
+    char rname[DQ_DIAGRAM_MAX_NAME + 1], amount[96];
+    search__child_name(in, (size_t)a->runner_up, rname, sizeof rname);
+    fmt_amount(f, r->value, r->half_width, amount, sizeof amount);
+    snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
+}
+
 int search__decide(const struct search_input *in, const struct search_params *p,
                    const unsigned char *include, struct search_result *out) {
     int rc = search_attribute(in, p, include, &out->attr);
@@ -807,15 +863,7 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     const size_t cap = sizeof out->reason;
     char best[2 * DQ_DIAGRAM_MAX_NAME + 256], runner[2 * DQ_DIAGRAM_MAX_NAME + 128];
     describe_child(in, a, &f, (size_t)a->best, 1, best, sizeof best);
-    runner[0] = '\0';
-    if (a->runner_up >= 0) {
-        char rname[DQ_DIAGRAM_MAX_NAME + 1], amount[96];
-        search__child_name(in, (size_t)a->runner_up, rname, sizeof rname);
-        fmt_amount(&f, a->c[a->runner_up].value, a->c[a->runner_up].half_width, amount,
-                   sizeof amount);
-        snprintf(runner, sizeof runner, "the runner-up %s holds %.0f %% (%s)", rname,
-                 100.0 * a->c[a->runner_up].share, amount);
-    }
+    describe_runner(in, a, &f, runner, sizeof runner);
     r[0] = '\0';
     out->child = -1;
 
@@ -840,13 +888,20 @@ int search__decide(const struct search_input *in, const struct search_params *p,
             search__append(r, cap, "; %s", runner);
         }
         append_covariance(in, a, &f, r, cap);
+        append_remainder(in, a, &f, r, cap);
         return DQ_OK;
     }
 
     /* No child dominates. With few windows the intervals are still wide: wait. */
     /* (Contributions known exactly, e.g. leaves' zero divergence, will not narrow.) */
-    int narrowing = a->c[a->best].half_width > 0.0 ||
-                    (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
+    const struct search_contribution *b = &a->c[a->best];
+    int narrowing =
+        b->half_width > 0.0 || (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
+    /* "None dominates" also needs intervals narrow against what is to be explained (X's
+     * own quantity, else the children's sum): wide ones could hide a dominant child. */
+    double scale = isfinite(a->total) && fabs(a->total) > 0.0 ? fabs(a->total) : fabs(a->explained);
+    double spread = b->half_width + (a->runner_up >= 0 ? a->c[a->runner_up].half_width : 0.0);
+    int imprecise = narrowing && !(spread <= p->diffuse_precision * scale);
     if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
         out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,
@@ -858,6 +913,21 @@ int search__decide(const struct search_input *in, const struct search_params *p,
             search__append(r, cap, "; %s", runner);
         }
         append_covariance(in, a, &f, r, cap);
+        return DQ_OK;
+    }
+    if (imprecise) {
+        /* "none dominates" needs the leader measured well enough to have shown it */
+        out->verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "%s at %s: no child dominates yet, but the two largest "
+                       "contributions are known only within %.0f %% of the total (diffuse "
+                       "needs %.0f %%): %s",
+                       in->exhausted ? "inconclusive" : "waiting for more windows", node_name(in),
+                       scale > 0.0 ? 100.0 * spread / scale : 100.0, 100.0 * p->diffuse_precision,
+                       best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
         return DQ_OK;
     }
 
@@ -876,14 +946,17 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     }
     char what[96];
     quantity(in, a, what, sizeof what);
-    search__append(r, cap, "diffuse at %s: no child dominates its %s: %s", node_name(in), what,
-                   best);
-    if (runner[0]) {
+    search__append(r, cap, "diffuse at %s: no child dominates the %s of its children: %s",
+                   node_name(in), what, best);
+    if (runner[0] && strncmp(runner, "the ", 4) == 0) {
         search__append(r, cap, " and %s; their 95 %% intervals overlap", runner + 4);
+    } else if (runner[0]) {
+        search__append(r, cap, "; %s", runner);
     } else {
         search__append(r, cap, ", not clearly above 0");
     }
     append_covariance(in, a, &f, r, cap);
+    append_remainder(in, a, &f, r, cap);
     return DQ_OK;
 }
 
