@@ -935,13 +935,26 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     double d, pv;
     int diverges = x_diverges(in, p, &d, &pv);
     if (diverges && (a->problem == SEARCH_DIVERGENCE || (a->baseline_mode && !any_deviates))) {
+        char means[96] = "";
+        struct dq_moments mo, mc;
+        if (in->stats.observed && in->stats.calculated &&
+            dq_moments(in->stats.observed, &mo) == DQ_OK &&
+            dq_moments(in->stats.calculated, &mc) == DQ_OK) {
+            double fct;
+            const char *u = search__time_unit(fmax(mo.mean, mc.mean), &fct);
+            snprintf(means, sizeof means, "mean %.3g %s against %.3g %s calculated, ",
+                     mo.mean * fct, u, mc.mean * fct, u);
+        }
         search__append(r, cap,
                        "diffuse at %s: its observed ΔQ diverges from the calculated one "
-                       "(KS D = %.3g, p = %.2g) while %s; the children interact (load or "
-                       "shared resources)",
-                       node_name(in), d, pv,
+                       "(%sKS D = %.3g, p = %.2g) while %s: what changed is outside its "
+                       "children (%s's own time, or the children interacting: load or shared "
+                       "resources)",
+                       node_name(in), means, d, pv,
                        a->problem == SEARCH_DIVERGENCE ? "no child diverges on its own"
-                                                       : "no child deviates from its baseline");
+                                                       : "no child deviates from its baseline",
+                       node_name(in));
+        append_remainder(in, a, &f, r, cap);
         return DQ_OK;
     }
     char what[96];

@@ -86,16 +86,18 @@ static void decide_window(struct plan *pl) {
     run_budget(pl);
     adapt__run_triggers(pl);
     adapt__run_snapshots(pl);
-    for (int i = 0; i < st->n_inv;) {
+    for (int i = 0; i < st->n_inv; i++) {
         struct investigation *inv = st->inv[i];
-        if (inv->state == INV_SEARCHING) {
-            adapt__step(pl, inv);
-        } else if (adapt__deescalate(pl, inv)) {
-            adapt__inv_remove(st, i);
+        if (inv->released) {
             continue;
         }
-        i++;
+        if (inv->state == INV_SEARCHING) {
+            adapt__step(pl, inv);
+        } else {
+            adapt__deescalate(pl, inv);
+        }
     }
+    adapt__sweep(st);
 }
 
 /*
@@ -212,34 +214,75 @@ int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, cons
     if (rc) {
         return rc;
     }
-    /* the problem kind from the node's recent windows */
-    struct probe *p = adapt__probe(a, node);
-    enum search_problem problem = adapt__infer_problem(&pl, p);
-    int enable_node = p && !p->enabled;
-    if (enable_node) {
-        /* the node itself must report, or nothing can be attributed */
-        adapt__fx_change(&pl, CORE_ENABLE, p, 0.0, 0, 0);
-    }
-    struct investigation *inv = adapt__open(&pl, node, problem, sid, 0, who);
+    /* the problem kind is decided from the node's data, now or once it has some */
+    struct adapt_open o = {.node = node, .problem = -1, .strategy = sid, .who = who};
+    struct investigation *inv = adapt__open(&pl, &o);
     if (!inv) {
         rc = dq_fail(DQ_EFULL, "%s", dq_last_error());
         adapt__plan_drop(&pl);
         return rc;
     }
-    if (enable_node) {
-        adapt__own(inv, node);
+    if (adapt__observe_start(&pl, inv)) {
+        adapt__step(&pl, inv); /* it has data: characterised (and maybe healthy) at once */
     }
+    pl.track = inv->id;
+    adapt__sweep(&pl.next);
     rc = commit_round(&pl, -1);
     if (rc) {
         return dq_fail(DQ_ESTORE, "the store could not record the investigation: %s",
                        dq_last_error());
     }
-    /* the committed state holds it under its real id */
-    for (int j = 0; j < a->st.n_inv; j++) {
-        if (a->st.inv[j]->state == INV_SEARCHING && strcmp(a->st.inv[j]->node, node) == 0) {
-            *id = a->st.inv[j]->id;
-            return DQ_OK;
+    *id = a->tracked;
+    return *id > 0 ? DQ_OK : dq_fail(DQ_ESTORE, "the investigation was not recorded");
+}
+
+/* ---- a person's abort ---------------------------------------------------------------------- */
+
+static int store_has(void *ctx, const struct store_investigation *row) {
+    (void)row;
+    *(int *)ctx = 1;
+    return 0;
+}
+
+int adapt_abort(struct adapt *a, int64_t id, const char *who) {
+    struct investigation *inv = NULL;
+    for (int i = 0; i < a->st.n_inv; i++) {
+        if (a->st.inv[i]->id == id) {
+            inv = a->st.inv[i];
         }
     }
-    return dq_fail(DQ_ESTORE, "the investigation was not recorded");
+    if (!inv) {
+        int found = 0;
+        store_investigation_get(a->env.store, id, store_has, &found);
+        if (found) {
+            return dq_fail(DQ_ESTATE,
+                           "investigation %" PRId64 " is closed and holds no probes any more", id);
+        }
+        return dq_fail(DQ_ENOTFOUND, "no investigation %" PRId64, id);
+    }
+    struct plan pl;
+    int rc = adapt__plan_begin(a, &pl, -1, core_next_close(a->env.core));
+    if (rc) {
+        return rc;
+    }
+    for (int i = 0; i < pl.next.n_inv; i++) {
+        if (pl.next.inv[i]->id == id) {
+            inv = pl.next.inv[i];
+        }
+    }
+    char reason[400];
+    snprintf(reason, sizeof reason, "aborted by %.200s: releasing what the investigation enabled",
+             who && *who ? who : "a person");
+    if (inv->state == INV_SEARCHING) {
+        adapt__fx_hyp_verdict(&pl, inv->hyp_id, "aborted");
+        adapt__close(&pl, inv, "aborted", NULL,
+                     json_pack("{s:s,s:s}", "reason", reason, "requested_by", who ? who : ""));
+    }
+    adapt__release(&pl, inv, reason);
+    adapt__sweep(&pl.next);
+    rc = commit_round(&pl, -1);
+    if (rc) {
+        return dq_fail(DQ_ESTORE, "the store could not record the abort: %s", dq_last_error());
+    }
+    return DQ_OK;
 }

@@ -88,15 +88,27 @@ void adapt_window(void *ctx, int64_t wid);
 /*
  * Opens a person-started investigation at `node` (NULL or "": the diagram's first root)
  * with `strategy` ("children", "bisect"; NULL: children), requested by `who` (free text,
- * may be NULL). The problem kind is inferred from the node's recent windows; a node that
- * is not enabled is enabled first (and owned by the investigation). *id receives the
- * investigation. DQ_EEXIST (with *id) when one is already open at node; DQ_ESTATE with no
- * diagram; DQ_ENOTFOUND for an unknown node; DQ_EINVAL for a leaf or a bad strategy;
- * DQ_EFULL at the investigation limit; DQ_ESTORE when the store could not record it
- * (nothing is changed then).
+ * may be NULL). The problem kind is decided from the node's data: at once when it has
+ * recent statistics, else the node (and its children, when the budget allows) is enabled
+ * and owned by the investigation, which decides once there are enough samples. A node
+ * with nothing abnormal against its QTA or baseline is healthy (possibly at once: the
+ * investigation is then closed when this returns). *id receives the investigation. DQ_EEXIST (with
+ * *id) when one is already open at node; DQ_ESTATE with no diagram; DQ_ENOTFOUND for an unknown
+ * node; DQ_EINVAL for a leaf or a bad strategy; DQ_EFULL at the investigation limit; DQ_ESTORE when
+ * the store could not record it (nothing is changed then).
  */
 int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, const char *who,
                    int64_t *id);
+
+/*
+ * Ends investigation `id` at a person's request (`who`, free text, may be NULL): a
+ * searching one is closed with the verdict "aborted"; searching or closed, what it enabled
+ * is released at once (unless another investigation still needs it), and it is
+ * forgotten. Decided, persisted and acted on like a window. DQ_ENOTFOUND when no
+ * investigation has that id; DQ_ESTATE when it is closed and holds no probes any more
+ * (nothing to do); DQ_ESTORE when the store could not record it (nothing is changed).
+ */
+int adapt_abort(struct adapt *a, int64_t id, const char *who);
 
 /*
  * Creates or updates the trigger (probe, kind): kind one of "qta", "load", "lost",

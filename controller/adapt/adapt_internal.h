@@ -71,7 +71,9 @@ struct investigation {
     char node[PROBES_NAME_MAX + 1];  /* where the problem was seen */
     char focus[PROBES_NAME_MAX + 1]; /* the node being refined now */
     char verdict_node[PROBES_NAME_MAX + 1];
+    char verdict[16]; /* closed: its verdict */
     enum search_problem problem;
+    int characterised; /* 0 while a person's investigation decides its problem from data */
     enum search_strategy_id strategy;
     int64_t trigger_id; /* 0: started by a person */
     int64_t hyp_id;     /* the current hypothesis (at focus) */
@@ -79,14 +81,15 @@ struct investigation {
     int64_t eval_from; /* windows ≥ this count for the current evaluation */
     int windows_waited;
     int quiet;                          /* closed: windows in a row without the problem */
+    int unexplained;                    /* closed: windows in a row its verdict no longer
+                                           explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int paused;
     enum inv_phase phase;
     int contributor; /* no reference (QTA, baseline): it follows the largest contributor */
-    int released;    /* its probes were released: it is done */
+    int released;    /* its probes were released (or handed over): it is done */
     /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
-    enum search_verdict pending_verdict;
-    int pending_child, pending_count;
+    int pending_verdict, pending_child, pending_count;
     char also[160]; /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
@@ -112,6 +115,7 @@ struct adapt {
     struct adapt_state st; /* as committed */
     int64_t pending_wid;   /* the oldest window not decided yet (−1: none) */
     uint64_t rounds, rounds_failed, windows_skipped;
+    int64_t tracked; /* the real id of the last round's plan.track (0: none) */
 };
 
 /* ---- a round: plan.c ---------------------------------------------------------------------- */
@@ -159,6 +163,7 @@ struct plan {
     int64_t *real;  /* after persist: real id of provisional −(k+1) */
     int64_t upto;   /* windows < upto are the ones this round may read */
     int64_t wid;    /* the window decided, −1 for a person's action */
+    int64_t track;  /* a provisional id whose real id the caller wants (a->tracked) */
     struct {        /* probes this round enables or disables */
         struct probe *p;
         int enabled;
@@ -283,7 +288,8 @@ struct adapt_problem {
 /* What the node check found at a node (stats.c explains the rules). */
 struct adapt_check {
     int has_qta, has_baseline, has_calculated;
-    struct search_stats recent; /* the node over its recent windows (no ΔQs) */
+    struct search_stats recent;   /* the node over its recent windows (no ΔQs) */
+    struct search_stats baseline; /* … and over the windows before them */
     int n;
     struct adapt_problem p[ADAPT_MAX_PROBLEMS]; /* most significant first */
 };
@@ -295,22 +301,74 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 
+/* How an investigation opens. */
+struct adapt_open {
+    const char *node;
+    int problem; /* an enum search_problem, or −1: decided from the node's data */
+    enum search_strategy_id strategy;
+    int64_t trigger_id; /* 0: a person */
+    const char *who;    /* the person (free text) or NULL */
+    int64_t follows;    /* the investigation this one supersedes, 0 none */
+    const char *why;    /* … and why */
+};
+
+/* The search input for the focus of an investigation. */
+struct focus_input {
+    struct search_input in;
+    struct search_child kids[SEARCH_MAX_CHILDREN];
+    struct node_stats kstats[SEARCH_MAX_CHILDREN];
+    struct node_stats xstats;
+    int kid_nodes[SEARCH_MAX_CHILDREN];
+};
+
+/* The problem kind of inv as stored ("unknown" until it is decided). */
+const char *adapt__problem_name(const struct investigation *inv);
+/* A hypothesis of inv (its problem kind). Returns its provisional id, 0 on no memory. */
+int64_t adapt__hypothesis(struct plan *pl, const struct investigation *inv, int64_t parent,
+                          const char *node, const char *action, json_t *probes, json_t *stats,
+                          const char *verdict);
 /* The searching investigation opened at node, or NULL. */
 struct investigation *adapt__investigation_at(struct adapt_state *st, const char *node);
-/* Opens an investigation (0: failed, dq_last_error() says why). */
-struct investigation *adapt__open(struct plan *pl, const char *node, enum search_problem problem,
-                                  enum search_strategy_id strategy, int64_t trigger_id,
-                                  const char *who);
-/* The problem kind of a push-button diagnosis at p, from its recent windows. */
-enum search_problem adapt__infer_problem(struct plan *pl, struct probe *p);
-/* One step of a searching investigation. */
+/* Opens an investigation (NULL: failed, dq_last_error() says why). */
+struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o);
+/*
+ * A person's investigation starts observing its node: returns 1 when the node has recent
+ * statistics (it can be characterised at once: call adapt__step), else enables it, with
+ * its children when the budget allows (an "enable" hypothesis), and returns 0.
+ */
+int adapt__observe_start(struct plan *pl, struct investigation *inv);
+/* 1 when s has the minimum samples of the loop's parameters. */
+int adapt__check_enough(const struct plan *pl, const struct search_stats *s);
+/* One step of an investigation: observing (characterise once there are samples) or
+ * searching (expand, wait, decide). */
 void adapt__step(struct plan *pl, struct investigation *inv);
-/* De-escalates a closed investigation once its problem stayed away; 1 when it is done. */
-int adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Sets the focus of an investigation and starts its search there (upto: first window not
  * closed yet). */
 void adapt__focus_on(struct adapt *a, struct investigation *inv, const char *node, int64_t hyp,
                      int64_t upto);
+/* Fills fi for inv's focus over windows ≥ from (DQ_ENOTFOUND, DQ_EINVAL); release with
+ * adapt__focus_input_release. */
+int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
+                       struct focus_input *fi);
+void adapt__focus_input_release(struct focus_input *fi);
+/* Closes inv with a verdict (node: where, NULL for none) and its evidence (taken). */
+void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
+                  json_t *evidence);
+
+/* ---- deescalate.c ------------------------------------------------------------------------- */
+
+/*
+ * Disables every probe inv owns that is enabled, not always on and not needed by another
+ * investigation (searching, or closed with its problem still there): a "disable"
+ * hypothesis with `reason`, and the changes. Marks inv released (removed at the end of
+ * the round).
+ */
+void adapt__release(struct plan *pl, struct investigation *inv, const char *reason);
+/* One window of a closed investigation: its problem still there, superseded, or gone for
+ * deescalate_windows windows (then released). */
+void adapt__deescalate(struct plan *pl, struct investigation *inv);
+/* Removes the released investigations from st. */
+void adapt__sweep(struct adapt_state *st);
 
 /* ---- resume.c ----------------------------------------------------------------------------- */
 

@@ -1,11 +1,22 @@
 /*
- * investigate.c: investigations. Each holds a focus node and a search state (search/);
- * every window it gathers the focus's and its children's statistics since the last
- * expansion and asks the strategy what to do: enable children (an "expand" hypothesis
- * with its commands), wait for samples, or decide (descend into a child, localized,
- * diffuse, inconclusive). Once closed, and once its problem stayed away for
- * deescalate_windows windows, the probes it enabled are disabled again. A budget of
- * enabled probes and of instances per second pauses expansions (logged once).
+ * investigate.c: investigations, from the opening to the verdict.
+ *
+ * A person's investigation first *observes* its node: a node without recent statistics
+ * is enabled (with its children when the budget allows) and the problem kind is decided
+ * from data once the node has the minimum samples (the node check, stats.c): the most
+ * significant problem is followed and the others are listed with the verdict. Nothing
+ * abnormal against a QTA or a baseline → *healthy*, and what the investigation enabled
+ * is released at once. No reference at all (no QTA, no baseline yet) → the search
+ * follows the largest contributor to the node's time or spread, and balanced children
+ * are healthy too. A trigger's investigation knows its problem from the trigger.
+ *
+ * Then it *searches*: every window it gathers the focus's and its children's statistics
+ * since the last expansion and asks the strategy what to do: enable children (an
+ * "expand" hypothesis with its commands), wait for samples, or decide (descend into a
+ * child, localized, diffuse, inconclusive, healthy). A verdict is acted on only once the
+ * same verdict held ADAPT_CONFIRM evaluations in a row, so near-ties do not flip from run
+ * to run. A budget of enabled probes and of instances per second pauses expansions
+ * (logged once).
  *
  * Everything here only decides: it changes the round's next state and adds effects.
  */
@@ -19,12 +30,19 @@
 
 #include "dq_error.h"
 
-/* A hypothesis of inv (its problem kind). */
-static int64_t hypothesis(struct plan *pl, const struct investigation *inv, int64_t parent,
+/* Verdicts beyond search's own: healthy (nothing abnormal, or balanced without a
+ * reference). */
+#define VERDICT_HEALTHY 100
+
+const char *adapt__problem_name(const struct investigation *inv) {
+    return inv->characterised ? search_problem_name(inv->problem) : "unknown";
+}
+
+int64_t adapt__hypothesis(struct plan *pl, const struct investigation *inv, int64_t parent,
                           const char *node, const char *action, json_t *probes, json_t *stats,
                           const char *verdict) {
-    return adapt__fx_hyp(pl, inv->id, parent, node, search_problem_name(inv->problem), action,
-                         probes, stats, verdict);
+    return adapt__fx_hyp(pl, inv->id, parent, node, adapt__problem_name(inv), action, probes, stats,
+                         verdict);
 }
 
 /* ---- opening ---------------------------------------------------------------------------- */
@@ -51,11 +69,30 @@ void adapt__focus_on(struct adapt *a, struct investigation *inv, const char *nod
     inv->hyp_id = hyp;
     inv->eval_from = upto;
     inv->windows_waited = 0;
+    inv->pending_count = 0;
 }
 
-struct investigation *adapt__open(struct plan *pl, const char *node, enum search_problem problem,
-                                  enum search_strategy_id strategy, int64_t trigger_id,
-                                  const char *who) {
+/* "variance, divergence": the problems the check saw besides the one followed. */
+static void set_also(struct investigation *inv, const struct adapt_check *c) {
+    inv->also[0] = '\0';
+    size_t len = 0;
+    for (int i = 0; i < c->n; i++) {
+        const char *name = search_problem_name(c->p[i].kind);
+        if (inv->characterised && c->p[i].kind == inv->problem) {
+            continue;
+        }
+        if (strstr(inv->also, name)) {
+            continue;
+        }
+        int w = snprintf(inv->also + len, sizeof inv->also - len, "%s%s", len ? ", " : "", name);
+        if (w < 0 || (size_t)w >= sizeof inv->also - len) {
+            break;
+        }
+        len += (size_t)w;
+    }
+}
+
+struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     struct adapt_state *st = &pl->next;
     if (st->n_inv >= ADAPT_MAX_INVESTIGATIONS) {
         dq_fail(DQ_EFULL, "%d investigations are open already", ADAPT_MAX_INVESTIGATIONS);
@@ -66,52 +103,61 @@ struct investigation *adapt__open(struct plan *pl, const char *node, enum search
         dq_fail(DQ_ENOMEM, "no memory for an investigation");
         return NULL;
     }
-    snprintf(inv->node, sizeof inv->node, "%s", node);
-    inv->problem = problem;
-    inv->strategy = strategy;
-    inv->trigger_id = trigger_id;
-    struct store_investigation row = {.node = node,
-                                      .problem = search_problem_name(problem),
-                                      .strategy = search_strategy_name(strategy),
-                                      .origin = trigger_id ? "trigger" : "person",
-                                      .trigger_id = trigger_id,
-                                      .requested_by = who};
+    snprintf(inv->node, sizeof inv->node, "%s", o->node);
+    inv->characterised = o->problem >= 0;
+    inv->problem = o->problem >= 0 ? (enum search_problem)o->problem : SEARCH_LATENCY;
+    inv->phase = inv->characterised ? PHASE_SEARCH : PHASE_OBSERVE;
+    inv->strategy = o->strategy;
+    inv->trigger_id = o->trigger_id;
+    struct store_investigation row = {.node = o->node,
+                                      .problem = adapt__problem_name(inv),
+                                      .strategy = search_strategy_name(o->strategy),
+                                      .origin = o->trigger_id ? "trigger" : "person",
+                                      .trigger_id = o->trigger_id,
+                                      .requested_by = o->who};
     inv->id = adapt__fx_inv_open(pl, &row);
     if (!inv->id) {
         adapt__inv_free(inv);
         dq_fail(DQ_ENOMEM, "no memory for an investigation");
         return NULL;
     }
-    struct node_stats ns;
-    adapt__gather(adapt__probe(pl->a, node), pl->upto - 3, pl->upto, &ns);
-    json_t *stats =
-        json_pack("{s:o,s:s,s:s}", "node", adapt__stats_json(node, &ns.s), "origin",
-                  trigger_id ? "trigger" : "person", "problem", search_problem_name(problem));
-    if (who) {
-        json_object_set_new(stats, "requested_by", json_string(who));
+    struct probe *p = adapt__probe(pl->a, o->node);
+    struct adapt_check c;
+    adapt__check_node(pl, p, pl->upto - ADAPT_RECENT_WINDOWS, &c);
+    set_also(inv, &c);
+    json_t *stats = json_pack("{s:o,s:s,s:s,s:o}", "node", adapt__stats_json(o->node, &c.recent),
+                              "origin", o->trigger_id ? "trigger" : "person", "problem",
+                              adapt__problem_name(inv), "check", adapt__check_json(o->node, &c));
+    if (o->who) {
+        json_object_set_new(stats, "requested_by", json_string(o->who));
     }
-    adapt__node_stats_release(&ns);
-    int64_t hyp = hypothesis(pl, inv, 0, node, "root", NULL, stats, NULL);
-    adapt__focus_on(pl->a, inv, node, hyp, pl->upto);
+    if (o->follows) {
+        json_object_set_new(stats, "follows", json_integer(o->follows));
+        json_object_set_new(stats, "reason", json_string(o->why ? o->why : ""));
+    }
+    int64_t hyp = adapt__hypothesis(pl, inv, 0, o->node, "root", NULL, stats, NULL);
+    adapt__focus_on(pl->a, inv, o->node, hyp, pl->upto);
     st->inv[st->n_inv++] = inv;
-    adapt__fx_log(pl, LOG_INFO, inv->id, " opened at %s (%s, %s, %s)", node,
-                  search_problem_name(problem), search_strategy_name(strategy),
-                  trigger_id ? "trigger" : "person");
+    adapt__fx_log(pl, LOG_INFO, inv->id, " opened at %s (%s, %s, %s)", o->node,
+                  adapt__problem_name(inv), search_strategy_name(o->strategy),
+                  o->trigger_id ? "trigger" : "person");
     return inv;
 }
 
-/* ---- one step ---------------------------------------------------------------------------- */
+/* ---- enabling ----------------------------------------------------------------------------- */
 
-/* Enables `name` for an investigation: dMax from its settings, else the focus's. */
+/*
+ * Enables `name` for inv (dMax from its own settings, else the focus's) and adds it to
+ * `names`; a probe enabled already is left alone, or shared when another investigation
+ * enabled it (so neither disables it under the other).
+ */
 static void enable_for(struct plan *pl, struct investigation *inv, const char *name,
-                       const struct probe *focus, int64_t hyp) {
+                       const struct probe *focus, int64_t hyp, json_t *names) {
     struct probe *p = adapt__probe(pl->a, name);
     if (!p) {
         return;
     }
     if (adapt__plan_enabled(pl, p)) {
-        /* enabled by another investigation: share it, so neither disables it under the
-         * other; enabled by a person or the configuration: leave it theirs */
         struct adapt_state *st = &pl->next;
         for (int i = 0; i < st->n_inv; i++) {
             struct investigation *o = st->inv[i];
@@ -124,70 +170,72 @@ static void enable_for(struct plan *pl, struct investigation *inv, const char *n
     }
     double dmax = 0.0;
     int bins = 0;
-    if (!p->dmax_set && focus) {
+    if (!p->dmax_set && focus && focus != p) {
         dmax = focus->dmax_ms;
         bins = focus->n;
     }
     adapt__own(inv, name);
+    if (names) {
+        json_array_append_new(names, json_string(name));
+    }
     adapt__fx_change(pl, CORE_ENABLE, p, dmax, bins, hyp);
 }
 
-static json_t *attribution_json(const struct search_input *in, const struct search_result *r) {
-    json_t *kids = json_array();
-    for (size_t i = 0; i < in->n_children; i++) {
-        const struct search_contribution *c = &r->attr.c[i];
-        json_t *o = adapt__stats_json(in->children[i].name, &in->children[i].stats);
-        if (c->included) {
-            json_object_set_new(o, "contribution", json_real(c->value));
-            json_object_set_new(o, "half_width", json_real(c->half_width));
-            json_object_set_new(o, "share", json_real(c->share));
+/* 1 when the budget lets `more` probes be enabled now. */
+static int budget_allows(struct plan *pl, size_t more) {
+    int max = pl->a->opt.max_enabled_probes;
+    return !pl->next.congested && (max <= 0 || adapt__plan_enabled_count(pl) + more <= (size_t)max);
+}
+
+int adapt__observe_start(struct plan *pl, struct investigation *inv) {
+    struct adapt *a = pl->a;
+    struct probe *p = adapt__probe(a, inv->node);
+    struct adapt_check c;
+    adapt__check_node(pl, p, pl->upto - ADAPT_RECENT_WINDOWS, &c);
+    if (p && adapt__plan_enabled(pl, p) && adapt__check_enough(pl, &c.recent)) {
+        inv->eval_from = pl->upto - ADAPT_RECENT_WINDOWS;
+        return 1; /* the node has data: it can be characterised now */
+    }
+    /* no recent statistics: enable the node, and its children when the budget allows, so
+     * that they report over the same windows */
+    const struct dq_diagram *g = core_diagram(a->env.core);
+    int node = g ? dq_diagram_find(g, inv->node) : -1;
+    int kids[SEARCH_MAX_CHILDREN];
+    size_t n = node >= 0 ? dq_diagram_probe_children(g, node, kids, SEARCH_MAX_CHILDREN) : 0;
+    size_t more = (p && !adapt__plan_enabled(pl, p)) + n;
+    int with_children = n > 0 && budget_allows(pl, more);
+    json_t *names = json_array();
+    if (p && !adapt__plan_enabled(pl, p)) {
+        json_array_append_new(names, json_string(inv->node));
+    }
+    for (size_t j = 0; with_children && j < n && j < SEARCH_MAX_CHILDREN; j++) {
+        struct probe *kp = adapt__probe(a, dq_diagram_node(g, kids[j])->name);
+        if (kp && !adapt__plan_enabled(pl, kp)) {
+            json_array_append_new(names, json_string(kp->name));
         }
-        json_array_append_new(kids, o);
     }
-    json_t *o =
-        json_pack("{s:s,s:s,s:o,s:o}", "verdict", search_verdict_name(r->verdict), "reason",
-                  r->reason, "focus", adapt__stats_json(in->name, &in->stats), "children", kids);
-    if (r->attr.best >= 0 && r->attr.best < (int)in->n_children) {
-        json_object_set_new(o, "best", json_string(in->children[r->attr.best].name));
-        json_object_set_new(o, "dominant", json_boolean(r->attr.dominant));
+    int64_t hyp = adapt__hypothesis(
+        pl, inv, inv->hyp_id, inv->node, "enable", json_incref(names),
+        json_pack("{s:s}", "reason",
+                  with_children ? "no recent statistics at the node: it and its children are "
+                                  "enabled, and the problem is decided from their data"
+                                : "no recent statistics at the node: it is enabled, and the "
+                                  "problem is decided from its data"),
+        NULL);
+    size_t k;
+    json_t *v;
+    json_array_foreach(names, k, v) {
+        enable_for(pl, inv, json_string_value(v), p, hyp, NULL);
     }
-    if (isfinite(r->attr.covariance)) {
-        json_object_set_new(o, "covariance", json_real(r->attr.covariance));
-    }
-    return o;
+    json_decref(names);
+    inv->eval_from = core_window_of(a->env.core, clock_now(a->env.clock)) + 1;
+    inv->windows_waited = 0;
+    return 0;
 }
 
-static void close_investigation(struct plan *pl, struct investigation *inv, const char *verdict,
-                                const char *node, json_t *evidence) {
-    json_t *summary =
-        json_pack("{s:s,s:s,s:o}", "verdict", verdict, "node", node ? node : inv->focus, "evidence",
-                  evidence ? evidence : json_null());
-    /* the webhook carries the summary as stored (same rounding), not the live object */
-    char *text = summary ? json_dumps(summary, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
-    json_error_t jerr;
-    json_t *stored = text ? json_loads(text, 0, &jerr) : NULL;
-    free(text);
-    json_t *wh = json_pack("{s:s,s:s,s:o}", "node", inv->node, "verdict", verdict, "summary",
-                           stored ? stored : json_null());
-    adapt__fx_inv_close(pl, inv->id, verdict, node, summary);
-    inv->state = INV_CLOSED;
-    inv->quiet = 0;
-    snprintf(inv->verdict_node, sizeof inv->verdict_node, "%s", node ? node : "");
-    adapt__fx_log(pl, LOG_WARN, inv->id, " at %s: %s%s%s", inv->node, verdict, node ? " at " : "",
-                  node ? node : "");
-    adapt__fx_webhook(pl, "verdict", wh, 1, inv->id);
-}
+/* ---- the search input -------------------------------------------------------------------- */
 
-/* The search input for the focus of inv. */
-struct focus_input {
-    struct search_input in;
-    struct search_child kids[SEARCH_MAX_CHILDREN];
-    struct node_stats kstats[SEARCH_MAX_CHILDREN];
-    struct node_stats xstats;
-    int kid_nodes[SEARCH_MAX_CHILDREN];
-};
-
-static void focus_input_release(struct focus_input *fi) {
+void adapt__focus_input_release(struct focus_input *fi) {
     adapt__node_stats_release(&fi->xstats);
     for (size_t i = 0; i < fi->in.n_children; i++) {
         adapt__node_stats_release(&fi->kstats[i]);
@@ -222,7 +270,26 @@ static void choice_weights(const struct dq_diagram *g, const struct dq_diagram_n
     }
 }
 
-static int build_input(struct plan *pl, const struct investigation *inv, struct focus_input *fi) {
+/*
+ * A node's baseline for the attribution: its own windows before `from` (up to
+ * ADAPT_BASELINE_SPAN of them), when there are ADAPT_BASELINE_WINDOWS with data. When
+ * every child has one, the search weighs each child's excess over it.
+ */
+static void set_baseline(const struct probe *p, int64_t from, struct search_stats *s) {
+    struct node_stats b;
+    adapt__gather(p, from - ADAPT_BASELINE_SPAN, from, &b);
+    if (b.s.present && b.s.windows >= ADAPT_BASELINE_WINDOWS && b.s.n_ok > 1) {
+        s->has_baseline = 1;
+        s->base_mean = b.s.mean;
+        s->base_variance = b.s.variance;
+        s->base_lost = search_stats_lost(&b.s);
+        s->base_n = b.s.n_ok;
+    }
+    adapt__node_stats_release(&b);
+}
+
+int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
+                       struct focus_input *fi) {
     struct adapt *a = pl->a;
     const struct dq_diagram *g = core_diagram(a->env.core);
     memset(&fi->in, 0, sizeof fi->in);
@@ -235,7 +302,9 @@ static int build_input(struct plan *pl, const struct investigation *inv, struct 
     if (n == 0 || n > SEARCH_MAX_CHILDREN) {
         return dq_fail(DQ_EINVAL, "%s has %zu children", inv->focus, n);
     }
-    adapt__gather(adapt__probe(a, inv->focus), inv->eval_from, pl->upto, &fi->xstats);
+    struct probe *fp = adapt__probe(a, inv->focus);
+    adapt__gather(fp, from, pl->upto, &fi->xstats);
+    set_baseline(fp, from, &fi->xstats.s);
     for (size_t j = 0; j < n; j++) {
         const struct dq_diagram_node *kid = dq_diagram_node(g, fi->kid_nodes[j]);
         struct probe *kp = adapt__probe(a, kid->name);
@@ -245,8 +314,18 @@ static int build_input(struct plan *pl, const struct investigation *inv, struct 
         c->has_children = dq_diagram_probe_children(g, fi->kid_nodes[j], NULL, 0) > 0;
         c->enabled = kp && adapt__plan_enabled(pl, kp);
         c->weight = 0.0;
-        adapt__gather(c->enabled ? kp : NULL, inv->eval_from, pl->upto, &fi->kstats[j]);
+        adapt__gather(c->enabled ? kp : NULL, from, pl->upto, &fi->kstats[j]);
+        if (c->enabled) {
+            set_baseline(kp, from, &fi->kstats[j].s);
+        }
         c->stats = fi->kstats[j].s;
+    }
+    /* a QTA problem: attribute the violated quantile (sequences) */
+    if (inv->problem == SEARCH_QTA && fp && fp->has_qta && fi->xstats.obs) {
+        struct dq_qta_result q;
+        if (dq_qta_eval(fi->xstats.obs, &fp->qta, &q) == DQ_OK && !q.ok && q.worst >= 0) {
+            fi->in.qta_p = fp->qta.p[q.worst];
+        }
     }
     if (node->kind == DQ_NODE_CHOICE && node->weights) {
         choice_weights(g, node, fi, n);
@@ -286,16 +365,90 @@ static void share_children(struct plan *pl, struct investigation *inv,
         }
     }
     if (names) {
-        hypothesis(pl, inv, inv->hyp_id, inv->focus, "share", names,
-                   json_pack("{s:s}", "reason",
-                             "children another investigation enabled: kept while either needs "
-                             "them"),
-                   NULL);
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "share", names,
+                          json_pack("{s:s}", "reason",
+                                    "children another investigation enabled: kept while "
+                                    "either needs them"),
+                          NULL);
     }
 }
 
-static void aborted(struct plan *pl, struct investigation *inv) {
-    close_investigation(pl, inv, "aborted", NULL, json_pack("{s:s}", "error", dq_last_error()));
+/* ---- verdicts ------------------------------------------------------------------------------ */
+
+static json_t *attribution_json(const struct search_input *in, const struct search_result *r) {
+    json_t *kids = json_array();
+    for (size_t i = 0; i < in->n_children; i++) {
+        const struct search_contribution *c = &r->attr.c[i];
+        json_t *o = adapt__stats_json(in->children[i].name, &in->children[i].stats);
+        if (c->included) {
+            json_object_set_new(o, "contribution", json_real(c->value));
+            json_object_set_new(o, "half_width", json_real(c->half_width));
+            json_object_set_new(o, "share", json_real(c->share));
+        }
+        json_array_append_new(kids, o);
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o}", "verdict", search_verdict_name(r->verdict),
+                          "problem", search_problem_name(r->attr.problem), "reason", r->reason,
+                          "focus", adapt__stats_json(in->name, &in->stats), "children", kids);
+    if (r->attr.best >= 0 && r->attr.best < (int)in->n_children) {
+        json_object_set_new(o, "best", json_string(in->children[r->attr.best].name));
+        json_object_set_new(o, "dominant", json_boolean(r->attr.dominant));
+    }
+    if (isfinite(r->attr.explained)) {
+        json_object_set_new(o, "explained", json_real(r->attr.explained));
+    }
+    if (isfinite(r->attr.remainder)) {
+        json_object_set_new(o, "remainder", json_real(r->attr.remainder));
+        json_object_set_new(o, "remainder_half_width", json_real(r->attr.remainder_half_width));
+    }
+    if (isfinite(r->attr.covariance)) {
+        json_object_set_new(o, "covariance", json_real(r->attr.covariance));
+    }
+    return o;
+}
+
+void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
+                  json_t *evidence) {
+    json_t *summary =
+        json_pack("{s:s,s:s,s:o}", "verdict", verdict, "node", node ? node : inv->focus, "evidence",
+                  evidence ? evidence : json_null());
+    if (inv->also[0]) {
+        json_object_set_new(summary, "also", json_string(inv->also));
+    }
+    if (inv->contributor) {
+        json_object_set_new(summary, "mode", json_string("contributor"));
+    }
+    /* the webhook carries the summary as stored (same rounding), not the live object */
+    char *text = summary ? json_dumps(summary, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    json_error_t jerr;
+    json_t *stored = text ? json_loads(text, 0, &jerr) : NULL;
+    free(text);
+    json_t *wh = json_pack("{s:s,s:s,s:o}", "node", inv->node, "verdict", verdict, "summary",
+                           stored ? stored : json_null());
+    adapt__fx_inv_close(pl, inv->id, verdict, node, summary);
+    inv->state = INV_CLOSED;
+    inv->quiet = 0;
+    snprintf(inv->verdict_node, sizeof inv->verdict_node, "%s", node ? node : "");
+    snprintf(inv->verdict, sizeof inv->verdict, "%s", verdict);
+    adapt__fx_log(pl, LOG_WARN, inv->id, " at %s: %s%s%s", inv->node, verdict, node ? " at " : "",
+                  node ? node : "");
+    adapt__fx_webhook(pl, "verdict", wh, 1, inv->id);
+}
+
+static void aborted_on_error(struct plan *pl, struct investigation *inv) {
+    adapt__close(pl, inv, "aborted", NULL, json_pack("{s:s}", "error", dq_last_error()));
+    adapt__release(pl, inv, "aborted on an error: releasing what it enabled");
+}
+
+/* Closes inv healthy (reason: one sentence) and releases what it enabled at once. */
+static void healthy(struct plan *pl, struct investigation *inv, const char *reason,
+                    json_t *evidence) {
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "healthy");
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
+                      json_pack("{s:s,s:O}", "reason", reason, "evidence", evidence), "healthy");
+    json_object_set_new(evidence, "reason", json_string(reason));
+    adapt__close(pl, inv, "healthy", inv->focus, evidence);
+    adapt__release(pl, inv, "the verdict is healthy: releasing what the investigation enabled");
 }
 
 /* SEARCH_ENABLE: expand the focus, unless the budget says pause. */
@@ -303,9 +456,8 @@ static void expand(struct plan *pl, struct investigation *inv, struct focus_inpu
                    const struct search_step *step) {
     struct adapt *a = pl->a;
     struct adapt_state *st = &pl->next;
-    size_t after = adapt__plan_enabled_count(pl) + step->n_enable;
     int max = a->opt.max_enabled_probes;
-    if (st->congested || (max > 0 && after > (size_t)max)) {
+    if (!budget_allows(pl, step->n_enable)) {
         if (!inv->paused) {
             inv->paused = 1;
             json_t *why =
@@ -314,7 +466,7 @@ static void expand(struct plan *pl, struct investigation *inv, struct focus_inpu
                                         : "enabling would exceed the probe budget",
                           "rate", st->rate, "max_rate", a->opt.max_instances_per_second, "enabled",
                           (int)adapt__plan_enabled_count(pl), "max_enabled", max);
-            hypothesis(pl, inv, inv->hyp_id, inv->focus, "pause", NULL, why, NULL);
+            adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "pause", NULL, why, NULL);
             adapt__fx_log(pl, LOG_WARN, inv->id, ": expansion paused (%s)",
                           st->congested ? "congestion" : "probe budget");
         }
@@ -328,15 +480,16 @@ static void expand(struct plan *pl, struct investigation *inv, struct focus_inpu
     json_t *stats =
         json_pack("{s:s,s:s,s:o}", "strategy", search_strategy_name(inv->strategy), "reason",
                   step->result.reason, "focus", adapt__stats_json(inv->focus, &fi->in.stats));
-    int64_t hyp = hypothesis(pl, inv, inv->hyp_id, inv->focus, "expand", names, stats, NULL);
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "expand", names, stats, NULL);
     const struct probe *focus = adapt__probe(a, inv->focus);
     for (size_t j = 0; j < step->n_enable; j++) {
-        enable_for(pl, inv, fi->kids[step->enable[j]].name, focus, hyp);
+        enable_for(pl, inv, fi->kids[step->enable[j]].name, focus, hyp, NULL);
     }
     inv->hyp_id = hyp ? hyp : inv->hyp_id;
     /* fresh windows for every compared node: the first that starts after the commands */
     inv->eval_from = core_window_of(a->env.core, clock_now(a->env.clock)) + 1;
     inv->windows_waited = 0;
+    inv->pending_count = 0;
     adapt__fx_log(pl, LOG_INFO, inv->id, ": enabled %zu probe(s) under %s", step->n_enable,
                   inv->focus);
 }
@@ -347,11 +500,20 @@ static void decided(struct plan *pl, struct investigation *inv, struct focus_inp
     json_t *ev = attribution_json(&fi->in, r);
     int child = r->child;
     const char *child_name = child >= 0 ? fi->kids[child].name : NULL;
+    char reason[SEARCH_REASON_MAX + 96];
+    snprintf(reason, sizeof reason, "%s%s",
+             inv->contributor && r->verdict == SEARCH_LOCALIZED
+                 ? "the largest contributor, nothing to judge it against (no QTA, no baseline "
+                   "yet): "
+                 : "",
+             r->reason);
+    json_object_set_new(ev, "reason", json_string(reason));
     switch (r->verdict) {
     case SEARCH_DESCEND: {
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
-        int64_t hyp = hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
-                                 json_pack("{s:s,s:o}", "reason", r->reason, "evidence", ev), NULL);
+        int64_t hyp =
+            adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
+                              json_pack("{s:s,s:o}", "reason", reason, "evidence", ev), NULL);
         adapt__focus_on(pl->a, inv, child_name, hyp ? hyp : inv->hyp_id, pl->upto);
         adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s", child_name);
         break;
@@ -360,154 +522,335 @@ static void decided(struct plan *pl, struct investigation *inv, struct focus_inp
         inv->verdict_value = r->attr.c[child].value;
         inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
-        hypothesis(pl, inv, inv->hyp_id, child_name, "verdict", NULL,
-                   json_pack("{s:s,s:O}", "reason", r->reason, "evidence", ev), "localized");
-        close_investigation(pl, inv, "localized", child_name, ev);
+        adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "verdict", NULL,
+                          json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "localized");
+        adapt__close(pl, inv, "localized", child_name, ev);
         break;
     case SEARCH_DIFFUSE:
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
-        hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
-                   json_pack("{s:s,s:O}", "reason", r->reason, "evidence", ev), "diffuse");
-        close_investigation(pl, inv, "diffuse", inv->focus, ev);
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
+                          json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "diffuse");
+        adapt__close(pl, inv, "diffuse", inv->focus, ev);
         break;
     default:
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");
-        hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
-                   json_pack("{s:s,s:O}", "reason", r->reason, "evidence", ev), "inconclusive");
-        close_investigation(pl, inv, "inconclusive", inv->focus, ev);
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
+                          json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "inconclusive");
+        adapt__close(pl, inv, "inconclusive", inv->focus, ev);
         break;
     }
 }
 
-void adapt__step(struct plan *pl, struct investigation *inv) {
+/*
+ * 1 when `verdict` (and child) held for ADAPT_CONFIRM evaluations in a row, counting this
+ * one. An inconclusive verdict needs no confirmation: time is up.
+ */
+static int confirmed(const struct plan *pl, struct investigation *inv, int verdict, int child) {
+    if (verdict == SEARCH_INCONCLUSIVE) {
+        return 1;
+    }
+    if (pl->wid < 0) {
+        return 0; /* a person's action brings no new window: nothing to confirm with */
+    }
+    if (inv->pending_count > 0 && inv->pending_verdict == verdict && inv->pending_child == child) {
+        inv->pending_count++;
+    } else {
+        inv->pending_verdict = verdict;
+        inv->pending_child = child;
+        inv->pending_count = 1;
+    }
+    return inv->pending_count >= ADAPT_CONFIRM;
+}
+
+/* How clearly the best child leads its runner-up: the lead over both half-widths. */
+static double lead(const struct search_attribution *a) {
+    if (a->best < 0) {
+        return 0.0;
+    }
+    const struct search_contribution *b = &a->c[a->best];
+    if (a->runner_up < 0) {
+        return b->half_width > 0 ? b->value / b->half_width : 1e9;
+    }
+    const struct search_contribution *r = &a->c[a->runner_up];
+    double hw = b->half_width + r->half_width;
+    return hw > 0 ? (b->value - r->value) / hw : 1e9;
+}
+
+/* "a 34 %, b 33 %, c 33 %": where a node's time goes, largest first (at most 6). */
+static void where_it_goes(const struct search_input *in, const struct search_attribution *a,
+                          char *buf, size_t cap) {
+    unsigned char used[SEARCH_MAX_CHILDREN] = {0};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < 6; k++) {
+        int best = -1;
+        for (size_t i = 0; i < in->n_children; i++) {
+            if (a->c[i].included && !used[i] &&
+                (best < 0 || a->c[i].value > a->c[(size_t)best].value)) {
+                best = (int)i;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        used[best] = 1;
+        int w = snprintf(buf + len, cap - len, "%s%s %.0f %%", len ? ", " : "",
+                         in->children[best].name ? in->children[best].name : "?",
+                         100.0 * a->c[best].share);
+        if (w < 0 || (size_t)w >= cap - len) {
+            break;
+        }
+        len += (size_t)w;
+    }
+}
+
+/*
+ * No reference to judge the focus against: follow the largest contributor to its mean
+ * latency or to its spread, whichever leads more clearly; balanced children → healthy.
+ * `lat` is the latency evaluation the strategy made. Returns the verdict (search's, or
+ * VERDICT_HEALTHY) with the result to act on in *out.
+ */
+static int contributor_decide(struct investigation *inv, struct focus_input *fi,
+                              const struct search_params *params, const struct search_result *lat,
+                              struct search_result *out) {
+    *out = *lat;
+    struct search_result *var = calloc(1, sizeof *var);
+    if (!var) {
+        return SEARCH_NEED_SAMPLES;
+    }
+    /* spread shows in rare outliers: every child needs enough windows to show them */
+    struct search_params vp = *params;
+    vp.min_windows = vp.min_windows < 4 ? 4 : vp.min_windows;
+    fi->in.problem = SEARCH_VARIANCE;
+    int rc = search_evaluate(&fi->in, &vp, var);
+    fi->in.problem = SEARCH_LATENCY;
+    int lat_ok = lat->verdict == SEARCH_DESCEND || lat->verdict == SEARCH_LOCALIZED;
+    int var_ok =
+        rc == DQ_OK && (var->verdict == SEARCH_DESCEND || var->verdict == SEARCH_LOCALIZED);
+    int verdict;
+    if (lat_ok || var_ok) {
+        if (var_ok && (!lat_ok || lead(&var->attr) > lead(&lat->attr))) {
+            *out = *var;
+            inv->problem = SEARCH_VARIANCE;
+        } else {
+            inv->problem = SEARCH_LATENCY;
+        }
+        verdict = out->verdict;
+    } else if (lat->verdict == SEARCH_NEED_SAMPLES ||
+               (rc == DQ_OK && var->verdict == SEARCH_NEED_SAMPLES)) {
+        verdict = SEARCH_NEED_SAMPLES;
+    } else if (lat->verdict == SEARCH_INCONCLUSIVE ||
+               (rc == DQ_OK && var->verdict == SEARCH_INCONCLUSIVE)) {
+        verdict = SEARCH_INCONCLUSIVE;
+        if (rc == DQ_OK && var->verdict == SEARCH_INCONCLUSIVE) {
+            *out = *var;
+        }
+    } else {
+        verdict = VERDICT_HEALTHY;
+        char where[400];
+        where_it_goes(&fi->in, &lat->attr, where, sizeof where);
+        snprintf(out->reason, sizeof out->reason,
+                 "healthy at %s: nothing to judge it against (no QTA, no baseline yet) and no "
+                 "child dominates its time or its spread; where the time goes: %s",
+                 fi->in.name, where);
+    }
+    free(var);
+    return verdict;
+}
+
+/* One step of an investigation that searches. */
+static void search(struct plan *pl, struct investigation *inv) {
     struct focus_input *fi = calloc(1, sizeof *fi);
     struct search_step *step = calloc(1, sizeof *step);
-    if (!fi || !step) {
+    struct search_result *res = calloc(1, sizeof *res);
+    if (!fi || !step || !res) {
         free(fi);
         free(step);
+        free(res);
         pl->failed = 1;
         return;
     }
-    int rc = build_input(pl, inv, fi);
+    int rc = adapt__build_input(pl, inv, inv->eval_from, fi);
     if (rc) {
-        aborted(pl, inv);
+        aborted_on_error(pl, inv);
         goto out;
     }
     share_children(pl, inv, fi);
-    inv->windows_waited++;
+    if (pl->wid >= 0) { /* a window went by (a person's action adds none) */
+        inv->windows_waited++;
+    }
+    fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
-    if (inv->problem == SEARCH_VARIANCE && params.min_windows < 4) {
+    if (inv->contributor) {
+        fi->in.problem = SEARCH_LATENCY;
+    } else if (inv->problem == SEARCH_VARIANCE && params.min_windows < 4) {
         /* spread shows in rare outliers: give every child enough windows to show them */
         params.min_windows = 4;
     }
     rc = search_step(&fi->in, &params, &inv->st, step);
     if (rc) {
-        aborted(pl, inv);
+        aborted_on_error(pl, inv);
         goto out;
     }
     if (step->action == SEARCH_ENABLE) {
         expand(pl, inv, fi, step);
-    } else if (step->action == SEARCH_DECIDED) {
-        decided(pl, inv, fi, &step->result);
+        goto out;
+    }
+    if (step->action != SEARCH_DECIDED) {
+        inv->pending_count = 0;
+        goto out;
+    }
+    int verdict = step->result.verdict;
+    *res = step->result;
+    if (inv->contributor) {
+        verdict = contributor_decide(inv, fi, &params, &step->result, res);
+    }
+    if (verdict == SEARCH_NEED_SAMPLES) {
+        inv->pending_count = 0;
+        goto out;
+    }
+    if (!confirmed(pl, inv, verdict, res->child)) {
+        goto out; /* the same verdict must hold at the next evaluation too */
+    }
+    if (verdict == VERDICT_HEALTHY) {
+        healthy(pl, inv, res->reason, attribution_json(&fi->in, res));
+    } else {
+        decided(pl, inv, fi, res);
     }
 out:
-    focus_input_release(fi);
+    if (fi) {
+        adapt__focus_input_release(fi);
+    }
     free(fi);
     free(step);
+    free(res);
 }
 
-/* ---- de-escalation ---------------------------------------------------------------------- */
+/* ---- observing: the problem from data ---------------------------------------------------- */
 
-/*
- * 1 when the problem of a closed investigation is still there. Trigger-started: while
- * its trigger is fired. Localized by a person: while the localized child's contribution
- * over the last windows stays above the midpoint between what it was at the verdict and
- * what the runner-up had then (a fault that goes away brings it back below). Otherwise
- * (diffuse, inconclusive, or resumed after a restart without those numbers): never.
- */
-static int problem_persists(struct plan *pl, const struct investigation *inv) {
-    const struct adapt_state *st = &pl->next;
-    if (inv->trigger_id) {
-        for (int i = 0; i < st->n_triggers; i++) {
-            if (st->triggers[i].id == inv->trigger_id) {
-                return st->triggers[i].fired;
-            }
-        }
-        return 0;
+int adapt__check_enough(const struct plan *pl, const struct search_stats *s) {
+    return s->present && search_stats_instances(s) >= pl->a->params.min_instances &&
+           s->windows >= pl->a->params.min_windows;
+}
+
+/* "nothing abnormal against its QTA (met), its baseline (mean 12 ms against 12.1 ms
+ * before, …) and its calculated ΔQ (…)". */
+static void healthy_reason(const struct investigation *inv, const struct adapt_check *c, char *buf,
+                           size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "healthy at %s: nothing abnormal against", inv->node);
+    int parts = 0;
+    if (c->has_qta && len < cap) {
+        len += (size_t)snprintf(buf + len, cap - len, " its QTA (met over %llu instances)",
+                                (unsigned long long)search_stats_instances(&c->recent));
+        parts++;
     }
-    if (!inv->verdict_node[0] || !core_diagram(pl->a->env.core) || !isfinite(inv->verdict_value) ||
-        !isfinite(inv->runner_value)) {
-        return 0;
+    if (c->has_baseline && len < cap) {
+        len += (size_t)snprintf(
+            buf + len, cap - len,
+            "%s its baseline (mean %.3g ms against %.3g ms before, %.2g %% lost against "
+            "%.2g %%)",
+            parts ? (c->has_calculated ? "," : " and") : "", c->recent.mean * 1e3,
+            c->baseline.mean * 1e3, 100.0 * search_stats_lost(&c->recent),
+            100.0 * search_stats_lost(&c->baseline));
+        parts++;
     }
-    struct investigation probe_inv = *inv;
-    probe_inv.eval_from = pl->upto - 3;
-    probe_inv.windows_waited = 0;
-    struct focus_input *fi = calloc(1, sizeof *fi);
-    struct search_attribution *attr = calloc(1, sizeof *attr);
-    unsigned char *include = calloc(SEARCH_MAX_CHILDREN, 1);
-    int persists = 0;
-    if (fi && attr && include && build_input(pl, &probe_inv, fi) == DQ_OK) {
-        for (size_t j = 0; j < fi->in.n_children; j++) {
-            if (strcmp(fi->kids[j].name, inv->verdict_node) != 0) {
-                continue;
-            }
-            const struct search_stats *s = &fi->kids[j].stats;
-            if (!s->present || search_stats_instances(s) < 10) {
-                break; /* no evidence left: the problem is not shown to be there */
-            }
-            include[j] = 1;
-            if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
-                attr->c[j].included) {
-                double mid = 0.5 * (inv->verdict_value + inv->runner_value);
-                persists = attr->c[j].value > mid;
-            }
-            break;
+    if (c->has_calculated && len < cap) {
+        if (isfinite(c->recent.ks_d)) {
+            snprintf(buf + len, cap - len, "%s its calculated ΔQ (KS D %.3g, p %.2g)",
+                     parts ? " and" : "", c->recent.ks_d, c->recent.ks_p);
+        } else {
+            snprintf(buf + len, cap - len, "%s its calculated ΔQ", parts ? " and" : "");
         }
     }
-    if (fi) {
-        focus_input_release(fi);
+}
+
+/* The node has the samples: decide its problem, or that it is healthy. */
+static void characterise(struct plan *pl, struct investigation *inv, const struct adapt_check *c) {
+    json_t *check = adapt__check_json(inv->node, c);
+    if (c->n > 0) {
+        inv->problem = c->p[0].kind;
+        inv->characterised = 1;
+        set_also(inv, c);
+        char reason[400];
+        snprintf(reason, sizeof reason, "%s: %s%s%s", search_problem_name(inv->problem),
+                 c->p[0].why, inv->also[0] ? "; also seen: " : "", inv->also);
+        adapt__fx_inv_problem(pl, inv->id, search_problem_name(inv->problem));
+        int64_t hyp = adapt__hypothesis(
+            pl, inv, inv->hyp_id, inv->node, "check", NULL,
+            json_pack("{s:s,s:s,s:o,s:s?}", "problem", search_problem_name(inv->problem), "reason",
+                      reason, "check", check, "also", inv->also[0] ? inv->also : NULL),
+            NULL);
+        adapt__fx_log(pl, LOG_INFO, inv->id, ": a %s problem at %s (%s)",
+                      search_problem_name(inv->problem), inv->node, c->p[0].why);
+        inv->phase = PHASE_SEARCH;
+        int64_t from = inv->eval_from;
+        adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
+        inv->eval_from = from; /* children enabled with the node count from then on */
+        search(pl, inv);
+        return;
+    }
+    if (c->has_qta || c->has_baseline) {
+        char reason[600];
+        healthy_reason(inv, c, reason, sizeof reason);
+        inv->characterised = 1;
+        adapt__fx_inv_problem(pl, inv->id, "none");
+        json_t *ev = json_pack("{s:o}", "check", check);
+        snprintf(inv->focus, sizeof inv->focus, "%s", inv->node);
+        healthy(pl, inv, reason, ev);
+        return;
+    }
+    /* no reference: follow where the time and the spread go */
+    inv->problem = SEARCH_LATENCY;
+    inv->characterised = 1;
+    inv->contributor = 1;
+    adapt__fx_inv_problem(pl, inv->id, "latency");
+    int64_t hyp = adapt__hypothesis(
+        pl, inv, inv->hyp_id, inv->node, "check", NULL,
+        json_pack("{s:s,s:s,s:s,s:o}", "problem", "latency", "mode", "contributor", "reason",
+                  "nothing to judge it against (no QTA, no baseline yet, and nothing abnormal "
+                  "against its calculated ΔQ): the search follows the largest contributor to "
+                  "its time or its spread, and balanced children are healthy",
+                  "check", check),
+        NULL);
+    inv->phase = PHASE_SEARCH;
+    int64_t from = inv->eval_from;
+    adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
+    inv->eval_from = from;
+    search(pl, inv);
+}
+
+/* One window of an investigation that observes its node. */
+static void observe(struct plan *pl, struct investigation *inv) {
+    struct probe *p = adapt__probe(pl->a, inv->node);
+    struct adapt_check c;
+    adapt__check_node(pl, p, inv->eval_from, &c);
+    if (adapt__check_enough(pl, &c.recent)) {
+        characterise(pl, inv, &c);
+        return;
+    }
+    if (++inv->windows_waited < pl->a->opt.investigation_windows) {
+        return;
+    }
+    char reason[400];
+    snprintf(reason, sizeof reason,
+             "inconclusive at %s: it has %llu instances in %u window%s after %d windows "
+             "(needs %llu in %u); no data to decide its problem from",
+             inv->node, (unsigned long long)search_stats_instances(&c.recent), c.recent.windows,
+             c.recent.windows == 1 ? "" : "s", inv->windows_waited,
+             (unsigned long long)pl->a->params.min_instances, pl->a->params.min_windows);
+    json_t *ev =
+        json_pack("{s:s,s:o}", "reason", reason, "check", adapt__check_json(inv->node, &c));
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "verdict", NULL,
+                      json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "inconclusive");
+    adapt__close(pl, inv, "inconclusive", inv->node, ev);
+    adapt__release(pl, inv, "inconclusive without data: releasing what it enabled");
+}
+
+void adapt__step(struct plan *pl, struct investigation *inv) {
+    if (inv->phase == PHASE_OBSERVE) {
+        observe(pl, inv);
     } else {
-        pl->failed = 1;
+        search(pl, inv);
     }
-    free(fi);
-    free(attr);
-    free(include);
-    return persists;
-}
-
-int adapt__deescalate(struct plan *pl, struct investigation *inv) {
-    if (problem_persists(pl, inv)) {
-        inv->quiet = 0;
-        return 0;
-    }
-    if (++inv->quiet < pl->a->opt.deescalate_windows) {
-        return 0;
-    }
-    struct adapt_state *st = &pl->next;
-    struct probe *release[ADAPT_MAX_OWNED];
-    int n = 0;
-    json_t *names = json_array();
-    for (int i = 0; i < inv->n_owned; i++) {
-        struct probe *p = adapt__probe(pl->a, inv->owned[i]);
-        int shared = 0;
-        for (int j = 0; j < st->n_inv; j++) {
-            struct investigation *o = st->inv[j];
-            shared |= o != inv && adapt__owns(o, inv->owned[i]) &&
-                      (o->state == INV_SEARCHING || problem_persists(pl, o));
-        }
-        if (!p || !adapt__plan_enabled(pl, p) || p->always_on || shared) {
-            continue;
-        }
-        json_array_append_new(names, json_string(p->name));
-        release[n++] = p;
-    }
-    json_t *stats = json_pack("{s:s,s:i}", "reason",
-                              "the problem stayed away; disabling what the investigation enabled",
-                              "quiet_windows", inv->quiet);
-    int64_t hyp = hypothesis(pl, inv, inv->hyp_id, inv->node, "disable", names, stats, NULL);
-    for (int i = 0; i < n; i++) {
-        adapt__fx_change(pl, CORE_DISABLE, release[i], 0.0, 0, hyp);
-    }
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": de-escalated (%d probe(s) disabled)", n);
-    return 1;
 }

@@ -560,6 +560,7 @@ static void patch_state(struct plan *pl) {
 
 void adapt__plan_act(struct plan *pl) {
     struct adapt *a = pl->a;
+    a->tracked = pl->track ? resolve(pl, pl->track) : 0;
     patch_state(pl);
     adapt__state_release(&a->st);
     a->st = pl->next;

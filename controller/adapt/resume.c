@@ -44,13 +44,23 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     if (strcmp(h->action, "root") == 0 || strcmp(h->action, "descend") == 0) {
         snprintf(inv->focus, sizeof inv->focus, "%s", h->node);
         inv->hyp_id = h->id;
+    } else if (strcmp(h->action, "check") == 0) {
+        /* the problem was decided here: the search starts from this hypothesis */
+        inv->hyp_id = h->id;
+        inv->phase = PHASE_SEARCH;
+        json_error_t err;
+        json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
+        const char *mode = json_string_value(json_object_get(st, "mode"));
+        inv->contributor = mode && strcmp(mode, "contributor") == 0;
+        json_decref(st);
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
         inv->hyp_id = h->id;
-    } else if (strcmp(h->action, "share") == 0) {
+    } else if (strcmp(h->action, "enable") == 0 || strcmp(h->action, "share") == 0) {
         owned_from_json(inv, h->probes_json, 1);
-    } else if (strcmp(h->action, "disable") == 0) {
+    } else if (strcmp(h->action, "disable") == 0 || strcmp(h->action, "handover") == 0) {
         owned_from_json(inv, h->probes_json, 0);
+        inv->released |= strcmp(h->action, "handover") == 0;
     }
     return 0;
 }
@@ -63,10 +73,16 @@ static struct investigation *rebuild(struct adapt *a, const struct store_investi
     }
     inv->id = row->id;
     snprintf(inv->node, sizeof inv->node, "%s", row->node);
-    search_problem_parse(row->problem, &inv->problem);
+    /* "unknown": a person's investigation still deciding its problem; "none": healthy */
+    inv->characterised = search_problem_parse(row->problem, &inv->problem) == DQ_OK ||
+                         strcmp(row->problem, "none") == 0;
+    inv->phase = inv->characterised ? PHASE_SEARCH : PHASE_OBSERVE;
     search_strategy_parse(row->strategy, &inv->strategy);
     inv->trigger_id = row->trigger_id;
     store_hypotheses_of_investigation(a->env.store, inv->id, replay_hypothesis, inv);
+    if (!row->open && row->verdict) {
+        snprintf(inv->verdict, sizeof inv->verdict, "%s", row->verdict);
+    }
     return inv;
 }
 
@@ -78,6 +94,10 @@ static int resume_one(void *ctx, const struct store_investigation *row) {
     }
     struct investigation *inv = rebuild(a, row);
     if (!inv) {
+        return 0;
+    }
+    if (inv->released) { /* handed over to another investigation */
+        adapt__inv_free(inv);
         return 0;
     }
     if (row->open) {

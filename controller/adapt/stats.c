@@ -14,7 +14,13 @@
  *               baseline standard deviation
  *   variance    the spread within windows grew against the baseline by half or more,
  *               significantly (a level shift inside the range does not count)
- *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha)
+ *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
+ *               the time the node spends beyond what its children account for (observed
+ *               mean minus calculated mean) grew against the baseline, significantly
+ *               and by half a baseline standard deviation
+ *
+ * Standard errors are batch-means aware (search_stats_mean_se and friends): under load
+ * the instances of one window are correlated and σ/√n would be far too optimistic.
  *
  * A z-score of ADAPT_Z (3) is "significant": about one false alarm in 700 per kind.
  */
@@ -149,51 +155,9 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
     return o;
 }
 
-/*
- * The problem kind of a push-button diagnosis at p: what changed between the last five
- * windows and up to twenty before them (the node has usually been enabled for a while):
- * a QTA hazard; else a significant rise of the lost fraction; else a mean that rose
- * significantly by at least half a baseline σ (slower); else a spread within windows up
- * by half while the mean barely moved (erratic); else a significant rise of the mean.
- * Without such a history: search_infer_problem's absolute thresholds.
- */
-enum search_problem adapt__infer_problem(struct plan *pl, struct probe *p) {
-    struct node_stats rec, base;
-    int64_t nc = pl->upto;
-    adapt__gather(p, nc - 5, nc, &rec);
-    adapt__gather(p, nc - 25, nc - 5, &base);
-    enum search_problem kind = SEARCH_LATENCY;
-    const struct search_stats *r = &rec.s, *b = &base.s;
-    double nr = (double)search_stats_instances(r), nb = (double)search_stats_instances(b);
-    double mr, vr, okr, mb, vb, okb;
-    adapt__within(p, nc - 5, nc, &mr, &vr, &okr);
-    adapt__within(p, nc - 25, nc - 5, &mb, &vb, &okb);
-    if (!r->present) {
-        kind = SEARCH_LATENCY;
-    } else if (isfinite(r->qta_hazard) && r->qta_hazard > 0) {
-        kind = SEARCH_QTA;
-    } else if (b->present && nb >= 60 && nr >= 30 && okr > 10 && okb > 10 && vb > 0) {
-        double lr = search_stats_lost(r), lb = search_stats_lost(b);
-        double se_l = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
-        double shift = mr - mb, se_m = sqrt(vr / okr + vb / okb);
-        int slower = se_m > 0 && shift / se_m > 3;
-        if (lr - lb > 0.01 && lr - lb > 3 * se_l) {
-            kind = SEARCH_LOST;
-        } else if (slower && shift > 0.5 * sqrt(vb)) {
-            kind = SEARCH_LATENCY;
-        } else if (vr > 1.5 * vb) {
-            kind = SEARCH_VARIANCE;
-        } else if (slower) {
-            kind = SEARCH_LATENCY;
-        } else {
-            kind = search_infer_problem(r, &pl->a->params);
-        }
-    } else {
-        kind = search_infer_problem(r, &pl->a->params);
-    }
-    adapt__node_stats_release(&rec);
-    adapt__node_stats_release(&base);
-    return kind;
+/* 1 when a node's variance is known and positive. */
+static int vb_ok(const struct search_stats *s) {
+    return s->n_ok > 1 && s->variance > 0.0;
 }
 
 /* ---- the node check ------------------------------------------------------------------------ */
@@ -270,6 +234,22 @@ static void check_qta(const struct probe *p, const struct node_stats *r, struct 
     }
 }
 
+/* Mean of a ΔQ's successes, NAN when it has none. */
+static double dq_mean_or_nan(const struct dq *q) {
+    struct dq_moments m;
+    return q && dq_moments(q, &m) == DQ_OK ? m.mean : NAN;
+}
+
+/* Within-window variance (the ok-weighted mean of the windows' own variances) and its
+ * standard error (batch means, else Var(s²) ≈ 2σ⁴/n). */
+static void within_variance(const struct search_stats *s, double *v, double *se) {
+    const struct search_batch *b = &s->b_var;
+    *v = b->w > 0.0 ? b->ref + b->wd / b->w : NAN;
+    double n = (double)s->n_ok;
+    double iid = isfinite(*v) && n > 1.0 ? *v * sqrt(2.0 / (n - 1.0)) : NAN;
+    *se = search_stats_variance_se(s, iid);
+}
+
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
                        struct adapt_check *c) {
     const struct search_params *params = &pl->a->params;
@@ -281,56 +261,74 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     adapt__gather(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &b);
     c->recent = r.s;
     c->recent.observed = c->recent.calculated = NULL;
+    c->baseline = b.s;
+    c->baseline.observed = c->baseline.calculated = NULL;
     c->has_qta = p && p->has_qta;
     c->has_baseline = b.s.present && b.s.windows >= ADAPT_BASELINE_WINDOWS;
     c->has_calculated = r.calc != NULL;
     if (!r.s.present) {
         goto out;
     }
-    double nr = (double)search_stats_instances(&r.s), nb = (double)search_stats_instances(&b.s);
     double lr = search_stats_lost(&r.s), lb = search_stats_lost(&b.s);
     if (c->has_qta) {
         check_qta(p, &r, c);
     }
     /* lost mass: against the baseline, else against the threshold */
-    if (c->has_baseline && nb > 0) {
-        double se = sqrt(lr * (1 - lr) / nr + lb * (1 - lb) / nb);
+    if (c->has_baseline) {
+        double se = hypot(search_stats_lost_se(&r.s), search_stats_lost_se(&b.s));
         double z = se > 0 ? (lr - lb) / se : (lr > lb ? 40.0 : 0.0);
         if (lr - lb > params->lost_threshold && z >= ADAPT_Z) {
             add_problem(c, SEARCH_LOST, z, "%.2g %% lost against %.2g %% before", 100.0 * lr,
                         100.0 * lb);
         }
     } else if (lr > params->lost_threshold) {
-        double se = sqrt(lr * (1 - lr) / nr);
+        double se = search_stats_lost_se(&r.s);
         double z = se > 0 ? (lr - params->lost_threshold) / se : 40.0;
         if (z >= ADAPT_Z) {
             add_problem(c, SEARCH_LOST, z, "%.2g %% lost (more than %.2g %%)", 100.0 * lr,
                         100.0 * params->lost_threshold);
         }
     }
-    /* latency and spread against the baseline (within-window variances: a level shift
-     * inside the baseline is not spread) */
-    double mr, vr, okr, mb, vb, okb;
-    adapt__within(p, rfrom, upto, &mr, &vr, &okr);
-    adapt__within(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &mb, &vb, &okb);
-    if (c->has_baseline && okr > 10 && okb > 10 && vb > 0) {
-        double shift = mr - mb, se = sqrt(vr / okr + vb / okb);
+    /* latency and spread against the baseline; the spread is the within-window variance,
+     * so that a level shift inside a range does not count as spread */
+    if (c->has_baseline && r.s.n_ok > 10 && b.s.n_ok > 10) {
+        double vr, ser, vb, seb;
+        within_variance(&r.s, &vr, &ser);
+        within_variance(&b.s, &vb, &seb);
+        double shift = r.s.mean - b.s.mean;
+        double se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
         double z = se > 0 ? shift / se : 0.0;
-        if (z >= ADAPT_Z && shift > 0.5 * sqrt(vb)) {
-            add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", mr * 1e3,
-                        mb * 1e3);
+        if (z >= ADAPT_Z && vb > 0 && shift > 0.5 * sqrt(vb)) {
+            add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r.s.mean * 1e3,
+                        b.s.mean * 1e3);
         }
-        double ratio = vr / vb;
-        double zv = ratio > 0 ? log(ratio) / sqrt(2.0 / okr + 2.0 / okb) : 0.0;
-        if (ratio >= 1.5 && zv >= ADAPT_Z) {
-            add_problem(c, SEARCH_VARIANCE, zv, "spread (sd) %.3g ms against %.3g ms before",
-                        sqrt(vr) * 1e3, sqrt(vb) * 1e3);
+        if (vb > 0 && vr > 0 && isfinite(ser) && isfinite(seb)) {
+            double ratio = vr / vb;
+            double sl = hypot(ser / vr, seb / vb); /* se of log(ratio) */
+            double zv = sl > 0 ? log(ratio) / sl : 0.0;
+            if (ratio >= 1.5 && zv >= ADAPT_Z) {
+                add_problem(c, SEARCH_VARIANCE, zv, "spread (sd) %.3g ms against %.3g ms before",
+                            sqrt(vr) * 1e3, sqrt(vb) * 1e3);
+            }
         }
     }
-    /* observed against calculated */
+    /* observed against calculated: the distributions differ, or the time the node spends
+     * beyond what its children account for grew against the baseline */
     if (isfinite(r.s.ks_d) && r.s.ks_d > 0.1 && r.s.ks_p < params->alpha) {
         add_problem(c, SEARCH_DIVERGENCE, z_of_p(r.s.ks_p),
                     "observed and calculated differ (KS D %.3g, p %.2g)", r.s.ks_d, r.s.ks_p);
+    }
+    double gr = dq_mean_or_nan(r.obs) - dq_mean_or_nan(r.calc);
+    double gb = dq_mean_or_nan(b.obs) - dq_mean_or_nan(b.calc);
+    if (c->has_baseline && isfinite(gr) && isfinite(gb)) {
+        /* each gap has the uncertainty of an observed mean on both sides */
+        double se = sqrt(2.0) * hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
+        double z = se > 0 ? (gr - gb) / se : 0.0;
+        if (z >= ADAPT_Z && vb_ok(&b.s) && gr - gb > 0.5 * sqrt(b.s.variance)) {
+            add_problem(c, SEARCH_DIVERGENCE, z,
+                        "%.3g ms more than its children account for, against %.3g ms before",
+                        gr * 1e3, gb * 1e3);
+        }
     }
     qsort(c->p, (size_t)c->n, sizeof c->p[0], cmp_problem);
 out:

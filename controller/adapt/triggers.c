@@ -241,7 +241,11 @@ static void fired(struct plan *pl, struct trigger *t) {
     int node = g ? dq_diagram_find(g, t->probe) : -1;
     if (node >= 0 && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
         !adapt__investigation_at(&pl->next, t->probe)) {
-        inv = adapt__open(pl, t->probe, trigger_problem(t->kind), SEARCH_CHILDREN, t->id, NULL);
+        struct adapt_open o = {.node = t->probe,
+                               .problem = (int)trigger_problem(t->kind),
+                               .strategy = SEARCH_CHILDREN,
+                               .trigger_id = t->id};
+        inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
     adapt__fx_webhook(pl, "trigger_fired",

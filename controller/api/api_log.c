@@ -193,6 +193,28 @@ static void get_investigation(struct api *api, const char *idtext, struct http_r
     http_reply_data(res, inv);
 }
 
+/* DELETE /api/v1/investigations/ID: a person ends an investigation and releases what it
+ * enabled (adapt_abort). The answer is the investigation as stored afterwards. */
+static void delete_investigation(struct api *api, const char *idtext,
+                                 const struct http_request *req, struct http_response *res) {
+    int64_t id;
+    if (parse_id(idtext, &id) != 0) {
+        http_reply_error(res, 400, "bad_data", "investigation id must be a positive integer");
+        return;
+    }
+    const char *who = http_request_query(req, "requested_by");
+    int rc = adapt_abort(api->env.adapt, id, who && *who ? who : "a person (DELETE)");
+    if (rc == DQ_ENOTFOUND) {
+        http_reply_error(res, 404, "not_found", "%s", dq_last_error());
+    } else if (rc == DQ_ESTATE) {
+        http_reply_error(res, 409, "conflict", "%s", dq_last_error());
+    } else if (rc) {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+    } else {
+        get_investigation(api, idtext, res);
+    }
+}
+
 /* ---- why ----------------------------------------------------------------------------------- */
 
 struct why_find {
@@ -205,7 +227,7 @@ struct why_find {
 
 static int first_enabling(void *ctx, const struct store_hypothesis *h) {
     struct why_find *w = ctx;
-    if (!w->found && strcmp(h->action, "expand") == 0) {
+    if (!w->found && (strcmp(h->action, "expand") == 0 || strcmp(h->action, "enable") == 0)) {
         w->found = 1;
         w->hit.id = h->id;
         w->hit.investigation = h->investigation;
@@ -214,10 +236,11 @@ static int first_enabling(void *ctx, const struct store_hypothesis *h) {
     return 0;
 }
 
-/* The newest "disable" hypothesis naming the probe, if any is newer than the enabling. */
+/* The newest "disable" or "handover" hypothesis naming the probe, if any is newer than
+ * the enabling. */
 static int newest_disable(void *ctx, const struct store_hypothesis *h) {
     int64_t *out = ctx;
-    if (*out == 0 && strcmp(h->action, "disable") == 0) {
+    if (*out == 0 && (strcmp(h->action, "disable") == 0 || strcmp(h->action, "handover") == 0)) {
         *out = h->id;
     }
     return 0;
@@ -231,8 +254,8 @@ static const char *stats_reason(json_t *h) {
 
 /* A search reason without its leading "verb NODE: " (the sentence around it says that). */
 static const char *strip_verb(const char *reason) {
-    static const char *const verbs[] = {"descend into ", "localized at ", "diffuse at ",
-                                        "inconclusive at ", "enable "};
+    static const char *const verbs[] = {"descend into ",    "localized at ", "diffuse at ",
+                                        "inconclusive at ", "healthy at ",   "enable "};
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         size_t n = strlen(verbs[i]);
         const char *colon = strstr(reason, ": ");
@@ -249,18 +272,27 @@ static const char *strip_verb(const char *reason) {
  * probe, the verdict, and whether the probe was disabled again.
  */
 static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *chain,
-                          json_t *trigger, json_t *cmds, json_t *disable) {
+                          json_t *trigger, json_t *cmds, json_t *disable, json_t *check) {
     json_t *s = json_array();
     char buf[2048], when[64];
     json_t *enabling = json_array_get(chain, 0);
     json_int_t inv_id = json_integer_value(json_object_get(inv, "id"));
     clock_text((int64_t)(json_real_value(json_object_get(enabling, "time")) * 1e9), when,
                sizeof when);
-    snprintf(buf, sizeof buf,
-             "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
-             ", as a child of %s, to find where a %s problem lies.",
-             probe, when, inv_id, json_string_value(json_object_get(enabling, "node")),
-             json_string_value(json_object_get(enabling, "kind")));
+    const char *enode = json_string_value(json_object_get(enabling, "node"));
+    if (strcmp(json_string_value(json_object_get(enabling, "action")), "enable") == 0) {
+        snprintf(buf, sizeof buf,
+                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                 ", %s%s had no recent statistics, so it was enabled with its children to "
+                 "decide from their data what is wrong.",
+                 probe, when, inv_id, strcmp(probe, enode) == 0 ? "because " : "together with ",
+                 strcmp(probe, enode) == 0 ? "it" : enode);
+    } else {
+        snprintf(buf, sizeof buf,
+                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                 ", as a child of %s, to find where a %s problem lies.",
+                 probe, when, inv_id, enode, json_string_value(json_object_get(enabling, "kind")));
+    }
     json_array_append_new(s, json_string(buf));
     const char *origin = json_string_value(json_object_get(inv, "origin"));
     if (origin && strcmp(origin, "trigger") == 0 && json_is_object(trigger)) {
@@ -278,6 +310,18 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  who ? who : "dqctl diagnose");
     }
     json_array_append_new(s, json_string(buf));
+    json_int_t follows = json_integer_value(json_object_get(
+        json_object_get(json_array_get(chain, json_array_size(chain) - 1), "stats"), "follows"));
+    if (follows) {
+        snprintf(buf, sizeof buf, "It follows investigation %" JSON_INTEGER_FORMAT ": %s.", follows,
+                 stats_reason(json_array_get(chain, json_array_size(chain) - 1)));
+        json_array_append_new(s, json_string(buf));
+    }
+    if (json_is_object(check)) {
+        snprintf(buf, sizeof buf, "At %s, from its data: %s.",
+                 json_string_value(json_object_get(check, "node")), stats_reason(check));
+        json_array_append_new(s, json_string(buf));
+    }
     /* the descents, from the root down: each hypothesis's node was chosen at its parent */
     size_t n = json_array_size(chain);
     for (size_t i = n; i-- > 1;) {
@@ -314,7 +358,17 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     if (json_is_object(disable)) {
         clock_text((int64_t)(json_real_value(json_object_get(disable, "time")) * 1e9), when,
                    sizeof when);
-        snprintf(buf, sizeof buf, "It was disabled again at %s: %s.", when, stats_reason(disable));
+        if (strcmp(json_string_value(json_object_get(disable, "action")), "handover") == 0) {
+            snprintf(buf, sizeof buf,
+                     "At %s investigation %" JSON_INTEGER_FORMAT
+                     " handed it over to investigation %" JSON_INTEGER_FORMAT ": %s.",
+                     when, inv_id,
+                     json_integer_value(json_object_get(json_object_get(disable, "stats"), "to")),
+                     stats_reason(disable));
+        } else {
+            snprintf(buf, sizeof buf, "It was disabled again at %s: %s.", when,
+                     stats_reason(disable));
+        }
         json_array_append_new(s, json_string(buf));
     }
     if (not_applied) {
@@ -411,7 +465,18 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
         json_pack("{s:s,s:b,s:O,s:O,s:O,s:O,s:O,s:O}", "probe", probe, "enabled", p && p->enabled,
                   "enabled_by", json_array_get(chain, 0), "chain", chain, "investigation", inv,
                   "trigger", trigger, "commands", own, "disabled_by", disable);
-    why_sentences(out, probe, inv, chain, trigger, own, disable);
+    /* the node check of the investigation, when its problem was decided from data */
+    json_t *hyps = json_array(), *check = NULL;
+    store_hypotheses_of_investigation(api->env.store, w.hit.investigation, collect_hypothesis,
+                                      hyps);
+    json_t *hh;
+    json_array_foreach(hyps, i, hh) {
+        if (strcmp(json_string_value(json_object_get(hh, "action")), "check") == 0 && !check) {
+            check = hh;
+        }
+    }
+    why_sentences(out, probe, inv, chain, trigger, own, disable, check);
+    json_decref(hyps);
     json_decref(chain);
     json_decref(inv);
     json_decref(trigger);
@@ -552,6 +617,10 @@ int api__log_route(struct api *api, const char *r, const struct http_request *re
         } else {
             post_diagnose(api, req, res);
         }
+        return 1;
+    }
+    if (strncmp(r, "investigations/", 15) == 0 && strcmp(req->method_name, "DELETE") == 0) {
+        delete_investigation(api, r + 15, req, res);
         return 1;
     }
     if (strcmp(r, "investigations") == 0 || strncmp(r, "investigations/", 15) == 0 ||

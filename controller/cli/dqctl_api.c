@@ -91,6 +91,7 @@ static const struct {
     {"--fire-after", DQCTL_OPT_TRIGGER, 1},
     {"--clear-after", DQCTL_OPT_TRIGGER, 1},
     {"--disable", DQCTL_OPT_TRIGGER, 0},
+    {"--abort", DQCTL_OPT_ABORT, 1},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -130,6 +131,8 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->clear_after = value;
     } else if (strcmp(name, "--disable") == 0) {
         o->disable = 1;
+    } else if (strcmp(name, "--abort") == 0) {
+        o->abort_id = value;
     }
 }
 

@@ -59,6 +59,7 @@ struct dqctl_opts {
     const char *max_lost;           /* --max-lost X (qta), NULL when absent */
     const char *strategy;           /* --strategy children|bisect (diagnose), NULL when absent */
     int wait;                       /* --wait (diagnose) */
+    const char *abort_id;           /* --abort ID (diagnose), NULL when absent */
     const char *timeout;            /* --timeout SECONDS (diagnose), NULL when absent */
     int open;                       /* --open (log) */
     const char *limit;              /* --limit N (log), NULL when absent */
@@ -83,6 +84,7 @@ enum {
     DQCTL_OPT_OPEN = 1 << 8,     /* --open */
     DQCTL_OPT_LIMIT = 1 << 9,    /* --limit */
     DQCTL_OPT_TRIGGER = 1 << 10, /* --threshold, --fire-after, --clear-after, --disable */
+    DQCTL_OPT_ABORT = 1 << 11,   /* --abort ID */
 };
 
 /*

@@ -12,6 +12,7 @@
  */
 #include "dqctl_log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -216,7 +217,14 @@ static void hyp_reason(const json_t *h, char *buf, size_t cap) {
     if (strcmp(jstr(h, "action", ""), "root") == 0) {
         const char *origin = jstr(st, "origin", "?");
         const char *who = jstr(st, "requested_by", NULL);
-        snprintf(buf, cap, "opened for a %s problem, %s%s%s%s", jstr(h, "kind", "?"),
+        const char *kind = jstr(h, "kind", "?");
+        char what[64];
+        if (strcmp(kind, "unknown") == 0) {
+            snprintf(what, sizeof what, "to decide from its data what is wrong");
+        } else {
+            snprintf(what, sizeof what, "for a %s problem", kind);
+        }
+        snprintf(buf, cap, "opened %s, %s%s%s%s", what,
                  strcmp(origin, "trigger") == 0 ? "by a trigger" : "by a person", who ? " (" : "",
                  who ? who : "", who ? ")" : "");
         return;
@@ -234,7 +242,7 @@ int dqctl_verdict_exit(const char *verdict) {
     if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0) {
         return DQCTL_EXIT_PROBLEM;
     }
-    if (strcmp(verdict, "inconclusive") == 0) {
+    if (strcmp(verdict, "inconclusive") == 0 || strcmp(verdict, "healthy") == 0) {
         return DQCTL_EXIT_OK;
     }
     return DQCTL_EXIT_USAGE;
@@ -953,15 +961,66 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
     }
 }
 
+/* `dqctl diagnose --abort ID`: DELETE /api/v1/investigations/ID, then its verdict. */
+static int abort_investigation(const struct dqctl_opts *o) {
+    char *end = NULL;
+    long long id = strtoll(o->abort_id, &end, 10);
+    if (!*o->abort_id || *end || id <= 0 || o->npos > 0 || o->wait || o->strategy) {
+        dqctl_complain("diagnose: --abort takes an investigation id (a positive integer) and "
+                       "nothing else");
+        return DQCTL_EXIT_USAGE;
+    }
+    char path[160];
+    const char *user = getenv("USER");
+    char who[96];
+    snprintf(who, sizeof who, "%s%s", user && *user ? user : "",
+             user && *user ? "-via-dqctl" : "dqctl");
+    for (char *c = who; *c; c++) { /* a query value: keep it to safe characters */
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.') {
+            *c = '_';
+        }
+    }
+    snprintf(path, sizeof path, "/api/v1/investigations/%lld?requested_by=%s", id, who);
+    json_t *inv = NULL;
+    int rc = dqctl_api_call(o, "DELETE", path, NULL, &inv);
+    if (rc != DQCTL_EXIT_OK) {
+        return rc;
+    }
+    if (o->json) {
+        dqctl_print_json(inv);
+    } else {
+        size_t released = 0;
+        const json_t *hyps = json_object_get(inv, "hypotheses");
+        for (size_t i = 0; i < json_array_size(hyps); i++) {
+            const json_t *h = json_array_get(hyps, i);
+            if (strcmp(jstr(h, "action", ""), "disable") == 0) {
+                released = json_array_size(json_object_get(h, "probes"));
+            }
+        }
+        fprintf(dqctl_out(), "investigation %lld ended (%s); %zu probe(s) released\n", id,
+                jstr(inv, "verdict", "aborted"), released);
+    }
+    json_decref(inv);
+    return DQCTL_EXIT_OK;
+}
+
 int dqctl_diagnose_main(int argc, char **argv) {
     static const char help[] =
         "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--wait]\n"
         "                      [--timeout SECONDS] [--server URL] [--json]\n"
-        "Asks dqd to find where a problem at NODE comes from (default: the diagram's first\n"
-        "root): an investigation opens, enables NODE's children (`children`: all at once;\n"
-        "`bisect`: half of a long sequence at a time), waits for enough samples, weighs\n"
-        "each child's contribution and descends into the dominant one, down to a leaf.\n"
-        "If an investigation is already open at NODE, dqctl says so and follows that one.\n"
+        "       dqctl diagnose --abort ID\n"
+        "Asks dqd whether something is wrong at NODE (default: the diagram's first root)\n"
+        "and where it comes from. An investigation opens and first decides from NODE's\n"
+        "data what is wrong (NODE and its children are enabled first when NODE has no\n"
+        "recent statistics): its QTA broken, lost mass, slower or more erratic than its\n"
+        "baseline, or observed and calculated ΔQs apart. Nothing abnormal: healthy, and\n"
+        "what it enabled is released at once. Otherwise it enables NODE's children\n"
+        "(`children`: all at once; `bisect`: half of a long sequence at a time), waits for\n"
+        "enough samples, weighs each child's contribution and descends into the dominant\n"
+        "one, down to a leaf. With no reference at all (no QTA, no baseline yet) it follows\n"
+        "the largest contributor and says so. If an investigation is already open at NODE,\n"
+        "dqctl says so and follows that one. --abort ID ends investigation ID and releases\n"
+        "the probes it enabled (`dqctl why` says so afterwards).\n"
         "\n"
         "Without --wait, prints the investigation's id and returns at once (exit 0);\n"
         "`dqctl log ID` shows its progress. With --wait, prints one line per step as it\n"
@@ -973,14 +1032,20 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "Exit status (with --wait):\n"
         "  1  a problem was found: verdict localized (at a leaf) or diffuse (spread over\n"
         "     NODE's children, or load-induced coupling)\n"
-        "  0  the investigation ended inconclusive: no problem could be pinned down\n"
+        "  0  verdict healthy (nothing abnormal), or inconclusive (no problem could be\n"
+        "     pinned down)\n"
         "  2  no verdict: usage error, no connection, dqd refused (no diagram, unknown node,\n"
         "     a leaf), the investigation was aborted, or --timeout passed\n"
-        "Without --wait: 0 when the investigation was opened or is already open, else 2.\n";
+        "Without --wait: 0 when the investigation was opened or is already open, else 2.\n"
+        "--abort: 0 when it was ended, 2 otherwise (unknown id, or nothing left to end).\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT, 0, 1, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT | DQCTL_OPT_ABORT, 0,
+                             1, help, &o);
     if (rc >= 0) {
         return rc;
+    }
+    if (o.abort_id) {
+        return dqctl_end_cmd(abort_investigation(&o));
     }
     if (o.strategy && strcmp(o.strategy, "children") != 0 && strcmp(o.strategy, "bisect") != 0) {
         dqctl_complain("diagnose: --strategy must be children or bisect, not \"%s\"", o.strategy);
@@ -1038,8 +1103,16 @@ int dqctl_diagnose_main(int argc, char **argv) {
                         o.strategy);
             }
         } else {
-            fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id, node,
-                    jstr(inv, "problem", "?"), jstr(inv, "strategy", "?"));
+            const char *problem = jstr(inv, "problem", "?");
+            if (strcmp(problem, "unknown") == 0) {
+                fprintf(out,
+                        "investigation %lld opened at %s (strategy %s); its problem is decided "
+                        "from %s's data\n",
+                        id, node, jstr(inv, "strategy", "?"), node);
+            } else {
+                fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id,
+                        node, problem, jstr(inv, "strategy", "?"));
+            }
         }
         if (!o.wait) {
             fprintf(out,

@@ -41,7 +41,8 @@
 #define MAX_WRAPPER 256
 #define T0_S 1800000000LL /* 2027-01-15: the first window starts here */
 
-enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX };
+enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX, D_SUM, D_MAX, D_MIN };
+#define MAX_PARTS 8
 
 /* What a probe reports in every window from `from` on (until a later spec replaces it). */
 struct spec {
@@ -53,9 +54,17 @@ struct spec {
     enum dist dist;
     double a, b, c; /* ms (mix: a = fraction at b ms, the rest at c ms) */
     int none;       /* "PROBE none": stops the probe's traffic */
+    /* sum / max / min: each instance combines one ok duration of each part, drawn in a
+     * different order per part (a sequence, an all- or a first-to-finish of them) */
+    char parts[MAX_PARTS][PROBES_NAME_MAX + 1];
+    int n_parts;
+    /* `levels L1,L2,…`: window w's durations × L[w mod count] (a load that moves from
+     * window to window: instances of one window are correlated) */
+    double levels[16];
+    int n_levels;
 };
 
-enum action_kind { A_DIAGNOSE, A_RESTART, A_LOCK, A_REFUSE, A_TRIGGER_OFF };
+enum action_kind { A_DIAGNOSE, A_RESTART, A_LOCK, A_REFUSE, A_TRIGGER_OFF, A_ABORT };
 
 struct action {
     int64_t at;
@@ -87,6 +96,7 @@ struct case_def {
     size_t diagram_len;
     int64_t window_ms, lag_ms;
     int ring, legacy;
+    int show_reasons; /* `show reasons`: each verdict's sentence in the transcript */
     struct adapt_options opt;
     struct probe_cfg probes[MAX_CFG];
     int n_probes;
@@ -148,7 +158,7 @@ static char *dup_str(const char *s) {
 }
 
 static void say(struct run *r, const char *fmt, ...) {
-    char buf[1024];
+    char buf[4096];
     int off = snprintf(buf, sizeof buf, "w%" PRId64 " ", r->cur);
     va_list ap;
     va_start(ap, fmt);
@@ -298,6 +308,18 @@ static void parse_spec(struct case_def *c, char **w, int n, int line, int64_t fr
     if (n < 3) {
         die("%s:%d: PROBE N ok|fa|to [DIST ...] or PROBE none", c->path, line);
     }
+    if (n >= 5 && strcmp(w[n - 2], "levels") == 0) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", w[n - 1]);
+        char *save = NULL;
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (s->n_levels >= 16) {
+                die("%s:%d: at most 16 levels", c->path, line);
+            }
+            s->levels[s->n_levels++] = num(t, c->path, line);
+        }
+        n -= 2;
+    }
     s->n = (int)num(w[1], c->path, line);
     s->status = strcmp(w[2], "ok") == 0   ? PROBE_OK
                 : strcmp(w[2], "fa") == 0 ? PROBE_FA
@@ -325,9 +347,16 @@ static void parse_spec(struct case_def *c, char **w, int n, int line, int64_t fr
         s->a = num(w[4], c->path, line);
         s->b = num(w[5], c->path, line);
         s->c = num(w[6], c->path, line);
+    } else if ((strcmp(d, "sum") == 0 || strcmp(d, "max") == 0 || strcmp(d, "min") == 0) &&
+               n >= 5 && n - 4 <= MAX_PARTS) {
+        s->dist = d[1] == 'u' ? D_SUM : (d[1] == 'a' ? D_MAX : D_MIN);
+        for (int i = 4; i < n; i++) {
+            snprintf(s->parts[s->n_parts++], PROBES_NAME_MAX + 1, "%s", w[i]);
+        }
     } else {
-        die("%s:%d: distribution: const MS | uniform LO HI | exp MEAN [SHIFT] | mix P A B", c->path,
-            line);
+        die("%s:%d: distribution: const MS | uniform LO HI | exp MEAN [SHIFT] | mix P A B | "
+            "sum|max|min PROBE…",
+            c->path, line);
     }
 }
 
@@ -354,6 +383,9 @@ static void parse_action(struct case_def *c, int64_t at, char **w, int n, int li
         a->kind = A_TRIGGER_OFF;
         snprintf(a->arg, sizeof a->arg, "%s", w[1]);
         snprintf(a->arg2, sizeof a->arg2, "%s", w[2]);
+    } else if (strcmp(w[0], "abort") == 0 && n == 2) {
+        a->kind = A_ABORT;
+        a->n = (int)num(w[1], c->path, line);
     } else {
         die("%s:%d: unknown action \"%s\"", c->path, line, w[0]);
     }
@@ -436,6 +468,8 @@ static void case_load(struct case_def *c, const char *path) {
             in_expect = 1;
         } else if (strcmp(w[0], "set") == 0) {
             parse_set(c, w, n, ln);
+        } else if (strcmp(w[0], "show") == 0 && n == 2 && strcmp(w[1], "reasons") == 0) {
+            c->show_reasons = 1;
         } else if (strcmp(w[0], "wrapper") == 0 && n == 2 && strcmp(w[1], "legacy") == 0) {
             c->legacy = 1;
         } else if (strcmp(w[0], "probe") == 0 && n >= 2) {
@@ -547,7 +581,7 @@ static const struct core_source_ops fake_ops = {
 
 struct hyp_row {
     int64_t id, inv;
-    char text[600];
+    char text[2400];
 };
 
 struct hyp_list {
@@ -591,20 +625,39 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
     row->inv = h->investigation;
     char names[400];
     names_of(h->probes_json, names, sizeof names);
+    json_error_t jerr;
+    json_t *stats = h->stats_json ? json_loads(h->stats_json, 0, &jerr) : NULL;
     if (strcmp(h->action, "root") == 0) {
-        snprintf(row->text, sizeof row->text, "inv%" PRId64 " root %s (%s, %s)", h->investigation,
-                 h->node, l->inv->problem, l->inv->origin);
+        /* the problem it opened with (a person's is "unknown" until its data decides) */
+        json_int_t follows = json_integer_value(json_object_get(stats, "follows"));
+        char after[40] = "";
+        if (follows) {
+            snprintf(after, sizeof after, ", follows inv%" JSON_INTEGER_FORMAT, follows);
+        }
+        snprintf(row->text, sizeof row->text, "inv%" PRId64 " root %s (%s, %s%s)", h->investigation,
+                 h->node, h->kind, l->inv->origin, after);
+    } else if (strcmp(h->action, "check") == 0) {
+        const char *mode = json_string_value(json_object_get(stats, "mode"));
+        const char *also = json_string_value(json_object_get(stats, "also"));
+        snprintf(row->text, sizeof row->text, "inv%" PRId64 " check %s: %s%s%s%s", h->investigation,
+                 h->node, json_string_value(json_object_get(stats, "problem")),
+                 mode ? " (largest contributor: no reference)" : "", also ? ", also " : "",
+                 also ? also : "");
     } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0 ||
-               strcmp(h->action, "share") == 0) {
+               strcmp(h->action, "share") == 0 || strcmp(h->action, "enable") == 0 ||
+               strcmp(h->action, "handover") == 0) {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s: %s", h->investigation,
                  h->action, h->node, names);
     } else if (strcmp(h->action, "verdict") == 0) {
-        snprintf(row->text, sizeof row->text, "inv%" PRId64 " verdict %s %s", h->investigation,
-                 h->verdict ? h->verdict : "?", h->node);
+        const char *why = json_string_value(json_object_get(stats, "reason"));
+        snprintf(row->text, sizeof row->text, "inv%" PRId64 " verdict %s %s%s%s", h->investigation,
+                 h->verdict ? h->verdict : "?", h->node, l->r->c->show_reasons && why ? ": " : "",
+                 l->r->c->show_reasons && why ? why : "");
     } else {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s", h->investigation, h->action,
                  h->node);
     }
+    json_decref(stats);
     return 0;
 }
 
@@ -819,17 +872,70 @@ static void stop(struct run *r) {
 }
 
 /* The duration (ms) of the i-th of n instances of s: the (i + ½)/n quantile. */
-static double duration_ms(const struct spec *s, int i) {
+static double duration_ms(const struct case_def *c, int64_t w, const struct spec *s, int i);
+
+/* The ok spec in force for probe at window w (the newest `at` block that started), or
+ * NULL. */
+static const struct spec *active_ok(const struct case_def *c, const char *probe, int64_t w) {
+    int64_t newest = -1;
+    for (int i = 0; i < c->n_specs; i++) {
+        const struct spec *o = &c->specs[i];
+        if (strcmp(o->probe, probe) == 0 && o->from <= w && o->from > newest) {
+            newest = o->from;
+        }
+    }
+    for (int i = 0; i < c->n_specs; i++) {
+        const struct spec *o = &c->specs[i];
+        if (strcmp(o->probe, probe) == 0 && o->from == newest && !o->none &&
+            o->status == PROBE_OK) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* A part's durations in its own order: a stride coprime with n per part, so that the
+ * parts of one instance are drawn as if independent. */
+static double part_ms(const struct case_def *c, int64_t w, int part, const char *probe, int k,
+                      int n) {
+    static const int strides[MAX_PARTS] = {1, 37, 61, 83, 97, 41, 29, 53};
+    char *end = NULL;
+    double ms = strtod(probe, &end);
+    if (end && end != probe && *end == '\0') {
+        return ms; /* a constant part: the node's own time */
+    }
+    const struct spec *o = active_ok(c, probe, w);
+    if (!o || o->n <= 0) {
+        return 0.0;
+    }
+    int stride = strides[part % MAX_PARTS];
+    while (o->n % stride == 0 && stride > 1) {
+        stride += 2;
+    }
+    int i = (int)(((int64_t)k * stride + part * 7) % n);
+    return duration_ms(c, w, o, (int)((int64_t)i * o->n / n));
+}
+
+static double duration_ms(const struct case_def *c, int64_t w, const struct spec *s, int i) {
+    if (s->dist == D_SUM || s->dist == D_MAX || s->dist == D_MIN) {
+        double acc = s->dist == D_SUM ? 0.0 : (s->dist == D_MAX ? 0.0 : 1e300);
+        for (int j = 0; j < s->n_parts; j++) {
+            double d = part_ms(c, w, j, s->parts[j], i, s->n);
+            acc = s->dist == D_SUM ? acc + d : (s->dist == D_MAX ? fmax(acc, d) : fmin(acc, d));
+        }
+        return acc;
+    }
     double u = (i + 0.5) / s->n;
+    double level = s->n_levels ? s->levels[w % s->n_levels] : 1.0;
     switch (s->dist) {
     case D_UNIFORM:
-        return s->a + u * (s->b - s->a);
+        return level * (s->a + u * (s->b - s->a));
     case D_EXP:
-        return s->b - s->a * log(1.0 - u);
+        return level * (s->b - s->a * log(1.0 - u));
     case D_MIX:
-        return u < s->a ? s->b : s->c;
+        return level * (u < s->a ? s->b : s->c);
     default:
-        return s->a;
+        return level * s->a;
     }
 }
 
@@ -859,7 +965,7 @@ static void feed_window(struct run *r, int64_t w) {
         double dmax = r->w.dmax[wi];
         for (int k = 0; k < s->n; k++) {
             int64_t end = wstart + (int64_t)((k + 0.5) * (double)window_ns / s->n);
-            double d = s->status == PROBE_FA ? duration_ms(s, k) : duration_ms(s, k);
+            double d = duration_ms(c, w, s, k);
             enum probe_status st = s->status;
             if (st == PROBE_TO || (st == PROBE_OK && d > dmax)) {
                 st = PROBE_TO;
@@ -907,6 +1013,19 @@ static void do_action(struct run *r, const struct action *a) {
         store_refuse_commits(r->store, a->n);
         say(r, "store refuses the next %d commit(s)", a->n);
         break;
+    case A_ABORT: {
+        int mark = r->n_lines;
+        int rc = adapt_abort(r->adapt, a->n, "test");
+        int mid = r->n_lines;
+        if (rc == DQ_OK) {
+            say(r, "abort inv%d -> ok", a->n);
+        } else {
+            say(r, "abort inv%d -> %s: %s", a->n, dq_err_name(rc), dq_last_error());
+        }
+        transcript_hypotheses(r);
+        move_tail(r, mark, mid);
+        break;
+    }
     case A_TRIGGER_OFF:
         if (adapt_set_trigger(r->adapt, a->arg, a->arg2, NAN, 3, 5, 0) != DQ_OK) {
             say(r, "trigger-off %s %s: %s", a->arg, a->arg2, dq_last_error());

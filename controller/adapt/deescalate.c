@@ -1,0 +1,209 @@
+/*
+ * deescalate.c: what happens to an investigation after its verdict.
+ *
+ * A closed investigation keeps the probes it enabled while its problem is there: for a
+ * trigger's, while the trigger is fired; for a person's localized one, while the
+ * localized child's contribution stays above the midpoint between what it was at the
+ * verdict and what the runner-up had then. Once the problem stayed away for
+ * deescalate_windows windows, the probes are released ("disable"). A trigger that stays
+ * fired while the localized child is back to normal is a cause that moved: a new
+ * investigation opens at the trigger's probe, linked to the old one, and takes over its
+ * probes ("handover"). Healthy and aborted investigations release at once.
+ *
+ * Everything here only decides: it changes the round's next state and adds effects.
+ */
+#include "adapt_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+static const struct trigger *trigger_of(const struct plan *pl, const struct investigation *inv) {
+    for (int i = 0; inv->trigger_id && i < pl->next.n_triggers; i++) {
+        if (pl->next.triggers[i].id == inv->trigger_id) {
+            return &pl->next.triggers[i];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * 1 when the localized child of a closed investigation still holds the problem: its
+ * contribution over the last windows stays above the midpoint between its value at the
+ * verdict and the runner-up's then; 0 when it does not; −1 when that cannot be told
+ * (another verdict, a restart without those numbers, or too few samples).
+ */
+static int verdict_holds(struct plan *pl, const struct investigation *inv) {
+    if (strcmp(inv->verdict, "localized") != 0 || !inv->verdict_node[0] ||
+        !core_diagram(pl->a->env.core) || !isfinite(inv->verdict_value) ||
+        !isfinite(inv->runner_value)) {
+        return -1;
+    }
+    struct investigation probe_inv = *inv;
+    probe_inv.windows_waited = 0;
+    struct focus_input *fi = calloc(1, sizeof *fi);
+    struct search_attribution *attr = calloc(1, sizeof *attr);
+    unsigned char *include = calloc(SEARCH_MAX_CHILDREN, 1);
+    int holds = -1;
+    if (fi && attr && include && adapt__build_input(pl, &probe_inv, pl->upto - 3, fi) == DQ_OK) {
+        for (size_t j = 0; j < fi->in.n_children; j++) {
+            if (strcmp(fi->kids[j].name, inv->verdict_node) != 0) {
+                continue;
+            }
+            const struct search_stats *s = &fi->kids[j].stats;
+            if (!s->present || search_stats_instances(s) < 10) {
+                break; /* no evidence left: cannot tell */
+            }
+            include[j] = 1;
+            if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
+                attr->c[j].included) {
+                double mid = 0.5 * (inv->verdict_value + inv->runner_value);
+                holds = attr->c[j].value > mid;
+            }
+            break;
+        }
+    }
+    if (fi) {
+        adapt__focus_input_release(fi);
+    } else {
+        pl->failed = 1;
+    }
+    free(fi);
+    free(attr);
+    free(include);
+    return holds;
+}
+
+/* 1 when the problem of closed investigation inv is still there (see the top). */
+static int problem_persists(struct plan *pl, const struct investigation *inv) {
+    if (inv->trigger_id) {
+        const struct trigger *t = trigger_of(pl, inv);
+        return t && t->fired;
+    }
+    return verdict_holds(pl, inv) == 1;
+}
+
+void adapt__release(struct plan *pl, struct investigation *inv, const char *reason) {
+    struct adapt_state *st = &pl->next;
+    struct probe *release[ADAPT_MAX_OWNED];
+    int n = 0;
+    json_t *names = json_array();
+    for (int i = 0; i < inv->n_owned; i++) {
+        struct probe *p = adapt__probe(pl->a, inv->owned[i]);
+        int shared = 0;
+        for (int j = 0; j < st->n_inv; j++) {
+            struct investigation *o = st->inv[j];
+            shared |= o != inv && !o->released && adapt__owns(o, inv->owned[i]) &&
+                      (o->state == INV_SEARCHING || problem_persists(pl, o));
+        }
+        if (!p || !adapt__plan_enabled(pl, p) || p->always_on || shared) {
+            continue;
+        }
+        json_array_append_new(names, json_string(p->name));
+        release[n++] = p;
+    }
+    inv->released = 1;
+    if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
+        json_decref(names);
+        return;
+    }
+    json_t *stats = json_pack("{s:s,s:i}", "reason", reason, "quiet_windows", inv->quiet);
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "disable", names, stats, NULL);
+    for (int i = 0; i < n; i++) {
+        adapt__fx_change(pl, CORE_DISABLE, release[i], 0.0, 0, hyp);
+    }
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": released (%d probe(s) disabled)", n);
+}
+
+/*
+ * The trigger of inv is still fired but its localized child is back to normal: the
+ * cause moved. A new investigation opens at the trigger's probe, linked to inv, and takes
+ * over inv's probes; inv is done.
+ */
+static void supersede(struct plan *pl, struct investigation *inv, const struct trigger *t) {
+    if (adapt__investigation_at(&pl->next, inv->node)) {
+        return; /* one is searching there already: it will find the cause */
+    }
+    char why[1400];
+    snprintf(why, sizeof why,
+             "the verdict of investigation %" PRId64 " (localized at %s) no longer explains "
+             "the %s trigger on %s: %s is back to normal while the trigger stays fired",
+             inv->id, inv->verdict_node, adapt__trigger_kind_name(t->kind), t->probe,
+             inv->verdict_node);
+    enum search_problem problem = inv->problem;
+    int64_t old = inv->id;
+    char node[PROBES_NAME_MAX + 1];
+    snprintf(node, sizeof node, "%s", inv->node);
+    struct adapt_open o = {.node = node,
+                           .problem = (int)problem,
+                           .strategy = inv->strategy,
+                           .trigger_id = inv->trigger_id,
+                           .follows = old,
+                           .why = why};
+    /* adapt__open may not move the array of investigations: inv stays valid */
+    struct investigation *next = adapt__open(pl, &o);
+    if (!next) {
+        return;
+    }
+    json_t *names = json_array();
+    for (int i = 0; i < inv->n_owned; i++) {
+        if (adapt__own(next, inv->owned[i]) == DQ_OK) {
+            json_array_append_new(names, json_string(inv->owned[i]));
+        }
+    }
+    char taken[120];
+    snprintf(taken, sizeof taken, "taken over from investigation %" PRId64, old);
+    adapt__hypothesis(pl, next, next->hyp_id, next->node, "share", json_incref(names),
+                      json_pack("{s:s,s:I}", "reason", taken, "from", (json_int_t)old), NULL);
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
+                      json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    adapt__fx_log(pl, LOG_WARN, old,
+                  ": its verdict no longer explains the trigger on %s: a new "
+                  "investigation takes over",
+                  t->probe);
+    inv->released = 1;
+}
+
+void adapt__deescalate(struct plan *pl, struct investigation *inv) {
+    if (inv->released) {
+        return;
+    }
+    if (inv->trigger_id) {
+        const struct trigger *t = trigger_of(pl, inv);
+        if (t && t->fired) {
+            inv->quiet = 0;
+            /* still explained by the verdict? (−1: cannot tell, assume so). Only while the
+             * trigger's condition is still bad: a trigger on its way to clearing is not a
+             * cause that moved. */
+            if (t->bad > 0 && verdict_holds(pl, inv) == 0) {
+                if (++inv->unexplained >= ADAPT_CONFIRM) {
+                    supersede(pl, inv, t);
+                }
+            } else {
+                inv->unexplained = 0;
+            }
+            return;
+        }
+    } else if (problem_persists(pl, inv)) {
+        inv->quiet = 0;
+        return;
+    }
+    if (++inv->quiet < pl->a->opt.deescalate_windows) {
+        return;
+    }
+    adapt__release(pl, inv, "the problem stayed away; disabling what the investigation enabled");
+}
+
+void adapt__sweep(struct adapt_state *st) {
+    for (int i = 0; i < st->n_inv;) {
+        if (st->inv[i]->released) {
+            adapt__inv_remove(st, i);
+            continue;
+        }
+        i++;
+    }
+}
