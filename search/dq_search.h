@@ -54,10 +54,12 @@
  * SEARCH_DESCEND; a dominant leaf → SEARCH_LOCALIZED; no child dominates →
  * SEARCH_DIFFUSE, but only once every weighed child has params.diffuse_min_windows
  * windows (the intervals shrink as windows accumulate; until then SEARCH_NEED_SAMPLES,
- * "waiting for more windows"). A diffuse verdict says "the children interact" (coupling)
- * when X's observed ΔQ diverges significantly from its calculated one (ks_p < alpha)
- * while no child diverges on its own (divergence problem) or no child deviates from its
- * baseline (every child has one).
+ * "waiting for more windows"), and only when the leader's value lies within the
+ * runner-up's interval: a leader further ahead that does not dominate is measured too
+ * loosely to tell (SEARCH_NEED_SAMPLES, or SEARCH_INCONCLUSIVE when exhausted). A diffuse verdict
+ * says "the children interact" (coupling) when X's observed ΔQ diverges significantly from its
+ * calculated one (ks_p < alpha) while no child diverges on its own (divergence problem) or no child
+ * deviates from its baseline (every child has one).
  *
  * Memory: nothing allocates except the criticality of all/first-to-finish nodes built
  * from ΔQs (rebinned copies, freed before return). Result structs are large (one entry
@@ -126,11 +128,6 @@ struct search_params {
     uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when every
                                      weighed child has this many windows (intervals
                                      shrink with samples; before: need samples): 4 */
-    double diffuse_precision;     /* … and only once the largest contribution is known
-                                     within this fraction of itself (its 95 % half-width
-                                     over its value): a wide interval says nothing about
-                                     dominance either way (heavy tails, rare failures):
-                                     0.5 */
 };
 
 /* Fills *p with the defaults above. */

@@ -87,7 +87,6 @@ void search_params_init(struct search_params *p) {
     p->cv_threshold = 0.5;
     p->bisect_min_children = 4;
     p->diffuse_min_windows = 4;
-    p->diffuse_precision = 0.5;
 }
 
 void search_stats_init(struct search_stats *s) {

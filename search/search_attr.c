@@ -261,12 +261,33 @@ static void crit_from_normal(const struct search_input *in, const size_t *idx, s
 /*
  * For the included children of an all- or first-to-finish node: crit[i] = P(child i is
  * the last (first) to finish) and part[i] = its share of E[max] (E[min]) in seconds.
+ * When only the winners of a first-to-finish report, *n_races becomes the number of
+ * races the proportions come from.
  */
 static int criticality(const struct search_input *in, const unsigned char *inc, int first,
-                       double *crit, double *part) {
+                       double *crit, double *part, uint64_t *n_races) {
     size_t idx[SEARCH_MAX_CHILDREN], m = 0;
     struct crit_acc acc;
     int all_dq = 1;
+    if (first && in->stats.present) {
+        /* only winners report (losers cancelled): how often a branch finishes first is its
+         * share of the finishes, and its observed ΔQ is the one of its wins */
+        uint64_t sum = 0, x = search_stats_instances(&in->stats);
+        for (size_t i = 0; i < in->n_children; i++) {
+            sum += inc[i] ? in->children[i].stats.n_ok : 0;
+        }
+        if (sum > 0 && x > 0 && (double)sum <= 1.2 * (double)x) {
+            *n_races = sum; /* the proportions are over every race, not one branch's */
+            for (size_t i = 0; i < in->n_children; i++) {
+                if (inc[i]) {
+                    const struct search_stats *s = &in->children[i].stats;
+                    crit[i] = (double)s->n_ok / (double)sum;
+                    part[i] = s->n_ok > 0 ? crit[i] * s->mean : 0.0;
+                }
+            }
+            return DQ_OK;
+        }
+    }
     for (size_t i = 0; i < in->n_children; i++) {
         if (inc[i]) {
             if (!in->children[i].stats.observed) {
@@ -457,7 +478,7 @@ int search_attribute(const struct search_input *in, const struct search_params *
     }
     if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST &&
         prob != SEARCH_DIVERGENCE) {
-        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, part);
+        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, part, &n_crit);
         if (rc != DQ_OK) {
             return rc;
         }
@@ -897,11 +918,11 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     const struct search_contribution *b = &a->c[a->best];
     int narrowing =
         b->half_width > 0.0 || (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
-    /* "None dominates" also needs intervals narrow against what is to be explained (X's
-     * own quantity, else the children's sum): wide ones could hide a dominant child. */
-    double scale = isfinite(a->total) && fabs(a->total) > 0.0 ? fabs(a->total) : fabs(a->explained);
-    double spread = b->half_width + (a->runner_up >= 0 ? a->c[a->runner_up].half_width : 0.0);
-    int imprecise = narrowing && !(spread <= p->diffuse_precision * scale);
+    /* "None dominates" also needs the leader within the runner-up's interval: a leader
+     * further ahead that does not dominate is only measured too loosely (heavy tails,
+     * rare failures) to tell either way. */
+    const struct search_contribution *ru = a->runner_up >= 0 ? &a->c[a->runner_up] : NULL;
+    int imprecise = narrowing && ru && b->value - ru->value > ru->half_width;
     if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
         out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,
@@ -919,12 +940,10 @@ int search__decide(const struct search_input *in, const struct search_params *p,
         /* "none dominates" needs the leader measured well enough to have shown it */
         out->verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
         search__append(r, cap,
-                       "%s at %s: no child dominates yet, but the two largest "
-                       "contributions are known only within %.0f %% of the total (diffuse "
-                       "needs %.0f %%): %s",
+                       "%s at %s: the largest contribution is ahead of the runner-up's "
+                       "interval but not clear of its own (± %.0f %%): %s",
                        in->exhausted ? "inconclusive" : "waiting for more windows", node_name(in),
-                       scale > 0.0 ? 100.0 * spread / scale : 100.0, 100.0 * p->diffuse_precision,
-                       best);
+                       b->value != 0.0 ? 100.0 * b->half_width / fabs(b->value) : 100.0, best);
         if (runner[0]) {
             search__append(r, cap, "; %s", runner);
         }
@@ -973,6 +992,40 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     return DQ_OK;
 }
 
+/*
+ * First-to-finish whose losers are cancelled (only winners report, so the children's
+ * counts add up to about the node's): a child that seldom finishes first has few
+ * instances however long one waits. Once the node itself has the samples, such a child
+ * does not hold the decision up: it is weighed with what it has (its criticality from
+ * the counts), or left out when it never reported. Fills include and returns 1 when that
+ * applies.
+ */
+static int rarely_first(const struct search_input *in, const struct search_params *p,
+                        unsigned char *include) {
+    if (in->kind != DQ_NODE_FIRST || !search__enough(&in->stats, p)) {
+        return 0;
+    }
+    uint64_t sum = 0, x = search_stats_instances(&in->stats);
+    for (size_t i = 0; i < in->n_children; i++) {
+        sum += in->children[i].stats.present ? search_stats_instances(&in->children[i].stats) : 0;
+    }
+    if ((double)sum > 1.2 * (double)x) {
+        return 0; /* losers report too: every child has the samples in time */
+    }
+    int any = 0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        const struct search_stats *s = &in->children[i].stats;
+        uint64_t n = s->present ? search_stats_instances(s) : 0;
+        int rare = (double)n < (double)x / (2.0 * (double)in->n_children);
+        include[i] = s->present && (n > 0) && (rare || search__enough(s, p));
+        if (!include[i] && !rare) {
+            return 0; /* a child that should have the samples does not yet */
+        }
+        any |= include[i] && !rare;
+    }
+    return any;
+}
+
 int search_evaluate(const struct search_input *in, const struct search_params *p,
                     struct search_result *out) {
     int rc = validate(in, p);
@@ -981,6 +1034,10 @@ int search_evaluate(const struct search_input *in, const struct search_params *p
     }
     if (!out) {
         return dq_fail(DQ_EINVAL, "missing result output");
+    }
+    unsigned char include[SEARCH_MAX_CHILDREN];
+    if (rarely_first(in, p, include)) {
+        return search__decide(in, p, include, out);
     }
     if (search__check_samples(in, p, NULL, out)) {
         return DQ_OK;

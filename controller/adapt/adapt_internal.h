@@ -295,7 +295,8 @@ struct adapt_check {
 };
 
 /* Checks probe p over its windows since `from` (at most the last ADAPT_RECENT_WINDOWS
- * before pl->upto) against its QTA, its baseline and its calculated ΔQ. */
+ * before pl->upto; with no baseline before those, up to ADAPT_BASELINE_WINDOWS) against
+ * its QTA, its baseline and its calculated ΔQ. */
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
 json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 

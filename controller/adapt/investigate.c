@@ -123,7 +123,7 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     }
     struct probe *p = adapt__probe(pl->a, o->node);
     struct adapt_check c;
-    adapt__check_node(pl, p, pl->upto - ADAPT_RECENT_WINDOWS, &c);
+    adapt__check_node(pl, p, 0, &c);
     set_also(inv, &c);
     json_t *stats = json_pack("{s:o,s:s,s:s,s:o}", "node", adapt__stats_json(o->node, &c.recent),
                               "origin", o->trigger_id ? "trigger" : "person", "problem",
@@ -191,10 +191,10 @@ int adapt__observe_start(struct plan *pl, struct investigation *inv) {
     struct adapt *a = pl->a;
     struct probe *p = adapt__probe(a, inv->node);
     struct adapt_check c;
-    adapt__check_node(pl, p, pl->upto - ADAPT_RECENT_WINDOWS, &c);
+    adapt__check_node(pl, p, 0, &c);
     if (p && adapt__plan_enabled(pl, p) && adapt__check_enough(pl, &c.recent)) {
-        inv->eval_from = pl->upto - ADAPT_RECENT_WINDOWS;
-        return 1; /* the node has data: it can be characterised now */
+        inv->eval_from = 0; /* the check picks its windows from the node's history */
+        return 1;           /* the node has data: it can be characterised now */
     }
     /* no recent statistics: enable the node, and its children when the budget allows, so
      * that they report over the same windows */
@@ -604,58 +604,80 @@ static void where_it_goes(const struct search_input *in, const struct search_att
     }
 }
 
+/* 1 when a verdict names a child (descend or localized). */
+static int names_child(int verdict) {
+    return verdict == SEARCH_DESCEND || verdict == SEARCH_LOCALIZED;
+}
+
 /*
  * No reference to judge the focus against: follow the largest contributor to its mean
- * latency or to its spread, whichever leads more clearly; balanced children → healthy.
- * `lat` is the latency evaluation the strategy made. Returns the verdict (search's, or
- * VERDICT_HEALTHY) with the result to act on in *out.
+ * latency, to its spread, or (when anything was lost) to its lost mass, whichever leads
+ * most clearly; balanced children → healthy. `lat` is the latency evaluation the
+ * strategy made. Returns the verdict (search's, or VERDICT_HEALTHY) with the result to
+ * act on in *out.
  */
 static int contributor_decide(struct investigation *inv, struct focus_input *fi,
                               const struct search_params *params, const struct search_result *lat,
                               struct search_result *out) {
     *out = *lat;
-    struct search_result *var = calloc(1, sizeof *var);
-    if (!var) {
+    struct search_result *alt = calloc(1, sizeof *alt);
+    if (!alt) {
         return SEARCH_NEED_SAMPLES;
     }
-    /* spread shows in rare outliers: every child needs enough windows to show them */
-    struct search_params vp = *params;
-    vp.min_windows = vp.min_windows < 4 ? 4 : vp.min_windows;
-    fi->in.problem = SEARCH_VARIANCE;
-    int rc = search_evaluate(&fi->in, &vp, var);
-    fi->in.problem = SEARCH_LATENCY;
-    int lat_ok = lat->verdict == SEARCH_DESCEND || lat->verdict == SEARCH_LOCALIZED;
-    int var_ok =
-        rc == DQ_OK && (var->verdict == SEARCH_DESCEND || var->verdict == SEARCH_LOCALIZED);
-    int verdict;
-    if (lat_ok || var_ok) {
-        if (var_ok && (!lat_ok || lead(&var->attr) > lead(&lat->attr))) {
-            *out = *var;
-            inv->problem = SEARCH_VARIANCE;
-        } else {
-            inv->problem = SEARCH_LATENCY;
-        }
-        verdict = out->verdict;
-    } else if (lat->verdict == SEARCH_NEED_SAMPLES ||
-               (rc == DQ_OK && var->verdict == SEARCH_NEED_SAMPLES)) {
-        verdict = SEARCH_NEED_SAMPLES;
-    } else if (lat->verdict == SEARCH_INCONCLUSIVE ||
-               (rc == DQ_OK && var->verdict == SEARCH_INCONCLUSIVE)) {
-        verdict = SEARCH_INCONCLUSIVE;
-        if (rc == DQ_OK && var->verdict == SEARCH_INCONCLUSIVE) {
-            *out = *var;
-        }
-    } else {
-        verdict = VERDICT_HEALTHY;
-        char where[400];
-        where_it_goes(&fi->in, &lat->attr, where, sizeof where);
-        snprintf(out->reason, sizeof out->reason,
-                 "healthy at %s: nothing to judge it against (no QTA, no baseline yet) and no "
-                 "child dominates its time or its spread; where the time goes: %s",
-                 fi->in.name, where);
+    int any_lost = search_stats_lost(&fi->in.stats) > 0.0;
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        any_lost |= search_stats_lost(&fi->in.children[j].stats) > 0.0;
     }
-    free(var);
-    return verdict;
+    /* spread shows in rare outliers, and so do failures: every child needs enough windows
+     * to show them */
+    struct search_params slow = *params;
+    slow.min_windows = slow.min_windows < 4 ? 4 : slow.min_windows;
+    enum search_problem kinds[2] = {SEARCH_VARIANCE, SEARCH_LOST};
+    int best = names_child(lat->verdict) ? SEARCH_LATENCY : -1;
+    double best_lead = best >= 0 ? lead(&lat->attr) : 0.0;
+    inv->problem = SEARCH_LATENCY;
+    int waiting = lat->verdict == SEARCH_NEED_SAMPLES;
+    int inconclusive = lat->verdict == SEARCH_INCONCLUSIVE;
+    for (int k = 0; k < 2; k++) {
+        if (kinds[k] == SEARCH_LOST && !any_lost) {
+            continue;
+        }
+        fi->in.problem = kinds[k];
+        int rc = search_evaluate(&fi->in, &slow, alt);
+        fi->in.problem = SEARCH_LATENCY;
+        if (rc != DQ_OK) {
+            continue;
+        }
+        if (names_child(alt->verdict) && (best < 0 || lead(&alt->attr) > best_lead)) {
+            best = (int)kinds[k];
+            best_lead = lead(&alt->attr);
+            *out = *alt;
+            inv->problem = kinds[k];
+        }
+        waiting |= alt->verdict == SEARCH_NEED_SAMPLES;
+        if (alt->verdict == SEARCH_INCONCLUSIVE && !inconclusive && best < 0) {
+            *out = *alt;
+            inconclusive = 1;
+        }
+    }
+    free(alt);
+    if (best >= 0) {
+        return out->verdict;
+    }
+    if (waiting) {
+        return SEARCH_NEED_SAMPLES;
+    }
+    if (inconclusive) {
+        return SEARCH_INCONCLUSIVE;
+    }
+    char where[400];
+    where_it_goes(&fi->in, &lat->attr, where, sizeof where);
+    *out = *lat;
+    snprintf(out->reason, sizeof out->reason,
+             "healthy at %s: nothing to judge it against (no QTA, no baseline yet) and no child "
+             "dominates its time, its spread%s; where the time goes: %s",
+             fi->in.name, any_lost ? " or its lost mass" : "", where);
+    return VERDICT_HEALTHY;
 }
 
 /* One step of an investigation that searches. */
@@ -785,7 +807,9 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         inv->phase = PHASE_SEARCH;
         int64_t from = inv->eval_from;
         adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
-        inv->eval_from = from; /* children enabled with the node count from then on */
+        /* children enabled with the node count from then on; with a node that had data,
+         * children enabled already are compared over the recent windows */
+        inv->eval_from = from ? from : pl->upto - ADAPT_RECENT_WINDOWS;
         search(pl, inv);
         return;
     }
@@ -815,7 +839,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     inv->phase = PHASE_SEARCH;
     int64_t from = inv->eval_from;
     adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
-    inv->eval_from = from;
+    inv->eval_from = from ? from : pl->upto - ADAPT_RECENT_WINDOWS;
     search(pl, inv);
 }
 
@@ -824,7 +848,11 @@ static void observe(struct plan *pl, struct investigation *inv) {
     struct probe *p = adapt__probe(pl->a, inv->node);
     struct adapt_check c;
     adapt__check_node(pl, p, inv->eval_from, &c);
-    if (adapt__check_enough(pl, &c.recent)) {
+    int exhausted = inv->windows_waited + 1 >= pl->a->opt.investigation_windows;
+    /* a problem is decided as soon as it shows; "nothing abnormal" needs the recent
+     * windows in full (few samples say little either way) */
+    if (adapt__check_enough(pl, &c.recent) &&
+        (c.n > 0 || c.recent.windows >= ADAPT_RECENT_WINDOWS || exhausted)) {
         characterise(pl, inv, &c);
         return;
     }

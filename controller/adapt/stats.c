@@ -257,8 +257,17 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     int64_t upto = pl->upto;
     int64_t rfrom = from > upto - ADAPT_RECENT_WINDOWS ? from : upto - ADAPT_RECENT_WINDOWS;
     struct node_stats r, b;
-    adapt__gather(p, rfrom, upto, &r);
     adapt__gather(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &b);
+    if (!(b.s.present && b.s.windows >= ADAPT_BASELINE_WINDOWS)) {
+        /* no baseline to split the history from: all of it (since `from`, at most
+         * ADAPT_BASELINE_WINDOWS windows) is "now", which gives the absolute tests (lost
+         * mass, QTA) the most samples */
+        adapt__node_stats_release(&b);
+        int64_t longest = upto - ADAPT_BASELINE_WINDOWS;
+        rfrom = from > longest ? from : longest;
+        adapt__gather(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &b);
+    }
+    adapt__gather(p, rfrom, upto, &r);
     c->recent = r.s;
     c->recent.observed = c->recent.calculated = NULL;
     c->baseline = b.s;
@@ -343,7 +352,11 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c) {
                               json_pack("{s:s,s:f,s:s}", "kind", search_problem_name(c->p[i].kind),
                                         "z", c->p[i].z, "why", c->p[i].why));
     }
-    return json_pack("{s:o,s:{s:b,s:b,s:b},s:o}", "node", adapt__stats_json(node, &c->recent),
-                     "references", "qta", c->has_qta, "baseline", c->has_baseline, "calculated",
-                     c->has_calculated, "problems", problems);
+    json_t *o = json_pack("{s:o,s:{s:b,s:b,s:b},s:o}", "node", adapt__stats_json(node, &c->recent),
+                          "references", "qta", c->has_qta, "baseline", c->has_baseline,
+                          "calculated", c->has_calculated, "problems", problems);
+    if (c->baseline.present) {
+        json_object_set_new(o, "baseline", adapt__stats_json(node, &c->baseline));
+    }
+    return o;
 }

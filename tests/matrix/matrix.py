@@ -120,9 +120,15 @@ class Sim:
         self.proc.stdin.flush()
 
     def run(self, seconds):
+        # dqsim also says `held at` when it first stands still: wait for the line of this
+        # run, the one at the time it was told to reach
+        target = self.now + seconds
         self.say("run %g" % seconds)
-        line = self.wait_for("held at")
-        self.now = float(line.split()[2])
+        while True:
+            line = self.wait_for("held at")
+            self.now = float(line.split()[2])
+            if self.now >= target - 1e-6:
+                return
 
     def stop(self):
         if self.proc.poll() is None:

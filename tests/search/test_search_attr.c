@@ -862,7 +862,7 @@ static void test_imprecise_waits(void) {
     search_stats_init(&in.stats);
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK_MSG(R.verdict == SEARCH_NEED_SAMPLES, "verdict %d: %s", R.verdict, R.reason);
-    CHECK(contains(R.reason, "known only within"));
+    CHECK(contains(R.reason, "not clear of its own"));
     in.exhausted = 1;
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK_INT(R.verdict, SEARCH_INCONCLUSIVE);
