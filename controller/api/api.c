@@ -111,7 +111,7 @@ static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
 static json_t *probe_summary(struct api *api, struct probe *p) {
     struct probe_table *t = core_probes(api->env.core);
     struct probe_silence si;
-    int silent = probes_silence(t, p, &si);
+    int silent = probes_silence(t, p, &si) && p->enabled; /* as the status lists them */
     return json_pack(
         "{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:I,s:o,s:o}", "name", p->name,
         "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
