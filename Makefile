@@ -12,11 +12,12 @@ FUZZ_SECONDS ?= 20
 # build only; every other test also runs under the sanitizers.
 ASAN_SKIP_LABELS ?= scenarios|slow
 
-# Packages the build, the tests, the wrapper and the demo use.
+# Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
+# which the integration tests run on /metrics).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3
+	curl procps python3 prometheus
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
 	fuzz-build demo clean

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dq_error.h"
 
@@ -56,13 +57,69 @@ static const struct probe_window *latest_observed(struct probe *p) {
     return NULL;
 }
 
+void api__iso8601(int64_t ns, char *buf, size_t cap) {
+    int64_t s = ns / 1000000000, ms = ns % 1000000000 / 1000000;
+    if (ns < 0 && ns % 1000000000) {
+        s--;
+        ms += 1000;
+    }
+    time_t t = (time_t)s;
+    struct tm tm;
+    char day[32] = "?";
+    if (gmtime_r(&t, &tm)) {
+        strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    }
+    snprintf(buf, cap, "%s.%03dZ", day, (int)ms);
+}
+
+/* The origin of a silence as JSON: {id, label, node, app, connected}, or null when the
+ * probe was never heard from. */
+static json_t *origin_json(const struct probe_origin_info *o) {
+    if (o->id == 0) {
+        return json_null();
+    }
+    return json_pack("{s:I,s:s,s:s,s:s,s:b}", "id", (json_int_t)o->id, "label", o->label, "node",
+                     o->node, "app", o->app, "connected", o->connected);
+}
+
+json_t *api__silence_json(struct api *api, const struct probe *p) {
+    struct probe_silence si;
+    if (!p->enabled || !probes_silence(core_probes(api->env.core), p, &si)) {
+        return json_null();
+    }
+    char since[48];
+    api__iso8601(si.since_ns, since, sizeof since);
+    int known = si.origin.id != 0;
+    return json_pack("{s:s,s:I,s:s,s:I,s:o,s:o,s:o,s:b}", "probe", p->name, "since_ns",
+                     (json_int_t)si.since_ns, "since", since, "windows", (json_int_t)si.windows,
+                     "origin", known ? json_string(si.origin.label) : json_null(), "node",
+                     known ? json_string(si.origin.node) : json_null(), "app",
+                     known ? json_string(si.origin.app) : json_null(), "connected",
+                     si.origin.connected);
+}
+
+/* The node names p is split by ([] when it is not). */
+static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
+    json_t *a = json_array();
+    int n = probes_node_count(p);
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(a, json_string(probes_node_name(t, p, i)));
+    }
+    return a;
+}
+
 static json_t *probe_summary(struct api *api, struct probe *p) {
-    return json_pack("{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o}", "name", p->name,
-                     "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
-                     dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok",
-                     (json_int_t)p->total_ok, "fa", (json_int_t)p->total_fa, "to",
-                     (json_int_t)p->total_to, "last_window", window_json(api, latest_observed(p)),
-                     "qta", core_qta_json(p));
+    struct probe_table *t = core_probes(api->env.core);
+    struct probe_silence si;
+    int silent = probes_silence(t, p, &si) && p->enabled; /* as the status lists them */
+    return json_pack(
+        "{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:I,s:o,s:o}", "name", p->name,
+        "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
+        dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok", (json_int_t)p->total_ok,
+        "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
+        window_json(api, latest_observed(p)), "qta", core_qta_json(p), "silent_since_ns",
+        silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
+        "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {
@@ -156,6 +213,17 @@ static void get_status(struct api *api, struct http_response *res) {
     }
     struct status_ctx sc = {json_array(), 0};
     core_links_each(core, status_link, &sc);
+    /* enabled probes whose source disconnected or went silent */
+    json_t *silent = json_array();
+    struct probe_table *t = core_probes(core);
+    for (size_t i = 0; i < t->count; i++) {
+        json_t *one = api__silence_json(api, t->probes[i]);
+        if (json_is_object(one)) {
+            json_array_append_new(silent, one);
+        } else {
+            json_decref(one);
+        }
+    }
     char ingest[96], http[96];
     snprintf(ingest, sizeof ingest, "%s:%d", api->ingest_host, api->ingest_port);
     snprintf(http, sizeof http, "%s:%d", api->http_host, api->http_port);
@@ -171,6 +239,7 @@ static void get_status(struct api *api, struct http_response *res) {
         "connections", (json_int_t)sc.connections, "instances_total",
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
+    json_object_set_new(data, "silent", silent);
     http_reply_data(res, data);
 }
 
@@ -390,6 +459,43 @@ static void metrics(struct api *api, struct http_response *res) {
         struct probe *p = t->probes[i];
         http_response_printf(res, "dqd_probe_enabled{probe=\"%s\"} %d\n", p->name, p->enabled);
     }
+    int64_t now = clock_now(core_clock(core));
+    size_t n_silent = 0;
+    http_response_printf(res, "# HELP dqd_probe_silent 1 when an enabled probe's source "
+                              "disconnected or went silent (its last windows were no data).\n"
+                              "# TYPE dqd_probe_silent gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        struct probe_silence si;
+        if (p->enabled) {
+            int silent = probes_silence(t, p, &si);
+            n_silent += (size_t)silent;
+            http_response_printf(res, "dqd_probe_silent{probe=\"%s\"} %d\n", p->name, silent);
+        }
+    }
+    http_response_printf(res, "# HELP dqd_probe_silent_seconds How long an enabled probe has "
+                              "been silent (0 when it is not).\n"
+                              "# TYPE dqd_probe_silent_seconds gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        struct probe_silence si;
+        if (p->enabled) {
+            double secs = probes_silence(t, p, &si) && now > si.since_ns
+                              ? (double)(now - si.since_ns) * 1e-9
+                              : 0.0;
+            http_response_printf(res, "dqd_probe_silent_seconds{probe=\"%s\"} %.3f\n", p->name,
+                                 secs);
+        }
+    }
+    http_response_printf(res,
+                         "# HELP dqd_probes_silent Enabled probes that are silent.\n"
+                         "# TYPE dqd_probes_silent gauge\n"
+                         "dqd_probes_silent %zu\n"
+                         "# HELP dqd_node_split_failures_total Probes that could not get "
+                         "per-node storage when a second node reported them.\n"
+                         "# TYPE dqd_node_split_failures_total counter\n"
+                         "dqd_node_split_failures_total %" PRIu64 "\n",
+                         n_silent, t->split_failures);
     http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
                               "kind.\n# TYPE dqd_protocol_errors_total counter\n");
     for (int e = 1; e < WIRE_E_COUNT; e++) {

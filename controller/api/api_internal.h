@@ -6,6 +6,8 @@
 #ifndef DQ_API_INTERNAL_H
 #define DQ_API_INTERNAL_H
 
+#include <jansson.h>
+
 #include "api.h"
 
 struct api {
@@ -18,6 +20,16 @@ struct api {
     char ingest_host[64], http_host[64];
     int ingest_port, http_port;
 };
+
+/* "2026-11-22T03:17:49.123Z" (ISO 8601, UTC) from ns since the epoch. */
+void api__iso8601(int64_t ns, char *buf, size_t cap);
+
+/*
+ * An enabled probe's silence as the status lists it: {probe, since_ns, since, windows,
+ * origin, node, app, connected} (origin, node and app null when the probe was never heard
+ * from); JSON null when p is not silent. A new reference.
+ */
+json_t *api__silence_json(struct api *api, const struct probe *p);
 
 /*
  * Routes of the adaptive loop: 1 when r (the path after /api/v1/) was one of them and res

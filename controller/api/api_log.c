@@ -391,6 +391,41 @@ static int collect_trigger(void *ctx, const struct store_trigger *t) {
     return 0;
 }
 
+/*
+ * When p is silent now, one sentence: since when, and from which connection it last came
+ * (its label, node and whether it is still up). Appended to the why's sentences, with the
+ * silence itself as "silent" (null when it is not).
+ */
+static void add_silence(struct api *api, const struct probe *p, json_t *out) {
+    json_t *si = p ? api__silence_json(api, p) : json_null();
+    if (json_is_object(si)) {
+        char when[64], buf[1024];
+        json_int_t since = json_integer_value(json_object_get(si, "since_ns"));
+        clock_text((int64_t)since, when, sizeof when);
+        json_int_t windows = json_integer_value(json_object_get(si, "windows"));
+        const char *label = json_string_value(json_object_get(si, "origin"));
+        const char *node = json_string_value(json_object_get(si, "node"));
+        if (!label) {
+            snprintf(buf, sizeof buf,
+                     "%s has had no data since %s (%" JSON_INTEGER_FORMAT
+                     " window%s): no wrapper has reported it since dqd started, and no "
+                     "connected wrapper sent anything.",
+                     p->name, when, windows, windows == 1 ? "" : "s");
+        } else {
+            snprintf(buf, sizeof buf,
+                     "%s has had no data since %s (%" JSON_INTEGER_FORMAT
+                     " window%s): the connection it last came from, %s (node %s), %s.",
+                     p->name, when, windows, windows == 1 ? "" : "s", label,
+                     node && node[0] ? node : "unknown",
+                     json_is_true(json_object_get(si, "connected"))
+                         ? "is still connected but has sent nothing since"
+                         : "is disconnected");
+        }
+        json_array_append_new(json_object_get(out, "sentences"), json_string(buf));
+    }
+    json_object_set_new(out, "silent", si);
+}
+
 static void get_why(struct api *api, const char *probe, struct http_response *res) {
     struct probe *p = probes_find(core_probes(api->env.core), probe, strlen(probe));
     struct why_find w = {0};
@@ -409,8 +444,10 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
                                          : "it is not enabled";
         char sentence[512];
         snprintf(sentence, sizeof sentence, "No investigation enabled %s: %s.", probe, state);
-        http_reply_data(res, json_pack("{s:s,s:b,s:n,s:[s]}", "probe", probe, "enabled",
-                                       p && p->enabled, "enabled_by", "sentences", sentence));
+        json_t *out = json_pack("{s:s,s:b,s:n,s:[s]}", "probe", probe, "enabled", p && p->enabled,
+                                "enabled_by", "sentences", sentence);
+        add_silence(api, p, out);
+        http_reply_data(res, out);
         return;
     }
     json_t *chain = json_array();
@@ -477,6 +514,7 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
     }
     why_sentences(out, probe, inv, chain, trigger, own, disable, check);
     json_decref(hyps);
+    add_silence(api, p, out);
     json_decref(chain);
     json_decref(inv);
     json_decref(trigger);

@@ -23,6 +23,8 @@
 
 #include "dqctl.h"
 
+#define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
+
 static FILE *out_fp;
 static FILE *err_fp;
 
@@ -535,6 +537,73 @@ void dqctl_format_time(double unix_s, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.%03d", tmp, ms);
 }
 
+void dqctl_escape(const char *in, char *out, size_t cap) {
+    size_t o = 0;
+    if (cap == 0) {
+        return;
+    }
+    for (const unsigned char *c = (const unsigned char *)(in ? in : ""); *c; c++) {
+        char esc[8];
+        int ctrl = *c < 0x20 || *c == 0x7f;
+        size_t n = ctrl ? (size_t)snprintf(esc, sizeof esc, "\\x%02x", *c) : 1;
+        if (!ctrl) {
+            esc[0] = (char)*c;
+        }
+        if (o + n >= cap) {
+            break;
+        }
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    out[o] = '\0';
+}
+
+/* A string field, control characters escaped (for anything a wrapper named). */
+static const char *jsafe(const json_t *obj, const char *key, const char *dflt, char *buf,
+                         size_t cap) {
+    dqctl_escape(jstr(obj, key, dflt), buf, cap);
+    return buf;
+}
+
+/* "12:03:04 UTC" from ns since the epoch, with the date in front when it is not today. */
+static void format_since(double ns, char *buf, size_t cap) {
+    if (isnan(ns)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    time_t secs = (time_t)floor(ns * 1e-9), now = time(NULL);
+    struct tm tm, today;
+    if (!gmtime_r(&secs, &tm) || !gmtime_r(&now, &today)) {
+        snprintf(buf, cap, "%.0f", ns);
+        return;
+    }
+    if (tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday) {
+        strftime(buf, cap, "%H:%M:%S UTC", &tm);
+    } else {
+        strftime(buf, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    }
+}
+
+void dqctl_render_silent(FILE *out, const json_t *s) {
+    char probe[PROBE_TEXT], since[48], origin[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
+    format_since(jnum(s, "since_ns"), since, sizeof since);
+    double windows = jnum(s, "windows");
+    fprintf(out, "silent: %s since %s (%.0f window%s; ",
+            jsafe(s, "probe", "?", probe, sizeof probe), since, isnan(windows) ? 0.0 : windows,
+            windows == 1 ? "" : "s");
+    if (!json_is_string(json_object_get(s, "origin"))) {
+        fprintf(out, "never heard from since dqd started, and no wrapper is sending)\n");
+        return;
+    }
+    jsafe(s, "origin", "?", origin, sizeof origin);
+    jsafe(s, "node", "", node, sizeof node);
+    jsafe(s, "app", "", app, sizeof app);
+    fprintf(out, "no data from %s%s%s%s%s, %s)\n", origin, node[0] ? " node " : "", node,
+            app[0] ? " app " : "", app,
+            json_is_true(json_object_get(s, "connected")) ? "connected but silent"
+                                                          : "disconnected");
+}
+
 static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap) {
     double v = jnum(obj, key);
     if (isnan(v)) {
@@ -564,6 +633,10 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             "probes %s (%s enabled)   connections %s   instances %s   protocol errors %s   "
             "windows closed %s\n",
             a, b, c, d, e, f);
+    const json_t *silent = json_object_get(st, "silent");
+    for (size_t i = 0; i < json_array_size(silent); i++) {
+        dqctl_render_silent(out, json_array_get(silent, i));
+    }
     const json_t *ws = json_object_get(st, "wrappers");
     if (json_array_size(ws) == 0) {
         fprintf(out, "wrappers: none\n");
@@ -581,8 +654,10 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             snprintf(idb, sizeof idb, "%s", json_is_string(id) ? json_string_value(id) : "-");
         }
         const json_t *r = json_object_get(w, "running");
+        char peer[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
         fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, jstr(w, "kind", "-"),
-                jstr(w, "peer", "-"), jstr(w, "node", "-"), jstr(w, "app", "-"),
+                jsafe(w, "peer", "-", peer, sizeof peer), jsafe(w, "node", "-", node, sizeof node),
+                jsafe(w, "app", "-", app, sizeof app),
                 json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
                 json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
     }
@@ -595,7 +670,7 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         width = n > width ? n : width;
     }
     width = width > 40 ? 40 : width;
-    fprintf(out, "%-*s %-5s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
+    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
             "BINS", "N", "P50", "P95", "P99", "LOST", "QTA");
     for (size_t i = 0; i < json_array_size(probes); i++) {
         const json_t *p = json_array_get(probes, i);
@@ -617,9 +692,12 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         if (json_is_object(q)) {
             format_qta(q, qta, sizeof qta);
         }
-        fprintf(out, "%-*.*s %-5s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
-                jstr(p, "name", "?"), json_is_true(json_object_get(p, "enabled")) ? "on" : "off",
-                dmax, jnum(p, "bins"), n, p50, p95, p99, lost, qta);
+        /* an enabled probe whose source went away is "silent", not just "on" */
+        int on = json_is_true(json_object_get(p, "enabled"));
+        int silent = on && json_is_number(json_object_get(p, "silent_since_ns"));
+        fprintf(out, "%-*.*s %-6s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
+                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dmax,
+                jnum(p, "bins"), n, p50, p95, p99, lost, qta);
     }
 }
 

@@ -139,8 +139,15 @@ void dqctl_format_duration(double s, char *buf, size_t cap);
 /* "2026-11-22 03:17:49.000" (UTC) from Unix seconds; "-" for NAN. */
 void dqctl_format_time(double unix_s, char *buf, size_t cap);
 
+/* Copies in to out (cap bytes, NUL-terminated, cut if need be) with every control
+ * character written as \xNN: for anything a wrapper named (node, app, peer). */
+void dqctl_escape(const char *in, char *out, size_t cap);
+
 /* Renderers of the human-readable outputs. */
 void dqctl_render_status(FILE *out, const json_t *status);
+/* One entry of the status's "silent" list: "silent: db since 12:03:04 UTC (4 windows; no
+ * data from 3 127.0.0.1:5555 node app@host, disconnected)". */
+void dqctl_render_silent(FILE *out, const json_t *silent);
 void dqctl_render_probes(FILE *out, const json_t *probes);
 void dqctl_render_dq(FILE *out, const json_t *dq, const json_t *qta);
 void dqctl_render_dq_csv(FILE *out, const json_t *dq);

@@ -416,7 +416,10 @@ void dqctl_render_why(FILE *out, const json_t *why) {
     for (size_t i = 0; i < json_array_size(sent); i++) {
         const char *s = json_string_value(json_array_get(sent, i));
         if (s) {
-            fprintf(out, "%s\n", s);
+            /* sentences quote node names and labels that came from wrappers */
+            char safe[8192];
+            dqctl_escape(s, safe, sizeof safe);
+            fprintf(out, "%s\n", safe);
         }
     }
     const json_t *chain = json_object_get(why, "chain");

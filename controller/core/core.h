@@ -23,6 +23,16 @@
  * reused round-robin. At close, each probe's slot becomes an observed ΔQ (engine) that
  * joins the probe's ring of the last W closed windows; the slot is cleared.
  *
+ * Every instance carries its *origin*: the connection of a source it came from (a small
+ * integer the table hands out, see "origins" below). The probe keeps the origin it last
+ * heard from, and each source tells the table when a connection closes and when it last
+ * received anything. At each window close, an enabled probe with no instance in the
+ * window is then either *quiet* (its source is alive and simply had nothing to report) or
+ * *no data* (its source disconnected or went silent): see probes_no_data. When one probe
+ * hears from two or more nodes (Erlang nodes, or hosts for legacy links), the table also
+ * keeps its window moments per node (probes_node_*), so a diagnosis can tell one sick
+ * node among several.
+ *
  * One table per daemon, used from the loop thread only.
  */
 #ifndef DQ_CORE_H
@@ -44,6 +54,11 @@
 /* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19
+#define PROBES_LABEL_MAX 160        /* bytes of an origin's label, with the NUL */
+#define PROBES_MAX_NODES 8          /* named nodes a probe is split by; more are pooled */
+#define PROBES_NODE_OTHER "(other)" /* the name of the pooled nodes */
+#define PROBES_MAX_ORIGINS 65536    /* origins (connections) tracked at once */
+#define PROBES_NODATA_WINDOWS 64    /* closed windows whose no-data flag a probe keeps */
 
 enum probe_status { PROBE_OK = 0, PROBE_FA = 1, PROBE_TO = 2 };
 
@@ -66,11 +81,19 @@ struct probe_slot {
     uint32_t *counts; /* n entries */
 };
 
+struct probe_split; /* per-node moments of a probe (internal to probes.c) */
+
 struct probe {
     char name[PROBES_NAME_MAX + 1];
     size_t name_len;
     uint32_t hash;
     int index; /* position in the table, stable for the table's life */
+    /* read by every instance, so next to the hash: the origin node_slot was found for
+     * (origin, or none yet), that node's row among the per-node moments (when split), and
+     * those moments (see "where instances come from" below) */
+    uint32_t node_origin;
+    int node_slot;
+    struct probe_split *split; /* owned; NULL until a second node reports the probe */
 
     /* settings */
     int enabled;    /* dqd wants instances (a dMax was pushed) */
@@ -94,6 +117,36 @@ struct probe {
     uint64_t total_ok, total_fa, total_to, late, total_out;
     double total_sum;                   /* seconds, ok instances */
     uint64_t hist[PROBES_HIST_BUCKETS]; /* per bucket (not cumulative) */
+
+    /* where instances come from (read through probes_silence and probes_node_*) */
+    uint32_t origin;     /* the origin last heard from; 0 = none yet */
+    uint32_t node_first; /* node of the first origin heard from; 0 = none yet */
+    int split_failed;    /* 1: the per-node storage could not be allocated */
+
+    /* no data */
+    uint64_t nodata_bits;   /* bit k: window nodata_wid − k was no data */
+    int64_t nodata_wid;     /* the newest closed window the bits describe */
+    int64_t silent_since;   /* ns: start of the run's first no-data window; 0 = not silent */
+    int64_t silent_windows; /* no-data windows in the run */
+    uint32_t silent_origin; /* the origin the run's last no-data window was judged by */
+};
+
+/* One connection of a source (internal to the table; read with probes_origin_get). */
+struct probe_origin {
+    int used;           /* the entry is in use (connected, or still named by a probe) */
+    int connected;      /* 1 until probes_origin_closed */
+    uint32_t refs;      /* probes whose origin or silent_origin this is */
+    uint32_t node;      /* index in the table's nodes; 0 = none */
+    int64_t last_rx_ns; /* when the source last received anything on it; 0 = never */
+    char label[PROBES_LABEL_MAX];
+    char app[WIRE_MAX_LABEL + 1];
+};
+
+/* A node name, interned (internal to the table). */
+struct probe_node_name {
+    int pinned;       /* a probe keeps it (first node, or one it is split by): never freed */
+    uint32_t origins; /* origins naming it */
+    char name[WIRE_MAX_LABEL + 1];
 };
 
 struct probe_table {
@@ -120,6 +173,14 @@ struct probe_table {
     uint64_t late;   /* END in a window already closed */
     uint64_t future; /* END too far ahead to have an open window */
     uint64_t full;   /* a new name but the table is full */
+    /* origins and node names; entry 0 of each is unused (0 means none) */
+    struct probe_origin *origins;
+    uint32_t n_origins, origins_cap; /* entries 1 … n_origins − 1 exist */
+    struct probe_node_name *nodes;
+    uint32_t n_nodes, nodes_cap;
+    uint64_t split_failures; /* per-node storage that could not be allocated */
+    /* test hook: the allocator of per-node storage (NULL: calloc) */
+    void *(*split_calloc)(size_t n, size_t size);
 };
 
 /*
@@ -144,20 +205,24 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len);
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out);
 
 /*
- * Records one instance. Finds or registers the probe, bins the duration end − start
- * into the window of end_ns (a timeout with end_ns 0, as old oscilloscope wrappers send
- * it, ends at start + the probe's dMax). Returns 0, or a negative code when the instance was not
- * recorded: DQ_ESTATE for a late or too-future window (counted in t->late / t->future and
- * per probe), DQ_EFULL / DQ_EINVAL from probes_get. Does not allocate unless the probe
- * is new.
+ * Records one instance that came from `origin` (probes_origin_open; 0 = none). Finds or
+ * registers the probe, remembers the origin, bins the duration end − start into the
+ * window of end_ns (a timeout with end_ns 0, as old oscilloscope wrappers send it, ends at
+ * start + the probe's dMax) and, when the probe is split by node, into its node's moments.
+ * Returns 0, or a negative code when the instance was not recorded: DQ_ESTATE for a late
+ * or too-future window (counted in t->late / t->future and per probe; the origin is
+ * remembered all the same), DQ_EFULL / DQ_EINVAL from probes_get. Does not allocate unless
+ * the probe is new or a second node reports it for the first time (its per-node storage,
+ * once; when that fails it is counted in t->split_failures and the probe goes on unsplit).
  */
-int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
-                  int64_t end_ns, enum probe_status status);
+int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t origin,
+                  int64_t start_ns, int64_t end_ns, enum probe_status status);
 
 /* probes_record() for a caller that has the name's hash already: hash must be
  * wire_name_hash(name, len) (the parser returns it as msg->name_hash). */
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                         int64_t start_ns, int64_t end_ns, enum probe_status status);
+                         uint32_t origin, int64_t start_ns, int64_t end_ns,
+                         enum probe_status status);
 
 /*
  * Changes a probe's deadline and bins (bins 0 keeps the current count). The grid is
@@ -175,9 +240,11 @@ int64_t probes_window_of(const struct probe_table *t, int64_t ns);
 
 /*
  * Closes window `wid` for every probe (wid must be t->next_close): each probe with
- * instances in it gets a new ring entry with its observed ΔQ; then t->next_close
- * advances. Returns 0 or DQ_ENOMEM (the window is closed anyway; the ΔQs that could not
- * be built are missing).
+ * instances in it gets a new ring entry with its observed ΔQ (and, when split, a row of
+ * per-node moments); every enabled probe without one is judged quiet or no data (see
+ * probes_no_data) and its silent run is extended or cleared; then t->next_close advances.
+ * Returns 0 or DQ_ENOMEM (the window is closed anyway; the ΔQs that could not be built
+ * are missing). Work proportional to the probes, plus one pass over the origins.
  */
 int probes_close_window(struct probe_table *t, int64_t wid);
 
@@ -192,6 +259,104 @@ struct probe_window *probes_ring_find(struct probe *p, int64_t wid);
 
 /* Upper edge in seconds of Prometheus bucket j (0 … PROBES_HIST_BUCKETS − 1). */
 double probes_bucket_le(int j);
+
+/* ---- origins: where instances come from ----------------------------------------------
+ *
+ * An origin is one connection of a source: registered when the connection is accepted
+ * (or, outbound, established), named by a label ("3 127.0.0.1:5555", as the commands
+ * table names it), a node (a v2 hello's `node:`; for a legacy link its peer's host) and an
+ * app (the hello's `app:`, or ""). Ids are small integers ≥ 1, core-wide; 0 means none.
+ * An id is reused only once its connection closed and no probe names it any more.
+ */
+
+/* What probes_origin_get reports. Strings are valid until the next origin is opened,
+ * identified or closed. */
+struct probe_origin_info {
+    uint32_t id;
+    const char *label, *node, *app; /* "" when unknown */
+    int connected;
+    int64_t last_rx_ns; /* 0: nothing received yet */
+};
+
+/*
+ * Registers a connection that is up now: label, node and app (NULL or "" for none; cut to
+ * their maxima). *out gets its id. DQ_EFULL past PROBES_MAX_ORIGINS live origins,
+ * DQ_ENOMEM (a source goes on with origin 0: its instances count, without an origin).
+ */
+int probes_origin_open(struct probe_table *t, const char *label, const char *node, const char *app,
+                       uint32_t *out);
+
+/* Renames origin's node and app (a v2 hello, also a repeated one). Probes that last heard
+ * from it find their node again at their next instance. DQ_EINVAL for an unknown id,
+ * DQ_ENOMEM / DQ_EFULL when the node name cannot be kept (the origin then has none). */
+int probes_origin_identify(struct probe_table *t, uint32_t origin, const char *node,
+                           const char *app);
+
+/* The source received something on origin at now_ns (the core's clock, read once per
+ * read, not per line). 0 or an unknown id: nothing. */
+void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns);
+
+/* The connection closed. Its probes' empty windows are no data from now on. 0 or an
+ * unknown id: nothing. */
+void probes_origin_closed(struct probe_table *t, uint32_t origin);
+
+/* Fills *out for origin; DQ_EINVAL (and an empty *out) for 0 or an unknown id. */
+int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe_origin_info *out);
+
+/* ---- no data ---------------------------------------------------------------------------
+ *
+ * At each window close, an enabled probe with no instance in the window had *no data*
+ * when the origin it last heard from is disconnected, or received nothing at all since the
+ * window's start (the link was silent through the whole window); a probe never heard from
+ * had no data when no connected origin received anything since the window's start.
+ * Otherwise the empty window is an ordinary quiet one. A run of consecutive no-data
+ * windows is the probe's *silence*; it ends at the first closed window that is not no
+ * data (the probe has data again, or its source is alive and simply had nothing to
+ * report), or when the probe is disabled.
+ */
+
+/* 1 when closed window wid of p was no data; 0 otherwise, and for windows more than
+ * PROBES_NODATA_WINDOWS closed windows old or not closed yet. */
+int probes_no_data(const struct probe *p, int64_t wid);
+
+/* A probe's silence, as probes_silence reports it. */
+struct probe_silence {
+    int64_t since_ns; /* start of the first no-data window of the run; 0 when not silent */
+    int64_t windows;  /* no-data windows in the run (0 when not silent) */
+    /* the origin it last came from (the one the last no-data window was judged by);
+       origin 0 with "" strings: never heard from. Strings as in probes_origin_info. */
+    struct probe_origin_info origin;
+};
+
+/* Fills *out with p's silence. Returns 1 when p is silent, else 0 (*out zeroed). */
+int probes_silence(const struct probe_table *t, const struct probe *p, struct probe_silence *out);
+
+/* ---- per-node moments ------------------------------------------------------------------
+ *
+ * Once instances of one probe come from a second node, the table keeps, per window, the
+ * moments of each node's instances: up to PROBES_MAX_NODES nodes in the order they first
+ * reported, further ones pooled under PROBES_NODE_OTHER. Windows closed before the split
+ * come from the first node alone and are reported as its. Nothing per node but moments.
+ */
+
+/* One node's moments in one closed window, computed as the probe's own window's. */
+struct probe_node_moments {
+    uint64_t ok, fa, to;   /* instances by status */
+    uint64_t out;          /* ok instances past the horizon (as struct probe_window) */
+    double mean, variance; /* seconds, over ok within the horizon (÷ n); 0 when ok == 0 */
+};
+
+/* The number of nodes p is split by (named ones, plus 1 once the pooled one was used);
+ * 0 when p is not split. */
+int probes_node_count(const struct probe *p);
+
+/* The name of node i (0 … probes_node_count − 1) of p; PROBES_NODE_OTHER for the pooled
+ * one; NULL for a bad i. Valid while the table lives. */
+const char *probes_node_name(const struct probe_table *t, const struct probe *p, int i);
+
+/* Node i's moments in closed window wid. DQ_OK, or DQ_ENOTFOUND when the ring no longer
+ * (or never) held wid for p's nodes, DQ_EINVAL for a bad i. */
+int probes_node_moments(const struct probe *p, int i, int64_t wid, struct probe_node_moments *out);
 
 /* ==== struct core ===================================================================== */
 
@@ -308,7 +473,7 @@ void core_prune_if_due(struct core *c);
 /* ---- sources: where commands go --------------------------------------------------------- */
 
 #define CORE_MAX_SOURCES 16
-#define CORE_LABEL_MAX 160
+#define CORE_LABEL_MAX PROBES_LABEL_MAX
 
 /* One connection that can carry a command, as its source lists it. */
 struct core_dest {

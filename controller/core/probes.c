@@ -1,6 +1,10 @@
 /*
  * probes.c: the probe table and window builder (see core.h, first part). The hot path is
  * probes_record(): one hash, one compare, a few arithmetic operations and increments.
+ * Where an instance came from costs one more compare there (the probe's origin against
+ * the instance's; a change of origin takes the slow path once, and nearly every read
+ * carries one origin), plus the node's moments once the probe is split by node. Deciding
+ * which empty windows are no data is done at window close.
  */
 #include "core.h"
 
@@ -10,6 +14,30 @@
 
 #include "dq_error.h"
 #include "wire.h"
+
+#define NODE_ROWS (PROBES_MAX_NODES + 1) /* the named nodes, then the pooled one */
+#define NODE_OTHER PROBES_MAX_NODES      /* the pooled nodes' row */
+#define ORIGIN_UNRESOLVED UINT32_MAX     /* probe.node_origin: find the node again */
+#define MAX_NODE_NAMES (1u << 20)        /* interned node names at most */
+
+/* An open window's moments of one node. */
+struct node_acc {
+    uint64_t ok, fa, to, out;
+    double sum, sumsq;
+};
+
+/* Per-node moments of a probe, one allocation: the open windows' rows (table->nslots ×
+ * NODE_ROWS, in the probe's slot order), then the closed ones (ring_cap × NODE_ROWS, row
+ * wid % ring_cap, tagged with its window). */
+struct probe_split {
+    int n_named;                     /* named nodes */
+    int other_used;                  /* the pooled row was used */
+    uint32_t node[PROBES_MAX_NODES]; /* interned node of each named row */
+    int ring_cap;
+    int64_t *ring_wid;               /* ring_cap: the window of each closed row, −1: none */
+    struct probe_node_moments *ring; /* ring_cap × NODE_ROWS */
+    struct node_acc open[];          /* nslots × NODE_ROWS */
+};
 
 /* The parser hashes every instance's name while checking it (msg->name_hash), so the
  * table uses the same function and ingest never reads a name twice. */
@@ -71,6 +99,7 @@ static void probe_destroy(struct probe *p, int nslots, int ring_cap) {
     if (!p) {
         return;
     }
+    free(p->split);
     if (p->slots) {
         for (int i = 0; i < nslots; i++) {
             free(p->slots[i].counts);
@@ -107,6 +136,9 @@ static int probe_alloc_slots(struct probe_table *t, struct probe *p, int n) {
         free(p->slots[i].counts);
         p->slots[i].counts = fresh[i];
         slot_clear(&p->slots[i], n);
+    }
+    if (p->split) {
+        memset(p->split->open, 0, sizeof p->split->open[0] * (size_t)ns * NODE_ROWS);
     }
     return DQ_OK;
 }
@@ -166,6 +198,8 @@ void probes_release(struct probe_table *t) {
     }
     free(t->probes);
     free(t->index);
+    free(t->origins);
+    free(t->nodes);
     memset(t, 0, sizeof *t);
 }
 
@@ -316,13 +350,17 @@ double probes_bucket_le(int j) {
     return ldexp(1.0, j - 6) * 1e-3;
 }
 
-int probes_record(struct probe_table *t, const char *name, size_t len, int64_t start_ns,
-                  int64_t end_ns, enum probe_status status) {
-    return probes_record_hashed(t, name, len, wire_name_hash(name, len), start_ns, end_ns, status);
+int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t origin,
+                  int64_t start_ns, int64_t end_ns, enum probe_status status) {
+    return probes_record_hashed(t, name, len, wire_name_hash(name, len), origin, start_ns, end_ns,
+                                status);
 }
 
+static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin);
+
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                         int64_t start_ns, int64_t end_ns, enum probe_status status) {
+                         uint32_t origin, int64_t start_ns, int64_t end_ns,
+                         enum probe_status status) {
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
     struct probe *p = *recent;
@@ -341,6 +379,9 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         if (rc) {
             return rc;
         }
+    }
+    if (p->node_origin != origin) {
+        probe_switch_origin(t, p, origin); /* another connection than the last instance's */
     }
     if (status == PROBE_TO && end_ns == 0) {
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
@@ -371,14 +412,21 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     }
     struct probe_slot *s = &p->slots[si];
     s->wid = wid;
+    struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
         s->fa++;
         p->total_fa++;
+        if (na) {
+            na->fa++;
+        }
         return DQ_OK;
     }
     if (status == PROBE_TO) {
         s->to++;
         p->total_to++;
+        if (na) {
+            na->to++;
+        }
         return DQ_OK;
     }
     int64_t d_ns = end_ns - start_ns;
@@ -393,6 +441,9 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     if (d_ns > (int64_t)(p->dmax_ms * 1e6) || bin >= p->n + 0.5) {
         s->out++;
         p->total_out++;
+        if (na) {
+            na->out++;
+        }
         return DQ_OK;
     }
     int idx = bin >= p->n ? p->n - 1 : (int)bin;
@@ -406,6 +457,11 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     s->ok++;
     s->sum += d;
     s->sumsq += d * d;
+    if (na) {
+        na->ok++;
+        na->sum += d;
+        na->sumsq += d * d;
+    }
     return DQ_OK;
 }
 
@@ -434,20 +490,108 @@ struct probe_window *probes_ring_find(struct probe *p, int64_t wid) {
     return NULL;
 }
 
+/* Mean and ÷n variance from a window's sums, as the probe's own windows compute them. */
+static void moments_of(uint64_t ok, double sum, double sumsq, double *mean, double *variance) {
+    *mean = *variance = 0.0;
+    if (ok > 0) {
+        double m = sum / (double)ok;
+        double var = sumsq / (double)ok - m * m;
+        *mean = m;
+        *variance = var > 0.0 ? var : 0.0;
+    }
+}
+
+static int64_t ring_row(int64_t wid, int cap) {
+    int64_t r = wid % cap;
+    return r < 0 ? r + cap : r;
+}
+
+/* Moves the split's open rows of slot si (window wid when `has`, else nothing) to its
+ * closed row for wid and clears them. */
+static void split_close(struct probe_split *sp, int si, int64_t wid, int has) {
+    int64_t r = ring_row(wid, sp->ring_cap);
+    sp->ring_wid[r] = wid;
+    for (int k = 0; k < NODE_ROWS; k++) {
+        struct node_acc *a = &sp->open[si * NODE_ROWS + k];
+        struct probe_node_moments *m = &sp->ring[r * NODE_ROWS + k];
+        memset(m, 0, sizeof *m);
+        if (has) {
+            m->ok = a->ok;
+            m->fa = a->fa;
+            m->to = a->to;
+            m->out = a->out;
+            moments_of(a->ok, a->sum, a->sumsq, &m->mean, &m->variance);
+        }
+        memset(a, 0, sizeof *a);
+    }
+}
+
+static void origin_ref(struct probe_table *t, uint32_t id);
+static void origin_unref(struct probe_table *t, uint32_t id);
+
+/* 1 when origin id says nothing arrived since start: closed, or silent since then. */
+static int origin_silent_since(const struct probe_table *t, uint32_t id, int64_t start) {
+    const struct probe_origin *o = id < t->n_origins ? &t->origins[id] : NULL;
+    return !o || !o->used || !o->connected || o->last_rx_ns < start;
+}
+
+/* Records whether window wid of p was no data, and extends or ends p's silent run. */
+static void judge_window(struct probe_table *t, struct probe *p, int64_t wid, int has,
+                         int any_live) {
+    int64_t start = wid * t->window_ns;
+    int nodata =
+        p->enabled && !has && (p->origin ? origin_silent_since(t, p->origin, start) : !any_live);
+    int64_t gap = wid - p->nodata_wid;
+    if (gap >= PROBES_NODATA_WINDOWS || gap < 0) {
+        p->nodata_bits = 0;
+    } else {
+        p->nodata_bits <<= gap;
+    }
+    p->nodata_bits |= (uint64_t)nodata;
+    p->nodata_wid = wid;
+    if (nodata) {
+        if (p->silent_since == 0) {
+            p->silent_since = start != 0 ? start : 1; /* 0 means "not silent" */
+            p->silent_windows = 0;
+        }
+        p->silent_windows++;
+        if (p->silent_origin != p->origin) {
+            uint32_t old = p->silent_origin;
+            origin_ref(t, p->origin);
+            p->silent_origin = p->origin;
+            origin_unref(t, old);
+        }
+    } else if (p->silent_since != 0) {
+        uint32_t old = p->silent_origin;
+        p->silent_since = 0;
+        p->silent_windows = 0;
+        p->silent_origin = 0;
+        origin_unref(t, old);
+    }
+}
+
 int probes_close_window(struct probe_table *t, int64_t wid) {
     int result = DQ_OK;
+    /* a probe never heard from is no data unless some connected origin is alive */
+    int any_live = 0;
+    for (uint32_t o = 1; o < t->n_origins && !any_live; o++) {
+        any_live = !origin_silent_since(t, o, wid * t->window_ns);
+    }
     for (size_t i = 0; i < t->count; i++) {
         struct probe *p = t->probes[i];
-        struct probe_slot *s = &p->slots[wid % t->nslots];
-        if (s->wid != wid) {
+        int si = (int)(wid % t->nslots);
+        struct probe_slot *s = &p->slots[si];
+        int has = s->wid == wid;
+        if (p->split) {
+            split_close(p->split, si, wid, has);
+        }
+        judge_window(t, p, wid, has, any_live);
+        if (!has) {
             continue;
         }
         struct probe_window w = {.wid = wid, .ok = s->ok, .fa = s->fa, .to = s->to, .out = s->out};
         if (s->ok > 0) {
-            double mean = s->sum / (double)s->ok;
-            double var = s->sumsq / (double)s->ok - mean * mean;
-            w.mean = mean;
-            w.variance = var > 0.0 ? var : 0.0;
+            moments_of(s->ok, s->sum, s->sumsq, &w.mean, &w.variance);
             w.min = s->min;
             w.max = s->max;
         }
@@ -471,4 +615,368 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         t->next_close = wid + 1;
     }
     return result;
+}
+
+int probes_no_data(const struct probe *p, int64_t wid) {
+    int64_t back = p->nodata_wid - wid;
+    if (back < 0 || back >= PROBES_NODATA_WINDOWS) {
+        return 0;
+    }
+    return (int)((p->nodata_bits >> back) & 1);
+}
+
+int probes_silence(const struct probe_table *t, const struct probe *p, struct probe_silence *out) {
+    memset(out, 0, sizeof *out);
+    probes_origin_get(t, p->silent_origin, &out->origin);
+    if (p->silent_since == 0) {
+        return 0;
+    }
+    out->since_ns = p->silent_since;
+    out->windows = p->silent_windows;
+    return 1;
+}
+
+/* ---- origins and node names --------------------------------------------------------------- */
+
+static void copy_cut(char *dst, size_t cap, const char *src) {
+    size_t n = src ? strlen(src) : 0;
+    n = n < cap - 1 ? n : cap - 1;
+    if (n) {
+        memcpy(dst, src, n);
+    }
+    dst[n] = '\0';
+}
+
+static int node_in_use(const struct probe_node_name *nn) {
+    return nn->pinned || nn->origins > 0;
+}
+
+/* The interned id of a node name ("" or NULL: 0), counted as named by one more origin. */
+static int node_intern(struct probe_table *t, const char *name, uint32_t *out) {
+    *out = 0;
+    if (!name || !name[0]) {
+        return DQ_OK;
+    }
+    char key[WIRE_MAX_LABEL + 1];
+    copy_cut(key, sizeof key, name);
+    uint32_t free_at = 0;
+    for (uint32_t i = 1; i < t->n_nodes; i++) {
+        struct probe_node_name *nn = &t->nodes[i];
+        if (!node_in_use(nn)) {
+            free_at = free_at ? free_at : i;
+        } else if (strcmp(nn->name, key) == 0) {
+            nn->origins++;
+            *out = i;
+            return DQ_OK;
+        }
+    }
+    if (!free_at) {
+        if (t->n_nodes == 0) {
+            t->n_nodes = 1; /* entry 0: none */
+        }
+        if (t->n_nodes >= t->nodes_cap) {
+            uint32_t cap = t->nodes_cap ? t->nodes_cap * 2 : 16;
+            if (cap > MAX_NODE_NAMES) {
+                return dq_fail(DQ_EFULL, "more than %u node names", MAX_NODE_NAMES);
+            }
+            struct probe_node_name *nn = realloc(t->nodes, sizeof *nn * cap);
+            if (!nn) {
+                return dq_fail(DQ_ENOMEM, "no memory for node names");
+            }
+            if (t->nodes_cap == 0) {
+                memset(&nn[0], 0, sizeof nn[0]);
+            }
+            t->nodes = nn;
+            t->nodes_cap = cap;
+        }
+        free_at = t->n_nodes++;
+    }
+    struct probe_node_name *nn = &t->nodes[free_at];
+    memset(nn, 0, sizeof *nn);
+    memcpy(nn->name, key, sizeof key);
+    nn->origins = 1;
+    *out = free_at;
+    return DQ_OK;
+}
+
+static void node_release(struct probe_table *t, uint32_t node) {
+    if (node && node < t->n_nodes && t->nodes[node].origins > 0) {
+        t->nodes[node].origins--;
+    }
+}
+
+/* Frees an origin's entry once its connection closed and no probe names it. */
+static void origin_free_if_unused(struct probe_table *t, uint32_t id) {
+    struct probe_origin *o = &t->origins[id];
+    if (o->used && !o->connected && o->refs == 0) {
+        node_release(t, o->node);
+        o->used = 0;
+        o->node = 0;
+    }
+}
+
+static void origin_ref(struct probe_table *t, uint32_t id) {
+    if (id && id < t->n_origins) {
+        t->origins[id].refs++;
+    }
+}
+
+static void origin_unref(struct probe_table *t, uint32_t id) {
+    if (id && id < t->n_origins && t->origins[id].refs > 0) {
+        t->origins[id].refs--;
+        origin_free_if_unused(t, id);
+    }
+}
+
+int probes_origin_open(struct probe_table *t, const char *label, const char *node, const char *app,
+                       uint32_t *out) {
+    *out = 0;
+    uint32_t id = 0;
+    for (uint32_t i = 1; i < t->n_origins; i++) {
+        if (!t->origins[i].used) {
+            id = i;
+            break;
+        }
+    }
+    if (!id) {
+        if (t->n_origins == 0) {
+            t->n_origins = 1; /* entry 0: none */
+        }
+        if (t->n_origins >= t->origins_cap) {
+            uint32_t cap = t->origins_cap ? t->origins_cap * 2 : 16;
+            if (t->origins_cap >= PROBES_MAX_ORIGINS) {
+                return dq_fail(DQ_EFULL, "more than %d connections tracked", PROBES_MAX_ORIGINS);
+            }
+            struct probe_origin *no = realloc(t->origins, sizeof *no * cap);
+            if (!no) {
+                return dq_fail(DQ_ENOMEM, "no memory for a connection's origin");
+            }
+            if (t->origins_cap == 0) {
+                memset(&no[0], 0, sizeof no[0]);
+            }
+            t->origins = no;
+            t->origins_cap = cap;
+        }
+        id = t->n_origins++;
+    }
+    struct probe_origin *o = &t->origins[id];
+    memset(o, 0, sizeof *o);
+    uint32_t nid = 0;
+    node_intern(t, node, &nid); /* without a node name the origin has none (0) */
+    o->used = 1;
+    o->connected = 1;
+    o->node = nid;
+    copy_cut(o->label, sizeof o->label, label);
+    copy_cut(o->app, sizeof o->app, app);
+    *out = id;
+    return DQ_OK;
+}
+
+static struct probe_origin *origin_at(const struct probe_table *t, uint32_t id) {
+    return id && id < t->n_origins && t->origins[id].used ? &t->origins[id] : NULL;
+}
+
+int probes_origin_identify(struct probe_table *t, uint32_t origin, const char *node,
+                           const char *app) {
+    struct probe_origin *o = origin_at(t, origin);
+    if (!o) {
+        return dq_fail(DQ_EINVAL, "no origin %u", origin);
+    }
+    copy_cut(o->app, sizeof o->app, app);
+    uint32_t nid = 0;
+    int rc = node_intern(t, node, &nid);
+    o = &t->origins[origin];
+    if (nid == o->node) {
+        node_release(t, nid); /* the same name: interning counted it once more */
+        return rc;
+    }
+    node_release(t, o->node);
+    o->node = nid;
+    /* probes that last heard from it look their node up again at their next instance */
+    for (size_t i = 0; i < t->count; i++) {
+        if (t->probes[i]->node_origin == origin) {
+            t->probes[i]->node_origin = ORIGIN_UNRESOLVED;
+        }
+    }
+    return rc;
+}
+
+void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns) {
+    if (origin && origin < t->n_origins) {
+        t->origins[origin].last_rx_ns = now_ns;
+    }
+}
+
+void probes_origin_closed(struct probe_table *t, uint32_t origin) {
+    struct probe_origin *o = origin_at(t, origin);
+    if (o) {
+        o->connected = 0;
+        origin_free_if_unused(t, origin);
+    }
+}
+
+int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe_origin_info *out) {
+    memset(out, 0, sizeof *out);
+    out->label = out->node = out->app = "";
+    const struct probe_origin *o = origin_at(t, origin);
+    if (!o) {
+        return DQ_EINVAL;
+    }
+    out->id = origin;
+    out->label = o->label;
+    out->node = o->node ? t->nodes[o->node].name : "";
+    out->app = o->app;
+    out->connected = o->connected;
+    out->last_rx_ns = o->last_rx_ns;
+    return DQ_OK;
+}
+
+/* ---- per-node moments ---------------------------------------------------------------------- */
+
+/*
+ * Gives p its per-node storage, the first node in row 0: the open windows and the closed
+ * ones it still has came from that node alone, so they are copied there.
+ */
+static int split_alloc(struct probe_table *t, struct probe *p) {
+    size_t open = (size_t)t->nslots * NODE_ROWS;
+    size_t cap = (size_t)t->ring_cap;
+    size_t size = sizeof(struct probe_split) + sizeof(struct node_acc) * open +
+                  sizeof(int64_t) * cap + sizeof(struct probe_node_moments) * cap * NODE_ROWS;
+    void *(*alloc)(size_t, size_t) = t->split_calloc ? t->split_calloc : calloc;
+    struct probe_split *sp = alloc(1, size);
+    if (!sp) {
+        return dq_fail(DQ_ENOMEM, "no memory to split probe %s by node", p->name);
+    }
+    sp->ring_cap = t->ring_cap;
+    sp->ring_wid = (int64_t *)(void *)&sp->open[open];
+    sp->ring = (struct probe_node_moments *)(void *)&sp->ring_wid[cap];
+    for (size_t i = 0; i < cap; i++) {
+        sp->ring_wid[i] = -1;
+    }
+    sp->n_named = 1;
+    sp->node[0] = p->node_first;
+    for (int i = 0; i < t->nslots; i++) {
+        const struct probe_slot *s = &p->slots[i];
+        if (s->wid >= 0) {
+            sp->open[i * NODE_ROWS] = (struct node_acc){.ok = s->ok,
+                                                        .fa = s->fa,
+                                                        .to = s->to,
+                                                        .out = s->out,
+                                                        .sum = s->sum,
+                                                        .sumsq = s->sumsq};
+        }
+    }
+    for (int b = 0; b < p->ring_len; b++) {
+        const struct probe_window *w = probes_ring_get(p, b);
+        int64_t r = ring_row(w->wid, sp->ring_cap);
+        if (sp->ring_wid[r] != -1) {
+            continue; /* a newer window took the row */
+        }
+        sp->ring_wid[r] = w->wid;
+        sp->ring[r * NODE_ROWS] = (struct probe_node_moments){.ok = w->ok,
+                                                              .fa = w->fa,
+                                                              .to = w->to,
+                                                              .out = w->out,
+                                                              .mean = w->mean,
+                                                              .variance = w->variance};
+    }
+    p->split = sp;
+    return DQ_OK;
+}
+
+/*
+ * The slow path of probes_record_hashed: an instance of p from another origin than the
+ * last one. Remembers it, and finds the row of its node (splitting p when the node is
+ * its second).
+ */
+static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin) {
+    if (!origin_at(t, origin)) {
+        origin = 0; /* an unknown id counts as none */
+    }
+    if (p->origin != origin) {
+        uint32_t old = p->origin;
+        origin_ref(t, origin);
+        p->origin = origin;
+        origin_unref(t, old);
+    }
+    p->node_origin = origin;
+    p->node_slot = 0;
+    uint32_t node = origin ? t->origins[origin].node : 0;
+    struct probe_split *sp = p->split;
+    if (node == 0) {
+        if (sp) {
+            sp->other_used = 1; /* no node name: pooled */
+            p->node_slot = NODE_OTHER;
+        }
+        return;
+    }
+    if (p->node_first == 0) {
+        p->node_first = node;
+        t->nodes[node].pinned = 1;
+        return;
+    }
+    if (!sp) {
+        if (node == p->node_first || p->split_failed) {
+            return;
+        }
+        if (split_alloc(t, p) != DQ_OK) {
+            p->split_failed = 1; /* once: no allocation per instance */
+            t->split_failures++;
+            return;
+        }
+        sp = p->split;
+    }
+    for (int i = 0; i < sp->n_named; i++) {
+        if (sp->node[i] == node) {
+            p->node_slot = i;
+            return;
+        }
+    }
+    if (sp->n_named < PROBES_MAX_NODES) {
+        sp->node[sp->n_named] = node;
+        t->nodes[node].pinned = 1;
+        p->node_slot = sp->n_named++;
+        return;
+    }
+    sp->other_used = 1;
+    p->node_slot = NODE_OTHER;
+}
+
+int probes_node_count(const struct probe *p) {
+    return p->split ? p->split->n_named + p->split->other_used : 0;
+}
+
+/* The row of node i of p, or −1. */
+static int node_row(const struct probe *p, int i) {
+    const struct probe_split *sp = p->split;
+    if (!sp || i < 0) {
+        return -1;
+    }
+    if (i < sp->n_named) {
+        return i;
+    }
+    return i == sp->n_named && sp->other_used ? NODE_OTHER : -1;
+}
+
+const char *probes_node_name(const struct probe_table *t, const struct probe *p, int i) {
+    int r = node_row(p, i);
+    if (r < 0) {
+        return NULL;
+    }
+    return r == NODE_OTHER ? PROBES_NODE_OTHER : t->nodes[p->split->node[r]].name;
+}
+
+int probes_node_moments(const struct probe *p, int i, int64_t wid, struct probe_node_moments *out) {
+    memset(out, 0, sizeof *out);
+    int r = node_row(p, i);
+    if (r < 0) {
+        return dq_fail(DQ_EINVAL, "no node %d", i);
+    }
+    const struct probe_split *sp = p->split;
+    int64_t row = ring_row(wid, sp->ring_cap);
+    if (sp->ring_wid[row] != wid) {
+        return DQ_ENOTFOUND;
+    }
+    *out = sp->ring[row * NODE_ROWS + r];
+    return DQ_OK;
 }

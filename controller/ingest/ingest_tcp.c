@@ -43,6 +43,7 @@ struct link {
     uv_connect_t connect;
     int tcp_open, timer_open, connected, closing;
     char peer[64];
+    uint32_t origin; /* the core's id of this connection (0: none) */
     char node[WIRE_MAX_LABEL + 1];
     char app[WIRE_MAX_LABEL + 1];
     int running; /* last state line: 0/1, −1 unknown */
@@ -170,8 +171,36 @@ static void link_on_closed(uv_handle_t *h) {
     link_free_if_closed(l);
 }
 
+/* The host part of a "HOST:PORT" peer (IPv6 hosts keep their colons). */
+static void peer_host(const char *peer, char *out, size_t cap) {
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+    n = n < cap - 1 ? n : cap - 1;
+    memcpy(out, peer, n);
+    out[n] = '\0';
+}
+
+/* Gives a connection that is up its origin in the core: labelled as the commands table
+ * labels it, its node the peer's host until a hello names one. */
+static void link_origin_open(struct link *l) {
+    char label[PROBES_LABEL_MAX], host[64];
+    snprintf(label, sizeof label, "%" PRIu64 " %s", l->id, l->peer);
+    peer_host(l->peer, host, sizeof host);
+    if (probes_origin_open(l->s->probes, label, host, "", &l->origin) != DQ_OK) {
+        LOG(LOG_WARN, "link %" PRIu64 " (%s): %s; its instances count without an origin", l->id,
+            l->peer, dq_last_error());
+    }
+}
+
+/* The connection went down: the core stops counting it as a live origin. */
+static void link_origin_close(struct link *l) {
+    probes_origin_closed(l->s->probes, l->origin);
+    l->origin = 0;
+}
+
 /* Closes a link for good (inbound) or until the next reconnect (outbound, not closing). */
 static void link_close_tcp(struct link *l) {
+    link_origin_close(l);
     l->connected = 0;
     if (l->tcp_open && !uv_is_closing((uv_handle_t *)&l->tcp)) {
         uv_close((uv_handle_t *)&l->tcp, link_on_closed);
@@ -179,6 +208,7 @@ static void link_close_tcp(struct link *l) {
 }
 
 static void link_destroy(struct link *l) {
+    link_origin_close(l);
     l->closing = 1;
     l->connected = 0;
     if (l->tcp_open && !uv_is_closing((uv_handle_t *)&l->tcp)) {
@@ -364,8 +394,8 @@ static inline void link_instance(struct link *l, const struct wire_msg *m) {
                            : m->status == WIRE_ST_FA ? PROBE_FA
                                                      : PROBE_TO;
     l->instances++;
-    probes_record_hashed(l->s->probes, m->name.p, m->name.n, m->name_hash, m->start_ns, m->end_ns,
-                         st);
+    probes_record_hashed(l->s->probes, m->name.p, m->name.n, m->name_hash, l->origin, m->start_ns,
+                         m->end_ns, st);
 }
 
 /* The splitter's fast path: an instance line, already parsed. */
@@ -403,6 +433,8 @@ static void on_clock(struct link *l, const struct wire_msg *m, const char *line,
         return;
     }
     link_flush_count(l); /* the windows about to close count what came before */
+    /* the line says everything before NS was sent: the link is alive up to NS */
+    probes_origin_heard(s->probes, l->origin, m->clock_ns);
     s->opt.on_clock(s->opt.clock_ctx, m->clock_ns);
     char tick[WIRE_CMD_MAX];
     int n = wire_format_tick(tick, sizeof tick, m->clock_ns);
@@ -436,6 +468,11 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     case WIRE_HELLO:
         slice_copy(l->node, sizeof l->node, m.node);
         slice_copy(l->app, sizeof l->app, m.app);
+        if (l->origin &&
+            probes_origin_identify(l->s->probes, l->origin, l->node, l->app) != DQ_OK) {
+            LOG(LOG_WARN, "link %" PRIu64 " (%s): node %s: %s", l->id, l->peer, l->node,
+                dq_last_error());
+        }
         if (l->kind == LINK_OUTBOUND) {
             break; /* a listener that greets stays an outbound link (and keeps reconnecting) */
         }
@@ -476,6 +513,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         /* one clock read per chunk, not per line (a vDSO call costs ~70 ns on a VM, a
          * quarter of the ingest time); the clock check allows a day of skew anyway */
         l->read_now_ns = clock_now(core_clock(l->s->core));
+        probes_origin_heard(l->s->probes, l->origin, l->read_now_ns);
         wire_splitter_feed_instances(&l->split, buf->base, (size_t)nread, l->read_now_ns,
                                      on_instance);
         link_flush_count(l);
@@ -555,6 +593,7 @@ static void on_connection(uv_stream_t *server, int status) {
     s->connections_total++;
     l->connected = 1;
     peer_name(&l->tcp, l->peer, sizeof l->peer);
+    link_origin_open(l);
     uv_tcp_nodelay(&l->tcp, 1);
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
     if (uv_timer_init(s->loop, &l->timer) == 0) {
@@ -597,6 +636,7 @@ static void on_outbound_connected(uv_connect_t *req, int status) {
     }
     l->connected = 1;
     l->backoff_ms = 0;
+    link_origin_open(l);
     LOG(LOG_INFO, "wrapper %s: connected to its command listener", l->peer);
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
     uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);

@@ -129,6 +129,7 @@ struct run {
     struct core *core;
     struct adapt *adapt;
     struct wrapper w;
+    uint32_t origin; /* the fake wrapper's connection, as the core knows it */
     int64_t w0, cur; /* first window, and the window being run (relative) */
     int lock_left;
     char *lines[MAX_LINES];
@@ -832,6 +833,10 @@ static void start(struct run *r, int restart) {
     if (core_add_source(r->core, &fake_ops, r) != DQ_OK) {
         die("%s: %s", c->path, dq_last_error());
     }
+    if (probes_origin_open(core_probes(r->core), "1 fake", "fake@test", "fake", &r->origin) !=
+        DQ_OK) {
+        die("%s: origin: %s", c->path, dq_last_error());
+    }
     struct adapt_env env = {
         .core = r->core, .store = r->store, .clock = &r->clock, .emit = on_event, .emit_ctx = r};
     if (adapt_create(&env, &c->opt, &r->adapt) != DQ_OK) {
@@ -945,6 +950,10 @@ static void feed_window(struct run *r, int64_t w) {
     struct probe_table *t = core_probes(r->core);
     int64_t wstart = (r->w0 + w) * c->window_ms * 1000000;
     int64_t window_ns = c->window_ms * 1000000;
+    if (r->w.running) {
+        /* the fake wrapper's link is alive: its probes' empty windows are quiet, not no data */
+        probes_origin_heard(t, r->origin, wstart + window_ns - 1);
+    }
     for (int i = 0; i < c->n_specs; i++) {
         const struct spec *s = &c->specs[i];
         if (s->from > w || s->none) {
@@ -972,7 +981,7 @@ static void feed_window(struct run *r, int64_t w) {
                 d = dmax; /* as a wrapper reports a timeout: END = START + dMax */
             }
             int64_t start = end - (int64_t)(d * 1e6);
-            probes_record(t, s->probe, strlen(s->probe), start, end, st);
+            probes_record(t, s->probe, strlen(s->probe), r->origin, start, end, st);
             core_add_instances(r->core, 1);
         }
     }

@@ -3,7 +3,8 @@
  * "Ingest"): the lines bench_ingest's generator sends (four probe names, END within the
  * last millisecond, durations 1–50 ms, 97 % ok / 2 % fa / 1 % to), copied 64 KiB at a
  * time into a read buffer as a socket read would, then split, parsed and recorded as
- * dqd's read callback does (wire_splitter_feed_instances + probes_record_hashed). The
+ * dqd's read callback does (probes_origin_heard, wire_splitter_feed_instances +
+ * probes_record_hashed with the connection's origin). The
  * copy alone is timed too, so the rest is parse + record. Best of many passes over 8 MB,
  * alternating, to see through other jobs on a shared machine.
  * Usage: bench_probes [PASSES]   (default 40)
@@ -34,6 +35,7 @@ static double mono_s(void) {
 
 struct ctx {
     struct probe_table t;
+    uint32_t origin; /* one connection, as dqd's read callback passes it */
     uint64_t instances, other, rejected;
 };
 
@@ -42,8 +44,8 @@ static void record(struct ctx *x, const struct wire_msg *m) {
                            : m->status == WIRE_ST_FA ? PROBE_FA
                                                      : PROBE_TO;
     x->instances++;
-    x->rejected += probes_record_hashed(&x->t, m->name.p, m->name.n, m->name_hash, m->start_ns,
-                                        m->end_ns, st) != 0;
+    x->rejected += probes_record_hashed(&x->t, m->name.p, m->name.n, m->name_hash, x->origin,
+                                        m->start_ns, m->end_ns, st) != 0;
 }
 
 /* Lines the fast path does not take: here only those cut by a chunk boundary, which the
@@ -91,6 +93,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_probes: probes_init failed\n");
         return 1;
     }
+    if (probes_origin_open(&c.t, "1 127.0.0.1:5555", "127.0.0.1", "", &c.origin) != 0) {
+        fprintf(stderr, "bench_probes: probes_origin_open failed\n");
+        return 1;
+    }
     char split[4096];
     struct wire_splitter sp;
     wire_splitter_init(&sp, split, sizeof split, on_line, &c);
@@ -107,6 +113,7 @@ int main(int argc, char **argv) {
         for (size_t at = 0; at < n; at += CHUNK) {
             size_t k = n - at < CHUNK ? n - at : CHUNK;
             memcpy(rb, data + at, k);
+            probes_origin_heard(&c.t, c.origin, now); /* once per read, as dqd */
             wire_splitter_feed_instances(&sp, rb, k, now, on_instance);
         }
         dt = mono_s() - t0;

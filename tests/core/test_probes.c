@@ -55,12 +55,12 @@ static void test_lookup(void) {
     char copy[64] = "xx";
     memcpy(copy + 2, names[12], 13);
     CHECK(probes_find(&t, copy + 2, 13) == got[12]);
-    CHECK_INT(probes_record_hashed(&t, copy + 2, 13, wire_name_hash(copy + 2, 13), T0 - 5000000, T0,
-                                   PROBE_OK),
+    CHECK_INT(probes_record_hashed(&t, copy + 2, 13, wire_name_hash(copy + 2, 13), 0, T0 - 5000000,
+                                   T0, PROBE_OK),
               0);
     CHECK_INT(got[12]->total_ok, 1);
-    CHECK_INT(probes_record(&t, "9bad", 4, T0 - 5, T0, PROBE_OK), DQ_EINVAL);
-    CHECK_INT(probes_record(&t, "new_one", 7, T0 - 5, T0, PROBE_FA), 0);
+    CHECK_INT(probes_record(&t, "9bad", 4, 0, T0 - 5, T0, PROBE_OK), DQ_EINVAL);
+    CHECK_INT(probes_record(&t, "new_one", 7, 0, T0 - 5, T0, PROBE_FA), 0);
     CHECK_INT(t.count, 41);
     probes_release(&t);
 }
@@ -131,7 +131,7 @@ static void test_hash_collisions(void) {
         CHECK_MSG(pa && pb && pa != pb && t.count == 2, "%s and %s are one probe", a, b);
         CHECK(probes_find(&t, a, n) == pa);
         CHECK(probes_find(&t, b, n) == pb);
-        CHECK_INT(probes_record(&t, b, n, T0 - 10, T0, PROBE_OK), 0);
+        CHECK_INT(probes_record(&t, b, n, 0, T0 - 10, T0, PROBE_OK), 0);
         CHECK(pb && pa && pb->total_ok == 1 && pa->total_ok == 0);
         probes_release(&t);
     }
@@ -148,16 +148,16 @@ static void test_windows(void) {
     int per[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         int64_t end = T0 + order[i] * SEC + (int64_t)(i * 1000);
-        CHECK_INT(probes_record(&t, "p", 1, end - 1000000, end, PROBE_OK), 0);
+        CHECK_INT(probes_record(&t, "p", 1, 0, end - 1000000, end, PROBE_OK), 0);
         per[order[i]]++;
     }
     /* the last nanosecond of a window, and the first of the next */
-    CHECK_INT(probes_record(&t, "p", 1, T0 + SEC - 9, T0 + SEC - 1, PROBE_OK), 0);
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0 + SEC - 9, T0 + SEC - 1, PROBE_OK), 0);
     per[0]++;
-    CHECK_INT(probes_record(&t, "p", 1, T0 + SEC - 9, T0 + SEC, PROBE_OK), 0);
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0 + SEC - 9, T0 + SEC, PROBE_OK), 0);
     per[1]++;
-    CHECK_INT(probes_record(&t, "p", 1, T0 - SEC, T0 - 1, PROBE_OK), DQ_ESTATE); /* late */
-    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 4 * SEC, PROBE_OK), DQ_ESTATE); /* future */
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0 - SEC, T0 - 1, PROBE_OK), DQ_ESTATE); /* late */
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0, T0 + 4 * SEC, PROBE_OK), DQ_ESTATE); /* future */
     CHECK_INT(t.late, 1);
     CHECK_INT(t.future, 1);
     struct probe *p = probes_find(&t, "p", 1);
@@ -170,9 +170,9 @@ static void test_windows(void) {
                   win ? (int)win->ok : -1, per[w]);
     }
     /* after the closes, the window that was cached is late */
-    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 3 * SEC, PROBE_OK), DQ_ESTATE);
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0, T0 + 3 * SEC, PROBE_OK), DQ_ESTATE);
     CHECK_INT(t.late, 2);
-    CHECK_INT(probes_record(&t, "p", 1, T0, T0 + 5 * SEC, PROBE_OK), 0);
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0, T0 + 5 * SEC, PROBE_OK), 0);
     probes_release(&t);
 }
 

@@ -345,8 +345,55 @@ static void test_renderers(void) {
     CHECK(strstr(t, "probes 3 (2 enabled)") != NULL);
     CHECK(strstr(t, "protocol errors 7") != NULL);
     CHECK(strstr(t, "n1@host") != NULL);
+    CHECK(strstr(t, "silent:") == NULL); /* no "silent" list: nothing silent */
     cap_close(&c);
     json_decref(st);
+
+    /* silent probes: one line each, what a wrapper named escaped */
+    st = json_pack("{s:s,s:[{s:s,s:I,s:s,s:i,s:s,s:s,s:s,s:b},{s:s,s:I,s:s,s:i,s:n,s:n,s:n,s:b},"
+                   "{s:s,s:I,s:s,s:i,s:s,s:s,s:s,s:b}],s:[]}",
+                   "version", "0.1.0", "silent", "probe", "db", "since_ns",
+                   (json_int_t)1000000000000000000LL, "since", "2001-09-09T01:46:40.000Z",
+                   "windows", 4, "origin", "3 127.0.0.1:5555", "node", "app@host", "app", "shop",
+                   "connected", 0, "probe", "cache", "since_ns", (json_int_t)1000000000000000000LL,
+                   "since", "2001-09-09T01:46:40.000Z", "windows", 1, "origin", "node", "app",
+                   "connected", 0, "probe", "q", "since_ns", (json_int_t)1000000000000000000LL,
+                   "since", "2001-09-09T01:46:40.000Z", "windows", 2, "origin", "4 10.0.0.9:1",
+                   "node", "evil\x1b[2J\n@h", "app", "", "connected", 1, "wrappers");
+    CHECK(st != NULL);
+    cap_open(&c);
+    dqctl_render_status(c.f, st);
+    t = cap_text(&c);
+    CHECK(strstr(t, "silent: db since 2001-09-09 01:46:40 UTC (4 windows; no data from 3 "
+                    "127.0.0.1:5555 node app@host app shop, disconnected)\n") != NULL);
+    CHECK(strstr(t, "silent: cache since 2001-09-09 01:46:40 UTC (1 window; never heard from") !=
+          NULL);
+    CHECK(strstr(t, "node evil\\x1b[2J\\x0a@h, connected but silent)\n") != NULL);
+    CHECK(strchr(t, '\x1b') == NULL);
+    CHECK(strstr(t, "wrappers: none") != NULL);
+    cap_close(&c);
+    json_decref(st);
+
+    char esc[16];
+    dqctl_escape("a\tb\x7f", esc, sizeof esc);
+    CHECK(strcmp(esc, "a\\x09b\\x7f") == 0);
+    dqctl_escape("\x01\x02\x03", esc, 10); /* cut at a whole escape */
+    CHECK(strcmp(esc, "\\x01\\x02") == 0);
+
+    /* a silent probe is marked in the probes list */
+    probes =
+        json_pack("[{s:s,s:b,s:f,s:i,s:n,s:n,s:I},{s:s,s:b,s:f,s:i,s:n,s:n,s:n}]", "name", "db",
+                  "enabled", 1, "dmax_ms", 100.0, "bins", 100, "last_window", "qta",
+                  "silent_since_ns", (json_int_t)1000000000000000000LL, "name", "ok_one", "enabled",
+                  1, "dmax_ms", 100.0, "bins", 100, "last_window", "qta", "silent_since_ns");
+    CHECK(probes != NULL);
+    cap_open(&c);
+    dqctl_render_probes(c.f, probes);
+    t = cap_text(&c);
+    CHECK(strstr(t, "db     silent") != NULL);
+    CHECK(strstr(t, "ok_one on ") != NULL);
+    cap_close(&c);
+    json_decref(probes);
     json_decref(dq);
     json_decref(qta);
 }

@@ -430,6 +430,21 @@ def check_histograms(c, m, family):
     return probes
 
 
+def promtool_check(c, text, what):
+    """Pipes an exposition through Prometheus's `promtool check metrics` (parse and lint):
+    a failed check when it rejects the text, or when promtool is missing (`make deps`
+    installs it with the Debian package prometheus)."""
+    tool = shutil.which("promtool")
+    if not tool:
+        return c.check(False, "%s: promtool not found: run `make deps` (it installs the Debian "
+                       "package prometheus, which has promtool)" % what)
+    p = subprocess.run([tool, "check", "metrics"], input=text.encode(), capture_output=True,
+                       timeout=30)
+    return c.check(p.returncode == 0, "%s: promtool check metrics exited %d:\n%s%s" %
+                   (what, p.returncode, p.stdout.decode("utf-8", "replace"),
+                    p.stderr.decode("utf-8", "replace")))
+
+
 def bucket_at(m, family, probe, le):
     """Cumulative count of the bucket with upper edge le (seconds) of one probe."""
     for l, v in m.select(family + "_bucket", probe=probe):

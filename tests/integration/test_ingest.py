@@ -161,6 +161,7 @@ def body(c):
 
     # ---- /metrics ----
     c.check(not m.errors, "metrics parse cleanly: %r" % m.errors[:5])
+    t.promtool_check(c, d.metrics_text(), "/metrics after ingest")
     c.eq(m.types.get("dqd_instances_total"), "counter", "instances counter TYPE")
     c.eq(m.types.get("dqd_duration_seconds"), "histogram", "duration histogram TYPE")
     c.eq(m.types.get("dqd_protocol_errors_total"), "counter", "protocol errors TYPE")
