@@ -2,10 +2,12 @@
 
 tree27 (41 probes, 27 leaves, 3 levels). In each run only the root is enabled at the
 start; dqsim reports only probes dqd enabled. One leaf is slowed (latency), made erratic
-(variance) or made to fail (lost mass); `dqctl diagnose root --wait` must localize that
-leaf having enabled at most 30 % of the probes, `dqctl why LEAF` must name the hypothesis
-chain, and once the fault is cleared the probes the investigation enabled must be disabled
-again. A nominal run (no fault, triggers armed) must open no investigation in 300 windows
+(variance) or made to fail (lost mass) after 40 quiet seconds (the root's baseline);
+`dqctl diagnose root --wait` must localize that leaf having enabled at most 30 % of the
+probes, `dqctl why LEAF` must name the hypothesis chain, and once the fault is cleared
+the probes the investigation enabled must be disabled again. These three run in
+simulated time (dqd and dqsim --clock sim, dqsim held and moved on by the test), so
+their outcome does not depend on the machine's load. A nominal run (no fault, triggers armed) must open no investigation in 300 windows
 (5 minutes of simulated time at 1 s per window, run with 100 ms windows).
 
 In simulated time (simclock): dqd --clock sim and dqsim --clock sim run 120 simulated
@@ -23,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
@@ -87,16 +90,81 @@ def wait_data(d, probe, timeout=10):
     return d.wait_until(lambda: d.dq(probe) is not None, timeout=timeout)
 
 
+class HeldSim:
+    """dqsim --clock sim --hold: simulated time moves only when told (`run S`); a thread
+    can keep it moving while a command waits on dqd."""
+
+    def __init__(self, ingest_port, rate=300):
+        self.proc = subprocess.Popen(
+            [DQSIM, "--diagram", DIAGRAM, "--dqd", "127.0.0.1:%d" % ingest_port, "--clock",
+             "sim", "--hold", "--leaf-mean", "2:2", "--rate", str(rate), "--seed", "7",
+             "--batch-ms", "20"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        self.now = 0.0
+        self.lock = threading.Lock()
+        self.driving = False
+
+    def _wait_held(self, target):
+        for line in self.proc.stdout:
+            if line.startswith("held at "):
+                self.now = float(line.split()[2])
+                if self.now >= target - 1e-6:
+                    return
+        raise RuntimeError("dqsim ended")
+
+    def run(self, seconds):
+        with self.lock:
+            target = self.now + seconds
+            self.proc.stdin.write("run %g\n" % seconds)
+            self.proc.stdin.flush()
+            self._wait_held(target)
+
+    def say(self, line):
+        with self.lock:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+
+    def drive(self, step=1.0):
+        """Moves simulated time on, a step at a time, until stop_driving()."""
+        self.driving = True
+
+        def loop():
+            while self.driving and self.proc.poll() is None:
+                self.run(step)
+                time.sleep(0.01)
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+
+    def stop_driving(self):
+        self.driving = False
+        self.thread.join(30)
+
+    def stop(self):
+        self.driving = False
+        if self.proc.poll() is None:
+            try:
+                self.say("quit")
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
 def localize(c, kind, fault, leaf, rate=300):
+    """In simulated time: 40 quiet seconds (a baseline for the root), the fault, 5 more
+    seconds, then `dqctl diagnose root --wait` while simulated time keeps moving."""
     work = make_workdir("dqd-adaptive-")
-    d = start(c, work)
-    sim = Sim(d.ingest_port, rate=rate)
+    d = start(c, work, window_ms=1000, extra=["--clock", "sim"])
+    sim = HeldSim(d.ingest_port, rate=rate)
     try:
-        c.check(wait_data(d, "root"), "%s: root reports" % kind)
-        time.sleep(3.0)  # quiet history for the root: the baseline push-button compares to
+        sim.run(40)
+        c.check(d.dq("root") is not None, "%s: root reports" % kind)
         sim.say(fault)
-        time.sleep(2.0)
-        r = dqctl(d, "diagnose", "root", "--wait", "--timeout", "90")
+        sim.run(5)
+        sim.drive()
+        r = dqctl(d, "diagnose", "root", "--wait", "--timeout", "120")
+        sim.stop_driving()
         c.eq(r.returncode, 1, "%s: dqctl diagnose exits 1 (a problem found): %s %s" %
              (kind, r.stdout[-800:], r.stderr[-400:]))
         invs = d.get("/api/v1/investigations")
@@ -119,7 +187,9 @@ def localize(c, kind, fault, leaf, rate=300):
                 "%s: why chain from the enabling hypothesis to the root: %r" % (kind, nodes))
         # the fault goes away: the probes the investigation enabled are disabled again
         sim.say("clear all")
+        sim.drive()
         back = d.wait_until(lambda: enabled_names(d) == ["root"], timeout=30, step=0.2)
+        sim.stop_driving()
         c.check(back, "%s: after the fault is removed only root stays enabled: %r" %
                 (kind, enabled_names(d)))
         hyps = d.get("/api/v1/investigations/%d" % inv["id"])["hypotheses"]
