@@ -80,10 +80,51 @@ static void run_budget(struct plan *pl) {
     }
 }
 
-/* Decides window wid: budget, triggers, snapshots, investigations. */
+/*
+ * Silent sources: an enabled probe whose window had no data while the one before had
+ * (its source disconnected or went silent) is announced once: a log line, an event in
+ * the store and a "probe_silent" webhook naming the connection; when data comes back,
+ * "probe_data_returned".
+ */
+static void run_silence(struct plan *pl) {
+    struct probe_table *t = core_probes(pl->a->env.core);
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (!p->enabled) {
+            continue;
+        }
+        int now = probes_no_data(p, pl->wid), before = probes_no_data(p, pl->wid - 1);
+        if (now == before) {
+            continue;
+        }
+        struct probe_silence sil;
+        memset(&sil, 0, sizeof sil);
+        int silent = probes_silence(t, p, &sil) == 1;
+        const char *label = silent && sil.origin.label ? sil.origin.label : "";
+        const char *node = silent && sil.origin.node ? sil.origin.node : "";
+        json_t *detail = json_pack("{s:s,s:s,s:s,s:b}", "probe", p->name, "connection", label,
+                                   "node", node, "connected", silent && sil.origin.connected);
+        if (now) {
+            json_object_set_new(detail, "since_ns", json_integer(sil.since_ns));
+            adapt__fx_log(pl, LOG_WARN, 0,
+                          "probe %s is silent: no data since its source %s%s%s went %s", p->name,
+                          label[0] ? label : "(none ever)", node[0] ? " " : "", node,
+                          silent && sil.origin.connected ? "quiet" : "away");
+        } else {
+            adapt__fx_log(pl, LOG_INFO, 0, "probe %s has data again", p->name);
+        }
+        char *text = json_dumps(detail, JSON_COMPACT);
+        adapt__fx_event(pl, now ? "probe_silent" : "probe_data_returned", text ? text : "{}");
+        free(text);
+        adapt__fx_webhook(pl, now ? "probe_silent" : "probe_data_returned", detail, 0, 0);
+    }
+}
+
+/* Decides window wid: budget, silent sources, triggers, snapshots, investigations. */
 static void decide_window(struct plan *pl) {
     struct adapt_state *st = &pl->next;
     run_budget(pl);
+    run_silence(pl);
     adapt__run_triggers(pl);
     adapt__run_snapshots(pl);
     for (int i = 0; i < st->n_inv; i++) {

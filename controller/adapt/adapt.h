@@ -43,7 +43,8 @@ struct adapt_env {
     struct store *store;       /* the hypothesis log */
     const struct clock *clock; /* the only time it reads */
     /* The event sink (webhooks): takes the reference to payload. NULL: events are
-     * dropped. Events: "trigger_fired", "trigger_cleared", "verdict". */
+     * dropped. Events: "trigger_fired", "trigger_cleared", "verdict", "probe_silent",
+     * "probe_data_returned". */
     void (*emit)(void *ctx, const char *event, json_t *payload);
     void *emit_ctx;
 };

@@ -237,6 +237,11 @@ void adapt__disown(struct investigation *inv, const char *name);
 /* The probe called name in the core, or NULL. */
 struct probe *adapt__probe(struct adapt *a, const char *name);
 
+/* 1 when probe `name` had no data in the window this round decides (its source
+ * disconnected or went silent): such a window says nothing about it, so waits and
+ * de-escalations do not count it. 0 for a person's action (no window). */
+int adapt__no_data(const struct plan *pl, const char *name);
+
 /* ---- triggers.c -------------------------------------------------------------------------- */
 
 const char *adapt__trigger_kind_name(enum trigger_kind k);

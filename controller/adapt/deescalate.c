@@ -168,9 +168,21 @@ static void supersede(struct plan *pl, struct investigation *inv, const struct t
     inv->released = 1;
 }
 
+/* 1 when a probe the closed investigation's judgement rests on (its node, its trigger's
+ * probe, its localized child) had no data in this window: the window says nothing about
+ * whether the problem is still there, so nothing is counted either way. */
+static int judged_blind(const struct plan *pl, const struct investigation *inv) {
+    const struct trigger *t = trigger_of(pl, inv);
+    return adapt__no_data(pl, inv->node) || (t && adapt__no_data(pl, t->probe)) ||
+           (inv->verdict_node[0] && adapt__no_data(pl, inv->verdict_node));
+}
+
 void adapt__deescalate(struct plan *pl, struct investigation *inv) {
     if (inv->released) {
         return;
+    }
+    if (judged_blind(pl, inv)) {
+        return; /* no data is not quiet: de-escalation waits for the data to come back */
     }
     if (inv->trigger_id) {
         const struct trigger *t = trigger_of(pl, inv);

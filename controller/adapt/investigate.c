@@ -698,8 +698,19 @@ static void search(struct plan *pl, struct investigation *inv) {
         goto out;
     }
     share_children(pl, inv, fi);
-    if (pl->wid >= 0) { /* a window went by (a person's action adds none) */
+    /* a window went by (a person's action adds none); one in which the focus or a child
+     * had no data (its source disconnected or went silent) is not counted either: the
+     * search waits for the data to come back */
+    int silent = adapt__no_data(pl, inv->focus);
+    for (size_t j = 0; j < fi->in.n_children && !silent; j++) {
+        silent = fi->kids[j].enabled && adapt__no_data(pl, fi->kids[j].name);
+    }
+    if (pl->wid >= 0 && !silent) {
         inv->windows_waited++;
+    }
+    if (silent) {
+        inv->pending_count = 0;
+        goto out;
     }
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
@@ -855,6 +866,9 @@ static void observe(struct plan *pl, struct investigation *inv) {
         (c.n > 0 || c.recent.windows >= ADAPT_RECENT_WINDOWS || exhausted)) {
         characterise(pl, inv, &c);
         return;
+    }
+    if (adapt__no_data(pl, inv->node)) {
+        return; /* its source is silent: wait for data rather than run out of time */
     }
     if (++inv->windows_waited < pl->a->opt.investigation_windows) {
         return;

@@ -132,6 +132,11 @@ struct probe *adapt__probe(struct adapt *a, const char *name) {
     return probes_find(core_probes(a->env.core), name, strlen(name));
 }
 
+int adapt__no_data(const struct plan *pl, const char *name) {
+    const struct probe *p = pl->wid >= 0 ? adapt__probe(pl->a, name) : NULL;
+    return p && p->enabled && probes_no_data(p, pl->wid);
+}
+
 /* ---- the round ---------------------------------------------------------------------------- */
 
 int adapt__plan_begin(struct adapt *a, struct plan *pl, int64_t wid, int64_t upto) {

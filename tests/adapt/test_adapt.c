@@ -64,7 +64,16 @@ struct spec {
     int n_levels;
 };
 
-enum action_kind { A_DIAGNOSE, A_RESTART, A_LOCK, A_REFUSE, A_TRIGGER_OFF, A_ABORT };
+enum action_kind {
+    A_DIAGNOSE,
+    A_RESTART,
+    A_LOCK,
+    A_REFUSE,
+    A_TRIGGER_OFF,
+    A_ABORT,
+    A_DISCONNECT,
+    A_RECONNECT
+};
 
 struct action {
     int64_t at;
@@ -117,6 +126,7 @@ struct wrapper {
     double dmax[MAX_WRAPPER];
     int n;
     int running;
+    int gone;   /* `disconnect`: the link is closed, nothing is sent until `reconnect` */
     int legacy; /* no clear_timeout, no acks */
 };
 
@@ -384,6 +394,10 @@ static void parse_action(struct case_def *c, int64_t at, char **w, int n, int li
         a->kind = A_TRIGGER_OFF;
         snprintf(a->arg, sizeof a->arg, "%s", w[1]);
         snprintf(a->arg2, sizeof a->arg2, "%s", w[2]);
+    } else if (strcmp(w[0], "disconnect") == 0 && n == 1) {
+        a->kind = A_DISCONNECT;
+    } else if (strcmp(w[0], "reconnect") == 0 && n == 1) {
+        a->kind = A_RECONNECT;
     } else if (strcmp(w[0], "abort") == 0 && n == 2) {
         a->kind = A_ABORT;
         a->n = (int)num(w[1], c->path, line);
@@ -702,6 +716,8 @@ static void on_event(void *ctx, const char *event, json_t *payload) {
         say(r, "event verdict%s %s %s", invtext,
             json_string_value(json_object_get(payload, "verdict")),
             json_string_value(json_object_get(summary, "node")));
+    } else if (strncmp(event, "probe_", 6) == 0) {
+        say(r, "event %s %s", event, json_string_value(json_object_get(payload, "probe")));
     } else {
         say(r, "event %s %s %s%s", event, json_string_value(json_object_get(payload, "kind")),
             json_string_value(json_object_get(payload, "probe")), invtext);
@@ -950,6 +966,9 @@ static void feed_window(struct run *r, int64_t w) {
     struct probe_table *t = core_probes(r->core);
     int64_t wstart = (r->w0 + w) * c->window_ms * 1000000;
     int64_t window_ns = c->window_ms * 1000000;
+    if (r->w.gone) {
+        return; /* a closed link sends nothing */
+    }
     if (r->w.running) {
         /* the fake wrapper's link is alive: its probes' empty windows are quiet, not no data */
         probes_origin_heard(t, r->origin, wstart + window_ns - 1);
@@ -1021,6 +1040,19 @@ static void do_action(struct run *r, const struct action *a) {
     case A_REFUSE:
         store_refuse_commits(r->store, a->n);
         say(r, "store refuses the next %d commit(s)", a->n);
+        break;
+    case A_DISCONNECT:
+        probes_origin_closed(core_probes(r->core), r->origin);
+        r->w.gone = 1;
+        say(r, "wrapper disconnected");
+        break;
+    case A_RECONNECT:
+        if (probes_origin_open(core_probes(r->core), "2 fake", "fake@test", "fake", &r->origin) !=
+            DQ_OK) {
+            die("%s: origin: %s", r->c->path, dq_last_error());
+        }
+        r->w.gone = 0;
+        say(r, "wrapper reconnected");
         break;
     case A_ABORT: {
         int mark = r->n_lines;
