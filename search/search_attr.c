@@ -634,7 +634,8 @@ int search_attribute(const struct search_input *in, const struct search_params *
     const struct search_contribution *b = &out->c[out->best];
     int above_zero = b->value - b->half_width > 0.0;
     if (out->runner_up < 0) {
-        out->dominant = above_zero;
+        /* a sole child holds whatever its parent's children hold, by construction */
+        out->dominant = above_zero || (in->n_children == 1 && prob != SEARCH_DIVERGENCE);
     } else {
         const struct search_contribution *r = &out->c[out->runner_up];
         out->dominant = above_zero && b->value - r->value > b->half_width + r->half_width;

@@ -155,13 +155,6 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
     return o;
 }
 
-/* 1 when a node's variance is known and positive. */
-static int vb_ok(const struct search_stats *s) {
-    return s->n_ok > 1 && s->variance > 0.0;
-}
-
-/* ---- the node check ------------------------------------------------------------------------ */
-
 /* The z-score of a one-sided p-value (p = P(Z > z)), 40 for p = 0. */
 static double z_of_p(double p) {
     if (!(p > 0.0)) {
@@ -188,6 +181,61 @@ static void add_problem(struct adapt_check *c, enum search_problem kind, double 
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+/* P(X ≥ k) for X ~ Poisson(lambda), k ≥ 1. */
+static double poisson_tail(double lambda, double k) {
+    /* 1 − Σ_{i<k} e^−λ λ^i / i!, summed in logs */
+    double sum = 0.0, term = exp(-lambda);
+    for (int i = 0; i < (int)k && i < 100000; i++) {
+        sum += term;
+        term *= lambda / (double)(i + 1);
+    }
+    double p = 1.0 - sum;
+    return p > 0.0 ? p : 0.0;
+}
+
+/*
+ * The tail against the baseline: the share of successful instances beyond the baseline's
+ * 99.9 % point (its successes'), against the share the baseline itself has there. The
+ * count beyond is compared with a Poisson of the baseline's rate (exact tail).
+ */
+static void check_tail(const struct node_stats *r, const struct node_stats *b,
+                       struct adapt_check *c) {
+    double tb = dq_tangible(b->obs), tr = dq_tangible(r->obs);
+    double t, mb, mr;
+    if (!(tb > 0.0) || !(tr > 0.0) || dq_quantile(b->obs, 0.999 * tb, &t) != DQ_OK ||
+        dq_quantile(b->obs, 0.5 * tb, &mb) != DQ_OK || dq_quantile(r->obs, 0.5 * tr, &mr) != DQ_OK) {
+        return;
+    }
+    double pb = (tb - dq_cdf_at(b->obs, t)) / tb; /* the baseline's own share beyond t */
+    /* the same point moved with the median: a node that is slower as a whole is a
+     * latency problem, not a tail one */
+    double shift = mr > mb ? mr - mb : 0.0;
+    double pr = (tr - dq_cdf_at(r->obs, t + shift)) / tr;
+    double nr = (double)r->s.n_ok;
+    pb = pb > 1.0 / ((double)b->s.n_ok + 1.0) ? pb : 1.0 / ((double)b->s.n_ok + 1.0);
+    double k = pr * nr, lambda = pb * nr;
+    if (!(pr > 2.0 * pb) || k < 1.0) {
+        return;
+    }
+    double z = z_of_p(poisson_tail(lambda, floor(k + 0.5)));
+    if (z >= ADAPT_Z) {
+        add_problem(c, SEARCH_VARIANCE, z,
+                    "%.2g %% of instances beyond %.3g ms (the baseline's 99.9 %% point%s) "
+                    "against %.2g %% before: rare, very slow passes",
+                    100.0 * pr, (t + shift) * 1e3, shift > 0 ? ", moved with the median" : "",
+                    100.0 * pb);
+    }
+}
+
+/* 1 when a node's variance is known and positive. */
+static int vb_ok(const struct search_stats *s) {
+    return s->n_ok > 1 && s->variance > 0.0;
+}
+
+/* ---- the node check ------------------------------------------------------------------------ */
+
+
 
 static void add_problem(struct adapt_check *c, enum search_problem kind, double z, const char *fmt,
                         ...) {
@@ -320,6 +368,11 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
                             sqrt(vr) * 1e3, sqrt(vb) * 1e3);
             }
         }
+    }
+    /* the tail: rare, very slow instances (an erratic part) barely move a variance
+     * estimated over a few windows, but they pile up beyond the baseline's 99.9 % point */
+    if (c->has_baseline && r.obs && b.obs) {
+        check_tail(&r, &b, c);
     }
     /* observed against calculated: the distributions differ, or the time the node spends
      * beyond what its children account for grew against the baseline */

@@ -41,12 +41,14 @@ from dqdtest import Dqd  # noqa: E402
 # backup replica that rarely wins its race: a fault there is masked by the primary).
 DEEP_LEAVES = ["%s_%s%d" % (s, c, i) for s in ("front", "auth", "core", "store")
                for c in "abcd" for i in range(1, 5)]
-FAN_LEAVES = ["parse", "reply"] + ["%s_%d" % (k, i) for k in ("lookup", "filter", "merge")
-                                   for i in range(1, 7)]
-PRIMARY = ["p_read", "p_check", "p_send"]
-BACKUP = ["b_read", "b_check", "b_queue", "b_wait", "b_copy", "b_send"]
-CHOICE_LEAVES = ["parse", "reply", "c_find", "c_get", "c_copy", "m_load", "m_parse",
-                 "m_compute", "m_store"]
+FAN_LEAVES = ["%s_%d_%d" % (st, k, i) for k in range(1, 9) for st in ("lookup", "filter", "merge")
+              for i in range(1, 4)]
+PRIMARY = ["%s_%d" % (st, i) for st in ("p_read", "p_check", "p_send") for i in range(1, 4)]
+BACKUP = ["%s_%d" % (st, i) for st in ("b_read", "b_check", "b_queue", "b_wait", "b_copy",
+                                       "b_send") for i in range(1, 4)]
+CHOICE_LEAVES = ["%s_%d" % (st, i) for st in ("parse", "reply", "c_find", "c_get", "c_copy",
+                                              "m_load", "m_compute", "m_store")
+                 for i in range(1, 4)]
 TOPOLOGIES = {
     "deep": {"diagram": "deep.dq", "root": "root", "faults": {
         "slow": ("slow 15", DEEP_LEAVES, []),
@@ -56,7 +58,7 @@ TOPOLOGIES = {
         "slow": ("slow 15", FAN_LEAVES, []),
         "erratic": ("erratic 10", FAN_LEAVES, []),
         "fail": ("fail 0.1", FAN_LEAVES, [])}},
-    # a primary leaf 4 ms slower still wins the race (primary ~6 ms, backup ~12 ms): the
+    # a primary step 4 ms slower still wins the race (primary ~18 ms, backup ~36 ms): the
     # user waits longer, it is found; a fault in the backup is hidden by the primary
     "race": {"diagram": "race.dq", "root": "req", "faults": {
         "slow": ("slow 4", PRIMARY + BACKUP, BACKUP),
