@@ -399,7 +399,7 @@ static void start_connect(struct app *a) {
 /* Simulates one request that starts at `start` and queues the instances dqd would get. */
 static void simulate(struct app *a, int64_t start) {
     struct sim_result res;
-    if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+    if (sim_request(a->model, &a->service, start, a->scratch, a->scratch_cap, &res) != DQ_OK) {
         return; /* cannot happen: scratch holds sim_model_max_instances() */
     }
     a->requests++;
@@ -1089,7 +1089,7 @@ static void dry_run(struct app *a, uint64_t n) {
     char line[SIM_LINE_MAX];
     for (uint64_t r = 0; r < n; r++) {
         struct sim_result res;
-        if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+        if (sim_request(a->model, &a->service, t, a->scratch, a->scratch_cap, &res) != DQ_OK) {
             break;
         }
         a->requests++;
