@@ -1030,6 +1030,23 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
         cmd->kind = SIM_USER_QUIT;
         return 0;
     }
+    static const struct {
+        const char *word;
+        enum sim_user_kind kind;
+    } single[] = {{"stations", SIM_USER_STATIONS},
+                  {"disconnect", SIM_USER_DISCONNECT},
+                  {"reconnect", SIM_USER_RECONNECT},
+                  {"mute", SIM_USER_MUTE},
+                  {"unmute", SIM_USER_UNMUTE}};
+    for (size_t k = 0; k < sizeof single / sizeof single[0]; k++) {
+        if (strlen(single[k].word) == n[0] && memcmp(single[k].word, w[0], n[0]) == 0) {
+            if (count != 1) {
+                return dq_fail(DQ_EINVAL, "%s takes no arguments", single[k].word);
+            }
+            cmd->kind = single[k].kind;
+            return 0;
+        }
+    }
     if (IS(0, "run")) {
         if (count != 2 || parse_number(w[1], n[1], &cmd->value) != 0 || cmd->value < 0 ||
             cmd->value > 1e7) {
@@ -1039,7 +1056,9 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
         return 0;
     }
 #undef IS
-    return dq_fail(DQ_EINVAL, "unknown command `%.*s` (fault, clear, rate, run, status, quit)",
+    return dq_fail(DQ_EINVAL,
+                   "unknown command `%.*s` (fault, clear, rate, run, status, stations, "
+                   "disconnect, reconnect, mute, unmute, quit)",
                    (int)(n[0] < 32 ? n[0] : 32), w[0]);
 }
 

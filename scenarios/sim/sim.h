@@ -387,13 +387,18 @@ int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns,
 /* ---- operator commands (dqsim's stdin and --fault) ------------------------------------- */
 
 enum sim_user_kind {
-    SIM_USER_FAULT,     /* fault NAME slow|erratic|fail VALUE */
-    SIM_USER_CLEAR,     /* clear NAME */
-    SIM_USER_CLEAR_ALL, /* clear all */
-    SIM_USER_RATE,      /* rate N (requests per second, 0 … SIM_MAX_RATE) */
-    SIM_USER_STATUS,    /* status */
-    SIM_USER_QUIT,      /* quit */
-    SIM_USER_RUN        /* run SECONDS: --clock sim --hold: advance, then hold again */
+    SIM_USER_FAULT,      /* fault NAME slow|erratic|fail VALUE */
+    SIM_USER_CLEAR,      /* clear NAME */
+    SIM_USER_CLEAR_ALL,  /* clear all */
+    SIM_USER_RATE,       /* rate N (requests per second, 0 … SIM_MAX_RATE) */
+    SIM_USER_STATUS,     /* status */
+    SIM_USER_QUIT,       /* quit */
+    SIM_USER_RUN,        /* run SECONDS: --clock sim --hold: advance, then hold again */
+    SIM_USER_STATIONS,   /* stations: one line per station */
+    SIM_USER_DISCONNECT, /* disconnect: close the data connection, stay away */
+    SIM_USER_RECONNECT,  /* reconnect: connect again after disconnect */
+    SIM_USER_MUTE,       /* mute: stay connected, withhold instance lines */
+    SIM_USER_UNMUTE      /* unmute */
 };
 
 #define SIM_MAX_RATE 100000.0

@@ -1240,6 +1240,19 @@ static void test_user(void) {
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_QUIT);
     l = "run 12.5";
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_RUN && c.value == 12.5);
+    const struct {
+        const char *line;
+        enum sim_user_kind kind;
+    } words[] = {{"stations", SIM_USER_STATIONS},
+                 {" disconnect\r", SIM_USER_DISCONNECT},
+                 {"reconnect", SIM_USER_RECONNECT},
+                 {"mute", SIM_USER_MUTE},
+                 {"unmute", SIM_USER_UNMUTE}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        CHECK_MSG(sim_user_parse(words[i].line, strlen(words[i].line), &c) == 0 &&
+                      c.kind == words[i].kind,
+                  "%s", words[i].line);
+    }
     const char *bad[] = {"fault x1 slow",
                          "run",
                          "run -1",
@@ -1257,6 +1270,10 @@ static void test_user(void) {
                          "dance",
                          "",
                          "quit now",
+                         "mute all",
+                         "stations worker_1",
+                         "disconnect now",
+                         "mutes",
                          "a b c d e f g h i",
                          "fault x1 slow nan"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
