@@ -207,9 +207,9 @@ int sim_request(struct sim_model *m, struct sim_rng *rng, int64_t at_ns, struct 
  *
  * Accounting is exact in the stations' time: a service period [s, e) counts as busy
  * server-time, split at any instant, and sim_station_stats() reports the busy time up
- * to t, the services completed by t, and the requests in the station at t, for any t no
- * earlier than the arrival time of the last request simulated (the requests simulated
- * later cannot change anything before their own arrival).
+ * to t, the services completed by t, and the requests in the station at t, once the
+ * requests that arrive before t have all been simulated (a request simulated later
+ * changes nothing before its own arrival).
  */
 
 #define SIM_STATION_MAX_SERVERS 1024
@@ -304,10 +304,11 @@ struct sim_station_stats {
 };
 
 /*
- * Fills *st for station k at instant t_ns. Exact (integer ns) for any t_ns at or after
- * the arrival of the last request simulated. DQ_EINVAL when k is out of range or t_ns
- * is earlier than that arrival. Costs one pass over the requests in or bound for the
- * station.
+ * Fills *st for station k at instant t_ns. Exact (integer ns) once every request that
+ * arrives before t_ns has been simulated (the caller's part: requests simulated later
+ * arrive at t_ns or after; dqsim simulates the arrivals up to now, then asks at now).
+ * DQ_EINVAL when k is out of range or t_ns is earlier than the arrival of the last
+ * request simulated. Costs one pass over the requests in or bound for the station.
  */
 int sim_station_stats(const struct sim_model *m, int k, int64_t t_ns, struct sim_station_stats *st);
 
