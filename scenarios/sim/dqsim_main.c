@@ -16,6 +16,13 @@
  * their commands first) before the next step. The run is as fast as the two programs
  * are, and the same for a seed whatever the machine's load; --duration, --fault-after
  * and --fault-for are simulated seconds.
+ *
+ * Leaves may be bound to queueing stations (--station, sim.h): requests are simulated in
+ * the order they arrive, on dqsim's clock, so the stations' queues are that clock's.
+ * Connection control for tests: `disconnect`/`reconnect` take the data link down and back
+ * (instances meanwhile are dropped and announced with drop;N), `mute`/`unmute` withhold
+ * instance lines on a live link; --clock-link opens a second connection that carries the
+ * clock exchange while the data link is down, so simulated time goes on without it.
  */
 #include "sim.h"
 
@@ -34,6 +41,7 @@
 #include "wire.h"
 
 #define MAX_FAULTS 32
+#define MAX_STATIONS 64
 #define HEAP_CAP (1u << 21)        /* pending instances held at most */
 #define OUT_CAP (1u << 20)         /* bytes of one batch write */
 #define WRITE_QUEUE_CAP (8u << 20) /* bytes queued in the socket before dropping */
@@ -57,6 +65,29 @@ struct write_req {
     char data[];
 };
 
+struct app;
+
+/* A connection to dqd's ingest port: the data link (hello, state, instances, commands),
+ * and with --clock-link a second one that carries the clock exchange while the data
+ * link is down. */
+struct link {
+    struct app *app;
+    int is_clock;     /* the --clock-link connection */
+    const char *what; /* prefix of its events: "" or "clock-link " */
+    uv_tcp_t tcp;
+    uv_connect_t connect_req;
+    int tcp_open;  /* the handle is initialized (connecting or connected) */
+    int connected; /* hello sent, reading commands */
+    int kept_down; /* data link: `disconnect` said so; no reconnection until `reconnect` */
+    uv_timer_t retry;
+    uint64_t backoff_ms;
+    uint64_t connects;
+    struct wire_splitter split;
+    char splitbuf[4096];
+    char readbuf[8192];
+    uint64_t last_tx_ms;
+};
+
 struct app {
     uv_loop_t *loop;
     struct dq_diagram *diagram;
@@ -68,27 +99,24 @@ struct app {
     int64_t next_arrival;
     struct sim_instance *scratch;
     size_t scratch_cap;
+    struct sim_station_spec stations[MAX_STATIONS]; /* --station, added after the model */
+    size_t n_stations;
+    struct sim_station_stats *station_mark; /* per station: the last `stations` snapshot */
 
     struct pending *heap;
     size_t heap_n;
 
-    /* link to dqd */
+    /* links to dqd */
     char host[256];
     char port[16];
     char node_label[WIRE_MAX_LABEL + 1];
     char app_label[WIRE_MAX_LABEL + 1];
-    uv_tcp_t tcp;
-    uv_connect_t connect_req;
-    int tcp_open;  /* the handle is initialized (connecting or connected) */
-    int connected; /* hello sent, reading commands */
-    uv_timer_t retry;
+    struct link data;
+    struct link clk; /* --clock-link */
+    int clock_link;  /* --clock-link given */
+    int muted;       /* `mute`: instance lines withheld (counted as dropped) */
     uv_shutdown_t shutdown_req;
     int shutting; /* quitting: the last writes drain before the socket closes */
-    uint64_t backoff_ms;
-    struct wire_splitter split;
-    char splitbuf[4096];
-    char readbuf[8192];
-    uint64_t last_tx_ms;
 
     char *out;
     size_t out_len;
@@ -125,14 +153,15 @@ struct app {
     int exit_code;
 
     /* --clock sim */
-    int sim_clock;      /* 1: time is simulated, stepped in lockstep with dqd */
-    int64_t sim_now;    /* the simulated time, ns since the epoch */
-    int64_t sim_start;  /* sim_now when the run started */
-    int64_t tick_wait;  /* the `clock;NS` sent and not answered yet, 0 when none */
-    int hold;           /* --hold: advance only on `run S` from stdin */
-    int64_t hold_until; /* --hold: the simulated time the last `run` reaches */
-    int held;           /* the `held at` event was printed for hold_until */
-    uint64_t sim_steps; /* steps answered by dqd */
+    int sim_clock;          /* 1: time is simulated, stepped in lockstep with dqd */
+    int64_t sim_now;        /* the simulated time, ns since the epoch */
+    int64_t sim_start;      /* sim_now when the run started */
+    int64_t tick_wait;      /* the `clock;NS` sent and not answered yet, 0 when none */
+    struct link *tick_link; /* the link that carried it */
+    int hold;               /* --hold: advance only on `run S` from stdin */
+    int64_t hold_until;     /* --hold: the simulated time the last `run` reaches */
+    int held;               /* the `held at` event was printed for hold_until */
+    uint64_t sim_steps;     /* steps answered by dqd */
 
     /* counters */
     uint64_t requests;
@@ -143,7 +172,6 @@ struct app {
     uint64_t dropped;         /* instances lost: link down, queue or heap full */
     uint64_t drop_unreported; /* dropped since the last `drop;N` line */
     uint64_t commands;
-    uint64_t connects;
 };
 
 static void event(const char *fmt, ...)
@@ -215,21 +243,24 @@ static void heap_pop(struct app *a, struct pending *top) {
     }
 }
 
-/* ---- link to dqd --------------------------------------------------------------------- */
+/* ---- links to dqd -------------------------------------------------------------------- */
 
-static void start_connect(struct app *a);
+static void start_connect(struct link *l);
+static void on_sim_tick(struct app *a, int64_t ns);
+static void on_sim_step(uv_timer_t *t);
+static void sim_link_lost(struct app *a, struct link *l);
 
 static void on_written(uv_write_t *req, int status) {
     (void)status; /* a failed write shows up as a read error, which reconnects */
     free(req->data);
 }
 
-/* Queues len bytes on the link; 0, or −1 when the link is down or backed up. */
-static int link_write(struct app *a, const char *data, size_t len) {
-    if (!a->connected) {
+/* Queues len bytes on link l; 0, or −1 when the link is down or backed up. */
+static int link_write(struct link *l, const char *data, size_t len) {
+    if (!l->connected) {
         return -1;
     }
-    if (uv_stream_get_write_queue_size((uv_stream_t *)&a->tcp) > WRITE_QUEUE_CAP) {
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&l->tcp) > WRITE_QUEUE_CAP) {
         return -1;
     }
     struct write_req *w = malloc(sizeof *w + len);
@@ -239,11 +270,11 @@ static int link_write(struct app *a, const char *data, size_t len) {
     memcpy(w->data, data, len);
     w->req.data = w;
     uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&a->tcp, &buf, 1, on_written) != 0) {
+    if (uv_write(&w->req, (uv_stream_t *)&l->tcp, &buf, 1, on_written) != 0) {
         free(w);
         return -1;
     }
-    a->last_tx_ms = uv_now(a->loop);
+    l->last_tx_ms = uv_now(l->app->loop);
     return 0;
 }
 
@@ -251,17 +282,19 @@ static void send_state(struct app *a) {
     char buf[SIM_STATE_MAX + 1];
     int n = sim_ctl_state(&a->ctl, buf, sizeof buf);
     if (n > 0) {
-        link_write(a, buf, (size_t)n);
+        link_write(&a->data, buf, (size_t)n);
     }
 }
 
+/* `drop;N` for the instances lost since the last one; not while muted (a muted wrapper
+ * says nothing about its data). */
 static void send_drops(struct app *a) {
-    if (a->drop_unreported == 0 || !a->connected) {
+    if (a->drop_unreported == 0 || !a->data.connected || a->muted) {
         return;
     }
     char buf[48];
     int n = snprintf(buf, sizeof buf, "drop;%" PRIu64 "\n", a->drop_unreported);
-    if (link_write(a, buf, (size_t)n) == 0) {
+    if (link_write(&a->data, buf, (size_t)n) == 0) {
         a->drop_unreported = 0;
     }
 }
@@ -270,36 +303,46 @@ static void on_retry(uv_timer_t *t) {
     start_connect(t->data);
 }
 
+/* Schedules the next connection attempt with backoff. */
+static void link_retry_later(struct link *l) {
+    uint64_t delay = l->backoff_ms;
+    l->backoff_ms = l->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : l->backoff_ms * 2;
+    uv_timer_start(&l->retry, on_retry, delay, 0);
+}
+
 static void on_tcp_closed(uv_handle_t *h) {
-    struct app *a = h->data;
-    a->tcp_open = 0;
-    if (a->quitting) {
+    struct link *l = h->data;
+    l->tcp_open = 0;
+    if (l->app->quitting || l->kept_down) {
         return;
     }
-    uint64_t delay = a->backoff_ms;
-    a->backoff_ms = a->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : a->backoff_ms * 2;
-    uv_timer_start(&a->retry, on_retry, delay, 0);
+    link_retry_later(l);
 }
 
-static void link_close(struct app *a, const char *why) {
-    if (!a->tcp_open || uv_is_closing((uv_handle_t *)&a->tcp)) {
+static void link_close(struct link *l, const char *why) {
+    struct app *a = l->app;
+    if (!l->tcp_open || uv_is_closing((uv_handle_t *)&l->tcp)) {
         return;
     }
-    if (a->connected) {
-        event("disconnected %s:%s (%s)", a->host, a->port, why);
+    int was = l->connected;
+    l->connected = 0;
+    if (was) {
+        event("%sdisconnected %s:%s (%s)", l->what, a->host, a->port, why);
     }
-    a->connected = 0;
-    uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+    uv_close((uv_handle_t *)&l->tcp, on_tcp_closed);
+    if (was && a->sim_clock) {
+        sim_link_lost(a, l);
+    }
 }
 
-static void on_sim_tick(struct app *a, int64_t ns);
-static void on_sim_step(uv_timer_t *t);
-
-/* A command line from dqd: apply, acknowledge, report. */
+/* A line from dqd: a command to apply, acknowledge and report, or a tick. Both links take
+ * commands (dqd sends its enabled set to every v2 connection); applying one twice changes
+ * nothing. */
 static void on_command(void *ctx, const char *line, size_t len, int err) {
-    struct app *a = ctx;
+    struct link *l = ctx;
+    struct app *a = l->app;
     if (err) {
-        event("bad-command (line over %d bytes)", WIRE_MAX_LINE);
+        event("%sbad-command (line over %d bytes)", l->what, WIRE_MAX_LINE);
         return;
     }
     if (len > 0 && line[len - 1] == '\r') {
@@ -314,84 +357,116 @@ static void on_command(void *ctx, const char *line, size_t len, int err) {
     int n = sim_ctl_apply(&a->ctl, line, len, reply, sizeof reply);
     int shown = len > 200 ? 200 : (int)len;
     if (n < 0) {
-        event("bad-command %.*s", shown, line);
+        event("%sbad-command %.*s", l->what, shown, line);
         return;
     }
     a->commands++;
-    link_write(a, reply, (size_t)n);
-    event("command %.*s", shown, line);
+    link_write(l, reply, (size_t)n);
+    event("command %.*s%s", shown, line, l->is_clock ? " (clock-link)" : "");
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
-    struct app *a = h->data;
-    *buf = uv_buf_init(a->readbuf, sizeof a->readbuf);
+    struct link *l = h->data;
+    *buf = uv_buf_init(l->readbuf, sizeof l->readbuf);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-    struct app *a = s->data;
+    struct link *l = s->data;
     if (nread > 0) {
-        wire_splitter_feed(&a->split, buf->base, (size_t)nread);
+        wire_splitter_feed(&l->split, buf->base, (size_t)nread);
     } else if (nread < 0) {
-        link_close(a, nread == UV_EOF ? "closed by dqd" : uv_strerror((int)nread));
+        link_close(l, nread == UV_EOF ? "closed by dqd" : uv_strerror((int)nread));
     }
 }
 
 static void on_connect(uv_connect_t *req, int status) {
-    struct app *a = req->data;
-    if (a->quitting) {
-        return;
+    struct link *l = req->data;
+    struct app *a = l->app;
+    if (a->quitting || status == UV_ECANCELED || uv_is_closing((uv_handle_t *)&l->tcp)) {
+        return; /* closed meanwhile (quit, disconnect) */
     }
     if (status < 0) {
-        event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port,
-              uv_strerror(status), a->backoff_ms);
-        uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+        event("%sconnect-failed %s:%s (%s); retry in %" PRIu64 " ms", l->what, a->host, a->port,
+              uv_strerror(status), l->backoff_ms);
+        uv_close((uv_handle_t *)&l->tcp, on_tcp_closed);
         return;
     }
-    a->connected = 1;
-    a->connects++;
-    a->backoff_ms = BACKOFF_MIN_MS;
-    wire_splitter_init(&a->split, a->splitbuf, sizeof a->splitbuf, on_command, a);
-    uv_tcp_nodelay(&a->tcp, 1);
-    uv_read_start((uv_stream_t *)&a->tcp, on_alloc, on_read);
-    char hello[2 * WIRE_MAX_LABEL + 32];
-    int n = snprintf(hello, sizeof hello, "h:2;node:%s;app:%s\n", a->node_label, a->app_label);
-    link_write(a, hello, (size_t)n);
-    send_state(a);
-    send_drops(a);
-    event("connected %s:%s", a->host, a->port);
-    if (a->sim_clock) {
-        a->tick_wait = 0;
+    l->connected = 1;
+    l->connects++;
+    l->backoff_ms = BACKOFF_MIN_MS;
+    wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_command, l);
+    uv_tcp_nodelay(&l->tcp, 1);
+    uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
+    char hello[2 * WIRE_MAX_LABEL + 40];
+    int n = snprintf(hello, sizeof hello, "h:2;node:%s%s;app:%s\n", a->node_label,
+                     l->is_clock ? "-clock" : "", a->app_label);
+    link_write(l, hello, (size_t)n);
+    if (!l->is_clock) {
+        send_state(a);
+        send_drops(a);
+    }
+    event("%sconnected %s:%s", l->what, a->host, a->port);
+    if (a->sim_clock && !a->tick_wait) {
         uv_timer_start(&a->tick, on_sim_step, 0, 0);
     }
 }
 
-static void start_connect(struct app *a) {
-    if (a->quitting || a->tcp_open) {
+static void start_connect(struct link *l) {
+    struct app *a = l->app;
+    if (a->quitting || l->tcp_open || l->kept_down) {
         return;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     uv_getaddrinfo_t gai;
     int rc = uv_getaddrinfo(a->loop, &gai, NULL, a->host, a->port, &hints);
     if (rc == 0) {
-        uv_tcp_init(a->loop, &a->tcp);
-        a->tcp.data = a;
-        a->tcp_open = 1;
-        a->connect_req.data = a;
-        rc = uv_tcp_connect(&a->connect_req, &a->tcp, gai.addrinfo->ai_addr, on_connect);
+        uv_tcp_init(a->loop, &l->tcp);
+        l->tcp.data = l;
+        l->tcp_open = 1;
+        l->connect_req.data = l;
+        rc = uv_tcp_connect(&l->connect_req, &l->tcp, gai.addrinfo->ai_addr, on_connect);
         uv_freeaddrinfo(gai.addrinfo);
         if (rc != 0) {
-            event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port,
-                  uv_strerror(rc), a->backoff_ms);
-            uv_close((uv_handle_t *)&a->tcp, on_tcp_closed);
+            event("%sconnect-failed %s:%s (%s); retry in %" PRIu64 " ms", l->what, a->host, a->port,
+                  uv_strerror(rc), l->backoff_ms);
+            uv_close((uv_handle_t *)&l->tcp, on_tcp_closed);
         }
         return;
     }
-    event("connect-failed %s:%s (%s); retry in %" PRIu64 " ms", a->host, a->port, uv_strerror(rc),
-          a->backoff_ms);
-    uint64_t delay = a->backoff_ms;
-    a->backoff_ms = a->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : a->backoff_ms * 2;
-    uv_timer_start(&a->retry, on_retry, delay, 0);
+    event("%sconnect-failed %s:%s (%s); retry in %" PRIu64 " ms", l->what, a->host, a->port,
+          uv_strerror(rc), l->backoff_ms);
+    link_retry_later(l);
+}
+
+/* `disconnect`: the data link closes and stays down until `reconnect`. */
+static void data_disconnect(struct app *a) {
+    struct link *l = &a->data;
+    if (l->kept_down) {
+        event("error already disconnected (reconnect brings the link back)");
+        return;
+    }
+    l->kept_down = 1;
+    uv_timer_stop(&l->retry);
+    int was = l->connected;
+    link_close(l, "disconnect command"); /* also a connection attempt in flight */
+    if (!was) {
+        event("disconnected %s:%s (disconnect command; was not connected)", a->host, a->port);
+    }
+}
+
+/* `reconnect`: back to connecting (at once, then with the usual backoff). */
+static void data_reconnect(struct app *a) {
+    struct link *l = &a->data;
+    if (!l->kept_down) {
+        event("error reconnect: the link was not disconnected");
+        return;
+    }
+    l->kept_down = 0;
+    l->backoff_ms = BACKOFF_MIN_MS;
+    if (!l->tcp_open) {
+        start_connect(l);
+    } /* else still closing: on_tcp_closed schedules the attempt */
 }
 
 /* ---- traffic ------------------------------------------------------------------------- */
@@ -399,7 +474,7 @@ static void start_connect(struct app *a) {
 /* Simulates one request that starts at `start` and queues the instances dqd would get. */
 static void simulate(struct app *a, int64_t start) {
     struct sim_result res;
-    if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+    if (sim_request(a->model, &a->service, start, a->scratch, a->scratch_cap, &res) != DQ_OK) {
         return; /* cannot happen: scratch holds sim_model_max_instances() */
     }
     a->requests++;
@@ -427,7 +502,7 @@ static void flush_out(struct app *a) {
     if (a->out_len == 0) {
         return;
     }
-    if (link_write(a, a->out, a->out_len) != 0) {
+    if (link_write(&a->data, a->out, a->out_len) != 0) {
         /* count the lines lost */
         for (size_t i = 0; i < a->out_len; i++) {
             if (a->out[i] == '\n') {
@@ -439,9 +514,8 @@ static void flush_out(struct app *a) {
     a->out_len = 0;
 }
 
-/* Generates the requests that arrived by now and sends the instances that ended. */
-static void send_due(struct app *a) {
-    int64_t now = now_ns(a);
+/* Simulates the requests that arrived by `now` (Poisson at the current rate). */
+static void generate(struct app *a, int64_t now) {
     if (a->rate > 0) {
         if (now - a->next_arrival > 1000000000LL) {
             a->next_arrival = now; /* the loop stalled: do not replay a burst */
@@ -455,13 +529,37 @@ static void send_due(struct app *a) {
     } else {
         a->next_arrival = now;
     }
+}
+
+/*
+ * `rate N`: takes effect now. The arrivals up to now come at the old rate; the gap to
+ * the next one, already drawn at the old rate, is rescaled to the new one (what is left
+ * of an exponential gap is exponential, so this is the Poisson stream of the new rate from
+ * now on, without a draw); from a rate of 0 the next gap is drawn.
+ */
+static void set_rate(struct app *a, double rate) {
+    int64_t now = now_ns(a);
+    generate(a, now);
+    if (rate > 0 && a->rate > 0 && a->next_arrival > now) {
+        a->next_arrival = now + (int64_t)((double)(a->next_arrival - now) * (a->rate / rate));
+    } else if (rate > 0) {
+        int64_t gap = (int64_t)sim_rng_exp(&a->arrivals, 1e9 / rate);
+        a->next_arrival = now + (gap > 0 ? gap : 1);
+    }
+    a->rate = rate;
+}
+
+/* Generates the requests that arrived by now and sends the instances that ended. */
+static void send_due(struct app *a) {
+    int64_t now = now_ns(a);
+    generate(a, now);
     while (a->heap_n > 0 && a->heap[0].due <= now) {
         struct pending p;
         heap_pop(a, &p);
         if (!sim_ctl_reports(&a->ctl, p.node)) {
             continue; /* disabled or stopped meanwhile */
         }
-        if (!a->connected) {
+        if (!a->data.connected || a->muted) {
             a->dropped++;
             a->drop_unreported++;
             continue;
@@ -486,8 +584,8 @@ static void send_due(struct app *a) {
 static void on_tick(uv_timer_t *t) {
     struct app *a = t->data;
     send_due(a);
-    if (a->connected && uv_now(a->loop) - a->last_tx_ms >= PING_MS) {
-        link_write(a, "ping\n", 5);
+    if (a->data.connected && uv_now(a->loop) - a->data.last_tx_ms >= PING_MS) {
+        link_write(&a->data, "ping\n", 5);
     }
 }
 
@@ -551,10 +649,58 @@ static void sim_faults(struct app *a) {
     }
 }
 
+/*
+ * The link that carries the next clock line: the data link while it is up, so that dqd
+ * reads a step's instances before the step's clock line (two sockets keep no order
+ * between them); else, with --clock-link, the clock link, once the data link has been up
+ * (simulated time does not run ahead before the first connection). NULL: time stands.
+ */
+static struct link *clock_carrier(struct app *a) {
+    if (a->data.connected) {
+        return &a->data;
+    }
+    if (a->clock_link && a->clk.connected && a->data.connects > 0) {
+        return &a->clk;
+    }
+    return NULL;
+}
+
+/* Sends `clock;NS` for the current simulated time on l and waits for its tick. */
+static void send_clock(struct app *a, struct link *l) {
+    char line[48];
+    int n = snprintf(line, sizeof line, "clock;%" PRId64 "\n", a->sim_now);
+    if (link_write(l, line, (size_t)n) == 0) {
+        a->tick_wait = a->sim_now;
+        a->tick_link = l;
+        uv_timer_start(&a->fault_timer, on_sim_step, 10000, 0); /* the guard, below */
+    }
+}
+
+/* Link l went down in simulated time: a clock line it carried is sent again on the other
+ * link (dqd's clock never goes back, so a line it did read costs nothing), or, with none,
+ * the steps wait for a connection. */
+static void sim_link_lost(struct app *a, struct link *l) {
+    if (!a->tick_wait || a->tick_link != l) {
+        return;
+    }
+    struct link *c = clock_carrier(a);
+    if (c) {
+        int64_t keep = a->sim_now;
+        a->sim_now = a->tick_wait;
+        send_clock(a, c);
+        a->sim_now = keep;
+    } else {
+        a->tick_wait = 0;
+        a->tick_link = NULL;
+        uv_timer_stop(&a->fault_timer);
+    }
+}
+
 /* One step: the clock moves on by --batch-ms, what ended is sent, then `clock;NS`; the
  * next step waits for dqd's `tick;NS`. */
 static void sim_step(struct app *a) {
-    if (a->quitting || !a->connected || a->tick_wait) {
+    struct link *carrier = clock_carrier(a);
+    if (a->quitting || !carrier || a->tick_wait) {
         return;
     }
     if (a->duration_s > 0 && (double)(a->sim_now - a->sim_start) * 1e-9 >= a->duration_s) {
@@ -571,11 +717,9 @@ static void sim_step(struct app *a) {
     a->sim_now += (int64_t)(a->batch_ms * 1e6);
     sim_faults(a);
     send_due(a);
-    char line[48];
-    int n = snprintf(line, sizeof line, "clock;%" PRId64 "\n", a->sim_now);
-    if (a->connected && link_write(a, line, (size_t)n) == 0) {
-        a->tick_wait = a->sim_now;
-        uv_timer_start(&a->fault_timer, on_sim_step, 10000, 0); /* the guard, below */
+    carrier = clock_carrier(a); /* sending can find the data link gone */
+    if (carrier) {
+        send_clock(a, carrier);
     }
 }
 
@@ -586,6 +730,7 @@ static void on_sim_tick(struct app *a, int64_t ns) {
         return;
     }
     a->tick_wait = 0;
+    a->tick_link = NULL;
     a->sim_steps++;
     uv_timer_stop(&a->fault_timer);
     uv_timer_start(&a->tick, on_sim_step, 0, 0); /* next step from the loop, not from here */
@@ -607,17 +752,74 @@ static void on_sim_step(uv_timer_t *t) {
     sim_step(a);
 }
 
+/* Seconds of dqsim's clock (simulated or wall) since it started. */
+static double since_start_s(const struct app *a, int64_t t) {
+    return (double)(t - a->sim_start) * 1e-9;
+}
+
 static void print_status(struct app *a) {
-    char sim[64] = "";
+    char sim[64] = "", clk[32] = "", st[160] = "";
     if (a->sim_clock) {
-        snprintf(sim, sizeof sim, " sim_seconds=%.3f steps=%" PRIu64,
-                 (double)(a->sim_now - a->sim_start) * 1e-9, a->sim_steps);
+        snprintf(sim, sizeof sim, " sim_seconds=%.3f steps=%" PRIu64, since_start_s(a, a->sim_now),
+                 a->sim_steps);
+    }
+    if (a->clock_link) {
+        snprintf(clk, sizeof clk, " clock_link=%d", a->clk.connected);
+    }
+    size_t ns = sim_model_station_count(a->model);
+    if (ns > 0) {
+        /* totals over the stations, now (the requests that arrived by now simulated) */
+        int64_t now = now_ns(a);
+        if (!a->quitting) {
+            generate(a, now);
+        }
+        int64_t busy = 0;
+        uint64_t served = 0, rejected = 0;
+        for (size_t k = 0; k < ns; k++) {
+            struct sim_station_stats ss;
+            if (sim_station_stats(a->model, (int)k, now, &ss) == DQ_OK) {
+                busy += ss.busy_ns;
+                served += ss.served;
+                rejected += ss.rejected;
+            }
+        }
+        snprintf(st, sizeof st, " stations=%zu served=%" PRIu64 " rejected=%" PRIu64 " busy_s=%.6f",
+                 ns, served, rejected, (double)busy * 1e-9);
     }
     event("status requests=%" PRIu64 " failed=%" PRIu64 " sent=%" PRIu64 " to=%" PRIu64
           " fa=%" PRIu64 " dropped=%" PRIu64 " enabled=%zu running=%d connected=%d "
-          "rate=%g commands=%" PRIu64 "%s",
+          "muted=%d disconnected=%d rate=%g commands=%" PRIu64 "%s%s%s",
           a->requests, a->requests_failed, a->sent, a->sent_to, a->sent_fa, a->dropped,
-          sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->connected, a->rate, a->commands, sim);
+          sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->data.connected, a->muted,
+          a->data.kept_down, a->rate, a->commands, sim, clk, st);
+}
+
+/* `stations`: one line per station, utilisation over the interval since the previous
+ * `stations` (or the start), in the time dqsim lives in (simulated or wall). */
+static void print_stations(struct app *a) {
+    size_t ns = sim_model_station_count(a->model);
+    if (ns == 0) {
+        event("error no stations (--station LEAF:SERVERS:DIST)");
+        return;
+    }
+    int64_t now = now_ns(a);
+    generate(a, now); /* every request that arrived by now counts */
+    for (size_t k = 0; k < ns; k++) {
+        struct sim_station_info info;
+        struct sim_station_stats cur;
+        if (sim_station_info(a->model, (int)k, &info) != DQ_OK ||
+            sim_station_stats(a->model, (int)k, now, &cur) != DQ_OK) {
+            event("error %s", dq_last_error());
+            continue;
+        }
+        struct sim_station_stats *mark = &a->station_mark[k];
+        event("station %s servers=%d util=%.4f busy_s=%.6f served=%" PRIu64 " rejected=%" PRIu64
+              " queue=%" PRIu64 " since=%.3f",
+              info.name, info.servers, sim_station_utilisation(mark, &cur),
+              (double)cur.busy_ns * 1e-9, cur.served, cur.rejected, cur.in_station,
+              since_start_s(a, mark->t_ns));
+        *mark = cur;
+    }
 }
 
 static void user_line(struct app *a, const char *line, size_t len) {
@@ -649,8 +851,25 @@ static void user_line(struct app *a, const char *line, size_t len) {
         event("fault all off");
         break;
     case SIM_USER_RATE:
-        a->rate = c.value;
+        set_rate(a, c.value);
         event("rate %g", a->rate);
+        break;
+    case SIM_USER_STATIONS:
+        print_stations(a);
+        break;
+    case SIM_USER_DISCONNECT:
+        data_disconnect(a);
+        break;
+    case SIM_USER_RECONNECT:
+        data_reconnect(a);
+        break;
+    case SIM_USER_MUTE:
+    case SIM_USER_UNMUTE:
+        a->muted = c.kind == SIM_USER_MUTE;
+        event("%s", a->muted ? "muted" : "unmuted");
+        if (!a->muted) {
+            send_drops(a);
+        }
         break;
     case SIM_USER_STATUS:
         print_status(a);
@@ -759,7 +978,7 @@ static void stdin_start(struct app *a) {
 
 static void close_if_open(uv_handle_t *h, void *arg) {
     struct app *a = arg;
-    if (a->shutting && (h == (uv_handle_t *)&a->tcp || h == (uv_handle_t *)&a->stop_timer)) {
+    if (a->shutting && (h == (uv_handle_t *)&a->data.tcp || h == (uv_handle_t *)&a->stop_timer)) {
         return; /* closed by on_shutdown or its guard */
     }
     if (!uv_is_closing(h)) {
@@ -768,8 +987,8 @@ static void close_if_open(uv_handle_t *h, void *arg) {
 }
 
 static void finish_shutdown(struct app *a) {
-    if (!uv_is_closing((uv_handle_t *)&a->tcp)) {
-        uv_close((uv_handle_t *)&a->tcp, NULL);
+    if (!uv_is_closing((uv_handle_t *)&a->data.tcp)) {
+        uv_close((uv_handle_t *)&a->data.tcp, NULL);
     }
     if (!uv_is_closing((uv_handle_t *)&a->stop_timer)) {
         uv_close((uv_handle_t *)&a->stop_timer, NULL);
@@ -791,17 +1010,18 @@ static void app_quit(struct app *a, const char *why) {
         return;
     }
     a->quit_reason = why;
-    if (a->connected) {
+    if (a->data.connected) {
         /* send what has ended so far, then let the socket drain before closing it */
         send_due(a);
         a->shutdown_req.data = a;
-        if (uv_shutdown(&a->shutdown_req, (uv_stream_t *)&a->tcp, on_shutdown) == 0) {
+        if (uv_shutdown(&a->shutdown_req, (uv_stream_t *)&a->data.tcp, on_shutdown) == 0) {
             a->shutting = 1;
             uv_timer_start(&a->stop_timer, on_shutdown_guard, 1000, 0);
         }
     }
     a->quitting = 1;
-    a->connected = 0;
+    a->data.connected = 0;
+    a->clk.connected = 0;
     a->in_open = 0;
     uv_walk(a->loop, close_if_open, a);
 }
@@ -836,6 +1056,10 @@ static void usage(FILE *f) {
                "  --fault NAME:KIND:VALUE   slow:ADD_MS, erratic:FACTOR or fail:PROB; repeatable\n"
                "  --fault-after S     switch the --fault set on after S seconds (default 0)\n"
                "  --fault-for S       and off again S seconds later (default: stays on)\n"
+               "  --station LEAF[,LEAF…][=NAME]:SERVERS:DIST[:K=N]   a FIFO queueing station\n"
+               "                      serving the leaves (shared when several), DIST one of\n"
+               "                      exp:MEAN uniform:LO:HI const:MS shexp:SHIFT:MEAN (ms),\n"
+               "                      K the most requests in it (default 0: no limit); repeatable\n"
                "  --duration S        exit after S seconds (stdin EOF then does not quit)\n"
                "  --batch-ms MS       send interval (default 5); with --clock sim, the step\n"
                "  --clock wall|sim    sim: simulated time in lockstep with a dqd started with\n"
@@ -843,12 +1067,15 @@ static void usage(FILE *f) {
                "                      simulated seconds)\n"
                "  --hold              with --clock sim: stand still until stdin says `run S`\n"
                "                      (S simulated seconds more, then `held at T`)\n"
+               "  --clock-link        with --clock sim: a second connection (node NAME-clock)\n"
+               "                      keeps simulated time going while the data link is down\n"
                "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
                "  --list              print the probes and leaf parameters, exit\n"
                "  --dry-run N         no network: print the lines of N requests, exit\n"
                "\n"
                "stdin: fault NAME slow MS | fault NAME erratic FACTOR | fault NAME fail PROB |\n"
-               "       clear NAME | clear all | rate N | run S | status | quit\n");
+               "       clear NAME | clear all | rate N | run S | status | stations |\n"
+               "       disconnect | reconnect | mute | unmute | quit\n");
 }
 
 static int parse_double_arg(const char *opt, const char *s, double lo, double hi, double *out) {
@@ -888,7 +1115,8 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
             snprintf(name, sizeof name, "%s", arg);
         }
         int flag = strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 ||
-                   strcmp(name, "-h") == 0 || strcmp(name, "--hold") == 0;
+                   strcmp(name, "-h") == 0 || strcmp(name, "--hold") == 0 ||
+                   strcmp(name, "--clock-link") == 0;
         if (!flag && !val) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "dqsim: %s needs a value\n", name);
@@ -971,6 +1199,18 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
             }
         } else if (strcmp(name, "--hold") == 0) {
             a->hold = 1;
+        } else if (strcmp(name, "--clock-link") == 0) {
+            a->clock_link = 1;
+        } else if (strcmp(name, "--station") == 0) {
+            if (a->n_stations >= MAX_STATIONS) {
+                fprintf(stderr, "dqsim: at most %d --station options\n", MAX_STATIONS);
+                return -1;
+            }
+            if (sim_station_spec_parse(val, &a->stations[a->n_stations]) != 0) {
+                fprintf(stderr, "dqsim: --station: %s\n", dq_last_error());
+                return -1;
+            }
+            a->n_stations++;
         } else if (strcmp(name, "--clock") == 0) {
             if (strcmp(val, "wall") != 0 && strcmp(val, "sim") != 0) {
                 fprintf(stderr, "dqsim: --clock %s: wall or sim\n", val);
@@ -1002,6 +1242,11 @@ static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
     }
     if (!cli->list && !cli->dry_run && !cli->dqd) {
         fprintf(stderr, "dqsim: --dqd HOST:PORT is required (or --list, --dry-run)\n");
+        return -1;
+    }
+    if (a->clock_link && !a->sim_clock) {
+        fprintf(stderr, "dqsim: --clock-link needs --clock sim (on the wall clock dqd's time "
+                        "goes on by itself)\n");
         return -1;
     }
     if (cli->dqd) {
@@ -1069,7 +1314,15 @@ static void list_probes(const struct app *a) {
         int i = dq_diagram_probe(d, j);
         struct sim_node_info info;
         sim_model_node(a->model, i, &info);
-        if (info.kind == DQ_NODE_OUTCOME) {
+        if (info.kind == DQ_NODE_OUTCOME && info.station >= 0) {
+            leaves++;
+            struct sim_station_info si;
+            char dist[64];
+            sim_station_info(a->model, info.station, &si);
+            sim_dist_format(&si.dist, dist, sizeof dist);
+            printf("%s outcome station=%s servers=%d service=%s K=%u\n", info.name, si.name,
+                   si.servers, dist, (unsigned)si.capacity);
+        } else if (info.kind == DQ_NODE_OUTCOME) {
             leaves++;
             printf("%s outcome mean_ms=%.4f shift_ms=%.4f\n", info.name, info.mean_ms,
                    info.shift_ms);
@@ -1077,8 +1330,13 @@ static void list_probes(const struct app *a) {
             printf("%s %s\n", info.name, dq_node_kind_name(info.kind));
         }
     }
-    printf("probes=%zu leaves=%zu root=%s\n", dq_diagram_probe_count(d), leaves,
-           dq_diagram_node(d, sim_model_root(a->model))->name);
+    size_t ns = sim_model_station_count(a->model);
+    char stations[32] = "";
+    if (ns > 0) {
+        snprintf(stations, sizeof stations, " stations=%zu", ns);
+    }
+    printf("probes=%zu leaves=%zu root=%s%s\n", dq_diagram_probe_count(d), leaves,
+           dq_diagram_node(d, sim_model_root(a->model))->name, stations);
 }
 
 /* --dry-run: N requests on a virtual clock from a fixed epoch, lines to stdout in request
@@ -1089,7 +1347,7 @@ static void dry_run(struct app *a, uint64_t n) {
     char line[SIM_LINE_MAX];
     for (uint64_t r = 0; r < n; r++) {
         struct sim_result res;
-        if (sim_request(a->model, &a->service, a->scratch, a->scratch_cap, &res) != DQ_OK) {
+        if (sim_request(a->model, &a->service, t, a->scratch, a->scratch_cap, &res) != DQ_OK) {
             break;
         }
         a->requests++;
@@ -1119,7 +1377,6 @@ int main(int argc, char **argv) {
     sim_options_default(&cli.opt);
     a->rate = 200;
     a->batch_ms = 5;
-    a->backoff_ms = BACKOFF_MIN_MS;
     snprintf(a->app_label, sizeof a->app_label, "dqsim");
     int pr = parse_args(argc, argv, &cli, a);
     if (pr != 0) {
@@ -1157,6 +1414,10 @@ int main(int argc, char **argv) {
     if (rc == DQ_OK && cli.enable) {
         rc = sim_ctl_enable_list(&a->ctl, cli.enable, DEFAULT_ENABLE_MS);
     }
+    for (size_t i = 0; rc == DQ_OK && i < a->n_stations; i++) {
+        rc = sim_station_add(a->model, &a->stations[i]);
+        rc = rc < 0 ? dq_fail(rc, "--station: %s", dq_last_error()) : DQ_OK;
+    }
     for (size_t i = 0; rc == DQ_OK && i < a->n_faults; i++) {
         /* check names and kinds now; they are switched on later */
         struct sim_node_info info;
@@ -1167,6 +1428,11 @@ int main(int argc, char **argv) {
                    (sim_model_node(a->model, node, &info), info.kind != DQ_NODE_OUTCOME)) {
             rc = dq_fail(DQ_EINVAL, "--fault: erratic applies to outcomes; `%s` is a %s",
                          a->faults[i].name, dq_node_kind_name(info.kind));
+        } else if (a->faults[i].fault == SIM_FAULT_ERRATIC && info.station >= 0) {
+            /* the service time must have an exponential part: try it, then take it back */
+            rc = sim_fault_set(a->model, a->faults[i].name, SIM_FAULT_ERRATIC, a->faults[i].value);
+            sim_fault_clear(a->model, a->faults[i].name);
+            rc = rc ? dq_fail(rc, "--fault: %s", dq_last_error()) : DQ_OK;
         }
     }
     if (rc != DQ_OK) {
@@ -1194,29 +1460,46 @@ int main(int argc, char **argv) {
     } else {
         a->heap = malloc(HEAP_CAP * sizeof *a->heap);
         a->out = malloc(OUT_CAP);
-        if (!a->heap || !a->out) {
+        size_t ns = sim_model_station_count(a->model);
+        a->station_mark = calloc(ns ? ns : 1, sizeof *a->station_mark);
+        if (!a->heap || !a->out || !a->station_mark) {
             fprintf(stderr, "dqsim: out of memory\n");
             code = 2;
         } else {
             a->loop = uv_default_loop();
             uv_timer_init(a->loop, &a->tick);
-            uv_timer_init(a->loop, &a->retry);
+            struct link *links[2] = {&a->data, &a->clk};
+            for (int k = 0; k < 2; k++) {
+                links[k]->app = a;
+                links[k]->is_clock = k == 1;
+                links[k]->what = k == 1 ? "clock-link " : "";
+                links[k]->backoff_ms = BACKOFF_MIN_MS;
+                uv_timer_init(a->loop, &links[k]->retry);
+                links[k]->retry.data = links[k];
+            }
             uv_timer_init(a->loop, &a->stop_timer);
             uv_timer_init(a->loop, &a->fault_timer);
             uv_signal_init(a->loop, &a->sigterm);
             uv_signal_init(a->loop, &a->sigint);
             uv_signal_init(a->loop, &a->sigpipe);
-            a->tick.data = a->retry.data = a->stop_timer.data = a->fault_timer.data = a;
+            a->tick.data = a->stop_timer.data = a->fault_timer.data = a;
             a->sigterm.data = a->sigint.data = a->sigpipe.data = a;
             uv_signal_start(&a->sigterm, on_signal, SIGTERM);
             uv_signal_start(&a->sigint, on_signal, SIGINT);
             uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
             a->sim_now = a->sim_start = wall_ns();
             a->next_arrival = a->sim_now;
-            event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s",
+            for (size_t k = 0; k < ns; k++) {
+                sim_station_stats(a->model, (int)k, a->sim_start, &a->station_mark[k]);
+            }
+            char stations[32] = "";
+            if (ns > 0) {
+                snprintf(stations, sizeof stations, " stations=%zu", ns);
+            }
+            event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s%s",
                   dq_diagram_probe_count(a->diagram), sim_ctl_enabled_count(&a->ctl),
                   dq_diagram_node(a->diagram, sim_model_root(a->model))->name,
-                  (unsigned long long)cli.opt.seed, a->rate, a->host, a->port);
+                  (unsigned long long)cli.opt.seed, a->rate, a->host, a->port, stations);
             uint64_t every = (uint64_t)(a->batch_ms + 0.5);
             if (!a->sim_clock) {
                 uv_timer_start(&a->tick, on_tick, every, every);
@@ -1232,7 +1515,10 @@ int main(int argc, char **argv) {
                     faults_start(a);
                 }
             }
-            start_connect(a);
+            start_connect(&a->data);
+            if (a->clock_link) {
+                start_connect(&a->clk);
+            }
             stdin_start(a);
             uv_run(a->loop, UV_RUN_DEFAULT);
             print_status(a);
@@ -1247,6 +1533,7 @@ int main(int argc, char **argv) {
     }
     free(a->heap);
     free(a->out);
+    free(a->station_mark);
     free(a->scratch);
     sim_ctl_release(&a->ctl);
     sim_model_destroy(a->model);

@@ -7,7 +7,10 @@
  * named inner node one (its failure coin), whatever faults are in force. So a fault that
  * does not change a request's path (slow, erratic) changes the draws of the faulty node
  * only, a failure changes only the request it cuts short, and two runs with one seed
- * differ exactly where a fault was set.
+ * differ exactly where a fault was set. A station leaf draws the same three (the service
+ * time takes the place of the leaf's delay, and a request turned away still draws them),
+ * so binding a leaf to a station or filling a station changes no other node's draws;
+ * what stations do change is when later requests are served, which is their point.
  */
 #include "sim.h"
 
@@ -72,9 +75,32 @@ struct sim_node {
     double shift_ms; /* leaves: fixed part */
     enum sim_fault_kind fault;
     double fault_value;
-    /* erratic: a two-phase hyperexponential with the random part's mean and squared
-     * coefficient of variation value² (an exponential has 1); see sim_fault_set */
-    double h2_p, h2_mean1, h2_mean2;
+    /* erratic: a two-phase hyperexponential with the random part's mean mu and squared
+     * coefficient of variation value² (an exponential has 1): phase 1 (probability h2_p)
+     * has mean h2_a·mu, phase 2 h2_b·mu; see sim_fault_set */
+    double h2_p, h2_a, h2_b;
+    int station; /* leaves: index of the station serving it, −1 when none */
+};
+
+/* A request in or bound for a station: arrival, service start, departure (ns). */
+struct st_entry {
+    int64_t a, s, e;
+};
+
+struct sim_station {
+    char name[DQ_DIAGRAM_MAX_NAME + 1];
+    int servers;
+    struct sim_dist dist;
+    uint32_t capacity; /* K as given, 0 = no limit */
+    uint32_t limit;    /* K, or SIM_STATION_MAX_K */
+    size_t n_leaves;
+    int64_t *free_at; /* per server: when its last request leaves */
+    /* min-heap on e of the requests that leave after the last arrival simulated (those
+     * that left earlier are folded into the counters): in or bound for the station */
+    struct st_entry *heap;
+    size_t heap_n, heap_cap;
+    int64_t busy_ns; /* service time of every request admitted, whole */
+    uint64_t admitted, rejected, overflow;
 };
 
 struct sim_model {
@@ -84,6 +110,10 @@ struct sim_model {
     double ns_per_ms; /* 1e6 × time_scale */
     int root;
     size_t max_instances;
+    struct sim_station *stations;
+    size_t n_stations;
+    int64_t last_at; /* arrival of the last request simulated (stations' order) */
+    int any_request; /* last_at is set */
 };
 
 void sim_options_default(struct sim_options *o) {
@@ -210,6 +240,7 @@ int sim_model_create(const struct dq_diagram *d, const struct sim_options *opt,
     }
     for (size_t i = 0; i < m->count; i++) {
         const struct dq_diagram_node *nd = dq_diagram_node(d, (int)i);
+        m->nodes[i].station = -1;
         if (nd->kind != DQ_NODE_OUTCOME) {
             continue;
         }
@@ -232,6 +263,11 @@ void sim_model_destroy(struct sim_model *m) {
     if (!m) {
         return;
     }
+    for (size_t k = 0; k < m->n_stations; k++) {
+        free(m->stations[k].free_at);
+        free(m->stations[k].heap);
+    }
+    free(m->stations);
     free(m->nodes);
     free(m);
 }
@@ -275,6 +311,7 @@ int sim_model_node(const struct sim_model *m, int i, struct sim_node_info *info)
     info->shift_ms = sn->shift_ms;
     info->fault = sn->fault;
     info->fault_value = sn->fault_value;
+    info->station = sn->station;
     return DQ_OK;
 }
 
@@ -307,6 +344,13 @@ int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kin
         if (!(value >= 1) || value > 1000) {
             return dq_fail(DQ_EINVAL, "erratic factor %g: need 1 … 1000", value);
         }
+        if (sn->station >= 0 && (m->stations[sn->station].dist.kind == SIM_DIST_UNIFORM ||
+                                 m->stations[sn->station].dist.kind == SIM_DIST_CONST)) {
+            return dq_fail(DQ_EINVAL,
+                           "erratic: `%s` is served by station %s, whose service time has no "
+                           "exponential part to make erratic (use exp or shexp)",
+                           name, m->stations[sn->station].name);
+        }
         {
             /* a two-phase hyperexponential with the random part's mean mu and squared
              * coefficient of variation c² = value²: with probability q = 1/(c² + 1) a pass
@@ -317,10 +361,9 @@ int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kin
             double c2 = value * value, s = (c2 + 1) / 2, q = 1 / (c2 + 1);
             double a = 1 - sqrt(q * (s - 1) / (1 - q));
             double b = (1 - (1 - q) * a) / q;
-            double mu = sn->mean_ms - sn->shift_ms;
             sn->h2_p = 1 - q;
-            sn->h2_mean1 = a * mu;
-            sn->h2_mean2 = b * mu;
+            sn->h2_a = a;
+            sn->h2_b = b;
         }
         break;
     case SIM_FAULT_FAIL:
@@ -384,7 +427,8 @@ const char *sim_fault_name(enum sim_fault_kind kind) {
 /* ---- request walk -------------------------------------------------------------------- */
 
 struct walk {
-    const struct sim_model *m;
+    struct sim_model *m;
+    int64_t at; /* the request's arrival on the stations' time line */
     struct sim_rng *rng;
     struct sim_instance *out;
     size_t cap;
@@ -399,20 +443,43 @@ static int64_t ms_to_ns(const struct sim_model *m, double ms) {
     return ns < 1e13 ? (int64_t)llround(ns) : (int64_t)10000000000000LL;
 }
 
-/* One leaf pass: its delay in model ms; *failed from its failure coin. */
+/* The exponential part of a delay with mean mu, or its erratic mixture. */
+static double random_part(const struct sim_node *sn, double mu, double u_branch, double u_exp) {
+    if (sn->fault == SIM_FAULT_ERRATIC) {
+        return exp_from(u_exp, u_branch < sn->h2_p ? sn->h2_a * mu : sn->h2_b * mu);
+    }
+    return exp_from(u_exp, mu);
+}
+
+/* A station's service time for a pass of leaf sn (model ms, before a slow fault). */
+static double service_ms(const struct sim_dist *d, const struct sim_node *sn, double u_branch,
+                         double u_exp) {
+    switch (d->kind) {
+    case SIM_DIST_UNIFORM:
+        return d->p1 + (d->p2 - d->p1) * u_exp;
+    case SIM_DIST_CONST:
+        return d->p1;
+    case SIM_DIST_SHEXP:
+        return d->p1 + random_part(sn, d->p2 - d->p1, u_branch, u_exp);
+    case SIM_DIST_EXP:
+    default:
+        return random_part(sn, d->p1, u_branch, u_exp);
+    }
+}
+
+/* One leaf pass: its delay in model ms (at a station: its service time); *failed from
+ * its failure coin. Always three draws. */
 static double leaf_delay(const struct sim_model *m, int i, struct sim_rng *rng, int *failed) {
     const struct sim_node *sn = &m->nodes[i];
     double u_branch = sim_rng_uniform(rng);
     double u_exp = sim_rng_uniform(rng);
     double u_fail = sim_rng_uniform(rng);
-    double mu = sn->mean_ms - sn->shift_ms;
-    double x;
-    if (sn->fault == SIM_FAULT_ERRATIC) {
-        x = exp_from(u_exp, u_branch < sn->h2_p ? sn->h2_mean1 : sn->h2_mean2);
+    double ms;
+    if (sn->station >= 0) {
+        ms = service_ms(&m->stations[sn->station].dist, sn, u_branch, u_exp);
     } else {
-        x = exp_from(u_exp, mu);
+        ms = sn->shift_ms + random_part(sn, sn->mean_ms - sn->shift_ms, u_branch, u_exp);
     }
-    double ms = sn->shift_ms + x;
     if (sn->fault == SIM_FAULT_SLOW) {
         ms += sn->fault_value;
     }
@@ -420,24 +487,114 @@ static double leaf_delay(const struct sim_model *m, int i, struct sim_rng *rng, 
     return ms;
 }
 
-static void emit(struct walk *w, int i, int64_t b, int64_t e, int failed) {
+static void emit(struct walk *w, int i, int64_t b, int64_t e, int64_t wait, int failed) {
     if (w->n >= w->cap) {
         w->full = 1;
         return;
     }
-    w->out[w->n++] = (struct sim_instance){.node = i, .begin_ns = b, .end_ns = e, .failed = failed};
+    w->out[w->n++] = (struct sim_instance){
+        .node = i, .begin_ns = b, .end_ns = e, .wait_ns = wait, .failed = failed};
+}
+
+/* ---- station state --------------------------------------------------------------------- */
+
+static void heap_push_entry(struct sim_station *st, struct st_entry x) {
+    size_t i = st->heap_n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (st->heap[parent].e <= x.e) {
+            break;
+        }
+        st->heap[i] = st->heap[parent];
+        i = parent;
+    }
+    st->heap[i] = x;
+}
+
+static void heap_pop_min(struct sim_station *st) {
+    struct st_entry last = st->heap[--st->heap_n];
+    size_t i = 0, n = st->heap_n;
+    if (n == 0) {
+        return;
+    }
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) {
+            break;
+        }
+        if (c + 1 < n && st->heap[c + 1].e < st->heap[c].e) {
+            c++;
+        }
+        if (st->heap[c].e >= last.e) {
+            break;
+        }
+        st->heap[i] = st->heap[c];
+        i = c;
+    }
+    st->heap[i] = last;
+}
+
+/* Entries of the subtree at i that leave at or before t (the heap's order prunes the
+ * rest); recursion depth is the heap's height, at most 17 levels. */
+static size_t heap_count_le(const struct sim_station *st, size_t i, int64_t t) {
+    if (i >= st->heap_n || st->heap[i].e > t) {
+        return 0;
+    }
+    return 1 + heap_count_le(st, 2 * i + 1, t) + heap_count_le(st, 2 * i + 2, t);
+}
+
+/*
+ * A pass of leaf i at its station, reached at t0 (ns from the request's start): the
+ * request queues FIFO, takes the server that frees first and leaves after its service;
+ * or it finds the station full and fails at once. Returns the pass's end; sets *failed
+ * and *wait.
+ */
+static int64_t station_pass(struct walk *w, int i, int64_t t0, int *failed, int64_t *wait) {
+    struct sim_model *m = w->m;
+    struct sim_station *st = &m->stations[m->nodes[i].station];
+    int fail = 0;
+    int64_t service = ms_to_ns(m, leaf_delay(m, i, w->rng, &fail));
+    int64_t a = w->at + t0;
+    size_t in = st->heap_n - heap_count_le(st, 0, a); /* in the station at a */
+    *wait = 0;
+    if (in >= st->limit || st->heap_n >= st->heap_cap) {
+        st->rejected++;
+        st->overflow += in < st->limit;
+        *failed = 1;
+        return t0;
+    }
+    int j = 0;
+    for (int k = 1; k < st->servers; k++) {
+        if (st->free_at[k] < st->free_at[j]) {
+            j = k;
+        }
+    }
+    int64_t start = st->free_at[j] > a ? st->free_at[j] : a;
+    int64_t e = start + service;
+    st->free_at[j] = e;
+    heap_push_entry(st, (struct st_entry){.a = a, .s = start, .e = e});
+    st->busy_ns += service;
+    st->admitted++;
+    *wait = start - a;
+    *failed = fail;
+    return t0 + (e - a);
 }
 
 /* Walks node i from t0 (ns); returns its end and sets *failed. Depth is bounded by
  * SIM_MAX_DEPTH, checked when the model was built. */
 static int64_t walk_node(struct walk *w, int i, int64_t t0, int *failed) {
-    const struct sim_model *m = w->m;
+    struct sim_model *m = w->m;
     const struct dq_diagram_node *nd = dq_diagram_node(m->d, i);
     int64_t end = t0;
+    int64_t wait = 0;
     int f = 0;
     switch (nd->kind) {
     case DQ_NODE_OUTCOME:
-        end = t0 + ms_to_ns(m, leaf_delay(m, i, w->rng, &f));
+        if (m->nodes[i].station >= 0) {
+            end = station_pass(w, i, t0, &f, &wait);
+        } else {
+            end = t0 + ms_to_ns(m, leaf_delay(m, i, w->rng, &f));
+        }
         break;
     case DQ_NODE_SEQUENCE:
         /* a failed component aborts the rest: later components never start */
@@ -506,19 +663,39 @@ static int64_t walk_node(struct walk *w, int i, int64_t t0, int *failed) {
         }
     }
     if (nd->name) {
-        emit(w, i, t0, end, f);
+        emit(w, i, t0, end, wait, f);
     }
     *failed = f;
     return end;
 }
 
-int sim_request(const struct sim_model *m, struct sim_rng *rng, struct sim_instance *out,
+int sim_request(struct sim_model *m, struct sim_rng *rng, int64_t at_ns, struct sim_instance *out,
                 size_t cap, struct sim_result *res) {
+    res->count = 0;
+    res->end_ns = 0;
+    res->failed = 0;
+    if (m->n_stations > 0) {
+        if (m->any_request && at_ns < m->last_at) {
+            return dq_fail(DQ_EINVAL,
+                           "a request arriving at %lld ns after one at %lld ns: with stations, "
+                           "requests come in the order of their arrival",
+                           (long long)at_ns, (long long)m->last_at);
+        }
+        /* who left by this arrival leaves the bookkeeping; the counters keep them */
+        for (size_t k = 0; k < m->n_stations; k++) {
+            struct sim_station *st = &m->stations[k];
+            while (st->heap_n > 0 && st->heap[0].e <= at_ns) {
+                heap_pop_min(st);
+            }
+        }
+    }
+    m->last_at = at_ns;
+    m->any_request = 1;
     /* each request draws from its own generator, seeded by one draw of the stream: a
      * fault that cuts a request short does not shift the draws of the requests after it */
     struct sim_rng req;
     sim_rng_seed(&req, sim_rng_next(rng));
-    struct walk w = {.m = m, .rng = &req, .out = out, .cap = cap};
+    struct walk w = {.m = m, .at = at_ns, .rng = &req, .out = out, .cap = cap};
     int failed = 0;
     int64_t end = walk_node(&w, m->root, 0, &failed);
     res->count = w.n;
@@ -853,6 +1030,23 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
         cmd->kind = SIM_USER_QUIT;
         return 0;
     }
+    static const struct {
+        const char *word;
+        enum sim_user_kind kind;
+    } single[] = {{"stations", SIM_USER_STATIONS},
+                  {"disconnect", SIM_USER_DISCONNECT},
+                  {"reconnect", SIM_USER_RECONNECT},
+                  {"mute", SIM_USER_MUTE},
+                  {"unmute", SIM_USER_UNMUTE}};
+    for (size_t k = 0; k < sizeof single / sizeof single[0]; k++) {
+        if (strlen(single[k].word) == n[0] && memcmp(single[k].word, w[0], n[0]) == 0) {
+            if (count != 1) {
+                return dq_fail(DQ_EINVAL, "%s takes no arguments", single[k].word);
+            }
+            cmd->kind = single[k].kind;
+            return 0;
+        }
+    }
     if (IS(0, "run")) {
         if (count != 2 || parse_number(w[1], n[1], &cmd->value) != 0 || cmd->value < 0 ||
             cmd->value > 1e7) {
@@ -862,7 +1056,9 @@ int sim_user_parse(const char *line, size_t len, struct sim_user_cmd *cmd) {
         return 0;
     }
 #undef IS
-    return dq_fail(DQ_EINVAL, "unknown command `%.*s` (fault, clear, rate, run, status, quit)",
+    return dq_fail(DQ_EINVAL,
+                   "unknown command `%.*s` (fault, clear, rate, run, status, stations, "
+                   "disconnect, reconnect, mute, unmute, quit)",
                    (int)(n[0] < 32 ? n[0] : 32), w[0]);
 }
 
@@ -878,4 +1074,381 @@ int sim_fault_spec_parse(const char *spec, struct sim_user_cmd *cmd) {
     }
     return fill_fault(cmd, spec, (size_t)(c1 - spec), c1 + 1, (size_t)(c2 - c1 - 1), c2 + 1,
                       strlen(c2 + 1));
+}
+
+/* ---- stations: distributions, specs, setup, accounting ----------------------------------- */
+
+/* Splits [p, end) at the next ':' : the part before it, *p moved past it (or to end). */
+static size_t next_field(const char **p, const char *end, const char **field) {
+    const char *s = *p;
+    const char *c = memchr(s, ':', (size_t)(end - s));
+    *field = s;
+    *p = c ? c + 1 : end;
+    return (size_t)((c ? c : end) - s);
+}
+
+static int dist_number(const char *s, size_t n, const char *what, double *out) {
+    if (parse_number(s, n, out) != 0 || !(*out >= 0) || *out > SIM_STATION_MAX_MS) {
+        return dq_fail(DQ_EINVAL, "%s `%.*s`: need a number of ms in [0, %d]", what,
+                       (int)(n < 32 ? n : 32), s, SIM_STATION_MAX_MS);
+    }
+    return 0;
+}
+
+int sim_dist_parse(const char *s, size_t n, struct sim_dist *d) {
+    static const char usage[] = "use exp:MEAN, uniform:LO:HI, const:MS or shexp:SHIFT:MEAN (ms)";
+    int shown = (int)(n < 64 ? n : 64);
+    const char *p = s, *end = s + n, *f[3];
+    size_t fn[3], count = 0;
+    for (;;) {
+        const char *c = memchr(p, ':', (size_t)(end - p));
+        if (count == 3) {
+            return dq_fail(DQ_EINVAL, "service time `%.*s`: too many fields; %s", shown, s, usage);
+        }
+        f[count] = p;
+        fn[count++] = (size_t)((c ? c : end) - p);
+        if (!c) {
+            break;
+        }
+        p = c + 1;
+    }
+    memset(d, 0, sizeof *d);
+    static const struct {
+        const char *word;
+        enum sim_dist_kind kind;
+        size_t params;
+    } kinds[] = {{"exp", SIM_DIST_EXP, 1},
+                 {"uniform", SIM_DIST_UNIFORM, 2},
+                 {"const", SIM_DIST_CONST, 1},
+                 {"shexp", SIM_DIST_SHEXP, 2}};
+    size_t want = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (strlen(kinds[k].word) == fn[0] && memcmp(kinds[k].word, f[0], fn[0]) == 0) {
+            d->kind = kinds[k].kind;
+            want = kinds[k].params + 1;
+        }
+    }
+    if (want == 0) {
+        return dq_fail(DQ_EINVAL, "service time `%.*s`: %s", shown, s, usage);
+    }
+    if (count != want) {
+        return dq_fail(DQ_EINVAL, "service time `%.*s`: %.*s takes %zu number%s; %s", shown, s,
+                       (int)fn[0], f[0], want - 1, want == 2 ? "" : "s", usage);
+    }
+    int rc = dist_number(f[1], fn[1], "service time parameter", &d->p1);
+    if (!rc && want == 3) {
+        rc = dist_number(f[2], fn[2], "service time parameter", &d->p2);
+    }
+    if (rc) {
+        return rc;
+    }
+    switch (d->kind) {
+    case SIM_DIST_EXP:
+        return d->p1 > 0 ? 0 : dq_fail(DQ_EINVAL, "exp:MEAN: the mean must be > 0");
+    case SIM_DIST_CONST:
+        return d->p1 > 0 ? 0 : dq_fail(DQ_EINVAL, "const:MS: the time must be > 0");
+    case SIM_DIST_UNIFORM:
+        return d->p1 <= d->p2 && d->p2 > 0
+                   ? 0
+                   : dq_fail(DQ_EINVAL, "uniform:LO:HI: need 0 ≤ LO ≤ HI and HI > 0, not %g, %g",
+                             d->p1, d->p2);
+    case SIM_DIST_SHEXP:
+        return d->p1 < d->p2 ? 0
+                             : dq_fail(DQ_EINVAL,
+                                       "shexp:SHIFT:MEAN: the mean (%g) must exceed the shift (%g)",
+                                       d->p2, d->p1);
+    }
+    return dq_fail(DQ_EINVAL, "service time: %s", usage);
+}
+
+double sim_dist_mean(const struct sim_dist *d) {
+    switch (d->kind) {
+    case SIM_DIST_UNIFORM:
+        return (d->p1 + d->p2) / 2;
+    case SIM_DIST_SHEXP:
+        return d->p2;
+    default:
+        return d->p1;
+    }
+}
+
+int sim_dist_format(const struct sim_dist *d, char *buf, size_t cap) {
+    switch (d->kind) {
+    case SIM_DIST_UNIFORM:
+        return snprintf(buf, cap, "uniform:%g:%g", d->p1, d->p2);
+    case SIM_DIST_CONST:
+        return snprintf(buf, cap, "const:%g", d->p1);
+    case SIM_DIST_SHEXP:
+        return snprintf(buf, cap, "shexp:%g:%g", d->p1, d->p2);
+    case SIM_DIST_EXP:
+    default:
+        return snprintf(buf, cap, "exp:%g", d->p1);
+    }
+}
+
+/* A decimal integer filling exactly n bytes, in [lo, hi]. */
+static int parse_uint(const char *s, size_t n, unsigned long lo, unsigned long hi,
+                      unsigned long *out) {
+    if (n == 0 || n > 9) {
+        return -1;
+    }
+    unsigned long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int spec_name(char *dst, const char *s, size_t n, const char *what, const char *spec) {
+    if (!wire_name_valid(s, n) || n > DQ_DIAGRAM_MAX_NAME) {
+        return dq_fail(DQ_EINVAL, "station `%.64s`: bad %s name `%.*s`", spec, what,
+                       (int)(n < 64 ? n : 64), s);
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    return 0;
+}
+
+int sim_station_spec_parse(const char *spec, struct sim_station_spec *out) {
+    static const char usage[] = "use LEAF[,LEAF…][=NAME]:SERVERS:DIST[:K=N], e.g. "
+                                "worker_1:1:exp:4:K=50";
+    memset(out, 0, sizeof *out);
+    const char *end = spec + strlen(spec);
+    const char *p = spec, *head, *srv;
+    size_t hn = next_field(&p, end, &head);
+    if (p == end) {
+        return dq_fail(DQ_EINVAL, "station `%.64s`: %s", spec, usage);
+    }
+    size_t sn = next_field(&p, end, &srv);
+    if (p == end) {
+        return dq_fail(DQ_EINVAL, "station `%.64s`: no service time; %s", spec, usage);
+    }
+    /* LEAF[,LEAF…][=NAME] */
+    const char *eq = memchr(head, '=', hn);
+    size_t ln = eq ? (size_t)(eq - head) : hn;
+    const char *l = head, *lend = head + ln;
+    for (;;) {
+        const char *comma = memchr(l, ',', (size_t)(lend - l));
+        size_t n = (size_t)((comma ? comma : lend) - l);
+        if (out->n_leaves == SIM_STATION_MAX_LEAVES) {
+            return dq_fail(DQ_EINVAL, "station `%.64s`: at most %d leaves", spec,
+                           SIM_STATION_MAX_LEAVES);
+        }
+        int rc = spec_name(out->leaves[out->n_leaves], l, n, "leaf", spec);
+        if (rc) {
+            return rc;
+        }
+        for (size_t k = 0; k < out->n_leaves; k++) {
+            if (strcmp(out->leaves[k], out->leaves[out->n_leaves]) == 0) {
+                return dq_fail(DQ_EINVAL, "station `%.64s`: leaf %s named twice", spec,
+                               out->leaves[k]);
+            }
+        }
+        out->n_leaves++;
+        if (!comma) {
+            break;
+        }
+        l = comma + 1;
+    }
+    int rc = eq ? spec_name(out->name, eq + 1, hn - ln - 1, "station", spec)
+                : spec_name(out->name, out->leaves[0], strlen(out->leaves[0]), "station", spec);
+    if (rc) {
+        return rc;
+    }
+    unsigned long v;
+    if (parse_uint(srv, sn, 1, SIM_STATION_MAX_SERVERS, &v) != 0) {
+        return dq_fail(DQ_EINVAL, "station `%.64s`: servers `%.*s`: need an integer 1 … %d", spec,
+                       (int)(sn < 32 ? sn : 32), srv, SIM_STATION_MAX_SERVERS);
+    }
+    out->servers = (int)v;
+    /* DIST[:K=N]: K=N is the last field when there is one */
+    const char *dist = p;
+    size_t dn = (size_t)(end - p);
+    const char *last = dn ? memchr(dist, ':', dn) : NULL;
+    for (const char *c = last; c; c = memchr(c + 1, ':', (size_t)(end - c - 1))) {
+        last = c;
+    }
+    if (last && end - last >= 3 && (last[1] == 'K' || last[1] == 'k') && last[2] == '=') {
+        size_t kn = (size_t)(end - last - 3);
+        if (parse_uint(last + 3, kn, 0, SIM_STATION_MAX_K, &v) != 0) {
+            return dq_fail(DQ_EINVAL,
+                           "station `%.64s`: K=`%.*s`: need an integer 0 … %d (0: no "
+                           "limit)",
+                           spec, (int)(kn < 32 ? kn : 32), last + 3, SIM_STATION_MAX_K);
+        }
+        out->capacity = (uint32_t)v;
+        dn = (size_t)(last - dist);
+    }
+    rc = sim_dist_parse(dist, dn, &out->dist);
+    if (rc) {
+        return dq_fail(rc, "station `%.64s`: %s", spec, dq_last_error());
+    }
+    return 0;
+}
+
+int sim_station_add(struct sim_model *m, const struct sim_station_spec *spec) {
+    if (spec->n_leaves == 0 || spec->n_leaves > SIM_STATION_MAX_LEAVES || spec->servers < 1 ||
+        spec->servers > SIM_STATION_MAX_SERVERS || spec->capacity > SIM_STATION_MAX_K) {
+        return dq_fail(DQ_EINVAL, "station %.64s: bad spec", spec->name);
+    }
+    char text[64];
+    int leaves[SIM_STATION_MAX_LEAVES];
+    if (sim_dist_format(&spec->dist, text, sizeof text) < 0 || !(sim_dist_mean(&spec->dist) > 0)) {
+        return dq_fail(DQ_EINVAL, "station %.64s: bad service time", spec->name);
+    }
+    if (!wire_name_valid(spec->name, strlen(spec->name))) {
+        return dq_fail(DQ_EINVAL, "bad station name `%.64s`", spec->name);
+    }
+    if (sim_model_find_station(m, spec->name) >= 0) {
+        return dq_fail(DQ_EINVAL, "station %s is defined twice", spec->name);
+    }
+    int exp_part = spec->dist.kind == SIM_DIST_EXP || spec->dist.kind == SIM_DIST_SHEXP;
+    for (size_t k = 0; k < spec->n_leaves; k++) {
+        int i = dq_diagram_find(m->d, spec->leaves[k]);
+        if (i < 0) {
+            return dq_fail(DQ_ENOTFOUND, "station %s: no leaf `%s` in the diagram", spec->name,
+                           spec->leaves[k]);
+        }
+        const struct dq_diagram_node *nd = dq_diagram_node(m->d, i);
+        if (nd->kind != DQ_NODE_OUTCOME) {
+            return dq_fail(DQ_EINVAL, "station %s: `%s` is a %s, not an outcome (leaf)", spec->name,
+                           spec->leaves[k], dq_node_kind_name(nd->kind));
+        }
+        if (m->nodes[i].station >= 0) {
+            return dq_fail(DQ_EINVAL, "station %s: leaf %s is already served by station %s",
+                           spec->name, spec->leaves[k], m->stations[m->nodes[i].station].name);
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (leaves[j] == i) {
+                return dq_fail(DQ_EINVAL, "station %s: leaf %s named twice", spec->name,
+                               spec->leaves[k]);
+            }
+        }
+        if (m->nodes[i].fault == SIM_FAULT_ERRATIC && !exp_part) {
+            return dq_fail(DQ_EINVAL,
+                           "station %s: leaf %s is erratic, and %s has no exponential part",
+                           spec->name, spec->leaves[k], text);
+        }
+        leaves[k] = i;
+    }
+    uint32_t limit = spec->capacity ? spec->capacity : SIM_STATION_MAX_K;
+    struct sim_station st = {.servers = spec->servers,
+                             .dist = spec->dist,
+                             .capacity = spec->capacity,
+                             .limit = limit,
+                             .n_leaves = spec->n_leaves,
+                             .heap_cap = (size_t)limit + SIM_STATION_SLACK};
+    snprintf(st.name, sizeof st.name, "%s", spec->name);
+    st.free_at = malloc((size_t)spec->servers * sizeof *st.free_at);
+    st.heap = malloc(st.heap_cap * sizeof *st.heap);
+    struct sim_station *grown = realloc(m->stations, (m->n_stations + 1) * sizeof *grown);
+    if (!st.free_at || !st.heap || !grown) {
+        free(st.free_at);
+        free(st.heap);
+        if (grown) {
+            m->stations = grown;
+        }
+        return dq_fail(DQ_ENOMEM, "out of memory for station %s", spec->name);
+    }
+    for (int k = 0; k < st.servers; k++) {
+        st.free_at[k] = INT64_MIN;
+    }
+    m->stations = grown;
+    int index = (int)m->n_stations++;
+    m->stations[index] = st;
+    for (size_t k = 0; k < spec->n_leaves; k++) {
+        m->nodes[leaves[k]].station = index;
+    }
+    return index;
+}
+
+size_t sim_model_station_count(const struct sim_model *m) {
+    return m->n_stations;
+}
+
+int sim_model_find_station(const struct sim_model *m, const char *name) {
+    for (size_t k = 0; k < m->n_stations; k++) {
+        if (strcmp(m->stations[k].name, name) == 0) {
+            return (int)k;
+        }
+    }
+    return dq_fail(DQ_ENOTFOUND, "no station `%.64s`", name);
+}
+
+int sim_station_info(const struct sim_model *m, int k, struct sim_station_info *info) {
+    if (k < 0 || (size_t)k >= m->n_stations) {
+        return dq_fail(DQ_EINVAL, "station %d out of range", k);
+    }
+    const struct sim_station *st = &m->stations[k];
+    info->name = st->name;
+    info->servers = st->servers;
+    info->dist = st->dist;
+    info->capacity = st->capacity;
+    info->n_leaves = st->n_leaves;
+    return DQ_OK;
+}
+
+int sim_station_stats(const struct sim_model *m, int k, int64_t t_ns,
+                      struct sim_station_stats *out) {
+    if (k < 0 || (size_t)k >= m->n_stations) {
+        return dq_fail(DQ_EINVAL, "station %d out of range", k);
+    }
+    if (m->any_request && t_ns < m->last_at) {
+        return dq_fail(DQ_EINVAL,
+                       "station counters at %lld ns: the last request simulated arrived later "
+                       "(%lld ns)",
+                       (long long)t_ns, (long long)m->last_at);
+    }
+    const struct sim_station *st = &m->stations[k];
+    /* whoever is still in the heap leaves after the last arrival; take out what of their
+     * service lies at or after t */
+    int64_t busy = st->busy_ns;
+    uint64_t served = st->admitted, in = 0;
+    for (size_t i = 0; i < st->heap_n; i++) {
+        const struct st_entry *x = &st->heap[i];
+        if (x->e <= t_ns) {
+            continue;
+        }
+        busy -= x->e - (x->s > t_ns ? x->s : t_ns);
+        served--;
+        in += x->a <= t_ns;
+    }
+    *out = (struct sim_station_stats){.t_ns = t_ns,
+                                      .servers = st->servers,
+                                      .busy_ns = busy,
+                                      .served = served,
+                                      .rejected = st->rejected,
+                                      .in_station = in,
+                                      .overflow = st->overflow};
+    return DQ_OK;
+}
+
+double sim_station_utilisation(const struct sim_station_stats *from,
+                               const struct sim_station_stats *to) {
+    int64_t len = to->t_ns - from->t_ns;
+    if (len <= 0 || to->servers <= 0) {
+        return 0;
+    }
+    return (double)(to->busy_ns - from->busy_ns) / ((double)to->servers * (double)len);
+}
+
+void sim_stations_reset(struct sim_model *m) {
+    for (size_t k = 0; k < m->n_stations; k++) {
+        struct sim_station *st = &m->stations[k];
+        for (int j = 0; j < st->servers; j++) {
+            st->free_at[j] = INT64_MIN;
+        }
+        st->heap_n = 0;
+        st->busy_ns = 0;
+        st->admitted = st->rejected = st->overflow = 0;
+    }
+    m->last_at = 0;
+    m->any_request = 0;
 }

@@ -10,15 +10,19 @@
  * maximum of its branches, first-to-finish the minimum of the branches that succeed,
  * a choice one branch drawn by weight. Each named node the request passes through yields
  * one outcome instance, child intervals inside the parent's. Faults (slow, erratic,
- * fail) change one node's behaviour at run time.
+ * fail) change one node's behaviour at run time. A leaf may instead be served by a
+ * *station* (FIFO queue, c servers, a service-time distribution, an optional capacity K):
+ * then its instance covers the request's waiting and service there, and the station's
+ * state carries over from request to request, so load shows (see "stations" below).
  *
  * struct sim_ctl is the wrapper's side of the protocol: which probes have a dMax, whether
  * instances are sent at all (start_stub/stop_stub), applying dqd's commands and writing
  * the ack, state and instance lines (an instance longer than its dMax is reported `to`
  * with END = START + dMax, as the real wrapper does).
  *
- * Nothing here does I/O, reads a clock or allocates after creation: dqsim's main adds the
- * network, the wall clock and the stdin commands.
+ * Nothing here does I/O, reads a clock or allocates after creation (stations allocate
+ * when they are added, not when requests pass): dqsim's main adds the network, the wall
+ * clock and the stdin commands.
  */
 #ifndef DQ_SIM_H
 #define DQ_SIM_H
@@ -82,6 +86,7 @@ struct sim_node_info {
     double shift_ms;           /* leaves: the fixed part of the delay */
     enum sim_fault_kind fault; /* the fault in force, SIM_FAULT_NONE when none */
     double fault_value;        /* its value */
+    int station;               /* leaves: the station serving it (index), −1 when none */
 };
 
 struct sim_model;
@@ -117,6 +122,11 @@ int sim_model_node(const struct sim_model *m, int i, struct sim_node_info *info)
  * is added after its children, as own processing), erratic (leaves only, value ≥ 1),
  * fail (value in [0, 1]; an inner node fails after its children). Replaces any fault
  * the node had. DQ_ENOTFOUND for an unknown name, DQ_EINVAL for a bad kind or value.
+ * On a station leaf: slow adds to the service time (the server is held longer), fail
+ * fails the pass after its service (it queued and held a server like any other),
+ * erratic makes the exponential part of the service time a two-phase mixture as on a
+ * plain leaf (same mean, standard deviation × value) and is refused (DQ_EINVAL) for a
+ * station whose service time has no exponential part (uniform, const).
  */
 int sim_fault_set(struct sim_model *m, const char *name, enum sim_fault_kind kind, double value);
 
@@ -138,7 +148,9 @@ struct sim_instance {
     int node;         /* named node index (its probe) */
     int64_t begin_ns; /* ≥ 0 */
     int64_t end_ns;   /* ≥ begin_ns */
-    int failed;       /* 1 when the pass failed (reported `fa`) */
+    int64_t wait_ns;  /* station leaves: time queued before service (end − begin − wait is
+                       * the service time); 0 otherwise, and for a request turned away */
+    int failed;       /* 1 when the pass failed (reported `fa`), or the station was full */
 };
 
 /* What one request did. */
@@ -149,15 +161,169 @@ struct sim_result {
 };
 
 /*
- * Simulates one request from the root, drawing one number from `rng` to seed the
- * request's own generator (so requests do not depend on how much earlier ones drew), and writes its
- * instances to out (children before their parent; cap ≥ sim_model_max_instances() always suffices).
- * Losing branches of a first-to-finish are cancelled when the winner ends: their
- * instances that would end later are not reported. Returns DQ_OK, or DQ_EFULL (nothing
- * useful in out) when cap is too small.
+ * Simulates one request that arrives at at_ns (ns on the stations' time line, e.g. since
+ * the epoch), drawing one number from `rng` to seed the request's own generator (so
+ * requests do not depend on how much earlier ones drew), and writes its instances to out
+ * (children before their parent; cap ≥ sim_model_max_instances() always suffices), times
+ * relative to at_ns. Losing branches of a first-to-finish are cancelled when the winner
+ * ends: their instances that would end later are not reported. Station leaves queue at
+ * their stations (below), so with stations requests must come in the order of their
+ * arrival: an at_ns earlier than the previous call's is DQ_EINVAL (nothing simulated).
+ * Returns DQ_OK, or DQ_EFULL (nothing useful in out; the stations the walk reached have
+ * taken the request) when cap is too small.
  */
-int sim_request(const struct sim_model *m, struct sim_rng *rng, struct sim_instance *out,
+int sim_request(struct sim_model *m, struct sim_rng *rng, int64_t at_ns, struct sim_instance *out,
                 size_t cap, struct sim_result *res);
+
+/* ---- stations --------------------------------------------------------------------------
+ *
+ * A station is a FIFO queue in front of `servers` identical servers, with a service-time
+ * distribution and a capacity K (the most requests in the station, waiting and in
+ * service; 0 = no limit short of SIM_STATION_MAX_K). One or more leaves are bound to it
+ * (several leaves: a shared resource). A request whose walk reaches a bound leaf at
+ * absolute time a (its arrival at the station) is handled there and then:
+ *
+ *  - when K requests are in the station at a, it is turned away: the pass fails at once
+ *    (instance [a, a], `fa`, counted as rejected) and draws no server;
+ *  - else it takes the server that frees first (the lowest index among ties), starts at
+ *    s = max(a, that server's free time), holds it for a drawn service time S (plus a
+ *    slow fault) and leaves at e = s + S. The leaf's instance is [a, e]: its sojourn,
+ *    wait_ns = s − a. A fail fault fails the pass at e.
+ *
+ * Order. Requests are simulated one at a time, in the order of their root arrival, each
+ * walked to its end before the next, so a station takes its requests in that order and
+ * serves them first come, first served in that order. That is the FIFO queue exactly
+ * (for one server, Lindley's recursion W(n+1) = max(0, W(n) + S(n) − A(n+1))) whenever
+ * requests reach the station in the order they reached the root: a station that a
+ * request reaches first (after no delay, or only after constant ones), or one behind a
+ * tandem of single-server stations (a FIFO single server lets requests out in the order
+ * they came). It is approximate when requests can overtake each other on the way there:
+ * behind a station with several servers, behind a plain leaf (a random delay), or inside
+ * an all- or first-to-finish whose branches differ. Then a request that reaches the
+ * station earlier but was simulated later still queues behind the ones simulated before
+ * it (never in front), and the count checked against K includes those ahead of it in
+ * that order that reach the station after it. A first-to-finish's losers are cancelled
+ * in the instances only: the station work they were given is not taken back.
+ *
+ * Accounting is exact in the stations' time: a service period [s, e) counts as busy
+ * server-time, split at any instant, and sim_station_stats() reports the busy time up
+ * to t, the services completed by t, and the requests in the station at t, once the
+ * requests that arrive before t have all been simulated (a request simulated later
+ * changes nothing before its own arrival).
+ */
+
+#define SIM_STATION_MAX_SERVERS 1024
+#define SIM_STATION_MAX_K 65536     /* largest K; K = 0 (no limit) stops at this many */
+#define SIM_STATION_SLACK 4096      /* bookkeeping beyond K: see sim_station_stats.overflow */
+#define SIM_STATION_MAX_LEAVES 16   /* leaves in one --station spec */
+#define SIM_STATION_MAX_MS 10000000 /* largest service-time parameter, model ms */
+
+enum sim_dist_kind {
+    SIM_DIST_EXP = 1, /* exp:MEAN            exponential with mean p1 (> 0) */
+    SIM_DIST_UNIFORM, /* uniform:LO:HI       uniform on [p1, p2], 0 ≤ p1 ≤ p2, p2 > 0 */
+    SIM_DIST_CONST,   /* const:MS            always p1 (> 0) */
+    SIM_DIST_SHEXP    /* shexp:SHIFT:MEAN    p1 + exponential with mean p2 − p1, 0 ≤ p1 < p2 */
+};
+
+/* A service-time distribution in model ms (times --time-scale, like every delay). */
+struct sim_dist {
+    enum sim_dist_kind kind;
+    double p1, p2; /* as above; p2 = 0 for exp and const */
+};
+
+/*
+ * Parses n bytes "exp:MEAN", "uniform:LO:HI", "const:MS" or "shexp:SHIFT:MEAN" (decimal
+ * ms, each at most SIM_STATION_MAX_MS) into *d. DQ_EINVAL with dq_last_error() saying
+ * what is wrong.
+ */
+int sim_dist_parse(const char *s, size_t n, struct sim_dist *d);
+
+/* The distribution's mean in model ms. */
+double sim_dist_mean(const struct sim_dist *d);
+
+/* Writes the distribution as sim_dist_parse() reads it (%g numbers); snprintf's result. */
+int sim_dist_format(const struct sim_dist *d, char *buf, size_t cap);
+
+/* A station to add, as `--station` gives it: LEAF[,LEAF…][=NAME]:SERVERS:DIST[:K=N]. */
+struct sim_station_spec {
+    char name[DQ_DIAGRAM_MAX_NAME + 1]; /* the station's name; the first leaf's by default */
+    size_t n_leaves;                    /* 1 … SIM_STATION_MAX_LEAVES */
+    char leaves[SIM_STATION_MAX_LEAVES][DQ_DIAGRAM_MAX_NAME + 1];
+    int servers;          /* 1 … SIM_STATION_MAX_SERVERS */
+    struct sim_dist dist; /* the service time */
+    uint32_t capacity;    /* K: 0 (no limit) or 1 … SIM_STATION_MAX_K */
+};
+
+/*
+ * Parses a `--station` spec "LEAF[,LEAF…][=NAME]:SERVERS:DIST[:K=N]" (e.g.
+ * "worker_1:1:exp:4:K=50", "db_read,db_write=db:4:shexp:0.5:2") into *spec. Names must
+ * be valid probe names, none twice. DQ_EINVAL with a message; whether the leaves exist
+ * is sim_station_add()'s call.
+ */
+int sim_station_spec_parse(const char *spec, struct sim_station_spec *out);
+
+/*
+ * Adds a station to the model and binds its leaves; returns the station's index (≥ 0,
+ * in the order added). DQ_ENOTFOUND for a leaf the diagram does not have; DQ_EINVAL for
+ * a bad spec, a name that is no outcome (leaf), a leaf already bound, a station name
+ * already used, or an erratic fault on a leaf that the distribution cannot carry;
+ * DQ_ENOMEM. On error nothing changes. Allocates: call it before requests run.
+ */
+int sim_station_add(struct sim_model *m, const struct sim_station_spec *spec);
+
+/* Number of stations. */
+size_t sim_model_station_count(const struct sim_model *m);
+
+/* Index of the station called name, or DQ_ENOTFOUND. */
+int sim_model_find_station(const struct sim_model *m, const char *name);
+
+/* A station's definition. */
+struct sim_station_info {
+    const char *name;
+    int servers;
+    struct sim_dist dist;
+    uint32_t capacity; /* K; 0 = no limit (SIM_STATION_MAX_K) */
+    size_t n_leaves;   /* leaves bound to it */
+};
+
+/* Fills *info for station k; DQ_EINVAL when k is out of range. */
+int sim_station_info(const struct sim_model *m, int k, struct sim_station_info *info);
+
+/* A station's counters at one instant t (ns on the stations' time line). */
+struct sim_station_stats {
+    int64_t t_ns;        /* the instant */
+    int servers;         /* c */
+    int64_t busy_ns;     /* busy server-time before t since the start (or the last reset) */
+    uint64_t served;     /* services completed by t */
+    uint64_t rejected;   /* requests turned away (full) so far, as simulated: a rejection
+                          * at a station deep in a request can lie a little after t */
+    uint64_t in_station; /* requests in the station at t, waiting or in service */
+    uint64_t overflow;   /* of rejected: turned away because more than K +
+                          * SIM_STATION_SLACK requests were in or bound for the station
+                          * (only in odd diagrams; 0 normally) */
+};
+
+/*
+ * Fills *st for station k at instant t_ns. Exact (integer ns) once every request that
+ * arrives before t_ns has been simulated (the caller's part: requests simulated later
+ * arrive at t_ns or after; dqsim simulates the arrivals up to now, then asks at now).
+ * DQ_EINVAL when k is out of range or t_ns is earlier than the arrival of the last
+ * request simulated. Costs one pass over the requests in or bound for the station.
+ */
+int sim_station_stats(const struct sim_model *m, int k, int64_t t_ns, struct sim_station_stats *st);
+
+/*
+ * Utilisation over [from->t_ns, to->t_ns) of one station's two snapshots: busy
+ * server-time inside the interval / (servers × length); 0 for an empty interval.
+ * Service periods that straddle a boundary count with their part inside, so the
+ * busy times of adjacent intervals add up exactly.
+ */
+double sim_station_utilisation(const struct sim_station_stats *from,
+                               const struct sim_station_stats *to);
+
+/* Empties every station (no request in them, counters 0, servers free) and forgets the
+ * last arrival time, as after sim_model_create(): a fresh run on the same model. */
+void sim_stations_reset(struct sim_model *m);
 
 /* ---- the wrapper's side of the protocol ----------------------------------------------- */
 
@@ -222,13 +388,18 @@ int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns,
 /* ---- operator commands (dqsim's stdin and --fault) ------------------------------------- */
 
 enum sim_user_kind {
-    SIM_USER_FAULT,     /* fault NAME slow|erratic|fail VALUE */
-    SIM_USER_CLEAR,     /* clear NAME */
-    SIM_USER_CLEAR_ALL, /* clear all */
-    SIM_USER_RATE,      /* rate N (requests per second, 0 … SIM_MAX_RATE) */
-    SIM_USER_STATUS,    /* status */
-    SIM_USER_QUIT,      /* quit */
-    SIM_USER_RUN        /* run SECONDS: --clock sim --hold: advance, then hold again */
+    SIM_USER_FAULT,      /* fault NAME slow|erratic|fail VALUE */
+    SIM_USER_CLEAR,      /* clear NAME */
+    SIM_USER_CLEAR_ALL,  /* clear all */
+    SIM_USER_RATE,       /* rate N (requests per second, 0 … SIM_MAX_RATE) */
+    SIM_USER_STATUS,     /* status */
+    SIM_USER_QUIT,       /* quit */
+    SIM_USER_RUN,        /* run SECONDS: --clock sim --hold: advance, then hold again */
+    SIM_USER_STATIONS,   /* stations: one line per station */
+    SIM_USER_DISCONNECT, /* disconnect: close the data connection, stay away */
+    SIM_USER_RECONNECT,  /* reconnect: connect again after disconnect */
+    SIM_USER_MUTE,       /* mute: stay connected, withhold instance lines */
+    SIM_USER_UNMUTE      /* unmute */
 };
 
 #define SIM_MAX_RATE 100000.0

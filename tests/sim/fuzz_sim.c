@@ -2,11 +2,14 @@
  * fuzz_sim.c: libFuzzer target for dqsim's input parsers (scenarios/sim/sim.h).
  *
  * Each input line goes to every parser dqsim exposes to the outside: the operator's
- * stdin commands, `--fault` specs and `--enable` lists, and dqd's commands through
- * sim_ctl_apply(). Parsed faults are applied to a small model with every operator kind
- * and one request is walked, so a fault value that passed the parser can never make
- * the walk misbehave. Checked: replies are `ack;LINE\n` within the buffer, names valid,
- * values in range, instance intervals ordered.
+ * stdin commands, `--fault` specs, `--station` specs and service times, `--enable`
+ * lists, and dqd's commands through sim_ctl_apply(). Parsed faults are applied to a small
+ * model with every operator kind and one request is walked, so a fault value that passed
+ * the parser can never make the walk misbehave; a parsed station spec is added to a fresh
+ * model (when its leaves exist) and a burst of requests queues at it. Checked: replies are
+ * `ack;LINE\n` within the buffer, names valid, values in range, instance intervals
+ * ordered, station counters consistent (nobody in a station beyond K, utilisation in
+ * [0, 1]).
  */
 #include "sim.h"
 
@@ -43,6 +46,42 @@ static void setup(void) {
     must(sim_ctl_init(&ctl, model) == 0);
 }
 
+/* A station spec that parsed: add it to a fresh model and push requests through. */
+static void station_line(const struct sim_station_spec *spec) {
+    must(spec->n_leaves >= 1 && spec->n_leaves <= SIM_STATION_MAX_LEAVES);
+    must(spec->servers >= 1 && spec->servers <= SIM_STATION_MAX_SERVERS);
+    must(spec->capacity <= SIM_STATION_MAX_K && sim_dist_mean(&spec->dist) > 0);
+    must(wire_name_valid(spec->name, strlen(spec->name)));
+    struct sim_options o;
+    sim_options_default(&o);
+    struct sim_model *m = NULL;
+    must(sim_model_create(diagram, &o, &m) == 0);
+    int k = sim_station_add(m, spec);
+    if (k >= 0) {
+        struct sim_rng r, arr;
+        sim_rng_seed(&r, 1);
+        sim_rng_seed(&arr, 2);
+        struct sim_station_stats s0, s1;
+        must(sim_station_stats(m, k, 0, &s0) == 0);
+        int64_t t = 0;
+        for (int i = 0; i < 64; i++) {
+            t += (int64_t)sim_rng_exp(&arr, 1e6) + 1;
+            struct sim_instance in[32];
+            struct sim_result res;
+            must(sim_request(m, &r, t, in, 32, &res) == 0);
+            for (size_t j = 0; j < res.count; j++) {
+                must(in[j].begin_ns >= 0 && in[j].end_ns >= in[j].begin_ns);
+                must(in[j].wait_ns >= 0 && in[j].wait_ns <= in[j].end_ns - in[j].begin_ns);
+            }
+            must(sim_station_stats(m, k, t, &s1) == 0);
+            must(s1.in_station <= (spec->capacity ? spec->capacity : SIM_STATION_MAX_K));
+        }
+        double u = sim_station_utilisation(&s0, &s1);
+        must(u >= 0 && u <= 1 + 1e-9 && s1.busy_ns >= 0);
+    }
+    sim_model_destroy(m);
+}
+
 static void one_line(const char *line, size_t len) {
     struct sim_user_cmd c;
     if (sim_user_parse(line, len, &c) == 0) {
@@ -54,7 +93,7 @@ static void one_line(const char *line, size_t len) {
                 struct sim_rng r;
                 sim_rng_seed(&r, len);
                 struct sim_result res;
-                must(sim_request(model, &r, in, 32, &res) == 0);
+                must(sim_request(model, &r, 0, in, 32, &res) == 0);
                 for (size_t k = 0; k < res.count; k++) {
                     must(in[k].begin_ns >= 0 && in[k].end_ns >= in[k].begin_ns);
                 }
@@ -69,6 +108,14 @@ static void one_line(const char *line, size_t len) {
     z[n] = '\0';
     if (sim_fault_spec_parse(z, &c) == 0) {
         must(c.kind == SIM_USER_FAULT && wire_name_valid(c.name, strlen(c.name)));
+    }
+    struct sim_station_spec spec;
+    if (sim_station_spec_parse(z, &spec) == 0) {
+        station_line(&spec);
+    }
+    struct sim_dist dist;
+    if (sim_dist_parse(line, len, &dist) == 0) {
+        must(sim_dist_mean(&dist) > 0 && dist.p1 >= 0 && dist.p2 >= 0);
     }
     (void)sim_ctl_enable_list(&ctl, z, 5);
     char reply[SIM_STATE_MAX + WIRE_MAX_LINE + 16];

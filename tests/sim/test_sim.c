@@ -179,7 +179,7 @@ static void test_tree27(const char *path) {
     int reqs = 20000;
     for (int r = 0; r < reqs; r++) {
         struct sim_result res;
-        CHECK(sim_request(m, &rng, in, 64, &res) == DQ_OK);
+        CHECK(sim_request(m, &rng, 0, in, 64, &res) == DQ_OK);
         count_ok &= res.count == 41 && !res.failed;
         /* children before parents; every interval inside its parent's */
         for (size_t k = 0; k < res.count; k++) {
@@ -252,7 +252,7 @@ static void test_first_and_choice(void) {
         int ok = 1, aa_lost = 0, aa_won = 0;
         for (int r = 0; r < 5000; r++) {
             struct sim_result res;
-            sim_request(m, &rng, in, 16, &res);
+            sim_request(m, &rng, 0, in, 16, &res);
             const struct sim_instance *ri = find_inst(in, res.count, race);
             const struct sim_instance *ai = find_inst(in, res.count, aa);
             const struct sim_instance *ci = find_inst(in, res.count, cc);
@@ -290,7 +290,7 @@ static void test_first_and_choice(void) {
         int n_aa = 0, ok = 1, reqs = 40000;
         for (int r = 0; r < reqs; r++) {
             struct sim_result res;
-            sim_request(m, &rng, in, 16, &res);
+            sim_request(m, &rng, 0, in, 16, &res);
             ok &= res.count == 3 && find_inst(in, res.count, coin) != NULL;
             n_aa += find_inst(in, res.count, aa) != NULL;
         }
@@ -308,14 +308,14 @@ static void test_first_and_choice(void) {
 
 /* Runs REQS requests with a seed; stores each request's instances (tree27-like: each node
  * at most once per request) as per-node durations, −1 for absent. */
-static void run_durations(const struct sim_model *m, size_t nodes, uint64_t seed, int64_t *out,
+static void run_durations(struct sim_model *m, size_t nodes, uint64_t seed, int64_t *out,
                           int *failed_out) {
     struct sim_rng rng;
     sim_rng_seed(&rng, seed);
     struct sim_instance in[PER];
     for (int r = 0; r < REQS; r++) {
         struct sim_result res;
-        sim_request(m, &rng, in, PER, &res);
+        sim_request(m, &rng, 0, in, PER, &res);
         for (size_t i = 0; i < nodes; i++) {
             out[(size_t)r * nodes + i] = -1;
             failed_out[(size_t)r * nodes + i] = 0;
@@ -508,7 +508,7 @@ static void test_limits(void) {
     struct sim_rng rng;
     sim_rng_seed(&rng, 1);
     struct sim_result res;
-    CHECK(sim_request(m, &rng, in, 2, &res) == DQ_EFULL);
+    CHECK(sim_request(m, &rng, 0, in, 2, &res) == DQ_EFULL);
     sim_model_destroy(m);
 
     o = (struct sim_options){0};
@@ -530,11 +530,535 @@ static void test_limits(void) {
     sim_rng_seed(&r1, 4);
     sim_rng_seed(&r2, 4);
     struct sim_result ra, rb;
-    sim_request(m1, &r1, a, 16, &ra);
-    sim_request(m10, &r2, b, 16, &rb);
+    sim_request(m1, &r1, 0, a, 16, &ra);
+    sim_request(m10, &r2, 0, b, 16, &rb);
     CHECK(ra.count == rb.count && llabs(rb.end_ns - 10 * ra.end_ns) <= 20);
     sim_model_destroy(m1);
     sim_model_destroy(m10);
+    dq_diagram_destroy(d);
+}
+
+/* ---- stations ----------------------------------------------------------------------------- */
+
+/* A model of `text` with the stations of specs[0 … n) added; NULL (checked) on error. */
+static struct sim_model *station_model(struct dq_diagram **d, const char *text, const char **specs,
+                                       size_t n) {
+    *d = parse(text);
+    struct sim_model *m = *d ? model(*d, 1) : NULL;
+    for (size_t k = 0; m && k < n; k++) {
+        struct sim_station_spec spec;
+        int rc = sim_station_spec_parse(specs[k], &spec);
+        if (rc == 0) {
+            rc = sim_station_add(m, &spec);
+        }
+        CHECK_MSG(rc == (int)k, "%s: %s", specs[k], dq_last_error());
+    }
+    CHECK(m != NULL);
+    return m;
+}
+
+static void test_station_specs(void) {
+    struct sim_dist dist;
+    CHECK(sim_dist_parse("exp:4", 5, &dist) == 0 && dist.kind == SIM_DIST_EXP && dist.p1 == 4);
+    CHECK(sim_dist_parse("uniform:1:3", 11, &dist) == 0 && dist.kind == SIM_DIST_UNIFORM &&
+          dist.p1 == 1 && dist.p2 == 3);
+    CHECK(sim_dist_parse("const:2.5", 9, &dist) == 0 && dist.kind == SIM_DIST_CONST &&
+          dist.p1 == 2.5);
+    CHECK(sim_dist_parse("shexp:1:4", 9, &dist) == 0 && dist.kind == SIM_DIST_SHEXP &&
+          dist.p1 == 1 && dist.p2 == 4);
+    CHECK_NEAR(sim_dist_mean(&dist), 4, 0);
+    char text[64];
+    sim_dist_format(&dist, text, sizeof text);
+    CHECK_STR(text, "shexp:1:4");
+    dist = (struct sim_dist){.kind = SIM_DIST_UNIFORM, .p1 = 1, .p2 = 3};
+    CHECK_NEAR(sim_dist_mean(&dist), 2, 0);
+    const char *bad_dist[] = {
+        "exp",         "exp:",      "exp:0",       "exp:-1",  "exp:4:5",     "exp:four",
+        "uniform:3:1", "uniform:1", "uniform:0:0", "const:0", "shexp:4:4",   "shexp:5:4",
+        "gamma:2:3",   "",          "exp:1e9",     "exp:nan", "const:1:2:3", ":4"};
+    for (size_t i = 0; i < sizeof bad_dist / sizeof bad_dist[0]; i++) {
+        dq_clear_error();
+        CHECK_MSG(sim_dist_parse(bad_dist[i], strlen(bad_dist[i]), &dist) == DQ_EINVAL, "%s",
+                  bad_dist[i]);
+        CHECK_MSG(dq_last_error()[0] != '\0', "no message for %s", bad_dist[i]);
+    }
+
+    struct sim_station_spec spec;
+    CHECK(sim_station_spec_parse("worker_1:1:exp:4:K=50", &spec) == 0);
+    CHECK_STR(spec.name, "worker_1");
+    CHECK(spec.n_leaves == 1 && spec.servers == 1 && spec.capacity == 50);
+    CHECK(spec.dist.kind == SIM_DIST_EXP && spec.dist.p1 == 4);
+    CHECK(sim_station_spec_parse("db_read,db_write=db:4:shexp:0.5:2", &spec) == 0);
+    CHECK_STR(spec.name, "db");
+    CHECK(spec.n_leaves == 2 && spec.servers == 4 && spec.capacity == 0);
+    CHECK_STR(spec.leaves[1], "db_write");
+    CHECK(spec.dist.kind == SIM_DIST_SHEXP && spec.dist.p1 == 0.5 && spec.dist.p2 == 2);
+    CHECK(sim_station_spec_parse("w=w2:2:uniform:1:3:K=0", &spec) == 0 && spec.capacity == 0 &&
+          spec.dist.p2 == 3);
+    const char *bad[] = {"worker_1",
+                         "worker_1:1",
+                         "worker_1:1:",
+                         "worker_1:0:exp:4",
+                         "worker_1:1025:exp:4",
+                         "worker_1:x:exp:4",
+                         "worker_1:1:exp:4:K=",
+                         "worker_1:1:exp:4:K=65537",
+                         "worker_1:1:exp:4:K=-1",
+                         "worker_1:1:exp:4:K=5:K=6",
+                         "worker_1:1:boil:4",
+                         "1worker:1:exp:4",
+                         "a,,b:1:exp:4",
+                         "a,a:1:exp:4",
+                         "a=:1:exp:4",
+                         "=s:1:exp:4",
+                         ":1:exp:4",
+                         "a=b=c:1:exp:4",
+                         "a:1:uniform:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        dq_clear_error();
+        CHECK_MSG(sim_station_spec_parse(bad[i], &spec) == DQ_EINVAL, "%s", bad[i]);
+        CHECK_MSG(strstr(dq_last_error(), "station") != NULL, "message for %s: %s", bad[i],
+                  dq_last_error());
+    }
+
+    /* adding: leaves must exist, be outcomes, be bound once; names once */
+    struct dq_diagram *d = parse("p = w1 -> w2 -> s:q;\nq = w3 -> w4;");
+    struct sim_model *m = d ? model(d, 1) : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        struct sim_node_info info;
+        sim_model_node(m, dq_diagram_find(d, "w1"), &info);
+        CHECK(info.station == -1);
+        CHECK(sim_station_spec_parse("ghost:1:exp:4", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == DQ_ENOTFOUND);
+        CHECK(strstr(dq_last_error(), "ghost") != NULL);
+        CHECK(sim_station_spec_parse("q:1:exp:4", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == DQ_EINVAL);
+        CHECK(strstr(dq_last_error(), "not an outcome") != NULL);
+        CHECK(sim_station_spec_parse("w1,w3=shared:2:exp:4:K=9", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == 0);
+        CHECK(sim_station_spec_parse("w3:1:exp:4", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == DQ_EINVAL);
+        CHECK(strstr(dq_last_error(), "already served by station shared") != NULL);
+        CHECK(sim_station_spec_parse("w2=shared:1:exp:4", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == DQ_EINVAL);
+        CHECK(strstr(dq_last_error(), "defined twice") != NULL);
+        /* erratic needs an exponential part, whichever comes first */
+        CHECK(sim_fault_set(m, "w2", SIM_FAULT_ERRATIC, 3) == DQ_OK);
+        CHECK(sim_station_spec_parse("w2:1:const:4", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == DQ_EINVAL);
+        CHECK(sim_station_spec_parse("w4:1:uniform:1:3", &spec) == 0);
+        CHECK(sim_station_add(m, &spec) == 1);
+        CHECK(sim_fault_set(m, "w4", SIM_FAULT_ERRATIC, 3) == DQ_EINVAL);
+        CHECK(strstr(dq_last_error(), "no exponential part") != NULL);
+        CHECK(sim_fault_set(m, "w1", SIM_FAULT_ERRATIC, 3) == DQ_OK);
+        CHECK_INT((int)sim_model_station_count(m), 2);
+        CHECK(sim_model_find_station(m, "shared") == 0 && sim_model_find_station(m, "w4") == 1);
+        CHECK(sim_model_find_station(m, "w1") == DQ_ENOTFOUND);
+        struct sim_station_info si;
+        CHECK(sim_station_info(m, 0, &si) == 0 && si.servers == 2 && si.capacity == 9 &&
+              si.n_leaves == 2);
+        CHECK_STR(si.name, "shared");
+        CHECK(sim_station_info(m, 2, &si) == DQ_EINVAL);
+        sim_model_node(m, dq_diagram_find(d, "w3"), &info);
+        CHECK(info.station == 0);
+        sim_model_node(m, dq_diagram_find(d, "w2"), &info);
+        CHECK(info.station == -1);
+        /* requests must come in arrival order once there are stations */
+        struct sim_instance in[16];
+        struct sim_result res;
+        struct sim_rng rng;
+        sim_rng_seed(&rng, 1);
+        CHECK(sim_request(m, &rng, 1000000, in, 16, &res) == DQ_OK);
+        CHECK(sim_request(m, &rng, 999999, in, 16, &res) == DQ_EINVAL);
+        struct sim_station_stats ss;
+        CHECK(sim_station_stats(m, 0, 999999, &ss) == DQ_EINVAL);
+        CHECK(sim_station_stats(m, 0, 1000000, &ss) == DQ_OK && ss.in_station >= 1);
+        sim_stations_reset(m);
+        CHECK(sim_station_stats(m, 0, 0, &ss) == DQ_OK && ss.in_station == 0 && ss.busy_ns == 0);
+        CHECK(sim_request(m, &rng, 5, in, 16, &res) == DQ_OK);
+        sim_model_destroy(m);
+    }
+    dq_diagram_destroy(d);
+}
+
+/* Poisson arrivals: the next arrival after *t, rate lambda per ms. */
+static int64_t next_arrival(struct sim_rng *r, int64_t t, double lambda_per_ms) {
+    int64_t gap = (int64_t)llround(sim_rng_exp(r, 1e6 / lambda_per_ms));
+    return t + (gap > 0 ? gap : 1);
+}
+
+/* One station `srv` (sys = srv) fed by Poisson arrivals: returns the mean sojourn and
+ * wait (ms), the loss fraction and the utilisation over [0, last arrival). */
+struct queue_run {
+    double sojourn_ms, wait_ms, loss, util;
+    uint64_t rejected, zero_fails;
+    int ok;
+};
+
+static struct queue_run run_queue(const char *spec, double lambda_per_ms, int reqs, uint64_t seed) {
+    struct queue_run q = {0};
+    struct dq_diagram *d;
+    const char *specs[] = {spec};
+    struct sim_model *m = station_model(&d, "sys = srv;", specs, 1);
+    if (!m) {
+        dq_diagram_destroy(d);
+        return q;
+    }
+    int srv = dq_diagram_find(d, "srv"), sys = dq_diagram_find(d, "sys");
+    struct sim_rng rng, arr;
+    sim_rng_seed(&rng, seed);
+    sim_rng_seed(&arr, seed + 1000);
+    struct sim_station_stats s0, s1;
+    CHECK(sim_station_stats(m, 0, 0, &s0) == DQ_OK);
+    int64_t t = 0;
+    double soj = 0, wait = 0;
+    int served = 0, ok = 1;
+    for (int r = 0; r < reqs; r++) {
+        t = next_arrival(&arr, t, lambda_per_ms);
+        struct sim_instance in[4];
+        struct sim_result res;
+        ok &= sim_request(m, &rng, t, in, 4, &res) == DQ_OK && res.count == 2;
+        const struct sim_instance *si = find_inst(in, res.count, srv);
+        const struct sim_instance *ri = find_inst(in, res.count, sys);
+        ok &= si && ri && si->end_ns == ri->end_ns && si->failed == ri->failed;
+        if (si && si->failed) {
+            q.zero_fails += dur(si) == 0 && si->wait_ns == 0;
+        } else if (si) {
+            served++;
+            soj += (double)dur(si) / 1e6;
+            wait += (double)si->wait_ns / 1e6;
+        }
+    }
+    CHECK(sim_station_stats(m, 0, t, &s1) == DQ_OK);
+    q.sojourn_ms = soj / served;
+    q.wait_ms = wait / served;
+    q.rejected = s1.rejected;
+    q.loss = (double)s1.rejected / reqs;
+    q.util = sim_station_utilisation(&s0, &s1);
+    q.ok = ok && s1.overflow == 0 && (int)s1.rejected == reqs - served;
+    sim_model_destroy(m);
+    dq_diagram_destroy(d);
+    return q;
+}
+
+static void test_mm1(void) {
+    /* M/M/1, mean service 4 ms (μ = 0.25/ms): ρ = λ/μ, sojourn 1/(μ − λ) */
+    const double rhos[] = {0.5, 0.8};
+    for (int k = 0; k < 2; k++) {
+        double mu = 0.25, lambda = rhos[k] * mu;
+        struct queue_run q = run_queue("srv:1:exp:4", lambda, 200000, 11 + (uint64_t)k);
+        double want = 1 / (mu - lambda);
+        CHECK(q.ok && q.rejected == 0);
+        CHECK_NEAR(q.util, rhos[k], 0.01);
+        CHECK_NEAR(q.sojourn_ms, want, 0.05 * want);
+        printf("M/M/1 rho=%.1f: utilisation %.4f (error %+.4f), sojourn %.3f ms (1/(mu-lambda) "
+               "%.3f, error %+.2f %%)\n",
+               rhos[k], q.util, q.util - rhos[k], q.sojourn_ms, want,
+               100 * (q.sojourn_ms / want - 1));
+    }
+}
+
+/* Erlang C: the probability that an arrival waits in M/M/c with offered load a = λ/μ. */
+static double erlang_c(int c, double a) {
+    double term = 1, sum = 0;
+    for (int k = 0; k < c; k++) {
+        sum += term;
+        term *= a / (k + 1); /* term = a^(k+1)/(k+1)! */
+    }
+    double top = term * c / (c - a);
+    return top / (sum + top);
+}
+
+static void test_mmc(void) {
+    /* M/M/2 at ρ = 0.7: mean wait C(2, a)/(cμ − λ) */
+    double mu = 0.25, lambda = 0.7 * 2 * mu;
+    struct queue_run q = run_queue("srv:2:exp:4", lambda, 200000, 21);
+    double wq = erlang_c(2, lambda / mu) / (2 * mu - lambda);
+    CHECK(q.ok && q.rejected == 0);
+    CHECK_NEAR(q.wait_ms, wq, 0.05 * wq);
+    CHECK_NEAR(q.util, 0.7, 0.01);
+    printf("M/M/2 rho=0.7: mean wait %.3f ms (Erlang C %.3f, error %+.2f %%), utilisation %.4f\n",
+           q.wait_ms, wq, 100 * (q.wait_ms / wq - 1), q.util);
+}
+
+static void test_mm1k(void) {
+    /* M/M/1/K loss: P(K) = (1 − ρ)ρ^K / (1 − ρ^(K+1)) */
+    const struct {
+        double rho;
+        int k;
+        const char *spec;
+    } cases[] = {
+        {0.9, 5, "srv:1:exp:4:K=5"}, {1.5, 10, "srv:1:exp:4:K=10"}, {0.3, 8, "srv:1:exp:4:K=8"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double rho = cases[i].rho, mu = 0.25;
+        struct queue_run q = run_queue(cases[i].spec, rho * mu, 200000, 31 + i);
+        double p = (1 - rho) * pow(rho, cases[i].k) / (1 - pow(rho, cases[i].k + 1));
+        CHECK(q.ok);
+        CHECK(q.zero_fails == q.rejected); /* a rejection fails at once */
+        if (p > 1e-3) {
+            CHECK_NEAR(q.loss, p, 0.10 * p);
+        } else {
+            CHECK_NEAR(q.loss, p, 1e-4);
+        }
+        /* the station is busy when not empty: ρ(1 − P(K)) */
+        CHECK_NEAR(q.util, rho * (1 - p), 0.01);
+        printf("M/M/1/%d rho=%.1f: loss %.5f (closed form %.5f), utilisation %.4f (%.4f)\n",
+               cases[i].k, rho, q.loss, p, q.util, rho * (1 - p));
+    }
+}
+
+/* Per-request record of a tandem run. */
+struct tandem_rec {
+    int64_t at, w1_b, w1_e, w1_wait, w2_b, w2_e, w2_wait;
+};
+
+static void test_tandem_fifo(void) {
+    struct dq_diagram *d;
+    const char *specs[] = {"worker_1:1:exp:4", "worker_2:1:exp:4"};
+    struct sim_model *m = station_model(&d, "pipeline = worker_1 -> worker_2;", specs, 2);
+    if (!m) {
+        dq_diagram_destroy(d);
+        return;
+    }
+    int w1 = dq_diagram_find(d, "worker_1"), w2 = dq_diagram_find(d, "worker_2");
+    enum { N = 20000 };
+    struct tandem_rec *rec = calloc(N, sizeof *rec);
+    struct sim_rng rng, arr;
+    sim_rng_seed(&rng, 41);
+    sim_rng_seed(&arr, 42);
+    int64_t t = 0;
+    int ok = 1;
+    for (int r = 0; r < N; r++) {
+        t = next_arrival(&arr, t, 0.2);
+        struct sim_instance in[4];
+        struct sim_result res;
+        ok &= sim_request(m, &rng, t, in, 4, &res) == DQ_OK && res.count == 3;
+        const struct sim_instance *a = find_inst(in, res.count, w1);
+        const struct sim_instance *b = find_inst(in, res.count, w2);
+        ok &= a && b;
+        if (!a || !b) {
+            break;
+        }
+        rec[r] = (struct tandem_rec){t,          t + a->begin_ns, t + a->end_ns,
+                                     a->wait_ns, t + b->begin_ns, t + b->end_ns,
+                                     b->wait_ns};
+    }
+    CHECK(ok);
+    /* Lindley, recomputed from the service times: each station starts a request when it
+     * arrives or when the one before it leaves, whichever is later; departures from the
+     * first station keep the arrival order, so the second sees them in order too */
+    int fifo = 1, lindley = 1, waited = 0;
+    int64_t d1 = INT64_MIN, d2 = INT64_MIN;
+    for (int r = 0; ok && r < N; r++) {
+        const struct tandem_rec *x = &rec[r];
+        int64_t s1 = x->w1_e - x->w1_b - x->w1_wait; /* service times */
+        int64_t s2 = x->w2_e - x->w2_b - x->w2_wait;
+        int64_t start1 = x->at > d1 ? x->at : d1;
+        lindley &= x->w1_b == x->at && x->w1_b + x->w1_wait == start1 && s1 >= 0;
+        fifo &= x->w1_e >= d1 && x->w2_e >= d2; /* nobody overtakes */
+        d1 = start1 + s1;
+        lindley &= x->w1_e == d1 && x->w2_b == d1;
+        int64_t start2 = d1 > d2 ? d1 : d2;
+        lindley &= x->w2_b + x->w2_wait == start2 && s2 >= 0;
+        d2 = start2 + s2;
+        lindley &= x->w2_e == d2;
+        waited += x->w2_wait > 0;
+    }
+    CHECK(fifo);
+    CHECK(lindley);
+    CHECK(waited > N / 4); /* the second station did queue */
+    free(rec);
+    sim_model_destroy(m);
+    dq_diagram_destroy(d);
+}
+
+/* Busy time of [s, e) inside (−∞, t). */
+static int64_t busy_before(int64_t s, int64_t e, int64_t t) {
+    return e <= t ? e - s : (s < t ? t - s : 0);
+}
+
+static void test_utilisation_split(void) {
+    /* two servers behind a plain leaf: requests reach the station out of order, so the
+     * bookkeeping holds requests that arrive after the snapshots */
+    struct dq_diagram *d;
+    const char *specs[] = {"srv:2:uniform:2:9:K=6"};
+    struct sim_model *m = station_model(&d, "p = pre -> srv;", specs, 1);
+    if (!m) {
+        dq_diagram_destroy(d);
+        return;
+    }
+    int srv = dq_diagram_find(d, "srv");
+    enum { N = 30000, SNAPS = 200 };
+    int64_t(*iv)[3] = calloc(N, sizeof *iv); /* a, s, e of each admitted request */
+    struct sim_station_stats *snap = calloc(SNAPS, sizeof *snap);
+    struct sim_rng rng, arr;
+    sim_rng_seed(&rng, 51);
+    sim_rng_seed(&arr, 52);
+    int64_t t = 0, step = 100000000; /* a snapshot every 100 ms */
+    int n = 0, k = 0, rejected = 0, out_of_order = 0;
+    int64_t last_a = INT64_MIN;
+    for (int r = 0; r < N; r++) {
+        t = next_arrival(&arr, t, 0.3);
+        while (k < SNAPS && (int64_t)k * step < t) {
+            CHECK(sim_station_stats(m, 0, (int64_t)k * step, &snap[k]) == DQ_OK);
+            k++;
+        }
+        struct sim_instance in[4];
+        struct sim_result res;
+        sim_request(m, &rng, t, in, 4, &res);
+        const struct sim_instance *x = find_inst(in, res.count, srv);
+        if (x && x->failed && dur(x) == 0) {
+            rejected++;
+        } else if (x) {
+            iv[n][0] = t + x->begin_ns;
+            iv[n][1] = t + x->begin_ns + x->wait_ns;
+            iv[n][2] = t + x->end_ns;
+            out_of_order += iv[n][0] < last_a;
+            last_a = iv[n][0] > last_a ? iv[n][0] : last_a;
+            n++;
+        }
+    }
+    CHECK(k == SNAPS && rejected > 0 && out_of_order > 0);
+    /* every snapshot agrees exactly with the service periods recomputed from the
+     * instances: busy time, completions, and who was inside */
+    int busy_ok = 1, served_ok = 1, in_ok = 1;
+    for (int j = 0; j < k; j++) {
+        int64_t tj = snap[j].t_ns, busy = 0;
+        uint64_t served = 0, inside = 0;
+        for (int i = 0; i < n; i++) {
+            busy += busy_before(iv[i][1], iv[i][2], tj);
+            served += iv[i][2] <= tj;
+            inside += iv[i][0] <= tj && tj < iv[i][2];
+        }
+        busy_ok &= snap[j].busy_ns == busy;
+        served_ok &= snap[j].served == served;
+        in_ok &= snap[j].in_station == inside;
+    }
+    CHECK(busy_ok);
+    CHECK(served_ok);
+    CHECK(in_ok);
+    /* utilisation over split intervals adds up exactly to the whole one's */
+    double whole = sim_station_utilisation(&snap[10], &snap[190]) * 2 * 180 * step;
+    double parts = 0;
+    for (int j = 10; j < 190; j += 30) {
+        parts += sim_station_utilisation(&snap[j], &snap[j + 30]) * 2 * 30 * step;
+    }
+    CHECK_NEAR(parts, whole, 1e-6 * whole);
+    CHECK(sim_station_utilisation(&snap[5], &snap[5]) == 0);
+    double u = sim_station_utilisation(&snap[0], &snap[SNAPS - 1]);
+    CHECK(u > 0.5 && u < 1);
+    free(iv);
+    free(snap);
+    sim_model_destroy(m);
+    dq_diagram_destroy(d);
+}
+
+/* Instances of REQS requests of m (arrivals from seed) into out[REQS][PER]. */
+static void run_all(struct sim_model *m, uint64_t seed, struct sim_instance *out, size_t *counts) {
+    struct sim_rng rng, arr;
+    sim_rng_seed(&rng, seed);
+    sim_rng_seed(&arr, seed + 1);
+    sim_stations_reset(m);
+    int64_t t = 0;
+    for (int r = 0; r < REQS; r++) {
+        t = next_arrival(&arr, t, 0.2);
+        struct sim_result res;
+        sim_request(m, &rng, t, out + (size_t)r * PER, PER, &res);
+        counts[r] = res.count;
+    }
+}
+
+static const struct sim_instance *inst_of(const struct sim_instance *all, const size_t *counts,
+                                          int r, int node) {
+    return find_inst(all + (size_t)r * PER, counts[r], node);
+}
+
+static void test_station_determinism(void) {
+    struct dq_diagram *d;
+    const char *specs[] = {"w1:1:exp:4:K=20", "w2:1:shexp:1:3"};
+    const char *text = "p = w1 -> w2 -> x3;";
+    struct sim_model *m = station_model(&d, text, specs, 2);
+    if (!m) {
+        dq_diagram_destroy(d);
+        return;
+    }
+    int w1 = dq_diagram_find(d, "w1"), w2 = dq_diagram_find(d, "w2"), x3 = dq_diagram_find(d, "x3");
+    struct sim_instance *base = calloc(REQS * PER, sizeof *base);
+    struct sim_instance *got = calloc(REQS * PER, sizeof *got);
+    size_t cb[REQS], cg[REQS];
+    /* same seed, same instances, after a reset */
+    run_all(m, 61, base, cb);
+    run_all(m, 61, got, cg);
+    CHECK(memcmp(cb, cg, sizeof cb) == 0);
+    CHECK(memcmp(base, got, REQS * PER * sizeof *base) == 0);
+    /* a station draws as the plain leaf did: x3 is the same without stations */
+    struct dq_diagram *d0 = parse(text);
+    struct sim_model *plain = model(d0, 1);
+    run_all(plain, 61, got, cg);
+    int same_x3 = 1;
+    for (int r = 0; r < REQS; r++) {
+        same_x3 &= dur(inst_of(base, cb, r, x3)) == dur(inst_of(got, cg, r, x3));
+    }
+    CHECK(same_x3);
+    sim_model_destroy(plain);
+    dq_diagram_destroy(d0);
+
+    /* slow on w1: its service takes 2 ms more, the others' draws stay (w2's waits change,
+     * which is the queueing) */
+    CHECK(sim_fault_set(m, "w1", SIM_FAULT_SLOW, 2) == DQ_OK);
+    run_all(m, 61, got, cg);
+    int slow_ok = 1, w2_service = 1, waits_differ = 0;
+    for (int r = 0; r < REQS; r++) {
+        const struct sim_instance *b1 = inst_of(base, cb, r, w1), *g1 = inst_of(got, cg, r, w1);
+        if (!b1 || !g1 || b1->failed || g1->failed) {
+            continue; /* a fuller w1 turns other requests away */
+        }
+        slow_ok &= llabs((dur(g1) - g1->wait_ns) - (dur(b1) - b1->wait_ns) - 2000000) <= 1;
+        const struct sim_instance *b2 = inst_of(base, cb, r, w2), *g2 = inst_of(got, cg, r, w2);
+        w2_service &= dur(g2) - g2->wait_ns == dur(b2) - b2->wait_ns;
+        waits_differ += g2->wait_ns != b2->wait_ns;
+        slow_ok &= dur(inst_of(got, cg, r, x3)) == dur(inst_of(base, cb, r, x3));
+    }
+    CHECK(slow_ok);
+    CHECK(w2_service);
+    CHECK(waits_differ > 0);
+    /* fail on w1: the requests it fails end there; the others keep their draws */
+    CHECK(sim_fault_set(m, "w1", SIM_FAULT_FAIL, 0.3) == DQ_OK);
+    run_all(m, 61, got, cg);
+    int fail_ok = 1, fails = 0;
+    for (int r = 0; r < REQS; r++) {
+        const struct sim_instance *g1 = inst_of(got, cg, r, w1);
+        if (g1->failed) {
+            fails++;
+            fail_ok &= inst_of(got, cg, r, w2) == NULL && dur(g1) > 0;
+            continue;
+        }
+        const struct sim_instance *b2 = inst_of(base, cb, r, w2), *g2 = inst_of(got, cg, r, w2);
+        fail_ok &= b2 && g2 && dur(g2) - g2->wait_ns == dur(b2) - b2->wait_ns;
+        fail_ok &= dur(inst_of(got, cg, r, x3)) == dur(inst_of(base, cb, r, x3));
+    }
+    CHECK(fail_ok);
+    CHECK_NEAR((double)fails / REQS, 0.3, 0.03);
+    /* erratic on w2 (shexp): the exponential part's mean stays, its spread grows */
+    sim_fault_clear_all(m);
+    CHECK(sim_fault_set(m, "w2", SIM_FAULT_ERRATIC, 3) == DQ_OK);
+    run_all(m, 61, got, cg);
+    double s = 0, s2 = 0, smin = 1e18;
+    for (int r = 0; r < REQS; r++) {
+        const struct sim_instance *g2 = inst_of(got, cg, r, w2);
+        double x = (double)(dur(g2) - g2->wait_ns) / 1e6;
+        s += x;
+        s2 += x * x;
+        smin = x < smin ? x : smin;
+    }
+    double mean = s / REQS, var = s2 / REQS - mean * mean;
+    CHECK_NEAR(mean, 3, 0.3);
+    CHECK(smin >= 1 - 1e-6);
+    CHECK(var / ((mean - 1) * (mean - 1)) > 3); /* squared CV of the random part: 9 nominal */
+    free(base);
+    free(got);
+    sim_model_destroy(m);
     dq_diagram_destroy(d);
 }
 
@@ -716,6 +1240,19 @@ static void test_user(void) {
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_QUIT);
     l = "run 12.5";
     CHECK(sim_user_parse(l, strlen(l), &c) == 0 && c.kind == SIM_USER_RUN && c.value == 12.5);
+    const struct {
+        const char *line;
+        enum sim_user_kind kind;
+    } words[] = {{"stations", SIM_USER_STATIONS},
+                 {" disconnect\r", SIM_USER_DISCONNECT},
+                 {"reconnect", SIM_USER_RECONNECT},
+                 {"mute", SIM_USER_MUTE},
+                 {"unmute", SIM_USER_UNMUTE}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        CHECK_MSG(sim_user_parse(words[i].line, strlen(words[i].line), &c) == 0 &&
+                      c.kind == words[i].kind,
+                  "%s", words[i].line);
+    }
     const char *bad[] = {"fault x1 slow",
                          "run",
                          "run -1",
@@ -733,6 +1270,10 @@ static void test_user(void) {
                          "dance",
                          "",
                          "quit now",
+                         "mute all",
+                         "stations worker_1",
+                         "disconnect now",
+                         "mutes",
                          "a b c d e f g h i",
                          "fault x1 slow nan"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -765,5 +1306,12 @@ int main(int argc, char **argv) {
     test_limits();
     test_ctl(argv[1]);
     test_user();
+    test_station_specs();
+    test_mm1();
+    test_mmc();
+    test_mm1k();
+    test_tandem_fifo();
+    test_utilisation_split();
+    test_station_determinism();
     return check_done();
 }
