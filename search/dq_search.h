@@ -224,6 +224,8 @@ struct search_input {
     const struct search_child *children; /* in written order (a sequence's order) */
     size_t n_children;                   /* 1 … SEARCH_MAX_CHILDREN */
     int exhausted;                       /* caller: out of samples, budget or time: decide now */
+    int own_spread; /* variance at a choice: each branch's own spread w·σ² only (the spread
+                       between the branches' means is left to the latency attribution) */
 };
 
 /* ---- attribution ---------------------------------------------------------------------- */

@@ -529,7 +529,7 @@ int search_attribute(const struct search_input *in, const struct search_params *
             }
             if (kind == DQ_NODE_CHOICE) {
                 double w = ch->weight;
-                if (prob == SEARCH_VARIANCE && !excess && s->n_ok > 0) {
+                if (prob == SEARCH_VARIANCE && !excess && s->n_ok > 0 && !in->own_spread) {
                     double dm = s->mean - mix_mean;
                     hw = w * rss(hw, 2.0 * fabs(dm) * mean_hw(s, z));
                     v = w * (v + dm * dm);

@@ -293,15 +293,17 @@ struct adapt_problem {
 /* What the node check found at a node (stats.c explains the rules). */
 struct adapt_check {
     int has_qta, has_baseline, has_calculated;
+    double zt;                    /* the z a problem needed */
     struct search_stats recent;   /* the node over its recent windows (no ΔQs) */
     struct search_stats baseline; /* … and over the windows before them */
     int n;
     struct adapt_problem p[ADAPT_MAX_PROBLEMS]; /* most significant first */
 };
 
-/* Checks probe p over its windows since `from` (at most the last ADAPT_RECENT_WINDOWS
- * before pl->upto; with no baseline before those, up to ADAPT_BASELINE_WINDOWS) against
- * its QTA, its baseline and its calculated ΔQ. */
+/* Checks probe p over its windows since `from` (the last ADAPT_RECENT_WINDOWS before
+ * pl->upto, then twice and four times as many when those show nothing; with no baseline
+ * before them, up to ADAPT_BASELINE_WINDOWS) against its QTA, its baseline and its
+ * calculated ΔQ. */
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
 json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 

@@ -562,18 +562,18 @@ static int confirmed(const struct plan *pl, struct investigation *inv, int verdi
     return inv->pending_count >= ADAPT_CONFIRM;
 }
 
-/* How clearly the best child leads its runner-up: the lead over both half-widths. */
-static double lead(const struct search_attribution *a) {
+/* How concentrated a dominant attribution is: the leader's contribution over the
+ * runner-up's (a stage that holds nine times its sibling's spread says more than one
+ * that holds three times its mean). */
+static double concentration(const struct search_attribution *a) {
     if (a->best < 0) {
         return 0.0;
     }
     const struct search_contribution *b = &a->c[a->best];
-    if (a->runner_up < 0) {
-        return b->half_width > 0 ? b->value / b->half_width : 1e9;
+    if (a->runner_up < 0 || !(a->c[a->runner_up].value > 0.0)) {
+        return 1e9;
     }
-    const struct search_contribution *r = &a->c[a->runner_up];
-    double hw = b->half_width + r->half_width;
-    return hw > 0 ? (b->value - r->value) / hw : 1e9;
+    return b->value / a->c[a->runner_up].value;
 }
 
 /* "a 34 %, b 33 %, c 33 %": where a node's time goes, largest first (at most 6). */
@@ -610,73 +610,71 @@ static int names_child(int verdict) {
 }
 
 /*
- * No reference to judge the focus against: follow the largest contributor to its mean
- * latency, to its spread, or (when anything was lost) to its lost mass, whichever leads
- * most clearly; balanced children → healthy. `lat` is the latency evaluation the
- * strategy made. Returns the verdict (search's, or VERDICT_HEALTHY) with the result to
- * act on in *out.
+ * No reference to judge the focus against: follow where its time goes. The largest
+ * contributor to its mean latency, or, when the focus itself lost instances, to its lost
+ * mass (whichever is the more concentrated in one child: the leader over the runner-up).
+ * Only when the time is balanced does the spread speak: a child that holds the spread of
+ * its siblings (each branch's own spread, on a choice) is followed. Balanced in all →
+ * healthy. `lat` is the latency evaluation the strategy made. Returns the verdict
+ * (search's, or VERDICT_HEALTHY) with the result to act on in *out.
  */
 static int contributor_decide(struct investigation *inv, struct focus_input *fi,
                               const struct search_params *params, const struct search_result *lat,
                               struct search_result *out) {
     *out = *lat;
+    inv->problem = SEARCH_LATENCY;
     struct search_result *alt = calloc(1, sizeof *alt);
     if (!alt) {
         return SEARCH_NEED_SAMPLES;
     }
-    int any_lost = search_stats_lost(&fi->in.stats) > 0.0;
-    for (size_t j = 0; j < fi->in.n_children; j++) {
-        any_lost |= search_stats_lost(&fi->in.children[j].stats) > 0.0;
-    }
-    /* spread shows in rare outliers, and so do failures: every child needs enough windows
-     * to show them */
+    /* failures and spread show in rare events: every child needs enough windows */
     struct search_params slow = *params;
     slow.min_windows = slow.min_windows < 4 ? 4 : slow.min_windows;
-    enum search_problem kinds[2] = {SEARCH_VARIANCE, SEARCH_LOST};
-    int best = names_child(lat->verdict) ? SEARCH_LATENCY : -1;
-    double best_lead = best >= 0 ? lead(&lat->attr) : 0.0;
-    inv->problem = SEARCH_LATENCY;
-    int waiting = lat->verdict == SEARCH_NEED_SAMPLES;
-    int inconclusive = lat->verdict == SEARCH_INCONCLUSIVE;
-    for (int k = 0; k < 2; k++) {
-        if (kinds[k] == SEARCH_LOST && !any_lost) {
-            continue;
-        }
-        fi->in.problem = kinds[k];
+    int verdict = lat->verdict;
+    if (search_stats_lost(&fi->in.stats) > 0.0) {
+        fi->in.problem = SEARCH_LOST;
         int rc = search_evaluate(&fi->in, &slow, alt);
         fi->in.problem = SEARCH_LATENCY;
-        if (rc != DQ_OK) {
-            continue;
+        if (rc == DQ_OK && alt->verdict == SEARCH_NEED_SAMPLES && !fi->in.exhausted) {
+            free(alt);
+            return SEARCH_NEED_SAMPLES; /* both weighed over the same windows */
         }
-        if (names_child(alt->verdict) && (best < 0 || lead(&alt->attr) > best_lead)) {
-            best = (int)kinds[k];
-            best_lead = lead(&alt->attr);
+        if (rc == DQ_OK && names_child(alt->verdict) &&
+            (!names_child(verdict) || concentration(&alt->attr) > concentration(&lat->attr))) {
             *out = *alt;
-            inv->problem = kinds[k];
+            inv->problem = SEARCH_LOST;
+            verdict = alt->verdict;
         }
-        waiting |= alt->verdict == SEARCH_NEED_SAMPLES;
-        if (alt->verdict == SEARCH_INCONCLUSIVE && !inconclusive && best < 0) {
+    }
+    if (names_child(verdict) || verdict == SEARCH_NEED_SAMPLES) {
+        free(alt);
+        return verdict;
+    }
+    /* the time is balanced (or the search is out of time): the spread */
+    fi->in.problem = SEARCH_VARIANCE;
+    fi->in.own_spread = 1;
+    int rc = search_evaluate(&fi->in, &slow, alt);
+    fi->in.problem = SEARCH_LATENCY;
+    fi->in.own_spread = 0;
+    if (rc == DQ_OK && (names_child(alt->verdict) || alt->verdict == SEARCH_NEED_SAMPLES)) {
+        if (names_child(alt->verdict)) {
             *out = *alt;
-            inconclusive = 1;
+            inv->problem = SEARCH_VARIANCE;
         }
+        verdict = alt->verdict;
+        free(alt);
+        return verdict;
     }
     free(alt);
-    if (best >= 0) {
-        return out->verdict;
-    }
-    if (waiting) {
-        return SEARCH_NEED_SAMPLES;
-    }
-    if (inconclusive) {
-        return SEARCH_INCONCLUSIVE;
+    if (verdict == SEARCH_INCONCLUSIVE) {
+        return verdict;
     }
     char where[400];
     where_it_goes(&fi->in, &lat->attr, where, sizeof where);
-    *out = *lat;
     snprintf(out->reason, sizeof out->reason,
              "healthy at %s: nothing to judge it against (no QTA, no baseline yet) and no child "
-             "dominates its time, its spread%s; where the time goes: %s",
-             fi->in.name, any_lost ? " or its lost mass" : "", where);
+             "dominates its time or its spread; where the time goes: %s",
+             fi->in.name, where);
     return VERDICT_HEALTHY;
 }
 

@@ -182,44 +182,53 @@ static void add_problem(struct adapt_check *c, enum search_problem kind, double 
 #endif
     ;
 
-/* P(X ≥ k) for X ~ Poisson(lambda), k ≥ 1. */
-static double poisson_tail(double lambda, double k) {
-    /* 1 − Σ_{i<k} e^−λ λ^i / i!, summed in logs */
-    double sum = 0.0, term = exp(-lambda);
-    for (int i = 0; i < (int)k && i < 100000; i++) {
-        sum += term;
-        term *= lambda / (double)(i + 1);
+/* P(X ≥ k) for X ~ Binomial(n, q), summed in logs. */
+static double binomial_tail(int n, int k, double q) {
+    if (k <= 0) {
+        return 1.0;
     }
-    double p = 1.0 - sum;
-    return p > 0.0 ? p : 0.0;
+    if (k > n || !(q > 0.0)) {
+        return 0.0;
+    }
+    if (!(q < 1.0)) {
+        return 1.0;
+    }
+    double sum = 0.0;
+    for (int i = k; i <= n; i++) {
+        double lt = lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) + i * log(q) +
+                    (n - i) * log1p(-q);
+        sum += exp(lt);
+    }
+    return sum < 1.0 ? sum : 1.0;
 }
 
 /*
- * The tail against the baseline: the share of successful instances beyond the baseline's
- * 99.9 % point (its successes'), against the share the baseline itself has there. The
- * count beyond is compared with a Poisson of the baseline's rate (exact tail).
+ * The tail against the baseline: the successful instances beyond the baseline's 99.9 %
+ * point (moved with the median) now and in the baseline. Given how many there are in
+ * all, the count now is binomial with the share of instances now: an exact test that
+ * also carries the baseline's own uncertainty about its tail.
  */
 static void check_tail(const struct node_stats *r, const struct node_stats *b,
                        struct adapt_check *c) {
     double tb = dq_tangible(b->obs), tr = dq_tangible(r->obs);
     double t, mb, mr;
     if (!(tb > 0.0) || !(tr > 0.0) || dq_quantile(b->obs, 0.999 * tb, &t) != DQ_OK ||
-        dq_quantile(b->obs, 0.5 * tb, &mb) != DQ_OK || dq_quantile(r->obs, 0.5 * tr, &mr) != DQ_OK) {
+        dq_quantile(b->obs, 0.5 * tb, &mb) != DQ_OK ||
+        dq_quantile(r->obs, 0.5 * tr, &mr) != DQ_OK) {
         return;
     }
-    double pb = (tb - dq_cdf_at(b->obs, t)) / tb; /* the baseline's own share beyond t */
     /* the same point moved with the median: a node that is slower as a whole is a
      * latency problem, not a tail one */
     double shift = mr > mb ? mr - mb : 0.0;
+    double nb = (double)b->s.n_ok, nr = (double)r->s.n_ok;
+    double pb = (tb - dq_cdf_at(b->obs, t)) / tb;
     double pr = (tr - dq_cdf_at(r->obs, t + shift)) / tr;
-    double nr = (double)r->s.n_ok;
-    pb = pb > 1.0 / ((double)b->s.n_ok + 1.0) ? pb : 1.0 / ((double)b->s.n_ok + 1.0);
-    double k = pr * nr, lambda = pb * nr;
-    if (!(pr > 2.0 * pb) || k < 1.0) {
+    int kb = (int)floor(pb * nb + 0.5), kr = (int)floor(pr * nr + 0.5);
+    if (kr < 1 || !(pr > 2.0 * pb) || kb + kr > 1000000) {
         return;
     }
-    double z = z_of_p(poisson_tail(lambda, floor(k + 0.5)));
-    if (z >= ADAPT_Z) {
+    double z = z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
+    if (z >= c->zt) {
         add_problem(c, SEARCH_VARIANCE, z,
                     "%.2g %% of instances beyond %.3g ms (the baseline's 99.9 %% point%s) "
                     "against %.2g %% before: rare, very slow passes",
@@ -234,8 +243,6 @@ static int vb_ok(const struct search_stats *s) {
 }
 
 /* ---- the node check ------------------------------------------------------------------------ */
-
-
 
 static void add_problem(struct adapt_check *c, enum search_problem kind, double z, const char *fmt,
                         ...) {
@@ -269,7 +276,7 @@ static void check_qta(const struct probe *p, const struct node_stats *r, struct 
     double target = q.worst >= 0 ? p->qta.p[q.worst] : 1.0 - p->qta.max_lost;
     double se = sqrt(target * (1.0 - target) / (n > 0 ? n : 1.0));
     double z = se > 0 ? q.hazard / se : 40.0;
-    if (z < ADAPT_Z) {
+    if (z < c->zt) {
         return; /* a crossing within the sampling noise */
     }
     if (q.worst >= 0) {
@@ -298,12 +305,15 @@ static void within_variance(const struct search_stats *s, double *v, double *se)
     *se = search_stats_variance_se(s, iid);
 }
 
-void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
-                       struct adapt_check *c) {
+/* The check over the last `horizon` windows (since `from`) against the baseline before
+ * them, with z threshold zt. */
+static void check_range(struct plan *pl, const struct probe *p, int64_t from, int horizon,
+                        double zt, struct adapt_check *c) {
     const struct search_params *params = &pl->a->params;
     memset(c, 0, sizeof *c);
+    c->zt = zt;
     int64_t upto = pl->upto;
-    int64_t rfrom = from > upto - ADAPT_RECENT_WINDOWS ? from : upto - ADAPT_RECENT_WINDOWS;
+    int64_t rfrom = from > upto - horizon ? from : upto - horizon;
     struct node_stats r, b;
     adapt__gather(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, &b);
     if (!(b.s.present && b.s.windows >= ADAPT_BASELINE_WINDOWS)) {
@@ -334,14 +344,14 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     if (c->has_baseline) {
         double se = hypot(search_stats_lost_se(&r.s), search_stats_lost_se(&b.s));
         double z = se > 0 ? (lr - lb) / se : (lr > lb ? 40.0 : 0.0);
-        if (lr - lb > params->lost_threshold && z >= ADAPT_Z) {
+        if (lr - lb > params->lost_threshold && z >= c->zt) {
             add_problem(c, SEARCH_LOST, z, "%.2g %% lost against %.2g %% before", 100.0 * lr,
                         100.0 * lb);
         }
     } else if (lr > params->lost_threshold) {
         double se = search_stats_lost_se(&r.s);
         double z = se > 0 ? (lr - params->lost_threshold) / se : 40.0;
-        if (z >= ADAPT_Z) {
+        if (z >= c->zt) {
             add_problem(c, SEARCH_LOST, z, "%.2g %% lost (more than %.2g %%)", 100.0 * lr,
                         100.0 * params->lost_threshold);
         }
@@ -355,7 +365,7 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
         double shift = r.s.mean - b.s.mean;
         double se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
         double z = se > 0 ? shift / se : 0.0;
-        if (z >= ADAPT_Z && vb > 0 && shift > 0.5 * sqrt(vb)) {
+        if (z >= c->zt && vb > 0 && shift > 0.5 * sqrt(vb)) {
             add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r.s.mean * 1e3,
                         b.s.mean * 1e3);
         }
@@ -363,7 +373,7 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
             double ratio = vr / vb;
             double sl = hypot(ser / vr, seb / vb); /* se of log(ratio) */
             double zv = sl > 0 ? log(ratio) / sl : 0.0;
-            if (ratio >= 1.5 && zv >= ADAPT_Z) {
+            if (ratio >= 1.5 && zv >= c->zt) {
                 add_problem(c, SEARCH_VARIANCE, zv, "spread (sd) %.3g ms against %.3g ms before",
                             sqrt(vr) * 1e3, sqrt(vb) * 1e3);
             }
@@ -386,7 +396,7 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
         /* each gap has the uncertainty of an observed mean on both sides */
         double se = sqrt(2.0) * hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
         double z = se > 0 ? (gr - gb) / se : 0.0;
-        if (z >= ADAPT_Z && vb_ok(&b.s) && gr - gb > 0.5 * sqrt(b.s.variance)) {
+        if (z >= c->zt && vb_ok(&b.s) && gr - gb > 0.5 * sqrt(b.s.variance)) {
             add_problem(c, SEARCH_DIVERGENCE, z,
                         "%.3g ms more than its children account for, against %.3g ms before",
                         gr * 1e3, gb * 1e3);
@@ -396,6 +406,28 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
 out:
     adapt__node_stats_release(&r);
     adapt__node_stats_release(&b);
+}
+
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
+                       struct adapt_check *c) {
+    /* "now" at three horizons (a change of a few windows ago, or of a few tens), each
+     * against the baseline before it; the first that shows a problem is kept. Three looks:
+     * each at the threshold that keeps their joint false alarms at one look's. */
+    static const int horizons[] = {ADAPT_RECENT_WINDOWS, 2 * ADAPT_RECENT_WINDOWS,
+                                   4 * ADAPT_RECENT_WINDOWS};
+    const int looks = (int)(sizeof horizons / sizeof horizons[0]);
+    double zt = z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / looks);
+    struct adapt_check *longer = malloc(sizeof *longer);
+    check_range(pl, p, from, horizons[0], zt, c);
+    for (int k = 1;
+         longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
+         k++) {
+        check_range(pl, p, from, horizons[k], zt, longer);
+        if (longer->n > 0 && longer->has_baseline) {
+            *c = *longer;
+        }
+    }
+    free(longer);
 }
 
 json_t *adapt__check_json(const char *node, const struct adapt_check *c) {
