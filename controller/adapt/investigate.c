@@ -418,6 +418,11 @@ void adapt__close(struct plan *pl, struct investigation *inv, const char *verdic
     if (inv->contributor) {
         json_object_set_new(summary, "mode", json_string("contributor"));
     }
+    const char *on =
+        json_string_value(json_object_get(json_object_get(evidence, "node_split"), "node"));
+    if (on) {
+        json_object_set_new(summary, "on_node", json_string(on));
+    }
     /* the webhook carries the summary as stored (same rounding), not the live object */
     char *text = summary ? json_dumps(summary, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     json_error_t jerr;
@@ -494,13 +499,111 @@ static void expand(struct plan *pl, struct investigation *inv, struct focus_inpu
                   inv->focus);
 }
 
+/* ---- several nodes, one probe ---------------------------------------------------------- */
+
+#define MAX_SPLIT PROBES_MAX_NODES + 1
+
+/*
+ * When several nodes (Erlang nodes, hosts) report probe `name`, its problem split by node
+ * over windows ≥ from: each node's own mean, spread or lost fraction, compared by the
+ * dominance rule. Returns the per-node numbers as JSON (NULL when the probe is not split)
+ * and, when one node dominates, its name in `sick` and a sentence in `why`.
+ */
+static json_t *node_split(struct plan *pl, const char *name, enum search_problem prob, int64_t from,
+                          char *sick, size_t sick_cap, char *why, size_t why_cap) {
+    sick[0] = why[0] = '\0';
+    struct probe_table *t = core_probes(pl->a->env.core);
+    struct probe *p = adapt__probe(pl->a, name);
+    int n = p ? probes_node_count(p) : 0;
+    if (n < 2) {
+        return NULL;
+    }
+    n = n > MAX_SPLIT ? MAX_SPLIT : n;
+    struct search_child kids[MAX_SPLIT];
+    memset(kids, 0, sizeof kids);
+    for (int i = 0; i < n; i++) {
+        kids[i].name = probes_node_name(t, p, i);
+        kids[i].enabled = 1;
+        search_stats_init(&kids[i].stats);
+        for (int64_t w = from; w < pl->upto; w++) {
+            struct probe_node_moments m;
+            if (probes_node_moments(p, i, w, &m) == DQ_OK && m.ok + m.fa + m.to + m.out > 0) {
+                search_stats_add_window(&kids[i].stats, m.ok, m.fa, m.to + m.out, m.mean,
+                                        m.variance);
+            }
+        }
+    }
+    struct search_input in = {
+        .name = name,
+        .kind = DQ_NODE_SEQUENCE, /* each node's own quantity */
+        .problem = prob == SEARCH_QTA || prob == SEARCH_DIVERGENCE ? SEARCH_LATENCY : prob,
+        .children = kids,
+        .n_children = (size_t)n};
+    search_stats_init(&in.stats);
+    unsigned char include[MAX_SPLIT];
+    int weighed = 0;
+    for (int i = 0; i < n; i++) {
+        include[i] = kids[i].stats.present &&
+                     search_stats_instances(&kids[i].stats) >= pl->a->params.min_instances;
+        weighed += include[i];
+    }
+    json_t *nodes = json_array();
+    struct search_attribution *a = weighed >= 2 ? calloc(1, sizeof *a) : NULL;
+    if (a && search_attribute(&in, &pl->a->params, include, a) == DQ_OK && a->dominant) {
+        const struct search_contribution *b = &a->c[a->best];
+        snprintf(sick, sick_cap, "%s", kids[a->best].name);
+        double f = in.problem == SEARCH_LOST ? 100.0 : (in.problem == SEARCH_VARIANCE ? 1e6 : 1e3);
+        const char *unit =
+            in.problem == SEARCH_LOST ? "%" : (in.problem == SEARCH_VARIANCE ? "ms²" : "ms");
+        const char *what = in.problem == SEARCH_LOST       ? "lost"
+                           : in.problem == SEARCH_VARIANCE ? "spread (variance)"
+                                                           : "mean latency";
+        if (a->runner_up >= 0) {
+            const struct search_contribution *r = &a->c[a->runner_up];
+            snprintf(why, why_cap,
+                     "on node %s: %s's %s there is %.3g %s ± %.2g, against %.3g %s ± %.2g on %s "
+                     "(the next node)",
+                     sick, name, what, b->value * f, unit, b->half_width * f, r->value * f, unit,
+                     r->half_width * f, kids[a->runner_up].name);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        json_t *o = adapt__stats_json(kids[i].name, &kids[i].stats);
+        if (a && a->c[i].included) {
+            json_object_set_new(o, "contribution", json_real(a->c[i].value));
+            json_object_set_new(o, "half_width", json_real(a->c[i].half_width));
+        }
+        json_array_append_new(nodes, o);
+    }
+    free(a);
+    return nodes;
+}
+
+/* Adds the node split of `probe` to a verdict's evidence (and its sentence to reason). */
+static void add_node_split(struct plan *pl, struct investigation *inv, const char *probe,
+                           json_t *ev, char *reason, size_t cap, char *sick, size_t sick_cap) {
+    char why[600];
+    json_t *nodes =
+        node_split(pl, probe, inv->problem, inv->eval_from, sick, sick_cap, why, sizeof why);
+    if (!nodes) {
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:o}", "probe", probe, "nodes", nodes);
+    if (sick[0]) {
+        json_object_set_new(o, "node", json_string(sick));
+        size_t len = strlen(reason);
+        snprintf(reason + len, cap - len, "; %s", why);
+    }
+    json_object_set_new(ev, "node_split", o);
+}
+
 /* SEARCH_DECIDED: descend, or close with a verdict. */
 static void decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                     const struct search_result *r) {
     json_t *ev = attribution_json(&fi->in, r);
     int child = r->child;
     const char *child_name = child >= 0 ? fi->kids[child].name : NULL;
-    char reason[SEARCH_REASON_MAX + 96];
+    char reason[SEARCH_REASON_MAX + 900];
     snprintf(reason, sizeof reason, "%s%s",
              inv->contributor && r->verdict == SEARCH_LOCALIZED
                  ? "the largest contributor, nothing to judge it against (no QTA, no baseline "
@@ -518,20 +621,41 @@ static void decided(struct plan *pl, struct investigation *inv, struct focus_inp
         adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s", child_name);
         break;
     }
-    case SEARCH_LOCALIZED:
+    case SEARCH_LOCALIZED: {
         inv->verdict_value = r->attr.c[child].value;
         inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
+        char sick[PROBES_LABEL_MAX];
+        add_node_split(pl, inv, child_name, ev, reason, sizeof reason, sick, sizeof sick);
+        json_object_set_new(ev, "reason", json_string(reason));
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
         adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "verdict", NULL,
                           json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "localized");
         adapt__close(pl, inv, "localized", child_name, ev);
         break;
-    case SEARCH_DIFFUSE:
-        adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    }
+    case SEARCH_DIFFUSE: {
+        /* spread over the children, but maybe held by one node: then it is that node's */
+        char sick[PROBES_LABEL_MAX];
+        char *diffuse = malloc(sizeof reason);
+        if (diffuse) {
+            snprintf(diffuse, sizeof reason, "%s", reason);
+        }
+        add_node_split(pl, inv, inv->focus, ev, reason, sizeof reason, sick, sizeof sick);
+        if (sick[0] && diffuse) {
+            const char *on = strstr(reason, "; on node ");
+            const char *rest = strstr(diffuse, ": ");
+            snprintf(reason, sizeof reason, "localized at %s, on node %s; over all nodes, %s",
+                     inv->focus, on ? on + 10 : sick, rest ? rest + 2 : diffuse);
+        }
+        free(diffuse);
+        json_object_set_new(ev, "reason", json_string(reason));
+        const char *verdict = sick[0] ? "localized" : "diffuse";
+        adapt__fx_hyp_verdict(pl, inv->hyp_id, verdict);
         adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
-                          json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "diffuse");
-        adapt__close(pl, inv, "diffuse", inv->focus, ev);
+                          json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), verdict);
+        adapt__close(pl, inv, verdict, inv->focus, ev);
         break;
+    }
     default:
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");
         adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,

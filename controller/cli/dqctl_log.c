@@ -321,9 +321,14 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
     const char *vnode = jstr(inv, "verdict_node", NULL);
     const char *problem = jstr(inv, "problem", "?");
     double took = jnum(inv, "closed") - jnum(inv, "opened");
-    fprintf(out, "verdict: %s%s%s (investigation %lld: %s problem at %s",
-            verdict ? verdict : "none", vnode ? " at " : "", vnode ? vnode : "", jint(inv, "id", 0),
-            problem, jstr(inv, "node", "?"));
+    const char *on = jstr(json_object_get(inv, "summary"), "on_node", NULL);
+    char on_safe[1100] = ""; /* a node name comes from a wrapper */
+    if (on) {
+        dqctl_escape(on, on_safe, sizeof on_safe);
+    }
+    fprintf(out, "verdict: %s%s%s%s%s (investigation %lld: %s problem at %s",
+            verdict ? verdict : "none", vnode ? " at " : "", vnode ? vnode : "",
+            on ? " on node " : "", on_safe, jint(inv, "id", 0), problem, jstr(inv, "node", "?"));
     if (!isnan(took) && took >= 0) {
         char t[32];
         dur(took, t, sizeof t);

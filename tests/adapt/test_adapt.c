@@ -62,6 +62,7 @@ struct spec {
      * window to window: instances of one window are correlated) */
     double levels[16];
     int n_levels;
+    int node; /* `node NAME`: the wrapper node it comes from (index in case_def.nodes) */
 };
 
 enum action_kind {
@@ -105,7 +106,9 @@ struct case_def {
     size_t diagram_len;
     int64_t window_ms, lag_ms;
     int ring, legacy;
-    int show_reasons; /* `show reasons`: each verdict's sentence in the transcript */
+    int show_reasons;  /* `show reasons`: each verdict's sentence in the transcript */
+    char nodes[8][64]; /* wrapper nodes the traffic names; nodes[0] is the default */
+    int n_nodes;
     struct adapt_options opt;
     struct probe_cfg probes[MAX_CFG];
     int n_probes;
@@ -139,8 +142,8 @@ struct run {
     struct core *core;
     struct adapt *adapt;
     struct wrapper w;
-    uint32_t origin; /* the fake wrapper's connection, as the core knows it */
-    int64_t w0, cur; /* first window, and the window being run (relative) */
+    uint32_t origin[8]; /* the fake wrapper's connection per node, as the core knows it */
+    int64_t w0, cur;    /* first window, and the window being run (relative) */
     int lock_left;
     char *lines[MAX_LINES];
     int n_lines;
@@ -319,6 +322,20 @@ static void parse_spec(struct case_def *c, char **w, int n, int line, int64_t fr
     if (n < 3) {
         die("%s:%d: PROBE N ok|fa|to [DIST ...] or PROBE none", c->path, line);
     }
+    if (n >= 4 && strcmp(w[n - 2], "node") == 0) {
+        int k = 0;
+        while (k < c->n_nodes && strcmp(c->nodes[k], w[n - 1]) != 0) {
+            k++;
+        }
+        if (k == c->n_nodes) {
+            if (c->n_nodes >= 8) {
+                die("%s:%d: at most 8 nodes", c->path, line);
+            }
+            snprintf(c->nodes[c->n_nodes++], sizeof c->nodes[0], "%s", w[n - 1]);
+        }
+        s->node = k;
+        n -= 2;
+    }
     if (n >= 5 && strcmp(w[n - 2], "levels") == 0) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", w[n - 1]);
@@ -422,6 +439,8 @@ static void case_defaults(struct case_def *c) {
 static void case_load(struct case_def *c, const char *path) {
     memset(c, 0, sizeof *c);
     case_defaults(c);
+    snprintf(c->nodes[0], sizeof c->nodes[0], "fake@test"); /* traffic without `node` */
+    c->n_nodes = 1;
     snprintf(c->path, sizeof c->path, "%s", path);
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -849,9 +868,13 @@ static void start(struct run *r, int restart) {
     if (core_add_source(r->core, &fake_ops, r) != DQ_OK) {
         die("%s: %s", c->path, dq_last_error());
     }
-    if (probes_origin_open(core_probes(r->core), "1 fake", "fake@test", "fake", &r->origin) !=
-        DQ_OK) {
-        die("%s: origin: %s", c->path, dq_last_error());
+    for (int k = 0; k < c->n_nodes; k++) {
+        char label[80];
+        snprintf(label, sizeof label, "%d fake", k + 1);
+        if (probes_origin_open(core_probes(r->core), label, c->nodes[k], "fake", &r->origin[k]) !=
+            DQ_OK) {
+            die("%s: origin: %s", c->path, dq_last_error());
+        }
     }
     struct adapt_env env = {
         .core = r->core, .store = r->store, .clock = &r->clock, .emit = on_event, .emit_ctx = r};
@@ -897,17 +920,18 @@ static double duration_ms(const struct case_def *c, int64_t w, const struct spec
 
 /* The ok spec in force for probe at window w (the newest `at` block that started), or
  * NULL. */
-static const struct spec *active_ok(const struct case_def *c, const char *probe, int64_t w) {
+static const struct spec *active_ok(const struct case_def *c, const char *probe, int node,
+                                    int64_t w) {
     int64_t newest = -1;
     for (int i = 0; i < c->n_specs; i++) {
         const struct spec *o = &c->specs[i];
-        if (strcmp(o->probe, probe) == 0 && o->from <= w && o->from > newest) {
+        if (strcmp(o->probe, probe) == 0 && o->node == node && o->from <= w && o->from > newest) {
             newest = o->from;
         }
     }
     for (int i = 0; i < c->n_specs; i++) {
         const struct spec *o = &c->specs[i];
-        if (strcmp(o->probe, probe) == 0 && o->from == newest && !o->none &&
+        if (strcmp(o->probe, probe) == 0 && o->node == node && o->from == newest && !o->none &&
             o->status == PROBE_OK) {
             return o;
         }
@@ -917,15 +941,15 @@ static const struct spec *active_ok(const struct case_def *c, const char *probe,
 
 /* A part's durations in its own order: a stride coprime with n per part, so that the
  * parts of one instance are drawn as if independent. */
-static double part_ms(const struct case_def *c, int64_t w, int part, const char *probe, int k,
-                      int n) {
+static double part_ms(const struct case_def *c, int64_t w, int part, const char *probe, int node,
+                      int k, int n) {
     static const int strides[MAX_PARTS] = {1, 37, 61, 83, 97, 41, 29, 53};
     char *end = NULL;
     double ms = strtod(probe, &end);
     if (end && end != probe && *end == '\0') {
         return ms; /* a constant part: the node's own time */
     }
-    const struct spec *o = active_ok(c, probe, w);
+    const struct spec *o = active_ok(c, probe, node, w);
     if (!o || o->n <= 0) {
         return 0.0;
     }
@@ -941,7 +965,7 @@ static double duration_ms(const struct case_def *c, int64_t w, const struct spec
     if (s->dist == D_SUM || s->dist == D_MAX || s->dist == D_MIN) {
         double acc = s->dist == D_SUM ? 0.0 : (s->dist == D_MAX ? 0.0 : 1e300);
         for (int j = 0; j < s->n_parts; j++) {
-            double d = part_ms(c, w, j, s->parts[j], i, s->n);
+            double d = part_ms(c, w, j, s->parts[j], s->node, i, s->n);
             acc = s->dist == D_SUM ? acc + d : (s->dist == D_MAX ? fmax(acc, d) : fmin(acc, d));
         }
         return acc;
@@ -971,7 +995,9 @@ static void feed_window(struct run *r, int64_t w) {
     }
     if (r->w.running) {
         /* the fake wrapper's link is alive: its probes' empty windows are quiet, not no data */
-        probes_origin_heard(t, r->origin, wstart + window_ns - 1);
+        for (int k = 0; k < c->n_nodes; k++) {
+            probes_origin_heard(t, r->origin[k], wstart + window_ns - 1);
+        }
     }
     for (int i = 0; i < c->n_specs; i++) {
         const struct spec *s = &c->specs[i];
@@ -981,8 +1007,8 @@ static void feed_window(struct run *r, int64_t w) {
         int newest = 1; /* no later block for this probe has started by w */
         for (int j = 0; j < c->n_specs; j++) {
             const struct spec *o = &c->specs[j];
-            if (strcmp(o->probe, s->probe) == 0 && o->group != s->group && o->from <= w &&
-                o->from > s->from) {
+            if (strcmp(o->probe, s->probe) == 0 && o->node == s->node && o->group != s->group &&
+                o->from <= w && o->from > s->from) {
                 newest = 0;
             }
         }
@@ -1000,7 +1026,7 @@ static void feed_window(struct run *r, int64_t w) {
                 d = dmax; /* as a wrapper reports a timeout: END = START + dMax */
             }
             int64_t start = end - (int64_t)(d * 1e6);
-            probes_record(t, s->probe, strlen(s->probe), r->origin, start, end, st);
+            probes_record(t, s->probe, strlen(s->probe), r->origin[s->node], start, end, st);
             core_add_instances(r->core, 1);
         }
     }
@@ -1042,14 +1068,20 @@ static void do_action(struct run *r, const struct action *a) {
         say(r, "store refuses the next %d commit(s)", a->n);
         break;
     case A_DISCONNECT:
-        probes_origin_closed(core_probes(r->core), r->origin);
+        for (int k = 0; k < r->c->n_nodes; k++) {
+            probes_origin_closed(core_probes(r->core), r->origin[k]);
+        }
         r->w.gone = 1;
         say(r, "wrapper disconnected");
         break;
     case A_RECONNECT:
-        if (probes_origin_open(core_probes(r->core), "2 fake", "fake@test", "fake", &r->origin) !=
-            DQ_OK) {
-            die("%s: origin: %s", r->c->path, dq_last_error());
+        for (int k = 0; k < r->c->n_nodes; k++) {
+            char label[80];
+            snprintf(label, sizeof label, "%d fake", r->c->n_nodes + k + 1);
+            if (probes_origin_open(core_probes(r->core), label, r->c->nodes[k], "fake",
+                                   &r->origin[k]) != DQ_OK) {
+                die("%s: origin: %s", r->c->path, dq_last_error());
+            }
         }
         r->w.gone = 0;
         say(r, "wrapper reconnected");
