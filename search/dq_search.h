@@ -45,7 +45,8 @@
  *
  * Dominance: the child with the largest contribution is dominant when its value
  * minus the runner-up's exceeds the sum of both half-widths (non-overlapping 95 %
- * intervals) and its own interval lies above 0. The share of X it holds is reported,
+ * intervals), its own interval lies above 0, and it is not a near-tie (it exceeds the
+ * runner-up's value by more than params.min_lead of it). The share of X it holds is reported,
  * never required (a slow leaf among 27 holds far less than half of the mean).
  *
  * Verdicts (search_evaluate): any child without enough samples (params.min_instances,
@@ -128,6 +129,10 @@ struct search_params {
     uint32_t diffuse_min_windows; /* "no child dominates" becomes diffuse only when every
                                      weighed child has this many windows (intervals
                                      shrink with samples; before: need samples): 4 */
+    double min_lead;              /* close shares: a leader within this fraction of the
+                                     runner-up's contribution does not dominate, however
+                                     many samples tell them apart (a near-tie is diffuse,
+                                     with the shares): 0.10 */
 };
 
 /* Fills *p with the defaults above. */
@@ -185,10 +190,13 @@ double search_stats_lost(const struct search_stats *s);
 
 /*
  * Standard errors of a node's mean latency, lost fraction and (within-window) variance:
- * the larger of the value for independent instances (σ/√n, √(p(1−p)/N); for the
- * variance the caller's own formula, passed as iid_se) and the batch-means value from
- * the scatter of the windows' own figures, Var ≈ W/(W−1)·Σ n_i²(x_i − x̄)² / (Σ n_i)²
- * (needs 2 windows or more). 0 when there is nothing to measure.
+ * the value for independent instances (σ/√n, √(p(1−p)/N); for the variance the caller's
+ * own formula, passed as iid_se), unless the windows' own figures scatter significantly
+ * more than that allows (a χ² test at 95 % with W − 1 degrees of freedom: the instances
+ * of a window are correlated, as in a queue). Then the batch-means value, Var ≈
+ * W/(W−1)·Σ n_i²(x_i − x̄)² / (Σ n_i)², widened by Student's t over the normal for W − 1
+ * degrees of freedom (a scatter of few windows is itself uncertain). 0 when there is
+ * nothing to measure.
  */
 double search_stats_mean_se(const struct search_stats *s);
 double search_stats_lost_se(const struct search_stats *s);

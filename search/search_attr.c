@@ -638,7 +638,11 @@ int search_attribute(const struct search_input *in, const struct search_params *
         out->dominant = above_zero || (in->n_children == 1 && prob != SEARCH_DIVERGENCE);
     } else {
         const struct search_contribution *r = &out->c[out->runner_up];
-        out->dominant = above_zero && b->value - r->value > b->half_width + r->half_width;
+        /* clear of the runner-up's interval, and not a near-tie: close shares (the leader
+         * within min_lead of the runner-up) are diffuse however many samples say so */
+        int clear = b->value - r->value > b->half_width + r->half_width;
+        int close = r->value > 0.0 && b->value < (1.0 + p->min_lead) * r->value;
+        out->dominant = above_zero && clear && !close;
     }
     return DQ_OK;
 }

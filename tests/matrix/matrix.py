@@ -89,11 +89,11 @@ VERDICT_WITHIN_S = 300
 class Sim:
     """dqsim --clock sim --hold, its stdout read by a thread."""
 
-    def __init__(self, dqsim, diagram, port, seed, workdir):
+    def __init__(self, dqsim, diagram, port, seed, workdir, rate=RATE, extra=()):
         self.proc = subprocess.Popen(
             [dqsim, "--diagram", diagram, "--dqd", "127.0.0.1:%d" % port, "--clock", "sim",
-             "--hold", "--leaf-mean", "2:2", "--rate", str(RATE), "--seed", str(seed),
-             "--batch-ms", "20"],
+             "--hold", "--leaf-mean", "2:2", "--rate", str(rate), "--seed", str(seed),
+             "--batch-ms", "20", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=workdir)
         self.lines = queue.Queue()
@@ -277,6 +277,71 @@ def markdown(rows):
     return "\n".join(lines) + "\n"
 
 
+# Two identical M/M/1/K stations in sequence (scenarios/matrix/mm1k.dq): exponential
+# service of 4 ms, K = 50. 60 s at 100 requests/s (rho 0.4: the baseline), then 200/s (rho
+# 0.8) for 20 s, then the diagnose. Both stations slow down alike: the right verdict is
+# diffuse at pipeline, every time, never one worker picked by chance.
+STATION_FLAGS = ["--station", "worker_1:1:exp:4:K=50", "--station", "worker_2:1:exp:4:K=50"]
+
+
+def stations_run(args, seed):
+    work = tempfile.mkdtemp(prefix="dqd-stations-")
+    diagram = os.path.join(args.diagrams, "mm1k.dq")
+    cfg_path = os.path.join(work, "dqd.json")
+    with open(cfg_path, "w") as f:
+        json.dump({"probes": {"pipeline": {"enabled": True, "dmax_ms": 512}}}, f)
+    row = {"seed": seed, "got": None, "error": None, "reason": ""}
+    d = sim = None
+    t0 = time.monotonic()
+    try:
+        d = Dqd(args.dqd, work, window_ms=1000, lag_ms=200, diagram=diagram, config=cfg_path,
+                extra=["--clock", "sim"])
+        sim = Sim(args.dqsim, diagram, d.ingest_port, seed, work, rate=100, extra=STATION_FLAGS)
+        sim.wait_for("connected")
+        sim.run(60)
+        sim.say("rate 200")
+        sim.run(20)
+        st, env = d.api("POST", "/api/v1/diagnose", {"node": "pipeline"})
+        if st != 200:
+            raise RuntimeError("diagnose: %d %r" % (st, env))
+        inv_id = env["data"]["investigation"]
+        start = sim.now
+        inv = d.get("/api/v1/investigations/%d" % inv_id)
+        while inv["open"] and sim.now - start < VERDICT_WITHIN_S:
+            sim.run(STEP_S)
+            inv = d.get("/api/v1/investigations/%d" % inv_id)
+        row["got"] = (inv["verdict"] or "open", inv["verdict_node"])
+        row["reason"] = ((inv.get("summary") or {}).get("evidence") or {}).get("reason", "")
+    except Exception as e:  # a run that breaks is a failed run, with the reason
+        row["error"] = str(e)[:300]
+    finally:
+        if sim:
+            sim.stop()
+        if d:
+            d.stop(None)
+        shutil.rmtree(work, ignore_errors=True)
+    row["wall_s"] = time.monotonic() - t0
+    return row
+
+
+def stations(args, seeds, n):
+    """n runs of the two identical stations: each must be diffuse at pipeline."""
+    rows = []
+    for _ in range(n):
+        seed = args.seed if args.seed is not None else seeds.randrange(1, 2**31)
+        r = stations_run(args, seed)
+        rows.append(r)
+        good = r["got"] == ("diffuse", "pipeline")
+        print("%-4s stations seed %-10d got %-28s (%.1f s)%s  %s" % (
+            "ok" if good else "FAIL", seed, "%s %s" % r["got"] if r["got"] else "-",
+            r["wall_s"], "  ERROR " + r["error"] if r["error"] else "", r["reason"][:300]),
+            flush=True)
+    right = sum(r["got"] == ("diffuse", "pipeline") for r in rows)
+    print("stations: %d/%d runs diffuse at pipeline (two identical M/M/1/K stations at rho "
+          "0.8)" % (right, len(rows)))
+    return right == len(rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dqd", required=True)
@@ -287,6 +352,9 @@ def main():
     ap.add_argument("--seed", type=int)
     ap.add_argument("--only")
     ap.add_argument("--markdown")
+    ap.add_argument("--stations", type=int, default=None,
+                    help="runs of the two identical stations (default: 10, 3 with --subset; "
+                         "0: none)")
     args = ap.parse_args()
     args.dqd, args.dqsim, args.diagrams = (os.path.abspath(args.dqd), os.path.abspath(args.dqsim),
                                            os.path.abspath(args.diagrams))
@@ -313,7 +381,10 @@ def main():
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(markdown(rows))
-    return 0 if right == len(rows) and mean_share <= PROBE_SHARE_MAX else 1
+    n_st = args.stations if args.stations is not None else (3 if args.subset else 10)
+    st_ok = (stations(args, seeds, n_st) if n_st > 0 and (not args.only or args.only == "stations")
+             else True)
+    return 0 if right == len(rows) and mean_share <= PROBE_SHARE_MAX and st_ok else 1
 
 
 if __name__ == "__main__":
