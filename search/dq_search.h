@@ -57,7 +57,8 @@
  * windows (the intervals shrink as windows accumulate; until then SEARCH_NEED_SAMPLES,
  * "waiting for more windows"), and only when the leader's value lies within the
  * runner-up's interval: a leader further ahead that does not dominate is measured too
- * loosely to tell (SEARCH_NEED_SAMPLES, or SEARCH_INCONCLUSIVE when exhausted). A diffuse verdict
+ * loosely to tell (SEARCH_NEED_SAMPLES; when exhausted, SEARCH_DIFFUSE: no child came to
+ * dominate in the time allowed). A diffuse verdict
  * says "the children interact" (coupling) when X's observed ΔQ diverges significantly from its
  * calculated one (ks_p < alpha) while no child diverges on its own (divergence problem) or no child
  * deviates from its baseline (every child has one).
@@ -168,6 +169,9 @@ struct search_stats {
     struct search_batch {
         double ref, w, wd, w2, w2d, w2d2;
         uint32_t windows;
+        /* neighbouring windows' values (unweighted), for their lag-1 autocorrelation */
+        double prev, s1, s2, lag, pair;
+        uint32_t pairs;
     } b_mean, b_lost, b_var;
 };
 
@@ -194,9 +198,10 @@ double search_stats_lost(const struct search_stats *s);
  * own formula, passed as iid_se), unless the windows' own figures scatter significantly
  * more than that allows (a χ² test at 95 % with W − 1 degrees of freedom: the instances
  * of a window are correlated, as in a queue). Then the batch-means value, Var ≈
- * W/(W−1)·Σ n_i²(x_i − x̄)² / (Σ n_i)², widened by Student's t over the normal for W − 1
- * degrees of freedom (a scatter of few windows is itself uncertain). 0 when there is
- * nothing to measure.
+ * W/(W−1)·Σ n_i²(x_i − x̄)² / (Σ n_i)², times (1 + r)/(1 − r) when neighbouring windows
+ * are correlated too (r their lag-1 autocorrelation, when positive, at most 0.8), widened
+ * by Student's t over the normal for W − 1 degrees of freedom (a scatter of few windows
+ * is itself uncertain). 0 when there is nothing to measure.
  */
 double search_stats_mean_se(const struct search_stats *s);
 double search_stats_lost_se(const struct search_stats *s);

@@ -25,7 +25,31 @@ static void batch_add(struct search_batch *b, double n, double x) {
     b->w2 += n * n;
     b->w2d += n * n * d;
     b->w2d2 += n * n * d * d;
+    b->s1 += d;
+    b->s2 += d * d;
+    if (b->windows > 0) {
+        b->lag += d * b->prev;
+        b->pair += d + b->prev;
+        b->pairs++;
+    }
+    b->prev = d;
     b->windows++;
+}
+
+/* Lag-1 autocorrelation of the windows' values, clamped to [0, 0.8]; 0 with fewer than
+ * four windows. */
+static double batch_autocorr(const struct search_batch *b) {
+    if (b->windows < 4 || b->pairs == 0) {
+        return 0.0;
+    }
+    double w = (double)b->windows, m = b->s1 / w;
+    double var = b->s2 / w - m * m;
+    if (!(var > 0.0)) {
+        return 0.0;
+    }
+    double cov = (b->lag - m * b->pair) / (double)b->pairs + m * m;
+    double r = cov / var;
+    return r < 0.0 ? 0.0 : (r > 0.8 ? 0.8 : r);
 }
 
 static const char *const problem_names[] = {"latency", "qta", "variance", "lost", "divergence"};
@@ -203,7 +227,8 @@ static double chi2_95_per_df(uint32_t df) {
  * what independent instances would give): then the batch-means value, widened by t.
  */
 static double se_of(double iid_var, const struct search_batch *b) {
-    double bv = batch_var(b);
+    double r = batch_autocorr(b);
+    double bv = batch_var(b) * (1.0 + r) / (1.0 - r);
     iid_var = iid_var > 0.0 ? iid_var : 0.0;
     uint32_t df = b->windows > 0 ? b->windows - 1 : 0;
     if (df > 0 && bv > iid_var * chi2_95_per_df(df)) {

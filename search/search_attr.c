@@ -941,17 +941,33 @@ int search__decide(const struct search_input *in, const struct search_params *p,
         append_covariance(in, a, &f, r, cap);
         return DQ_OK;
     }
-    if (imprecise) {
+    if (imprecise && !in->exhausted) {
         /* "none dominates" needs the leader measured well enough to have shown it */
-        out->verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
+        out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,
-                       "%s at %s: the largest contribution is ahead of the runner-up's "
-                       "interval but not clear of its own (± %.0f %%): %s",
-                       in->exhausted ? "inconclusive" : "waiting for more windows", node_name(in),
+                       "waiting for more windows at %s: the largest contribution is ahead of "
+                       "the runner-up's interval but not clear of its own (± %.0f %%): %s",
+                       node_name(in),
                        b->value != 0.0 ? 100.0 * b->half_width / fabs(b->value) : 100.0, best);
         if (runner[0]) {
             search__append(r, cap, "; %s", runner);
         }
+        return DQ_OK;
+    }
+    if (imprecise) {
+        /* out of time: no child came to dominate, which is what diffuse says */
+        out->verdict = SEARCH_DIFFUSE;
+        char what[96];
+        quantity(in, a, what, sizeof what);
+        search__append(r, cap,
+                       "diffuse at %s: no child came to dominate the %s of its children in the "
+                       "time allowed (the largest stayed ahead of the runner-up's interval, "
+                       "not clear of its own): %s",
+                       node_name(in), what, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        append_remainder(in, a, &f, r, cap);
         return DQ_OK;
     }
 

@@ -2,11 +2,14 @@
  * adapt_internal.h: what the adaptive loop's files share. Nothing outside controller/adapt/
  * includes it.
  *
- *   adapt.c        the round: decide → persist → act, retries, person actions
+ *   adapt.c        the round: decide → persist → act, retries, silent sources, person
+ *                  actions (diagnose, abort)
  *   plan.c         a round's next state and its effects; persisting and acting on them
  *   triggers.c     triggers with hysteresis (decide)
  *   snapshots.c    ΔQs around a firing (decide)
- *   investigate.c  investigations: statistics, steps, verdicts, de-escalation (decide)
+ *   stats.c        a probe's statistics over windows; the node check (decide)
+ *   investigate.c  investigations: observe, search, verdicts, the node split (decide)
+ *   deescalate.c   after the verdict: release, de-escalation, a cause that moves (decide)
  *   resume.c       the state rebuilt from the store at start
  */
 #ifndef DQ_ADAPT_INTERNAL_H
@@ -90,6 +93,8 @@ struct investigation {
     int released;    /* its probes were released (or handed over): it is done */
     /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
     int pending_verdict, pending_child, pending_count;
+    int64_t pending_from; /* … and the windows since it was first seen say the same */
+    int fresh_child;
     char also[160]; /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;

@@ -682,6 +682,7 @@ static int confirmed(const struct plan *pl, struct investigation *inv, int verdi
         inv->pending_verdict = verdict;
         inv->pending_child = child;
         inv->pending_count = 1;
+        inv->pending_from = pl->upto; /* fresh windows start after this evaluation */
     }
     return inv->pending_count >= ADAPT_CONFIRM;
 }
@@ -802,6 +803,49 @@ static int contributor_decide(struct investigation *inv, struct focus_input *fi,
     return VERDICT_HEALTHY;
 }
 
+/*
+ * The verdict of the windows since the pending verdict was first seen (inv->pending_from)
+ * alone, evaluated as the cumulative one was; its child in inv->fresh_child.
+ * SEARCH_NEED_SAMPLES while those windows are too few.
+ */
+static int fresh_verdict(struct plan *pl, struct investigation *inv,
+                         const struct search_params *params) {
+    struct focus_input *fi = calloc(1, sizeof *fi);
+    struct search_result *r = calloc(1, sizeof *r), *out = calloc(1, sizeof *out);
+    int verdict = SEARCH_NEED_SAMPLES;
+    inv->fresh_child = -1;
+    /* fresh evidence of its own: as many windows as a diffuse verdict needs */
+    struct search_params fp = *params;
+    fp.min_windows =
+        fp.min_windows < fp.diffuse_min_windows ? fp.diffuse_min_windows : fp.min_windows;
+    params = &fp;
+    if (fi && r && out && adapt__build_input(pl, inv, inv->pending_from, fi) == DQ_OK) {
+        fi->in.exhausted = 0;
+        if (inv->contributor) {
+            fi->in.problem = SEARCH_LATENCY;
+        }
+        if (search_evaluate(&fi->in, params, r) == DQ_OK) {
+            verdict = r->verdict;
+            *out = *r;
+            if (inv->contributor) {
+                enum search_problem keep = inv->problem;
+                verdict = contributor_decide(inv, fi, params, r, out);
+                inv->problem = keep;
+            }
+            inv->fresh_child = out->child;
+        }
+    }
+    if (fi) {
+        adapt__focus_input_release(fi);
+    } else {
+        pl->failed = 1;
+    }
+    free(fi);
+    free(r);
+    free(out);
+    return verdict;
+}
+
 /* One step of an investigation that searches. */
 static void search(struct plan *pl, struct investigation *inv) {
     struct focus_input *fi = calloc(1, sizeof *fi);
@@ -866,6 +910,18 @@ static void search(struct plan *pl, struct investigation *inv) {
     }
     if (!confirmed(pl, inv, verdict, res->child)) {
         goto out; /* the same verdict must hold at the next evaluation too */
+    }
+    if (verdict != SEARCH_INCONCLUSIVE && inv->strategy == SEARCH_CHILDREN && !fi->in.exhausted) {
+        /* … and on fresh windows: the windows since it was first seen must say the same
+         * on their own, or the evidence of the whole range was one burst (a queue) */
+        int fresh = fresh_verdict(pl, inv, &params);
+        if (fresh == SEARCH_NEED_SAMPLES) {
+            goto out;
+        }
+        if (fresh != verdict || inv->fresh_child != res->child) {
+            inv->pending_count = 0; /* not borne out: start over */
+            goto out;
+        }
     }
     if (verdict == VERDICT_HEALTHY) {
         healthy(pl, inv, res->reason, attribution_json(&fi->in, res));

@@ -219,7 +219,11 @@ static void check_tail(const struct node_stats *r, const struct node_stats *b,
     }
     /* the same point moved with the median: a node that is slower as a whole is a
      * latency problem, not a tail one */
+    /* moved with the median, as a shift or as a change of scale, whichever moves it more:
+     * a node slower as a whole (a shift) or stretched (a queue) is not a tail problem */
     double shift = mr > mb ? mr - mb : 0.0;
+    double scaled = mb > 0.0 && mr > mb ? t * (mr / mb) - t : 0.0;
+    shift = scaled > shift ? scaled : shift;
     double nb = (double)b->s.n_ok, nr = (double)r->s.n_ok;
     double pb = (tb - dq_cdf_at(b->obs, t)) / tb;
     double pr = (tr - dq_cdf_at(r->obs, t + shift)) / tr;
@@ -369,13 +373,20 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
             add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r.s.mean * 1e3,
                         b.s.mean * 1e3);
         }
-        if (vb > 0 && vr > 0 && isfinite(ser) && isfinite(seb)) {
-            double ratio = vr / vb;
+        if (vb > 0 && vr > 0 && isfinite(ser) && isfinite(seb) && r.s.mean > 0 && b.s.mean > 0) {
+            /* the spread beyond what the mean explains: a node whose delays grew in scale
+             * (a queue) keeps its relative spread and is a latency problem; an erratic
+             * one spreads while its mean stays */
+            double scale = (r.s.mean / b.s.mean) * (r.s.mean / b.s.mean);
+            double ratio = vr / vb / (scale > 1.0 ? scale : 1.0);
             double sl = hypot(ser / vr, seb / vb); /* se of log(ratio) */
             double zv = sl > 0 ? log(ratio) / sl : 0.0;
             if (ratio >= 1.5 && zv >= c->zt) {
-                add_problem(c, SEARCH_VARIANCE, zv, "spread (sd) %.3g ms against %.3g ms before",
-                            sqrt(vr) * 1e3, sqrt(vb) * 1e3);
+                add_problem(c, SEARCH_VARIANCE, zv,
+                            "spread (sd) %.3g ms against %.3g ms before (%.2g against %.2g of "
+                            "the mean)",
+                            sqrt(vr) * 1e3, sqrt(vb) * 1e3, sqrt(vr) / r.s.mean,
+                            sqrt(vb) / b.s.mean);
             }
         }
     }

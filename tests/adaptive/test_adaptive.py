@@ -30,11 +30,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "integration"))
-from dqdtest import Dqd, make_workdir, remove_workdir, run_script
+from dqdtest import Dqd, make_workdir, promtool_check, remove_workdir, run_script
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
 CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget",
-                         "simclock"]
+                         "simclock", "silent"]
 PROBES = 41
 
 
@@ -94,11 +94,11 @@ class HeldSim:
     """dqsim --clock sim --hold: simulated time moves only when told (`run S`); a thread
     can keep it moving while a command waits on dqd."""
 
-    def __init__(self, ingest_port, rate=300):
+    def __init__(self, ingest_port, rate=300, extra=()):
         self.proc = subprocess.Popen(
             [DQSIM, "--diagram", DIAGRAM, "--dqd", "127.0.0.1:%d" % ingest_port, "--clock",
              "sim", "--hold", "--leaf-mean", "2:2", "--rate", str(rate), "--seed", "7",
-             "--batch-ms", "20"],
+             "--batch-ms", "20", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True)
         self.now = 0.0
@@ -379,6 +379,74 @@ def simclock(c):
         remove_workdir(work)
 
 
+def silent(c):
+    """Issue 11: a wrapper's connection drops mid-investigation. In simulated time (dqsim
+    keeps the clock on a second connection, --clock-link): the lost trigger's investigation
+    localizes store_c1; the data connection closes and stays away for 15 s. No
+    de-escalation (no disable hypothesis, the probes stay enabled), status and /metrics
+    (checked by promtool) name the silent probes and the connection; the connection comes
+    back with the fault still there and the probes report again; once the fault is gone
+    the investigation de-escalates as usual."""
+    work = make_workdir("dqd-silent-")
+    cfg = {"triggers": [{"probe": "root", "kind": "lost", "threshold": 0.02, "fire_after": 2,
+                         "clear_after": 2}]}
+    d = start(c, work, window_ms=1000, extra_cfg=cfg, extra=["--clock", "sim"])
+    sim = HeldSim(d.ingest_port, extra=["--clock-link"])
+    try:
+        sim.run(20)
+        sim.say("fault store_c1 fail 0.1")
+        inv = None
+        for _ in range(60):
+            sim.run(1)
+            invs = d.get("/api/v1/investigations")
+            if invs and not invs[0]["open"]:
+                inv = invs[0]
+                break
+        c.eq((inv or {}).get("verdict"), "localized", "silent: the trigger's investigation "
+             "has a verdict before the drop: %r" % inv)
+        c.eq((inv or {}).get("verdict_node"), "store_c1", "silent: it localized store_c1")
+        owned = sorted(set(enabled_names(d)) - {"root"})
+        c.check(len(owned) >= 3, "silent: the investigation's probes are enabled: %r" % owned)
+        sim.say("disconnect")
+        sim.run(15)
+        st = d.status()
+        silent_probes = sorted(x["probe"] for x in st.get("silent", []))
+        c.check(set(owned) <= set(silent_probes) and "root" in silent_probes,
+                "silent: status lists the silent probes: %r" % st.get("silent"))
+        c.check(all(x.get("connected") is False for x in st.get("silent", [])),
+                "silent: status says their connection is gone: %r" % st.get("silent"))
+        c.eq(sorted(set(enabled_names(d)) - {"root"}), owned,
+             "silent: nothing was released while the source was silent")
+        hyps = d.get("/api/v1/investigations/%d" % inv["id"])["hypotheses"] if inv else []
+        c.check(not any(h["action"] == "disable" for h in hyps),
+                "silent: no de-escalation during the silence")
+        metrics = d.metrics_text()
+        for probe in owned + ["root"]:
+            c.check('dqd_probe_silent{probe="%s"} 1' % probe in metrics,
+                    "silent: /metrics says %s is silent" % probe)
+        promtool_check(c, metrics, "silent: /metrics")
+        sim.say("reconnect")
+        sim.run(5)
+        st = d.status()
+        c.eq(st.get("silent", []), [], "silent: the silence ends when the data comes back")
+        hyps = d.get("/api/v1/investigations/%d" % inv["id"])["hypotheses"] if inv else []
+        c.check(not any(h["action"] == "disable" for h in hyps),
+                "silent: still no de-escalation (the fault is still there)")
+        sim.say("clear all")
+        released = False
+        for _ in range(40):
+            sim.run(1)
+            if enabled_names(d) == ["root"]:
+                released = True
+                break
+        c.check(released, "silent: once the fault is gone the probes are released: %r" %
+                enabled_names(d))
+    finally:
+        sim.stop()
+        d.stop(c, "silent dqd")
+        remove_workdir(work)
+
+
 def body(c):
     if "latency" in CASES:
         localize(c, "latency", "fault front_b2 slow 15", "front_b2")
@@ -394,6 +462,8 @@ def body(c):
         nominal(c)
     if "simclock" in CASES:
         simclock(c)
+    if "silent" in CASES:
+        silent(c)
 
 
 run_script("adaptive", body)

@@ -756,9 +756,10 @@ static void test_batch_means(void) {
         double iid = 1.96 * sqrt(0.002 * 0.002 / 2400.0);
         double d = fabs(ch[0].stats.mean - ch[1].stats.mean);
         wrong_iid += d > 2.0 * iid;
-        /* the batch standard error is the windows' scatter: about 6 ms / √8 */
+        /* the batch standard error is the windows' scatter, about 6 ms / √8, widened by t
+         * for 7 degrees of freedom and by the (chance) autocorrelation of 8 windows */
         double se = search_stats_mean_se(&ch[0].stats);
-        CHECK_MSG(se > 0.0006 && se < 0.0045, "batch se %g", se);
+        CHECK_MSG(se > 0.0006 && se < 0.008, "batch se %g", se);
     }
     CHECK_MSG(wrong <= 4, "identical correlated stations localized in %d of 200 trials", wrong);
     CHECK_MSG(wrong_iid > 100, "the iid interval would have named one in %d of 200", wrong_iid);
@@ -863,9 +864,10 @@ static void test_imprecise_waits(void) {
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK_MSG(R.verdict == SEARCH_NEED_SAMPLES, "verdict %d: %s", R.verdict, R.reason);
     CHECK(contains(R.reason, "not clear of its own"));
-    in.exhausted = 1;
+    in.exhausted = 1; /* out of time: no child came to dominate */
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
-    CHECK_INT(R.verdict, SEARCH_INCONCLUSIVE);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK(contains(R.reason, "came to dominate"));
     /* many more windows of the same kind: b's variance is pinned down, it dominates */
     in.exhausted = 0;
     for (int w = 0; w < 60; w++) {
