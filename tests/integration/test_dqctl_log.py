@@ -195,6 +195,29 @@ def run(c, d, dqctl_bin):
     rc, out, err = ctl("trigger", "checkout", "load", "--fire-after", "0")
     c.eq(rc, 2, "trigger with a bad count exits 2")
 
+    # abort: investigation 1 is closed but still holds the probes it enabled; a person ends
+    # it and they are released at once, and why says who did it
+    rc, out, err = ctl("diagnose", "--abort", "1")
+    c.eq(rc, 0, "diagnose --abort 1 (%r)" % err)
+    c.check(out.startswith("investigation 1 ended (localized); ") and "released" in out,
+            "abort output: %r" % out)
+    enabled = sorted(p["name"] for p in d.get("/api/v1/probes") if p["enabled"])
+    c.check("pay" not in enabled and "validate" not in enabled,
+            "abort released what the investigation enabled: %r" % enabled)
+    rc, out, err = ctl("why", "pay")
+    c.check("It was disabled again at " in out and "aborted by " in out,
+            "why says the abort released pay: %r" % out[:1200])
+    rc, out, err = ctl("diagnose", "--abort", "1")
+    c.eq(rc, 2, "a second abort exits 2 (%r)" % err)
+    c.check("holds no probes" in err, "a second abort says why: %r" % err)
+    rc, out, err = ctl("diagnose", "--abort", "999")
+    c.eq(rc, 2, "aborting an unknown investigation exits 2")
+    c.check("no investigation 999" in err, "unknown investigation: %r" % err)
+    rc, out, err = ctl("diagnose", "--abort", "x1")
+    c.eq(rc, 2, "a bad id exits 2 (%r)" % err)
+    st, env = d.api("DELETE", "/api/v1/investigations/1")
+    c.eq(st, 409, "DELETE of a closed investigation that holds nothing: 409 (%r)" % env)
+
 
 if __name__ == "__main__":
     t.run_script("test_dqctl_log", body)
