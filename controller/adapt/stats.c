@@ -10,8 +10,9 @@
  *   qta         the observed ΔQ crosses the QTA (a hazard), or loses more than it allows
  *   lost        the lost fraction rose against the baseline, or, with no baseline, lies
  *               significantly above params.lost_threshold
- *   latency     the mean rose against the baseline, significantly and by at least half a
- *               baseline standard deviation
+ *   latency     the mean rose against the baseline, significantly (the pooled means, or the
+ *               windows' own means ranked against the baseline's) and by at least half
+ *               a baseline standard deviation
  *   variance    the spread within windows grew against the baseline by half or more,
  *               significantly (a level shift inside the range does not count)
  *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
@@ -241,6 +242,61 @@ static void check_tail(const struct node_stats *r, const struct node_stats *b,
     }
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/*
+ * The windows' own means, now (from ≤ wid < to) against before (bfrom ≤ wid < from):
+ * the Mann-Whitney z that now's windows are slower (ties count half). It sees a shift
+ * that a queue's bursts hide from a test of the pooled means: every window slower than
+ * nearly every window before is telling, however much each one scatters. 0 with fewer
+ * than 5 windows on a side.
+ */
+static double window_rank_z(const struct probe *p, int64_t bfrom, int64_t from, int64_t to) {
+    double a[ADAPT_BASELINE_SPAN + 64], b[ADAPT_BASELINE_SPAN + 64];
+    int na = 0, nb = 0;
+    for (int k = 0; p && k < p->ring_len; k++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, k);
+        if (w->wid < bfrom) {
+            break;
+        }
+        if (w->ok == 0 || w->wid >= to) {
+            continue;
+        }
+        if (w->wid >= from && na < (int)(sizeof a / sizeof a[0])) {
+            a[na++] = w->mean;
+        } else if (w->wid < from && nb < (int)(sizeof b / sizeof b[0])) {
+            b[nb++] = w->mean;
+        }
+    }
+    if (na < 5 || nb < 5) {
+        return 0.0;
+    }
+    qsort(b, (size_t)nb, sizeof b[0], cmp_double);
+    double u = 0.0; /* pairs (now, before) with now slower */
+    for (int i = 0; i < na; i++) {
+        int lo = 0, hi = nb; /* how many before are below a[i], and equal */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (b[mid] < a[i]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        int below = lo, eq = 0;
+        while (below + eq < nb && b[below + eq] == a[i]) {
+            eq++;
+        }
+        u += below + 0.5 * eq;
+    }
+    double n1 = na, n2 = nb;
+    double sd = sqrt(n1 * n2 * (n1 + n2 + 1.0) / 12.0);
+    return sd > 0 ? (u - n1 * n2 / 2.0) / sd : 0.0;
+}
+
 /* 1 when a node's variance is known and positive. */
 static int vb_ok(const struct search_stats *s) {
     return s->n_ok > 1 && s->variance > 0.0;
@@ -369,6 +425,8 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
         double shift = r.s.mean - b.s.mean;
         double se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
         double z = se > 0 ? shift / se : 0.0;
+        double zw = window_rank_z(p, rfrom - ADAPT_BASELINE_SPAN, rfrom, upto);
+        z = zw > z ? zw : z;
         if (z >= c->zt && vb > 0 && shift > 0.5 * sqrt(vb)) {
             add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r.s.mean * 1e3,
                         b.s.mean * 1e3);
