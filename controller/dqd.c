@@ -160,7 +160,7 @@ static int configure_probes(struct dqd *d) {
     for (int i = 0; i < d->opt.n_probes; i++) {
         const struct dqd_probe_config *po = &d->opt.probes[i];
         int rc = core_configure_probe(d->core, po->name, po->dmax_ms, po->bins, po->enabled,
-                                      po->has_qta ? &po->qta : NULL);
+                                      po->has_qta ? &po->qta : NULL, po->servers);
         if (rc) {
             return rc;
         }

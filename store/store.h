@@ -140,6 +140,9 @@ struct store_probe {
     bool enabled;         /* the wrapper should report it (has a dMax on the wrapper) */
     bool always_on;       /* part of the baseline: never disabled by the adaptive loop */
     const char *qta_json; /* required ΔQ as JSON text, NULL = none */
+    int servers;          /* read only here (store_probe_set_servers): servers of the station
+                             the probe measures, 0 = not set */
+    const char *quiet_json; /* read only here (store_probe_set_quiet): its quiet windows */
     int64_t created_ns;   /* read only: first upsert */
     int64_t updated_ns;   /* read only: last change */
 };
@@ -172,6 +175,10 @@ int store_probe_set_always_on(struct store *st, const char *name, bool always_on
 int store_probe_set_range(struct store *st, const char *name, double dmax_ms, int bins);
 /* qta_json NULL removes the QTA. */
 int store_probe_set_qta(struct store *st, const char *name, const char *qta_json);
+/* servers 1 … 100000, 0 = not set (DQ_ERANGE otherwise). */
+int store_probe_set_servers(struct store *st, const char *name, int servers);
+/* The probe's quiet windows as JSON (an array; NULL clears them); DQ_EINVAL when invalid. */
+int store_probe_set_quiet(struct store *st, const char *name, const char *quiet_json);
 
 /* Deletes the probe and, through the foreign keys, its windows and triggers. DQ_ENOTFOUND
    if unknown. The adaptive log (investigations, hypotheses, ...) keeps naming it. */

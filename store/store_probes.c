@@ -9,7 +9,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#define PROBE_COLUMNS "name, dmax_ms, bins, enabled, always_on, qta, created_ns, updated_ns"
+#define PROBE_COLUMNS                                                                              \
+    "name, dmax_ms, bins, enabled, always_on, qta, created_ns, updated_ns, servers, quiet"
 
 static int check_range(const char *name, double dmax_ms, int bins) {
     if (!isnan(dmax_ms) && !(dmax_ms > 0 && isfinite(dmax_ms))) {
@@ -34,8 +35,8 @@ int store_probe_upsert(struct store *st, const struct store_probe *p) {
     char what[320];
     snprintf(what, sizeof what, "probe upsert %s", p->name);
     return store__write(st, STORE__PROBE_UPSERT,
-                        "INSERT INTO probes (" PROBE_COLUMNS
-                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)"
+                        "INSERT INTO probes (name, dmax_ms, bins, enabled, always_on, qta,"
+                        " created_ns, updated_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)"
                         " ON CONFLICT (name) DO UPDATE SET dmax_ms = excluded.dmax_ms,"
                         " bins = excluded.bins, enabled = excluded.enabled,"
                         " always_on = excluded.always_on, qta = excluded.qta,"
@@ -69,6 +70,8 @@ static int probe_row(sqlite3_stmt *s, void *arg) {
         .qta_json = store__column_text(s, 5),
         .created_ns = sqlite3_column_int64(s, 6),
         .updated_ns = sqlite3_column_int64(s, 7),
+        .servers = sqlite3_column_int(s, 8),
+        .quiet_json = store__column_text(s, 9),
     };
     return it->cb.probe(it->ctx, &p);
 }
@@ -145,6 +148,30 @@ int store_probe_set_qta(struct store *st, const char *name, const char *qta_json
                           "UPDATE probes SET qta = ?2, updated_ns = ?3 WHERE name = ?1",
                           "probe set qta", true, "ttl", name, qta_json, store__now(st));
     return not_in_store(rc, "probe set qta", name);
+}
+
+int store_probe_set_servers(struct store *st, const char *name, int servers) {
+    if (!name) {
+        return dq_fail(DQ_EINVAL, "store_probe_set_servers: NULL name");
+    }
+    if (servers < 0 || servers > 100000) {
+        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (or 0 for unset)",
+                       name, servers);
+    }
+    int rc = store__write(st, STORE__PROBE_SET_SERVERS,
+                          "UPDATE probes SET servers = ?2, updated_ns = ?3 WHERE name = ?1",
+                          "probe set servers", true, "tNl", name, servers, store__now(st));
+    return not_in_store(rc, "probe set servers", name);
+}
+
+int store_probe_set_quiet(struct store *st, const char *name, const char *quiet_json) {
+    if (!name) {
+        return dq_fail(DQ_EINVAL, "store_probe_set_quiet: NULL name");
+    }
+    int rc = store__write(st, STORE__PROBE_SET_QUIET,
+                          "UPDATE probes SET quiet = ?2 WHERE name = ?1", "probe set quiet", true,
+                          "tt", name, quiet_json);
+    return not_in_store(rc, "probe set quiet", name);
 }
 
 int store_probe_delete(struct store *st, const char *name) {

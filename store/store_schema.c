@@ -214,10 +214,34 @@ static const char *const migration3[] = {
     NULL,
 };
 
+/*
+ * Version 4 (issue 12): a probe's number of servers (a station of a queueing model) and
+ * its quiet windows (the low-load baseline of its service time, JSON), and the verdict
+ * `overload`, widened as in version 3.
+ */
+static const char *const migration4[] = {
+    "ALTER TABLE probes ADD COLUMN servers INTEGER\n"
+    "  CHECK (servers IS NULL OR servers BETWEEN 1 AND 100000);\n",
+    "ALTER TABLE probes ADD COLUMN quiet TEXT CHECK (quiet IS NULL OR json_valid(quiet));\n",
+    "PRAGMA writable_schema = ON;\n",
+    "UPDATE sqlite_schema SET sql = replace(sql,\n"
+    "  '''inconclusive'', ''aborted'', ''healthy'')',\n"
+    "  '''inconclusive'', ''aborted'', ''healthy'', ''overload'')')\n"
+    "  WHERE type = 'table' AND name = 'investigations';\n",
+    "UPDATE sqlite_schema SET sql = replace(sql,\n"
+    "  '''inconclusive'', ''healthy'', ''aborted'')',\n"
+    "  '''inconclusive'', ''healthy'', ''aborted'', ''overload'')')\n"
+    "  WHERE type = 'table' AND name = 'hypotheses';\n",
+    "PRAGMA schema_version = " STORE_SCHEMA_VERSION_NEXT ";\n",
+    "PRAGMA writable_schema = OFF;\n",
+    NULL,
+};
+
 const struct store__migration store__migrations[] = {
     {1, "probes, windows, events", migration1, false},
     {2, "triggers, investigations, hypotheses, commands, snapshots", migration2, false},
     {3, "verdicts healthy and aborted", migration3, true},
+    {4, "probe servers and quiet windows, verdict overload", migration4, true},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -112,7 +112,7 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
     struct probe_table *t = core_probes(api->env.core);
     struct probe_silence si;
     int silent = probes_silence(t, p, &si) && p->enabled; /* as the status lists them */
-    return json_pack(
+    json_t *o = json_pack(
         "{s:s,s:b,s:f,s:i,s:f,s:b,s:{s:I,s:I,s:I},s:o,s:o,s:o,s:I,s:o,s:o}", "name", p->name,
         "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
         dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok", (json_int_t)p->total_ok,
@@ -120,6 +120,9 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         window_json(api, latest_observed(p)), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
         "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
+    json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
+    json_object_set_new(o, "quiet_windows", core_quiet_json(p));
+    return o;
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {
@@ -324,19 +327,21 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
     json_t *v;
     json_object_foreach(body, key, v) {
         if (strcmp(key, "dmax_ms") && strcmp(key, "bins") && strcmp(key, "enabled") &&
-            strcmp(key, "qta")) {
+            strcmp(key, "qta") && strcmp(key, "servers")) {
             http_reply_error(res, 400, "bad_data",
-                             "unknown field \"%s\" (dmax_ms, bins, enabled, qta)", key);
+                             "unknown field \"%s\" (dmax_ms, bins, enabled, qta, servers)", key);
             json_decref(body);
             return;
         }
     }
     json_t *jd = json_object_get(body, "dmax_ms"), *jb = json_object_get(body, "bins");
     json_t *je = json_object_get(body, "enabled"), *jq = json_object_get(body, "qta");
+    json_t *js = json_object_get(body, "servers");
     if ((jd && !json_is_number(jd)) || (jb && !json_is_integer(jb)) ||
-        (je && !json_is_boolean(je))) {
+        (je && !json_is_boolean(je)) || (js && !json_is_integer(js) && !json_is_null(js))) {
         http_reply_error(res, 400, "bad_data",
-                         "dmax_ms must be a number, bins an integer, enabled a boolean");
+                         "dmax_ms must be a number, bins and servers integers (servers may be "
+                         "null), enabled a boolean");
         json_decref(body);
         return;
     }
@@ -367,6 +372,16 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
     }
     if (jq) {
         core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
+    }
+    if (js) {
+        json_int_t n = json_is_null(js) ? 0 : json_integer_value(js);
+        if (n < 0 || n > 100000 || (!json_is_null(js) && n == 0) ||
+            core_set_servers(core, p, (int)n) == DQ_ERANGE) {
+            http_reply_error(res, 422, "unprocessable",
+                             "servers must be an integer in [1, 100000], or null to unset");
+            json_decref(body);
+            return;
+        }
     }
     if (je) {
         struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p};

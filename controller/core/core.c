@@ -52,6 +52,60 @@ struct core {
 
 /* ---- create / destroy --------------------------------------------------------------------- */
 
+/* p's quiet windows from their JSON in the store (anything malformed is left out). */
+static void quiet_from_json(struct probe *p, const char *text) {
+    json_error_t err;
+    json_t *a = text ? json_loads(text, 0, &err) : NULL;
+    size_t i;
+    json_t *e;
+    p->n_quiet = 0;
+    json_array_foreach(a, i, e) {
+        if (p->n_quiet >= PROBES_QUIET) {
+            break;
+        }
+        json_t *wid = json_object_get(e, "wid"), *n = json_object_get(e, "n");
+        double rate = json_number_value(json_object_get(e, "rate"));
+        double mean = json_number_value(json_object_get(e, "mean"));
+        double busy = json_number_value(json_object_get(e, "busy"));
+        if (!json_is_integer(wid) || !json_is_integer(n) || !(rate > 0) || !(mean >= 0) ||
+            !(busy >= 0)) {
+            continue;
+        }
+        p->quiet[p->n_quiet++] = (struct probe_quiet){.wid = json_integer_value(wid),
+                                                      .rate = rate,
+                                                      .n = (uint64_t)json_integer_value(n),
+                                                      .mean = mean,
+                                                      .busy = busy};
+    }
+    json_decref(a);
+}
+
+json_t *core_quiet_json(const struct probe *p) {
+    json_t *a = json_array();
+    for (int i = 0; i < p->n_quiet; i++) {
+        const struct probe_quiet *q = &p->quiet[i];
+        json_array_append_new(a, json_pack("{s:I,s:f,s:I,s:f,s:f}", "wid", (json_int_t)q->wid,
+                                           "rate", q->rate, "n", (json_int_t)q->n, "mean",
+                                           q->mean, "busy", q->busy));
+    }
+    return a;
+}
+
+int core_set_servers(struct core *c, struct probe *p, int servers) {
+    if (servers < 0 || servers > 100000) {
+        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (0: not set)",
+                       p->name, servers);
+    }
+    p->servers = servers;
+    int rc = core_save_probe(c, p);
+    if (rc == DQ_OK && store_probe_set_servers(c->store, p->name, servers) != DQ_OK) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: saving probe %s: %s", p->name, dq_last_error());
+        return DQ_ESTORE;
+    }
+    return rc;
+}
+
 static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     struct core *c = ctx;
     struct probe *p = NULL;
@@ -66,6 +120,8 @@ static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     if (sp->qta_json) {
         p->has_qta = core_qta_from_json_text(sp->qta_json, &p->qta) == DQ_OK;
     }
+    p->servers = sp->servers > 0 ? sp->servers : 0;
+    quiet_from_json(p, sp->quiet_json);
     return 0;
 }
 
@@ -205,7 +261,7 @@ int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta) {
 }
 
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
-                         const struct dq_qta *qta) {
+                         const struct dq_qta *qta, int servers) {
     struct probe *p = NULL;
     int rc = probes_get(&c->probes, name, strlen(name), &p);
     if (!rc && dmax_ms > 0) {
@@ -223,6 +279,9 @@ int core_configure_probe(struct core *c, const char *name, double dmax_ms, int b
         p->qta = *qta;
     }
     core_save_probe(c, p);
+    if (servers > 0 && core_set_servers(c, p, servers) == DQ_ERANGE) {
+        return dq_fail(DQ_ERANGE, "%s", dq_last_error());
+    }
     return DQ_OK;
 }
 
@@ -495,6 +554,21 @@ int core_persist_window(struct core *c, int64_t wid) {
         if (w && w->calculated) {
             rc = summary_row(c, p, w->calculated, w, STORE_CALCULATED);
             result = result ? result : rc;
+        }
+        if (p->quiet_dirty) {
+            /* the quiet windows changed: kept across restarts */
+            json_t *q = core_quiet_json(p);
+            char *text = q ? json_dumps(q, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+            json_decref(q);
+            rc = text ? store_probe_ensure(c->store, p->name) : DQ_ENOMEM;
+            rc = rc ? rc : store_probe_set_quiet(c->store, p->name, text);
+            free(text);
+            if (rc) {
+                c->store_errors++;
+                result = result ? result : rc;
+            } else {
+                p->quiet_dirty = 0;
+            }
         }
     }
     return result;

@@ -54,6 +54,8 @@
 /* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19
+#define PROBES_QUIET 8          /* quiet windows a probe keeps */
+#define PROBES_QUIET_MIN_OK 30  /* ok instances a window needs to be one */
 #define PROBES_LABEL_MAX 160        /* bytes of an origin's label, with the NUL */
 #define PROBES_MAX_NODES 8          /* named nodes a probe is split by; more are pooled */
 #define PROBES_NODE_OTHER "(other)" /* the name of the pooled nodes */
@@ -69,6 +71,10 @@ struct probe_window {
     uint64_t out;          /* ok instances past the horizon (counted as lost) */
     double mean, variance; /* exact, over ok instances within the horizon, seconds */
     double min, max;       /* seconds; 0 when ok == 0 */
+    double busy;           /* seconds the probe had an instance in progress: the union of
+                              the intervals of the ok and failed instances that ended in
+                              the window (at most the window): a single FIFO server's busy
+                              time, whatever its service law */
     struct dq *observed;   /* owned; NULL when the window had no instance */
     struct dq *calculated; /* owned; set by the caller after the diagram ran, or NULL */
 };
@@ -78,6 +84,7 @@ struct probe_slot {
     int64_t wid; /* −1 when empty */
     uint64_t ok, fa, to, out;
     double sum, sumsq, min, max;
+    int64_t busy_lo, busy_hi, busy_ns; /* the union of intervals: open segment, and the rest */
     uint32_t *counts; /* n entries */
 };
 
@@ -105,6 +112,19 @@ struct probe {
     int has_qta;
     struct dq_qta qta;
     int in_diagram; /* a node of the loaded diagram carries this probe */
+    int servers;    /* servers of the station the probe measures (config), 0 = not set */
+
+    /* its quiet windows: the lowest-rate full windows seen (the low-load baseline of a
+     * station's service time), kept across restarts in the store */
+    struct probe_quiet {
+        int64_t wid;
+        double rate;        /* instances per second */
+        uint64_t n;         /* ok instances */
+        double mean;        /* seconds, over ok */
+        double busy;        /* seconds, as struct probe_window */
+    } quiet[PROBES_QUIET];
+    int n_quiet;
+    int quiet_dirty; /* changed since last written to the store */
 
     /* open windows */
     struct probe_slot *slots; /* table->nslots entries */
@@ -624,11 +644,11 @@ int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta);
  * Applies a probe's configured settings at start, before any source is connected (no
  * command is sent: wrappers get the enabled set when they connect): dMax and bins when
  * dmax_ms > 0; enabled (0/1, −1 = leave) also makes it always-on or not; the QTA when qta
- * is non-NULL. Registers the probe when new and saves it. DQ_EINVAL / DQ_ERANGE / DQ_EFULL
- * with the probe named in the message.
+ * is non-NULL; servers when > 0. Registers the probe when new and saves it. DQ_EINVAL /
+ * DQ_ERANGE / DQ_EFULL with the probe named in the message.
  */
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
-                         const struct dq_qta *qta);
+                         const struct dq_qta *qta, int servers);
 
 /* ---- QTAs as JSON -------------------------------------------------------------------- */
 
@@ -641,5 +661,11 @@ int core_qta_from_json_text(const char *text, struct dq_qta *q);
 
 /* A probe's QTA as JSON (new reference), or JSON null when it has none. */
 json_t *core_qta_json(const struct probe *p);
+
+/* Sets the servers of p's station (1 … 100000; 0 = not set) and saves it. DQ_ERANGE. */
+int core_set_servers(struct core *c, struct probe *p, int servers);
+
+/* p's quiet windows as JSON (new reference): [{"wid","rate","n","mean","busy"}]. */
+json_t *core_quiet_json(const struct probe *p);
 
 #endif /* DQ_CORE_H */

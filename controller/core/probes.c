@@ -84,6 +84,7 @@ static void slot_clear(struct probe_slot *s, int n) {
     s->wid = -1;
     s->ok = s->fa = s->to = s->out = 0;
     s->sum = s->sumsq = s->min = s->max = 0.0;
+    s->busy_lo = s->busy_hi = s->busy_ns = 0;
     if (s->counts) {
         memset(s->counts, 0, sizeof(uint32_t) * (size_t)n);
     }
@@ -412,6 +413,18 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     }
     struct probe_slot *s = &p->slots[si];
     s->wid = wid;
+    if (status != PROBE_TO) {
+        /* busy time: the union of the intervals (instances arrive about in end order; a
+         * single FIFO server is busy exactly while one is in the system) */
+        if (start_ns > s->busy_hi) {
+            s->busy_ns += s->busy_hi - s->busy_lo;
+            s->busy_lo = start_ns;
+            s->busy_hi = end_ns;
+        } else {
+            s->busy_hi = end_ns > s->busy_hi ? end_ns : s->busy_hi;
+            s->busy_lo = start_ns < s->busy_lo ? start_ns : s->busy_lo;
+        }
+    }
     struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
         s->fa++;
@@ -570,6 +583,36 @@ static void judge_window(struct probe_table *t, struct probe *p, int64_t wid, in
     }
 }
 
+/*
+ * A closed window joins p's quiet windows when it is among the PROBES_QUIET lowest-rate
+ * full ones seen: enough ok instances, and the probe had instances in the window before
+ * too (the first window after enabling is partial: few instances, yet as loaded as
+ * any).
+ */
+static void quiet_offer(const struct probe_table *t, struct probe *p, const struct probe_window *w) {
+    if (w->ok < PROBES_QUIET_MIN_OK || p->ring_len == 0 ||
+        probes_ring_get(p, 0)->wid != w->wid - 1) {
+        return;
+    }
+    double rate = (double)(w->ok + w->fa + w->to + w->out) * 1e9 / (double)t->window_ns;
+    int slot = p->n_quiet < PROBES_QUIET ? p->n_quiet : -1;
+    if (slot < 0) {
+        int worst = 0;
+        for (int i = 1; i < p->n_quiet; i++) {
+            worst = p->quiet[i].rate > p->quiet[worst].rate ? i : worst;
+        }
+        if (!(rate < p->quiet[worst].rate)) {
+            return;
+        }
+        slot = worst;
+    } else {
+        p->n_quiet++;
+    }
+    p->quiet[slot] = (struct probe_quiet){
+        .wid = w->wid, .rate = rate, .n = w->ok, .mean = w->mean, .busy = w->busy};
+    p->quiet_dirty = 1;
+}
+
 int probes_close_window(struct probe_table *t, int64_t wid) {
     int result = DQ_OK;
     /* a probe never heard from is no data unless some connected origin is alive */
@@ -590,6 +633,8 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
             continue;
         }
         struct probe_window w = {.wid = wid, .ok = s->ok, .fa = s->fa, .to = s->to, .out = s->out};
+        int64_t busy = s->busy_ns + (s->busy_hi - s->busy_lo);
+        w.busy = (double)(busy < t->window_ns ? busy : t->window_ns) * 1e-9;
         if (s->ok > 0) {
             moments_of(s->ok, s->sum, s->sumsq, &w.mean, &w.variance);
             w.min = s->min;
@@ -603,6 +648,7 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
             result = rc;
         }
         slot_clear(s, p->n);
+        quiet_offer(t, p, &w);
         if (p->ring_len == t->ring_cap) {
             window_release(&p->ring[p->ring_head]);
             p->ring_head = (p->ring_head + 1) % t->ring_cap;

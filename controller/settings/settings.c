@@ -810,10 +810,21 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
                 return r;
             }
             pc->has_qta = 1;
+        } else if (strcmp(key, "servers") == 0) {
+            if (!json_is_integer(v)) {
+                return wrong_type(sub, "an integer", v);
+            }
+            json_int_t n = json_integer_value(v);
+            if (n < 1 || n > 100000) {
+                return dq_fail(DQ_ERANGE, "%s: %lld is out of range [1, 100000]", sub,
+                               (long long)n);
+            }
+            pc->servers = (int)n;
         } else {
             return dq_fail(DQ_EINVAL,
-                           "%s: unknown key \"%s\" (expected dmax_ms, bins, enabled, qta)", label,
-                           key);
+                           "%s: unknown key \"%s\" (expected dmax_ms, bins, enabled, qta, "
+                           "servers)",
+                           label, key);
         }
     }
     return 0;
@@ -926,6 +937,9 @@ static json_t *probe_to_json(const struct dqd_probe_config *pc) {
     }
     if (pc->enabled >= 0) {
         json_object_set_new(o, "enabled", json_boolean(pc->enabled));
+    }
+    if (pc->servers > 0) {
+        json_object_set_new(o, "servers", json_integer(pc->servers));
     }
     if (pc->has_qta) {
         json_t *q = json_object(), *pts = json_array();
@@ -1288,6 +1302,10 @@ void settings_render_markdown(FILE *out) {
             "1 to %d pairs `[p, t_s]` (\"P(delay ≤ t_s seconds) ≥ p\"; p in (0, 1] not "
             "decreasing, t_s > 0 increasing), `\"max_lost\"`: the largest acceptable lost "
             "mass in [0, 1] (default 1 − the last point's p: no limit beyond the points) |\n"
+            "| `servers` | integer, 1 … 100000 | when the probe measures a queueing station "
+            "(a pool of workers, a connection pool, one process), how many requests it serves "
+            "at once: the overload diagnosis's utilisation ρ = λ·S / servers (otherwise: one "
+            "server for the busy-time estimate; see docs/diagnosis.md) |\n"
             "\n"
             "### `triggers`\n"
             "\n"

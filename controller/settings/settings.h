@@ -44,6 +44,7 @@ struct dqd_probe_config {
     int enabled;                  /* 1 or 0, or −1 when not set */
     int has_qta;                  /* 1 when qta holds a QTA */
     struct dq_qta qta;            /* t in seconds; valid when has_qta */
+    int servers;                  /* servers of the station it measures, 0 when not set */
 };
 
 #define DQD_MAX_CFG_TRIGGERS 256 /* entries of "triggers" */

@@ -91,6 +91,7 @@ struct probe_cfg {
     int bins;
     int has_qta;
     struct dq_qta qta;
+    int servers;
 };
 
 struct trigger_cfg {
@@ -242,6 +243,8 @@ static void parse_probe(struct case_def *c, char **w, int n, int line) {
             p->bins = (int)num(w[++i], c->path, line);
         } else if (strcmp(w[i], "qta") == 0 && i + 1 < n) {
             parse_qta(p, w[++i], c->path, line);
+        } else if (strcmp(w[i], "servers") == 0 && i + 1 < n) {
+            p->servers = (int)num(w[++i], c->path, line);
         } else if (strcmp(w[i], "max_lost") == 0 && i + 1 < n) {
             p->qta.max_lost = num(w[++i], c->path, line);
         } else {
@@ -858,7 +861,7 @@ static void start(struct run *r, int restart) {
     for (int i = 0; i < c->n_probes; i++) {
         const struct probe_cfg *p = &c->probes[i];
         if (core_configure_probe(r->core, p->name, p->dmax_ms, p->bins, p->enable,
-                                 p->has_qta ? &p->qta : NULL) != DQ_OK) {
+                                 p->has_qta ? &p->qta : NULL, p->servers) != DQ_OK) {
             die("%s: %s", c->path, dq_last_error());
         }
     }

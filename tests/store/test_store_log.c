@@ -789,6 +789,16 @@ static void test_upgrade_from_v1(void) {
     store_close(st);
 }
 
+static int quiet_probe_cb(void *ctx, const struct store_probe *p) {
+    struct {
+        int servers;
+        char quiet[64];
+    } *q = ctx;
+    q->servers = p->servers;
+    snprintf(q->quiet, sizeof q->quiet, "%s", p->quiet_json ? p->quiet_json : "");
+    return 0;
+}
+
 /* Version 3 widens the verdicts: a version-2 file with investigations keeps them and then
  * takes `healthy` (investigations, hypotheses) and `aborted` (hypotheses); nothing else. */
 static void test_upgrade_from_v2(void) {
@@ -815,7 +825,7 @@ static void test_upgrade_from_v2(void) {
     }
     int v = 0;
     CHECK_INT(store_schema_version(st, &v), DQ_OK);
-    CHECK_INT(v, 3);
+    CHECK_INT(v, 4);
     struct inv_list l = {0};
     CHECK_INT(store_investigation_get(st, old, collect_inv, &l), DQ_OK);
     CHECK_STR(l.verdict, "localized");
@@ -836,6 +846,25 @@ static void test_upgrade_from_v2(void) {
     CHECK_INT(store_investigation_set_problem(st, third, ""), DQ_EINVAL);
     CHECK_INT(store_investigation_set_problem(st, 99999, "lost"), DQ_ENOTFOUND);
     CHECK_INT(store_investigation_close(st, third, "fine", NULL, NULL), DQ_EINVAL);
+    /* version 4: the verdict overload, a probe's servers and quiet windows */
+    CHECK_INT(store_investigation_close(st, third, "overload", "db", NULL), DQ_OK);
+    CHECK_INT(store_hypothesis_set_verdict(st, hyp, "overload", NULL), DQ_OK);
+    CHECK_INT(store_probe_ensure(st, "db"), DQ_OK);
+    CHECK_INT(store_probe_set_servers(st, "db", 2), DQ_OK);
+    CHECK_INT(store_probe_set_servers(st, "db", -1), DQ_ERANGE);
+    CHECK_INT(store_probe_set_servers(st, "nosuch", 2), DQ_ENOTFOUND);
+    CHECK_INT(store_probe_set_quiet(st, "db", "[{\"wid\":3,\"rate\":12.5}]"), DQ_OK);
+    CHECK_INT(store_probe_set_quiet(st, "db", "[not json"), DQ_EINVAL);
+    struct quiet_probe {
+        int servers;
+        char quiet[64];
+    } qp = {0};
+    CHECK_INT(store_probe_get(st, "db", quiet_probe_cb, &qp), DQ_OK);
+    CHECK_INT(qp.servers, 2);
+    CHECK_STR(qp.quiet, "[{\"wid\":3,\"rate\":12.5}]");
+    CHECK_INT(store_probe_set_servers(st, "db", 0), DQ_OK);
+    CHECK_INT(store_probe_get(st, "db", quiet_probe_cb, &qp), DQ_OK);
+    CHECK_INT(qp.servers, 0);
     store_close(st);
 }
 
