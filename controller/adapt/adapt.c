@@ -222,7 +222,7 @@ void adapt_window(void *ctx, int64_t wid) {
 /* ---- a person's diagnose ------------------------------------------------------------------- */
 
 int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, const char *who,
-                   int64_t *id) {
+                   int overload, int64_t *id) {
     const struct dq_diagram *g = core_diagram(a->env.core);
     if (!g) {
         return dq_fail(DQ_ESTATE, "no diagram is loaded: load one with --diagram or PUT "
@@ -256,7 +256,8 @@ int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, cons
         return rc;
     }
     /* the problem kind is decided from the node's data, now or once it has some */
-    struct adapt_open o = {.node = node, .problem = -1, .strategy = sid, .who = who};
+    struct adapt_open o = {
+        .node = node, .problem = -1, .strategy = sid, .who = who, .overload = overload != 0};
     struct investigation *inv = adapt__open(&pl, &o);
     if (!inv) {
         rc = dq_fail(DQ_EFULL, "%s", dq_last_error());

@@ -93,13 +93,16 @@ void adapt_window(void *ctx, int64_t wid);
  * recent statistics, else the node (and its children, when the budget allows) is enabled
  * and owned by the investigation, which decides once there are enough samples. A node
  * with nothing abnormal against its QTA or baseline is healthy (possibly at once: the
- * investigation is then closed when this returns). *id receives the investigation. DQ_EEXIST (with
+ * investigation is then closed when this returns). With `overload` set it is an overload
+ * investigation from the start (the verdict weighs every stage's utilisation and where
+ * the node saturates); without, it becomes one when the node's latency rises with its
+ * arrival rate. *id receives the investigation. DQ_EEXIST (with
  * *id) when one is already open at node; DQ_ESTATE with no diagram; DQ_ENOTFOUND for an unknown
  * node; DQ_EINVAL for a leaf or a bad strategy; DQ_EFULL at the investigation limit; DQ_ESTORE when
  * the store could not record it (nothing is changed then).
  */
 int adapt_diagnose(struct adapt *a, const char *node, const char *strategy, const char *who,
-                   int64_t *id);
+                   int overload, int64_t *id);
 
 /*
  * Ends investigation `id` at a person's request (`who`, free text, may be NULL): a

@@ -90,7 +90,9 @@ struct investigation {
     int paused;
     enum inv_phase phase;
     int contributor; /* no reference (QTA, baseline): it follows the largest contributor */
-    int released;    /* its probes were released (or handed over): it is done */
+    int overload;    /* an overload investigation: stages, utilisation, saturation */
+    struct overload_prev *ov_prev; /* … the stages of the levels above its focus (shared) */
+    int released;                  /* its probes were released (or handed over): it is done */
     /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
     int pending_verdict, pending_child, pending_count;
     int64_t pending_from; /* … and the windows since it was first seen say the same */
@@ -312,6 +314,10 @@ struct adapt_check {
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
 json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 
+/* How clearly p's latency rises with its arrival rate over its windows (Spearman's rank
+ * correlation of the windows' rates and means, as a z; 0 with fewer than 10 windows). */
+double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
+
 /* ---- investigate.c --------------------------------------------------------------------- */
 
 /* How an investigation opens. */
@@ -323,6 +329,7 @@ struct adapt_open {
     const char *who;    /* the person (free text) or NULL */
     int64_t follows;    /* the investigation this one supersedes, 0 none */
     const char *why;    /* … and why */
+    int overload;       /* an overload investigation (a person asked, or a load trigger) */
 };
 
 /* The search input for the focus of an investigation. */
@@ -367,6 +374,60 @@ void adapt__focus_input_release(struct focus_input *fi);
 /* Closes inv with a verdict (node: where, NULL for none) and its evidence (taken). */
 void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
                   json_t *evidence);
+
+/* ---- overload.c ---------------------------------------------------------------------------- */
+
+/* One stage of an overload evaluation (overload.c explains the estimators). */
+struct overload_stage {
+    char name[PROBES_NAME_MAX + 1];
+    char parent[PROBES_NAME_MAX + 1]; /* the node whose child it is */
+    int64_t to;                       /* first window after those it was measured over */
+    double lambda;                    /* its arrivals per second over those windows */
+    double share;                     /* λ / the investigation node's λ */
+    double w;                         /* its mean sojourn, s */
+    double service;                   /* S, s */
+    int servers;                      /* c */
+    const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
+    double rho, rho_lo, rho_hi;
+    double sat;         /* c/S: the arrivals per second that saturate it */
+    double sat_root;    /* … in arrivals of the investigation's node: sat / share */
+    const char *method; /* "busy", "baseline", "mmc" */
+    int has_children;   /* it has finer probes */
+    int co;             /* a co-bottleneck: its ρ interval reaches the bottleneck's */
+    struct dq *obs;     /* its observed ΔQ over those windows (owned by whoever holds it) */
+};
+
+/* The stages an overload investigation weighed at the levels above its focus (all but the
+ * one it descended into), shared between copies of the investigation (immutable). */
+struct overload_prev {
+    int refs;
+    int n;
+    struct overload_stage st[];
+};
+struct overload_prev *adapt__overload_prev_ref(struct overload_prev *p);
+void adapt__overload_prev_unref(struct overload_prev *p);
+
+struct overload_result {
+    int n;                     /* stages: the earlier levels' (first), then the focus's */
+    int first_current;         /* index of the first of the focus's children */
+    struct overload_stage *st; /* n entries (owned; their obs borrowed) */
+    int bottleneck, n_co;
+    double lambda_root; /* the investigation node's arrivals per second */
+    double saturation;  /* … at which the first (co-)bottleneck saturates */
+    double qta_rate;    /* … at which its QTA fails; NAN when unknown */
+    double onset;       /* … from which its observed and calculated diverge; NAN: unknown */
+};
+
+/* Weighs inv's stages: its focus's children (whose statistics fi holds) and the stages of
+ * the levels above. DQ_ESTATE when a child has no statistics yet; DQ_ENOMEM. */
+int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
+                    struct overload_result *r);
+void adapt__overload_result_release(struct overload_result *r);
+/* The stages to carry down when inv descends into r's bottleneck: every stage of r but
+ * that one (a new reference; NULL on no memory). */
+struct overload_prev *adapt__overload_carry(const struct overload_result *r);
+/* The verdict's "overload" object (new reference). */
+json_t *adapt__overload_json(const struct overload_result *r);
 
 /* ---- deescalate.c ------------------------------------------------------------------------- */
 

@@ -24,6 +24,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 /* Verdicts beyond search's own: healthy (nothing abnormal, or balanced without a
  * reference). */
 #define VERDICT_HEALTHY 100
+#define VERDICT_OVERLOAD 101
 
 const char *adapt__problem_name(const struct investigation *inv) {
     return inv->characterised ? search_problem_name(inv->problem) : "unknown";
@@ -130,6 +132,17 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
                               adapt__problem_name(inv), "check", adapt__check_json(o->node, &c));
     if (o->who) {
         json_object_set_new(stats, "requested_by", json_string(o->who));
+    }
+    /* overload: asked for, or a trigger's latency problem that rises with the arrivals */
+    inv->overload = o->overload;
+    if (!inv->overload && o->trigger_id && c.n > 0 &&
+        (c.p[0].kind == SEARCH_LATENCY || c.p[0].kind == SEARCH_QTA || o->problem == SEARCH_QTA ||
+         o->problem == SEARCH_LATENCY) &&
+        adapt__rate_latency_z(pl, p) >= c.zt) {
+        inv->overload = 1;
+    }
+    if (inv->overload) {
+        json_object_set_new(stats, "overload", json_true());
     }
     if (o->follows) {
         json_object_set_new(stats, "follows", json_integer(o->follows));
@@ -803,6 +816,157 @@ static int contributor_decide(struct investigation *inv, struct focus_input *fi,
     return VERDICT_HEALTHY;
 }
 
+/* "worker_2: ρ 0.81 (0.74 – 0.88; busy time, 1 server assumed), service 4.05 ms, 198/s":
+ * one stage in words. */
+static void stage_words(const struct overload_stage *st, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s: ρ %.2f (%.2f – %.2f; %s, %d server%s%s), service %.3g ms, %.0f/s",
+             st->name, st->rho, st->rho_lo, st->rho_hi,
+             strcmp(st->method, "busy") == 0       ? "busy time"
+             : strcmp(st->method, "baseline") == 0 ? "quiet-window service time"
+                                                   : "M/M/c from Little's law",
+             st->servers, st->servers == 1 ? "" : "s",
+             strcmp(st->servers_from, "config") == 0     ? ""
+             : strcmp(st->servers_from, "inferred") == 0 ? " inferred"
+                                                         : " assumed",
+             st->service * 1e3, st->lambda);
+}
+
+/* Appends printf-style text to buf (cap bytes), truncating safely. */
+static void app(char *buf, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void app(char *buf, size_t cap, const char *fmt, ...) {
+    size_t len = strnlen(buf, cap);
+    if (len + 1 >= cap) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, cap - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Where an overload verdict sits: the bottleneck; co-bottlenecks, at the focus when they
+ * are all its children, else at the investigation's node. */
+static const char *overload_at(const struct investigation *inv, const struct overload_result *r) {
+    if (r->n_co == 0) {
+        return r->st[r->bottleneck].name;
+    }
+    int all_here = r->bottleneck >= r->first_current;
+    for (int j = 0; j < r->first_current; j++) {
+        all_here &= !r->st[j].co;
+    }
+    return all_here ? inv->focus : inv->node;
+}
+
+/* The sentence of an overload verdict or descent. */
+static void overload_reason(const struct investigation *inv, const struct overload_result *r,
+                            char *buf, size_t cap) {
+    const struct overload_stage *b = &r->st[r->bottleneck];
+    char words[400];
+    stage_words(b, words, sizeof words);
+    buf[0] = '\0';
+    if (r->n_co > 0) {
+        app(buf, cap, "overload at %s: co-bottlenecks %s", overload_at(inv, r), b->name);
+        for (int j = 0; j < r->n; j++) {
+            if (r->st[j].co) {
+                app(buf, cap, ", %s (ρ %.2f)", r->st[j].name, r->st[j].rho);
+            }
+        }
+        app(buf, cap, " (their ρ intervals overlap); %s", words);
+    } else {
+        app(buf, cap, "overload at %s: the bottleneck is %s", inv->node, words);
+    }
+    if (isfinite(r->saturation) && r->lambda_root > 0) {
+        app(buf, cap, "; %s takes %.0f/s and saturates at %.0f/s (%.2f× today)", inv->node,
+            r->lambda_root, r->saturation, r->saturation / r->lambda_root);
+    }
+    if (isfinite(r->qta_rate)) {
+        app(buf, cap, "; its QTA fails %s %.0f/s",
+            r->qta_rate <= r->lambda_root ? "already, at" : "from", r->qta_rate);
+    }
+    if (isfinite(r->onset)) {
+        app(buf, cap, "; observed and calculated parted from %.0f/s", r->onset);
+    }
+}
+
+/*
+ * One step of an overload investigation: the focus's children (enabled as the `children`
+ * strategy does, with 4 windows each) are its stages; the bottleneck is the stage with the
+ * highest utilisation. A single bottleneck with finer probes is descended into; otherwise
+ * the verdict is `overload`, with every stage's numbers.
+ */
+static void overload_step(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                          struct search_step *step, struct search_result *res) {
+    struct search_params params = pl->a->params;
+    params.min_windows = params.min_windows < 4 ? 4 : params.min_windows;
+    struct search_state st = inv->st;
+    st.strategy = SEARCH_CHILDREN;
+    fi->in.problem = SEARCH_LATENCY;
+    if (search_step(&fi->in, &params, &st, step) != DQ_OK) {
+        aborted_on_error(pl, inv);
+        return;
+    }
+    inv->st = st;
+    if (step->action == SEARCH_ENABLE) {
+        expand(pl, inv, fi, step);
+        return;
+    }
+    if (step->action != SEARCH_DECIDED || step->result.verdict == SEARCH_NEED_SAMPLES) {
+        return;
+    }
+    struct overload_result r;
+    if (adapt__overload(pl, inv, fi, &r) != DQ_OK) {
+        if (fi->in.exhausted) {
+            *res = step->result;
+            decided(pl, inv, fi, res);
+        }
+        return;
+    }
+    const struct overload_stage *b = &r.st[r.bottleneck];
+    int descend = r.n_co == 0 && r.bottleneck >= r.first_current && b->has_children;
+    if (!confirmed(pl, inv, descend ? SEARCH_DESCEND : VERDICT_OVERLOAD,
+                   r.bottleneck - r.first_current)) {
+        adapt__overload_result_release(&r);
+        return;
+    }
+    char reason[SEARCH_REASON_MAX + 600];
+    overload_reason(inv, &r, reason, sizeof reason);
+    json_t *ov = adapt__overload_json(&r);
+    if (descend) {
+        struct overload_prev *carry = adapt__overload_carry(&r);
+        if (!carry) {
+            json_decref(ov);
+            adapt__overload_result_release(&r);
+            pl->failed = 1;
+            return;
+        }
+        adapt__overload_prev_unref(inv->ov_prev);
+        inv->ov_prev = carry;
+        char bname[PROBES_NAME_MAX + 1];
+        snprintf(bname, sizeof bname, "%s", b->name);
+        adapt__overload_result_release(&r);
+        adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
+        int64_t hyp =
+            adapt__hypothesis(pl, inv, inv->hyp_id, bname, "descend", json_array(),
+                              json_pack("{s:s,s:o}", "reason", reason, "overload", ov), NULL);
+        adapt__focus_on(pl->a, inv, bname, hyp ? hyp : inv->hyp_id, pl->upto);
+        adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into the bottleneck %s", bname);
+        return;
+    }
+    const char *at = overload_at(inv, &r);
+    json_t *ev =
+        json_pack("{s:s,s:s,s:O}", "verdict", "overload", "reason", reason, "overload", ov);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "overload");
+    adapt__hypothesis(pl, inv, inv->hyp_id, at, "verdict", NULL,
+                      json_pack("{s:s,s:o}", "reason", reason, "overload", ov), "overload");
+    adapt__close(pl, inv, "overload", at, ev);
+    adapt__overload_result_release(&r);
+}
+
 /*
  * The verdict of the windows since the pending verdict was first seen (inv->pending_from)
  * alone, evaluated as the cumulative one was; its child in inv->fresh_child.
@@ -880,6 +1044,10 @@ static void search(struct plan *pl, struct investigation *inv) {
     }
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
+    if (inv->overload) {
+        overload_step(pl, inv, fi, step, res);
+        goto out;
+    }
     if (inv->contributor) {
         fi->in.problem = SEARCH_LATENCY;
     } else if (inv->problem == SEARCH_VARIANCE && params.min_windows < 4) {
@@ -982,14 +1150,23 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         inv->problem = c->p[0].kind;
         inv->characterised = 1;
         set_also(inv, c);
-        char reason[400];
-        snprintf(reason, sizeof reason, "%s: %s%s%s", search_problem_name(inv->problem),
-                 c->p[0].why, inv->also[0] ? "; also seen: " : "", inv->also);
+        double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
+        if (!inv->overload && (inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA) &&
+            rz >= c->zt) {
+            inv->overload = 1; /* its latency rises with its arrivals: where does it saturate? */
+        }
+        char reason[700];
+        snprintf(reason, sizeof reason, "%s: %s%s%s%s", search_problem_name(inv->problem),
+                 c->p[0].why, inv->also[0] ? "; also seen: " : "", inv->also,
+                 inv->overload ? "; its latency rises with its arrivals: an overload "
+                                 "investigation (where does it saturate?)"
+                               : "");
         adapt__fx_inv_problem(pl, inv->id, search_problem_name(inv->problem));
         int64_t hyp = adapt__hypothesis(
             pl, inv, inv->hyp_id, inv->node, "check", NULL,
-            json_pack("{s:s,s:s,s:o,s:s?}", "problem", search_problem_name(inv->problem), "reason",
-                      reason, "check", check, "also", inv->also[0] ? inv->also : NULL),
+            json_pack("{s:s,s:s,s:o,s:s?,s:s?}", "problem", search_problem_name(inv->problem),
+                      "reason", reason, "check", check, "also", inv->also[0] ? inv->also : NULL,
+                      "mode", inv->overload ? "overload" : NULL),
             NULL);
         adapt__fx_log(pl, LOG_INFO, inv->id, ": a %s problem at %s (%s)",
                       search_problem_name(inv->problem), inv->node, c->p[0].why);
@@ -998,6 +1175,36 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
         /* children enabled with the node count from then on; with a node that had data,
          * children enabled already are compared over the recent windows */
+        inv->eval_from = from ? from : pl->upto - ADAPT_RECENT_WINDOWS;
+        search(pl, inv);
+        return;
+    }
+    double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
+    if (inv->overload || rz >= c->zt) {
+        /* asked for, or latency rising with the arrivals: weigh the stages even though
+         * nothing is abnormal yet (the headroom is the question) */
+        int asked = inv->overload;
+        inv->overload = 1;
+        inv->problem = SEARCH_LATENCY;
+        inv->characterised = 1;
+        adapt__fx_inv_problem(pl, inv->id, "latency");
+        char why[80], reason[500];
+        if (asked) {
+            snprintf(why, sizeof why, "asked for");
+        } else {
+            snprintf(why, sizeof why, "its latency rises with its arrivals (Spearman z %.1f)", rz);
+        }
+        snprintf(reason, sizeof reason,
+                 "%s: an overload investigation with nothing abnormal yet (where does %s "
+                 "saturate, and how far is that?)",
+                 why, inv->node);
+        int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "check", NULL,
+                                        json_pack("{s:s,s:s,s:s,s:o}", "problem", "latency", "mode",
+                                                  "overload", "reason", reason, "check", check),
+                                        NULL);
+        inv->phase = PHASE_SEARCH;
+        int64_t from = inv->eval_from;
+        adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
         inv->eval_from = from ? from : pl->upto - ADAPT_RECENT_WINDOWS;
         search(pl, inv);
         return;

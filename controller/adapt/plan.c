@@ -27,6 +27,7 @@ struct investigation *adapt__inv_new(void) {
 
 void adapt__inv_free(struct investigation *inv) {
     if (inv) {
+        adapt__overload_prev_unref(inv->ov_prev);
         free(inv->owned);
         free(inv);
     }
@@ -81,11 +82,13 @@ static struct investigation *inv_copy(const struct investigation *src) {
         return NULL;
     }
     *inv = *src;
+    adapt__overload_prev_ref(inv->ov_prev);
     inv->owned = NULL;
     inv->cap_owned = 0;
     if (src->n_owned > 0) {
         inv->owned = malloc((size_t)src->n_owned * sizeof *inv->owned);
         if (!inv->owned) {
+            adapt__overload_prev_unref(inv->ov_prev);
             free(inv);
             return NULL;
         }

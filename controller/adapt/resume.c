@@ -44,6 +44,12 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     if (strcmp(h->action, "root") == 0 || strcmp(h->action, "descend") == 0) {
         snprintf(inv->focus, sizeof inv->focus, "%s", h->node);
         inv->hyp_id = h->id;
+        if (strcmp(h->action, "root") == 0) { /* asked for as an overload investigation */
+            json_error_t err;
+            json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
+            inv->overload = json_is_true(json_object_get(st, "overload"));
+            json_decref(st);
+        }
     } else if (strcmp(h->action, "check") == 0) {
         /* the problem was decided here: the search starts from this hypothesis */
         inv->hyp_id = h->id;
@@ -52,6 +58,7 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
         const char *mode = json_string_value(json_object_get(st, "mode"));
         inv->contributor = mode && strcmp(mode, "contributor") == 0;
+        inv->overload |= mode && strcmp(mode, "overload") == 0;
         json_decref(st);
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);

@@ -499,6 +499,46 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     free(longer);
 }
 
+/* Ranks of x[0 … n) into r (ties share their mean rank). */
+static void ranks_of(const double *x, int n, double *r) {
+    for (int i = 0; i < n; i++) {
+        int less = 0, eq = 0;
+        for (int j = 0; j < n; j++) {
+            less += x[j] < x[i];
+            eq += x[j] == x[i];
+        }
+        r[i] = less + 0.5 * (eq + 1);
+    }
+}
+
+double adapt__rate_latency_z(struct plan *pl, const struct probe *p) {
+    double rate[128], mean[128], rr[128], rm[128];
+    int n = 0;
+    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
+    for (int i = 0; p && i < p->ring_len && n < 128; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        if (w->wid >= pl->upto || w->ok < 10) {
+            continue;
+        }
+        rate[n] = (double)(w->ok + w->fa + w->to + w->out) / window_s;
+        mean[n] = w->mean;
+        n++;
+    }
+    if (n < 10) {
+        return 0.0;
+    }
+    ranks_of(rate, n, rr);
+    ranks_of(mean, n, rm);
+    double mr = 0.5 * (n + 1.0), sxy = 0, sxx = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        sxy += (rr[i] - mr) * (rm[i] - mr);
+        sxx += (rr[i] - mr) * (rr[i] - mr);
+        syy += (rm[i] - mr) * (rm[i] - mr);
+    }
+    double rho = sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0.0;
+    return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
+}
+
 json_t *adapt__check_json(const char *node, const struct adapt_check *c) {
     json_t *problems = json_array();
     for (int i = 0; i < c->n; i++) {

@@ -244,7 +244,8 @@ static void fired(struct plan *pl, struct trigger *t) {
         struct adapt_open o = {.node = t->probe,
                                .problem = (int)trigger_problem(t->kind),
                                .strategy = SEARCH_CHILDREN,
-                               .trigger_id = t->id};
+                               .trigger_id = t->id,
+                               .overload = t->kind == TRIG_LOAD};
         inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);

@@ -97,31 +97,40 @@ static int parse_id(const char *s, int64_t *id) {
 static void post_diagnose(struct api *api, const struct http_request *req,
                           struct http_response *res) {
     const char *node = NULL, *strategy = NULL, *who = NULL;
+    int overload = 0;
     json_t *body = NULL;
     if (req->body_len > 0) {
         json_error_t err;
         body = json_loadb(req->body, req->body_len, 0, &err);
         if (!json_is_object(body)) {
             http_reply_error(res, 400, "bad_data",
-                             "body must be a JSON object {\"node\", \"strategy\"}: %s",
+                             "body must be a JSON object {\"node\", \"strategy\", \"overload\"}: %s",
                              body ? "not an object" : err.text);
             json_decref(body);
             return;
         }
         json_t *jn = json_object_get(body, "node"), *js = json_object_get(body, "strategy");
         json_t *jw = json_object_get(body, "requested_by");
+        json_t *jo = json_object_get(body, "overload");
         if ((jn && !json_is_string(jn) && !json_is_null(jn)) || (js && !json_is_string(js)) ||
             (jw && !json_is_string(jw))) {
             http_reply_error(res, 400, "bad_data", "node, strategy and requested_by are strings");
             json_decref(body);
             return;
         }
+        if (jo && !json_is_boolean(jo)) {
+            http_reply_error(res, 400, "bad_data", "overload is true or false");
+            json_decref(body);
+            return;
+        }
+        overload = json_is_true(jo);
         node = json_string_value(jn);
         strategy = json_string_value(js);
         who = json_string_value(jw);
     }
     int64_t id = 0;
-    int rc = adapt_diagnose(api->env.adapt, node, strategy, who ? who : "dqctl diagnose", &id);
+    int rc = adapt_diagnose(api->env.adapt, node, strategy, who ? who : "dqctl diagnose", overload,
+                            &id);
     if (rc == DQ_OK || rc == DQ_EEXIST) {
         struct store_investigation row;
         (void)row;

@@ -401,7 +401,13 @@ static void parse_action(struct case_def *c, int64_t at, char **w, int n, int li
     if (strcmp(w[0], "diagnose") == 0 && n >= 2) {
         a->kind = A_DIAGNOSE;
         snprintf(a->arg, sizeof a->arg, "%s", w[1]);
-        snprintf(a->arg2, sizeof a->arg2, "%s", n >= 3 ? w[2] : "");
+        for (int k = 2; k < n; k++) { /* diagnose NODE [STRATEGY] [overload] */
+            if (strcmp(w[k], "overload") == 0) {
+                a->n = 1;
+            } else {
+                snprintf(a->arg2, sizeof a->arg2, "%s", w[k]);
+            }
+        }
     } else if (strcmp(w[0], "restart") == 0) {
         a->kind = A_RESTART;
     } else if (strcmp(w[0], "store-locked") == 0 && n == 2) {
@@ -1040,7 +1046,7 @@ static void do_action(struct run *r, const struct action *a) {
     case A_DIAGNOSE: {
         int64_t id = 0;
         int mark = r->n_lines;
-        int rc = adapt_diagnose(r->adapt, a->arg, a->arg2[0] ? a->arg2 : NULL, "test", &id);
+        int rc = adapt_diagnose(r->adapt, a->arg, a->arg2[0] ? a->arg2 : NULL, "test", a->n, &id);
         int mid = r->n_lines;
         if (rc == DQ_OK || rc == DQ_EEXIST) {
             say(r, "diagnose %s -> inv%" PRId64 "%s", a->arg, id,

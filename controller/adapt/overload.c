@@ -1,0 +1,515 @@
+/*
+ * overload.c: where a node saturates. Each child of an overload investigation's focus is
+ * a *stage*: a station with an arrival rate λ (its instances per second), a mean sojourn
+ * W (waiting and service), c servers and a service time S. Its utilisation ρ = λ·S / c
+ * comes from, in this order of preference:
+ *
+ *   busy      one server (configured, or assumed when nothing says otherwise): the
+ *             fraction of the time it had a request in progress (the union of its
+ *             instances' intervals, kept per window by the core). A single FIFO server is
+ *             busy exactly then, whatever its service law; S = busy time / completions.
+ *   baseline  several servers and quiet windows (its lowest-rate windows, kept across
+ *             restarts) at under half today's rate: S = their mean sojourn (at low load
+ *             there is hardly any wait).
+ *   mmc       several servers and no such baseline: Little's law gives the mean number
+ *             in the station, L = λ·W, and the M/M/c formula L = cρ + C(c, cρ)·ρ/(1 − ρ)
+ *             is solved for ρ (Erlang's C: the probability of waiting). It assumes
+ *             exponential service.
+ *
+ * The servers come from the configuration; without, a quiet baseline infers a pool when
+ * λ·S (servers in service on average) clearly exceeds the busy fraction (the time any is
+ * in service): c ≥ λ·S / busy, a lower bound. Else one server is assumed, and said.
+ *
+ * A stage saturates at c/S arrivals per second; the investigation's node (the root)
+ * saturates when its arrivals, of which the stage sees the share λ_stage/λ_root, bring
+ * the stage there. The bottleneck is the stage with the highest ρ, over the focus's
+ * children and the stages of the levels above it (an investigation descends into a lone
+ * bottleneck that has finer probes); stages whose ρ interval reaches the bottleneck's are
+ * co-bottlenecks. With a QTA on the root, the rate at which it will fail is found by
+ * evaluating the diagram over the stages' observed ΔQs, each stretched as its queueing
+ * model says its sojourn grows at that rate (a what-if on live data). The onset of
+ * divergence is the lowest rate from which the root's observed and calculated ΔQs mostly
+ * differ, when its windows show it.
+ *
+ * Everything here only computes: no effect, no I/O.
+ */
+#include "adapt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+/* Erlang's C: the probability that an arrival waits at c servers with offered load a =
+ * λS (a < c). */
+static double erlang_c(int c, double a) {
+    if (!(a > 0.0)) {
+        return 0.0;
+    }
+    if (a >= (double)c) {
+        return 1.0;
+    }
+    double term = 1.0, sum = 1.0; /* Σ_{k<c} a^k/k! */
+    for (int k = 1; k < c; k++) {
+        term *= a / (double)k;
+        sum += term;
+    }
+    double last = term * a / (double)c; /* a^c/c! */
+    double top = last * (double)c / ((double)c - a);
+    return top / (sum + top);
+}
+
+/* The mean number in an M/M/c station at utilisation rho. */
+static double mmc_l(int c, double rho) {
+    if (rho >= 1.0) {
+        return INFINITY;
+    }
+    return (double)c * rho + erlang_c(c, (double)c * rho) * rho / (1.0 - rho);
+}
+
+/* The M/M/c utilisation whose mean number in the station is l (bisection). */
+static double mmc_rho(int c, double l) {
+    if (!(l > 0.0)) {
+        return 0.0;
+    }
+    double lo = 0.0, hi = 1.0;
+    for (int i = 0; i < 100; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mmc_l(c, mid) < l) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* The M/M/c queueing factor of the wait: Wq = S·g(c, ρ), g = C(c, cρ) / (c (1 − ρ)). */
+static double wait_factor(int c, double rho) {
+    if (rho >= 1.0) {
+        return INFINITY;
+    }
+    return erlang_c(c, (double)c * rho) / ((double)c * (1.0 - rho));
+}
+
+/* Arrivals over windows from ≤ wid < to (every window of the range counts, empty or not),
+ * and the busy fraction's mean and standard error over those windows. */
+static void rates_of(const struct probe *p, int64_t from, int64_t to, double window_s,
+                     double *lambda, double *busy, double *busy_se, double *completions) {
+    double n = 0.0, b = 0.0, b2 = 0.0, done = 0.0;
+    for (int i = 0; p && i < p->ring_len; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid >= to) {
+            continue;
+        }
+        n += (double)(w->ok + w->fa + w->to + w->out);
+        done += (double)(w->ok + w->fa);
+        double f = w->busy / window_s;
+        b += f;
+        b2 += f * f;
+    }
+    double k = (double)(to - from); /* a window without data was idle */
+    *lambda = k > 0 ? n / (k * window_s) : 0.0;
+    *completions = done;
+    *busy = k > 0 ? b / k : 0.0;
+    double var = k > 1 ? (b2 / k - *busy * *busy) * k / (k - 1.0) : 0.0;
+    *busy_se = k > 1 && var > 0 ? sqrt(var / k) : 0.0;
+}
+
+/* The quiet windows' pooled mean sojourn, its standard error and their mean rate; NAN
+ * when there are fewer than three. */
+static void quiet_of(const struct probe *p, double *w, double *se, double *rate) {
+    double n = 0.0, sum = 0.0, r = 0.0;
+    for (int i = 0; i < p->n_quiet; i++) {
+        n += (double)p->quiet[i].n;
+        sum += (double)p->quiet[i].n * p->quiet[i].mean;
+        r += p->quiet[i].rate;
+    }
+    if (p->n_quiet < 3 || !(n > 0)) {
+        *w = *se = *rate = NAN;
+        return;
+    }
+    *w = sum / n;
+    double ss = 0.0;
+    for (int i = 0; i < p->n_quiet; i++) {
+        double d = p->quiet[i].mean - *w;
+        ss += d * d;
+    }
+    *se = sqrt(ss / (p->n_quiet - 1.0) / p->n_quiet);
+    *rate = r / p->n_quiet;
+}
+
+/* One stage's estimate over the windows from ≤ wid < pl->upto. */
+static void stage_of(struct plan *pl, const struct probe *p, int64_t from, double lambda_root,
+                     const struct search_stats *s, struct overload_stage *st) {
+    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
+    double z = pl->a->params.z;
+    double busy, busy_se, done;
+    rates_of(p, from, pl->upto, window_s, &st->lambda, &busy, &busy_se, &done);
+    st->to = pl->upto;
+    st->w = s->n_ok > 0 ? s->mean : NAN;
+    st->share = lambda_root > 0 ? st->lambda / lambda_root : NAN;
+    /* the quiet windows are a low-load baseline only when their load was well below now's */
+    double wq, wq_se, qrate;
+    quiet_of(p, &wq, &wq_se, &qrate);
+    int quiet = isfinite(wq) && qrate <= 0.5 * st->lambda;
+    st->servers = p->servers > 0 ? p->servers : 1;
+    st->servers_from = p->servers > 0 ? "config" : "assumed";
+    if (p->servers <= 0 && quiet && busy > 0.05) {
+        /* servers in service on average (λ·S) over the time any is busy: no fewer than
+         * that many servers; clearly above one, it is a pool */
+        double ratio = st->lambda * wq / busy;
+        if (ratio >= 1.5) {
+            st->servers = (int)ceil(ratio - 0.1);
+            st->servers_from = "inferred";
+        }
+    }
+    if (st->servers == 1) {
+        /* one FIFO server is busy exactly while a request is in the station */
+        st->method = "busy";
+        st->rho = busy;
+        double hw = z * busy_se; /* the windows' own scatter: a queue's load comes in bursts */
+        st->rho_lo = busy - hw;
+        st->rho_hi = busy + hw;
+        st->service = done > 0 ? busy * (double)(pl->upto - from) * window_s / done : NAN;
+    } else if (quiet) {
+        st->method = "baseline";
+        st->service = wq;
+        st->rho = st->lambda * wq / st->servers;
+        double lam_se = st->lambda > 0 ? sqrt(st->lambda / ((pl->upto - from) * window_s)) : 0;
+        double rel = hypot(wq > 0 ? wq_se / wq : 0, st->lambda > 0 ? lam_se / st->lambda : 0);
+        st->rho_lo = st->rho * (1 - z * rel);
+        st->rho_hi = st->rho * (1 + z * rel);
+    } else {
+        /* Little's law gives the mean number in the station; the M/M/c formula gives the
+         * utilisation that makes it */
+        st->method = "mmc";
+        double w_se = search_stats_mean_se(s);
+        st->rho = mmc_rho(st->servers, st->lambda * st->w);
+        st->rho_lo = mmc_rho(st->servers, st->lambda * (st->w - z * w_se));
+        st->rho_hi = mmc_rho(st->servers, st->lambda * (st->w + z * w_se));
+        st->service = st->lambda > 0 ? st->rho * st->servers / st->lambda : NAN;
+    }
+    st->rho_lo = st->rho_lo > 0 ? st->rho_lo : 0;
+    st->sat = st->service > 0 ? st->servers / st->service : NAN;
+    st->sat_root = st->share > 0 ? st->sat / st->share : NAN;
+}
+
+/* ΔQ d with every delay stretched by k (mass at grid time t moves to k·t; past the
+ * horizon it is lost). */
+static int stretch(const struct dq *d, double k, struct dq **out) {
+    int rc = dq_never(d->k, d->n, out);
+    if (rc) {
+        return rc;
+    }
+    for (int i = 0; i < d->n; i++) {
+        double j = floor((double)i * k + 0.5);
+        if (j < (double)d->n) {
+            (*out)->pdf[(int)j] += d->pdf[i];
+        }
+    }
+    return DQ_OK;
+}
+
+/* How much a stage's mean sojourn grows when its utilisation goes from ρ now to ρ then:
+ * its measured wait (sojourn − service) scaled by the M/M/c wait factor (for one server,
+ * the Pollaczek–Khinchine ratio, whatever the service law); INFINITY at saturation. */
+static double sojourn_growth(const struct overload_stage *st, double rho_then) {
+    if (rho_then >= 1.0) {
+        return INFINITY;
+    }
+    double now = st->rho < 0.999 ? st->rho : 0.999;
+    double wait = st->w - st->service;
+    double g_now = wait_factor(st->servers, now), g_then = wait_factor(st->servers, rho_then);
+    double then;
+    if (wait > 0 && g_now > 0) {
+        then = st->service + wait * g_then / g_now;
+    } else {
+        then = st->service * (1.0 + g_then);
+    }
+    return st->w > 0 ? then / st->w : 1.0;
+}
+
+/* An evaluator of the diagram with every probe on its own grid. */
+static struct dq_eval *what_if_eval(struct adapt *a, const struct dq_diagram *g) {
+    struct dq_eval *ev = NULL;
+    const struct probe *any = NULL;
+    size_t nn = dq_diagram_node_count(g);
+    for (size_t i = 0; i < nn && !any; i++) {
+        any = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
+    }
+    if (!any || dq_eval_create(g, any->k, any->n, &ev) != DQ_OK) {
+        return NULL;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const struct probe *p = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
+        if (p) {
+            dq_eval_set_grid(ev, (int)i, p->k, p->n);
+        }
+    }
+    return ev;
+}
+
+/*
+ * 1 when the root's QTA fails at root arrivals lambda, 0 when it holds, −1 when it cannot
+ * be told: every stage's observed ΔQ is stretched as its model says its sojourn grows at
+ * that rate, and the diagram composes them up to the root.
+ */
+static int qta_fails_at(struct dq_eval *ev, int root, const struct overload_result *r,
+                        const struct dq_qta *qta, double lambda) {
+    struct dq **made = calloc((size_t)r->n, sizeof *made);
+    if (!made) {
+        return -1;
+    }
+    int fails = -1;
+    dq_eval_clear_observed(ev);
+    for (int j = 0; j < r->n; j++) {
+        const struct overload_stage *st = &r->st[j];
+        if (!st->obs || !(st->service > 0) || !isfinite(st->rho)) {
+            goto out;
+        }
+        double k = sojourn_growth(st, st->rho * lambda / r->lambda_root);
+        int rc = isfinite(k) ? stretch(st->obs, k, &made[j])
+                             : dq_never(st->obs->k, st->obs->n, &made[j]);
+        if (rc || dq_eval_set_observed_by_name(ev, st->name, made[j]) != DQ_OK) {
+            goto out;
+        }
+    }
+    if (dq_eval_run(ev) == DQ_OK) {
+        const struct dq *d = dq_eval_calculated(ev, root);
+        struct dq_qta_result q;
+        if (d && dq_qta_eval(d, qta, &q) == DQ_OK) {
+            fails = !q.ok;
+        }
+    }
+out:
+    dq_eval_clear_observed(ev);
+    for (int j = 0; j < r->n; j++) {
+        dq_destroy(made[j]);
+    }
+    free(made);
+    return fails;
+}
+
+/* The root arrivals at which its QTA fails (NAN: it holds up to saturation, or cannot be
+ * told): bisection between today's rate and the saturation rate. */
+static double qta_rate(struct plan *pl, const struct investigation *inv,
+                       const struct overload_result *r, const struct dq_qta *qta) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    int root = g ? dq_diagram_find(g, inv->node) : -1;
+    if (root < 0 || !(r->lambda_root > 0) || !isfinite(r->saturation)) {
+        return NAN;
+    }
+    struct dq_eval *ev = what_if_eval(pl->a, g);
+    if (!ev) {
+        return NAN;
+    }
+    double rate = NAN;
+    int now = qta_fails_at(ev, root, r, qta, r->lambda_root);
+    if (now == 1) {
+        rate = r->lambda_root; /* failing already */
+    } else if (now == 0 && qta_fails_at(ev, root, r, qta, r->saturation * 0.999) == 1) {
+        double lo = r->lambda_root, hi = r->saturation * 0.999;
+        for (int i = 0; i < 30 && hi - lo > 1e-3 * hi; i++) {
+            double mid = 0.5 * (lo + hi);
+            if (qta_fails_at(ev, root, r, qta, mid) == 1) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        rate = hi;
+    }
+    dq_eval_destroy(ev);
+    return rate;
+}
+
+/*
+ * The lowest arrival rate of p from which its windows' observed and calculated ΔQs mostly
+ * diverge (KS D over 0.1 and p under alpha): windows sorted by rate, the first diverging
+ * one from which at least half do. NAN when fewer than three diverge.
+ */
+static double divergence_onset(struct plan *pl, const struct probe *p) {
+    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
+    double rate[256];
+    int div[256], n = 0, total = 0;
+    for (int i = 0; p && i < p->ring_len && n < 256; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        uint64_t cnt = w->ok + w->fa + w->to + w->out;
+        if (w->wid >= pl->upto || !w->observed || !w->calculated || cnt < 30) {
+            continue;
+        }
+        double d, pv;
+        if (dq_ks(w->observed, w->calculated, cnt, 0, &d, &pv) != DQ_OK) {
+            continue;
+        }
+        rate[n] = (double)cnt / window_s;
+        div[n] = d > 0.1 && pv < pl->a->params.alpha;
+        total += div[n];
+        n++;
+    }
+    if (total < 3) {
+        return NAN;
+    }
+    for (int i = 1; i < n; i++) { /* by rate (insertion: at most a ring) */
+        double r = rate[i];
+        int v = div[i], j = i - 1;
+        while (j >= 0 && rate[j] > r) {
+            rate[j + 1] = rate[j];
+            div[j + 1] = div[j];
+            j--;
+        }
+        rate[j + 1] = r;
+        div[j + 1] = v;
+    }
+    int above = 0,
+        diverging = 0; /* from the top down: the lowest start of a mostly-diverging tail */
+    double onset = NAN;
+    for (int i = n - 1; i >= 0; i--) {
+        above++;
+        diverging += div[i];
+        if (div[i] && 2 * diverging >= above) {
+            onset = rate[i];
+        }
+    }
+    return onset;
+}
+
+struct overload_prev *adapt__overload_prev_ref(struct overload_prev *p) {
+    if (p) {
+        p->refs++;
+    }
+    return p;
+}
+
+void adapt__overload_prev_unref(struct overload_prev *p) {
+    if (p && --p->refs == 0) {
+        for (int i = 0; i < p->n; i++) {
+            dq_destroy(p->st[i].obs);
+        }
+        free(p);
+    }
+}
+
+void adapt__overload_result_release(struct overload_result *r) {
+    free(r->st);
+    r->st = NULL;
+    r->n = 0;
+}
+
+struct overload_prev *adapt__overload_carry(const struct overload_result *r) {
+    struct overload_prev *p = calloc(1, sizeof *p + (size_t)r->n * sizeof p->st[0]);
+    if (!p) {
+        return NULL;
+    }
+    p->refs = 1;
+    for (int j = 0; j < r->n; j++) {
+        if (j == r->bottleneck) {
+            continue;
+        }
+        struct overload_stage *st = &p->st[p->n++];
+        *st = r->st[j];
+        st->co = 0;
+        st->obs = NULL;
+        if (r->st[j].obs && dq_clone(r->st[j].obs, &st->obs) != DQ_OK) {
+            adapt__overload_prev_unref(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
+                    struct overload_result *r) {
+    memset(r, 0, sizeof *r);
+    r->bottleneck = -1;
+    r->qta_rate = r->onset = r->saturation = NAN;
+    struct adapt *a = pl->a;
+    const struct probe *root = adapt__probe(a, inv->node);
+    double window_s = (double)core_window_ns(a->env.core) * 1e-9;
+    double busy, busy_se, done;
+    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done);
+    int n_prev = inv->ov_prev ? inv->ov_prev->n : 0;
+    int n_kids = (int)fi->in.n_children;
+    r->st = calloc((size_t)(n_prev + n_kids), sizeof *r->st);
+    if (!r->st) {
+        return dq_fail(DQ_ENOMEM, "no memory for the stages");
+    }
+    for (int j = 0; j < n_prev; j++) {
+        r->st[j] = inv->ov_prev->st[j];
+    }
+    r->first_current = n_prev;
+    r->n = n_prev + n_kids;
+    for (int j = 0; j < n_kids; j++) {
+        const struct probe *kp = adapt__probe(a, fi->kids[j].name);
+        if (!kp || !fi->kids[j].stats.present) {
+            adapt__overload_result_release(r);
+            return dq_fail(DQ_ESTATE, "%s has no statistics yet", fi->kids[j].name);
+        }
+        struct overload_stage *st = &r->st[n_prev + j];
+        snprintf(st->name, sizeof st->name, "%s", kp->name);
+        snprintf(st->parent, sizeof st->parent, "%s", inv->focus);
+        stage_of(pl, kp, inv->eval_from, r->lambda_root, &fi->kids[j].stats, st);
+        st->has_children = fi->kids[j].has_children;
+        st->obs = fi->kstats[j].obs;
+    }
+    for (int j = 0; j < r->n; j++) {
+        if (isfinite(r->st[j].rho) &&
+            (r->bottleneck < 0 || r->st[j].rho > r->st[r->bottleneck].rho)) {
+            r->bottleneck = j;
+        }
+    }
+    if (r->bottleneck < 0) {
+        adapt__overload_result_release(r);
+        return dq_fail(DQ_ESTATE, "no stage to weigh");
+    }
+    const struct overload_stage *b = &r->st[r->bottleneck];
+    r->saturation = b->sat_root;
+    for (int j = 0; j < r->n; j++) {
+        struct overload_stage *st = &r->st[j];
+        st->co = j != r->bottleneck && st->rho_hi >= b->rho_lo;
+        r->n_co += st->co;
+        if (st->co && st->sat_root < r->saturation) {
+            r->saturation = st->sat_root;
+        }
+    }
+    if (root && root->has_qta) {
+        r->qta_rate = qta_rate(pl, inv, r, &root->qta);
+    }
+    r->onset = divergence_onset(pl, root);
+    return DQ_OK;
+}
+
+static json_t *num_or_null(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *adapt__overload_json(const struct overload_result *r) {
+    json_t *stages = json_array();
+    json_t *co = json_array();
+    for (int j = 0; j < r->n; j++) {
+        const struct overload_stage *st = &r->st[j];
+        json_t *o = json_pack(
+            "{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:o,s:s,s:o,s:I}", "probe", st->name,
+            "parent", st->parent, "rho", num_or_null(st->rho), "rho_low", num_or_null(st->rho_lo),
+            "rho_high", num_or_null(st->rho_hi), "service_ms", num_or_null(st->service * 1e3),
+            "arrivals_per_s", num_or_null(st->lambda), "servers", st->servers, "servers_from",
+            st->servers_from, "saturation_per_s", num_or_null(st->sat), "root_saturation_per_s",
+            num_or_null(st->sat_root), "method", st->method, "sojourn_ms", num_or_null(st->w * 1e3),
+            "window_to", (json_int_t)st->to);
+        json_array_append_new(stages, o);
+        if (st->co) {
+            json_array_append_new(co, json_string(st->name));
+        }
+    }
+    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "bottleneck",
+                     r->bottleneck >= 0 ? r->st[r->bottleneck].name : "", "co_bottlenecks", co,
+                     "arrivals_per_s", num_or_null(r->lambda_root), "saturation_per_s",
+                     num_or_null(r->saturation), "qta_violation_per_s", num_or_null(r->qta_rate),
+                     "divergence_onset_per_s", num_or_null(r->onset), "stages", stages);
+}
