@@ -1,4 +1,4 @@
-# dqd: the two front-door commands (make demo, make test) plus bench and fuzz.
+# dqd: the two front-door commands (make demo, make test) plus bench, fuzz and matrix.
 # Every target installs the Debian packages it needs when they are missing (as root),
 # configures with CMake and builds. Nothing outside this repository is read.
 
@@ -20,7 +20,7 @@ DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-
 	curl procps python3 prometheus
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
-	fuzz-build demo clean
+	fuzz-build demo matrix clean
 
 all: build
 
@@ -76,6 +76,12 @@ bench: build
 
 demo: build
 	@./tools/demo $(BUILD)
+
+# The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
+# mm1k diagnosis three times (the verdicts must agree), the three-node scenario for each
+# fault variant twice. One summary line per part; logs in $(BUILD)/matrix-logs.
+matrix: build
+	@./tools/run-matrix $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/_build

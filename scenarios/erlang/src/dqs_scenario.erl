@@ -15,8 +15,11 @@
 %%   fault LEAF slow MS          every instance of LEAF takes MS milliseconds longer
 %%   fault LEAF erratic P MS     with probability P an instance takes Exp(MS) longer
 %%   fault LEAF fail P           with probability P an instance fails (fail_span)
-%%   clear LEAF | clear all      remove faults
-%%   stats                       -> "STATS {json}" (cumulative counters, pools)
+%%   fault all ...               the same fault in every leaf of this node (a sick node);
+%%                               a leaf's own fault, if it has one, takes precedence
+%%   clear LEAF | clear all      remove faults (clear all: every fault, `fault all` too)
+%%   stats                       -> "STATS {json}" (cumulative counters, pools, the
+%%                               node's name: node() in the wrapper's hello)
 %%   bench PROBE N               time N empty with_span calls of PROBE (enabled by dqd)
 %%                               and of a disabled probe, in this node under its load
 %%   quit                        stop the node
@@ -147,7 +150,12 @@ fault(Leaf, F) ->
     case lists:all(fun({ok, V}) -> V >= 0; (_) -> false end, Vals) of
         true ->
             Fault = list_to_tuple([element(1, F) | [V || {ok, V} <- Vals]]),
-            ets:insert(dqs_faults, {list_to_binary(Leaf), Fault}),
+            %% every leaf: the atom `all`, which no leaf name (a binary) can be
+            Key = case Leaf of
+                      "all" -> all;
+                      _ -> list_to_binary(Leaf)
+                  end,
+            ets:insert(dqs_faults, {Key, Fault}),
             out("OK fault ~s ~p", [Leaf, Fault]);
         false ->
             out("ERR bad fault arguments", [])
@@ -201,7 +209,7 @@ stats() ->
                {dictionary, D} -> proplists:get_value(rate, D, 0);
                _ -> 0
            end,
-    #{t => (Now - persistent_term:get(dqs_t0)) / 1000, rate => Rate,
+    #{t => (Now - persistent_term:get(dqs_t0)) / 1000, rate => Rate, node => node(),
       started => counters:get(C, ?C_STARTED), ok => counters:get(C, ?C_OK),
       failed => counters:get(C, ?C_FAILED), rejected => counters:get(C, ?C_REJECTED),
       first_loss_t => FirstLoss, pools => Pools, cpus => Cpus,
@@ -331,7 +339,11 @@ leaf(Name) ->
     Work = maps:get(Name, Leaves, Default),
     Fault = case ets:lookup(dqs_faults, Name) of
                 [{_, F}] -> F;
-                [] -> none
+                [] ->
+                    case ets:lookup(dqs_faults, all) of
+                        [{_, F}] -> F;
+                        [] -> none
+                    end
             end,
     Extra = case Fault of
                 {slow, Ms} -> Ms;
