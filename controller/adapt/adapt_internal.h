@@ -317,6 +317,8 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 /* How clearly p's latency rises with its arrival rate over its windows (Spearman's rank
  * correlation of the windows' rates and means, as a z; 0 with fewer than 10 windows). */
 double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
+/* The z from which it counts (the node check's threshold). */
+double adapt__rate_latency_zt(void);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 
@@ -426,6 +428,9 @@ void adapt__overload_result_release(struct overload_result *r);
 /* The stages to carry down when inv descends into r's bottleneck: every stage of r but
  * that one (a new reference; NULL on no memory). */
 struct overload_prev *adapt__overload_carry(const struct overload_result *r);
+/* The stages of an "overload" object (a descent's, as stored) but `descended`, without
+ * their ΔQs: what a resumed investigation carries down (NULL on no memory). */
+struct overload_prev *adapt__overload_prev_from_json(const json_t *overload, const char *descended);
 /* The verdict's "overload" object (new reference). */
 json_t *adapt__overload_json(const struct overload_result *r);
 

@@ -138,7 +138,7 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     if (!inv->overload && o->trigger_id && c.n > 0 &&
         (c.p[0].kind == SEARCH_LATENCY || c.p[0].kind == SEARCH_QTA || o->problem == SEARCH_QTA ||
          o->problem == SEARCH_LATENCY) &&
-        adapt__rate_latency_z(pl, p) >= c.zt) {
+        adapt__rate_latency_z(pl, p) >= adapt__rate_latency_zt()) {
         inv->overload = 1;
     }
     if (inv->overload) {
@@ -1044,6 +1044,25 @@ static void search(struct plan *pl, struct investigation *inv) {
     }
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
+    if (!inv->overload && !inv->contributor &&
+        (inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA)) {
+        /* a latency problem that turns out to rise with the arrivals is an overload */
+        double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
+        if (rz >= adapt__rate_latency_zt()) {
+            char reason[200];
+            snprintf(reason, sizeof reason,
+                     "its latency rises with its arrivals (Spearman z %.1f over its windows): "
+                     "an overload investigation from here on (where does it saturate?)",
+                     rz);
+            inv->overload = 1;
+            adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "check", NULL,
+                              json_pack("{s:s,s:s,s:s}", "problem",
+                                        search_problem_name(inv->problem), "mode", "overload",
+                                        "reason", reason),
+                              NULL);
+            adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", reason);
+        }
+    }
     if (inv->overload) {
         overload_step(pl, inv, fi, step, res);
         goto out;
@@ -1152,7 +1171,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         set_also(inv, c);
         double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
         if (!inv->overload && (inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA) &&
-            rz >= c->zt) {
+            rz >= adapt__rate_latency_zt()) {
             inv->overload = 1; /* its latency rises with its arrivals: where does it saturate? */
         }
         char reason[700];
@@ -1180,7 +1199,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         return;
     }
     double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
-    if (inv->overload || rz >= c->zt) {
+    if (inv->overload || rz >= adapt__rate_latency_zt()) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
         int asked = inv->overload;

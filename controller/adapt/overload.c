@@ -494,14 +494,14 @@ json_t *adapt__overload_json(const struct overload_result *r) {
     json_t *co = json_array();
     for (int j = 0; j < r->n; j++) {
         const struct overload_stage *st = &r->st[j];
-        json_t *o = json_pack(
-            "{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:o,s:s,s:o,s:I}", "probe", st->name,
-            "parent", st->parent, "rho", num_or_null(st->rho), "rho_low", num_or_null(st->rho_lo),
-            "rho_high", num_or_null(st->rho_hi), "service_ms", num_or_null(st->service * 1e3),
-            "arrivals_per_s", num_or_null(st->lambda), "servers", st->servers, "servers_from",
-            st->servers_from, "saturation_per_s", num_or_null(st->sat), "root_saturation_per_s",
-            num_or_null(st->sat_root), "method", st->method, "sojourn_ms", num_or_null(st->w * 1e3),
-            "window_to", (json_int_t)st->to);
+        json_t *o =
+            json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:o,s:s,s:o}", "probe", st->name,
+                      "parent", st->parent, "rho", num_or_null(st->rho), "rho_low",
+                      num_or_null(st->rho_lo), "rho_high", num_or_null(st->rho_hi), "service_ms",
+                      num_or_null(st->service * 1e3), "arrivals_per_s", num_or_null(st->lambda),
+                      "servers", st->servers, "servers_from", st->servers_from, "saturation_per_s",
+                      num_or_null(st->sat), "root_saturation_per_s", num_or_null(st->sat_root),
+                      "method", st->method, "sojourn_ms", num_or_null(st->w * 1e3));
         json_array_append_new(stages, o);
         if (st->co) {
             json_array_append_new(co, json_string(st->name));
@@ -512,4 +512,57 @@ json_t *adapt__overload_json(const struct overload_result *r) {
                      "arrivals_per_s", num_or_null(r->lambda_root), "saturation_per_s",
                      num_or_null(r->saturation), "qta_violation_per_s", num_or_null(r->qta_rate),
                      "divergence_onset_per_s", num_or_null(r->onset), "stages", stages);
+}
+
+/* One of the static names a stage's method or servers source points at. */
+static const char *known(const char *s, const char *const *names, size_t n) {
+    for (size_t i = 0; s && i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return names[i];
+        }
+    }
+    return names[n - 1];
+}
+
+static double num_or_nan(const json_t *o, const char *key) {
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
+                                                     const char *descended) {
+    static const char *const methods[] = {"busy", "baseline", "mmc"};
+    static const char *const sources[] = {"config", "inferred", "assumed"};
+    const json_t *stages = json_object_get(overload, "stages");
+    size_t n = json_array_size(stages);
+    struct overload_prev *p = calloc(1, sizeof *p + (n ? n : 1) * sizeof p->st[0]);
+    if (!p) {
+        return NULL;
+    }
+    p->refs = 1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(stages, i);
+        const char *name = json_string_value(json_object_get(o, "probe"));
+        if (!name || strcmp(name, descended) == 0) {
+            continue;
+        }
+        struct overload_stage *st = &p->st[p->n++];
+        snprintf(st->name, sizeof st->name, "%s", name);
+        const char *parent = json_string_value(json_object_get(o, "parent"));
+        snprintf(st->parent, sizeof st->parent, "%s", parent ? parent : "");
+        st->rho = num_or_nan(o, "rho");
+        st->rho_lo = num_or_nan(o, "rho_low");
+        st->rho_hi = num_or_nan(o, "rho_high");
+        st->service = num_or_nan(o, "service_ms") * 1e-3;
+        st->w = num_or_nan(o, "sojourn_ms") * 1e-3;
+        st->lambda = num_or_nan(o, "arrivals_per_s");
+        st->servers = (int)json_integer_value(json_object_get(o, "servers"));
+        st->servers = st->servers > 0 ? st->servers : 1;
+        st->sat = num_or_nan(o, "saturation_per_s");
+        st->sat_root = num_or_nan(o, "root_saturation_per_s");
+        st->share = st->sat > 0 && st->sat_root > 0 ? st->sat / st->sat_root : NAN;
+        st->method = known(json_string_value(json_object_get(o, "method")), methods, 3);
+        st->servers_from = known(json_string_value(json_object_get(o, "servers_from")), sources, 3);
+    }
+    return p;
 }

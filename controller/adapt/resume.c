@@ -44,12 +44,20 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     if (strcmp(h->action, "root") == 0 || strcmp(h->action, "descend") == 0) {
         snprintf(inv->focus, sizeof inv->focus, "%s", h->node);
         inv->hyp_id = h->id;
+        json_error_t err;
+        json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
         if (strcmp(h->action, "root") == 0) { /* asked for as an overload investigation */
-            json_error_t err;
-            json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
             inv->overload = json_is_true(json_object_get(st, "overload"));
-            json_decref(st);
         }
+        const json_t *ov = json_object_get(st, "overload");
+        if (json_is_object(ov)) { /* an overload descent: the stages weighed above */
+            struct overload_prev *prev = adapt__overload_prev_from_json(ov, h->node);
+            if (prev) {
+                adapt__overload_prev_unref(inv->ov_prev);
+                inv->ov_prev = prev;
+            }
+        }
+        json_decref(st);
     } else if (strcmp(h->action, "check") == 0) {
         /* the problem was decided here: the search starts from this hypothesis */
         inv->hyp_id = h->id;

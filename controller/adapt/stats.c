@@ -539,6 +539,10 @@ double adapt__rate_latency_z(struct plan *pl, const struct probe *p) {
     return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
 }
 
+double adapt__rate_latency_zt(void) {
+    return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / 3); /* as the node check's three looks */
+}
+
 json_t *adapt__check_json(const char *node, const struct adapt_check *c) {
     json_t *problems = json_array();
     for (int i = 0; i < c->n; i++) {

@@ -33,8 +33,10 @@ static void clock_text(int64_t ns, char *buf, size_t cap) {
     strftime(buf, cap, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
+/* An investigation as the API shows it; an overload verdict's figures also at the top
+ * ("overload": bottleneck, rates, stages), as they are in its summary's evidence. */
 static json_t *investigation_json(const struct store_investigation *inv) {
-    return json_pack(
+    json_t *o = json_pack(
         "{s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:o,s:o,s:o,s:f,s:o}", "id", (json_int_t)inv->id, "node",
         inv->node, "problem", inv->problem, "strategy", inv->strategy, "origin", inv->origin,
         "trigger", inv->trigger_id ? json_integer(inv->trigger_id) : json_null(), "requested_by",
@@ -43,6 +45,10 @@ static json_t *investigation_json(const struct store_investigation *inv) {
         inv->verdict_node ? json_string(inv->verdict_node) : json_null(), "summary",
         json_text_or_null(inv->summary_json), "opened", secs(inv->opened_ns), "closed",
         inv->closed_ns ? json_real(secs(inv->closed_ns)) : json_null());
+    json_t *ov = json_object_get(json_object_get(json_object_get(o, "summary"), "evidence"),
+                                 "overload");
+    json_object_set(o, "overload", json_is_object(ov) ? ov : json_null());
+    return o;
 }
 
 static json_t *hypothesis_json(const struct store_hypothesis *h) {
@@ -103,9 +109,10 @@ static void post_diagnose(struct api *api, const struct http_request *req,
         json_error_t err;
         body = json_loadb(req->body, req->body_len, 0, &err);
         if (!json_is_object(body)) {
-            http_reply_error(res, 400, "bad_data",
-                             "body must be a JSON object {\"node\", \"strategy\", \"overload\"}: %s",
-                             body ? "not an object" : err.text);
+            http_reply_error(
+                res, 400, "bad_data",
+                "body must be a JSON object {\"node\", \"strategy\", \"overload\"}: %s",
+                body ? "not an object" : err.text);
             json_decref(body);
             return;
         }
@@ -129,8 +136,8 @@ static void post_diagnose(struct api *api, const struct http_request *req,
         who = json_string_value(jw);
     }
     int64_t id = 0;
-    int rc = adapt_diagnose(api->env.adapt, node, strategy, who ? who : "dqctl diagnose", overload,
-                            &id);
+    int rc =
+        adapt_diagnose(api->env.adapt, node, strategy, who ? who : "dqctl diagnose", overload, &id);
     if (rc == DQ_OK || rc == DQ_EEXIST) {
         struct store_investigation row;
         (void)row;
@@ -263,8 +270,9 @@ static const char *stats_reason(json_t *h) {
 
 /* A search reason without its leading "verb NODE: " (the sentence around it says that). */
 static const char *strip_verb(const char *reason) {
-    static const char *const verbs[] = {"descend into ",    "localized at ", "diffuse at ",
-                                        "inconclusive at ", "healthy at ",   "enable "};
+    static const char *const verbs[] = {"descend into ", "localized at ",    "diffuse at ",
+                                        "overload at ",  "inconclusive at ", "healthy at ",
+                                        "enable "};
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
         size_t n = strlen(verbs[i]);
         const char *colon = strstr(reason, ": ");
@@ -289,6 +297,11 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     clock_text((int64_t)(json_real_value(json_object_get(enabling, "time")) * 1e9), when,
                sizeof when);
     const char *enode = json_string_value(json_object_get(enabling, "node"));
+    const char *mode = json_string_value(json_object_get(json_object_get(check, "stats"), "mode"));
+    json_t *root_stats =
+        json_object_get(json_array_get(chain, json_array_size(chain) - 1), "stats");
+    int overload = (mode && strcmp(mode, "overload") == 0) ||
+                   json_is_true(json_object_get(root_stats, "overload"));
     if (strcmp(json_string_value(json_object_get(enabling, "action")), "enable") == 0) {
         snprintf(buf, sizeof buf,
                  "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
@@ -296,6 +309,12 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  "decide from their data what is wrong.",
                  probe, when, inv_id, strcmp(probe, enode) == 0 ? "because " : "together with ",
                  strcmp(probe, enode) == 0 ? "it" : enode);
+    } else if (overload) {
+        snprintf(buf, sizeof buf,
+                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                 ", as a child of %s, to measure its load: an overload investigation weighs "
+                 "every stage's utilisation to find the bottleneck and where it saturates.",
+                 probe, when, inv_id, enode);
     } else {
         snprintf(buf, sizeof buf,
                  "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT

@@ -94,6 +94,7 @@ static const struct {
     {"--clear-after", DQCTL_OPT_TRIGGER, 1},
     {"--disable", DQCTL_OPT_TRIGGER, 0},
     {"--abort", DQCTL_OPT_ABORT, 1},
+    {"--overload", DQCTL_OPT_OVERLOAD, 0},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -135,6 +136,8 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->disable = 1;
     } else if (strcmp(name, "--abort") == 0) {
         o->abort_id = value;
+    } else if (strcmp(name, "--overload") == 0) {
+        o->overload = 1;
     }
 }
 

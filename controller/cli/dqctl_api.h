@@ -59,6 +59,7 @@ struct dqctl_opts {
     const char *max_lost;           /* --max-lost X (qta), NULL when absent */
     const char *strategy;           /* --strategy children|bisect (diagnose), NULL when absent */
     int wait;                       /* --wait (diagnose) */
+    int overload;                   /* --overload (diagnose) */
     const char *abort_id;           /* --abort ID (diagnose), NULL when absent */
     const char *timeout;            /* --timeout SECONDS (diagnose), NULL when absent */
     int open;                       /* --open (log) */
@@ -79,12 +80,13 @@ enum {
     DQCTL_OPT_MAX_LOST = 1 << 3,
     DQCTL_OPT_CLEAR = 1 << 4,
     DQCTL_OPT_NO_PLOT = 1 << 5,
-    DQCTL_OPT_STRATEGY = 1 << 6, /* --strategy */
-    DQCTL_OPT_WAIT = 1 << 7,     /* --wait and --timeout */
-    DQCTL_OPT_OPEN = 1 << 8,     /* --open */
-    DQCTL_OPT_LIMIT = 1 << 9,    /* --limit */
-    DQCTL_OPT_TRIGGER = 1 << 10, /* --threshold, --fire-after, --clear-after, --disable */
-    DQCTL_OPT_ABORT = 1 << 11,   /* --abort ID */
+    DQCTL_OPT_STRATEGY = 1 << 6,  /* --strategy */
+    DQCTL_OPT_WAIT = 1 << 7,      /* --wait and --timeout */
+    DQCTL_OPT_OPEN = 1 << 8,      /* --open */
+    DQCTL_OPT_LIMIT = 1 << 9,     /* --limit */
+    DQCTL_OPT_TRIGGER = 1 << 10,  /* --threshold, --fire-after, --clear-after, --disable */
+    DQCTL_OPT_ABORT = 1 << 11,    /* --abort ID */
+    DQCTL_OPT_OVERLOAD = 1 << 12, /* --overload */
 };
 
 /*

@@ -239,7 +239,8 @@ int dqctl_verdict_exit(const char *verdict) {
     if (!verdict) {
         return DQCTL_EXIT_USAGE;
     }
-    if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0) {
+    if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0 ||
+        strcmp(verdict, "overload") == 0) {
         return DQCTL_EXIT_PROBLEM;
     }
     if (strcmp(verdict, "inconclusive") == 0 || strcmp(verdict, "healthy") == 0) {
@@ -316,6 +317,83 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
     }
 }
 
+/* A rate in requests per second ("-" when unknown). */
+static void per_s(double v, char *buf, size_t cap) {
+    if (isnan(v)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.*f/s", v < 10 ? 2 : v < 100 ? 1 : 0, v);
+    }
+}
+
+/*
+ * An overload verdict's stages as a table, the bottleneck starred and co-bottlenecks
+ * marked, then the root's figures:
+ *
+ *     STAGE      RHO  INTERVAL     SERVICE  SERVERS     ARRIVALS  SATURATES  ROOT AT  METHOD
+ *   * worker_2  0.81  0.74 – 0.88  4.05ms   1 assumed   198/s     247/s      247/s    busy time
+ */
+static void render_overload(FILE *out, const json_t *ov, const char *root, const char *indent) {
+    const json_t *stages = json_object_get(ov, "stages");
+    const char *bottleneck = jstr(ov, "bottleneck", "");
+    const json_t *co = json_object_get(ov, "co_bottlenecks");
+    int width = 5;
+    for (size_t i = 0; i < json_array_size(stages); i++) {
+        int l = (int)strlen(jstr(json_array_get(stages, i), "probe", "?"));
+        width = l > width ? l : width;
+    }
+    width = width > 32 ? 32 : width;
+    fprintf(out, "%s  %-*s %5s  %-12s %9s  %-11s %9s %10s %10s  %s\n", indent, width, "STAGE",
+            "RHO", "INTERVAL", "SERVICE", "SERVERS", "ARRIVALS", "SATURATES", root ? "ROOT AT" : "",
+            "METHOD");
+    for (size_t i = 0; i < json_array_size(stages); i++) {
+        const json_t *st = json_array_get(stages, i);
+        const char *name = jstr(st, "probe", "?");
+        int is_co = 0;
+        for (size_t j = 0; j < json_array_size(co); j++) {
+            const char *c = json_string_value(json_array_get(co, j));
+            is_co |= c && strcmp(c, name) == 0;
+        }
+        char rho[16] = "-", iv[40] = "-", svc[24], servers[32], arr[24], sat[24], rsat[24];
+        if (!isnan(jnum(st, "rho"))) {
+            snprintf(rho, sizeof rho, "%.2f", jnum(st, "rho"));
+            snprintf(iv, sizeof iv, "%.2f – %.2f", jnum(st, "rho_low"), jnum(st, "rho_high"));
+        }
+        dur(jnum(st, "service_ms") / 1e3, svc, sizeof svc);
+        const char *from = jstr(st, "servers_from", "config");
+        snprintf(servers, sizeof servers, "%lld%s%s", jint(st, "servers", 1),
+                 strcmp(from, "config") == 0 ? "" : " ", strcmp(from, "config") == 0 ? "" : from);
+        per_s(jnum(st, "arrivals_per_s"), arr, sizeof arr);
+        per_s(jnum(st, "saturation_per_s"), sat, sizeof sat);
+        per_s(jnum(st, "root_saturation_per_s"), rsat, sizeof rsat);
+        const char *m = jstr(st, "method", "?");
+        fprintf(out, "%s%c %-*.*s %5s  %-14s %9s  %-11s %9s %10s %10s  %s\n", indent,
+                strcmp(name, bottleneck) == 0 ? '*'
+                : is_co                       ? '+'
+                                              : ' ',
+                width, width, name, rho, iv, svc, servers, arr, sat, rsat,
+                strcmp(m, "busy") == 0       ? "busy time"
+                : strcmp(m, "baseline") == 0 ? "quiet baseline"
+                : strcmp(m, "mmc") == 0      ? "M/M/c, Little"
+                                             : m);
+    }
+    char now[24], satr[24], qta[24], onset[24];
+    per_s(jnum(ov, "arrivals_per_s"), now, sizeof now);
+    per_s(jnum(ov, "saturation_per_s"), satr, sizeof satr);
+    per_s(jnum(ov, "qta_violation_per_s"), qta, sizeof qta);
+    per_s(jnum(ov, "divergence_onset_per_s"), onset, sizeof onset);
+    fprintf(out, "%s  (* bottleneck, + co-bottleneck; rates in arrivals per second)\n", indent);
+    fprintf(out, "%s  %s takes %s now and saturates at %s", indent, root ? root : "the root", now,
+            satr);
+    double ratio = jnum(ov, "saturation_per_s") / jnum(ov, "arrivals_per_s");
+    if (!isnan(ratio)) {
+        fprintf(out, " (%.2f× today)", ratio);
+    }
+    fprintf(out, "; its QTA fails at: %s; observed and calculated parted at: %s\n",
+            strcmp(qta, "-") == 0 ? "no QTA, or not before saturation" : qta,
+            strcmp(onset, "-") == 0 ? "not seen" : onset);
+}
+
 void dqctl_render_verdict(FILE *out, const json_t *inv) {
     const char *verdict = jstr(inv, "verdict", NULL);
     const char *vnode = jstr(inv, "verdict_node", NULL);
@@ -350,7 +428,12 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
         format_node_stats(focus, st, sizeof st);
         fprintf(out, "  %s: %s\n", jstr(focus, "node", "?"), st);
     }
-    render_children(out, ev, problem, "  ");
+    const json_t *ov = json_object_get(ev, "overload");
+    if (json_is_object(ov)) {
+        render_overload(out, ov, jstr(inv, "node", NULL), "  ");
+    } else {
+        render_children(out, ev, problem, "  ");
+    }
 }
 
 /* ---- why ------------------------------------------------------------------------------ */
@@ -973,7 +1056,7 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
 static int abort_investigation(const struct dqctl_opts *o) {
     char *end = NULL;
     long long id = strtoll(o->abort_id, &end, 10);
-    if (!*o->abort_id || *end || id <= 0 || o->npos > 0 || o->wait || o->strategy) {
+    if (!*o->abort_id || *end || id <= 0 || o->npos > 0 || o->wait || o->strategy || o->overload) {
         dqctl_complain("diagnose: --abort takes an investigation id (a positive integer) and "
                        "nothing else");
         return DQCTL_EXIT_USAGE;
@@ -1014,7 +1097,7 @@ static int abort_investigation(const struct dqctl_opts *o) {
 
 int dqctl_diagnose_main(int argc, char **argv) {
     static const char help[] =
-        "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--wait]\n"
+        "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--overload] [--wait]\n"
         "                      [--timeout SECONDS] [--server URL] [--json]\n"
         "       dqctl diagnose --abort ID\n"
         "Asks dqd whether something is wrong at NODE (default: the diagram's first root)\n"
@@ -1030,6 +1113,14 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "dqctl says so and follows that one. --abort ID ends investigation ID and releases\n"
         "the probes it enabled (`dqctl why` says so afterwards).\n"
         "\n"
+        "Overload: with --overload (or by itself, when NODE's latency rises with its\n"
+        "arrival rate) the investigation weighs every stage (child probe) on the path:\n"
+        "its utilisation rho with an interval, service time, servers and the rate at which\n"
+        "it saturates. The verdict `overload` names the bottleneck (highest rho; stages\n"
+        "whose intervals overlap it are co-bottlenecks), the arrival rate at which NODE\n"
+        "saturates, the rate at which its QTA will fail, and where observed and calculated\n"
+        "first parted. A lone bottleneck with finer probes is descended into.\n"
+        "\n"
         "Without --wait, prints the investigation's id and returns at once (exit 0);\n"
         "`dqctl log ID` shows its progress. With --wait, prints one line per step as it\n"
         "happens (time, action, node, probes enabled, reason) and at the end the verdict,\n"
@@ -1038,8 +1129,8 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "90s, 5m; default 300; 0 waits for ever); the investigation itself goes on in dqd.\n"
         "\n"
         "Exit status (with --wait):\n"
-        "  1  a problem was found: verdict localized (at a leaf) or diffuse (spread over\n"
-        "     NODE's children, or load-induced coupling)\n"
+        "  1  a problem was found: verdict localized (at a leaf), diffuse (spread over\n"
+        "     NODE's children, or load-induced coupling) or overload (a bottleneck named)\n"
         "  0  verdict healthy (nothing abnormal), or inconclusive (no problem could be\n"
         "     pinned down)\n"
         "  2  no verdict: usage error, no connection, dqd refused (no diagram, unknown node,\n"
@@ -1047,8 +1138,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "Without --wait: 0 when the investigation was opened or is already open, else 2.\n"
         "--abort: 0 when it was ended, 2 otherwise (unknown id, or nothing left to end).\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT | DQCTL_OPT_ABORT, 0,
-                             1, help, &o);
+    int rc = dqctl_start_cmd(
+        argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT | DQCTL_OPT_ABORT | DQCTL_OPT_OVERLOAD, 0,
+        1, help, &o);
     if (rc >= 0) {
         return rc;
     }
@@ -1078,6 +1170,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
     }
     if (o.strategy) {
         json_object_set_new(body, "strategy", json_string(o.strategy));
+    }
+    if (o.overload) {
+        json_object_set_new(body, "overload", json_true());
     }
     json_t *data = NULL;
     rc = dqctl_api_call(&o, "POST", "/api/v1/diagnose", body, &data);

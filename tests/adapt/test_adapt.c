@@ -684,7 +684,10 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
         const char *also = json_string_value(json_object_get(stats, "also"));
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " check %s: %s%s%s%s", h->investigation,
                  h->node, json_string_value(json_object_get(stats, "problem")),
-                 mode ? " (largest contributor: no reference)" : "", also ? ", also " : "",
+                 !mode                                ? ""
+                 : strcmp(mode, "overload") == 0      ? " (overload)"
+                                                      : " (largest contributor: no reference)",
+                 also ? ", also " : "",
                  also ? also : "");
     } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0 ||
                strcmp(h->action, "share") == 0 || strcmp(h->action, "enable") == 0 ||
@@ -696,6 +699,28 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " verdict %s %s%s%s", h->investigation,
                  h->verdict ? h->verdict : "?", h->node, l->r->c->show_reasons && why ? ": " : "",
                  l->r->c->show_reasons && why ? why : "");
+        /* an overload verdict's stages, each estimate with its method */
+        json_t *ov = json_object_get(stats, "overload");
+        size_t i;
+        json_t *st;
+        json_array_foreach(json_object_get(ov, "stages"), i, st) {
+            if (!l->r->c->show_reasons) {
+                break;
+            }
+            size_t len = strlen(row->text);
+            snprintf(row->text + len, sizeof row->text - len,
+                     "%s%s ρ %.3f [%.3f, %.3f] S %.3g ms c %d %s, %s, saturates %.4g/s",
+                     i == 0 ? " | stages: " : "; ",
+                     json_string_value(json_object_get(st, "probe")),
+                     json_number_value(json_object_get(st, "rho")),
+                     json_number_value(json_object_get(st, "rho_low")),
+                     json_number_value(json_object_get(st, "rho_high")),
+                     json_number_value(json_object_get(st, "service_ms")),
+                     (int)json_integer_value(json_object_get(st, "servers")),
+                     json_string_value(json_object_get(st, "servers_from")),
+                     json_string_value(json_object_get(st, "method")),
+                     json_number_value(json_object_get(st, "root_saturation_per_s")));
+        }
     } else {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s", h->investigation, h->action,
                  h->node);

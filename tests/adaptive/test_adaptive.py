@@ -25,11 +25,11 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "integration"))
+import dqdtest
 from dqdtest import Dqd, make_workdir, promtool_check, remove_workdir, run_script
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
@@ -90,65 +90,10 @@ def wait_data(d, probe, timeout=10):
     return d.wait_until(lambda: d.dq(probe) is not None, timeout=timeout)
 
 
-class HeldSim:
-    """dqsim --clock sim --hold: simulated time moves only when told (`run S`); a thread
-    can keep it moving while a command waits on dqd."""
-
-    def __init__(self, ingest_port, rate=300, extra=()):
-        self.proc = subprocess.Popen(
-            [DQSIM, "--diagram", DIAGRAM, "--dqd", "127.0.0.1:%d" % ingest_port, "--clock",
-             "sim", "--hold", "--leaf-mean", "2:2", "--rate", str(rate), "--seed", "7",
-             "--batch-ms", "20", *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-        self.now = 0.0
-        self.lock = threading.Lock()
-        self.driving = False
-
-    def _wait_held(self, target):
-        for line in self.proc.stdout:
-            if line.startswith("held at "):
-                self.now = float(line.split()[2])
-                if self.now >= target - 1e-6:
-                    return
-        raise RuntimeError("dqsim ended")
-
-    def run(self, seconds):
-        with self.lock:
-            target = self.now + seconds
-            self.proc.stdin.write("run %g\n" % seconds)
-            self.proc.stdin.flush()
-            self._wait_held(target)
-
-    def say(self, line):
-        with self.lock:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-
-    def drive(self, step=1.0):
-        """Moves simulated time on, a step at a time, until stop_driving()."""
-        self.driving = True
-
-        def loop():
-            while self.driving and self.proc.poll() is None:
-                self.run(step)
-                time.sleep(0.01)
-        self.thread = threading.Thread(target=loop, daemon=True)
-        self.thread.start()
-
-    def stop_driving(self):
-        self.driving = False
-        self.thread.join(30)
-
-    def stop(self):
-        self.driving = False
-        if self.proc.poll() is None:
-            try:
-                self.say("quit")
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+def HeldSim(ingest_port, rate=300, extra=()):
+    """dqsim in held simulated time on tree27 (dqdtest.HeldSim)."""
+    return dqdtest.HeldSim(DQSIM, DIAGRAM, ingest_port, rate=rate,
+                           extra=["--leaf-mean", "2:2", *extra])
 
 
 def localize(c, kind, fault, leaf, rate=300):

@@ -473,3 +473,86 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+class HeldSim:
+    """dqsim --clock sim --hold connected to a dqd started with --clock sim: simulated
+    time moves only when told (`run S`); a thread can keep it moving while a command
+    waits on dqd. Lines dqsim prints besides `held at` (station, status, error …) are
+    kept in `lines`."""
+
+    def __init__(self, dqsim, diagram, ingest_port, rate=300, extra=(), seed=7):
+        self.proc = subprocess.Popen(
+            [dqsim, "--diagram", diagram, "--dqd", "127.0.0.1:%d" % ingest_port, "--clock",
+             "sim", "--hold", "--rate", str(rate), "--seed", str(seed), "--batch-ms", "20",
+             *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        self.now = 0.0
+        self.lines = []
+        self.lock = threading.Lock()
+        self.driving = False
+        self.thread = None
+
+    def _wait_held(self, target):
+        for line in self.proc.stdout:
+            if line.startswith("held at "):
+                self.now = float(line.split()[2])
+                if self.now >= target - 1e-6:
+                    return
+            else:
+                self.lines.append(line.rstrip("\n"))
+        raise RuntimeError("dqsim ended")
+
+    def run(self, seconds):
+        with self.lock:
+            target = self.now + seconds
+            self.proc.stdin.write("run %g\n" % seconds)
+            self.proc.stdin.flush()
+            self._wait_held(target)
+
+    def say(self, line):
+        with self.lock:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+
+    def stations(self):
+        """`stations`, answered once dqsim has moved on: {name: {servers, util, busy_s,
+        served, rejected}} (util over the interval since the previous call)."""
+        n = len(self.lines)
+        self.say("stations")
+        self.run(0.001)
+        out = {}
+        for line in self.lines[n:]:
+            w = line.split()
+            if len(w) >= 2 and w[0] == "station":
+                kv = dict(x.split("=", 1) for x in w[2:] if "=" in x)
+                out[w[1]] = {k: float(v) for k, v in kv.items()
+                             if k in ("servers", "util", "busy_s", "served", "rejected")}
+        return out
+
+    def drive(self, step=1.0):
+        """Moves simulated time on, a step at a time, until stop_driving()."""
+        self.driving = True
+
+        def loop():
+            while self.driving and self.proc.poll() is None:
+                self.run(step)
+                time.sleep(0.01)
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+
+    def stop_driving(self):
+        self.driving = False
+        if self.thread:
+            self.thread.join(30)
+
+    def stop(self):
+        self.driving = False
+        if self.proc.poll() is None:
+            try:
+                self.say("quit")
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
