@@ -319,6 +319,10 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
 /* The z from which it counts (the node check's threshold). */
 double adapt__rate_latency_zt(void);
+/* 1 for a problem kind a load can cause, which turns into an overload investigation when
+ * the latency rises with the arrivals: latency, QTA, variance (a queue stretches the
+ * tail). Lost and divergence stay what they are. */
+int adapt__load_shaped(int problem);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 
@@ -391,6 +395,7 @@ struct overload_stage {
     int servers;                      /* c */
     const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
     double rho, rho_lo, rho_hi;
+    double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
     double sat;         /* c/S: the arrivals per second that saturate it */
     double sat_root;    /* … in arrivals of the investigation's node: sat / share */
     const char *method; /* "busy", "baseline", "mmc" */

@@ -36,6 +36,10 @@
 #define VERDICT_HEALTHY 100
 #define VERDICT_OVERLOAD 101
 
+int adapt__load_shaped(int problem) {
+    return problem == SEARCH_LATENCY || problem == SEARCH_QTA || problem == SEARCH_VARIANCE;
+}
+
 const char *adapt__problem_name(const struct investigation *inv) {
     return inv->characterised ? search_problem_name(inv->problem) : "unknown";
 }
@@ -133,11 +137,9 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     if (o->who) {
         json_object_set_new(stats, "requested_by", json_string(o->who));
     }
-    /* overload: asked for, or a trigger's latency problem that rises with the arrivals */
+    /* overload: asked for, or a trigger's delay problem that rises with the arrivals */
     inv->overload = o->overload;
-    if (!inv->overload && o->trigger_id && c.n > 0 &&
-        (c.p[0].kind == SEARCH_LATENCY || c.p[0].kind == SEARCH_QTA || o->problem == SEARCH_QTA ||
-         o->problem == SEARCH_LATENCY) &&
+    if (!inv->overload && o->trigger_id && adapt__load_shaped(o->problem) &&
         adapt__rate_latency_z(pl, p) >= adapt__rate_latency_zt()) {
         inv->overload = 1;
     }
@@ -1045,7 +1047,7 @@ static void search(struct plan *pl, struct investigation *inv) {
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
     if (!inv->overload && !inv->contributor &&
-        (inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA)) {
+        adapt__load_shaped((int)inv->problem)) {
         /* a latency problem that turns out to rise with the arrivals is an overload */
         double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
         if (rz >= adapt__rate_latency_zt()) {
@@ -1170,7 +1172,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         inv->characterised = 1;
         set_also(inv, c);
         double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
-        if (!inv->overload && (inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA) &&
+        if (!inv->overload && adapt__load_shaped((int)inv->problem) &&
             rz >= adapt__rate_latency_zt()) {
             inv->overload = 1; /* its latency rises with its arrivals: where does it saturate? */
         }

@@ -11,10 +11,13 @@
  *   baseline  several servers and quiet windows (its lowest-rate windows, kept across
  *             restarts) at under half today's rate: S = their mean sojourn (at low load
  *             there is hardly any wait).
- *   mmc       several servers and no such baseline: Little's law gives the mean number
- *             in the station, L = λ·W, and the M/M/c formula L = cρ + C(c, cρ)·ρ/(1 − ρ)
- *             is solved for ρ (Erlang's C: the probability of waiting). It assumes
- *             exponential service.
+ *   mmc       several servers and no such baseline: the M/M/c model read twice, from
+ *             the busy fraction (the time the station holds any request: 1 − P0(c, ρ))
+ *             and from the mean number in it (Little's law, L = λ·W = cρ + C(c, cρ)·ρ/
+ *             (1 − ρ), Erlang's C the probability of waiting), each solved for ρ; the
+ *             mean of the two, the interval spanning both. It assumes Poisson arrivals
+ *             and exponential service; their departures pull the two readings apart in
+ *             opposite directions.
  *
  * The servers come from the configuration; without, a quiet baseline infers a pool when
  * λ·S (servers in service on average) clearly exceeds the busy fraction (the time any is
@@ -61,6 +64,41 @@ static double erlang_c(int c, double a) {
     return top / (sum + top);
 }
 
+/* The probability that an M/M/c station at utilisation rho holds any request. */
+static double mmc_busy(int c, double rho) {
+    if (rho >= 1.0) {
+        return 1.0;
+    }
+    double a = (double)c * rho, term = 1.0, sum = 1.0;
+    for (int k = 1; k < c; k++) {
+        term *= a / (double)k;
+        sum += term;
+    }
+    double last = term * a / (double)c / (1.0 - rho); /* a^c / (c! (1 − ρ)) */
+    return 1.0 - 1.0 / (sum + last);
+}
+
+/* The M/M/c utilisation at which the station holds a request a fraction `busy` of the
+ * time (bisection). */
+static double mmc_rho_of_busy(int c, double busy) {
+    if (!(busy > 0.0)) {
+        return 0.0;
+    }
+    if (busy >= 1.0) {
+        return 1.0;
+    }
+    double lo = 0.0, hi = 1.0;
+    for (int i = 0; i < 60; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mmc_busy(c, mid) < busy) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return 0.5 * (lo + hi);
+}
+
 /* The mean number in an M/M/c station at utilisation rho. */
 static double mmc_l(int c, double rho) {
     if (rho >= 1.0) {
@@ -70,12 +108,12 @@ static double mmc_l(int c, double rho) {
 }
 
 /* The M/M/c utilisation whose mean number in the station is l (bisection). */
-static double mmc_rho(int c, double l) {
+static double mmc_rho_of_l(int c, double l) {
     if (!(l > 0.0)) {
         return 0.0;
     }
     double lo = 0.0, hi = 1.0;
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 60; i++) {
         double mid = 0.5 * (lo + hi);
         if (mmc_l(c, mid) < l) {
             lo = mid;
@@ -152,6 +190,7 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
     double busy, busy_se, done;
     rates_of(p, from, pl->upto, window_s, &st->lambda, &busy, &busy_se, &done);
     st->to = pl->upto;
+    st->rho_busy = st->rho_little = NAN;
     st->w = s->n_ok > 0 ? s->mean : NAN;
     st->share = lambda_root > 0 ? st->lambda / lambda_root : NAN;
     /* the quiet windows are a low-load baseline only when their load was well below now's */
@@ -186,13 +225,26 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
         st->rho_lo = st->rho * (1 - z * rel);
         st->rho_hi = st->rho * (1 + z * rel);
     } else {
-        /* Little's law gives the mean number in the station; the M/M/c formula gives the
-         * utilisation that makes it */
+        /* two readings of the M/M/c model: the time the station holds any request (its
+         * busy fraction) is 1 − P0(c, ρ), and the mean number in it (Little's law, L =
+         * λW) is cρ + C(c, cρ)·ρ/(1 − ρ). Arrivals more regular than Poisson leave the
+         * station empty less often (the first reads high) and queue less (the second reads
+         * low); a queue's length also wanders for seconds near saturation, so its mean
+         * over a few windows is noisy. The estimate is their mean; its interval spans
+         * both. */
         st->method = "mmc";
         double w_se = search_stats_mean_se(s);
-        st->rho = mmc_rho(st->servers, st->lambda * st->w);
-        st->rho_lo = mmc_rho(st->servers, st->lambda * (st->w - z * w_se));
-        st->rho_hi = mmc_rho(st->servers, st->lambda * (st->w + z * w_se));
+        double rb = mmc_rho_of_busy(st->servers, busy);
+        double rl = mmc_rho_of_l(st->servers, st->lambda * st->w);
+        double lb = mmc_rho_of_busy(st->servers, busy - z * busy_se);
+        double hb = mmc_rho_of_busy(st->servers, busy + z * busy_se);
+        double ll = mmc_rho_of_l(st->servers, st->lambda * (st->w - z * w_se));
+        double hl = mmc_rho_of_l(st->servers, st->lambda * (st->w + z * w_se));
+        st->rho = 0.5 * (rb + rl);
+        st->rho_busy = rb;
+        st->rho_little = rl;
+        st->rho_lo = lb < ll ? lb : ll;
+        st->rho_hi = hb > hl ? hb : hl;
         st->service = st->lambda > 0 ? st->rho * st->servers / st->lambda : NAN;
     }
     st->rho_lo = st->rho_lo > 0 ? st->rho_lo : 0;
@@ -502,6 +554,11 @@ json_t *adapt__overload_json(const struct overload_result *r) {
                       "servers", st->servers, "servers_from", st->servers_from, "saturation_per_s",
                       num_or_null(st->sat), "root_saturation_per_s", num_or_null(st->sat_root),
                       "method", st->method, "sojourn_ms", num_or_null(st->w * 1e3));
+        if (isfinite(st->rho_busy)) {
+            json_object_set_new(o, "readings",
+                                json_pack("{s:o,s:o}", "busy", num_or_null(st->rho_busy),
+                                          "little", num_or_null(st->rho_little)));
+        }
         json_array_append_new(stages, o);
         if (st->co) {
             json_array_append_new(co, json_string(st->name));

@@ -55,6 +55,7 @@
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19
 #define PROBES_QUIET 8          /* quiet windows a probe keeps */
+#define PROBES_BUSY_SEGMENTS 8  /* busy segments a window keeps open to merge */
 #define PROBES_QUIET_MIN_OK 30  /* ok instances a window needs to be one */
 #define PROBES_LABEL_MAX 160        /* bytes of an origin's label, with the NUL */
 #define PROBES_MAX_NODES 8          /* named nodes a probe is split by; more are pooled */
@@ -84,7 +85,12 @@ struct probe_slot {
     int64_t wid; /* −1 when empty */
     uint64_t ok, fa, to, out;
     double sum, sumsq, min, max;
-    int64_t busy_lo, busy_hi, busy_ns; /* the union of intervals: open segment, and the rest */
+    /* busy time, the union of the instances' intervals: the newest disjoint segments,
+     * sorted (instances arrive about in end order, but one that was overtaken can reach
+     * back over several), and the length of those no longer kept */
+    int64_t busy_seg[PROBES_BUSY_SEGMENTS][2];
+    int busy_n;
+    int64_t busy_ns;
     uint32_t *counts; /* n entries */
 };
 

@@ -80,11 +80,53 @@ int probes_grid(double dmax_ms, int bins, int *k, int *n) {
                    ldexp(1.0, DQ_MAX_K));
 }
 
+/*
+ * Adds [lo, hi] to the slot's busy time: merged with the kept segments it touches, or
+ * kept as a segment of its own; the oldest segment is let go (counted, no longer
+ * mergeable) when there is no room. A single FIFO server is busy exactly while a request
+ * is in the station, so this is its busy time whatever order the instances come in, as
+ * long as none reaches back past the kept segments.
+ */
+static void busy_add(struct probe_slot *s, int64_t lo, int64_t hi) {
+    int n = s->busy_n, i = 0;
+    while (i < n && s->busy_seg[i][1] < lo) {
+        i++; /* segments wholly before */
+    }
+    int j = i;
+    while (j < n && s->busy_seg[j][0] <= hi) {
+        lo = s->busy_seg[j][0] < lo ? s->busy_seg[j][0] : lo;
+        hi = s->busy_seg[j][1] > hi ? s->busy_seg[j][1] : hi;
+        j++; /* segments it touches: merged */
+    }
+    if (j > i) {
+        s->busy_seg[i][0] = lo;
+        s->busy_seg[i][1] = hi;
+        memmove(&s->busy_seg[i + 1], &s->busy_seg[j], (size_t)(n - j) * sizeof s->busy_seg[0]);
+        s->busy_n = n - (j - i - 1);
+        return;
+    }
+    if (n == PROBES_BUSY_SEGMENTS) {
+        if (i == 0) { /* before everything kept: counted on its own */
+            s->busy_ns += hi - lo;
+            return;
+        }
+        s->busy_ns += s->busy_seg[0][1] - s->busy_seg[0][0];
+        memmove(&s->busy_seg[0], &s->busy_seg[1], (size_t)(n - 1) * sizeof s->busy_seg[0]);
+        n--;
+        i--;
+    }
+    memmove(&s->busy_seg[i + 1], &s->busy_seg[i], (size_t)(n - i) * sizeof s->busy_seg[0]);
+    s->busy_seg[i][0] = lo;
+    s->busy_seg[i][1] = hi;
+    s->busy_n = n + 1;
+}
+
 static void slot_clear(struct probe_slot *s, int n) {
     s->wid = -1;
     s->ok = s->fa = s->to = s->out = 0;
     s->sum = s->sumsq = s->min = s->max = 0.0;
-    s->busy_lo = s->busy_hi = s->busy_ns = 0;
+    s->busy_n = 0;
+    s->busy_ns = 0;
     if (s->counts) {
         memset(s->counts, 0, sizeof(uint32_t) * (size_t)n);
     }
@@ -414,16 +456,7 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     struct probe_slot *s = &p->slots[si];
     s->wid = wid;
     if (status != PROBE_TO) {
-        /* busy time: the union of the intervals (instances arrive about in end order; a
-         * single FIFO server is busy exactly while one is in the system) */
-        if (start_ns > s->busy_hi) {
-            s->busy_ns += s->busy_hi - s->busy_lo;
-            s->busy_lo = start_ns;
-            s->busy_hi = end_ns;
-        } else {
-            s->busy_hi = end_ns > s->busy_hi ? end_ns : s->busy_hi;
-            s->busy_lo = start_ns < s->busy_lo ? start_ns : s->busy_lo;
-        }
+        busy_add(s, start_ns, end_ns);
     }
     struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
@@ -633,7 +666,10 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
             continue;
         }
         struct probe_window w = {.wid = wid, .ok = s->ok, .fa = s->fa, .to = s->to, .out = s->out};
-        int64_t busy = s->busy_ns + (s->busy_hi - s->busy_lo);
+        int64_t busy = s->busy_ns;
+        for (int k = 0; k < s->busy_n; k++) {
+            busy += s->busy_seg[k][1] - s->busy_seg[k][0];
+        }
         w.busy = (double)(busy < t->window_ns ? busy : t->window_ns) * 1e-9;
         if (s->ok > 0) {
             moments_of(s->ok, s->sum, s->sumsq, &w.mean, &w.variance);
