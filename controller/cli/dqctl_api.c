@@ -863,29 +863,29 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
 
 /*
  * One API call: method on server+path with an optional JSON body. On success *data is a
- * new reference to the envelope's data and the result is 0; otherwise the message is
- * printed and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
+ * new reference to the envelope's data and the result is 0; otherwise the message goes to
+ * msg and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
  */
-int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
-                   const json_t *body, json_t **data) {
+static int api_request(const struct dqctl_opts *o, const char *method, const char *path,
+                       const json_t *body, json_t **data, char *msg, size_t msg_cap) {
     char url[4096];
     size_t sl = strlen(o->server);
     while (sl > 0 && o->server[sl - 1] == '/') {
         sl--;
     }
     if (snprintf(url, sizeof url, "%.*s%s", (int)sl, o->server, path) >= (int)sizeof url) {
-        dqctl_complain("URL too long");
+        set_err(msg, msg_cap, "URL too long");
         return DQCTL_EXIT_USAGE;
     }
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (body && !payload) {
-        dqctl_complain("out of memory");
+        set_err(msg, msg_cap, "out of memory");
         return DQCTL_EXIT_USAGE;
     }
     CURL *c = curl_easy_init();
     if (!c) {
         free(payload);
-        dqctl_complain("cannot initialise libcurl");
+        set_err(msg, msg_cap, "cannot initialise libcurl");
         return DQCTL_EXIT_USAGE;
     }
     struct fetch f = {0};
@@ -928,13 +928,14 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
     int result = DQCTL_EXIT_USAGE;
     if (rc != CURLE_OK) {
         if (f.over) {
-            dqctl_complain("the answer of dqd at %.*s is larger than %u MiB", (int)sl, o->server,
-                           DQCTL_MAX_RESPONSE >> 20);
+            set_err(msg, msg_cap, "the answer of dqd at %.*s is larger than %u MiB", (int)sl,
+                    o->server, DQCTL_MAX_RESPONSE >> 20);
         } else {
             const char *why =
                 os_errno ? strerror((int)os_errno) : (errbuf[0] ? errbuf : curl_easy_strerror(rc));
-            dqctl_complain("cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
-                           (int)sl, o->server, why);
+            set_err(msg, msg_cap,
+                    "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
+                    (int)sl, o->server, why);
         }
         free(f.data);
         return result;
@@ -943,21 +944,36 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
     json_t *env = f.data ? json_loadb(f.data, f.len, 0, &jerr) : NULL;
     const char *st = jstr(env, "status", NULL);
     if (!json_is_object(env) || !st) {
-        dqctl_complain("%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)", method,
-                       path, status, (int)sl, o->server);
+        set_err(msg, msg_cap, "%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)",
+                method, path, status, (int)sl, o->server);
     } else if (strcmp(st, "success") != 0 || status >= 400) {
-        dqctl_complain("%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"), status,
-                       jstr(env, "errorType", "?"));
+        set_err(msg, msg_cap, "%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"),
+                status, jstr(env, "errorType", "?"));
     } else {
         *data = json_incref(json_object_get(env, "data"));
         result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
         if (!*data) {
-            dqctl_complain("%s %s: the answer has no data", method, path);
+            set_err(msg, msg_cap, "%s %s: the answer has no data", method, path);
         }
     }
     json_decref(env);
     free(f.data);
     return result;
+}
+
+int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
+                   const json_t *body, json_t **data) {
+    char msg[4096];
+    int rc = api_request(o, method, path, body, data, msg, sizeof msg);
+    if (rc != DQCTL_EXIT_OK) {
+        dqctl_complain("%s", msg);
+    }
+    return rc;
+}
+
+int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
+                        size_t err_cap) {
+    return api_request(o, "GET", path, NULL, data, err, err_cap);
 }
 
 void dqctl_print_json(const json_t *data) {

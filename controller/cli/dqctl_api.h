@@ -190,6 +190,14 @@ int dqctl_end_cmd(int code);
 int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
                    const json_t *body, json_t **data);
 
+/*
+ * A GET like dqctl_api_call that prints nothing: on failure the message (the same text,
+ * without the "dqctl: " prefix) goes to err and the result is 2, for a caller that says
+ * what it was fetching (dqctl model's measured ΔQs). Needs curl_global_init done.
+ */
+int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
+                        size_t err_cap);
+
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);
 

@@ -24,8 +24,8 @@ struct dqctl_command {
 };
 
 static const struct dqctl_command commands[] = {
-    {"model", "offline what-if: a .dq model's end-to-end ΔQ from its parts' ΔQs (no daemon)",
-     dqctl_model_main, 1},
+    {"model", "what-if: a .dq model's end-to-end ΔQ from its parts' ΔQs, given or measured",
+     dqctl_model_main, 0},
     {"status", "dqd's version, addresses, counters and wrappers", dqctl_status_main, 0},
     {"probes", "every probe: state, dMax, last window's quantiles, QTA", dqctl_probes_main, 0},
     {"dq", "a probe's ΔQ for a window: table, CDF plot, CSV; exit 1 if its QTA fails",

@@ -1,20 +1,24 @@
 /*
  * dqctl_model.c: `dqctl model`, the offline what-if calculator.
  *
- * Loads a .dq model, gives some of its nodes a ΔQ from a distribution (--set NAME=DIST),
- * runs the engine's evaluator and prints, for each root (or each --node), the calculated
- * ΔQ: quantiles, mean, lost mass and a terminal CDF plot, or one JSON object per node.
- * No daemon is involved: this is the engine used directly.
+ * Loads a .dq model, gives some of its nodes a ΔQ from a distribution (--set NAME=DIST,
+ * the language of dqctl_dist.h), runs the engine's evaluator and prints, for each root
+ * (or each --node), the calculated ΔQ: quantiles, mean, lost mass and a terminal CDF plot,
+ * or one JSON object per node. This is the engine used directly; dqd is asked only for
+ * the measured DISTs (probe:, calculated:, snapshot:), after the model and its names
+ * have been checked, with dqctl's usual --server / $DQD_URL / $DQD_TOKEN.
  *
  * The grid: every node is evaluated on one grid (width 2^k ms, N bins). Unless both are
  * given, it is chosen from the support of the given distributions: an upper bound B on
- * each reported node's delay (wait T → T, uniform(A,B) → B, exponential(λ) → ln(10^9)/λ,
- * samples → the largest, never → 0; sums along sequences, maxima across operators),
- * then the smallest width whose N bins (default 1024) reach B. The rule is documented
- * in docs/outcome-diagrams.md.
+ * each reported node's delay (dqctl_dist_bound; sums along sequences, maxima across
+ * operators), then the smallest width whose N bins (default 1024) reach B, and no finer
+ * than the coarsest measured ΔQ's bins (dqctl_dist_resolution): the engine's operators
+ * would bring finer operands to that width anyway. The rule is documented in
+ * docs/outcome-diagrams.md.
  */
 #include "dqctl.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -26,12 +30,13 @@
 
 #include "diagram.h"
 #include "dq.h"
+#include "dqctl_api.h"
+#include "dqctl_dist.h"
 
-#define MODEL_MAX_FILE (16u << 20)       /* bytes of a .dq file */
-#define MODEL_MAX_SAMPLES 10000000u      /* lines of one samples file */
-#define MODEL_MAX_LINE 1024              /* bytes of one samples line */
-#define MODEL_DEFAULT_BINS 1024          /* N when --bins is not given */
-#define MODEL_EXP_TAIL_LN 20.72326583694 /* ln(1e9): exponential bound leaves 1e-9 out */
+#define MODEL_MAX_FILE (16u << 20)  /* bytes of a .dq file */
+#define MODEL_MAX_SAMPLES 10000000u /* lines of one samples file */
+#define MODEL_MAX_LINE 1024         /* bytes of one samples line */
+#define MODEL_DEFAULT_BINS 1024     /* N when --bins is not given */
 #define PLOT_COLS 60
 #define PLOT_ROWS 10
 
@@ -39,18 +44,14 @@ static const double report_p[] = {0.5, 0.9, 0.95, 0.99};
 static const char *const report_key[] = {"0.5", "0.9", "0.95", "0.99"};
 #define N_REPORT_P (sizeof report_p / sizeof report_p[0])
 
-enum dist_kind { DIST_WAIT, DIST_UNIFORM, DIST_EXPONENTIAL, DIST_NEVER, DIST_SAMPLES };
-
 /* One --set: the node and the distribution it behaves like. */
 struct setting {
     int node;
-    const char *name; /* as given (points into argv) */
-    enum dist_kind kind;
-    double a, b;       /* wait: a = T; uniform: [a, b]; exponential: a = rate */
-    double *durations; /* samples: successes, owned */
-    size_t count;
-    uint64_t n_failed, n_timeout;
-    double bound; /* upper bound of its support, seconds */
+    const char *name;        /* owned copy of NAME */
+    const char *text;        /* DIST as given (points into argv) */
+    struct dqctl_dist *dist; /* parsed, owned */
+    char note[512];          /* measured: what dqd sent (window, instances, grid) */
+    double bound;            /* upper bound of its support, seconds */
     struct dq *dq;
 };
 
@@ -63,40 +64,62 @@ struct model_args {
     double bin_width; /* 0 when not given */
     int bins;         /* 0 when not given */
     int json;
+    const char *server; /* --server, NULL when not given */
 };
 
 static void model_usage(FILE *out) {
-    fprintf(out, "usage: dqctl model FILE.dq --set NAME=DIST [--set NAME=DIST …] [--node NAME]…\n"
-                 "                   [--bin-width SECONDS] [--bins N] [--json]\n"
-                 "\n"
-                 "What would the end-to-end ΔQ be if these parts behaved like this? Loads an\n"
-                 "outcome diagram, gives the named nodes the distributions below, and prints\n"
-                 "each root's calculated ΔQ (or each --node's): quantiles, mean, lost mass and\n"
-                 "a CDF plot. Times are in seconds. No daemon is needed.\n"
-                 "\n"
-                 "DIST is one of:\n"
-                 "  wait(T)            always exactly T\n"
-                 "  uniform(A,B)       uniform on [A, B], 0 <= A <= B\n"
-                 "  exponential(RATE)  exponential with RATE per second (mean 1/RATE)\n"
-                 "  never              never completes (all mass lost)\n"
-                 "  samples(PATH)      one duration per line; `fail` or `timeout` lines count as\n"
-                 "                     lost; blank lines and lines starting with # are skipped\n"
-                 "\n"
-                 "options:\n"
-                 "  --set NAME=DIST    give node NAME (outcome, definition or operator) this ΔQ;\n"
-                 "                     a node given a ΔQ is used as is by its parents\n"
-                 "  --node NAME        report this node instead of the roots (repeatable)\n"
-                 "  --bin-width S      bin width: 0.001 s times a power of two (2^-10 … 2^10)\n"
-                 "  --bins N           number of bins, 1 … 4096 (default 1024)\n"
-                 "  --json             one JSON object per reported node, one per line\n"
-                 "  -h, --help         this help\n"
-                 "\n"
-                 "Without --bin-width the width is the smallest that lets the bins cover every\n"
-                 "reported node's support. Exit status: 0 success, 2 usage or model error.\n"
-                 "\n"
-                 "example:\n"
-                 "  dqctl model pipeline.dq --set worker_1='uniform(1,2)' "
-                 "--set worker_2='uniform(1,2)'\n");
+    fprintf(out,
+            "usage: dqctl model FILE.dq --set NAME=DIST [--set NAME=DIST …] [--node NAME]…\n"
+            "                   [--bin-width SECONDS] [--bins N] [--server URL] [--json]\n"
+            "\n"
+            "What would the end-to-end ΔQ be if these parts behaved like this? Loads an\n"
+            "outcome diagram, gives the named nodes the distributions below, and prints\n"
+            "each root's calculated ΔQ (or each --node's): quantiles, mean, lost mass and\n"
+            "a CDF plot. Times are in seconds. Only measured DISTs need a running dqd.\n"
+            "\n"
+            "DIST is one of:\n"
+            "  wait(T)            always exactly T\n"
+            "  uniform(A,B)       uniform on [A, B], 0 <= A <= B\n"
+            "  exponential(RATE)  exponential with RATE per second (mean 1/RATE)\n"
+            "  never              never completes (all mass lost)\n"
+            "  samples(PATH)      one duration per line; `fail` or `timeout` lines count as\n"
+            "                     lost; blank lines and lines starting with # are skipped\n"
+            "measured by dqd (NAME a probe; its own bins and lost mass):\n"
+            "  probe:NAME         the observed ΔQ of NAME's latest closed window\n"
+            "  probe:NAME@W       the window W back (0 or `latest` = the latest, as dq --window)\n"
+            "  calculated:NAME[@W]  the ΔQ dqd calculated for NAME from the diagram\n"
+            "  snapshot:ID:NAME   NAME's observed ΔQ in snapshot ID: its newest window after\n"
+            "                     the trigger fired; snapshot:ID:NAME:before the newest before\n"
+            "what-if transformations, of any DIST:\n"
+            "  scale(DIST,K)      every delay times K >= 0: K = 0.5 is twice as fast\n"
+            "  shift(DIST,S)      every delay plus S seconds; S < 0 is faster (what would\n"
+            "                     fall below 0 is put at 0)\n"
+            "  Each bin's mass is spread evenly over the delays it stands for (its bin\n"
+            "  width), mapped, and shared among the result's bins in proportion to the\n"
+            "  overlap; mass mapped past the horizon is lost; lost mass stays lost.\n"
+            "  They nest: shift(scale(probe:db,0.5),0.002).\n"
+            "\n"
+            "options:\n"
+            "  --set NAME=DIST    give node NAME (outcome, definition or operator) this ΔQ;\n"
+            "                     a node given a ΔQ is used as is by its parents\n"
+            "  --node NAME        report this node instead of the roots (repeatable)\n"
+            "  --bin-width S      bin width: 0.001 s times a power of two (2^-10 … 2^10)\n"
+            "  --bins N           number of bins, 1 … 4096 (default 1024)\n"
+            "  --server URL       dqd for measured DISTs (default: $DQD_URL, else\n"
+            "                     " DQCTL_DEFAULT_SERVER "); $DQD_TOKEN is sent when set\n"
+            "  --json             one JSON object per reported node, one per line\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Without --bin-width the width is the smallest that lets the bins cover every\n"
+            "reported node's support, and no finer than the measured ΔQs' bins (times K\n"
+            "under scale): results are exact to that width. Exit status: 0 success, 2 usage,\n"
+            "model or connection error (also: an unknown probe or snapshot, a probe with no\n"
+            "closed window yet, dqd unreachable).\n"
+            "\n"
+            "examples:\n"
+            "  dqctl model pipeline.dq --set worker_1='uniform(1,2)' "
+            "--set worker_2='uniform(1,2)'\n"
+            "  dqctl model shop.dq --set front=probe:front --set db='scale(probe:db,0.5)'\n");
 }
 
 #if defined(__GNUC__)
@@ -106,9 +129,9 @@ static int
 usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "dqctl model: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nsee dqctl model --help\n");
+    fprintf(dqctl_err(), "dqctl model: ");
+    vfprintf(dqctl_err(), fmt, ap);
+    fprintf(dqctl_err(), "\nsee dqctl model --help\n");
     va_end(ap);
     return DQCTL_EXIT_USAGE;
 }
@@ -138,11 +161,12 @@ static int parse_number(const char *s, size_t len, double *out) {
     return 0;
 }
 
-/* Reads a samples file into st (durations, failures, timeouts). */
-static int read_samples(const char *path, struct setting *st) {
+/* Reads a samples file into the leaf st (durations, failures, timeouts). */
+static int read_samples(const char *path, struct dqctl_dist *st) {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "dqctl model: cannot open samples file %s: %s\n", path, strerror(errno));
+        fprintf(dqctl_err(), "dqctl model: cannot open samples file %s: %s\n", path,
+                strerror(errno));
         return DQCTL_EXIT_USAGE;
     }
     size_t cap = 0;
@@ -153,7 +177,7 @@ static int read_samples(const char *path, struct setting *st) {
         lineno++;
         size_t len = strlen(line);
         if (len > MODEL_MAX_LINE) {
-            fprintf(stderr, "dqctl model: %s:%ld: line longer than %d bytes\n", path, lineno,
+            fprintf(dqctl_err(), "dqctl model: %s:%ld: line longer than %d bytes\n", path, lineno,
                     MODEL_MAX_LINE);
             rc = DQCTL_EXIT_USAGE;
             break;
@@ -170,7 +194,8 @@ static int read_samples(const char *path, struct setting *st) {
             continue;
         }
         if (st->count + st->n_failed + st->n_timeout >= MODEL_MAX_SAMPLES) {
-            fprintf(stderr, "dqctl model: %s: more than %u samples\n", path, MODEL_MAX_SAMPLES);
+            fprintf(dqctl_err(), "dqctl model: %s: more than %u samples\n", path,
+                    MODEL_MAX_SAMPLES);
             rc = DQCTL_EXIT_USAGE;
             break;
         }
@@ -184,7 +209,7 @@ static int read_samples(const char *path, struct setting *st) {
         }
         double v;
         if (parse_number(s, strlen(s), &v) < 0 || v < 0.0) {
-            fprintf(stderr,
+            fprintf(dqctl_err(),
                     "dqctl model: %s:%ld: expected a duration in seconds (≥ 0), `fail` or "
                     "`timeout`, found `%.40s`\n",
                     path, lineno, s);
@@ -195,103 +220,39 @@ static int read_samples(const char *path, struct setting *st) {
             cap = cap ? cap * 2 : 1024;
             double *d = realloc(st->durations, cap * sizeof *d);
             if (!d) {
-                fprintf(stderr, "dqctl model: out of memory reading %s\n", path);
+                fprintf(dqctl_err(), "dqctl model: out of memory reading %s\n", path);
                 rc = DQCTL_EXIT_USAGE;
                 break;
             }
             st->durations = d;
         }
         st->durations[st->count++] = v;
-        if (v > st->bound) {
-            st->bound = v;
-        }
     }
     if (rc == DQCTL_EXIT_OK && ferror(f)) {
-        fprintf(stderr, "dqctl model: error reading %s\n", path);
+        fprintf(dqctl_err(), "dqctl model: error reading %s\n", path);
         rc = DQCTL_EXIT_USAGE;
     }
     fclose(f);
     if (rc == DQCTL_EXIT_OK && st->count + st->n_failed + st->n_timeout == 0) {
-        fprintf(stderr, "dqctl model: %s holds no sample\n", path);
+        fprintf(dqctl_err(), "dqctl model: %s holds no sample\n", path);
         rc = DQCTL_EXIT_USAGE;
     }
     return rc;
 }
 
-/* Splits "NAME(ARGS)" checking NAME; args and alen get what is between the parentheses. */
-static int call_form(const char *s, const char *fn, const char **args, size_t *alen) {
-    size_t n = strlen(fn);
-    if (strncmp(s, fn, n) != 0 || s[n] != '(') {
-        return 0;
-    }
-    const char *close = strrchr(s, ')');
-    if (!close || close < s + n + 1 || close[1] != '\0') {
-        return 0;
-    }
-    *args = s + n + 1;
-    *alen = (size_t)(close - *args);
-    return 1;
-}
-
-/* Parses DIST into st. Returns 0 or prints the reason and returns DQCTL_EXIT_USAGE. */
+/* Parses DIST into st and reads its samples file, if any. Returns 0 or prints the
+ * reason and returns DQCTL_EXIT_USAGE. Nothing is fetched here. */
 static int parse_dist(const char *spec, struct setting *st) {
-    const char *args;
-    size_t alen;
-    const char *dist = spec;
-    while (*dist == ' ') {
-        dist++;
+    char err[512];
+    st->text = spec;
+    if (dqctl_dist_parse(spec, &st->dist, err, sizeof err) < 0) {
+        return usage_error("--set %s: %s", st->name, err);
     }
-    if (strcmp(dist, "never") == 0) {
-        st->kind = DIST_NEVER;
-        st->bound = 0.0;
-        return 0;
+    struct dqctl_dist *leaf = dqctl_dist_leaf(st->dist);
+    if (leaf->kind == DQCTL_DIST_SAMPLES) {
+        return read_samples(leaf->path, leaf);
     }
-    if (call_form(dist, "wait", &args, &alen)) {
-        st->kind = DIST_WAIT;
-        if (parse_number(args, alen, &st->a) < 0 || st->a < 0.0) {
-            return usage_error("wait(T) needs one time T ≥ 0 in seconds, as in wait(0.25); "
-                               "got `%s`",
-                               dist);
-        }
-        st->bound = st->a;
-        return 0;
-    }
-    if (call_form(dist, "uniform", &args, &alen)) {
-        st->kind = DIST_UNIFORM;
-        const char *comma = memchr(args, ',', alen);
-        if (!comma || parse_number(args, (size_t)(comma - args), &st->a) < 0 ||
-            parse_number(comma + 1, alen - (size_t)(comma - args) - 1, &st->b) < 0 || st->a < 0.0 ||
-            st->b < st->a) {
-            return usage_error("uniform(A,B) needs two times 0 ≤ A ≤ B in seconds, as in "
-                               "uniform(1,2); got `%s`",
-                               dist);
-        }
-        st->bound = st->b;
-        return 0;
-    }
-    if (call_form(dist, "exponential", &args, &alen)) {
-        st->kind = DIST_EXPONENTIAL;
-        if (parse_number(args, alen, &st->a) < 0 || !(st->a > 0.0)) {
-            return usage_error("exponential(RATE) needs a rate > 0 per second, as in "
-                               "exponential(10) (mean 0.1 s); got `%s`",
-                               dist);
-        }
-        st->bound = MODEL_EXP_TAIL_LN / st->a;
-        return 0;
-    }
-    if (call_form(dist, "samples", &args, &alen)) {
-        st->kind = DIST_SAMPLES;
-        char path[4096];
-        if (alen == 0 || alen >= sizeof path) {
-            return usage_error("samples(PATH) needs a file path; got `%s`", dist);
-        }
-        memcpy(path, args, alen);
-        path[alen] = '\0';
-        return read_samples(path, st);
-    }
-    return usage_error("unknown distribution `%s`; use wait(T), uniform(A,B), "
-                       "exponential(RATE), never or samples(PATH)",
-                       dist);
+    return DQCTL_EXIT_OK;
 }
 
 static int parse_args(int argc, char **argv, struct model_args *a, int *help) {
@@ -328,7 +289,8 @@ static int parse_args(int argc, char **argv, struct model_args *a, int *help) {
         memcpy(opt, arg, optlen);
         opt[optlen] = '\0';
         int known = strcmp(opt, "--set") == 0 || strcmp(opt, "--node") == 0 ||
-                    strcmp(opt, "--bin-width") == 0 || strcmp(opt, "--bins") == 0;
+                    strcmp(opt, "--bin-width") == 0 || strcmp(opt, "--bins") == 0 ||
+                    strcmp(opt, "--server") == 0;
         if (!known) {
             return usage_error("unknown option `%s`", arg);
         }
@@ -342,6 +304,8 @@ static int parse_args(int argc, char **argv, struct model_args *a, int *help) {
             a->sets[a->n_sets++] = val;
         } else if (strcmp(opt, "--node") == 0) {
             a->nodes[a->n_nodes++] = val;
+        } else if (strcmp(opt, "--server") == 0) {
+            a->server = val;
         } else if (strcmp(opt, "--bin-width") == 0) {
             if (parse_number(val, strlen(val), &a->bin_width) < 0 || !(a->bin_width > 0.0)) {
                 return usage_error("--bin-width needs a width in seconds, such as 0.004; got "
@@ -367,7 +331,7 @@ static char *read_model(const char *path, size_t *len) {
     int is_stdin = strcmp(path, "-") == 0;
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "dqctl model: cannot open %s: %s\n", path, strerror(errno));
+        fprintf(dqctl_err(), "dqctl model: cannot open %s: %s\n", path, strerror(errno));
         return NULL;
     }
     char *buf = malloc(MODEL_MAX_FILE + 1);
@@ -377,12 +341,12 @@ static char *read_model(const char *path, size_t *len) {
         fclose(f);
     }
     if (bad) {
-        fprintf(stderr, "dqctl model: cannot read %s\n", path);
+        fprintf(dqctl_err(), "dqctl model: cannot read %s\n", path);
         free(buf);
         return NULL;
     }
     if (n > MODEL_MAX_FILE) {
-        fprintf(stderr, "dqctl model: %s is larger than %u bytes\n", path, MODEL_MAX_FILE);
+        fprintf(dqctl_err(), "dqctl model: %s is larger than %u bytes\n", path, MODEL_MAX_FILE);
         free(buf);
         return NULL;
     }
@@ -456,12 +420,15 @@ static int exponent_of(double w) {
     return DQ_MIN_K - 1;
 }
 
-/* The grid rule of the file comment. Warns when B cannot be covered. */
-static int choose_grid(const struct model_args *a, double b, int *k, int *n) {
+/*
+ * The grid rule of the file comment: b the support bound, res the coarsest resolution of
+ * the measured inputs (0 when there are none). Warns when b cannot be covered.
+ */
+static int choose_grid(const struct model_args *a, double b, double res, int *k, int *n) {
     if (a->bin_width > 0.0) {
         *k = exponent_of(a->bin_width);
         if (*k < DQ_MIN_K) {
-            fprintf(stderr,
+            fprintf(dqctl_err(),
                     "dqctl model: --bin-width %g is not 0.001 s times a power of two from "
                     "2^%d to 2^%d (e.g. 0.001, 0.002, 0.004 …)\n",
                     a->bin_width, DQ_MIN_K, DQ_MAX_K);
@@ -479,6 +446,10 @@ static int choose_grid(const struct model_args *a, double b, int *k, int *n) {
         while (*k < DQ_MAX_K && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
             (*k)++;
         }
+        /* no finer than the measured bins: the largest 2^k ms not above res */
+        while (*k < DQ_MAX_K && dq_width_of(*k + 1) <= res * (1.0 + 1e-9)) {
+            (*k)++;
+        }
         if (!a->bins) {
             while (*n < DQ_MAX_BINS && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
                 *n = *n * 2 > DQ_MAX_BINS ? DQ_MAX_BINS : *n * 2;
@@ -486,7 +457,7 @@ static int choose_grid(const struct model_args *a, double b, int *k, int *n) {
         }
     }
     if (dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
-        fprintf(stderr,
+        fprintf(dqctl_err(),
                 "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
                 "s; mass beyond it is reported as lost\n",
                 dq_width_of(*k) * *n, b);
@@ -495,29 +466,136 @@ static int choose_grid(const struct model_args *a, double b, int *k, int *n) {
 }
 
 static int build_dq(struct setting *st, int k, int n) {
-    int rc;
-    switch (st->kind) {
-    case DIST_WAIT:
-        rc = dq_wait(k, n, st->a, &st->dq);
-        break;
-    case DIST_UNIFORM:
-        rc = dq_uniform(k, n, st->a, st->b, &st->dq);
-        break;
-    case DIST_EXPONENTIAL:
-        rc = dq_exponential(k, n, st->a, &st->dq);
-        break;
-    case DIST_NEVER:
-        rc = dq_never(k, n, &st->dq);
-        break;
-    default:
-        rc = dq_from_samples(k, n, st->durations, st->count, st->n_failed, st->n_timeout, &st->dq);
-        break;
-    }
-    if (rc) {
-        fprintf(stderr, "dqctl model: --set %s: %s\n", st->name, dq_last_error());
+    char err[512];
+    if (dqctl_dist_build(st->dist, k, n, &st->dq, err, sizeof err) < 0) {
+        fprintf(dqctl_err(), "dqctl model: --set %s: %s\n", st->name, err);
         return DQCTL_EXIT_USAGE;
     }
     return DQCTL_EXIT_OK;
+}
+
+/* ---- measured ΔQs --------------------------------------------------------------------- */
+
+/* What a measured leaf asks dqd for, in words. */
+static void describe_leaf(const struct dqctl_dist *l, char *buf, size_t cap) {
+    if (l->kind == DQCTL_DIST_SNAPSHOT) {
+        snprintf(buf, cap,
+                 "the observed ΔQ of probe %s in snapshot %lld (newest window %s the "
+                 "firing)",
+                 l->name, l->snapshot, l->before ? "before" : "after");
+    } else if (l->window == 0) {
+        snprintf(buf, cap, "the %s ΔQ of probe %s (latest window)",
+                 l->kind == DQCTL_DIST_PROBE ? "observed" : "calculated", l->name);
+    } else {
+        snprintf(buf, cap, "the %s ΔQ of probe %s (window %ld back)",
+                 l->kind == DQCTL_DIST_PROBE ? "observed" : "calculated", l->name, l->window);
+    }
+}
+
+/* "observed, window 2026-11-22 03:17:49.000 UTC + 100 ms, 30 instances (2 lost), bins of 1 ms" */
+static void note_of(const struct dqctl_dist *l, const json_t *q, const json_t *snap, char *buf,
+                    size_t cap) {
+    const json_t *win = json_object_get(q, "window");
+    double start = json_number_value(json_object_get(win ? win : q, "start"));
+    double end = json_number_value(json_object_get(win ? win : q, "end"));
+    char t0[40], len[24], w[24], counts[96] = "";
+    dqctl_format_time(start, t0, sizeof t0);
+    dqctl_format_duration(end - start, len, sizeof len);
+    dqctl_format_duration(l->measured->width, w, sizeof w);
+    const json_t *jn = json_object_get(q, "n");
+    if (json_is_integer(jn)) {
+        long long n = (long long)json_integer_value(jn);
+        long long lost = (long long)json_integer_value(json_object_get(q, "fa")) +
+                         (long long)json_integer_value(json_object_get(q, "to"));
+        snprintf(counts, sizeof counts, ", %lld instance%s (%lld failed or timed out)", n,
+                 n == 1 ? "" : "s", lost);
+    }
+    if (snap) {
+        snprintf(buf, cap, "snapshot %lld, window %s UTC + %s (%s the firing)%s, bins of %s",
+                 l->snapshot, t0, len, l->before ? "before" : "after", counts, w);
+    } else {
+        snprintf(buf, cap, "%s, window %s UTC + %s%s, bins of %s",
+                 l->kind == DQCTL_DIST_PROBE ? "observed" : "calculated", t0, len, counts, w);
+    }
+}
+
+/* Fetches the measured leaf of st from dqd. Prints why not and returns 2 on failure. */
+static int fetch_measured(const struct dqctl_opts *o, struct setting *st) {
+    struct dqctl_dist *l = dqctl_dist_leaf(st->dist);
+    char path[512], what[400], msg[4096], srv[256];
+    if (l->kind == DQCTL_DIST_SNAPSHOT) {
+        snprintf(path, sizeof path, "/api/v1/snapshots/%lld", l->snapshot);
+    } else {
+        /* names are [A-Za-z0-9_]: nothing to escape */
+        snprintf(path, sizeof path, "/api/v1/probes/%s/dq?kind=%s&window=%ld", l->name,
+                 l->kind == DQCTL_DIST_PROBE ? "observed" : "calculated", l->window);
+    }
+    describe_leaf(l, what, sizeof what);
+    size_t sl = strlen(o->server);
+    while (sl > 0 && o->server[sl - 1] == '/') {
+        sl--;
+    }
+    snprintf(srv, sizeof srv, "%.*s", (int)sl, o->server);
+    json_t *data = NULL;
+    if (dqctl_api_get_quiet(o, path, &data, msg, sizeof msg) != DQCTL_EXIT_OK) {
+        /* a connection error names the server already; dqd's own answers do not */
+        fprintf(dqctl_err(), "dqctl model: --set %s=%s: cannot get %s%s%s: %s\n", st->name,
+                st->text, what, strstr(msg, srv) ? "" : " from dqd at ",
+                strstr(msg, srv) ? "" : srv, msg);
+        return DQCTL_EXIT_USAGE;
+    }
+    const json_t *q = data;
+    if (l->kind == DQCTL_DIST_SNAPSHOT) {
+        q = dqctl_snapshot_pick(data, l->name, l->before, msg, sizeof msg);
+    }
+    if (q && dqctl_dq_from_json(q, &l->measured, msg, sizeof msg) == 0) {
+        note_of(l, q, l->kind == DQCTL_DIST_SNAPSHOT ? data : NULL, st->note, sizeof st->note);
+        json_decref(data);
+        return DQCTL_EXIT_OK;
+    }
+    fprintf(dqctl_err(), "dqctl model: --set %s=%s: %s from dqd at %s: %s\n", st->name, st->text,
+            what, srv, msg);
+    json_decref(data);
+    return DQCTL_EXIT_USAGE;
+}
+
+/* Fetches every measured DIST (only they touch the network). */
+static int fetch_all(const struct model_args *a, struct setting *sets, int *any) {
+    struct dqctl_opts o;
+    memset(&o, 0, sizeof o);
+    const char *env = getenv("DQD_URL");
+    o.server = a->server && *a->server ? a->server : (env && *env ? env : DQCTL_DEFAULT_SERVER);
+    int status = DQCTL_EXIT_OK;
+    *any = 0;
+    for (size_t s = 0; s < a->n_sets && status == DQCTL_EXIT_OK; s++) {
+        if (!dqctl_dist_is_live(sets[s].dist)) {
+            continue;
+        }
+        if (!*any) {
+            curl_global_init(CURL_GLOBAL_DEFAULT);
+            *any = 1;
+        }
+        status = fetch_measured(&o, &sets[s]);
+    }
+    if (*any) {
+        curl_global_cleanup();
+    }
+    return status;
+}
+
+/* The "measured" block of the human output: what dqd sent for each measured --set. */
+static void print_measured(const struct model_args *a, const struct setting *sets) {
+    int first = 1;
+    for (size_t s = 0; s < a->n_sets; s++) {
+        if (sets[s].note[0]) {
+            fprintf(dqctl_out(), "%s  %s = %s: %s\n", first ? "measured" : "        ", sets[s].name,
+                    sets[s].text, sets[s].note);
+            first = 0;
+        }
+    }
+    if (!first) {
+        fputc('\n', dqctl_out());
+    }
 }
 
 /* Lost mass without the ~1e-16 round-off of sums of masses (shown as 0, not 1.1e-16). */
@@ -574,8 +652,9 @@ static int print_json(const struct report *r) {
     json_object_set_new(o, "variance", r->have_m ? json_real(r->m.variance) : json_null());
     json_object_set_new(o, "quantiles", qs);
     json_object_set_new(o, "cdf", cdf);
-    int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-    fputc('\n', stdout);
+    int rc =
+        json_dumpf(o, dqctl_out(), JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    fputc('\n', dqctl_out());
     json_decref(o);
     return rc;
 }
@@ -608,41 +687,41 @@ static void print_plot(const struct dq *a) {
         int row = (int)lround(dq_cdf_at(a, t) * PLOT_ROWS);
         grid[row][c] = '*';
     }
-    printf("  CDF\n");
+    fprintf(dqctl_out(), "  CDF\n");
     for (int r = PLOT_ROWS; r >= 0; r--) {
         if (r == PLOT_ROWS || r == PLOT_ROWS / 2 || r == 0) {
-            printf("  %4.2f |%s\n", (double)r / PLOT_ROWS, grid[r]);
+            fprintf(dqctl_out(), "  %4.2f |%s\n", (double)r / PLOT_ROWS, grid[r]);
         } else {
-            printf("       |%s\n", grid[r]);
+            fprintf(dqctl_out(), "       |%s\n", grid[r]);
         }
     }
-    printf("       +");
+    fprintf(dqctl_out(), "       +");
     for (int c = 0; c < PLOT_COLS; c++) {
-        putchar('-');
+        fputc('-', dqctl_out());
     }
-    printf("\n        0%*s%.6g s\n", PLOT_COLS - 10, "", tmax);
+    fprintf(dqctl_out(), "\n        0%*s%.6g s\n", PLOT_COLS - 10, "", tmax);
 }
 
 static void print_human(const struct report *r) {
     const struct dq *a = r->dq;
-    printf("%s  (%s; bin width %g s, %d bins, horizon %g s)\n", r->node, r->source, a->width, a->n,
-           dq_horizon(a));
+    fprintf(dqctl_out(), "%s  (%s; bin width %g s, %d bins, horizon %g s)\n", r->node, r->source,
+            a->width, a->n, dq_horizon(a));
     for (size_t j = 0; j < N_REPORT_P; j++) {
         char label[16];
         snprintf(label, sizeof label, "p%g", report_p[j] * 100.0);
         if (r->have_q[j]) {
-            printf("  %-9s %.6g s\n", label, r->q[j]);
+            fprintf(dqctl_out(), "  %-9s %.6g s\n", label, r->q[j]);
         } else {
-            printf("  %-9s not reached (lost mass %.6g)\n", label, lost_of(a));
+            fprintf(dqctl_out(), "  %-9s not reached (lost mass %.6g)\n", label, lost_of(a));
         }
     }
     if (r->have_m) {
-        printf("  %-9s %.6g s\n", "mean", r->m.mean);
-        printf("  %-9s %.6g s\n", "std dev", sqrt(r->m.variance));
+        fprintf(dqctl_out(), "  %-9s %.6g s\n", "mean", r->m.mean);
+        fprintf(dqctl_out(), "  %-9s %.6g s\n", "std dev", sqrt(r->m.variance));
     } else {
-        printf("  %-9s none (nothing completes)\n", "mean");
+        fprintf(dqctl_out(), "  %-9s none (nothing completes)\n", "mean");
     }
-    printf("  %-9s %.6g\n", "lost", lost_of(a));
+    fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
     print_plot(a);
 }
 
@@ -650,14 +729,15 @@ static void print_human(const struct report *r) {
 static void report_missing(const struct dq_eval *ev, const struct dq_diagram *d, int i) {
     int miss[8];
     size_t n = dq_eval_missing(ev, i, miss, 8);
-    fprintf(stderr, "dqctl model: cannot compute `%s`: no ΔQ for", dq_diagram_node(d, i)->name);
+    fprintf(dqctl_err(), "dqctl model: cannot compute `%s`: no ΔQ for",
+            dq_diagram_node(d, i)->name);
     for (size_t j = 0; j < n && j < 8; j++) {
-        fprintf(stderr, "%s %s", j ? "," : "", dq_diagram_node(d, miss[j])->name);
+        fprintf(dqctl_err(), "%s %s", j ? "," : "", dq_diagram_node(d, miss[j])->name);
     }
     if (n > 8) {
-        fprintf(stderr, " and %zu more", n - 8);
+        fprintf(dqctl_err(), " and %zu more", n - 8);
     }
-    fprintf(stderr, "; give %s with --set NAME=DIST\n", n == 1 ? "it" : "them");
+    fprintf(dqctl_err(), "; give %s with --set NAME=DIST\n", n == 1 ? "it" : "them");
 }
 
 /* Everything after argument parsing; owns nothing the caller frees. */
@@ -672,7 +752,7 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     int rc = dq_diagram_parse(text, len, &d, &err);
     free(text);
     if (rc) {
-        fprintf(stderr, "%s:%d:%d: %s\n", a->file, err.line, err.column, err.text);
+        fprintf(dqctl_err(), "%s:%d:%d: %s\n", a->file, err.line, err.column, err.text);
         return DQCTL_EXIT_USAGE;
     }
     int status = DQCTL_EXIT_OK;
@@ -682,14 +762,14 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     struct dq_eval *ev = NULL;
     size_t n_report = 0;
     if (!report_nodes || !bound) {
-        fprintf(stderr, "dqctl model: out of memory\n");
+        fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
     for (size_t s = 0; s < a->n_sets; s++) {
         sets[s].node = dq_diagram_find(d, sets[s].name);
         if (sets[s].node < 0) {
-            fprintf(stderr,
+            fprintf(dqctl_err(),
                     "dqctl model: --set %s: %s has no node named `%s` (names are outcomes, "
                     "definitions and operators)\n",
                     sets[s].name, a->file, sets[s].name);
@@ -698,7 +778,7 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         }
         for (size_t t = 0; t < s; t++) {
             if (sets[t].node == sets[s].node) {
-                fprintf(stderr, "dqctl model: `%s` is given twice with --set\n", sets[s].name);
+                fprintf(dqctl_err(), "dqctl model: `%s` is given twice with --set\n", sets[s].name);
                 status = DQCTL_EXIT_USAGE;
                 goto out;
             }
@@ -707,7 +787,7 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     for (size_t j = 0; j < a->n_nodes; j++) {
         int i = dq_diagram_find(d, a->nodes[j]);
         if (i < 0) {
-            fprintf(stderr, "dqctl model: --node %s: %s has no node named `%s`\n", a->nodes[j],
+            fprintf(dqctl_err(), "dqctl model: --node %s: %s has no node named `%s`\n", a->nodes[j],
                     a->file, a->nodes[j]);
             status = DQCTL_EXIT_USAGE;
             goto out;
@@ -720,12 +800,24 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         }
     }
     if (n_report == 0) {
-        fprintf(stderr, "dqctl model: %s defines nothing to report (no NAME = …; line)\n", a->file);
+        fprintf(dqctl_err(), "dqctl model: %s defines nothing to report (no NAME = …; line)\n",
+                a->file);
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
+    /* the model and its names are sound: now, and only now, ask dqd */
+    int live = 0;
+    if ((status = fetch_all(a, sets, &live)) != DQCTL_EXIT_OK) {
+        goto out;
+    }
+    double res = 0.0;
+    for (size_t s = 0; s < a->n_sets; s++) {
+        sets[s].bound = dqctl_dist_bound(sets[s].dist);
+        double r = dqctl_dist_resolution(sets[s].dist);
+        res = r > res ? r : res;
+    }
     if (support_bounds(d, sets, a->n_sets, bound) < 0) {
-        fprintf(stderr, "dqctl model: out of memory\n");
+        fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
@@ -734,11 +826,11 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         b = bound[report_nodes[j]] > b ? bound[report_nodes[j]] : b;
     }
     int k, n;
-    if ((status = choose_grid(a, b, &k, &n)) != DQCTL_EXIT_OK) {
+    if ((status = choose_grid(a, b, res, &k, &n)) != DQCTL_EXIT_OK) {
         goto out;
     }
     if (dq_eval_create(d, k, n, &ev) != DQ_OK) {
-        fprintf(stderr, "dqctl model: %s\n", dq_last_error());
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
@@ -749,9 +841,12 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         dq_eval_set_observed(ev, sets[s].node, sets[s].dq);
     }
     if (dq_eval_run(ev) != DQ_OK) {
-        fprintf(stderr, "dqctl model: %s\n", dq_last_error());
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
         status = DQCTL_EXIT_USAGE;
         goto out;
+    }
+    if (!a->json && live) {
+        print_measured(a, sets);
     }
     for (size_t j = 0; j < n_report; j++) {
         int i = report_nodes[j];
@@ -772,12 +867,12 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         fill_report(&r);
         if (a->json) {
             if (print_json(&r) < 0) {
-                fprintf(stderr, "dqctl model: cannot write JSON\n");
+                fprintf(dqctl_err(), "dqctl model: cannot write JSON\n");
                 status = DQCTL_EXIT_USAGE;
             }
         } else {
             if (j > 0) {
-                putchar('\n');
+                fputc('\n', dqctl_out());
             }
             print_human(&r);
         }
@@ -800,7 +895,7 @@ int dqctl_model_main(int argc, char **argv) {
     int help = 0;
     int status = DQCTL_EXIT_USAGE;
     if (!a.sets || !a.nodes) {
-        fprintf(stderr, "dqctl model: out of memory\n");
+        fprintf(dqctl_err(), "dqctl model: out of memory\n");
         goto out;
     }
     status = parse_args(argc, argv, &a, &help);
@@ -808,12 +903,12 @@ int dqctl_model_main(int argc, char **argv) {
         goto out;
     }
     if (help) {
-        model_usage(stdout);
+        model_usage(dqctl_out());
         goto out;
     }
     sets = calloc(a.n_sets ? a.n_sets : 1, sizeof *sets);
     if (!sets) {
-        fprintf(stderr, "dqctl model: out of memory\n");
+        fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
@@ -843,7 +938,7 @@ int dqctl_model_main(int argc, char **argv) {
 out:
     for (size_t s = 0; sets && s < a.n_sets; s++) {
         free((char *)sets[s].name);
-        free(sets[s].durations);
+        dqctl_dist_free(sets[s].dist);
         dq_destroy(sets[s].dq);
     }
     free(sets);
