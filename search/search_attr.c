@@ -103,6 +103,21 @@ static double rss(double a, double b) {
     return sqrt(a * a + b * b);
 }
 
+/*
+ * The instances of s as independent ones: its count shrunk by the design effect its mean
+ * shows (the batch-means standard error squared over the independent one). A queue's
+ * neighbouring delays move together; a quantile's interval from the raw count would be
+ * as much too narrow as the mean's.
+ */
+static double effective_n(const struct search_stats *s) {
+    double n = (double)search_stats_instances(s);
+    if (s->n_ok < 2 || !(s->variance > 0.0)) {
+        return n;
+    }
+    double iid = sqrt(s->variance / (double)s->n_ok), se = search_stats_mean_se(s);
+    return se > iid ? n * (iid / se) * (iid / se) : n;
+}
+
 /* The p-quantile of a ΔQ; the horizon when its tangible mass never reaches p. */
 static double quantile_or_horizon(const struct dq *d, double q) {
     double t;
@@ -516,8 +531,8 @@ int search_attribute(const struct search_input *in, const struct search_params *
             uint64_t n = search_stats_instances(s);
             hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
         } else if (quant) {
-            uint64_t n = search_stats_instances(s);
-            double q = in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / (double)n) : 0.0;
+            double n = effective_n(s);
+            double q = in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / n) : 0.0;
             v = quantile_or_horizon(s->observed, q);
             double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);
             double b = quantile_or_horizon(s->observed, q + dlt < 1.0 ? q + dlt : 1.0);
