@@ -89,6 +89,13 @@ int probes_grid(double dmax_ms, int bins, int *k, int *n) {
  */
 static void busy_add(struct probe_slot *s, int64_t lo, int64_t hi) {
     int n = s->busy_n, i = 0;
+    if (n > 0 && lo >= s->busy_seg[n - 1][0]) { /* the usual order: at the newest segment */
+        if (lo <= s->busy_seg[n - 1][1]) {
+            s->busy_seg[n - 1][1] = hi > s->busy_seg[n - 1][1] ? hi : s->busy_seg[n - 1][1];
+            return;
+        }
+        i = n; /* after every kept segment */
+    }
     while (i < n && s->busy_seg[i][1] < lo) {
         i++; /* segments wholly before */
     }
