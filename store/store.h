@@ -134,17 +134,17 @@ void store_refuse_commits(struct store *st, int n);
 
 /* One row of `probes`. */
 struct store_probe {
-    const char *name;     /* [A-Za-z_][A-Za-z0-9_]*, at most STORE_PROBE_NAME_MAX bytes */
-    double dmax_ms;       /* configured dMax in ms, > 0; NAN = not set (daemon default) */
-    int bins;             /* bins over dMax, 1..DQ_MAX_BINS; 0 = not set */
-    bool enabled;         /* the wrapper should report it (has a dMax on the wrapper) */
-    bool always_on;       /* part of the baseline: never disabled by the adaptive loop */
-    const char *qta_json; /* required ΔQ as JSON text, NULL = none */
-    int servers;          /* read only here (store_probe_set_servers): servers of the station
-                             the probe measures, 0 = not set */
+    const char *name;       /* [A-Za-z_][A-Za-z0-9_]*, at most STORE_PROBE_NAME_MAX bytes */
+    double dmax_ms;         /* configured dMax in ms, > 0; NAN = not set (daemon default) */
+    int bins;               /* bins over dMax, 1..DQ_MAX_BINS; 0 = not set */
+    bool enabled;           /* the wrapper should report it (has a dMax on the wrapper) */
+    bool always_on;         /* part of the baseline: never disabled by the adaptive loop */
+    const char *qta_json;   /* required ΔQ as JSON text, NULL = none */
+    int servers;            /* read only here (store_probe_set_servers): servers of the station
+                               the probe measures, 0 = not set */
     const char *quiet_json; /* read only here (store_probe_set_quiet): its quiet windows */
-    int64_t created_ns;   /* read only: first upsert */
-    int64_t updated_ns;   /* read only: last change */
+    int64_t created_ns;     /* read only: first upsert */
+    int64_t updated_ns;     /* read only: last change */
 };
 
 typedef int (*store_probe_cb)(void *ctx, const struct store_probe *p);

@@ -155,8 +155,8 @@ int store_probe_set_servers(struct store *st, const char *name, int servers) {
         return dq_fail(DQ_EINVAL, "store_probe_set_servers: NULL name");
     }
     if (servers < 0 || servers > 100000) {
-        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (or 0 for unset)",
-                       name, servers);
+        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (or 0 for unset)", name,
+                       servers);
     }
     int rc = store__write(st, STORE__PROBE_SET_SERVERS,
                           "UPDATE probes SET servers = ?2, updated_ns = ?3 WHERE name = ?1",
@@ -168,9 +168,9 @@ int store_probe_set_quiet(struct store *st, const char *name, const char *quiet_
     if (!name) {
         return dq_fail(DQ_EINVAL, "store_probe_set_quiet: NULL name");
     }
-    int rc = store__write(st, STORE__PROBE_SET_QUIET,
-                          "UPDATE probes SET quiet = ?2 WHERE name = ?1", "probe set quiet", true,
-                          "tt", name, quiet_json);
+    int rc =
+        store__write(st, STORE__PROBE_SET_QUIET, "UPDATE probes SET quiet = ?2 WHERE name = ?1",
+                     "probe set quiet", true, "tt", name, quiet_json);
     return not_in_store(rc, "probe set quiet", name);
 }
 

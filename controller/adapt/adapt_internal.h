@@ -396,12 +396,12 @@ struct overload_stage {
     const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
     double rho, rho_lo, rho_hi;
     double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
-    double sat;         /* c/S: the arrivals per second that saturate it */
-    double sat_root;    /* … in arrivals of the investigation's node: sat / share */
-    const char *method; /* "busy", "baseline", "mmc" */
-    int has_children;   /* it has finer probes */
-    int co;             /* a co-bottleneck: its ρ interval reaches the bottleneck's */
-    struct dq *obs;     /* its observed ΔQ over those windows (owned by whoever holds it) */
+    double sat;                  /* c/S: the arrivals per second that saturate it */
+    double sat_root;             /* … in arrivals of the investigation's node: sat / share */
+    const char *method;          /* "busy", "baseline", "mmc" */
+    int has_children;            /* it has finer probes */
+    int co;                      /* a co-bottleneck: its ρ interval reaches the bottleneck's */
+    struct dq *obs; /* its observed ΔQ over those windows (owned by whoever holds it) */
 };
 
 /* The stages an overload investigation weighed at the levels above its focus (all but the

@@ -1046,8 +1046,7 @@ static void search(struct plan *pl, struct investigation *inv) {
     }
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
-    if (!inv->overload && !inv->contributor &&
-        adapt__load_shaped((int)inv->problem)) {
+    if (!inv->overload && !inv->contributor && adapt__load_shaped((int)inv->problem)) {
         /* a latency problem that turns out to rise with the arrivals is an overload */
         double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
         if (rz >= adapt__rate_latency_zt()) {

@@ -556,8 +556,8 @@ json_t *adapt__overload_json(const struct overload_result *r) {
                       "method", st->method, "sojourn_ms", num_or_null(st->w * 1e3));
         if (isfinite(st->rho_busy)) {
             json_object_set_new(o, "readings",
-                                json_pack("{s:o,s:o}", "busy", num_or_null(st->rho_busy),
-                                          "little", num_or_null(st->rho_little)));
+                                json_pack("{s:o,s:o}", "busy", num_or_null(st->rho_busy), "little",
+                                          num_or_null(st->rho_little)));
         }
         json_array_append_new(stages, o);
         if (st->co) {

@@ -45,8 +45,8 @@ static json_t *investigation_json(const struct store_investigation *inv) {
         inv->verdict_node ? json_string(inv->verdict_node) : json_null(), "summary",
         json_text_or_null(inv->summary_json), "opened", secs(inv->opened_ns), "closed",
         inv->closed_ns ? json_real(secs(inv->closed_ns)) : json_null());
-    json_t *ov = json_object_get(json_object_get(json_object_get(o, "summary"), "evidence"),
-                                 "overload");
+    json_t *ov =
+        json_object_get(json_object_get(json_object_get(o, "summary"), "evidence"), "overload");
     json_object_set(o, "overload", json_is_object(ov) ? ov : json_null());
     return o;
 }

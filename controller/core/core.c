@@ -85,16 +85,16 @@ json_t *core_quiet_json(const struct probe *p) {
     for (int i = 0; i < p->n_quiet; i++) {
         const struct probe_quiet *q = &p->quiet[i];
         json_array_append_new(a, json_pack("{s:I,s:f,s:I,s:f,s:f}", "wid", (json_int_t)q->wid,
-                                           "rate", q->rate, "n", (json_int_t)q->n, "mean",
-                                           q->mean, "busy", q->busy));
+                                           "rate", q->rate, "n", (json_int_t)q->n, "mean", q->mean,
+                                           "busy", q->busy));
     }
     return a;
 }
 
 int core_set_servers(struct core *c, struct probe *p, int servers) {
     if (servers < 0 || servers > 100000) {
-        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (0: not set)",
-                       p->name, servers);
+        return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (0: not set)", p->name,
+                       servers);
     }
     p->servers = servers;
     int rc = core_save_probe(c, p);

@@ -54,9 +54,9 @@
 /* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19
-#define PROBES_QUIET 8          /* quiet windows a probe keeps */
-#define PROBES_BUSY_SEGMENTS 8  /* busy segments a window keeps open to merge */
-#define PROBES_QUIET_MIN_OK 30  /* ok instances a window needs to be one */
+#define PROBES_QUIET 8              /* quiet windows a probe keeps */
+#define PROBES_BUSY_SEGMENTS 8      /* busy segments a window keeps open to merge */
+#define PROBES_QUIET_MIN_OK 30      /* ok instances a window needs to be one */
 #define PROBES_LABEL_MAX 160        /* bytes of an origin's label, with the NUL */
 #define PROBES_MAX_NODES 8          /* named nodes a probe is split by; more are pooled */
 #define PROBES_NODE_OTHER "(other)" /* the name of the pooled nodes */
@@ -124,10 +124,10 @@ struct probe {
      * station's service time), kept across restarts in the store */
     struct probe_quiet {
         int64_t wid;
-        double rate;        /* instances per second */
-        uint64_t n;         /* ok instances */
-        double mean;        /* seconds, over ok */
-        double busy;        /* seconds, as struct probe_window */
+        double rate; /* instances per second */
+        uint64_t n;  /* ok instances */
+        double mean; /* seconds, over ok */
+        double busy; /* seconds, as struct probe_window */
     } quiet[PROBES_QUIET];
     int n_quiet;
     int quiet_dirty; /* changed since last written to the store */

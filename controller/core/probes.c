@@ -629,7 +629,8 @@ static void judge_window(struct probe_table *t, struct probe *p, int64_t wid, in
  * too (the first window after enabling is partial: few instances, yet as loaded as
  * any).
  */
-static void quiet_offer(const struct probe_table *t, struct probe *p, const struct probe_window *w) {
+static void quiet_offer(const struct probe_table *t, struct probe *p,
+                        const struct probe_window *w) {
     if (w->ok < PROBES_QUIET_MIN_OK || p->ring_len == 0 ||
         probes_ring_get(p, 0)->wid != w->wid - 1) {
         return;

@@ -684,11 +684,10 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
         const char *also = json_string_value(json_object_get(stats, "also"));
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " check %s: %s%s%s%s", h->investigation,
                  h->node, json_string_value(json_object_get(stats, "problem")),
-                 !mode                                ? ""
-                 : strcmp(mode, "overload") == 0      ? " (overload)"
-                                                      : " (largest contributor: no reference)",
-                 also ? ", also " : "",
-                 also ? also : "");
+                 !mode                           ? ""
+                 : strcmp(mode, "overload") == 0 ? " (overload)"
+                                                 : " (largest contributor: no reference)",
+                 also ? ", also " : "", also ? also : "");
     } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0 ||
                strcmp(h->action, "share") == 0 || strcmp(h->action, "enable") == 0 ||
                strcmp(h->action, "handover") == 0) {
@@ -710,8 +709,7 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
             size_t len = strlen(row->text);
             snprintf(row->text + len, sizeof row->text - len,
                      "%s%s ρ %.3f [%.3f, %.3f] S %.3g ms c %d %s, %s, saturates %.4g/s",
-                     i == 0 ? " | stages: " : "; ",
-                     json_string_value(json_object_get(st, "probe")),
+                     i == 0 ? " | stages: " : "; ", json_string_value(json_object_get(st, "probe")),
                      json_number_value(json_object_get(st, "rho")),
                      json_number_value(json_object_get(st, "rho_low")),
                      json_number_value(json_object_get(st, "rho_high")),
