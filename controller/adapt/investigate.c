@@ -548,9 +548,19 @@ static json_t *node_split(struct plan *pl, const char *name, enum search_problem
             }
         }
     }
+    /* each node's own quantity; for a spread, each node's part of the pooled variance
+     * (a choice among the nodes, weighted by their instances: w·(σ² + (μ − μ̄)²)), so a
+     * node that is slower, not more erratic, still stands out */
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+        total += (double)search_stats_instances(&kids[i].stats);
+    }
+    for (int i = 0; i < n; i++) {
+        kids[i].weight = total > 0 ? (double)search_stats_instances(&kids[i].stats) / total : 0.0;
+    }
     struct search_input in = {
         .name = name,
-        .kind = DQ_NODE_SEQUENCE, /* each node's own quantity */
+        .kind = prob == SEARCH_VARIANCE ? DQ_NODE_CHOICE : DQ_NODE_SEQUENCE,
         .problem = prob == SEARCH_QTA || prob == SEARCH_DIVERGENCE ? SEARCH_LATENCY : prob,
         .children = kids,
         .n_children = (size_t)n};
@@ -571,7 +581,7 @@ static json_t *node_split(struct plan *pl, const char *name, enum search_problem
         const char *unit =
             in.problem == SEARCH_LOST ? "%" : (in.problem == SEARCH_VARIANCE ? "ms²" : "ms");
         const char *what = in.problem == SEARCH_LOST       ? "lost"
-                           : in.problem == SEARCH_VARIANCE ? "spread (variance)"
+                           : in.problem == SEARCH_VARIANCE ? "part of the spread (w·(σ² + (μ − μ̄)²))"
                                                            : "mean latency";
         if (a->runner_up >= 0) {
             const struct search_contribution *r = &a->c[a->runner_up];
