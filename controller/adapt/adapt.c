@@ -328,3 +328,37 @@ int adapt_abort(struct adapt *a, int64_t id, const char *who) {
     }
     return DQ_OK;
 }
+
+/* ---- probes a person deletes ----------------------------------------------------------- */
+
+int64_t adapt_probe_holder(const struct adapt *a, const char *probe) {
+    for (int i = 0; i < a->st.n_inv; i++) {
+        const struct investigation *inv = a->st.inv[i];
+        if (!inv || inv->released) {
+            continue;
+        }
+        if (inv->state == INV_SEARCHING &&
+            (strcmp(inv->node, probe) == 0 || strcmp(inv->focus, probe) == 0)) {
+            return inv->id;
+        }
+        for (int j = 0; j < inv->n_owned; j++) {
+            if (strcmp(inv->owned[j], probe) == 0) {
+                return inv->id;
+            }
+        }
+    }
+    return 0;
+}
+
+int adapt_forget_probe(struct adapt *a, const char *probe) {
+    int n = 0, kept = 0;
+    for (int i = 0; i < a->st.n_triggers; i++) {
+        if (strcmp(a->st.triggers[i].probe, probe) == 0) {
+            n++;
+        } else {
+            a->st.triggers[kept++] = a->st.triggers[i];
+        }
+    }
+    a->st.n_triggers = kept;
+    return n;
+}

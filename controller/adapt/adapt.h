@@ -137,6 +137,16 @@ int adapt_trigger_get(const struct adapt *a, const char *probe, const char *kind
 /* DQ_OK when kind names a trigger kind, DQ_EINVAL with the list otherwise. */
 int adapt_trigger_kind_check(const char *kind);
 
+/*
+ * The open investigation that holds `probe` (searching at it, or it enabled the probe and
+ * has not released it yet): its id, 0 when none. A probe held so cannot be deleted.
+ */
+int64_t adapt_probe_holder(const struct adapt *a, const char *probe);
+
+/* Forgets the triggers on `probe` (its rows in the store go with the probe's). Returns how
+ * many there were. */
+int adapt_forget_probe(struct adapt *a, const char *probe);
+
 /* Fills *st. */
 void adapt_get_stats(const struct adapt *a, struct adapt_stats *st);
 

@@ -188,12 +188,14 @@ static json_t *quantiles_json(const struct dq *q) {
 
 struct status_ctx {
     json_t *wrappers;
-    size_t connections;
+    size_t connections; /* inbound and connected */
+    size_t connected;   /* connected, either way */
 };
 
 static void status_link(void *ctx, const struct core_link_info *li) {
     struct status_ctx *sc = ctx;
     sc->connections += li->inbound && li->connected;
+    sc->connected += li->connected != 0;
     json_array_append_new(sc->wrappers,
                           json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id",
                                     (json_int_t)li->id, "kind", li->kind, "peer", li->peer, "node",
@@ -214,7 +216,7 @@ static void get_status(struct api *api, struct http_response *res) {
     for (int e = 1; e < WIRE_E_COUNT; e++) {
         errors += ss.protocol_errors[e];
     }
-    struct status_ctx sc = {json_array(), 0};
+    struct status_ctx sc = {json_array(), 0, 0};
     core_links_each(core, status_link, &sc);
     /* enabled probes whose source disconnected or went silent */
     json_t *silent = json_array();
@@ -243,6 +245,18 @@ static void get_status(struct api *api, struct http_response *res) {
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    /* when every wrapper has gone: since when, and which went last */
+    const char *down_label = NULL;
+    int64_t down_ns = core_last_link_down(core, &down_label);
+    json_object_set_new(data, "wrappers_connected", json_integer((json_int_t)sc.connected));
+    json_t *down = json_null();
+    if (down_ns > 0) {
+        char when[48];
+        api__iso8601(down_ns, when, sizeof when);
+        down = json_pack("{s:I,s:s,s:s}", "since_ns", (json_int_t)down_ns, "since", when, "link",
+                         down_label);
+    }
+    json_object_set_new(data, "last_wrapper_down", down);
     http_reply_data(res, data);
 }
 
@@ -312,6 +326,22 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
     http_reply_data(res, data);
 }
 
+/* A QTA point past the probe's dMax cannot be met by instances (those past dMax time out):
+ * a warning, not a refusal (dMax may be raised next). */
+static void qta_warnings(const struct probe *p, json_t *warnings) {
+    for (int i = 0; i < p->qta.n; i++) {
+        if (p->qta.t[i] * 1e3 > p->dmax_ms * (1 + 1e-9)) {
+            char buf[PROBES_NAME_MAX + 400];
+            snprintf(buf, sizeof buf,
+                     "QTA point %g@%gs lies beyond %s's dMax (%g ms): instances slower than "
+                     "dMax time out and count as lost, so the point can only be met through "
+                     "the tangible mass; raise dMax (set-timeout) or move the point",
+                     p->qta.p[i], p->qta.t[i], p->name, p->dmax_ms);
+            json_array_append_new(warnings, json_string(buf));
+        }
+    }
+}
+
 static void put_probe(struct api *api, const char *name, const struct http_request *req,
                       struct http_response *res) {
     struct core *core = api->env.core;
@@ -351,27 +381,45 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
-    struct probe *p = NULL;
-    if (probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
+    struct probe *p = probes_find(core_probes(core), name, strlen(name));
+    const char *create = http_request_query(req, "create");
+    if (!p && !(create && (strcmp(create, "1") == 0 || strcmp(create, "true") == 0))) {
+        http_reply_error(res, 404, "not_found",
+                         "no probe named \"%s\": it is not in the diagram and no wrapper has "
+                         "reported it (see GET /api/v1/probes); to register it anyway, PUT "
+                         "with ?create=1 (dqctl: --create)",
+                         name);
+        json_decref(body);
+        return;
+    }
+    if (!p && probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
     }
+    json_t *report = json_array(), *warnings = json_array();
+    int commanded = 0; /* a change that sends commands was made */
     if (jd || jb) {
         double dmax = jd ? json_number_value(jd) : p->dmax_ms;
         int bins = jb ? (int)json_integer_value(jb) : 0;
         if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
             json_decref(body);
+            json_decref(report);
+            json_decref(warnings);
             return;
         }
         if (p->enabled) {
-            struct core_change ch = {.kind = CORE_RESEND, .probe = p};
+            struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
             core_change_now(core, &ch);
+            commanded = 1;
         }
     }
     if (jq) {
         core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
+    }
+    if (p->has_qta && (jq || jd || jb)) {
+        qta_warnings(p, warnings);
     }
     if (js) {
         json_int_t n = json_is_null(js) ? 0 : json_integer_value(js);
@@ -380,18 +428,88 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
             http_reply_error(res, 422, "unprocessable",
                              "servers must be an integer in [1, 100000], or null to unset");
             json_decref(body);
+            json_decref(report);
+            json_decref(warnings);
             return;
         }
     }
     if (je) {
-        struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p};
+        struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE,
+                                 .probe = p,
+                                 .report = report};
+        commanded |= core_change_needed(&ch);
         core_change_now(core, &ch);
     }
     core_save_probe(core, p);
     json_decref(body);
     json_t *data = probe_summary(api, p);
     add_family(api, p, data);
+    if (!commanded) {
+        json_decref(report);
+        report = json_null();
+    }
+    json_object_set_new(data, "commands", report);
+    json_object_set_new(data, "warnings", warnings);
     http_reply_data(res, data);
+}
+
+/* DELETE /api/v1/probes/NAME: a person's probe goes (core_delete_probe), unless an open
+ * investigation holds it or the diagram has it. */
+static void delete_probe(struct api *api, const char *name, const struct http_request *req,
+                         struct http_response *res) {
+    (void)req;
+    struct core *core = api->env.core;
+    struct probe *p = probes_find(core_probes(core), name, strlen(name));
+    if (!p) {
+        http_reply_error(res, 404, "not_found", "no probe named \"%s\"", name);
+        return;
+    }
+    int64_t holder = api->env.adapt ? adapt_probe_holder(api->env.adapt, name) : 0;
+    if (holder) {
+        http_reply_error(res, 409, "conflict",
+                         "investigation %" PRId64 " holds %s (it enabled it, or searches at "
+                         "it): end it first (DELETE /api/v1/investigations/%" PRId64
+                         ", dqctl diagnose --abort %" PRId64 ")",
+                         holder, name, holder, holder);
+        return;
+    }
+    int was_enabled = p->enabled;
+    uint64_t seen = p->total_ok + p->total_fa + p->total_to;
+    json_t *report = json_array();
+    int rc = core_delete_probe(core, p, report); /* frees p */
+    if (rc == DQ_ESTATE) {
+        http_reply_error(res, 409, "conflict", "%s", dq_last_error());
+        json_decref(report);
+        return;
+    }
+    if (rc) {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+        json_decref(report);
+        return;
+    }
+    int triggers = api->env.adapt ? adapt_forget_probe(api->env.adapt, name) : 0;
+    size_t i, kept_on = 0;
+    json_t *c;
+    json_array_foreach(report, i, c) {
+        kept_on += strcmp(json_string_value(json_object_get(c, "status")), "sent") != 0;
+    }
+    char note[512];
+    if (kept_on) {
+        snprintf(note, sizeof note,
+                 "%zu wrapper link%s could not be told to stop reporting %s (a legacy wrapper "
+                 "has no clear_timeout): its next instance registers the probe again",
+                 kept_on, kept_on == 1 ? "" : "s", name);
+    } else if (seen) {
+        snprintf(note, sizeof note,
+                 "a wrapper that still reports %s registers it again at its next instance",
+                 name);
+    } else {
+        note[0] = '\0';
+    }
+    http_reply_data(res, json_pack("{s:s,s:b,s:b,s:I,s:I,s:o,s:o}", "probe", name, "deleted", 1,
+                                   "was_enabled", was_enabled, "instances", (json_int_t)seen,
+                                   "triggers_removed", (json_int_t)triggers, "commands", report,
+                                   "note", note[0] ? json_string(note) : json_null()));
 }
 
 static void diagram_reply(struct api *api, struct http_response *res) {
@@ -549,8 +667,14 @@ static int method_is(const struct http_request *req, const char *m) {
     return strcmp(req->method_name, m) == 0;
 }
 
-static void method_not_allowed(struct http_response *res, const char *allowed) {
-    http_reply_error(res, 405, "bad_data", "method not allowed here; use %s", allowed);
+int api__is_read(const struct http_request *req) {
+    return method_is(req, "GET") || method_is(req, "HEAD");
+}
+
+void api__method_not_allowed(const struct http_request *req, struct http_response *res,
+                             const char *allowed) {
+    http_reply_error(res, 405, "method_not_allowed", "%s is not allowed on %s; use %s",
+                     req->method_name, req->path, allowed);
     http_response_add_header(res, "Allow", allowed);
 }
 
@@ -573,8 +697,12 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
         put_probe(api, name, req, res);
         return;
     }
-    if (!method_is(req, "GET")) {
-        method_not_allowed(res, slash ? "GET" : "GET, PUT");
+    if (!slash && method_is(req, "DELETE")) {
+        delete_probe(api, name, req, res);
+        return;
+    }
+    if (!api__is_read(req)) {
+        api__method_not_allowed(req, res, slash ? "GET, HEAD" : "GET, HEAD, PUT, DELETE");
         return;
     }
     struct probe *p = probes_find(core_probes(api->env.core), name, len);
@@ -634,13 +762,17 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         return;
     }
     if (strcmp(path, "/-/healthy") == 0) {
+        if (!api__is_read(req)) {
+            api__method_not_allowed(req, res, "GET, HEAD");
+            return;
+        }
         static const char ok[] = "dqd is healthy.\n";
         http_reply_text(res, 200, "text/plain; charset=utf-8", ok, sizeof ok - 1);
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
-        if (!method_is(req, "GET")) {
-            method_not_allowed(res, "GET");
+        if (!api__is_read(req)) {
+            api__method_not_allowed(req, res, "GET, HEAD");
             return;
         }
         metrics(api, res);
@@ -656,13 +788,13 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         return;
     }
     if (strcmp(r, "status") == 0) {
-        method_is(req, "GET") ? get_status(api, res) : method_not_allowed(res, "GET");
+        api__is_read(req) ? get_status(api, res) : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strcmp(r, "probes") == 0) {
-        method_is(req, "GET") ? get_probes(api, res) : method_not_allowed(res, "GET");
+        api__is_read(req) ? get_probes(api, res) : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strncmp(r, "probes/", 7) == 0) {
         probe_routes(api, r + 7, req, res);
     } else if (strcmp(r, "diagram") == 0) {
-        if (method_is(req, "GET")) {
+        if (api__is_read(req)) {
             diagram_reply(api, res);
         } else if (method_is(req, "PUT")) {
             if (core_load_diagram(api->env.core, req->body, req->body_len, NULL) != DQ_OK) {
@@ -671,11 +803,11 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
             }
             diagram_reply(api, res);
         } else {
-            method_not_allowed(res, "GET, PUT");
+            api__method_not_allowed(req, res, "GET, HEAD, PUT");
         }
     } else if (strcmp(r, "wrapper/start") == 0 || strcmp(r, "wrapper/stop") == 0) {
         if (!method_is(req, "POST")) {
-            method_not_allowed(res, "POST");
+            api__method_not_allowed(req, res, "POST");
             return;
         }
         wrapper_run(api, strcmp(r, "wrapper/start") == 0, res);

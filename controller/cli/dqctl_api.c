@@ -95,6 +95,7 @@ static const struct {
     {"--disable", DQCTL_OPT_TRIGGER, 0},
     {"--abort", DQCTL_OPT_ABORT, 1},
     {"--overload", DQCTL_OPT_OVERLOAD, 0},
+    {"--create", DQCTL_OPT_CREATE, 0},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -138,6 +139,8 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->abort_id = value;
     } else if (strcmp(name, "--overload") == 0) {
         o->overload = 1;
+    } else if (strcmp(name, "--create") == 0) {
+        o->create = 1;
     }
 }
 
@@ -641,6 +644,19 @@ void dqctl_render_status(FILE *out, const json_t *st) {
         dqctl_render_silent(out, json_array_get(silent, i));
     }
     const json_t *ws = json_object_get(st, "wrappers");
+    const json_t *down = json_object_get(st, "last_wrapper_down");
+    if (json_is_integer(json_object_get(st, "wrappers_connected")) &&
+        json_integer_value(json_object_get(st, "wrappers_connected")) == 0) {
+        /* say it in words: nothing streams, and since when */
+        if (json_is_object(down)) {
+            char since[48], link[PROBE_TEXT];
+            format_since(jnum(down, "since_ns"), since, sizeof since);
+            fprintf(out, "no wrapper connected since %s (the last to go: link %s)\n", since,
+                    jsafe(down, "link", "?", link, sizeof link));
+        } else {
+            fprintf(out, "no wrapper connected (none has connected since dqd started)\n");
+        }
+    }
     if (json_array_size(ws) == 0) {
         fprintf(out, "wrappers: none\n");
         return;
@@ -1135,14 +1151,62 @@ int dqctl_dq_main(int argc, char **argv) {
     return dqctl_end_cmd(rc);
 }
 
-/* PUT /api/v1/probes/NAME with body; prints the summary line (or JSON). */
-static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body) {
+int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) {
+    static const struct {
+        const char *status, *text;
+    } kinds[] = {
+        {"sent", "sent to"},
+        {"failed", "FAILED on"},
+        {"not_applied", "NOT applied on"},
+    };
+    if (json_array_size(commands) == 0) {
+        fprintf(out, "  no wrapper is connected: wrappers get the enabled set when they "
+                     "connect\n");
+        return 0;
+    }
+    int missed = 0;
+    const char *cmd = jstr(json_array_get(commands, 0), "command", "?");
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char links[2048] = "";
+        size_t len = 0, n = 0;
+        for (size_t i = 0; i < json_array_size(commands); i++) {
+            const json_t *c = json_array_get(commands, i);
+            if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0) {
+                continue;
+            }
+            char one[PROBE_TEXT];
+            dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
+            int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
+            len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
+            n++;
+        }
+        if (n == 0) {
+            continue;
+        }
+        missed += k > 0 ? (int)n : 0;
+        fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n, n == 1 ? "" : "s",
+                links);
+        if (strcmp(kinds[k].status, "not_applied") == 0) {
+            fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s", probe);
+        } else if (strcmp(kinds[k].status, "failed") == 0) {
+            fprintf(out, ": the link was not writable");
+        }
+        fputc('\n', out);
+    }
+    return missed;
+}
+
+/* PUT /api/v1/probes/NAME with body (?create=1 with --create); prints the summary line,
+ * what the change did on every link and dqd's warnings (or the JSON). Exits 1 when the
+ * change could not be applied on some link. */
+static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body,
+                     int say_links) {
     char path[2048];
     if (!body) {
         dqctl_complain("out of memory");
         return DQCTL_EXIT_USAGE;
     }
-    if (dqctl_probe_path(name, "", path, sizeof path) < 0) {
+    if (dqctl_probe_path(name, o->create ? "?create=1" : "", path, sizeof path) < 0) {
         json_decref(body);
         return DQCTL_EXIT_USAGE;
     }
@@ -1150,17 +1214,37 @@ static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body)
     int rc = dqctl_api_call(o, "PUT", path, body, &data);
     json_decref(body);
     if (rc == DQCTL_EXIT_OK) {
+        const json_t *cmds = json_object_get(data, "commands");
+        int missed = 0;
         if (o->json) {
             dqctl_print_json(data);
+            for (size_t i = 0; i < json_array_size(cmds); i++) {
+                missed += strcmp(jstr(json_array_get(cmds, i), "status", ""), "sent") != 0;
+            }
         } else {
             char dmax[24], qta[256] = "none";
             dqctl_format_duration(jnum(data, "dmax_ms") / 1e3, dmax, sizeof dmax);
             if (json_is_object(json_object_get(data, "qta"))) {
                 format_qta(json_object_get(data, "qta"), qta, sizeof qta);
             }
-            fprintf(dqctl_out(), "%s: %s, dmax %s, %.0f bins, QTA %s\n", jstr(data, "name", name),
+            fprintf(dqctl_out(), "%s: %s in dqd, dmax %s, %.0f bins, QTA %s\n",
+                    jstr(data, "name", name),
                     json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled", dmax,
                     jnum(data, "bins"), qta);
+            if (json_is_array(cmds) && (json_array_size(cmds) > 0 || say_links)) {
+                missed = dqctl_render_commands(dqctl_out(), name, cmds);
+            } else if (say_links && json_is_null(cmds)) {
+                fprintf(dqctl_out(), "  it was %s already: nothing sent\n",
+                        json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled");
+            }
+        }
+        const json_t *warnings = json_object_get(data, "warnings");
+        for (size_t i = 0; i < json_array_size(warnings); i++) {
+            const char *wtext = json_string_value(json_array_get(warnings, i));
+            fprintf(dqctl_err(), "dqctl: warning: %s\n", wtext ? wtext : "?");
+        }
+        if (missed) {
+            rc = DQCTL_EXIT_PROBLEM;
         }
     }
     json_decref(data);
@@ -1168,16 +1252,25 @@ static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body)
 }
 
 static int enable_common(int argc, char **argv, int enable) {
-    static const char help_on[] = "usage: dqctl enable PROBE [--server URL] [--json]\n"
-                                  "Enables a probe: dqd tells the wrappers to report it.\n";
-    static const char help_off[] = "usage: dqctl disable PROBE [--server URL] [--json]\n"
-                                   "Disables a probe: dqd tells the wrappers to stop it.\n";
+    static const char help_on[] =
+        "usage: dqctl enable PROBE [--create] [--server URL] [--json]\n"
+        "Enables a probe: dqd sends set_timeout to every connected wrapper, which then\n"
+        "reports it. Prints what happened on each wrapper link. PROBE must be known to\n"
+        "dqd (in the diagram, or reported by a wrapper); --create registers a new name.\n"
+        "Exit status: 0 done, 2 unknown probe, usage, API or connection error.\n";
+    static const char help_off[] =
+        "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
+        "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"
+        "wrapper has no clear_timeout: there the disable is recorded as not applied, the\n"
+        "wrapper keeps reporting the probe, and dqctl says so link by link.\n"
+        "Exit status: 0 done, 1 not applied (or failed) on some link, 2 unknown probe,\n"
+        "usage, API or connection error.\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, enable ? help_on : help_off, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 1, 1, enable ? help_on : help_off, &o);
     if (rc >= 0) {
         return rc;
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable), 1));
 }
 
 int dqctl_enable_main(int argc, char **argv) {
@@ -1204,7 +1297,7 @@ int dqctl_set_timeout_main(int argc, char **argv) {
                        o.pos[1]);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3), 0));
 }
 
 int dqctl_qta_main(int argc, char **argv) {
@@ -1228,7 +1321,7 @@ int dqctl_qta_main(int argc, char **argv) {
             dqctl_complain("qta: --clear takes no points and no --max-lost");
             return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
-        return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta")));
+        return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta"), 0));
     }
     if (o.npos == 1) {
         if (o.max_lost) {
@@ -1262,7 +1355,7 @@ int dqctl_qta_main(int argc, char **argv) {
         dqctl_complain("qta: %s", err);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], body));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], body, 0));
 }
 
 static int wrapper_common(int argc, char **argv, const char *verb) {

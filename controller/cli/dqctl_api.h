@@ -33,6 +33,16 @@ int dqctl_set_timeout_main(int argc, char **argv); /* PUT {"dmax_ms":MS} */
 int dqctl_qta_main(int argc, char **argv);         /* PUT {"qta":…} / show / --clear */
 int dqctl_start_main(int argc, char **argv);       /* POST /api/v1/wrapper/start */
 int dqctl_stop_main(int argc, char **argv);        /* POST /api/v1/wrapper/stop */
+int dqctl_delete_main(int argc, char **argv);      /* DELETE /api/v1/probes/NAME */
+int dqctl_diagram_main(int argc, char **argv);     /* GET / PUT /api/v1/diagram */
+
+/*
+ * What a probe change did on every wrapper link, from the "commands" of a PUT or DELETE
+ * answer ({"link","command","status"}): one line per outcome ("clear_timeout sent to 1
+ * link (2 127.0.0.1:4001)", "NOT applied on 1 legacy link (…): …"), or that no wrapper
+ * was connected to tell. Returns how many links did not get it (not applied or failed).
+ */
+int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands);
 
 /*
  * The same commands behind one entry, for a caller without a table: cmd is "status",
@@ -68,6 +78,7 @@ struct dqctl_opts {
     const char *fire_after;         /* --fire-after K (trigger), NULL when absent */
     const char *clear_after;        /* --clear-after M (trigger), NULL when absent */
     int disable;                    /* --disable (trigger) */
+    int create;                     /* --create (enable, disable, set-timeout, qta) */
     const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
     int npos;
 };
@@ -87,6 +98,7 @@ enum {
     DQCTL_OPT_TRIGGER = 1 << 10,  /* --threshold, --fire-after, --clear-after, --disable */
     DQCTL_OPT_ABORT = 1 << 11,    /* --abort ID */
     DQCTL_OPT_OVERLOAD = 1 << 12, /* --overload */
+    DQCTL_OPT_CREATE = 1 << 13,   /* --create */
 };
 
 /*
