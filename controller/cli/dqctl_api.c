@@ -41,14 +41,47 @@ FILE *dqctl_err(void) {
     return err_fp ? err_fp : stderr;
 }
 
-void dqctl_complain(const char *fmt, ...) {
+static int json_errors; /* --json: errors as JSON objects */
+
+void dqctl_set_json_errors(int on) {
+    json_errors = on;
+}
+
+/* Prints one error: "dqctl: MESSAGE", or with --json {"status":"error","errorType":TYPE,
+ * "error":MESSAGE[,"http_status":N]} on one line. */
+static void complain_as(const char *type, long http_status, const char *msg) {
     FILE *e = dqctl_err();
+    if (!json_errors) {
+        fprintf(e, "dqctl: %s\n", msg);
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s}", "status", "error", "errorType", type, "error", msg);
+    if (o && http_status > 0) {
+        json_object_set_new(o, "http_status", json_integer(http_status));
+    }
+    if (o) {
+        json_dumpf(o, e, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(o);
+    }
+    fputc('\n', e);
+}
+
+void dqctl_complain_typed(const char *type, const char *fmt, ...) {
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fputs("dqctl: ", e);
-    vfprintf(e, fmt, ap);
-    fputc('\n', e);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    complain_as(type, 0, msg);
+}
+
+void dqctl_complain(const char *fmt, ...) {
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    complain_as("error", 0, msg);
 }
 
 /* ---- options ---------------------------------------------------------------------- */
@@ -882,8 +915,16 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
  * new reference to the envelope's data and the result is 0; otherwise the message goes to
  * msg and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
  */
+struct api_failure {
+    char type[64]; /* the API's errorType, "unreachable", "bad_answer", "usage" */
+    long http_status;
+};
+
 static int api_request(const struct dqctl_opts *o, const char *method, const char *path,
-                       const json_t *body, json_t **data, char *msg, size_t msg_cap) {
+                       const json_t *body, const char *raw, size_t raw_len, json_t **data,
+                       char *msg, size_t msg_cap, struct api_failure *failure) {
+    snprintf(failure->type, sizeof failure->type, "usage");
+    failure->http_status = 0;
     char url[4096];
     size_t sl = strlen(o->server);
     while (sl > 0 && o->server[sl - 1] == '/') {
@@ -898,6 +939,17 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
         set_err(msg, msg_cap, "out of memory");
         return DQCTL_EXIT_USAGE;
     }
+    size_t payload_len = payload ? strlen(payload) : 0;
+    if (!body && raw) {
+        payload = malloc(raw_len + 1);
+        if (!payload) {
+            set_err(msg, msg_cap, "out of memory");
+            return DQCTL_EXIT_USAGE;
+        }
+        memcpy(payload, raw, raw_len);
+        payload[raw_len] = '\0';
+        payload_len = raw_len;
+    }
     CURL *c = curl_easy_init();
     if (!c) {
         free(payload);
@@ -910,7 +962,8 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
     if (payload) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        hdrs = curl_slist_append(hdrs, body ? "Content-Type: application/json"
+                                            : "Content-Type: text/plain; charset=utf-8");
     }
     /* dqd bound beyond loopback wants its api_token on changes: DQD_TOKEN carries it */
     const char *token = getenv("DQD_TOKEN");
@@ -930,7 +983,7 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
     if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, payload ? (long)strlen(payload) : 0L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, payload ? (long)payload_len : 0L);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
     CURLcode rc = curl_easy_perform(c);
@@ -953,18 +1006,25 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
                     "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
                     (int)sl, o->server, why);
         }
+        snprintf(failure->type, sizeof failure->type, "unreachable");
         free(f.data);
         return result;
     }
     json_error_t jerr;
     json_t *env = f.data ? json_loadb(f.data, f.len, 0, &jerr) : NULL;
     const char *st = jstr(env, "status", NULL);
+    failure->http_status = status;
     if (!json_is_object(env) || !st) {
         set_err(msg, msg_cap, "%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)",
                 method, path, status, (int)sl, o->server);
+        snprintf(failure->type, sizeof failure->type, "bad_answer");
     } else if (strcmp(st, "success") != 0 || status >= 400) {
         set_err(msg, msg_cap, "%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"),
                 status, jstr(env, "errorType", "?"));
+        snprintf(failure->type, sizeof failure->type, "%s", jstr(env, "errorType", "internal"));
+        if (json_errors) { /* the API's own message, without dqctl's decoration */
+            set_err(msg, msg_cap, "%s", jstr(env, "error", "error without a message"));
+        }
     } else {
         *data = json_incref(json_object_get(env, "data"));
         result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
@@ -980,16 +1040,30 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
 int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
                    const json_t *body, json_t **data) {
     char msg[4096];
-    int rc = api_request(o, method, path, body, data, msg, sizeof msg);
+    struct api_failure f;
+    int rc = api_request(o, method, path, body, NULL, 0, data, msg, sizeof msg, &f);
     if (rc != DQCTL_EXIT_OK) {
-        dqctl_complain("%s", msg);
+        complain_as(f.type, f.http_status, msg);
+    }
+    return rc;
+}
+
+int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const char *path,
+                        const char *text, size_t len, json_t **data, char *err, size_t err_cap,
+                        char *type, size_t type_cap) {
+    struct api_failure f;
+    int rc = api_request(o, method, path, NULL, text ? text : "", text ? len : 0, data, err,
+                         err_cap, &f);
+    if (rc != DQCTL_EXIT_OK && type_cap) {
+        snprintf(type, type_cap, "%s", f.type);
     }
     return rc;
 }
 
 int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
                         size_t err_cap) {
-    return api_request(o, "GET", path, NULL, data, err, err_cap);
+    struct api_failure f;
+    return api_request(o, "GET", path, NULL, NULL, 0, data, err, err_cap, &f);
 }
 
 void dqctl_print_json(const json_t *data) {
@@ -1050,11 +1124,20 @@ static const char common_exit[] =
 int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
                     const char *help, struct dqctl_opts *o) {
     char err[256];
+    for (int i = 1; i < argc; i++) { /* before parsing: a usage error is JSON too */
+        if (strcmp(argv[i], "--") == 0) {
+            break;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            dqctl_set_json_errors(1);
+        }
+    }
     if (dqctl_parse_args(argc, argv, accepts, min_pos, max_pos, getenv("DQD_URL"), o, err,
                          sizeof err) < 0) {
-        dqctl_complain("%s", err);
+        dqctl_complain_typed("usage", "%s", err);
         return DQCTL_EXIT_USAGE;
     }
+    dqctl_set_json_errors(o->json);
     if (o->help) {
         /* a command whose exit codes say more than the common line documents its own */
         fprintf(dqctl_out(), "%s%s%s", help, common_help,
@@ -1142,7 +1225,7 @@ int dqctl_dq_main(int argc, char **argv) {
         int empty = strcmp(o.kind, "observed") == 0 && !(n > 0);
         char why[256];
         if (json_is_object(qta) && !empty && dqctl_qta_check(dq, qta, why, sizeof why) == 0) {
-            dqctl_complain("%s: QTA %s", o.pos[0], why);
+            dqctl_complain_typed("problem", "%s: QTA %s", o.pos[0], why);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
@@ -1385,7 +1468,8 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
         if (!(sent > 0)) {
-            dqctl_complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
+            dqctl_complain_typed("problem", "%s: no wrapper is connected, so nothing was told to %s",
+                                 verb, verb);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
@@ -1401,6 +1485,175 @@ int dqctl_stop_main(int argc, char **argv) {
     return wrapper_common(argc, argv, "stop");
 }
 
+int dqctl_delete_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl delete PROBE [--server URL] [--json]\n"
+        "Deletes a probe dqd knows (DELETE /api/v1/probes/PROBE): its settings, windows and\n"
+        "triggers go; an enabled probe is disabled first, and dqctl says what that did on\n"
+        "each wrapper link. Refused for a node of the loaded diagram (change the diagram)\n"
+        "and for a probe an open investigation holds (dqctl diagnose --abort ID first). A\n"
+        "wrapper that still reports the probe registers it again at its next instance.\n"
+        "Exit status: 0 deleted, 1 deleted but the disable was not applied on some link,\n"
+        "2 refused, unknown probe, usage, API or connection error.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    char path[2048];
+    if (dqctl_probe_path(o.pos[0], "", path, sizeof path) < 0) {
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "DELETE", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        const json_t *cmds = json_object_get(data, "commands");
+        int missed = 0;
+        if (o.json) {
+            dqctl_print_json(data);
+            for (size_t i = 0; i < json_array_size(cmds); i++) {
+                missed += strcmp(jstr(json_array_get(cmds, i), "status", ""), "sent") != 0;
+            }
+        } else {
+            FILE *out = dqctl_out();
+            double seen = jnum(data, "instances"), trig = jnum(data, "triggers_removed");
+            fprintf(out, "%s deleted (%.0f instance%s seen since dqd started, %.0f trigger%s "
+                         "removed)\n",
+                    o.pos[0], isnan(seen) ? 0 : seen, seen == 1 ? "" : "s", isnan(trig) ? 0 : trig,
+                    trig == 1 ? "" : "s");
+            if (json_is_true(json_object_get(data, "was_enabled"))) {
+                fprintf(out, "  it was enabled, so it was disabled first:\n");
+                missed = dqctl_render_commands(out, o.pos[0], cmds);
+            }
+            const char *note = jstr(data, "note", NULL);
+            if (note) {
+                fprintf(out, "  note: %s\n", note);
+            }
+        }
+        rc = missed ? DQCTL_EXIT_PROBLEM : DQCTL_EXIT_OK;
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+/* Reads a whole file (or stdin for "-") into a new buffer, at most 64 MiB. */
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            break;
+        }
+        if (n == cap) {
+            char *more = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!more) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = more;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    if (f != stdin) {
+        fclose(f);
+    }
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static void render_diagram(FILE *out, const json_t *d) {
+    const json_t *text = json_object_get(d, "text");
+    if (!json_is_string(text)) {
+        fprintf(out, "no diagram loaded (dqd --diagram FILE.dq, or dqctl diagram FILE.dq)\n");
+        return;
+    }
+    char roots[2048] = "", probes[8192] = "";
+    size_t rl = 0, pl = 0;
+    const json_t *r = json_object_get(d, "roots"), *p = json_object_get(d, "probes");
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        int w = snprintf(roots + rl, sizeof roots - rl, "%s%s", i ? ", " : "",
+                         json_string_value(json_array_get(r, i)));
+        rl = w > 0 && rl + (size_t)w < sizeof roots ? rl + (size_t)w : rl;
+    }
+    for (size_t i = 0; i < json_array_size(p); i++) {
+        int w = snprintf(probes + pl, sizeof probes - pl, "%s%s", i ? ", " : "",
+                         json_string_value(json_array_get(p, i)));
+        pl = w > 0 && pl + (size_t)w < sizeof probes ? pl + (size_t)w : pl;
+    }
+    fprintf(out, "diagram %s: %zu probe%s, root%s %s\nprobes: %s\n\n%s",
+            jstr(d, "path", "(sent through the API)"), json_array_size(p),
+            json_array_size(p) == 1 ? "" : "s", json_array_size(r) == 1 ? "" : "s", roots, probes,
+            json_string_value(text));
+    size_t tl = strlen(json_string_value(text));
+    if (tl == 0 || json_string_value(text)[tl - 1] != '\n') {
+        fputc('\n', out);
+    }
+}
+
+int dqctl_diagram_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl diagram [FILE.dq | -] [--server URL] [--json]\n"
+        "Without FILE: the outcome diagram dqd has loaded (its path, roots, probes and\n"
+        "text; GET /api/v1/diagram). With FILE (- reads stdin): loads it into dqd\n"
+        "(PUT /api/v1/diagram), replacing the diagram; a model error is printed as\n"
+        "FILE:LINE:COL: message and nothing changes.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    if (o.npos == 0) {
+        rc = dqctl_api_call(&o, "GET", "/api/v1/diagram", NULL, &data);
+    } else {
+        size_t len = 0;
+        char *text = read_all(o.pos[0], &len);
+        if (!text) {
+            dqctl_complain_typed("usage", "diagram: cannot read %s: %s", o.pos[0],
+                                 strerror(errno));
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        }
+        char err[4096], type[64] = "error";
+        rc = dqctl_api_call_text(&o, "PUT", "/api/v1/diagram", text, len, &data, err, sizeof err,
+                                 type, sizeof type);
+        free(text);
+        if (rc != DQCTL_EXIT_OK) {
+            /* a model error is "LINE:COL: message": name the file as a compiler would */
+            int line = 0, col = 0;
+            if (strcmp(type, "unprocessable") == 0 && sscanf(err, "%d:%d:", &line, &col) == 2) {
+                dqctl_complain_typed(type, "%s:%s", strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0],
+                                     err);
+            } else {
+                dqctl_complain_typed(type, "%s", err);
+            }
+        }
+    }
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else {
+            if (o.npos == 1) {
+                fprintf(dqctl_out(), "loaded %s into dqd\n", o.pos[0]);
+            }
+            render_diagram(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
 int dqctl_api_main(const char *cmd, int argc, char **argv) {
     static const struct {
         const char *name;
@@ -1410,7 +1663,8 @@ int dqctl_api_main(const char *cmd, int argc, char **argv) {
         {"dq", dqctl_dq_main},           {"enable", dqctl_enable_main},
         {"disable", dqctl_disable_main}, {"set-timeout", dqctl_set_timeout_main},
         {"qta", dqctl_qta_main},         {"start", dqctl_start_main},
-        {"stop", dqctl_stop_main},
+        {"stop", dqctl_stop_main},       {"delete", dqctl_delete_main},
+        {"diagram", dqctl_diagram_main},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(cmd, table[i].name) == 0) {

@@ -174,12 +174,26 @@ void dqctl_render_cdf_plot(FILE *out, const json_t *dq, const json_t *qta, int w
 FILE *dqctl_out(void);
 FILE *dqctl_err(void);
 
-/* Prints "dqctl: <message>" and a newline on dqctl_err(). */
+/*
+ * Prints "dqctl: <message>" and a newline on dqctl_err(); after dqctl_set_json_errors(1)
+ * (what --json does) one line of JSON instead: {"status":"error","errorType":TYPE,
+ * "error":MESSAGE}, with "http_status" for an API answer. dqctl_complain's TYPE is
+ * "error"; the _typed form names it ("usage", "problem", "unreachable", or the API's
+ * errorType as dqctl_api_call passes it on).
+ */
 void dqctl_complain(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+void dqctl_complain_typed(const char *type, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Errors as JSON objects (1) or text (0, the default); dqctl_start_cmd sets it from --json. */
+void dqctl_set_json_errors(int on);
 
 /*
  * Starts a subcommand: parses argv with dqctl_parse_args ($DQD_URL as the default
@@ -209,6 +223,14 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
  */
 int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
                         size_t err_cap);
+
+/*
+ * A request whose body is text (the diagram's PUT), printing nothing: 0 and *data, or 2
+ * with the message in err and the error's type (as dqctl_complain_typed takes it) in type.
+ */
+int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const char *path,
+                        const char *text, size_t len, json_t **data, char *err, size_t err_cap,
+                        char *type, size_t type_cap);
 
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);
