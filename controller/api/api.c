@@ -367,11 +367,19 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
     json_t *jd = json_object_get(body, "dmax_ms"), *jb = json_object_get(body, "bins");
     json_t *je = json_object_get(body, "enabled"), *jq = json_object_get(body, "qta");
     json_t *js = json_object_get(body, "servers");
-    if ((jd && !json_is_number(jd)) || (jb && !json_is_integer(jb)) ||
+    if ((jd && !json_is_number(jd) && !json_is_string(jd)) || (jb && !json_is_integer(jb)) ||
         (je && !json_is_boolean(je)) || (js && !json_is_integer(js) && !json_is_null(js))) {
         http_reply_error(res, 400, "bad_data",
-                         "dmax_ms must be a number, bins and servers integers (servers may be "
-                         "null), enabled a boolean");
+                         "dmax_ms must be a number (ms) or a string with a unit (\"1.5s\"), "
+                         "bins and servers integers (servers may be null), enabled a boolean");
+        json_decref(body);
+        return;
+    }
+    double dmax_s = 0.0;
+    if (json_is_string(jd) &&
+        dq_parse_duration(json_string_value(jd), json_string_length(jd), 1e-3, 0, &dmax_s) !=
+            DQ_OK) {
+        http_reply_error(res, 422, "unprocessable", "dmax_ms: %s", dq_last_error());
         json_decref(body);
         return;
     }
@@ -400,7 +408,7 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
     json_t *report = json_array(), *warnings = json_array();
     int commanded = 0; /* a change that sends commands was made */
     if (jd || jb) {
-        double dmax = jd ? json_number_value(jd) : p->dmax_ms;
+        double dmax = !jd ? p->dmax_ms : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
         int bins = jb ? (int)json_integer_value(jb) : 0;
         if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());

@@ -21,6 +21,8 @@
 
 #include <curl/curl.h>
 
+#include "dq.h"
+#include "dq_error.h"
 #include "dqctl.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
@@ -260,46 +262,10 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
 /* ---- numbers and durations ------------------------------------------------------------ */
 
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s) {
-    if (!s || !*s) {
+    if (!s || !*s || *s == '+' || *s == '-') {
         return -1;
     }
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v) || v < 0) {
-        return -1;
-    }
-    /* strtod accepts "inf", "nan" and hex; only plain decimals are durations */
-    for (const char *c = s; c < end; c++) {
-        if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '+' ||
-              *c == '-')) {
-            return -1;
-        }
-    }
-    static const struct {
-        const char *unit;
-        double scale;
-    } units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3},
-                 {"s", 1.0},   {"m", 60.0},  {"min", 60.0}};
-    double scale = bare_unit_s;
-    if (*end) {
-        size_t k;
-        for (k = 0; k < sizeof units / sizeof units[0]; k++) {
-            if (strcmp(end, units[k].unit) == 0) {
-                break;
-            }
-        }
-        if (k == sizeof units / sizeof units[0]) {
-            return -1;
-        }
-        scale = units[k].scale;
-    }
-    double r = v * scale;
-    if (!isfinite(r)) {
-        return -1;
-    }
-    *out_s = r;
-    return 0;
+    return dq_parse_duration(s, strlen(s), bare_unit_s, 0, out_s) == DQ_OK ? 0 : -1;
 }
 
 int dqctl_parse_fraction(const char *s, double *out) {
@@ -340,10 +306,10 @@ int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size
     if (dqctl_parse_fraction(pbuf, p) < 0 || *p <= 0) {
         return set_err(err, err_cap, "QTA point \"%s\": probability must be in (0, 1]", s);
     }
-    if (dqctl_parse_duration(at + 1, 1.0, t_s) < 0 || *t_s <= 0) {
+    if (dqctl_parse_duration(at + 1, 1e-3, t_s) < 0 || *t_s <= 0) {
         return set_err(err, err_cap,
-                       "QTA point \"%s\": time must be > 0 with a unit ns, us, ms, s or m "
-                       "(a bare number is seconds)",
+                       "QTA point \"%s\": time must be > 0, in milliseconds or with a unit "
+                       "ns, us, ms, s or m (0.95@250, 0.95@250ms, 0.95@0.25s)",
                        s);
     }
     return 0;
@@ -1366,11 +1332,12 @@ int dqctl_disable_main(int argc, char **argv) {
 
 int dqctl_set_timeout_main(int argc, char **argv) {
     static const char help[] =
-        "usage: dqctl set-timeout PROBE MS [--server URL] [--json]\n"
-        "Sets a probe's dMax (its timeout and ΔQ horizon). MS is milliseconds, or a\n"
-        "duration with a unit: 250ms, 1.5s, 800us.\n";
+        "usage: dqctl set-timeout PROBE DURATION [--create] [--server URL] [--json]\n"
+        "Sets a probe's dMax (its timeout and ΔQ horizon). A bare DURATION is\n"
+        "milliseconds (250); a unit may follow: 250ms, 1.5s, 800us, 2m. dqd warns when a\n"
+        "point of the probe's QTA then lies beyond dMax. --create registers a new name.\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 2, 2, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 2, 2, help, &o);
     if (rc >= 0) {
         return rc;
     }
@@ -1385,16 +1352,17 @@ int dqctl_set_timeout_main(int argc, char **argv) {
 
 int dqctl_qta_main(int argc, char **argv) {
     static const char help[] =
-        "usage: dqctl qta PROBE [P@T ...] [--max-lost X] [--server URL] [--json]\n"
+        "usage: dqctl qta PROBE [P@T ...] [--max-lost X] [--create] [--server URL] [--json]\n"
         "       dqctl qta PROBE --clear\n"
         "Sets a probe's quantitative timeliness agreement: P(delay <= T) >= P at each\n"
-        "point, and at most X of the instances lost (failed or timed out). T takes a\n"
-        "unit (ns, us, ms, s, m; a bare number is seconds); P and X are fractions or\n"
-        "percentages. X defaults to 1 - P of the last point. Without points, shows the\n"
-        "current QTA; --clear removes it. Example:\n"
-        "  dqctl qta checkout 0.5@100ms 0.95@250ms --max-lost 0.01\n";
+        "point, and at most X of the instances lost (failed or timed out). A bare T is\n"
+        "milliseconds (0.95@250); a unit may follow (ns, us, ms, s, m: 0.95@0.25s). P and\n"
+        "X are fractions or percentages. X defaults to 1 - P of the last point (the bound\n"
+        "the points already imply). A point beyond the probe's dMax is accepted with a\n"
+        "warning. Without points, shows the current QTA; --clear removes it. Example:\n"
+        "  dqctl qta checkout 0.5@100 0.95@250ms --max-lost 0.01\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR, 1,
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR | DQCTL_OPT_CREATE, 1,
                              DQCTL_MAX_QTA_POINTS + 1, help, &o);
     if (rc >= 0) {
         return rc;

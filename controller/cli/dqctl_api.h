@@ -111,9 +111,10 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
                      const char *env_url, struct dqctl_opts *o, char *err, size_t err_cap);
 
 /*
- * Parses a duration: a number with an optional unit ns, us, µs, ms, s, m (minutes).
- * A bare number is in `bare_unit_s` seconds (1e-3 for `set-timeout`, 1 for QTA times).
- * The result must be finite and ≥ 0. Returns 0 and *out_s, or -1.
+ * Parses a duration (dq_parse_duration): a number with an optional unit ns, us, µs, ms, s,
+ * m (minutes). A bare number is in `bare_unit_s` seconds: dqctl's arguments pass 1e-3 (a
+ * bare duration is milliseconds, for set-timeout and QTA times alike). No sign; the result
+ * is finite and ≥ 0. Returns 0 and *out_s, or -1.
  */
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
 
@@ -121,7 +122,7 @@ int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
 int dqctl_parse_fraction(const char *s, double *out);
 
 /*
- * Parses "P@T" (e.g. "0.95@250ms"): p in (0, 1], T a duration (bare = seconds) > 0.
+ * Parses "P@T" (e.g. "0.95@250ms"): p in (0, 1], T a duration (bare = milliseconds) > 0.
  * Returns 0, or -1 with a message in err.
  */
 int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size_t err_cap);

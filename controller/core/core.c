@@ -1030,12 +1030,23 @@ int core_qta_from_json(json_t *j, struct dq_qta *q) {
     }
     for (size_t i = 0; i < n; i++) {
         json_t *pt = json_array_get(pts, i);
+        json_t *jt = json_array_get(pt, 1);
         if (!json_is_array(pt) || json_array_size(pt) != 2 ||
-            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1))) {
-            return dq_fail(DQ_EINVAL, "qta point %zu must be [probability, seconds]", i);
+            !json_is_number(json_array_get(pt, 0)) || !(json_is_number(jt) || json_is_string(jt))) {
+            return dq_fail(DQ_EINVAL,
+                           "qta point %zu must be [probability, time]: the time in seconds, or a "
+                           "string with a unit (\"250ms\")",
+                           i);
         }
         q->p[i] = json_number_value(json_array_get(pt, 0));
-        q->t[i] = json_number_value(json_array_get(pt, 1));
+        if (json_is_string(jt)) {
+            if (dq_parse_duration(json_string_value(jt), json_string_length(jt), 1.0, 0,
+                                  &q->t[i]) != DQ_OK) {
+                return dq_fail(DQ_EINVAL, "qta point %zu: %s", i, dq_last_error());
+            }
+        } else {
+            q->t[i] = json_number_value(jt);
+        }
     }
     q->n = (int)n;
     json_t *ml = json_object_get(j, "max_lost");

@@ -716,7 +716,9 @@ int core_delete_probe(struct core *c, struct probe *p, json_t *report);
 
 /* ---- QTAs as JSON -------------------------------------------------------------------- */
 
-/* Parses {"points":[[p,t_s],...],"max_lost":x} into q (max_lost absent: 1 − last p).
+/* Parses {"points":[[p,t],...],"max_lost":x} into q: t in seconds, or a string with a
+ * unit ("250ms"; a bare string number is seconds too); max_lost absent: 1 − the last p (the
+ * bound the points already imply: P(d ≤ t) ≥ p leaves at most 1 − p lost).
  * DQ_EINVAL with a message saying what is wrong, or dq_qta_check's error. */
 int core_qta_from_json(json_t *j, struct dq_qta *q);
 

@@ -83,9 +83,20 @@ static void test_qta_points(void) {
     CHECK_INT(dqctl_parse_qta_point("95%@1.5s", &p, &t, err, sizeof err), 0);
     CHECK_NEAR(p, 0.95, 1e-12);
     CHECK_NEAR(t, 1.5, 1e-12);
+    /* a bare time is milliseconds, as every duration dqctl takes (issue 13) */
     CHECK_INT(dqctl_parse_qta_point("1@2", &p, &t, err, sizeof err), 0);
-    CHECK_NEAR(t, 2.0, 1e-12);
-    const char *bad[] = {"0.5", "0@1s", "1.2@1s", "0.5@0", "0.5@-1s", "@1s", "0.5@", "0.5@1q"};
+    CHECK_NEAR(t, 0.002, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@30", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@30ms", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@0.03s", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@800us", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.0008, 1e-12);
+    const char *bad[] = {"0.5",     "0@1s",     "1.2@1s",  "0.5@0",  "0.5@-1s", "@1s",
+                         "0.5@",    "0.5@1q",   "0.5@1 s", "0.5@ms", "0.5@1e",  "0.5@1.2.3ms",
+                         "0.5@0x10", "0.5@inf", "0.5@nan", "0.5@+1s"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
         CHECK_MSG(dqctl_parse_qta_point(bad[i], &p, &t, err, sizeof err) == -1, "accepted %s",
