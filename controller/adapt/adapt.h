@@ -147,6 +147,26 @@ int64_t adapt_probe_holder(const struct adapt *a, const char *probe);
  * many there were. */
 int adapt_forget_probe(struct adapt *a, const char *probe);
 
+/* The verdicts an investigation can close with (the last, "other", counts anything else). */
+#define ADAPT_VERDICT_KINDS 7
+extern const char *const adapt_verdict_names[ADAPT_VERDICT_KINDS];
+
+/* Investigations closed since start with verdict adapt_verdict_names[i], into counts[i]. */
+void adapt_verdict_counts(const struct adapt *a, uint64_t counts[ADAPT_VERDICT_KINDS]);
+
+/* Searching investigations (open: no verdict yet). */
+int adapt_open_investigations(const struct adapt *a);
+
+/* One trigger as adapt_triggers_each lists it (strings valid during the call). */
+struct adapt_trigger_view {
+    const char *probe, *kind;
+    int enabled, fired;
+};
+
+/* Calls fn for every trigger, in the order they were made. */
+void adapt_triggers_each(const struct adapt *a,
+                         void (*fn)(void *ctx, const struct adapt_trigger_view *t), void *ctx);
+
 /* Fills *st. */
 void adapt_get_stats(const struct adapt *a, struct adapt_stats *st);
 

@@ -549,11 +549,153 @@ static void wrapper_run(struct api *api, int run, struct http_response *res) {
 
 /* ---- /metrics -------------------------------------------------------------------------- */
 
-static void metrics_link(void *ctx, const struct core_link_info *li) {
-    http_response_printf(ctx,
-                         "dqd_link_protocol_errors_total{link=\"%" PRIu64 "\",peer=\"%s\"} "
-                         "%" PRIu64 "\n",
-                         li->id, li->peer, li->protocol_errors);
+/* A label value as the exposition format wants it: \\, \" and \n escaped. */
+static void label_value(const char *in, char *out, size_t cap) {
+    size_t o = 0;
+    for (const char *c = in ? in : ""; *c && o + 3 < cap; c++) {
+        if (*c == '\\' || *c == '"') {
+            out[o++] = '\\';
+            out[o++] = *c;
+        } else if (*c == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *c;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* A number as the exposition writes it: +Inf / NaN spelled out. */
+static void metric_number(double v, char *buf, size_t cap) {
+    if (isnan(v)) {
+        snprintf(buf, cap, "NaN");
+    } else if (isinf(v)) {
+        snprintf(buf, cap, "%s", v > 0 ? "+Inf" : "-Inf");
+    } else {
+        snprintf(buf, cap, "%.9g", v);
+    }
+}
+
+static void metrics_trigger(void *ctx, const struct adapt_trigger_view *t) {
+    http_response_printf(ctx, "dqd_trigger_fired{probe=\"%s\",kind=\"%s\"} %d\n", t->probe,
+                         t->kind, t->enabled && t->fired);
+}
+
+/* The newest ring entry of p that has a ΔQ of the kind, or NULL. */
+static const struct probe_window *latest_of(struct probe *p, int calculated) {
+    for (int b = 0; b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (calculated ? w->calculated != NULL : w->observed != NULL) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+/* What a Prometheus user alerts on (issue 13): triggers, investigations, verdicts, QTA
+ * margins, quantiles, wrappers, the build. */
+static void metrics_alerting(struct api *api, struct http_response *res) {
+    struct core *core = api->env.core;
+    struct probe_table *t = core_probes(core);
+    http_response_printf(res, "# HELP dqd_build_info dqd's version and clock; always 1.\n"
+                              "# TYPE dqd_build_info gauge\n"
+                              "dqd_build_info{version=\"%s\",clock=\"%s\"} 1\n",
+                         api->version, api->clock);
+    /* the adaptive loop */
+    if (api->env.adapt) {
+        http_response_printf(res, "# HELP dqd_trigger_fired 1 while an enabled trigger is fired, "
+                                  "per probe and kind.\n# TYPE dqd_trigger_fired gauge\n");
+        adapt_triggers_each(api->env.adapt, metrics_trigger, res);
+        http_response_printf(res,
+                             "# HELP dqd_investigations_open Investigations searching for a "
+                             "verdict.\n# TYPE dqd_investigations_open gauge\n"
+                             "dqd_investigations_open %d\n"
+                             "# HELP dqd_verdicts_total Investigations closed since dqd started, "
+                             "by verdict.\n# TYPE dqd_verdicts_total counter\n",
+                             adapt_open_investigations(api->env.adapt));
+        uint64_t counts[ADAPT_VERDICT_KINDS];
+        adapt_verdict_counts(api->env.adapt, counts);
+        for (int i = 0; i < ADAPT_VERDICT_KINDS; i++) {
+            http_response_printf(res, "dqd_verdicts_total{verdict=\"%s\"} %" PRIu64 "\n",
+                                 adapt_verdict_names[i], counts[i]);
+        }
+    }
+    /* QTA margins of the newest observed window */
+    http_response_printf(res, "# HELP dqd_qta_margin The worst margin of a probe's QTA on its "
+                              "newest observed window with instances: min over the points of "
+                              "F(t) - p, and max_lost - lost; below 0 the QTA is violated.\n"
+                              "# TYPE dqd_qta_margin gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        const struct probe_window *w = latest_of(p, 0);
+        struct dq_qta_result r;
+        if (p->has_qta && w && dq_qta_eval(w->observed, &p->qta, &r) == DQ_OK) {
+            http_response_printf(res, "dqd_qta_margin{probe=\"%s\"} %.9g\n", p->name, r.margin);
+        }
+    }
+    /* quantiles of the newest observed and calculated ΔQs */
+    static const double qs[] = {0.5, 0.95, 0.99};
+    static const char *const qn[] = {"0.5", "0.95", "0.99"};
+    http_response_printf(res, "# HELP dqd_delay_quantile_seconds Quantiles of the newest closed "
+                              "window's observed and calculated ΔQ; +Inf when the tangible mass "
+                              "never reaches the quantile (too much lost).\n"
+                              "# TYPE dqd_delay_quantile_seconds gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        for (int kind = 0; kind < 2; kind++) {
+            const struct probe_window *w = latest_of(p, kind);
+            if (!w) {
+                continue;
+            }
+            const struct dq *q = kind ? w->calculated : w->observed;
+            for (int j = 0; j < 3; j++) {
+                double v;
+                char num[32];
+                metric_number(dq_quantile(q, qs[j], &v) == DQ_OK ? v : INFINITY, num, sizeof num);
+                http_response_printf(res,
+                                     "dqd_delay_quantile_seconds{probe=\"%s\",kind=\"%s\","
+                                     "q=\"%s\"} %s\n",
+                                     p->name, kind ? "calculated" : "observed", qn[j], num);
+            }
+        }
+    }
+    /* wrappers, one series per peer whatever the reconnects */
+    struct core_peer peers[CORE_MAX_PEERS];
+    size_t n = core_peers(core, peers, CORE_MAX_PEERS);
+    int connected = 0;
+    for (size_t i = 0; i < n; i++) {
+        connected += peers[i].connected;
+    }
+    const char *label = NULL;
+    int64_t down = core_last_link_down(core, &label);
+    http_response_printf(res,
+                         "# HELP dqd_wrappers_connected Wrapper links connected now (inbound and "
+                         "outbound).\n# TYPE dqd_wrappers_connected gauge\n"
+                         "dqd_wrappers_connected %d\n"
+                         "# HELP dqd_wrapper_last_disconnect_timestamp_seconds When a wrapper "
+                         "link last went down (0: none since dqd started).\n"
+                         "# TYPE dqd_wrapper_last_disconnect_timestamp_seconds gauge\n"
+                         "dqd_wrapper_last_disconnect_timestamp_seconds %.3f\n"
+                         "# HELP dqd_peer_connected Links connected now per peer (the host of "
+                         "an inbound link, the address of an outbound one); 0 once gone.\n"
+                         "# TYPE dqd_peer_connected gauge\n",
+                         connected, (double)down * 1e-9);
+    for (size_t i = 0; i < n; i++) {
+        char peer[2 * CORE_PEER_MAX];
+        label_value(peers[i].peer, peer, sizeof peer);
+        http_response_printf(res, "dqd_peer_connected{peer=\"%s\"} %d\n", peer,
+                             peers[i].connected);
+    }
+    http_response_printf(res, "# HELP dqd_peer_protocol_errors_total Bad lines per peer (links "
+                              "gone included, so a reconnect continues the series).\n"
+                              "# TYPE dqd_peer_protocol_errors_total counter\n");
+    for (size_t i = 0; i < n; i++) {
+        char peer[2 * CORE_PEER_MAX];
+        label_value(peers[i].peer, peer, sizeof peer);
+        http_response_printf(res, "dqd_peer_protocol_errors_total{peer=\"%s\"} %" PRIu64 "\n",
+                             peer, peers[i].errors);
+    }
 }
 
 static void metrics(struct api *api, struct http_response *res) {
@@ -664,9 +806,7 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_store_errors_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, ss.connections_total, cs.windows_closed,
         cs.store_errors);
-    http_response_printf(res, "# HELP dqd_link_protocol_errors_total Bad lines per wrapper "
-                              "connection.\n# TYPE dqd_link_protocol_errors_total counter\n");
-    core_links_each(core, metrics_link, res);
+    metrics_alerting(api, res);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
