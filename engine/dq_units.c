@@ -46,8 +46,9 @@ int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_n
         }
     }
     if (!digits || n > NUMBER_MAX) {
-        return dq_fail(DQ_EINVAL, "`%.*s` is not a duration: a number, then a unit (ns, us, ms, "
-                                  "s, m), as in 250ms or 1.5s",
+        return dq_fail(DQ_EINVAL,
+                       "`%.*s` is not a duration: a number, then a unit (ns, us, ms, "
+                       "s, m), as in 250ms or 1.5s",
                        (int)(len > 40 ? 40 : len), s);
     }
     char buf[NUMBER_MAX + 1];
@@ -57,8 +58,9 @@ int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_n
     errno = 0;
     double v = strtod(buf, &end);
     if (end != buf + n || errno == ERANGE || !isfinite(v)) {
-        return dq_fail(DQ_EINVAL, "`%.*s` is not a duration: a number, then a unit (ns, us, ms, "
-                                  "s, m), as in 250ms or 1.5s",
+        return dq_fail(DQ_EINVAL,
+                       "`%.*s` is not a duration: a number, then a unit (ns, us, ms, "
+                       "s, m), as in 250ms or 1.5s",
                        (int)(len > 40 ? 40 : len), s);
     }
     double scale = bare_unit_s;

@@ -473,8 +473,8 @@ struct store_command_filter {
     int64_t hypothesis; /* only this hypothesis's commands */
     const char *wrapper;
     const char *status;
-    int64_t after_id; /* only ids greater than this */
-    int limit;        /* ≤ 0: all */
+    int64_t after_id;  /* only ids greater than this */
+    int limit;         /* ≤ 0: all */
     const char *probe; /* only commands for this probe (NULL: any) */
 };
 

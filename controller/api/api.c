@@ -376,9 +376,8 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         return;
     }
     double dmax_s = 0.0;
-    if (json_is_string(jd) &&
-        dq_parse_duration(json_string_value(jd), json_string_length(jd), 1e-3, 0, &dmax_s) !=
-            DQ_OK) {
+    if (json_is_string(jd) && dq_parse_duration(json_string_value(jd), json_string_length(jd), 1e-3,
+                                                0, &dmax_s) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "dmax_ms: %s", dq_last_error());
         json_decref(body);
         return;
@@ -442,9 +441,8 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         }
     }
     if (je) {
-        struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE,
-                                 .probe = p,
-                                 .report = report};
+        struct core_change ch = {
+            .kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p, .report = report};
         commanded |= core_change_needed(&ch);
         core_change_now(core, &ch);
     }
@@ -509,8 +507,7 @@ static void delete_probe(struct api *api, const char *name, const struct http_re
                  kept_on, kept_on == 1 ? "" : "s", name);
     } else if (seen) {
         snprintf(note, sizeof note,
-                 "a wrapper that still reports %s registers it again at its next instance",
-                 name);
+                 "a wrapper that still reports %s registers it again at its next instance", name);
     } else {
         note[0] = '\0';
     }
@@ -578,8 +575,8 @@ static void metric_number(double v, char *buf, size_t cap) {
 }
 
 static void metrics_trigger(void *ctx, const struct adapt_trigger_view *t) {
-    http_response_printf(ctx, "dqd_trigger_fired{probe=\"%s\",kind=\"%s\"} %d\n", t->probe,
-                         t->kind, t->enabled && t->fired);
+    http_response_printf(ctx, "dqd_trigger_fired{probe=\"%s\",kind=\"%s\"} %d\n", t->probe, t->kind,
+                         t->enabled && t->fired);
 }
 
 /* The newest ring entry of p that has a ΔQ of the kind, or NULL. */
@@ -598,9 +595,10 @@ static const struct probe_window *latest_of(struct probe *p, int calculated) {
 static void metrics_alerting(struct api *api, struct http_response *res) {
     struct core *core = api->env.core;
     struct probe_table *t = core_probes(core);
-    http_response_printf(res, "# HELP dqd_build_info dqd's version and clock; always 1.\n"
-                              "# TYPE dqd_build_info gauge\n"
-                              "dqd_build_info{version=\"%s\",clock=\"%s\"} 1\n",
+    http_response_printf(res,
+                         "# HELP dqd_build_info dqd's version and clock; always 1.\n"
+                         "# TYPE dqd_build_info gauge\n"
+                         "dqd_build_info{version=\"%s\",clock=\"%s\"} 1\n",
                          api->version, api->clock);
     /* the adaptive loop */
     if (api->env.adapt) {
@@ -684,8 +682,7 @@ static void metrics_alerting(struct api *api, struct http_response *res) {
     for (size_t i = 0; i < n; i++) {
         char peer[2 * CORE_PEER_MAX];
         label_value(peers[i].peer, peer, sizeof peer);
-        http_response_printf(res, "dqd_peer_connected{peer=\"%s\"} %d\n", peer,
-                             peers[i].connected);
+        http_response_printf(res, "dqd_peer_connected{peer=\"%s\"} %d\n", peer, peers[i].connected);
     }
     http_response_printf(res, "# HELP dqd_peer_protocol_errors_total Bad lines per peer (links "
                               "gone included, so a reconnect continues the series).\n"
@@ -693,8 +690,8 @@ static void metrics_alerting(struct api *api, struct http_response *res) {
     for (size_t i = 0; i < n; i++) {
         char peer[2 * CORE_PEER_MAX];
         label_value(peers[i].peer, peer, sizeof peer);
-        http_response_printf(res, "dqd_peer_protocol_errors_total{peer=\"%s\"} %" PRIu64 "\n",
-                             peer, peers[i].errors);
+        http_response_printf(res, "dqd_peer_protocol_errors_total{peer=\"%s\"} %" PRIu64 "\n", peer,
+                             peers[i].errors);
     }
 }
 

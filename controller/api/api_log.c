@@ -74,9 +74,8 @@ static int collect_command(void *ctx, const struct store_command *c) {
     json_t *o = json_pack("{s:I,s:f,s:s,s:s,s:o,s:o,s:s,s:o}", "id", (json_int_t)c->id, "time",
                           secs(c->time_ns), "wrapper", c->wrapper, "command", c->command, "probe",
                           c->probe ? json_string(c->probe) : json_null(), "args",
-                          json_text_or_null(c->args_json), "status",
-                          c->status ? c->status : "sent", "detail",
-                          c->detail ? json_string(c->detail) : json_null());
+                          json_text_or_null(c->args_json), "status", c->status ? c->status : "sent",
+                          "detail", c->detail ? json_string(c->detail) : json_null());
     json_object_set_new(o, "hypothesis", c->hypothesis ? json_integer(c->hypothesis) : json_null());
     json_array_append_new(ctx, o);
     return 0;
@@ -469,7 +468,8 @@ static size_t links_with(json_t *run, const char *status, char *buf, size_t cap)
  * Appended to out's sentences; the run as out's "last_change" (null when no command was
  * ever recorded for the probe).
  */
-static void add_last_change(struct api *api, const char *probe, const struct probe *p, json_t *out) {
+static void add_last_change(struct api *api, const char *probe, const struct probe *p,
+                            json_t *out) {
     json_t *all = json_array();
     struct store_command_filter f = {.probe = probe};
     store_commands_each(api->env.store, &f, collect_command, all);
@@ -500,8 +500,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024];
     clock_text((int64_t)(json_real_value(json_object_get(last, "time")) * 1e9), when, sizeof when);
     if (hyp) {
-        snprintf(by, sizeof by, "by the adaptive loop (hypothesis #%" JSON_INTEGER_FORMAT ")",
-                 hyp);
+        snprintf(by, sizeof by, "by the adaptive loop (hypothesis #%" JSON_INTEGER_FORMAT ")", hyp);
     } else {
         snprintf(by, sizeof by, "by a person or the configuration");
     }
@@ -514,7 +513,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
                                   disable ? "a disable" : "an enable", cmd, when, by);
 #define PART(cnt, text, list)                                                                      \
     if ((cnt) && len < sizeof buf) {                                                               \
-        len += (size_t)snprintf(buf + len, sizeof buf - len, " %s on %zu link%s (%s);", text,       \
+        len += (size_t)snprintf(buf + len, sizeof buf - len, " %s on %zu link%s (%s);", text,      \
                                 (size_t)(cnt), (cnt) == 1 ? "" : "s", list);                       \
     }
     PART(n_acked, "acknowledged", acked)

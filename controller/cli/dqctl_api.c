@@ -1248,8 +1248,7 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
 /* PUT /api/v1/probes/NAME with body (?create=1 with --create); prints the summary line,
  * what the change did on every link and dqd's warnings (or the JSON). Exits 1 when the
  * change could not be applied on some link. */
-static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body,
-                     int say_links) {
+static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body, int say_links) {
     char path[2048];
     if (!body) {
         dqctl_complain("out of memory");
@@ -1436,8 +1435,8 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
         if (!(sent > 0)) {
-            dqctl_complain_typed("problem", "%s: no wrapper is connected, so nothing was told to %s",
-                                 verb, verb);
+            dqctl_complain_typed(
+                "problem", "%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
@@ -1485,8 +1484,9 @@ int dqctl_delete_main(int argc, char **argv) {
         } else {
             FILE *out = dqctl_out();
             double seen = jnum(data, "instances"), trig = jnum(data, "triggers_removed");
-            fprintf(out, "%s deleted (%.0f instance%s seen since dqd started, %.0f trigger%s "
-                         "removed)\n",
+            fprintf(out,
+                    "%s deleted (%.0f instance%s seen since dqd started, %.0f trigger%s "
+                    "removed)\n",
                     o.pos[0], isnan(seen) ? 0 : seen, seen == 1 ? "" : "s", isnan(trig) ? 0 : trig,
                     trig == 1 ? "" : "s");
             if (json_is_true(json_object_get(data, "was_enabled"))) {
@@ -1589,8 +1589,7 @@ int dqctl_diagram_main(int argc, char **argv) {
         size_t len = 0;
         char *text = read_all(o.pos[0], &len);
         if (!text) {
-            dqctl_complain_typed("usage", "diagram: cannot read %s: %s", o.pos[0],
-                                 strerror(errno));
+            dqctl_complain_typed("usage", "diagram: cannot read %s: %s", o.pos[0], strerror(errno));
             return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
         char err[4096], type[64] = "error";
@@ -1601,8 +1600,8 @@ int dqctl_diagram_main(int argc, char **argv) {
             /* a model error is "LINE:COL: message": name the file as a compiler would */
             int line = 0, col = 0;
             if (strcmp(type, "unprocessable") == 0 && sscanf(err, "%d:%d:", &line, &col) == 2) {
-                dqctl_complain_typed(type, "%s:%s", strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0],
-                                     err);
+                dqctl_complain_typed(type, "%s:%s",
+                                     strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0], err);
             } else {
                 dqctl_complain_typed(type, "%s", err);
             }

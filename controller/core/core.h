@@ -576,9 +576,9 @@ void core_sources_stats(struct core *c, struct core_source_stats *st);
  * port left out) or the address of an outbound one (a wrapper's command listener).
  */
 
-#define CORE_MAX_PEERS 256      /* peers kept; more are pooled */
+#define CORE_MAX_PEERS 256 /* peers kept; more are pooled */
 #define CORE_PEER_OTHER "(other)"
-#define CORE_PEER_MAX 72        /* bytes of a peer key, with the NUL */
+#define CORE_PEER_MAX 72 /* bytes of a peer key, with the NUL */
 
 /* One peer: its errors (links gone, plus the live ones in core_peers), live links. */
 struct core_peer {

@@ -55,7 +55,7 @@ static void test_forms(void) {
         double a, b;
     } timed[] = {
         {"wait(10ms)", 0.010, 0}, {"wait(250us)", 250e-6, 0}, {"wait(1.5s)", 1.5, 0},
-        {"wait(2m)", 120, 0},     {"wait( 7ms )", 0.007, 0}, {"uniform(5ms,0.02)", 0.005, 0.02},
+        {"wait(2m)", 120, 0},     {"wait( 7ms )", 0.007, 0},  {"uniform(5ms,0.02)", 0.005, 0.02},
     };
     for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
         d = parse_ok(timed[i].text);

@@ -21,8 +21,8 @@ static void bad(const char *s, size_t len, int neg, const char *needle) {
     int rc = dq_parse_duration(s, len, 1e-3, neg, &v);
     CHECK_MSG(rc == DQ_EINVAL, "accepted `%.*s`", (int)len, s);
     CHECK_MSG(v == 12345.0, "`%.*s` changed the output on failure", (int)len, s);
-    CHECK_MSG(strstr(dq_last_error(), needle) != NULL, "`%.*s`: message %s lacks %s", (int)len,
-              s, dq_last_error(), needle);
+    CHECK_MSG(strstr(dq_last_error(), needle) != NULL, "`%.*s`: message %s lacks %s", (int)len, s,
+              dq_last_error(), needle);
 }
 
 int main(void) {

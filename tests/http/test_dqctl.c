@@ -94,8 +94,8 @@ static void test_qta_points(void) {
     CHECK_NEAR(t, 0.030, 1e-12);
     CHECK_INT(dqctl_parse_qta_point("0.9@800us", &p, &t, err, sizeof err), 0);
     CHECK_NEAR(t, 0.0008, 1e-12);
-    const char *bad[] = {"0.5",     "0@1s",     "1.2@1s",  "0.5@0",  "0.5@-1s", "@1s",
-                         "0.5@",    "0.5@1q",   "0.5@1 s", "0.5@ms", "0.5@1e",  "0.5@1.2.3ms",
+    const char *bad[] = {"0.5",      "0@1s",    "1.2@1s",  "0.5@0",  "0.5@-1s", "@1s",
+                         "0.5@",     "0.5@1q",  "0.5@1 s", "0.5@ms", "0.5@1e",  "0.5@1.2.3ms",
                          "0.5@0x10", "0.5@inf", "0.5@nan", "0.5@+1s"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
