@@ -13,7 +13,10 @@
 #include "dq.h"
 #include "settings.h"
 
-#define DQD_VERSION "0.1.0"
+#ifndef DQ_VERSION /* set by CMake from the project's version */
+#define DQ_VERSION "unknown"
+#endif
+#define DQD_VERSION DQ_VERSION
 #define DQD_MAX_PROBES 10000 /* probes one daemon tracks */
 
 struct dqd;

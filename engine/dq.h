@@ -273,4 +273,17 @@ int dq_infer_unobserved(const struct dq_moments *parent, const struct dq_moments
  * re-create what they need). */
 void dq_engine_cleanup(void);
 
+/* ---- durations written by people ------------------------------------------------------ */
+
+/*
+ * Parses a duration: a decimal number (digits with at most one point, an optional exponent;
+ * no hex, inf or nan) and an optional unit right after it: ns, us (or µs), ms, s, m or min.
+ * A bare number is in units of bare_unit_s seconds (1e-3 where a bare number means
+ * milliseconds, 1 where it means seconds). A sign is accepted in front; a negative result
+ * only when allow_negative. Returns DQ_OK with *out_s in seconds, or DQ_EINVAL with a
+ * message naming what is wrong (*out_s untouched). len bytes of s are read, no NUL needed.
+ */
+int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_negative,
+                      double *out_s);
+
 #endif /* DQ_H */

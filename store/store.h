@@ -473,8 +473,9 @@ struct store_command_filter {
     int64_t hypothesis; /* only this hypothesis's commands */
     const char *wrapper;
     const char *status;
-    int64_t after_id; /* only ids greater than this */
-    int limit;        /* ≤ 0: all */
+    int64_t after_id;  /* only ids greater than this */
+    int limit;         /* ≤ 0: all */
+    const char *probe; /* only commands for this probe (NULL: any) */
 };
 
 /* Calls cb for the matching commands, oldest first. f may be NULL (all commands). */

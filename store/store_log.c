@@ -410,7 +410,9 @@ int store_commands_each(struct store *st, const struct store_command_filter *f, 
                         "SELECT id, time_ns, wrapper, command, probe, args, hypothesis, status,"
                         " status_ns, detail FROM commands WHERE id > ?1"
                         " AND (?2 IS NULL OR hypothesis = ?2) AND (?3 IS NULL OR wrapper = ?3)"
-                        " AND (?4 IS NULL OR status = ?4) ORDER BY id LIMIT ?5",
-                        command_row, &it, "reading commands", NULL, "lLtti", f->after_id,
-                        f->hypothesis, f->wrapper, f->status, f->limit > 0 ? f->limit : -1);
+                        " AND (?4 IS NULL OR status = ?4) AND (?6 IS NULL OR probe = ?6)"
+                        " ORDER BY id LIMIT ?5",
+                        command_row, &it, "reading commands", NULL, "lLttit", f->after_id,
+                        f->hypothesis, f->wrapper, f->status, f->limit > 0 ? f->limit : -1,
+                        f->probe);
 }

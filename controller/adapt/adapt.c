@@ -328,3 +328,74 @@ int adapt_abort(struct adapt *a, int64_t id, const char *who) {
     }
     return DQ_OK;
 }
+
+/* ---- probes a person deletes ----------------------------------------------------------- */
+
+int64_t adapt_probe_holder(const struct adapt *a, const char *probe) {
+    for (int i = 0; i < a->st.n_inv; i++) {
+        const struct investigation *inv = a->st.inv[i];
+        if (!inv || inv->released) {
+            continue;
+        }
+        if (inv->state == INV_SEARCHING &&
+            (strcmp(inv->node, probe) == 0 || strcmp(inv->focus, probe) == 0)) {
+            return inv->id;
+        }
+        for (int j = 0; j < inv->n_owned; j++) {
+            if (strcmp(inv->owned[j], probe) == 0) {
+                return inv->id;
+            }
+        }
+    }
+    return 0;
+}
+
+int adapt_forget_probe(struct adapt *a, const char *probe) {
+    int n = 0, kept = 0;
+    for (int i = 0; i < a->st.n_triggers; i++) {
+        if (strcmp(a->st.triggers[i].probe, probe) == 0) {
+            n++;
+        } else {
+            a->st.triggers[kept++] = a->st.triggers[i];
+        }
+    }
+    a->st.n_triggers = kept;
+    return n;
+}
+
+/* ---- what /metrics reads ------------------------------------------------------------------ */
+
+const char *const adapt_verdict_names[ADAPT_VERDICT_KINDS] = {
+    "localized", "diffuse", "overload", "inconclusive", "healthy", "aborted", "other"};
+
+void adapt__count_verdict(struct adapt *a, const char *verdict) {
+    int k = ADAPT_VERDICT_KINDS - 1;
+    for (int i = 0; verdict && i < ADAPT_VERDICT_KINDS - 1; i++) {
+        if (strcmp(verdict, adapt_verdict_names[i]) == 0) {
+            k = i;
+        }
+    }
+    a->verdicts[k]++;
+}
+
+void adapt_verdict_counts(const struct adapt *a, uint64_t counts[ADAPT_VERDICT_KINDS]) {
+    memcpy(counts, a->verdicts, sizeof a->verdicts);
+}
+
+int adapt_open_investigations(const struct adapt *a) {
+    int n = 0;
+    for (int i = 0; i < a->st.n_inv; i++) {
+        n += a->st.inv[i] && a->st.inv[i]->state == INV_SEARCHING;
+    }
+    return n;
+}
+
+void adapt_triggers_each(const struct adapt *a,
+                         void (*fn)(void *ctx, const struct adapt_trigger_view *t), void *ctx) {
+    for (int i = 0; i < a->st.n_triggers; i++) {
+        const struct trigger *t = &a->st.triggers[i];
+        struct adapt_trigger_view v = {t->probe, adapt__trigger_kind_name(t->kind), t->enabled,
+                                       t->fired};
+        fn(ctx, &v);
+    }
+}

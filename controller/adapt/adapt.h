@@ -137,6 +137,36 @@ int adapt_trigger_get(const struct adapt *a, const char *probe, const char *kind
 /* DQ_OK when kind names a trigger kind, DQ_EINVAL with the list otherwise. */
 int adapt_trigger_kind_check(const char *kind);
 
+/*
+ * The open investigation that holds `probe` (searching at it, or it enabled the probe and
+ * has not released it yet): its id, 0 when none. A probe held so cannot be deleted.
+ */
+int64_t adapt_probe_holder(const struct adapt *a, const char *probe);
+
+/* Forgets the triggers on `probe` (its rows in the store go with the probe's). Returns how
+ * many there were. */
+int adapt_forget_probe(struct adapt *a, const char *probe);
+
+/* The verdicts an investigation can close with (the last, "other", counts anything else). */
+#define ADAPT_VERDICT_KINDS 7
+extern const char *const adapt_verdict_names[ADAPT_VERDICT_KINDS];
+
+/* Investigations closed since start with verdict adapt_verdict_names[i], into counts[i]. */
+void adapt_verdict_counts(const struct adapt *a, uint64_t counts[ADAPT_VERDICT_KINDS]);
+
+/* Searching investigations (open: no verdict yet). */
+int adapt_open_investigations(const struct adapt *a);
+
+/* One trigger as adapt_triggers_each lists it (strings valid during the call). */
+struct adapt_trigger_view {
+    const char *probe, *kind;
+    int enabled, fired;
+};
+
+/* Calls fn for every trigger, in the order they were made. */
+void adapt_triggers_each(const struct adapt *a,
+                         void (*fn)(void *ctx, const struct adapt_trigger_view *t), void *ctx);
+
 /* Fills *st. */
 void adapt_get_stats(const struct adapt *a, struct adapt_stats *st);
 

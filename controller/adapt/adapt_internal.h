@@ -123,7 +123,11 @@ struct adapt {
     int64_t pending_wid;   /* the oldest window not decided yet (−1: none) */
     uint64_t rounds, rounds_failed, windows_skipped;
     int64_t tracked; /* the real id of the last round's plan.track (0: none) */
+    uint64_t verdicts[ADAPT_VERDICT_KINDS]; /* closed since start, by adapt_verdict_names */
 };
+
+/* Counts one investigation closed with `verdict` (after its round committed). */
+void adapt__count_verdict(struct adapt *a, const char *verdict);
 
 /* ---- a round: plan.c ---------------------------------------------------------------------- */
 

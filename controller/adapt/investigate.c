@@ -623,6 +623,50 @@ static void add_node_split(struct plan *pl, struct investigation *inv, const cha
     json_object_set_new(ev, "node_split", o);
 }
 
+/* 1 when dqd knows `name` but no instance of it arrived since it started (or it is not
+ * even a probe dqd knows). */
+static int never_reported(struct plan *pl, const char *name) {
+    const struct probe *p = adapt__probe(pl->a, name);
+    return !p || p->total_ok + p->total_fa + p->total_to + p->late == 0;
+}
+
+/*
+ * "b never reported any instance: is it instrumented? " in front of an inconclusive reason,
+ * for the children of the focus (or the node itself when names is NULL) that never
+ * reported: an outcome of the diagram that no wrapper measures can never give statistics,
+ * and waiting for them is not the problem to report.
+ */
+static void say_never_reported(struct plan *pl, const struct focus_input *fi, const char *node,
+                               char *reason, size_t cap) {
+    char names[600] = "";
+    size_t len = 0, n = 0;
+    if (fi) {
+        for (size_t i = 0; i < fi->in.n_children; i++) {
+            if (fi->kids[i].name && never_reported(pl, fi->kids[i].name)) {
+                int w = snprintf(names + len, sizeof names - len, "%s%s", n ? ", " : "",
+                                 fi->kids[i].name);
+                len = w > 0 && len + (size_t)w < sizeof names ? len + (size_t)w : len;
+                n++;
+            }
+        }
+    } else if (never_reported(pl, node)) {
+        snprintf(names, sizeof names, "%s", node);
+        n = 1;
+    }
+    if (n == 0) {
+        return;
+    }
+    char *old = strdup(reason);
+    if (!old) {
+        return;
+    }
+    snprintf(reason, cap,
+             "%s never reported any instance since dqd started: %s instrumented? (a node of the "
+             "diagram that no wrapper reports can give no statistics) %s",
+             names, n == 1 ? "is it" : "are they", old);
+    free(old);
+}
+
 /* SEARCH_DECIDED: descend, or close with a verdict. */
 static void decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                     const struct search_result *r) {
@@ -683,6 +727,8 @@ static void decided(struct plan *pl, struct investigation *inv, struct focus_inp
         break;
     }
     default:
+        say_never_reported(pl, fi, inv->focus, reason, sizeof reason);
+        json_object_set_new(ev, "reason", json_string(reason));
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");
         adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
                           json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "inconclusive");
@@ -1289,13 +1335,14 @@ static void observe(struct plan *pl, struct investigation *inv) {
     if (++inv->windows_waited < pl->a->opt.investigation_windows) {
         return;
     }
-    char reason[400];
+    char reason[1400];
     snprintf(reason, sizeof reason,
              "inconclusive at %s: it has %llu instances in %u window%s after %d windows "
              "(needs %llu in %u); no data to decide its problem from",
              inv->node, (unsigned long long)search_stats_instances(&c.recent), c.recent.windows,
              c.recent.windows == 1 ? "" : "s", inv->windows_waited,
              (unsigned long long)pl->a->params.min_instances, pl->a->params.min_windows);
+    say_never_reported(pl, NULL, inv->node, reason, sizeof reason);
     json_t *ev =
         json_pack("{s:s,s:o}", "reason", reason, "check", adapt__check_json(inv->node, &c));
     adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");

@@ -595,6 +595,9 @@ void adapt__plan_act(struct plan *pl) {
             }
             e->payload = NULL;
             break;
+        case FX_INV_CLOSE:
+            adapt__count_verdict(a, e->s[0]);
+            break;
         case FX_LOG:
             if (e->ref) {
                 LOG((int)e->n1, "investigation %" PRId64 "%s", resolve(pl, e->ref), e->s[0]);

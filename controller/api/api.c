@@ -188,12 +188,14 @@ static json_t *quantiles_json(const struct dq *q) {
 
 struct status_ctx {
     json_t *wrappers;
-    size_t connections;
+    size_t connections; /* inbound and connected */
+    size_t connected;   /* connected, either way */
 };
 
 static void status_link(void *ctx, const struct core_link_info *li) {
     struct status_ctx *sc = ctx;
     sc->connections += li->inbound && li->connected;
+    sc->connected += li->connected != 0;
     json_array_append_new(sc->wrappers,
                           json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id",
                                     (json_int_t)li->id, "kind", li->kind, "peer", li->peer, "node",
@@ -214,7 +216,7 @@ static void get_status(struct api *api, struct http_response *res) {
     for (int e = 1; e < WIRE_E_COUNT; e++) {
         errors += ss.protocol_errors[e];
     }
-    struct status_ctx sc = {json_array(), 0};
+    struct status_ctx sc = {json_array(), 0, 0};
     core_links_each(core, status_link, &sc);
     /* enabled probes whose source disconnected or went silent */
     json_t *silent = json_array();
@@ -243,6 +245,18 @@ static void get_status(struct api *api, struct http_response *res) {
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    /* when every wrapper has gone: since when, and which went last */
+    const char *down_label = NULL;
+    int64_t down_ns = core_last_link_down(core, &down_label);
+    json_object_set_new(data, "wrappers_connected", json_integer((json_int_t)sc.connected));
+    json_t *down = json_null();
+    if (down_ns > 0) {
+        char when[48];
+        api__iso8601(down_ns, when, sizeof when);
+        down = json_pack("{s:I,s:s,s:s}", "since_ns", (json_int_t)down_ns, "since", when, "link",
+                         down_label);
+    }
+    json_object_set_new(data, "last_wrapper_down", down);
     http_reply_data(res, data);
 }
 
@@ -312,6 +326,22 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
     http_reply_data(res, data);
 }
 
+/* A QTA point past the probe's dMax cannot be met by instances (those past dMax time out):
+ * a warning, not a refusal (dMax may be raised next). */
+static void qta_warnings(const struct probe *p, json_t *warnings) {
+    for (int i = 0; i < p->qta.n; i++) {
+        if (p->qta.t[i] * 1e3 > p->dmax_ms * (1 + 1e-9)) {
+            char buf[PROBES_NAME_MAX + 400];
+            snprintf(buf, sizeof buf,
+                     "QTA point %g@%gs lies beyond %s's dMax (%g ms): instances slower than "
+                     "dMax time out and count as lost, so the point can only be met through "
+                     "the tangible mass; raise dMax (set-timeout) or move the point",
+                     p->qta.p[i], p->qta.t[i], p->name, p->dmax_ms);
+            json_array_append_new(warnings, json_string(buf));
+        }
+    }
+}
+
 static void put_probe(struct api *api, const char *name, const struct http_request *req,
                       struct http_response *res) {
     struct core *core = api->env.core;
@@ -337,11 +367,18 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
     json_t *jd = json_object_get(body, "dmax_ms"), *jb = json_object_get(body, "bins");
     json_t *je = json_object_get(body, "enabled"), *jq = json_object_get(body, "qta");
     json_t *js = json_object_get(body, "servers");
-    if ((jd && !json_is_number(jd)) || (jb && !json_is_integer(jb)) ||
+    if ((jd && !json_is_number(jd) && !json_is_string(jd)) || (jb && !json_is_integer(jb)) ||
         (je && !json_is_boolean(je)) || (js && !json_is_integer(js) && !json_is_null(js))) {
         http_reply_error(res, 400, "bad_data",
-                         "dmax_ms must be a number, bins and servers integers (servers may be "
-                         "null), enabled a boolean");
+                         "dmax_ms must be a number (ms) or a string with a unit (\"1.5s\"), "
+                         "bins and servers integers (servers may be null), enabled a boolean");
+        json_decref(body);
+        return;
+    }
+    double dmax_s = 0.0;
+    if (json_is_string(jd) && dq_parse_duration(json_string_value(jd), json_string_length(jd), 1e-3,
+                                                0, &dmax_s) != DQ_OK) {
+        http_reply_error(res, 422, "unprocessable", "dmax_ms: %s", dq_last_error());
         json_decref(body);
         return;
     }
@@ -351,27 +388,45 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
-    struct probe *p = NULL;
-    if (probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
+    struct probe *p = probes_find(core_probes(core), name, strlen(name));
+    const char *create = http_request_query(req, "create");
+    if (!p && !(create && (strcmp(create, "1") == 0 || strcmp(create, "true") == 0))) {
+        http_reply_error(res, 404, "not_found",
+                         "no probe named \"%s\": it is not in the diagram and no wrapper has "
+                         "reported it (see GET /api/v1/probes); to register it anyway, PUT "
+                         "with ?create=1 (dqctl: --create)",
+                         name);
+        json_decref(body);
+        return;
+    }
+    if (!p && probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
     }
+    json_t *report = json_array(), *warnings = json_array();
+    int commanded = 0; /* a change that sends commands was made */
     if (jd || jb) {
-        double dmax = jd ? json_number_value(jd) : p->dmax_ms;
+        double dmax = !jd ? p->dmax_ms : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
         int bins = jb ? (int)json_integer_value(jb) : 0;
         if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
             json_decref(body);
+            json_decref(report);
+            json_decref(warnings);
             return;
         }
         if (p->enabled) {
-            struct core_change ch = {.kind = CORE_RESEND, .probe = p};
+            struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
             core_change_now(core, &ch);
+            commanded = 1;
         }
     }
     if (jq) {
         core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
+    }
+    if (p->has_qta && (jq || jd || jb)) {
+        qta_warnings(p, warnings);
     }
     if (js) {
         json_int_t n = json_is_null(js) ? 0 : json_integer_value(js);
@@ -380,18 +435,86 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
             http_reply_error(res, 422, "unprocessable",
                              "servers must be an integer in [1, 100000], or null to unset");
             json_decref(body);
+            json_decref(report);
+            json_decref(warnings);
             return;
         }
     }
     if (je) {
-        struct core_change ch = {.kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p};
+        struct core_change ch = {
+            .kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p, .report = report};
+        commanded |= core_change_needed(&ch);
         core_change_now(core, &ch);
     }
     core_save_probe(core, p);
     json_decref(body);
     json_t *data = probe_summary(api, p);
     add_family(api, p, data);
+    if (!commanded) {
+        json_decref(report);
+        report = json_null();
+    }
+    json_object_set_new(data, "commands", report);
+    json_object_set_new(data, "warnings", warnings);
     http_reply_data(res, data);
+}
+
+/* DELETE /api/v1/probes/NAME: a person's probe goes (core_delete_probe), unless an open
+ * investigation holds it or the diagram has it. */
+static void delete_probe(struct api *api, const char *name, const struct http_request *req,
+                         struct http_response *res) {
+    (void)req;
+    struct core *core = api->env.core;
+    struct probe *p = probes_find(core_probes(core), name, strlen(name));
+    if (!p) {
+        http_reply_error(res, 404, "not_found", "no probe named \"%s\"", name);
+        return;
+    }
+    int64_t holder = api->env.adapt ? adapt_probe_holder(api->env.adapt, name) : 0;
+    if (holder) {
+        http_reply_error(res, 409, "conflict",
+                         "investigation %" PRId64 " holds %s (it enabled it, or searches at "
+                         "it): end it first (DELETE /api/v1/investigations/%" PRId64
+                         ", dqctl diagnose --abort %" PRId64 ")",
+                         holder, name, holder, holder);
+        return;
+    }
+    int was_enabled = p->enabled;
+    uint64_t seen = p->total_ok + p->total_fa + p->total_to;
+    json_t *report = json_array();
+    int rc = core_delete_probe(core, p, report); /* frees p */
+    if (rc == DQ_ESTATE) {
+        http_reply_error(res, 409, "conflict", "%s", dq_last_error());
+        json_decref(report);
+        return;
+    }
+    if (rc) {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+        json_decref(report);
+        return;
+    }
+    int triggers = api->env.adapt ? adapt_forget_probe(api->env.adapt, name) : 0;
+    size_t i, kept_on = 0;
+    json_t *c;
+    json_array_foreach(report, i, c) {
+        kept_on += strcmp(json_string_value(json_object_get(c, "status")), "sent") != 0;
+    }
+    char note[512];
+    if (kept_on) {
+        snprintf(note, sizeof note,
+                 "%zu wrapper link%s could not be told to stop reporting %s (a legacy wrapper "
+                 "has no clear_timeout): its next instance registers the probe again",
+                 kept_on, kept_on == 1 ? "" : "s", name);
+    } else if (seen) {
+        snprintf(note, sizeof note,
+                 "a wrapper that still reports %s registers it again at its next instance", name);
+    } else {
+        note[0] = '\0';
+    }
+    http_reply_data(res, json_pack("{s:s,s:b,s:b,s:I,s:I,s:o,s:o}", "probe", name, "deleted", 1,
+                                   "was_enabled", was_enabled, "instances", (json_int_t)seen,
+                                   "triggers_removed", (json_int_t)triggers, "commands", report,
+                                   "note", note[0] ? json_string(note) : json_null()));
 }
 
 static void diagram_reply(struct api *api, struct http_response *res) {
@@ -423,11 +546,153 @@ static void wrapper_run(struct api *api, int run, struct http_response *res) {
 
 /* ---- /metrics -------------------------------------------------------------------------- */
 
-static void metrics_link(void *ctx, const struct core_link_info *li) {
-    http_response_printf(ctx,
-                         "dqd_link_protocol_errors_total{link=\"%" PRIu64 "\",peer=\"%s\"} "
-                         "%" PRIu64 "\n",
-                         li->id, li->peer, li->protocol_errors);
+/* A label value as the exposition format wants it: \\, \" and \n escaped. */
+static void label_value(const char *in, char *out, size_t cap) {
+    size_t o = 0;
+    for (const char *c = in ? in : ""; *c && o + 3 < cap; c++) {
+        if (*c == '\\' || *c == '"') {
+            out[o++] = '\\';
+            out[o++] = *c;
+        } else if (*c == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *c;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* A number as the exposition writes it: +Inf / NaN spelled out. */
+static void metric_number(double v, char *buf, size_t cap) {
+    if (isnan(v)) {
+        snprintf(buf, cap, "NaN");
+    } else if (isinf(v)) {
+        snprintf(buf, cap, "%s", v > 0 ? "+Inf" : "-Inf");
+    } else {
+        snprintf(buf, cap, "%.9g", v);
+    }
+}
+
+static void metrics_trigger(void *ctx, const struct adapt_trigger_view *t) {
+    http_response_printf(ctx, "dqd_trigger_fired{probe=\"%s\",kind=\"%s\"} %d\n", t->probe, t->kind,
+                         t->enabled && t->fired);
+}
+
+/* The newest ring entry of p that has a ΔQ of the kind, or NULL. */
+static const struct probe_window *latest_of(struct probe *p, int calculated) {
+    for (int b = 0; b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (calculated ? w->calculated != NULL : w->observed != NULL) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+/* What a Prometheus user alerts on (issue 13): triggers, investigations, verdicts, QTA
+ * margins, quantiles, wrappers, the build. */
+static void metrics_alerting(struct api *api, struct http_response *res) {
+    struct core *core = api->env.core;
+    struct probe_table *t = core_probes(core);
+    http_response_printf(res,
+                         "# HELP dqd_build_info dqd's version and clock; always 1.\n"
+                         "# TYPE dqd_build_info gauge\n"
+                         "dqd_build_info{version=\"%s\",clock=\"%s\"} 1\n",
+                         api->version, api->clock);
+    /* the adaptive loop */
+    if (api->env.adapt) {
+        http_response_printf(res, "# HELP dqd_trigger_fired 1 while an enabled trigger is fired, "
+                                  "per probe and kind.\n# TYPE dqd_trigger_fired gauge\n");
+        adapt_triggers_each(api->env.adapt, metrics_trigger, res);
+        http_response_printf(res,
+                             "# HELP dqd_investigations_open Investigations searching for a "
+                             "verdict.\n# TYPE dqd_investigations_open gauge\n"
+                             "dqd_investigations_open %d\n"
+                             "# HELP dqd_verdicts_total Investigations closed since dqd started, "
+                             "by verdict.\n# TYPE dqd_verdicts_total counter\n",
+                             adapt_open_investigations(api->env.adapt));
+        uint64_t counts[ADAPT_VERDICT_KINDS];
+        adapt_verdict_counts(api->env.adapt, counts);
+        for (int i = 0; i < ADAPT_VERDICT_KINDS; i++) {
+            http_response_printf(res, "dqd_verdicts_total{verdict=\"%s\"} %" PRIu64 "\n",
+                                 adapt_verdict_names[i], counts[i]);
+        }
+    }
+    /* QTA margins of the newest observed window */
+    http_response_printf(res, "# HELP dqd_qta_margin The worst margin of a probe's QTA on its "
+                              "newest observed window with instances: min over the points of "
+                              "F(t) - p, and max_lost - lost; below 0 the QTA is violated.\n"
+                              "# TYPE dqd_qta_margin gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        const struct probe_window *w = latest_of(p, 0);
+        struct dq_qta_result r;
+        if (p->has_qta && w && dq_qta_eval(w->observed, &p->qta, &r) == DQ_OK) {
+            http_response_printf(res, "dqd_qta_margin{probe=\"%s\"} %.9g\n", p->name, r.margin);
+        }
+    }
+    /* quantiles of the newest observed and calculated ΔQs */
+    static const double qs[] = {0.5, 0.95, 0.99};
+    static const char *const qn[] = {"0.5", "0.95", "0.99"};
+    http_response_printf(res, "# HELP dqd_delay_quantile_seconds Quantiles of the newest closed "
+                              "window's observed and calculated ΔQ; +Inf when the tangible mass "
+                              "never reaches the quantile (too much lost).\n"
+                              "# TYPE dqd_delay_quantile_seconds gauge\n");
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        for (int kind = 0; kind < 2; kind++) {
+            const struct probe_window *w = latest_of(p, kind);
+            if (!w) {
+                continue;
+            }
+            const struct dq *q = kind ? w->calculated : w->observed;
+            for (int j = 0; j < 3; j++) {
+                double v;
+                char num[32];
+                metric_number(dq_quantile(q, qs[j], &v) == DQ_OK ? v : INFINITY, num, sizeof num);
+                http_response_printf(res,
+                                     "dqd_delay_quantile_seconds{probe=\"%s\",kind=\"%s\","
+                                     "q=\"%s\"} %s\n",
+                                     p->name, kind ? "calculated" : "observed", qn[j], num);
+            }
+        }
+    }
+    /* wrappers, one series per peer whatever the reconnects */
+    struct core_peer peers[CORE_MAX_PEERS];
+    size_t n = core_peers(core, peers, CORE_MAX_PEERS);
+    int connected = 0;
+    for (size_t i = 0; i < n; i++) {
+        connected += peers[i].connected;
+    }
+    const char *label = NULL;
+    int64_t down = core_last_link_down(core, &label);
+    http_response_printf(res,
+                         "# HELP dqd_wrappers_connected Wrapper links connected now (inbound and "
+                         "outbound).\n# TYPE dqd_wrappers_connected gauge\n"
+                         "dqd_wrappers_connected %d\n"
+                         "# HELP dqd_wrapper_last_disconnect_timestamp_seconds When a wrapper "
+                         "link last went down (0: none since dqd started).\n"
+                         "# TYPE dqd_wrapper_last_disconnect_timestamp_seconds gauge\n"
+                         "dqd_wrapper_last_disconnect_timestamp_seconds %.3f\n"
+                         "# HELP dqd_peer_connected Links connected now per peer (the host of "
+                         "an inbound link, the address of an outbound one); 0 once gone.\n"
+                         "# TYPE dqd_peer_connected gauge\n",
+                         connected, (double)down * 1e-9);
+    for (size_t i = 0; i < n; i++) {
+        char peer[2 * CORE_PEER_MAX];
+        label_value(peers[i].peer, peer, sizeof peer);
+        http_response_printf(res, "dqd_peer_connected{peer=\"%s\"} %d\n", peer, peers[i].connected);
+    }
+    http_response_printf(res, "# HELP dqd_peer_protocol_errors_total Bad lines per peer (links "
+                              "gone included, so a reconnect continues the series).\n"
+                              "# TYPE dqd_peer_protocol_errors_total counter\n");
+    for (size_t i = 0; i < n; i++) {
+        char peer[2 * CORE_PEER_MAX];
+        label_value(peers[i].peer, peer, sizeof peer);
+        http_response_printf(res, "dqd_peer_protocol_errors_total{peer=\"%s\"} %" PRIu64 "\n", peer,
+                             peers[i].errors);
+    }
 }
 
 static void metrics(struct api *api, struct http_response *res) {
@@ -538,9 +803,7 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_store_errors_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, ss.connections_total, cs.windows_closed,
         cs.store_errors);
-    http_response_printf(res, "# HELP dqd_link_protocol_errors_total Bad lines per wrapper "
-                              "connection.\n# TYPE dqd_link_protocol_errors_total counter\n");
-    core_links_each(core, metrics_link, res);
+    metrics_alerting(api, res);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
@@ -549,8 +812,14 @@ static int method_is(const struct http_request *req, const char *m) {
     return strcmp(req->method_name, m) == 0;
 }
 
-static void method_not_allowed(struct http_response *res, const char *allowed) {
-    http_reply_error(res, 405, "bad_data", "method not allowed here; use %s", allowed);
+int api__is_read(const struct http_request *req) {
+    return method_is(req, "GET") || method_is(req, "HEAD");
+}
+
+void api__method_not_allowed(const struct http_request *req, struct http_response *res,
+                             const char *allowed) {
+    http_reply_error(res, 405, "method_not_allowed", "%s is not allowed on %s; use %s",
+                     req->method_name, req->path, allowed);
     http_response_add_header(res, "Allow", allowed);
 }
 
@@ -573,8 +842,12 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
         put_probe(api, name, req, res);
         return;
     }
-    if (!method_is(req, "GET")) {
-        method_not_allowed(res, slash ? "GET" : "GET, PUT");
+    if (!slash && method_is(req, "DELETE")) {
+        delete_probe(api, name, req, res);
+        return;
+    }
+    if (!api__is_read(req)) {
+        api__method_not_allowed(req, res, slash ? "GET, HEAD" : "GET, HEAD, PUT, DELETE");
         return;
     }
     struct probe *p = probes_find(core_probes(api->env.core), name, len);
@@ -634,13 +907,17 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         return;
     }
     if (strcmp(path, "/-/healthy") == 0) {
+        if (!api__is_read(req)) {
+            api__method_not_allowed(req, res, "GET, HEAD");
+            return;
+        }
         static const char ok[] = "dqd is healthy.\n";
         http_reply_text(res, 200, "text/plain; charset=utf-8", ok, sizeof ok - 1);
         return;
     }
     if (strcmp(path, "/metrics") == 0) {
-        if (!method_is(req, "GET")) {
-            method_not_allowed(res, "GET");
+        if (!api__is_read(req)) {
+            api__method_not_allowed(req, res, "GET, HEAD");
             return;
         }
         metrics(api, res);
@@ -656,13 +933,13 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         return;
     }
     if (strcmp(r, "status") == 0) {
-        method_is(req, "GET") ? get_status(api, res) : method_not_allowed(res, "GET");
+        api__is_read(req) ? get_status(api, res) : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strcmp(r, "probes") == 0) {
-        method_is(req, "GET") ? get_probes(api, res) : method_not_allowed(res, "GET");
+        api__is_read(req) ? get_probes(api, res) : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strncmp(r, "probes/", 7) == 0) {
         probe_routes(api, r + 7, req, res);
     } else if (strcmp(r, "diagram") == 0) {
-        if (method_is(req, "GET")) {
+        if (api__is_read(req)) {
             diagram_reply(api, res);
         } else if (method_is(req, "PUT")) {
             if (core_load_diagram(api->env.core, req->body, req->body_len, NULL) != DQ_OK) {
@@ -671,11 +948,11 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
             }
             diagram_reply(api, res);
         } else {
-            method_not_allowed(res, "GET, PUT");
+            api__method_not_allowed(req, res, "GET, HEAD, PUT");
         }
     } else if (strcmp(r, "wrapper/start") == 0 || strcmp(r, "wrapper/stop") == 0) {
         if (!method_is(req, "POST")) {
-            method_not_allowed(res, "POST");
+            api__method_not_allowed(req, res, "POST");
             return;
         }
         wrapper_run(api, strcmp(r, "wrapper/start") == 0, res);

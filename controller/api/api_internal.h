@@ -31,6 +31,13 @@ void api__iso8601(int64_t ns, char *buf, size_t cap);
  */
 json_t *api__silence_json(struct api *api, const struct probe *p);
 
+/* 1 for GET and HEAD (the http module drops a HEAD answer's body). */
+int api__is_read(const struct http_request *req);
+
+/* 405 with errorType "method_not_allowed" and the Allow header (e.g. "GET, HEAD"). */
+void api__method_not_allowed(const struct http_request *req, struct http_response *res,
+                             const char *allowed);
+
 /*
  * Routes of the adaptive loop: 1 when r (the path after /api/v1/) was one of them and res
  * holds the answer, 0 otherwise.

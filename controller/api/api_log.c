@@ -71,12 +71,13 @@ static int collect_hypothesis(void *ctx, const struct store_hypothesis *h) {
 }
 
 static int collect_command(void *ctx, const struct store_command *c) {
-    json_array_append_new(
-        ctx, json_pack("{s:I,s:f,s:s,s:s,s:o,s:o,s:s,s:o}", "id", (json_int_t)c->id, "time",
-                       secs(c->time_ns), "wrapper", c->wrapper, "command", c->command, "probe",
-                       c->probe ? json_string(c->probe) : json_null(), "args",
-                       json_text_or_null(c->args_json), "status", c->status ? c->status : "sent",
-                       "detail", c->detail ? json_string(c->detail) : json_null()));
+    json_t *o = json_pack("{s:I,s:f,s:s,s:s,s:o,s:o,s:s,s:o}", "id", (json_int_t)c->id, "time",
+                          secs(c->time_ns), "wrapper", c->wrapper, "command", c->command, "probe",
+                          c->probe ? json_string(c->probe) : json_null(), "args",
+                          json_text_or_null(c->args_json), "status", c->status ? c->status : "sent",
+                          "detail", c->detail ? json_string(c->detail) : json_null());
+    json_object_set_new(o, "hypothesis", c->hypothesis ? json_integer(c->hypothesis) : json_null());
+    json_array_append_new(ctx, o);
     return 0;
 }
 
@@ -377,12 +378,7 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
         snprintf(buf, sizeof buf, "The investigation is still open.");
     }
     json_array_append_new(s, json_string(buf));
-    size_t i;
-    json_t *c;
-    int not_applied = 0;
-    json_array_foreach(cmds, i, c) {
-        not_applied |= strcmp(json_string_value(json_object_get(c, "status")), "not_applied") == 0;
-    }
+    (void)cmds; /* what the commands did is said link by link (add_last_change) */
     if (json_is_object(disable)) {
         clock_text((int64_t)(json_real_value(json_object_get(disable, "time")) * 1e9), when,
                    sizeof when);
@@ -398,11 +394,6 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                      stats_reason(disable));
         }
         json_array_append_new(s, json_string(buf));
-    }
-    if (not_applied) {
-        json_array_append_new(s, json_string("Some wrappers are legacy links, which cannot "
-                                             "disable a probe: there the de-escalation was "
-                                             "recorded as not applied."));
     }
     json_object_set_new(out, "sentences", s);
 }
@@ -454,12 +445,114 @@ static void add_silence(struct api *api, const struct probe *p, json_t *out) {
     json_object_set_new(out, "silent", si);
 }
 
+/* "2 127.0.0.1:4001, 3 127.0.0.1:4002" from the commands of a run with this status. */
+static size_t links_with(json_t *run, const char *status, char *buf, size_t cap) {
+    size_t i, n = 0, len = 0;
+    json_t *c;
+    buf[0] = '\0';
+    json_array_foreach(run, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
+            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
+                             json_string_value(json_object_get(c, "wrapper")));
+            len = k > 0 && len + (size_t)k < cap ? len + (size_t)k : len;
+            n++;
+        }
+    }
+    return n;
+}
+
+/*
+ * What the probe's last change did on every link: the newest run of commands for it (the
+ * same command for the same hypothesis, in a row), one sentence saying where it was sent,
+ * acknowledged, failed or not applied, and what that means; and dqd's own state now.
+ * Appended to out's sentences; the run as out's "last_change" (null when no command was
+ * ever recorded for the probe).
+ */
+static void add_last_change(struct api *api, const char *probe, const struct probe *p,
+                            json_t *out) {
+    json_t *all = json_array();
+    struct store_command_filter f = {.probe = probe};
+    store_commands_each(api->env.store, &f, collect_command, all);
+    json_t *sentences = json_object_get(out, "sentences");
+    size_t n = json_array_size(all);
+    if (n == 0) {
+        json_decref(all);
+        json_object_set_new(out, "last_change", json_null());
+        return;
+    }
+    json_t *last = json_array_get(all, n - 1);
+    const char *cmd = json_string_value(json_object_get(last, "command"));
+    json_int_t hyp = json_integer_value(json_object_get(last, "hypothesis"));
+    size_t first = n - 1;
+    while (first > 0) {
+        json_t *c = json_array_get(all, first - 1);
+        if (strcmp(json_string_value(json_object_get(c, "command")), cmd) != 0 ||
+            json_integer_value(json_object_get(c, "hypothesis")) != hyp) {
+            break;
+        }
+        first--;
+    }
+    json_t *run = json_array();
+    for (size_t i = first; i < n; i++) {
+        json_array_append(run, json_array_get(all, i));
+    }
+    json_decref(all);
+    char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024];
+    clock_text((int64_t)(json_real_value(json_object_get(last, "time")) * 1e9), when, sizeof when);
+    if (hyp) {
+        snprintf(by, sizeof by, "by the adaptive loop (hypothesis #%" JSON_INTEGER_FORMAT ")", hyp);
+    } else {
+        snprintf(by, sizeof by, "by a person or the configuration");
+    }
+    int disable = strcmp(cmd, "clear_timeout") == 0;
+    size_t n_sent = links_with(run, "sent", sent, sizeof sent);
+    size_t n_acked = links_with(run, "acked", acked, sizeof acked);
+    size_t n_failed = links_with(run, "failed", failed, sizeof failed);
+    size_t n_na = links_with(run, "not_applied", na, sizeof na);
+    size_t len = (size_t)snprintf(buf, sizeof buf, "Its last change was %s (%s) at %s, %s:",
+                                  disable ? "a disable" : "an enable", cmd, when, by);
+#define PART(cnt, text, list)                                                                      \
+    if ((cnt) && len < sizeof buf) {                                                               \
+        len += (size_t)snprintf(buf + len, sizeof buf - len, " %s on %zu link%s (%s);", text,      \
+                                (size_t)(cnt), (cnt) == 1 ? "" : "s", list);                       \
+    }
+    PART(n_acked, "acknowledged", acked)
+    PART(n_sent, "sent, not acknowledged (legacy wrappers never acknowledge)", sent)
+    PART(n_failed, "FAILED (the link was not writable)", failed)
+    PART(n_na, "NOT APPLIED", na)
+#undef PART
+    if (len < sizeof buf && len > 0 && buf[len - 1] == ';') {
+        buf[len - 1] = '.';
+    }
+    json_array_append_new(sentences, json_string(buf));
+    if (disable && n_na) {
+        snprintf(buf, sizeof buf,
+                 "A legacy wrapper has no clear_timeout: on %s %s is still reported, and dqd "
+                 "keeps counting what arrives.",
+                 na, probe);
+        json_array_append_new(sentences, json_string(buf));
+    }
+    if (p) {
+        snprintf(buf, sizeof buf, "In dqd, %s is %s now.", probe,
+                 p->enabled ? "enabled" : "disabled");
+        json_array_append_new(sentences, json_string(buf));
+    }
+    json_object_set_new(out, "last_change", run);
+}
+
 static void get_why(struct api *api, const char *probe, struct http_response *res) {
     struct probe *p = probes_find(core_probes(api->env.core), probe, strlen(probe));
     struct why_find w = {0};
     int rc = store_hypotheses_of_probe(api->env.store, probe, first_enabling, &w);
     if (rc && rc != DQ_ENOTFOUND) {
         reply_store_error(res, rc, "hypotheses");
+        return;
+    }
+    if (!w.found && !p) {
+        http_reply_error(res, 404, "not_found",
+                         "no probe named \"%s\": it is not in the diagram, no wrapper has "
+                         "reported it, and no investigation ever enabled it",
+                         probe);
         return;
     }
     if (!w.found) {
@@ -474,6 +567,7 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
         snprintf(sentence, sizeof sentence, "No investigation enabled %s: %s.", probe, state);
         json_t *out = json_pack("{s:s,s:b,s:n,s:[s]}", "probe", probe, "enabled", p && p->enabled,
                                 "enabled_by", "sentences", sentence);
+        add_last_change(api, probe, p, out);
         add_silence(api, p, out);
         http_reply_data(res, out);
         return;
@@ -542,6 +636,7 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
     }
     why_sentences(out, probe, inv, chain, trigger, own, disable, check);
     json_decref(hyps);
+    add_last_change(api, probe, p, out);
     add_silence(api, p, out);
     json_decref(chain);
     json_decref(inv);
@@ -676,10 +771,10 @@ static void put_trigger(struct api *api, const char *probe, const char *kind,
 
 int api__log_route(struct api *api, const char *r, const struct http_request *req,
                    struct http_response *res) {
-    int get = strcmp(req->method_name, "GET") == 0;
+    int get = api__is_read(req);
     if (strcmp(r, "diagnose") == 0) {
         if (strcmp(req->method_name, "POST") != 0) {
-            http_reply_error(res, 405, "bad_data", "use POST");
+            api__method_not_allowed(req, res, "POST");
         } else {
             post_diagnose(api, req, res);
         }
@@ -693,7 +788,9 @@ int api__log_route(struct api *api, const char *r, const struct http_request *re
         strncmp(r, "why/", 4) == 0 || strcmp(r, "snapshots") == 0 ||
         strncmp(r, "snapshots/", 10) == 0 || strcmp(r, "triggers") == 0) {
         if (!get) {
-            http_reply_error(res, 405, "bad_data", "use GET");
+            api__method_not_allowed(req, res,
+                                    strncmp(r, "investigations/", 15) == 0 ? "GET, HEAD, DELETE"
+                                                                           : "GET, HEAD");
         } else if (strcmp(r, "investigations") == 0) {
             get_investigations(api, req, res);
         } else if (strncmp(r, "investigations/", 15) == 0) {
@@ -729,12 +826,12 @@ int api__log_route(struct api *api, const char *r, const struct http_request *re
             if (get) {
                 get_triggers(api, probe, res);
             } else {
-                http_reply_error(res, 405, "bad_data", "use GET (PUT goes to .../triggers/KIND)");
+                api__method_not_allowed(req, res, "GET, HEAD");
             }
         } else if (strcmp(req->method_name, "PUT") == 0) {
             put_trigger(api, probe, slash + 10, req, res);
         } else {
-            http_reply_error(res, 405, "bad_data", "use PUT");
+            api__method_not_allowed(req, res, "PUT");
         }
         return 1;
     }

@@ -21,6 +21,8 @@
 
 #include <curl/curl.h>
 
+#include "dq.h"
+#include "dq_error.h"
 #include "dqctl.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
@@ -41,14 +43,47 @@ FILE *dqctl_err(void) {
     return err_fp ? err_fp : stderr;
 }
 
-void dqctl_complain(const char *fmt, ...) {
+static int json_errors; /* --json: errors as JSON objects */
+
+void dqctl_set_json_errors(int on) {
+    json_errors = on;
+}
+
+/* Prints one error: "dqctl: MESSAGE", or with --json {"status":"error","errorType":TYPE,
+ * "error":MESSAGE[,"http_status":N]} on one line. */
+static void complain_as(const char *type, long http_status, const char *msg) {
     FILE *e = dqctl_err();
+    if (!json_errors) {
+        fprintf(e, "dqctl: %s\n", msg);
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s}", "status", "error", "errorType", type, "error", msg);
+    if (o && http_status > 0) {
+        json_object_set_new(o, "http_status", json_integer(http_status));
+    }
+    if (o) {
+        json_dumpf(o, e, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(o);
+    }
+    fputc('\n', e);
+}
+
+void dqctl_complain_typed(const char *type, const char *fmt, ...) {
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
-    fputs("dqctl: ", e);
-    vfprintf(e, fmt, ap);
-    fputc('\n', e);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    complain_as(type, 0, msg);
+}
+
+void dqctl_complain(const char *fmt, ...) {
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    complain_as("error", 0, msg);
 }
 
 /* ---- options ---------------------------------------------------------------------- */
@@ -95,6 +130,7 @@ static const struct {
     {"--disable", DQCTL_OPT_TRIGGER, 0},
     {"--abort", DQCTL_OPT_ABORT, 1},
     {"--overload", DQCTL_OPT_OVERLOAD, 0},
+    {"--create", DQCTL_OPT_CREATE, 0},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -138,6 +174,8 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->abort_id = value;
     } else if (strcmp(name, "--overload") == 0) {
         o->overload = 1;
+    } else if (strcmp(name, "--create") == 0) {
+        o->create = 1;
     }
 }
 
@@ -224,46 +262,10 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
 /* ---- numbers and durations ------------------------------------------------------------ */
 
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s) {
-    if (!s || !*s) {
+    if (!s || !*s || *s == '+' || *s == '-') {
         return -1;
     }
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v) || v < 0) {
-        return -1;
-    }
-    /* strtod accepts "inf", "nan" and hex; only plain decimals are durations */
-    for (const char *c = s; c < end; c++) {
-        if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '+' ||
-              *c == '-')) {
-            return -1;
-        }
-    }
-    static const struct {
-        const char *unit;
-        double scale;
-    } units[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3},
-                 {"s", 1.0},   {"m", 60.0},  {"min", 60.0}};
-    double scale = bare_unit_s;
-    if (*end) {
-        size_t k;
-        for (k = 0; k < sizeof units / sizeof units[0]; k++) {
-            if (strcmp(end, units[k].unit) == 0) {
-                break;
-            }
-        }
-        if (k == sizeof units / sizeof units[0]) {
-            return -1;
-        }
-        scale = units[k].scale;
-    }
-    double r = v * scale;
-    if (!isfinite(r)) {
-        return -1;
-    }
-    *out_s = r;
-    return 0;
+    return dq_parse_duration(s, strlen(s), bare_unit_s, 0, out_s) == DQ_OK ? 0 : -1;
 }
 
 int dqctl_parse_fraction(const char *s, double *out) {
@@ -304,10 +306,10 @@ int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size
     if (dqctl_parse_fraction(pbuf, p) < 0 || *p <= 0) {
         return set_err(err, err_cap, "QTA point \"%s\": probability must be in (0, 1]", s);
     }
-    if (dqctl_parse_duration(at + 1, 1.0, t_s) < 0 || *t_s <= 0) {
+    if (dqctl_parse_duration(at + 1, 1e-3, t_s) < 0 || *t_s <= 0) {
         return set_err(err, err_cap,
-                       "QTA point \"%s\": time must be > 0 with a unit ns, us, ms, s or m "
-                       "(a bare number is seconds)",
+                       "QTA point \"%s\": time must be > 0, in milliseconds or with a unit "
+                       "ns, us, ms, s or m (0.95@250, 0.95@250ms, 0.95@0.25s)",
                        s);
     }
     return 0;
@@ -641,6 +643,19 @@ void dqctl_render_status(FILE *out, const json_t *st) {
         dqctl_render_silent(out, json_array_get(silent, i));
     }
     const json_t *ws = json_object_get(st, "wrappers");
+    const json_t *down = json_object_get(st, "last_wrapper_down");
+    if (json_is_integer(json_object_get(st, "wrappers_connected")) &&
+        json_integer_value(json_object_get(st, "wrappers_connected")) == 0) {
+        /* say it in words: nothing streams, and since when */
+        if (json_is_object(down)) {
+            char since[48], link[PROBE_TEXT];
+            format_since(jnum(down, "since_ns"), since, sizeof since);
+            fprintf(out, "no wrapper connected since %s (the last to go: link %s)\n", since,
+                    jsafe(down, "link", "?", link, sizeof link));
+        } else {
+            fprintf(out, "no wrapper connected (none has connected since dqd started)\n");
+        }
+    }
     if (json_array_size(ws) == 0) {
         fprintf(out, "wrappers: none\n");
         return;
@@ -866,8 +881,16 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
  * new reference to the envelope's data and the result is 0; otherwise the message goes to
  * msg and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
  */
+struct api_failure {
+    char type[64]; /* the API's errorType, "unreachable", "bad_answer", "usage" */
+    long http_status;
+};
+
 static int api_request(const struct dqctl_opts *o, const char *method, const char *path,
-                       const json_t *body, json_t **data, char *msg, size_t msg_cap) {
+                       const json_t *body, const char *raw, size_t raw_len, json_t **data,
+                       char *msg, size_t msg_cap, struct api_failure *failure) {
+    snprintf(failure->type, sizeof failure->type, "usage");
+    failure->http_status = 0;
     char url[4096];
     size_t sl = strlen(o->server);
     while (sl > 0 && o->server[sl - 1] == '/') {
@@ -882,6 +905,17 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
         set_err(msg, msg_cap, "out of memory");
         return DQCTL_EXIT_USAGE;
     }
+    size_t payload_len = payload ? strlen(payload) : 0;
+    if (!body && raw) {
+        payload = malloc(raw_len + 1);
+        if (!payload) {
+            set_err(msg, msg_cap, "out of memory");
+            return DQCTL_EXIT_USAGE;
+        }
+        memcpy(payload, raw, raw_len);
+        payload[raw_len] = '\0';
+        payload_len = raw_len;
+    }
     CURL *c = curl_easy_init();
     if (!c) {
         free(payload);
@@ -894,7 +928,8 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip */
     if (payload) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        hdrs = curl_slist_append(hdrs, body ? "Content-Type: application/json"
+                                            : "Content-Type: text/plain; charset=utf-8");
     }
     /* dqd bound beyond loopback wants its api_token on changes: DQD_TOKEN carries it */
     const char *token = getenv("DQD_TOKEN");
@@ -914,7 +949,7 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
     if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload ? payload : "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, payload ? (long)strlen(payload) : 0L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, payload ? (long)payload_len : 0L);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
     CURLcode rc = curl_easy_perform(c);
@@ -937,18 +972,25 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
                     "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
                     (int)sl, o->server, why);
         }
+        snprintf(failure->type, sizeof failure->type, "unreachable");
         free(f.data);
         return result;
     }
     json_error_t jerr;
     json_t *env = f.data ? json_loadb(f.data, f.len, 0, &jerr) : NULL;
     const char *st = jstr(env, "status", NULL);
+    failure->http_status = status;
     if (!json_is_object(env) || !st) {
         set_err(msg, msg_cap, "%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)",
                 method, path, status, (int)sl, o->server);
+        snprintf(failure->type, sizeof failure->type, "bad_answer");
     } else if (strcmp(st, "success") != 0 || status >= 400) {
         set_err(msg, msg_cap, "%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"),
                 status, jstr(env, "errorType", "?"));
+        snprintf(failure->type, sizeof failure->type, "%s", jstr(env, "errorType", "internal"));
+        if (json_errors) { /* the API's own message, without dqctl's decoration */
+            set_err(msg, msg_cap, "%s", jstr(env, "error", "error without a message"));
+        }
     } else {
         *data = json_incref(json_object_get(env, "data"));
         result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
@@ -964,16 +1006,30 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
 int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
                    const json_t *body, json_t **data) {
     char msg[4096];
-    int rc = api_request(o, method, path, body, data, msg, sizeof msg);
+    struct api_failure f;
+    int rc = api_request(o, method, path, body, NULL, 0, data, msg, sizeof msg, &f);
     if (rc != DQCTL_EXIT_OK) {
-        dqctl_complain("%s", msg);
+        complain_as(f.type, f.http_status, msg);
+    }
+    return rc;
+}
+
+int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const char *path,
+                        const char *text, size_t len, json_t **data, char *err, size_t err_cap,
+                        char *type, size_t type_cap) {
+    struct api_failure f;
+    int rc = api_request(o, method, path, NULL, text ? text : "", text ? len : 0, data, err,
+                         err_cap, &f);
+    if (rc != DQCTL_EXIT_OK && type_cap) {
+        snprintf(type, type_cap, "%s", f.type);
     }
     return rc;
 }
 
 int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
                         size_t err_cap) {
-    return api_request(o, "GET", path, NULL, data, err, err_cap);
+    struct api_failure f;
+    return api_request(o, "GET", path, NULL, NULL, 0, data, err, err_cap, &f);
 }
 
 void dqctl_print_json(const json_t *data) {
@@ -1034,11 +1090,20 @@ static const char common_exit[] =
 int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
                     const char *help, struct dqctl_opts *o) {
     char err[256];
+    for (int i = 1; i < argc; i++) { /* before parsing: a usage error is JSON too */
+        if (strcmp(argv[i], "--") == 0) {
+            break;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            dqctl_set_json_errors(1);
+        }
+    }
     if (dqctl_parse_args(argc, argv, accepts, min_pos, max_pos, getenv("DQD_URL"), o, err,
                          sizeof err) < 0) {
-        dqctl_complain("%s", err);
+        dqctl_complain_typed("usage", "%s", err);
         return DQCTL_EXIT_USAGE;
     }
+    dqctl_set_json_errors(o->json);
     if (o->help) {
         /* a command whose exit codes say more than the common line documents its own */
         fprintf(dqctl_out(), "%s%s%s", help, common_help,
@@ -1126,7 +1191,7 @@ int dqctl_dq_main(int argc, char **argv) {
         int empty = strcmp(o.kind, "observed") == 0 && !(n > 0);
         char why[256];
         if (json_is_object(qta) && !empty && dqctl_qta_check(dq, qta, why, sizeof why) == 0) {
-            dqctl_complain("%s: QTA %s", o.pos[0], why);
+            dqctl_complain_typed("problem", "%s: QTA %s", o.pos[0], why);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
@@ -1135,14 +1200,61 @@ int dqctl_dq_main(int argc, char **argv) {
     return dqctl_end_cmd(rc);
 }
 
-/* PUT /api/v1/probes/NAME with body; prints the summary line (or JSON). */
-static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body) {
+int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) {
+    static const struct {
+        const char *status, *text;
+    } kinds[] = {
+        {"sent", "sent to"},
+        {"failed", "FAILED on"},
+        {"not_applied", "NOT applied on"},
+    };
+    if (json_array_size(commands) == 0) {
+        fprintf(out, "  no wrapper is connected: wrappers get the enabled set when they "
+                     "connect\n");
+        return 0;
+    }
+    int missed = 0;
+    const char *cmd = jstr(json_array_get(commands, 0), "command", "?");
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        char links[2048] = "";
+        size_t len = 0, n = 0;
+        for (size_t i = 0; i < json_array_size(commands); i++) {
+            const json_t *c = json_array_get(commands, i);
+            if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0) {
+                continue;
+            }
+            char one[PROBE_TEXT];
+            dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
+            int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
+            len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
+            n++;
+        }
+        if (n == 0) {
+            continue;
+        }
+        missed += k > 0 ? (int)n : 0;
+        fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n, n == 1 ? "" : "s",
+                links);
+        if (strcmp(kinds[k].status, "not_applied") == 0) {
+            fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s", probe);
+        } else if (strcmp(kinds[k].status, "failed") == 0) {
+            fprintf(out, ": the link was not writable");
+        }
+        fputc('\n', out);
+    }
+    return missed;
+}
+
+/* PUT /api/v1/probes/NAME with body (?create=1 with --create); prints the summary line,
+ * what the change did on every link and dqd's warnings (or the JSON). Exits 1 when the
+ * change could not be applied on some link. */
+static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body, int say_links) {
     char path[2048];
     if (!body) {
         dqctl_complain("out of memory");
         return DQCTL_EXIT_USAGE;
     }
-    if (dqctl_probe_path(name, "", path, sizeof path) < 0) {
+    if (dqctl_probe_path(name, o->create ? "?create=1" : "", path, sizeof path) < 0) {
         json_decref(body);
         return DQCTL_EXIT_USAGE;
     }
@@ -1150,17 +1262,37 @@ static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body)
     int rc = dqctl_api_call(o, "PUT", path, body, &data);
     json_decref(body);
     if (rc == DQCTL_EXIT_OK) {
+        const json_t *cmds = json_object_get(data, "commands");
+        int missed = 0;
         if (o->json) {
             dqctl_print_json(data);
+            for (size_t i = 0; i < json_array_size(cmds); i++) {
+                missed += strcmp(jstr(json_array_get(cmds, i), "status", ""), "sent") != 0;
+            }
         } else {
             char dmax[24], qta[256] = "none";
             dqctl_format_duration(jnum(data, "dmax_ms") / 1e3, dmax, sizeof dmax);
             if (json_is_object(json_object_get(data, "qta"))) {
                 format_qta(json_object_get(data, "qta"), qta, sizeof qta);
             }
-            fprintf(dqctl_out(), "%s: %s, dmax %s, %.0f bins, QTA %s\n", jstr(data, "name", name),
+            fprintf(dqctl_out(), "%s: %s in dqd, dmax %s, %.0f bins, QTA %s\n",
+                    jstr(data, "name", name),
                     json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled", dmax,
                     jnum(data, "bins"), qta);
+            if (json_is_array(cmds) && (json_array_size(cmds) > 0 || say_links)) {
+                missed = dqctl_render_commands(dqctl_out(), name, cmds);
+            } else if (say_links && json_is_null(cmds)) {
+                fprintf(dqctl_out(), "  it was %s already: nothing sent\n",
+                        json_is_true(json_object_get(data, "enabled")) ? "enabled" : "disabled");
+            }
+        }
+        const json_t *warnings = json_object_get(data, "warnings");
+        for (size_t i = 0; i < json_array_size(warnings); i++) {
+            const char *wtext = json_string_value(json_array_get(warnings, i));
+            fprintf(dqctl_err(), "dqctl: warning: %s\n", wtext ? wtext : "?");
+        }
+        if (missed) {
+            rc = DQCTL_EXIT_PROBLEM;
         }
     }
     json_decref(data);
@@ -1168,16 +1300,26 @@ static int put_probe(const struct dqctl_opts *o, const char *name, json_t *body)
 }
 
 static int enable_common(int argc, char **argv, int enable) {
-    static const char help_on[] = "usage: dqctl enable PROBE [--server URL] [--json]\n"
-                                  "Enables a probe: dqd tells the wrappers to report it.\n";
-    static const char help_off[] = "usage: dqctl disable PROBE [--server URL] [--json]\n"
-                                   "Disables a probe: dqd tells the wrappers to stop it.\n";
+    static const char help_on[] =
+        "usage: dqctl enable PROBE [--create] [--server URL] [--json]\n"
+        "Enables a probe: dqd sends set_timeout to every connected wrapper, which then\n"
+        "reports it. Prints what happened on each wrapper link. PROBE must be known to\n"
+        "dqd (in the diagram, or reported by a wrapper); --create registers a new name.\n"
+        "Exit status: 0 done, 1 the send failed on some link, 2 unknown probe, usage,\n"
+        "API or connection error.\n";
+    static const char help_off[] =
+        "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
+        "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"
+        "wrapper has no clear_timeout: there the disable is recorded as not applied, the\n"
+        "wrapper keeps reporting the probe, and dqctl says so link by link.\n"
+        "Exit status: 0 done, 1 not applied (or failed) on some link, 2 unknown probe,\n"
+        "usage, API or connection error.\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, enable ? help_on : help_off, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 1, 1, enable ? help_on : help_off, &o);
     if (rc >= 0) {
         return rc;
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:b}", "enabled", enable), 1));
 }
 
 int dqctl_enable_main(int argc, char **argv) {
@@ -1190,11 +1332,12 @@ int dqctl_disable_main(int argc, char **argv) {
 
 int dqctl_set_timeout_main(int argc, char **argv) {
     static const char help[] =
-        "usage: dqctl set-timeout PROBE MS [--server URL] [--json]\n"
-        "Sets a probe's dMax (its timeout and ΔQ horizon). MS is milliseconds, or a\n"
-        "duration with a unit: 250ms, 1.5s, 800us.\n";
+        "usage: dqctl set-timeout PROBE DURATION [--create] [--server URL] [--json]\n"
+        "Sets a probe's dMax (its timeout and ΔQ horizon). A bare DURATION is\n"
+        "milliseconds (250); a unit may follow: 250ms, 1.5s, 800us, 2m. dqd warns when a\n"
+        "point of the probe's QTA then lies beyond dMax. --create registers a new name.\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 2, 2, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 2, 2, help, &o);
     if (rc >= 0) {
         return rc;
     }
@@ -1204,21 +1347,22 @@ int dqctl_set_timeout_main(int argc, char **argv) {
                        o.pos[1]);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3)));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:f}", "dmax_ms", s * 1e3), 0));
 }
 
 int dqctl_qta_main(int argc, char **argv) {
     static const char help[] =
-        "usage: dqctl qta PROBE [P@T ...] [--max-lost X] [--server URL] [--json]\n"
+        "usage: dqctl qta PROBE [P@T ...] [--max-lost X] [--create] [--server URL] [--json]\n"
         "       dqctl qta PROBE --clear\n"
         "Sets a probe's quantitative timeliness agreement: P(delay <= T) >= P at each\n"
-        "point, and at most X of the instances lost (failed or timed out). T takes a\n"
-        "unit (ns, us, ms, s, m; a bare number is seconds); P and X are fractions or\n"
-        "percentages. X defaults to 1 - P of the last point. Without points, shows the\n"
-        "current QTA; --clear removes it. Example:\n"
-        "  dqctl qta checkout 0.5@100ms 0.95@250ms --max-lost 0.01\n";
+        "point, and at most X of the instances lost (failed or timed out). A bare T is\n"
+        "milliseconds (0.95@250); a unit may follow (ns, us, ms, s, m: 0.95@0.25s). P and\n"
+        "X are fractions or percentages. X defaults to 1 - P of the last point (the bound\n"
+        "the points already imply). A point beyond the probe's dMax is accepted with a\n"
+        "warning. Without points, shows the current QTA; --clear removes it. Example:\n"
+        "  dqctl qta checkout 0.5@100 0.95@250ms --max-lost 0.01\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR, 1,
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_MAX_LOST | DQCTL_OPT_CLEAR | DQCTL_OPT_CREATE, 1,
                              DQCTL_MAX_QTA_POINTS + 1, help, &o);
     if (rc >= 0) {
         return rc;
@@ -1228,7 +1372,7 @@ int dqctl_qta_main(int argc, char **argv) {
             dqctl_complain("qta: --clear takes no points and no --max-lost");
             return dqctl_end_cmd(DQCTL_EXIT_USAGE);
         }
-        return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta")));
+        return dqctl_end_cmd(put_probe(&o, o.pos[0], json_pack("{s:n}", "qta"), 0));
     }
     if (o.npos == 1) {
         if (o.max_lost) {
@@ -1262,7 +1406,7 @@ int dqctl_qta_main(int argc, char **argv) {
         dqctl_complain("qta: %s", err);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    return dqctl_end_cmd(put_probe(&o, o.pos[0], body));
+    return dqctl_end_cmd(put_probe(&o, o.pos[0], body, 0));
 }
 
 static int wrapper_common(int argc, char **argv, const char *verb) {
@@ -1292,7 +1436,8 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
         if (!(sent > 0)) {
-            dqctl_complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
+            dqctl_complain_typed(
+                "problem", "%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;
         }
     }
@@ -1308,6 +1453,175 @@ int dqctl_stop_main(int argc, char **argv) {
     return wrapper_common(argc, argv, "stop");
 }
 
+int dqctl_delete_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl delete PROBE [--server URL] [--json]\n"
+        "Deletes a probe dqd knows (DELETE /api/v1/probes/PROBE): its settings, windows and\n"
+        "triggers go; an enabled probe is disabled first, and dqctl says what that did on\n"
+        "each wrapper link. Refused for a node of the loaded diagram (change the diagram)\n"
+        "and for a probe an open investigation holds (dqctl diagnose --abort ID first). A\n"
+        "wrapper that still reports the probe registers it again at its next instance.\n"
+        "Exit status: 0 deleted, 1 deleted but the disable was not applied on some link,\n"
+        "2 refused, unknown probe, usage, API or connection error.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    char path[2048];
+    if (dqctl_probe_path(o.pos[0], "", path, sizeof path) < 0) {
+        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(&o, "DELETE", path, NULL, &data);
+    if (rc == DQCTL_EXIT_OK) {
+        const json_t *cmds = json_object_get(data, "commands");
+        int missed = 0;
+        if (o.json) {
+            dqctl_print_json(data);
+            for (size_t i = 0; i < json_array_size(cmds); i++) {
+                missed += strcmp(jstr(json_array_get(cmds, i), "status", ""), "sent") != 0;
+            }
+        } else {
+            FILE *out = dqctl_out();
+            double seen = jnum(data, "instances"), trig = jnum(data, "triggers_removed");
+            fprintf(out,
+                    "%s deleted (%.0f instance%s seen since dqd started, %.0f trigger%s "
+                    "removed)\n",
+                    o.pos[0], isnan(seen) ? 0 : seen, seen == 1 ? "" : "s", isnan(trig) ? 0 : trig,
+                    trig == 1 ? "" : "s");
+            if (json_is_true(json_object_get(data, "was_enabled"))) {
+                fprintf(out, "  it was enabled, so it was disabled first:\n");
+                missed = dqctl_render_commands(out, o.pos[0], cmds);
+            }
+            const char *note = jstr(data, "note", NULL);
+            if (note) {
+                fprintf(out, "  note: %s\n", note);
+            }
+        }
+        rc = missed ? DQCTL_EXIT_PROBLEM : DQCTL_EXIT_OK;
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
+/* Reads a whole file (or stdin for "-") into a new buffer, at most 64 MiB. */
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            break;
+        }
+        if (n == cap) {
+            char *more = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!more) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = more;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    if (f != stdin) {
+        fclose(f);
+    }
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static void render_diagram(FILE *out, const json_t *d) {
+    const json_t *text = json_object_get(d, "text");
+    if (!json_is_string(text)) {
+        fprintf(out, "no diagram loaded (dqd --diagram FILE.dq, or dqctl diagram FILE.dq)\n");
+        return;
+    }
+    char roots[2048] = "", probes[8192] = "";
+    size_t rl = 0, pl = 0;
+    const json_t *r = json_object_get(d, "roots"), *p = json_object_get(d, "probes");
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        int w = snprintf(roots + rl, sizeof roots - rl, "%s%s", i ? ", " : "",
+                         json_string_value(json_array_get(r, i)));
+        rl = w > 0 && rl + (size_t)w < sizeof roots ? rl + (size_t)w : rl;
+    }
+    for (size_t i = 0; i < json_array_size(p); i++) {
+        int w = snprintf(probes + pl, sizeof probes - pl, "%s%s", i ? ", " : "",
+                         json_string_value(json_array_get(p, i)));
+        pl = w > 0 && pl + (size_t)w < sizeof probes ? pl + (size_t)w : pl;
+    }
+    fprintf(out, "diagram %s: %zu probe%s, root%s %s\nprobes: %s\n\n%s",
+            jstr(d, "path", "(sent through the API)"), json_array_size(p),
+            json_array_size(p) == 1 ? "" : "s", json_array_size(r) == 1 ? "" : "s", roots, probes,
+            json_string_value(text));
+    size_t tl = strlen(json_string_value(text));
+    if (tl == 0 || json_string_value(text)[tl - 1] != '\n') {
+        fputc('\n', out);
+    }
+}
+
+int dqctl_diagram_main(int argc, char **argv) {
+    static const char help[] =
+        "usage: dqctl diagram [FILE.dq | -] [--server URL] [--json]\n"
+        "Without FILE: the outcome diagram dqd has loaded (its path, roots, probes and\n"
+        "text; GET /api/v1/diagram). With FILE (- reads stdin): loads it into dqd\n"
+        "(PUT /api/v1/diagram), replacing the diagram; a model error is printed as\n"
+        "FILE:LINE:COL: message and nothing changes.\n";
+    struct dqctl_opts o;
+    int rc = dqctl_start_cmd(argc, argv, 0, 0, 1, help, &o);
+    if (rc >= 0) {
+        return rc;
+    }
+    json_t *data = NULL;
+    if (o.npos == 0) {
+        rc = dqctl_api_call(&o, "GET", "/api/v1/diagram", NULL, &data);
+    } else {
+        size_t len = 0;
+        char *text = read_all(o.pos[0], &len);
+        if (!text) {
+            dqctl_complain_typed("usage", "diagram: cannot read %s: %s", o.pos[0], strerror(errno));
+            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        }
+        char err[4096], type[64] = "error";
+        rc = dqctl_api_call_text(&o, "PUT", "/api/v1/diagram", text, len, &data, err, sizeof err,
+                                 type, sizeof type);
+        free(text);
+        if (rc != DQCTL_EXIT_OK) {
+            /* a model error is "LINE:COL: message": name the file as a compiler would */
+            int line = 0, col = 0;
+            if (strcmp(type, "unprocessable") == 0 && sscanf(err, "%d:%d:", &line, &col) == 2) {
+                dqctl_complain_typed(type, "%s:%s",
+                                     strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0], err);
+            } else {
+                dqctl_complain_typed(type, "%s", err);
+            }
+        }
+    }
+    if (rc == DQCTL_EXIT_OK) {
+        if (o.json) {
+            dqctl_print_json(data);
+        } else {
+            if (o.npos == 1) {
+                fprintf(dqctl_out(), "loaded %s into dqd\n", o.pos[0]);
+            }
+            render_diagram(dqctl_out(), data);
+        }
+    }
+    json_decref(data);
+    return dqctl_end_cmd(rc);
+}
+
 int dqctl_api_main(const char *cmd, int argc, char **argv) {
     static const struct {
         const char *name;
@@ -1317,7 +1631,8 @@ int dqctl_api_main(const char *cmd, int argc, char **argv) {
         {"dq", dqctl_dq_main},           {"enable", dqctl_enable_main},
         {"disable", dqctl_disable_main}, {"set-timeout", dqctl_set_timeout_main},
         {"qta", dqctl_qta_main},         {"start", dqctl_start_main},
-        {"stop", dqctl_stop_main},
+        {"stop", dqctl_stop_main},       {"delete", dqctl_delete_main},
+        {"diagram", dqctl_diagram_main},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(cmd, table[i].name) == 0) {

@@ -33,6 +33,16 @@ int dqctl_set_timeout_main(int argc, char **argv); /* PUT {"dmax_ms":MS} */
 int dqctl_qta_main(int argc, char **argv);         /* PUT {"qta":…} / show / --clear */
 int dqctl_start_main(int argc, char **argv);       /* POST /api/v1/wrapper/start */
 int dqctl_stop_main(int argc, char **argv);        /* POST /api/v1/wrapper/stop */
+int dqctl_delete_main(int argc, char **argv);      /* DELETE /api/v1/probes/NAME */
+int dqctl_diagram_main(int argc, char **argv);     /* GET / PUT /api/v1/diagram */
+
+/*
+ * What a probe change did on every wrapper link, from the "commands" of a PUT or DELETE
+ * answer ({"link","command","status"}): one line per outcome ("clear_timeout sent to 1
+ * link (2 127.0.0.1:4001)", "NOT applied on 1 legacy link (…): …"), or that no wrapper
+ * was connected to tell. Returns how many links did not get it (not applied or failed).
+ */
+int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands);
 
 /*
  * The same commands behind one entry, for a caller without a table: cmd is "status",
@@ -68,6 +78,7 @@ struct dqctl_opts {
     const char *fire_after;         /* --fire-after K (trigger), NULL when absent */
     const char *clear_after;        /* --clear-after M (trigger), NULL when absent */
     int disable;                    /* --disable (trigger) */
+    int create;                     /* --create (enable, disable, set-timeout, qta) */
     const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
     int npos;
 };
@@ -87,6 +98,7 @@ enum {
     DQCTL_OPT_TRIGGER = 1 << 10,  /* --threshold, --fire-after, --clear-after, --disable */
     DQCTL_OPT_ABORT = 1 << 11,    /* --abort ID */
     DQCTL_OPT_OVERLOAD = 1 << 12, /* --overload */
+    DQCTL_OPT_CREATE = 1 << 13,   /* --create */
 };
 
 /*
@@ -99,9 +111,10 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
                      const char *env_url, struct dqctl_opts *o, char *err, size_t err_cap);
 
 /*
- * Parses a duration: a number with an optional unit ns, us, µs, ms, s, m (minutes).
- * A bare number is in `bare_unit_s` seconds (1e-3 for `set-timeout`, 1 for QTA times).
- * The result must be finite and ≥ 0. Returns 0 and *out_s, or -1.
+ * Parses a duration (dq_parse_duration): a number with an optional unit ns, us, µs, ms, s,
+ * m (minutes). A bare number is in `bare_unit_s` seconds: dqctl's arguments pass 1e-3 (a
+ * bare duration is milliseconds, for set-timeout and QTA times alike). No sign; the result
+ * is finite and ≥ 0. Returns 0 and *out_s, or -1.
  */
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
 
@@ -109,7 +122,7 @@ int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
 int dqctl_parse_fraction(const char *s, double *out);
 
 /*
- * Parses "P@T" (e.g. "0.95@250ms"): p in (0, 1], T a duration (bare = seconds) > 0.
+ * Parses "P@T" (e.g. "0.95@250ms"): p in (0, 1], T a duration (bare = milliseconds) > 0.
  * Returns 0, or -1 with a message in err.
  */
 int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size_t err_cap);
@@ -162,12 +175,26 @@ void dqctl_render_cdf_plot(FILE *out, const json_t *dq, const json_t *qta, int w
 FILE *dqctl_out(void);
 FILE *dqctl_err(void);
 
-/* Prints "dqctl: <message>" and a newline on dqctl_err(). */
+/*
+ * Prints "dqctl: <message>" and a newline on dqctl_err(); after dqctl_set_json_errors(1)
+ * (what --json does) one line of JSON instead: {"status":"error","errorType":TYPE,
+ * "error":MESSAGE}, with "http_status" for an API answer. dqctl_complain's TYPE is
+ * "error"; the _typed form names it ("usage", "problem", "unreachable", or the API's
+ * errorType as dqctl_api_call passes it on).
+ */
 void dqctl_complain(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+void dqctl_complain_typed(const char *type, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Errors as JSON objects (1) or text (0, the default); dqctl_start_cmd sets it from --json. */
+void dqctl_set_json_errors(int on);
 
 /*
  * Starts a subcommand: parses argv with dqctl_parse_args ($DQD_URL as the default
@@ -197,6 +224,14 @@ int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *p
  */
 int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
                         size_t err_cap);
+
+/*
+ * A request whose body is text (the diagram's PUT), printing nothing: 0 and *data, or 2
+ * with the message in err and the error's type (as dqctl_complain_typed takes it) in type.
+ */
+int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const char *path,
+                        const char *text, size_t len, json_t **data, char *err, size_t err_cap,
+                        char *type, size_t type_cap);
 
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);

@@ -91,6 +91,13 @@ static int parse_number(struct slice x, double *out) {
     return 0;
 }
 
+/* A time filling the slice: a number in seconds, or with a unit (10ms); negative only
+ * when allowed. */
+static int parse_time(struct slice x, int allow_negative, double *out) {
+    x = trim(x);
+    return dq_parse_duration(x.s, x.n, 1.0, allow_negative, out) == DQ_OK ? 0 : -1;
+}
+
 /* A whole number 0 … max filling the slice. */
 static int parse_whole(struct slice x, long long max, long long *out) {
     if (x.n == 0 || x.n > 19) {
@@ -242,8 +249,9 @@ static int parse_transform(struct slice whole, struct slice args, enum dqctl_dis
     int scale = kind == DQCTL_DIST_SCALE;
     const char *usage = scale ? "scale(DIST,K) needs a distribution and a factor K ≥ 0 (every "
                                 "delay times K: 0.5 is twice as fast), as in scale(probe:db,0.5)"
-                              : "shift(DIST,S) needs a distribution and a time S in seconds "
-                                "(every delay plus S, never below 0), as in shift(probe:db,0.01)";
+                              : "shift(DIST,S) needs a distribution and a time S, in seconds or "
+                                "with a unit (every delay plus S, never below 0), as in "
+                                "shift(probe:db,0.01) or shift(probe:db,10ms)";
     const char *comma = NULL;
     for (size_t i = args.n; i > 0; i--) {
         if (args.s[i - 1] == ',') {
@@ -258,7 +266,7 @@ static int parse_transform(struct slice whole, struct slice args, enum dqctl_dis
     }
     struct slice inner = {args.s, (size_t)(comma - args.s)};
     struct slice num = {comma + 1, args.n - inner.n - 1};
-    if (parse_number(num, &v) < 0 || (scale && v < 0.0)) {
+    if ((scale ? parse_number(num, &v) : parse_time(num, 1, &v)) < 0 || (scale && v < 0.0)) {
         struct slice t = trim(num);
         return fail(err, cap, "%s; got `%.*s` for %s", usage, (int)(t.n > SHOW ? SHOW : t.n), t.s,
                     scale ? "K" : "S");
@@ -296,9 +304,10 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
         d = new_dist(DQCTL_DIST_NEVER);
     } else if (call_form(x, "wait", &args)) {
         double t;
-        if (parse_number(args, &t) < 0 || t < 0.0) {
+        if (parse_time(args, 0, &t) < 0) {
             return fail(err, cap,
-                        "wait(T) needs one time T ≥ 0 in seconds, as in wait(0.25); got `%.*s`",
+                        "wait(T) needs one time T ≥ 0, in seconds or with a unit, as in "
+                        "wait(0.25) or wait(250ms); got `%.*s`",
                         show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_WAIT)) != NULL) {
@@ -309,10 +318,10 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
         double a = 0.0, b = 0.0;
         struct slice sa = {args.s, comma ? (size_t)(comma - args.s) : 0};
         struct slice sb = {comma ? comma + 1 : args.s, comma ? args.n - sa.n - 1 : 0};
-        if (!comma || parse_number(sa, &a) < 0 || parse_number(sb, &b) < 0 || a < 0.0 || b < a) {
+        if (!comma || parse_time(sa, 0, &a) < 0 || parse_time(sb, 0, &b) < 0 || b < a) {
             return fail(err, cap,
-                        "uniform(A,B) needs two times 0 ≤ A ≤ B in seconds, as in "
-                        "uniform(1,2); got `%.*s`",
+                        "uniform(A,B) needs two times 0 ≤ A ≤ B, in seconds or with a unit, as "
+                        "in uniform(1,2) or uniform(5ms,20ms); got `%.*s`",
                         show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_UNIFORM)) != NULL) {

@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef DQ_VERSION /* set by CMake from the project's version */
+#define DQ_VERSION "unknown"
+#endif
+
 struct dqctl_command {
     const char *name;    /* the word after dqctl */
     const char *summary; /* one line for `dqctl --help` */
@@ -30,10 +34,15 @@ static const struct dqctl_command commands[] = {
     {"probes", "every probe: state, dMax, last window's quantiles, QTA", dqctl_probes_main, 0},
     {"dq", "a probe's ΔQ for a window: table, CDF plot, CSV; exit 1 if its QTA fails",
      dqctl_dq_main, 0},
-    {"enable", "enable a probe (the wrappers start reporting it)", dqctl_enable_main, 0},
-    {"disable", "disable a probe", dqctl_disable_main, 0},
-    {"set-timeout", "set a probe's dMax: set-timeout PROBE MS", dqctl_set_timeout_main, 0},
-    {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250ms …", dqctl_qta_main, 0},
+    {"enable", "enable a probe (the wrappers start reporting it); --create for a new name",
+     dqctl_enable_main, 0},
+    {"disable", "disable a probe; says what each wrapper link did with it", dqctl_disable_main, 0},
+    {"delete", "delete a probe dqd knows (not a diagram node, not one being investigated)",
+     dqctl_delete_main, 0},
+    {"set-timeout", "set a probe's dMax: set-timeout PROBE 250 (ms) or 1.5s",
+     dqctl_set_timeout_main, 0},
+    {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250 (ms) …", dqctl_qta_main, 0},
+    {"diagram", "the loaded outcome diagram; `diagram FILE.dq` loads one", dqctl_diagram_main, 0},
     {"start", "tell the connected wrappers to start", dqctl_start_main, 0},
     {"stop", "tell the connected wrappers to stop", dqctl_stop_main, 0},
     {"diagnose", "find where a problem at a node comes from; --wait follows it to a verdict",
@@ -50,7 +59,7 @@ static const struct dqctl_command commands[] = {
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: dqctl [--server URL] [--json] [--help] COMMAND [ARGS…]\n"
+    fprintf(out, "usage: dqctl [--server URL] [--json] [--help] [--version] COMMAND [ARGS…]\n"
                  "\n"
                  "The command-line client of dqd, the adaptive instrumentation controller.\n"
                  "--server URL (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ") and --json\n"
@@ -66,6 +75,12 @@ static void usage(FILE *out) {
         fprintf(out, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
     }
     fprintf(out, "\n"
+                 "Durations: a bare number is milliseconds (set-timeout 250, qta P@250); a unit\n"
+                 "may follow anywhere (us, ms, s, m: 800us, 0.25s). In `model`'s DISTs, as in\n"
+                 "dqd's JSON, a bare number stays seconds (wait(0.25)) and units work too.\n"
+                 "With --json, errors are one line of JSON on stderr: {\"status\":\"error\",\n"
+                 "\"errorType\":…, \"error\":…}.\n"
+                 "\n"
                  "`dqctl COMMAND --help` (or `dqctl help COMMAND`) describes one command.\n"
                  "Exit status: 0 success, 1 a problem was found (see each command's --help), 2 "
                  "usage,\nmodel, API or connection error.\n");
@@ -85,6 +100,7 @@ struct globals {
     const char *server; /* NULL when not given */
     int json;
     int help;
+    int version;
 };
 
 static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
@@ -94,6 +110,8 @@ static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             g->help = 1;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            g->version = 1;
         } else if (strcmp(a, "--json") == 0) {
             g->json = 1;
         } else if (strcmp(a, "--server") == 0) {
@@ -106,8 +124,8 @@ static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
             g->server = a + 9;
         } else {
             fprintf(stderr,
-                    "dqctl: unknown option %s before the command (only --server, --json and "
-                    "--help go there); see dqctl --help\n",
+                    "dqctl: unknown option %s before the command (only --server, --json, "
+                    "--help and --version go there); see dqctl --help\n",
                     a);
             return -1;
         }
@@ -122,10 +140,15 @@ int main(int argc, char **argv) {
     if (parse_globals(argc, argv, &g, &first) < 0) {
         return DQCTL_EXIT_USAGE;
     }
+    if (g.version) {
+        printf("dqctl %s\n", DQ_VERSION);
+        return DQCTL_EXIT_OK;
+    }
     if (g.help && first >= argc) {
         usage(stdout);
         return DQCTL_EXIT_OK;
     }
+    dqctl_set_json_errors(g.json);
     if (first >= argc) {
         usage(stderr);
         return DQCTL_EXIT_USAGE;
@@ -138,7 +161,8 @@ int main(int argc, char **argv) {
         }
         const struct dqctl_command *c = find_command(argv[first + 1]);
         if (!c) {
-            fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", argv[first + 1]);
+            dqctl_complain_typed("usage", "unknown command `%s`; see dqctl --help",
+                                 argv[first + 1]);
             return DQCTL_EXIT_USAGE;
         }
         char *help_argv[] = {argv[first + 1], "--help", NULL};
@@ -146,7 +170,7 @@ int main(int argc, char **argv) {
     }
     const struct dqctl_command *c = find_command(word);
     if (!c) {
-        fprintf(stderr, "dqctl: unknown command `%s`; see dqctl --help\n", word);
+        dqctl_complain_typed("usage", "unknown command `%s`; see dqctl --help", word);
         return DQCTL_EXIT_USAGE;
     }
     /* the subcommand's argv: its name, the global options, then its own words */

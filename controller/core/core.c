@@ -48,6 +48,11 @@ struct core {
     uint64_t instances_total;
     uint64_t windows_closed;
     uint64_t store_errors;
+    /* wrapper links that went away */
+    int64_t link_down_ns; /* the last disconnection; 0: none yet */
+    char link_down_label[CORE_LABEL_MAX + 96];
+    struct core_peer peers[CORE_MAX_PEERS]; /* protocol errors of links gone, per peer */
+    size_t n_peers;
 };
 
 /* ---- create / destroy --------------------------------------------------------------------- */
@@ -621,6 +626,99 @@ void core_links_each(struct core *c, void (*fn)(void *ctx, const struct core_lin
     }
 }
 
+/* ---- links that go away ---------------------------------------------------------------- */
+
+void core_peer_key(const struct core_link_info *li, char *out, size_t cap) {
+    const char *peer = li->peer ? li->peer : "";
+    size_t n = strlen(peer);
+    if (li->inbound) { /* the ephemeral port goes: one series per host across reconnects */
+        const char *colon = strrchr(peer, ':');
+        if (colon && (peer[0] != '[' || (colon > peer && colon[-1] == ']'))) {
+            n = (size_t)(colon - peer);
+        }
+        if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') {
+            peer++;
+            n -= 2;
+        }
+    }
+    snprintf(out, cap, "%.*s", (int)n, peer);
+}
+
+/* The peer entry of key, added when new (pooled as "(other)" past CORE_MAX_PEERS). */
+static struct core_peer *peer_entry(struct core *c, const char *key) {
+    for (size_t i = 0; i < c->n_peers; i++) {
+        if (strcmp(c->peers[i].peer, key) == 0) {
+            return &c->peers[i];
+        }
+    }
+    if (c->n_peers == CORE_MAX_PEERS - 1) {
+        key = CORE_PEER_OTHER;
+        for (size_t i = 0; i < c->n_peers; i++) {
+            if (strcmp(c->peers[i].peer, key) == 0) {
+                return &c->peers[i];
+            }
+        }
+    }
+    struct core_peer *e = &c->peers[c->n_peers++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->peer, sizeof e->peer, "%s", key);
+    return e;
+}
+
+void core_link_down(struct core *c, const struct core_link_info *li) {
+    c->link_down_ns = clock_now(&c->clock);
+    snprintf(c->link_down_label, sizeof c->link_down_label, "%" PRIu64 " %s %s%s%s", li->id,
+             li->kind ? li->kind : "?", li->peer ? li->peer : "?",
+             li->node && li->node[0] ? " node " : "", li->node ? li->node : "");
+    char key[CORE_PEER_MAX];
+    core_peer_key(li, key, sizeof key);
+    peer_entry(c, key)->last_down_ns = c->link_down_ns;
+}
+
+void core_link_gone(struct core *c, const struct core_link_info *li) {
+    char key[CORE_PEER_MAX];
+    core_peer_key(li, key, sizeof key);
+    peer_entry(c, key)->gone_errors += li->protocol_errors;
+}
+
+int64_t core_last_link_down(const struct core *c, const char **label) {
+    if (label) {
+        *label = c->link_down_label;
+    }
+    return c->link_down_ns;
+}
+
+struct peer_fold {
+    struct core *c;
+    struct core_peer *out; /* NULL: only make sure every live link's peer has an entry */
+    size_t n;
+};
+
+static void peer_fold_link(void *ctx, const struct core_link_info *li) {
+    struct peer_fold *f = ctx;
+    char key[CORE_PEER_MAX];
+    core_peer_key(li, key, sizeof key);
+    size_t at = (size_t)(peer_entry(f->c, key) - f->c->peers);
+    if (f->out && at < f->n) {
+        f->out[at].errors += li->protocol_errors;
+        f->out[at].connected += li->connected != 0;
+    }
+}
+
+size_t core_peers(struct core *c, struct core_peer *out, size_t cap) {
+    struct peer_fold f = {c, NULL, 0};
+    core_links_each(c, peer_fold_link, &f); /* every peer ever seen keeps its series */
+    f.n = c->n_peers < cap ? c->n_peers : cap;
+    for (size_t i = 0; i < f.n; i++) {
+        out[i] = c->peers[i];
+        out[i].errors = c->peers[i].gone_errors;
+        out[i].connected = 0;
+    }
+    f.out = out;
+    core_links_each(c, peer_fold_link, &f);
+    return f.n;
+}
+
 void core_sources_stats(struct core *c, struct core_source_stats *st) {
     memset(st, 0, sizeof *st);
     for (int i = 0; i < c->n_sources; i++) {
@@ -826,11 +924,26 @@ int core_change_apply(struct core *c, struct core_change *ch) {
         const struct source *src = &c->sources[s->source];
         if (src->ops->send(src->src, s->dest, &cmd, s->row) == DQ_OK) {
             sent++;
-        } else if (s->row > 0 &&
-                   store_command_set_status(c->store, s->row, "failed",
-                                            "the wrapper link is not writable (closed, or not "
-                                            "reading)") != DQ_OK) {
-            c->store_errors++;
+        } else {
+            s->applicable = -1; /* failed: the report says so */
+            if (s->row > 0 &&
+                store_command_set_status(c->store, s->row, "failed",
+                                         "the wrapper link is not writable (closed, or not "
+                                         "reading)") != DQ_OK) {
+                c->store_errors++;
+            }
+        }
+    }
+    if (ch->report) {
+        for (size_t i = 0; i < ch->n_sent; i++) {
+            const struct core_sent *s = &ch->sent[i];
+            json_array_append_new(
+                ch->report, json_pack("{s:s,s:s,s:s,s:o}", "link", s->label, "command",
+                                      cmd_name(cmd.kind), "status",
+                                      s->applicable > 0    ? "sent"
+                                      : s->applicable == 0 ? "not_applied"
+                                                           : "failed",
+                                      "row", s->row > 0 ? json_integer(s->row) : json_null()));
         }
     }
     if (ch->probe && (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE)) {
@@ -877,6 +990,31 @@ int core_change_now(struct core *c, struct core_change *ch) {
     return sent;
 }
 
+/* ---- deleting a probe ---------------------------------------------------------------------- */
+
+int core_delete_probe(struct core *c, struct probe *p, json_t *report) {
+    if (p->in_diagram) {
+        return dq_fail(DQ_ESTATE,
+                       "%s is a node of the loaded diagram: it would be registered again at the "
+                       "next diagram load; remove it from the diagram first",
+                       p->name);
+    }
+    if (p->enabled) {
+        struct core_change ch = {.kind = CORE_DISABLE, .probe = p, .report = report};
+        int rc = core_change_now(c, &ch);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    int rc = store_probe_delete(c->store, p->name);
+    if (rc != DQ_OK && rc != DQ_ENOTFOUND) {
+        c->store_errors++;
+        return dq_fail(DQ_ESTORE, "store: deleting probe %s: %s", p->name, dq_last_error());
+    }
+    LOG(LOG_INFO, "probe %s deleted", p->name);
+    return probes_remove(&c->probes, p);
+}
+
 /* ---- QTAs as JSON ------------------------------------------------------------------------- */
 
 int core_qta_from_json(json_t *j, struct dq_qta *q) {
@@ -892,12 +1030,23 @@ int core_qta_from_json(json_t *j, struct dq_qta *q) {
     }
     for (size_t i = 0; i < n; i++) {
         json_t *pt = json_array_get(pts, i);
+        json_t *jt = json_array_get(pt, 1);
         if (!json_is_array(pt) || json_array_size(pt) != 2 ||
-            !json_is_number(json_array_get(pt, 0)) || !json_is_number(json_array_get(pt, 1))) {
-            return dq_fail(DQ_EINVAL, "qta point %zu must be [probability, seconds]", i);
+            !json_is_number(json_array_get(pt, 0)) || !(json_is_number(jt) || json_is_string(jt))) {
+            return dq_fail(DQ_EINVAL,
+                           "qta point %zu must be [probability, time]: the time in seconds, or a "
+                           "string with a unit (\"250ms\")",
+                           i);
         }
         q->p[i] = json_number_value(json_array_get(pt, 0));
-        q->t[i] = json_number_value(json_array_get(pt, 1));
+        if (json_is_string(jt)) {
+            if (dq_parse_duration(json_string_value(jt), json_string_length(jt), 1.0, 0,
+                                  &q->t[i]) != DQ_OK) {
+                return dq_fail(DQ_EINVAL, "qta point %zu: %s", i, dq_last_error());
+            }
+        } else {
+            q->t[i] = json_number_value(jt);
+        }
     }
     q->n = (int)n;
     json_t *ml = json_object_get(j, "max_lost");

@@ -100,7 +100,7 @@ struct probe {
     char name[PROBES_NAME_MAX + 1];
     size_t name_len;
     uint32_t hash;
-    int index; /* position in the table, stable for the table's life */
+    int index; /* position in the table; changes only when another probe is removed */
     /* read by every instance, so next to the hash: the origin node_slot was found for
      * (origin, or none yet), that node's row among the per-node moments (when split), and
      * those moments (see "where instances come from" below) */
@@ -192,7 +192,7 @@ struct probe_table {
     int64_t cur_lo, cur_wid;
     int cur_slot;
     /* the probe last seen per low bits of the name hash: a hit saves the index probe
-     * (probes are never removed, so an entry never dangles) */
+     * (probes_remove clears the entries of the probe it frees) */
     struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
@@ -229,6 +229,14 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len);
  * invalid name, DQ_EFULL when the table is full (counted in t->full), DQ_ENOMEM.
  */
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out);
+
+/*
+ * Removes p from the table and frees it (its windows, ring and per-node moments; the
+ * origins it named are let go). The probe that was last in the table takes p's index; the
+ * name index is rebuilt, so this costs O(table) and is meant for a person's act, never the
+ * ingest path. Whoever holds a pointer to p must drop it. DQ_EINVAL when p is not in t.
+ */
+int probes_remove(struct probe_table *t, struct probe *p);
 
 /*
  * Records one instance that came from `origin` (probes_origin_open; 0 = none). Finds or
@@ -559,6 +567,44 @@ void core_links_each(struct core *c, void (*fn)(void *ctx, const struct core_lin
 /* Sums the stats of every source into *st. */
 void core_sources_stats(struct core *c, struct core_source_stats *st);
 
+/* ---- links that go away ------------------------------------------------------------
+ *
+ * A source tells the core when a link goes down (core_link_down: the status can then say
+ * since when no wrapper is connected) and when it forgets a link for good (core_link_gone:
+ * its protocol errors stay counted under its peer, so that /metrics keeps one series per
+ * peer whatever the reconnects). A peer is the host of an inbound link (its ephemeral
+ * port left out) or the address of an outbound one (a wrapper's command listener).
+ */
+
+#define CORE_MAX_PEERS 256 /* peers kept; more are pooled */
+#define CORE_PEER_OTHER "(other)"
+#define CORE_PEER_MAX 72 /* bytes of a peer key, with the NUL */
+
+/* One peer: its errors (links gone, plus the live ones in core_peers), live links. */
+struct core_peer {
+    char peer[CORE_PEER_MAX];
+    uint64_t gone_errors; /* protocol errors of its links that are gone */
+    uint64_t errors;      /* core_peers: gone_errors + those of its live links */
+    int connected;        /* core_peers: its links that are connected now */
+    int64_t last_down_ns; /* when one of its links last went down; 0: never */
+};
+
+/* The peer key of a link ("127.0.0.1" for an inbound 127.0.0.1:5555). */
+void core_peer_key(const struct core_link_info *li, char *out, size_t cap);
+
+/* A link that was connected went down (li as the source lists it). */
+void core_link_down(struct core *c, const struct core_link_info *li);
+
+/* The source forgets a link: its protocol errors join its peer's. */
+void core_link_gone(struct core *c, const struct core_link_info *li);
+
+/* When a link last went down (0: never) and which ("3 legacy 127.0.0.1:5555 node n"). */
+int64_t core_last_link_down(const struct core *c, const char **label);
+
+/* Every peer ever seen, with errors and connected filled in; at most cap. Returns how
+ * many. */
+size_t core_peers(struct core *c, struct core_peer *out, size_t cap);
+
 /* A wrapper acknowledged the command recorded as `row`: marks the row acked. */
 void core_command_acked(struct core *c, int64_t row);
 
@@ -577,7 +623,7 @@ struct core_sent {
     int source;                 /* index among the registered sources */
     uint64_t dest;              /* the source's handle */
     int64_t row;                /* commands-table id, 0 when it could not be recorded */
-    int applicable;             /* 0: not applied (nothing is sent) */
+    int applicable;             /* 0: not applied (nothing is sent); −1 after a failed send */
     char label[CORE_LABEL_MAX]; /* as the source named it */
 };
 
@@ -595,6 +641,9 @@ struct core_change {
                             the parent the search came from); 0 keeps its own */
     int bins;            /* with dmax_ms: bins, 0 = the probe's current count */
     int64_t hypothesis;  /* the hypothesis it serves, 0 = none (a person, the config) */
+    json_t *report;      /* borrowed, may be NULL: an array to which core_change_apply appends
+                            one {"link", "command", "status": "sent"|"not_applied"|"failed",
+                            "row"} per destination (what happened on every link) */
     /* filled by core_change_record */
     struct core_sent *sent; /* owned; released by core_change_release */
     size_t n_sent;
@@ -656,9 +705,20 @@ int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta);
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
                          const struct dq_qta *qta, int servers);
 
+/*
+ * Deletes a probe a person no longer wants: disabled first when it is enabled (recorded and
+ * sent like any disable; report as in struct core_change, may be NULL), then its row, windows
+ * and triggers in the store, then the probe itself (probes_remove: p is freed). DQ_ESTATE for
+ * a node of the loaded diagram (it would come back at the next load), DQ_ESTORE when the
+ * store refused (the probe stays, though disabled).
+ */
+int core_delete_probe(struct core *c, struct probe *p, json_t *report);
+
 /* ---- QTAs as JSON -------------------------------------------------------------------- */
 
-/* Parses {"points":[[p,t_s],...],"max_lost":x} into q (max_lost absent: 1 − last p).
+/* Parses {"points":[[p,t],...],"max_lost":x} into q: t in seconds, or a string with a
+ * unit ("250ms"; a bare string number is seconds too); max_lost absent: 1 − the last p (the
+ * bound the points already imply: P(d ≤ t) ≥ p leaves at most 1 − p lost).
  * DQ_EINVAL with a message saying what is wrong, or dq_qta_check's error. */
 int core_qta_from_json(json_t *j, struct dq_qta *q);
 

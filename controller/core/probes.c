@@ -362,6 +362,39 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
     return DQ_OK;
 }
 
+static void origin_unref(struct probe_table *t, uint32_t id);
+
+int probes_remove(struct probe_table *t, struct probe *p) {
+    if (!p || p->index < 0 || (size_t)p->index >= t->count || t->probes[p->index] != p) {
+        return dq_fail(DQ_EINVAL, "not a probe of this table");
+    }
+    /* the last probe takes its place, so the array stays dense */
+    size_t at = (size_t)p->index;
+    t->probes[at] = t->probes[t->count - 1];
+    t->probes[at]->index = (int)at;
+    t->probes[--t->count] = NULL;
+    /* open addressing without tombstones: the index is rebuilt (a rare, person's act) */
+    for (size_t i = 0; i < t->index_size; i++) {
+        t->index[i] = -1;
+    }
+    for (size_t j = 0; j < t->count; j++) {
+        struct probe *q = t->probes[j];
+        int found;
+        t->index[slot_of(t, q->hash, q->name, q->name_len, &found)] = (int32_t)j;
+    }
+    for (size_t i = 0; i < sizeof t->recent / sizeof t->recent[0]; i++) {
+        if (t->recent[i] == p) {
+            t->recent[i] = NULL;
+        }
+    }
+    uint32_t o = p->origin, so = p->silent_origin;
+    p->origin = p->silent_origin = 0;
+    origin_unref(t, o);
+    origin_unref(t, so);
+    probe_destroy(p, t->nslots, t->ring_cap);
+    return DQ_OK;
+}
+
 int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int bins) {
     int k, n;
     int rc = probes_grid(dmax_ms, bins > 0 ? bins : p->n, &k, &n);
@@ -580,7 +613,6 @@ static void split_close(struct probe_split *sp, int si, int64_t wid, int has) {
 }
 
 static void origin_ref(struct probe_table *t, uint32_t id);
-static void origin_unref(struct probe_table *t, uint32_t id);
 
 /* 1 when origin id says nothing arrived since start: closed, or silent since then. */
 static int origin_silent_since(const struct probe_table *t, uint32_t id, int64_t start) {

@@ -261,8 +261,9 @@ int http_reply_data(struct http_response *res, json_t *data) {
 
 const char *http_error_type(int status) {
     switch (status) {
-    case 400:
     case 405:
+        return "method_not_allowed";
+    case 400:
     case 408:
     case 411:
     case 413:

@@ -154,8 +154,9 @@ int http_reply_error(struct http_response *res, int status, const char *error_ty
 int http_reply_text(struct http_response *res, int status, const char *content_type,
                     const char *text, size_t len);
 
-/* errorType of the envelope for a status: 400 "bad_data", 404 "not_found", 405/408/413/
- * 414/431 "bad_data", 422 "unprocessable", 503 "unavailable", others "internal". */
+/* errorType of the envelope for a status: 400 "bad_data", 404 "not_found", 405
+ * "method_not_allowed", 408/413/414/431 "bad_data", 422 "unprocessable", 503 "unavailable", others
+ * "internal". */
 const char *http_error_type(int status);
 
 /*

@@ -137,11 +137,16 @@ static void on_server_closed(uv_handle_t *h) {
 static void link_on_closed(uv_handle_t *h);
 static void outbound_schedule(struct link *l);
 
+static void link_info(const struct link *l, struct core_link_info *li);
+
 static void link_free_if_closed(struct link *l) {
     if (l->tcp_open || l->timer_open) {
         return;
     }
     struct tcp_source *s = l->s;
+    struct core_link_info li;
+    link_info(l, &li);
+    core_link_gone(s->core, &li); /* its errors stay counted under its peer */
     if (l->prev) {
         l->prev->next = l->next;
     } else if (s->links == l) {
@@ -192,10 +197,16 @@ static void link_origin_open(struct link *l) {
     }
 }
 
-/* The connection went down: the core stops counting it as a live origin. */
+/* The connection went down: the core stops counting it as a live origin (and knows when
+ * the last wrapper went). */
 static void link_origin_close(struct link *l) {
     probes_origin_closed(l->s->probes, l->origin);
     l->origin = 0;
+    if (l->connected) {
+        struct core_link_info li;
+        link_info(l, &li);
+        core_link_down(l->s->core, &li);
+    }
 }
 
 /* Closes a link for good (inbound) or until the next reconnect (outbound, not closing). */
@@ -414,6 +425,12 @@ static void on_ack(struct link *l, const struct wire_msg *m) {
             l->pending[i].id = 0;
             break;
         }
+    }
+    /* an acknowledged start or stop is the wrapper's state as much as a state line */
+    if (m->command.n == 10 && memcmp(m->command.p, "start_stub", 10) == 0) {
+        l->running = 1;
+    } else if (m->command.n == 9 && memcmp(m->command.p, "stop_stub", 9) == 0) {
+        l->running = 0;
     }
 }
 
@@ -728,21 +745,26 @@ static int tcp_send(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_
     return rc;
 }
 
+static void link_info(const struct link *l, struct core_link_info *li) {
+    *li = (struct core_link_info){.id = l->id,
+                                  .kind = link_kind_name(l),
+                                  .peer = l->peer,
+                                  .node = l->node,
+                                  .app = l->app,
+                                  .connected = l->connected,
+                                  .inbound = l->kind != LINK_OUTBOUND,
+                                  .running = l->running,
+                                  .instances = l->instances,
+                                  .protocol_errors = l->errors_total,
+                                  .dropped_by_wrapper = l->drops};
+}
+
 static void tcp_links(void *src, void (*fn)(void *ctx, const struct core_link_info *li),
                       void *ctx) {
     struct tcp_source *s = src;
     for (struct link *l = s->links; l; l = l->next) {
-        struct core_link_info li = {.id = l->id,
-                                    .kind = link_kind_name(l),
-                                    .peer = l->peer,
-                                    .node = l->node,
-                                    .app = l->app,
-                                    .connected = l->connected,
-                                    .inbound = l->kind != LINK_OUTBOUND,
-                                    .running = l->running,
-                                    .instances = l->instances,
-                                    .protocol_errors = l->errors_total,
-                                    .dropped_by_wrapper = l->drops};
+        struct core_link_info li;
+        link_info(l, &li);
         fn(ctx, &li);
     }
 }

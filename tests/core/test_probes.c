@@ -176,7 +176,58 @@ static void test_windows(void) {
     probes_release(&t);
 }
 
+/* probes_remove (a person's DELETE): the others keep their names, indexes and windows,
+ * the cache forgets the removed one, its origin is let go, and the name can come back. */
+static void test_remove(void) {
+    struct probe_table t;
+    CHECK_INT(probes_init(&t, 64, SEC, SEC, 4, 100.0, 50, T0), 0);
+    char name[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        CHECK_INT(
+            probes_record(&t, name, strlen(name), 0, T0 + SEC / 2 - 1000, T0 + SEC / 2, PROBE_OK),
+            0);
+    }
+    uint32_t o = 0;
+    CHECK_INT(probes_origin_open(&t, "1 127.0.0.1:5555", "n@host", "app", &o), 0);
+    CHECK_INT(probes_record(&t, "p7", 2, o, T0 + SEC / 2 - 1000, T0 + SEC / 2, PROBE_OK), 0);
+    CHECK_INT(t.origins[o].refs, 1);
+    struct probe *p7 = probes_find(&t, "p7", 2);
+    CHECK(p7 && t.recent[wire_name_hash("p7", 2) & 63] == p7);
+    struct probe *last = t.probes[t.count - 1];
+    CHECK_INT(probes_remove(&t, p7), 0);
+    CHECK_INT(t.count, 39);
+    CHECK(probes_find(&t, "p7", 2) == NULL);
+    CHECK(t.recent[wire_name_hash("p7", 2) & 63] == NULL);
+    CHECK_INT(t.origins[o].refs, 0); /* its origin is no longer named by it */
+    CHECK(t.probes[last->index] == last && last->index == 7); /* the last took its place */
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        struct probe *p = probes_find(&t, name, strlen(name));
+        CHECK_MSG(i == 7 ? p == NULL : (p && t.probes[p->index] == p && p->total_ok == 1),
+                  "%s after removing p7", name);
+    }
+    /* instances of a removed name register it again, from nothing */
+    CHECK_INT(probes_record(&t, "p7", 2, 0, T0 + SEC / 2 - 1000, T0 + SEC / 2, PROBE_OK), 0);
+    struct probe *again = probes_find(&t, "p7", 2);
+    CHECK(again && again->total_ok == 1 && again->index == 39);
+    /* something not in the table */
+    struct probe stray;
+    memset(&stray, 0, sizeof stray);
+    stray.index = 3;
+    CHECK_INT(probes_remove(&t, &stray), DQ_EINVAL);
+    stray.index = -1;
+    CHECK_INT(probes_remove(&t, &stray), DQ_EINVAL);
+    /* remove everything, one by one from the front */
+    while (t.count > 0) {
+        CHECK_INT(probes_remove(&t, t.probes[0]), 0);
+    }
+    CHECK(probes_find(&t, "p1", 2) == NULL);
+    probes_release(&t);
+}
+
 int main(void) {
+    test_remove();
     test_lookup();
     test_hash_collisions();
     test_windows();

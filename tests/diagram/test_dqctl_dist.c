@@ -49,6 +49,23 @@ static void test_forms(void) {
         CHECK_NEAR(d->b, 2, 0);
     }
     dqctl_dist_free(d);
+    /* times take units (issue 13); a bare time stays seconds, as in .dq and JSON */
+    static const struct {
+        const char *text;
+        double a, b;
+    } timed[] = {
+        {"wait(10ms)", 0.010, 0}, {"wait(250us)", 250e-6, 0}, {"wait(1.5s)", 1.5, 0},
+        {"wait(2m)", 120, 0},     {"wait( 7ms )", 0.007, 0},  {"uniform(5ms,0.02)", 0.005, 0.02},
+    };
+    for (size_t i = 0; i < sizeof timed / sizeof timed[0]; i++) {
+        d = parse_ok(timed[i].text);
+        CHECK_MSG(d && fabs(d->a - timed[i].a) < 1e-15 && fabs(d->b - timed[i].b) < 1e-15,
+                  "%s: a %g b %g", timed[i].text, d ? d->a : NAN, d ? d->b : NAN);
+        dqctl_dist_free(d);
+    }
+    d = parse_ok("shift(wait(1),-5ms)");
+    CHECK(d && d->kind == DQCTL_DIST_SHIFT && fabs(d->a + 0.005) < 1e-15);
+    dqctl_dist_free(d);
     d = parse_ok("exponential(10)");
     CHECK(d && d->kind == DQCTL_DIST_EXPONENTIAL && d->a == 10);
     dqctl_dist_free(d);
@@ -158,6 +175,15 @@ static void test_malformed(void) {
         {"wait(0x10)", "wait(T) needs one time T ≥ 0"},
         {"wait(nan)", "wait(T) needs one time T ≥ 0"},
         {"wait(1e999)", "wait(T) needs one time T ≥ 0"},
+        {"wait(10 ms)", "wait(T) needs one time T ≥ 0"},
+        {"wait(10h)", "wait(T) needs one time T ≥ 0"},
+        {"wait(ms)", "wait(T) needs one time T ≥ 0"},
+        {"wait(-5ms)", "wait(T) needs one time T ≥ 0"},
+        {"wait(1.2.3ms)", "wait(T) needs one time T ≥ 0"},
+        {"uniform(20ms,5ms)", "uniform(A,B) needs two times"},
+        {"uniform(1q,2)", "uniform(A,B) needs two times"},
+        {"shift(wait(1),5xs)", "shift(DIST,S) needs a distribution and a time S"},
+        {"scale(wait(1),5ms)", "scale(DIST,K) needs"},
         {"uniform(2,1)", "uniform(A,B) needs two times 0 ≤ A ≤ B"},
         {"uniform(1)", "uniform(A,B) needs two times"},
         {"uniform(1,2,3)", "uniform(A,B) needs two times"},
@@ -223,6 +249,8 @@ static void test_format(void) {
         {"snapshot:3:db", "snapshot:3:db:after"},
         {"snapshot:3:db:before", "snapshot:3:db:before"},
         {"shift( scale( probe:db , 0.5 ) , -0.002 )", "shift(scale(probe:db,0.5),-0.002)"},
+        {"wait(250ms)", "wait(0.25)"},
+        {"shift(wait(2s),-500ms)", "shift(wait(2),-0.5)"},
         {"scale(shift(wait(0.1),0.1),3)", "scale(shift(wait(0.10000000000000001),"
                                           "0.10000000000000001),3)"},
     };

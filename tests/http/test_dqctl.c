@@ -37,7 +37,7 @@ static void test_durations(void) {
     CHECK_NEAR(s, 120, 1e-12);
     CHECK_INT(dqctl_parse_duration("250", 1e-3, &s), 0); /* set-timeout: bare = ms */
     CHECK_NEAR(s, 0.25, 1e-12);
-    CHECK_INT(dqctl_parse_duration("2", 1.0, &s), 0); /* QTA: bare = s */
+    CHECK_INT(dqctl_parse_duration("2", 1.0, &s), 0); /* the caller's bare unit */
     CHECK_NEAR(s, 2, 1e-12);
     CHECK_INT(dqctl_parse_duration("1e3ms", 1.0, &s), 0);
     CHECK_NEAR(s, 1.0, 1e-12);
@@ -83,9 +83,20 @@ static void test_qta_points(void) {
     CHECK_INT(dqctl_parse_qta_point("95%@1.5s", &p, &t, err, sizeof err), 0);
     CHECK_NEAR(p, 0.95, 1e-12);
     CHECK_NEAR(t, 1.5, 1e-12);
+    /* a bare time is milliseconds, as every duration dqctl takes (issue 13) */
     CHECK_INT(dqctl_parse_qta_point("1@2", &p, &t, err, sizeof err), 0);
-    CHECK_NEAR(t, 2.0, 1e-12);
-    const char *bad[] = {"0.5", "0@1s", "1.2@1s", "0.5@0", "0.5@-1s", "@1s", "0.5@", "0.5@1q"};
+    CHECK_NEAR(t, 0.002, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@30", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@30ms", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@0.03s", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.030, 1e-12);
+    CHECK_INT(dqctl_parse_qta_point("0.9@800us", &p, &t, err, sizeof err), 0);
+    CHECK_NEAR(t, 0.0008, 1e-12);
+    const char *bad[] = {"0.5",      "0@1s",    "1.2@1s",  "0.5@0",  "0.5@-1s", "@1s",
+                         "0.5@",     "0.5@1q",  "0.5@1 s", "0.5@ms", "0.5@1e",  "0.5@1.2.3ms",
+                         "0.5@0x10", "0.5@inf", "0.5@nan", "0.5@+1s"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
         CHECK_MSG(dqctl_parse_qta_point(bad[i], &p, &t, err, sizeof err) == -1, "accepted %s",
@@ -373,6 +384,54 @@ static void test_renderers(void) {
     CHECK(strstr(t, "wrappers: none") != NULL);
     cap_close(&c);
     json_decref(st);
+
+    /* every wrapper gone: since when, and which went last; none ever: said too */
+    st = json_pack("{s:s,s:i,s:{s:I,s:s,s:s},s:[]}", "version", "0.1.0", "wrappers_connected", 0,
+                   "last_wrapper_down", "since_ns", (json_int_t)1000000000000000000LL, "since",
+                   "2001-09-09T01:46:40.000Z", "link", "3 legacy 127.0.0.1:5555", "wrappers");
+    cap_open(&c);
+    dqctl_render_status(c.f, st);
+    t = cap_text(&c);
+    CHECK(strstr(t, "no wrapper connected since 2001-09-09 01:46:40 UTC (the last to go: link 3 "
+                    "legacy 127.0.0.1:5555)\n") != NULL);
+    cap_close(&c);
+    json_object_set_new(st, "last_wrapper_down", json_null());
+    cap_open(&c);
+    dqctl_render_status(c.f, st);
+    CHECK(strstr(cap_text(&c), "no wrapper connected (none has connected since dqd started)") !=
+          NULL);
+    cap_close(&c);
+    json_object_set_new(st, "wrappers_connected", json_integer(1));
+    cap_open(&c);
+    dqctl_render_status(c.f, st);
+    CHECK(strstr(cap_text(&c), "no wrapper connected") == NULL);
+    cap_close(&c);
+    json_decref(st);
+
+    /* what a change did on every link */
+    json_t *cmds =
+        json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "link",
+                  "2 127.0.0.1:4001", "command", "clear_timeout", "status", "sent", "link",
+                  "1 127.0.0.1:4000", "command", "clear_timeout", "status", "not_applied", "link",
+                  "5 10.0.0.1:1\x1b", "command", "clear_timeout", "status", "not_applied", "link",
+                  "4 127.0.0.1:4002", "command", "clear_timeout", "status", "failed");
+    cap_open(&c);
+    CHECK_INT(dqctl_render_commands(c.f, "pay", cmds), 3);
+    t = cap_text(&c);
+    CHECK(strstr(t, "  clear_timeout sent to 1 wrapper link (2 127.0.0.1:4001)\n") != NULL);
+    CHECK(strstr(t, "  clear_timeout NOT applied on 2 wrapper links (1 127.0.0.1:4000, 5 "
+                    "10.0.0.1:1\\x1b): a legacy wrapper has no clear_timeout, it keeps reporting "
+                    "pay\n") != NULL);
+    CHECK(strstr(t, "  clear_timeout FAILED on 1 wrapper link (4 127.0.0.1:4002): the link was "
+                    "not writable\n") != NULL);
+    cap_close(&c);
+    json_decref(cmds);
+    cmds = json_array();
+    cap_open(&c);
+    CHECK_INT(dqctl_render_commands(c.f, "pay", cmds), 0);
+    CHECK(strstr(cap_text(&c), "no wrapper is connected") != NULL);
+    cap_close(&c);
+    json_decref(cmds);
 
     char esc[16];
     dqctl_escape("a\tb\x7f", esc, sizeof esc);

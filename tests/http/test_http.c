@@ -327,6 +327,7 @@ static void test_responses(void) {
 
     CHECK_STR(http_error_type(400), "bad_data");
     CHECK_STR(http_error_type(404), "not_found");
+    CHECK_STR(http_error_type(405), "method_not_allowed");
     CHECK_STR(http_error_type(422), "unprocessable");
     CHECK_STR(http_error_type(503), "unavailable");
     CHECK_STR(http_error_type(500), "internal");

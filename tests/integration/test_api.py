@@ -80,15 +80,18 @@ def body(c):
     expect_error("GET", "/api/v1/probes/a/dqx", None, 404, "not_found", "unknown sub-route")
     expect_error("GET", "/api/v1/nothing", None, 404, "not_found", "unknown route")
     expect_error("GET", "/nothing", None, 404, "not_found", "route outside the API")
-    expect_error("DELETE", "/api/v1/status", None, 405, "bad_data", "DELETE status")
-    expect_error("GET", "/api/v1/wrapper/start", None, 405, "bad_data", "GET wrapper/start")
-    expect_error("POST", "/api/v1/probes/a/dq", "", 405, "bad_data", "POST dq")
+    expect_error("DELETE", "/api/v1/status", None, 405, "method_not_allowed", "DELETE status")
+    expect_error("GET", "/api/v1/wrapper/start", None, 405, "method_not_allowed",
+                 "GET wrapper/start")
+    expect_error("POST", "/api/v1/probes/a/dq", "", 405, "method_not_allowed", "POST dq")
     expect_error("PUT", "/api/v1/probes/a", "{bad", 400, "bad_data", "PUT bad JSON")
     expect_error("PUT", "/api/v1/probes/a", "[1]", 400, "bad_data", "PUT non-object")
     expect_error("PUT", "/api/v1/probes/a", '{"foo": 1}', 400, "bad_data",
                  "PUT unknown field", "foo")
-    expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": "x"}', 400, "bad_data",
-                 "PUT dmax_ms string")
+    expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": "x"}', 422, "unprocessable",
+                 "PUT dmax_ms string that is no duration", "not a duration")
+    expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": [1]}', 400, "bad_data",
+                 "PUT dmax_ms array")
     expect_error("PUT", "/api/v1/probes/a", '{"bins": 1.5}', 400, "bad_data",
                  "PUT bins not integer")
     expect_error("PUT", "/api/v1/probes/a", '{"enabled": 1}', 400, "bad_data",
@@ -103,8 +106,10 @@ def body(c):
     expect_error("PUT", "/api/v1/probes/a",
                  '{"qta": {"points": [[0.9, 0.1], [0.5, 0.2]]}}', 422, "unprocessable",
                  "PUT QTA decreasing")
-    expect_error("PUT", "/api/v1/probes/9bad", '{"enabled": true}', 422, "unprocessable",
-                 "PUT invalid probe name")
+    expect_error("PUT", "/api/v1/probes/9bad", '{"enabled": true}', 404, "not_found",
+                 "PUT unknown probe without ?create=1", "create=1")
+    expect_error("PUT", "/api/v1/probes/9bad?create=1", '{"enabled": true}', 422,
+                 "unprocessable", "PUT invalid probe name")
     p = d.get("/api/v1/probes/a")
     c.eq((p["enabled"], p["dmax_ms"], p["bins"], p["qta"]), (False, 1024.0, 1024, None),
          "refused PUTs changed nothing")
@@ -127,7 +132,7 @@ def body(c):
     st, env = d.api("PUT", "/api/v1/probes/a", {"qta": None})
     c.eq((st, env["data"]["qta"], env["data"]["dmax_ms"]), (200, None, 200.0),
          "PUT qta null clears only the QTA")
-    st, env = d.api("PUT", "/api/v1/probes/newp", {"dmax_ms": 10})
+    st, env = d.api("PUT", "/api/v1/probes/newp?create=1", {"dmax_ms": 10})
     c.eq((st, env["data"]["name"], env["data"]["enabled"]), (200, "newp", False),
          "PUT registers a new probe")
     c.eq(d.status()["enabled"], 1, "status counts enabled probes")

@@ -149,7 +149,7 @@ def body(c):
     c.eq(rc, 2, "unknown probe exits 2")
     c.check("probe nosuch" in err and d.url in err and "404" in err,
             "unknown probe message names the probe and the server: %r" % err)
-    st, _ = d.api("PUT", "/api/v1/probes/fresh", {"enabled": False})
+    st, _ = d.api("PUT", "/api/v1/probes/fresh?create=1", {"enabled": False})
     c.eq(st, 200, "probe fresh registered")
     rc, out, err = ctl("model", model, "--set", "a=probe:fresh", "--set", "b=wait(0)",
                        "--server", d.url)

@@ -86,9 +86,9 @@ def body(c):
                    "probes": {"payment": {"dmax_ms": 80, "enabled": True}}}, f)
     d = t.Dqd(dqd_bin, wd, config=cfg)
 
-    def ctl(*args):
+    def ctl(*args, want_rc=0):
         rc, out, err = t.dqctl(dqctl_bin, *args, "--server", d.url)
-        c.eq(rc, 0, "dqctl %s exit status (stderr %r)" % (" ".join(args), err))
+        c.eq(rc, want_rc, "dqctl %s exit status (stderr %r)" % (" ".join(args), err))
         return out
 
     # dqd connects out to the legacy listener and pushes the enabled set (from the config)
@@ -140,8 +140,12 @@ def body(c):
     ctl("start")
     c.eq(v2.reader.read_lines(1), ["start_stub"], "v2 gets start_stub")
     c.eq(lw.reader.read_lines(1), ["start_stub"], "legacy gets start_stub")
-    # disable: v2 only (a legacy wrapper has no clear_timeout)
-    ctl("disable", "checkout")
+    # disable: v2 only (a legacy wrapper has no clear_timeout); dqctl says so link by link
+    # and exits 1, since the legacy wrapper goes on reporting the probe
+    out = ctl("disable", "checkout", want_rc=1)
+    c.check("clear_timeout sent to 1 wrapper link" in out and
+            "NOT applied on 2 wrapper links" in out and "keeps reporting checkout" in out,
+            "disable says what happened on each link: %r" % out)
     c.eq(v2.reader.read_lines(1), ["clear_timeout;checkout"], "v2 gets clear_timeout")
     c.eq(lw.reader.quiet(0.3), [], "legacy gets no command for a disable")
     ctl("enable", "checkout")

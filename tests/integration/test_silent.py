@@ -80,7 +80,7 @@ def body(c):
         return t.dqctl(dqctl_bin, "--server", d.url, *args)
 
     for probe in ("db", "shared"):
-        st, env = d.api("PUT", "/api/v1/probes/%s" % probe, {"enabled": True})
+        st, env = d.api("PUT", "/api/v1/probes/%s?create=1" % probe, {"enabled": True})
         c.eq(st, 200, "enable %s" % probe)
 
     # ---- a wrapper reports db, then its connection closes ----

@@ -16,7 +16,7 @@ def body(c):
     st, env = d.api("PUT", "/api/v1/probes/x", {"enabled": True})
     c.eq((st, env.get("errorType")), (401, "unauthorized"), "a change without the token")
     c.eq(d.api("GET", "/api/v1/probes")[0], 200, "reads need no token")
-    run = lambda env: subprocess.run([dqctl, "enable", "x", "--server", d.url],
+    run = lambda env: subprocess.run([dqctl, "enable", "x", "--create", "--server", d.url],
                                      capture_output=True, text=True, env=env, timeout=30)
     r = run({k: v for k, v in os.environ.items() if k != "DQD_TOKEN"})
     c.check(r.returncode == 2 and "Bearer" in r.stderr, "dqctl without DQD_TOKEN: %r" % r.stderr)

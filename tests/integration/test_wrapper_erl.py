@@ -40,7 +40,10 @@ def body(c):
         c.check(v2, "the Erlang node connected as a v2 wrapper: %r" % d.status()["wrappers"])
         time.sleep(1.0)
         c.eq(counts(d), (0, 0, 0), "nothing arrives for a probe dqd has not enabled")
+        # nothing reported it yet and there is no diagram: the name is new to dqd
         r = ctl("enable", "checkout")
+        c.eq(r.returncode, 2, "dqctl enable of a name dqd never saw is refused")
+        r = ctl("enable", "checkout", "--create")
         c.eq(r.returncode, 0, "dqctl enable: %s" % r.stderr)
         c.check(d.wait_until(lambda: counts(d)[0] > 100, timeout=15),
                 "instances arrive once enabled: %r" % (counts(d),))
