@@ -53,7 +53,21 @@ struct core {
     char link_down_label[CORE_LABEL_MAX + 96];
     struct core_peer peers[CORE_MAX_PEERS]; /* protocol errors of links gone, per peer */
     size_t n_peers;
+    /* told of changes to probes (core_set_observer) */
+    core_observer_fn observer;
+    void *observer_ctx;
 };
+
+void core_set_observer(struct core *c, core_observer_fn fn, void *ctx) {
+    c->observer = fn;
+    c->observer_ctx = ctx;
+}
+
+static void tell(struct core *c, const struct probe *p, const char *what) {
+    if (c->observer) {
+        c->observer(c->observer_ctx, p, what);
+    }
+}
 
 /* ---- create / destroy --------------------------------------------------------------------- */
 
@@ -219,6 +233,9 @@ int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
             dq_eval_set_grid(c->eval, i, p->k, p->n);
         }
     }
+    if (rc == DQ_OK) {
+        tell(c, p, "dmax");
+    }
     return rc;
 }
 
@@ -262,7 +279,9 @@ int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta) {
     if (qta) {
         p->qta = *qta;
     }
-    return core_save_probe(c, p);
+    int rc = core_save_probe(c, p);
+    tell(c, p, "qta");
+    return rc;
 }
 
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
@@ -340,6 +359,7 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     eval_sync_grids(c);
     LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
         path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    tell(c, NULL, "diagram");
     return DQ_OK;
 }
 
@@ -950,6 +970,12 @@ int core_change_apply(struct core *c, struct core_change *ch) {
         LOG(LOG_INFO, "probe %s %s (dMax %g ms), sent to %d wrapper(s)", ch->probe->name,
             ch->kind == CORE_ENABLE ? "enabled" : "disabled", ch->probe->dmax_ms, sent);
     }
+    if (ch->probe) {
+        tell(c, ch->probe,
+             ch->kind == CORE_ENABLE    ? "enable"
+             : ch->kind == CORE_DISABLE ? "disable"
+                                        : "dmax");
+    }
     return sent;
 }
 
@@ -1012,6 +1038,7 @@ int core_delete_probe(struct core *c, struct probe *p, json_t *report) {
         return dq_fail(DQ_ESTORE, "store: deleting probe %s: %s", p->name, dq_last_error());
     }
     LOG(LOG_INFO, "probe %s deleted", p->name);
+    tell(c, p, "delete");
     return probes_remove(&c->probes, p);
 }
 

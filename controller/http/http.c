@@ -1134,6 +1134,11 @@ static int on_request(void *ctx, const struct http_request *req) {
     http_response_init(&res, s->lim.max_response_bytes);
     s->stats.requests++;
     s->handler(s->ctx, req, &res);
+    int stream = res.streaming && res.status == 200 && req->method == HTTP_GET && !s->closing &&
+                 !c->closing && !res.overflow;
+    if (res.streaming && !stream) {
+        res.stream.closed(res.stream.ctx, NULL); /* not a stream after all */
+    }
     if (c->closing) {
         http_response_release(&res);
         return HTTP_FEED_PAUSE;
@@ -1142,7 +1147,7 @@ static int on_request(void *ctx, const struct http_request *req) {
         http_reply_error(&res, 500, "internal", "response larger than %zu bytes",
                          s->lim.max_response_bytes);
     }
-    if (res.streaming && res.status == 200 && req->method == HTTP_GET && !s->closing) {
+    if (stream) {
         conn_start_stream(c, &res);
         http_response_release(&res);
         return HTTP_FEED_PAUSE;

@@ -98,7 +98,8 @@ struct http_stream_spec {
     /* The head and the first bytes are queued: s may be written from now on. */
     void (*open)(void *ctx, struct http_stream *s);
     /* s is closed (the peer left, it was dropped, the server closes): this is the last
-     * call about s, which is freed when it returns. */
+     * call about s, which is freed when it returns. s is NULL when the answer did not
+     * become a stream at all (see http_response_stream). */
     void (*closed)(void *ctx, struct http_stream *s);
     void *ctx;
     size_t max_pending; /* unsent bytes beyond which a write drops the stream (> 0) */
@@ -180,9 +181,10 @@ int http_reply_text(struct http_response *res, int status, const char *content_t
  * "Connection: close", then the body appended so far, and spec->open is called. The
  * connection then reads nothing more (input is discarded, the peer's close is noticed)
  * and has no idle timeout. Only a 200 to a GET becomes a stream: another status (set
- * after this call) or a HEAD request is answered the ordinary way and spec is forgotten
- * (its callbacks never run). DQ_EINVAL when spec->open or closed is NULL or max_pending
- * is 0.
+ * after this call), a HEAD request or a server that is closing is answered the ordinary
+ * way, and spec->closed(ctx, NULL) runs once the handler has returned (open never does),
+ * so the owner can free what it prepared. DQ_EINVAL when spec->open or closed is NULL or
+ * max_pending is 0.
  */
 int http_response_stream(struct http_response *res, const struct http_stream_spec *spec);
 

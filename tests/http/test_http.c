@@ -371,6 +371,7 @@ struct test_server {
     atomic_int streams_closed; /* closed callbacks */
     atomic_int writes_refused; /* http_stream_write said DQ_EFULL */
     atomic_int bad_callbacks;  /* a callback about a stream the toy does not hold */
+    atomic_int forgotten; /* closed(NULL): the answer did not become a stream */
 };
 
 static size_t toy_next_chunk; /* the chunk size the next opened stream gets */
@@ -390,6 +391,10 @@ static void toy_stream_open(void *ctx, struct http_stream *st) {
 
 static void toy_stream_closed(void *ctx, struct http_stream *st) {
     struct test_server *t = ctx;
+    if (!st) {
+        atomic_fetch_add(&t->forgotten, 1);
+        return;
+    }
     for (int i = 0; i < 8; i++) {
         if (t->streams[i] == st) {
             t->streams[i] = NULL;
@@ -1188,6 +1193,7 @@ static void test_server_streams(void) {
     client_free(h);
     sleep_ms(50);
     CHECK_INT(atomic_load(&t.streams_opened), 1);
+    CHECK_INT(atomic_load(&t.forgotten), 2); /* the 503 and the HEAD */
 
     /* the client leaves: the owner hears of it */
     client_free(a);
