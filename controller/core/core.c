@@ -225,7 +225,8 @@ int core_running(const struct core *c) {
 
 /* ---- settings of one probe ------------------------------------------------------------- */
 
-int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
+/* core_set_dmax, telling the observer or not (a change tells it once, at the end). */
+static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int told) {
     int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
     if (rc == DQ_OK && c->eval) {
         int i = dq_diagram_find(c->diagram, p->name);
@@ -233,10 +234,14 @@ int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
             dq_eval_set_grid(c->eval, i, p->k, p->n);
         }
     }
-    if (rc == DQ_OK) {
+    if (rc == DQ_OK && told) {
         tell(c, p, "dmax");
     }
     return rc;
+}
+
+int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
+    return set_dmax(c, p, dmax_ms, bins, 1);
 }
 
 static void qta_text(const struct dq_qta *q, char *buf, size_t cap) {
@@ -920,7 +925,7 @@ int core_change_record(struct core *c, struct core_change *ch) {
 
 int core_change_apply(struct core *c, struct core_change *ch) {
     if (ch->probe && ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
-        if (core_set_dmax(c, ch->probe, ch->dmax_ms, ch->bins) != DQ_OK) {
+        if (set_dmax(c, ch->probe, ch->dmax_ms, ch->bins, 0) != DQ_OK) {
             LOG(LOG_ERROR, "probe %s: dMax %g ms: %s", ch->probe->name, ch->dmax_ms,
                 dq_last_error());
         }

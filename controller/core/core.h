@@ -719,9 +719,10 @@ int core_delete_probe(struct core *c, struct probe *p, json_t *report);
 /*
  * Told of every change to a probe's settings once it is made in memory: p and what
  * changed, "enable", "disable", "dmax" (also a resend of it), "qta", or "delete" (p is
- * freed right after the call); p NULL and "diagram" when a diagram was loaded. One change
- * may be told twice (an enable with a new dMax: "dmax", then "enable"). The observer must
- * not change probes itself. dqd publishes these as live events.
+ * freed right after the call); p NULL and "diagram" when a diagram was loaded. An enable
+ * that brings a dMax is told once ("enable"); a person's PUT of dMax and QTA is told once
+ * per setting. The observer must not change probes itself. dqd publishes these as live
+ * events.
  */
 typedef void (*core_observer_fn)(void *ctx, const struct probe *p, const char *what);
 
