@@ -216,6 +216,17 @@ static void status_link(void *ctx, const struct core_link_info *li) {
                                     (json_int_t)li->dropped_by_wrapper));
 }
 
+static int http_is_loopback(const struct api *api);
+
+/* The live event hub's counters: {"clients", "connects", "dropped", "published"}. */
+static json_t *events_json(const struct events *ev) {
+    struct events_stats st;
+    events_get_stats(ev, &st);
+    return json_pack("{s:I,s:I,s:I,s:I}", "clients", (json_int_t)st.clients, "connects",
+                     (json_int_t)st.connects, "dropped", (json_int_t)st.dropped, "published",
+                     (json_int_t)st.published);
+}
+
 static void get_status(struct api *api, struct http_response *res) {
     struct core *core = api->env.core;
     struct core_stats cs;
@@ -267,6 +278,20 @@ static void get_status(struct api *api, struct http_response *res) {
                          down_label);
     }
     json_object_set_new(data, "last_wrapper_down", down);
+    /* what a change (PUT, POST, DELETE) needs: nothing, the token, or nothing can do it */
+    json_object_set_new(data, "changes",
+                        json_string(api->api_token[0]       ? "token"
+                                    : http_is_loopback(api) ? "open"
+                                                            : "refused"));
+    json_object_set_new(data, "events",
+                        api->env.events ? events_json(api->env.events) : json_null());
+    int64_t last = core_last_closed(core);
+    double last_start = (double)(last * core_window_ns(core)) * 1e-9;
+    json_object_set_new(data, "last_window",
+                        last < 0 ? json_null()
+                                 : json_pack("{s:I,s:f,s:f}", "wid", (json_int_t)last, "start",
+                                             last_start, "end",
+                                             last_start + (double)core_window_ns(core) * 1e-9));
     http_reply_data(res, data);
 }
 
@@ -337,6 +362,29 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
 }
 
 static json_t *diagram_json(struct api *api);
+
+static const struct probe_window *latest_of(struct probe *p, int calculated);
+
+/* One ΔQ for the dashboard (GET …/dqs): its window, grid, pdf, lost, mean and quantiles,
+ * and for an observed one the window's counts; null without one. */
+static json_t *dq_brief(struct api *api, const struct probe_window *w, int calculated) {
+    if (!w) {
+        return json_null();
+    }
+    const struct dq *q = calculated ? w->calculated : w->observed;
+    int64_t window_ns = core_window_ns(api->env.core);
+    double start = (double)(w->wid * window_ns) * 1e-9;
+    struct dq_moments m;
+    int have_m = dq_moments(q, &m) == DQ_OK;
+    json_t *o = json_pack("{s:I,s:f,s:f,s:f,s:i,s:o,s:f,s:o,s:o}", "wid", (json_int_t)w->wid,
+                          "start", start, "end", start + (double)window_ns * 1e-9, "bin_width",
+                          q->width, "bins", q->n, "pdf", pdf_array(q), "lost", dq_lost(q), "mean",
+                          have_m ? json_real(m.mean) : json_null(), "quantiles", quantiles_json(q));
+    if (!calculated) {
+        json_object_set_new(o, "n", json_integer((json_int_t)(w->ok + w->out + w->fa + w->to)));
+    }
+    return o;
+}
 
 /* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first. */
 static void get_probe_windows(struct api *api, struct probe *p, struct http_response *res) {
@@ -917,7 +965,8 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
     }
     memcpy(name, rest, len);
     name[len] = '\0';
-    if (slash && strcmp(slash, "/dq") != 0 && strcmp(slash, "/windows") != 0) {
+    if (slash && strcmp(slash, "/dq") != 0 && strcmp(slash, "/windows") != 0 &&
+        strcmp(slash, "/dqs") != 0) {
         http_reply_error(res, 404, "not_found", "no such route: %s", req->path);
         return;
     }
@@ -940,6 +989,12 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
     }
     if (slash && strcmp(slash, "/windows") == 0) {
         get_probe_windows(api, p, res);
+        return;
+    }
+    if (slash && strcmp(slash, "/dqs") == 0) {
+        http_reply_data(res, json_pack("{s:s,s:o,s:o}", "probe", p->name, "observed",
+                                       dq_brief(api, latest_of(p, 0), 0), "calculated",
+                                       dq_brief(api, latest_of(p, 1), 1)));
         return;
     }
     if (slash) {

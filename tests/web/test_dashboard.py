@@ -1,0 +1,276 @@
+"""Issue 16, acceptance 1: dqd's dashboard in a real headless Chromium while dqsim feeds dqd.
+
+dqd runs in simulated time (--clock sim) with tree27 and an API token; dqsim is held and
+moved on by the test, so every change the page must show follows a step the test made,
+and the test waits for the DOM to show it (no sleeping and hoping). Chromium (Debian's)
+is driven over its DevTools port by tests/web/cdp.py. The page must:
+
+  - list every node of the diagram in its tree;
+  - draw the charts of each opened probe (the CDF, the quantiles, the loss and rate);
+  - show the next window once the test lets one close, in the header and in the charts;
+  - ask for the token when a change needs one, keep it in session storage, send it and
+    Content-Type: application/json with the change (the token is nowhere in the page);
+  - show the verdict, the why sentences, the hypothesis tree and the commands after
+    `dqctl diagnose root --wait` found a slowed leaf;
+  - request nothing from a host other than dqd, and log no console error or exception.
+
+Screenshots go to OUT_DIR (the build folder); with --docs-screenshot PATH the overview is
+copied there too (docs/dashboard.png, made by this test).
+
+Usage: test_dashboard.py DQD DQCTL DQSIM DIAGRAM OUT_DIR [--docs-screenshot PATH]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+
+from dqdtest import Dqd, HeldSim, make_workdir, remove_workdir, run_script  # noqa: E402
+
+import cdp  # noqa: E402
+
+TOKEN = "dashboard-test-token-7f3a"
+LEAF = "front_b2"
+
+
+def main(c):
+    args = sys.argv[1:]
+    docs_png = None
+    if "--docs-screenshot" in args:
+        i = args.index("--docs-screenshot")
+        docs_png = args[i + 1]
+        del args[i:i + 2]
+    dqd_bin, dqctl_bin, dqsim_bin, diagram, out_dir = args[:5]
+    os.makedirs(out_dir, exist_ok=True)
+    work = make_workdir("dqd-web-")
+    cfg = {"probes": {"root": {"enabled": True, "dmax_ms": 500,
+                               "qta": {"points": [[0.5, 0.055], [0.95, 0.07]],
+                                       "max_lost": 0.01}}},
+           "deescalate_windows": 3}
+    cfg_path = os.path.join(work, "dqd.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f)
+    d = Dqd(dqd_bin, work, window_ms=1000, lag_ms=100, diagram=diagram, config=cfg_path,
+            extra=["--clock", "sim", "--api-token", TOKEN])
+    sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=300, extra=["--leaf-mean", "2:2"])
+    browser = None
+    requests, problems = [], []
+    try:
+        sim.run(20)
+        c.check(d.dq("root") is not None, "root reports before the page opens")
+        browser = cdp.Browser.launch(out_dir)
+
+        def on_request(p):
+            r = p.get("request", {})
+            requests.append({"url": r.get("url", ""), "method": r.get("method"),
+                             "headers": r.get("headers", {}), "body": r.get("postData")})
+
+        def on_console(p):
+            if p.get("type") in ("error", "assert"):
+                problems.append("console.%s: %s" % (p.get("type"), " ".join(
+                    str(a.get("value", a.get("description", ""))) for a in p.get("args", []))))
+
+        def on_exception(p):
+            d_ = p.get("exceptionDetails", {})
+            problems.append("exception: %s" % d_.get("exception", {}).get(
+                "description", d_.get("text")))
+
+        def on_log(p):
+            e = p.get("entry", {})
+            if e.get("level") == "error":
+                problems.append("log (%s): %s %s" % (e.get("source"), e.get("text"),
+                                                     e.get("url", "")))
+
+        browser.on("Network.requestWillBeSent", on_request)
+        browser.on("Runtime.consoleAPICalled", on_console)
+        browser.on("Runtime.exceptionThrown", on_exception)
+        browser.on("Log.entryAdded", on_log)
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            browser.call(domain + ".enable")
+        browser.navigate(d.url + "/#open=root")
+
+        # 1. the tree lists every node of the diagram
+        nodes = sorted(d.get("/api/v1/diagram")["probes"])
+        listed = browser.wait_for(
+            "(() => { const s = new Set([...document.querySelectorAll('#tree li[data-node]')]"
+            ".map(l => l.dataset.node)); return s.size >= %d ? [...s].sort() : null; })()"
+            % len(nodes), timeout=30)
+        c.eq(listed, nodes, "the tree lists the diagram's %d nodes" % len(nodes))
+        c.check(browser.wait_for("document.querySelector('#live').textContent === 'live'"),
+                "the live indicator says live")
+        root_row = browser.wait_for(
+            "(() => { const l = document.querySelector('#tree li[data-node=\"root\"]');"
+            " return l && l.dataset.enabled === '1' && l.querySelector('.nums').textContent; })()")
+        c.check(root_row and "·" in root_row,
+                "root's row shows it enabled with p50 · p95 · lost: %r" % root_row)
+
+        # 2. the opened probe's charts are drawn (uPlot canvases)
+        def drawn(probe, kind):
+            return browser.evaluate(
+                "(() => { const b = document.querySelector('.panel[data-probe=\"%s\"] "
+                ".chart[data-kind=\"%s\"]'); return b && b.querySelector('canvas') ? "
+                "Number(b.dataset.drawn) : 0; })()" % (probe, kind))
+
+        for kind in ("cdf", "quantiles", "loss"):
+            c.check(browser.wait_for("(() => { const b = document.querySelector('.panel"
+                                     "[data-probe=\"root\"] .chart[data-kind=\"%s\"]'); "
+                                     "return b && b.querySelector('canvas') && "
+                                     "Number(b.dataset.drawn) > 0; })()" % kind, timeout=20),
+                    "root's %s chart is drawn" % kind)
+        browser.evaluate("document.querySelector('.panel[data-probe=\"root\"]')"
+                         ".scrollIntoView()")
+        cdf_sub = browser.evaluate("document.querySelector('.panel[data-probe=\"root\"] "
+                                   ".chart[data-kind=\"cdf\"] .sub').textContent")
+        c.check(cdf_sub and "observed n" in cdf_sub,
+                "root's CDF has the observed ΔQ: %r" % cdf_sub)
+        browser.screenshot(os.path.join(out_dir, "dashboard-opened.png"))
+
+        # 3. a new window: the test lets one close and waits for the DOM to show it
+        w0 = browser.evaluate("document.querySelector('#window-label').dataset.wid")
+        q0 = drawn("root", "quantiles")
+        c.check(w0, "the header names the last window (%r)" % w0)
+        sim.run(1)
+        want = d.get("/api/v1/probes/root/windows")["windows"][-1]["wid"]
+        c.check(want > int(w0 or 0), "dqd closed a window after the step (%r > %r)" % (want, w0))
+        got = browser.wait_for("document.querySelector('#window-label').dataset.wid === '%d'"
+                               % want, timeout=15)
+        c.check(got, "the page shows window %d after it closed (it shows %r)" % (
+            want, browser.evaluate("document.querySelector('#window-label').dataset.wid")))
+        c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe=\"root\"] "
+                                 ".chart[data-kind=\"quantiles\"]').dataset.drawn) > %d" % q0),
+                "root's quantile chart is drawn again for the new window")
+        n_points = browser.evaluate(
+            "window.dqdState.series.get('root').length")
+        c.check(n_points and n_points >= 20, "root's series holds the ring's windows (%r)" %
+                n_points)
+
+        # 4. a change needs the token: the page asks, keeps it in the tab, sends it
+        browser.evaluate("document.querySelector('#tree li[data-node=\"front\"] > .row')"
+                         ".click()")
+        c.check(browser.wait_for("!!document.querySelector('.panel[data-probe=\"front\"]')"),
+                "clicking front in the tree opens its panel")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"front\"] button.enable')"
+                         ".click()")
+        c.check(browser.wait_for("!document.querySelector('#token-dialog').hidden"),
+                "the page asks for the token before a change")
+        browser.evaluate("document.querySelector('#token-input').value = %s; "
+                         "document.querySelector('#token-ok').click()" % json.dumps(TOKEN))
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["enabled"], timeout=10),
+                "the Enable button enabled front in dqd")
+        c.eq(browser.evaluate("sessionStorage.getItem('dqd.api_token')"), TOKEN,
+             "the token is kept in the tab's session storage")
+        c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"front\"] "
+                                 "button.enable').dataset.enabled === '1'"),
+                "front's panel says enabled (from the probe event)")
+        sim.run(3)
+        for kind in ("cdf", "quantiles", "loss"):
+            c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe="
+                                     "\"front\"] .chart[data-kind=\"%s\"]').dataset.drawn) "
+                                     "> 0" % kind, timeout=15),
+                    "front's %s chart is drawn once it has windows" % kind)
+        page = browser.evaluate("fetch('/').then(r => r.text())")
+        c.check(page and TOKEN not in page and "dqd" in page,
+                "the page itself does not hold the token")
+        puts = [r for r in requests if r["method"] in ("PUT", "POST", "DELETE")]
+        c.check(puts, "the page sent a change")
+        for r in puts:
+            h = {k.lower(): v for k, v in r["headers"].items()}
+            c.eq(h.get("authorization"), "Bearer " + TOKEN,
+                 "%s %s carries the token" % (r["method"], r["url"]))
+            if r["body"] is not None:
+                c.eq(h.get("content-type"), "application/json",
+                     "%s %s says Content-Type: application/json" % (r["method"], r["url"]))
+
+        # 5. a slowed leaf, `dqctl diagnose`: the page shows the verdict and the why chain
+        sim.run(20)
+        sim.say("fault %s slow 15" % LEAF)
+        sim.run(5)
+        sim.drive()
+        env = dict(os.environ, DQD_TOKEN=TOKEN)
+        r = subprocess.run([dqctl_bin, "--server", d.url, "diagnose", "root", "--wait",
+                            "--timeout", "120"], capture_output=True, text=True, timeout=180,
+                           env=env)
+        sim.stop_driving()
+        c.eq(r.returncode, 1, "dqctl diagnose root --wait finds a problem: %s %s" %
+             (r.stdout[-600:], r.stderr[-300:]))
+        inv = d.get("/api/v1/investigations")[0]
+        c.eq((inv["verdict"], inv["verdict_node"]), ("localized", LEAF), "the verdict")
+        browser.evaluate("document.querySelector('.tabs button[data-tab=\"investigations\"]')"
+                         ".click()")
+        row = browser.wait_for("!!document.querySelector('#inv-list tr[data-id=\"%d\"]')"
+                               % inv["id"], timeout=15)
+        c.check(row, "the investigation is listed")
+        browser.evaluate("document.querySelector('#inv-list tr[data-id=\"%d\"]').click()"
+                         % inv["id"])
+        shown = browser.wait_for(
+            "(() => { const b = document.querySelector('#inv-detail'); return b.dataset.id === "
+            "'%d' && b.dataset.verdict === 'localized' && b.querySelectorAll("
+            "'.why-sentences li').length > 0 && b.textContent; })()" % inv["id"], timeout=20)
+        c.check(shown and ("localized at " + LEAF) in shown,
+                "the page shows the verdict localized at %s" % LEAF)
+        why = d.get("/api/v1/why/" + LEAF)
+        c.check(shown and why["sentences"] and why["sentences"][0] in shown,
+                "the page shows the why sentences (%r)" % (why["sentences"][:1],))
+        actions = browser.evaluate("[...document.querySelectorAll('#inv-detail .hyp')]"
+                                   ".map(h => h.dataset.action)")
+        c.check(actions and actions[0] == "root" and "descend" in actions and
+                "verdict" in actions, "the hypothesis tree from root to verdict: %r" % actions)
+        c.check(browser.evaluate("document.querySelectorAll('#inv-detail table.commands tr')"
+                                 ".length") > 1, "the commands sent are listed")
+        c.check(browser.wait_for("document.querySelector('#tree li[data-node=\"root\"]')"
+                                 ".dataset.verdict === 'localized'"),
+                "the tree marks root with the verdict")
+        browser.screenshot(os.path.join(out_dir, "dashboard-verdict.png"))
+
+        # the overview for the docs: the Probes tab with root and the leaf found
+        browser.evaluate("document.querySelector('.tabs button[data-tab=\"probes\"]').click()")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"front\"] "
+                         "button[title=\"close\"]').click()")
+        browser.evaluate("document.querySelector('#tree li[data-node=\"%s\"] > .row').click()"
+                         % LEAF)
+        sim.run(2)
+        c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe=\"%s\"] "
+                                 ".chart[data-kind=\"cdf\"]').dataset.drawn) > 0" % LEAF,
+                                 timeout=15), "the leaf's CDF is drawn")
+        c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"root\"] "
+                                 ".chart[data-kind=\"cdf\"] .sub').textContent"
+                                 ".includes('calculated')", timeout=15),
+                "root's CDF overlays the calculated ΔQ once its children report")
+        browser.evaluate("window.scrollTo(0, 0); document.querySelector('#tab-probes')"
+                         ".scrollTop = 0; document.querySelector('#toast').className = ''")
+        time.sleep(0.3)  # the last frame's paint, for the picture only
+        overview = browser.screenshot(os.path.join(out_dir, "dashboard.png"))
+        if docs_png:
+            shutil.copyfile(overview, docs_png)
+            print("docs screenshot: %s" % docs_png)
+
+        perf = browser.evaluate("(() => { const p = window.dqdPerf; return {updates: p.updates,"
+                                " samples: p.samples.length, max: Math.max(0, ...p.samples)};"
+                                " })()")
+        print("page: %r" % perf)
+        c.check(perf["samples"] >= 2, "the page timed its window updates: %r" % perf)
+
+        # nothing but dqd, and no console error
+        host = urllib.parse.urlsplit(d.url).netloc
+        foreign = [q["url"] for q in requests
+                   if not q["url"].startswith(("data:", "blob:"))
+                   and urllib.parse.urlsplit(q["url"]).netloc != host]
+        c.eq(foreign, [], "every request went to dqd (%d requests)" % len(requests))
+        c.eq(problems, [], "no console error and no exception")
+    finally:
+        if browser:
+            browser.close()
+        sim.stop()
+        d.stop(c)
+        remove_workdir(work)
+
+
+if __name__ == "__main__":
+    run_script("dashboard", main)
