@@ -371,7 +371,7 @@ struct test_server {
     atomic_int streams_closed; /* closed callbacks */
     atomic_int writes_refused; /* http_stream_write said DQ_EFULL */
     atomic_int bad_callbacks;  /* a callback about a stream the toy does not hold */
-    atomic_int forgotten; /* closed(NULL): the answer did not become a stream */
+    atomic_int forgotten;      /* closed(NULL): the answer did not become a stream */
 };
 
 static size_t toy_next_chunk; /* the chunk size the next opened stream gets */
