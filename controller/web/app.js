@@ -791,12 +791,12 @@
   }
 
   function refreshPanel(p, ids) {
-    renderPanelHead(p);
     if (!p.visible) {
-      p.stale = true;
+      p.stale = true; // drawn when it comes on screen
       return;
     }
     p.stale = false;
+    renderPanelHead(p);
     drawSeries(p);
     fetchDqs(p, ids);
   }
@@ -837,6 +837,8 @@
     return {width: w, height: 200};
   }
   const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+  // time axes in UTC, HH:MM:SS
+  const timeAxis = {values: (u, splits) => splits.map((v) => fmtClock(v).slice(0, 8)), size: 30, space: 70};
 
   function markDrawn(box, key, p) {
     p.draws[key]++;
@@ -870,7 +872,7 @@
         series: [{}, {label: "p50", stroke: "#2a9d8f", width: 1.5, value: (u, v) => fmtNum(v) + " ms"},
           {label: "p95", stroke: "#e9a03b", width: 1.5, value: (u, v) => fmtNum(v) + " ms"},
           {label: "p99", stroke: "#e63946", width: 1.5, value: (u, v) => fmtNum(v) + " ms"}],
-        axes: [{}, {label: "ms", size: 48}],
+        axes: [timeAxis, {label: "ms", size: 48}],
         cursor: {drag: {x: false, y: false}}, legend: {live: false},
       }, qData, qBox.querySelector(".plot"));
     } else {
@@ -885,7 +887,7 @@
         series: [{},
           {label: "lost %", scale: "pct", stroke: "#c0392b", width: 1.5, value: (u, v) => fmtNum(v) + " %"},
           {label: "rate /s", scale: "rate", stroke: "#1d3557", width: 1.5, value: (u, v) => fmtNum(v) + " /s"}],
-        axes: [{}, {scale: "pct", label: "lost %", size: 48}, {scale: "rate", side: 1, label: "per s", size: 56, grid: {show: false}}],
+        axes: [timeAxis, {scale: "pct", label: "lost %", size: 48}, {scale: "rate", side: 1, label: "per s", size: 56, grid: {show: false}}],
         cursor: {drag: {x: false, y: false}}, legend: {live: false},
       }, lData, lBox.querySelector(".plot"));
     } else {
@@ -984,7 +986,7 @@
           ctx.stroke();
           ctx.fillText("dMax", xd - 34 * r, top + 12 * r);
         } else {
-          ctx.fillText("dMax " + fmtDur(dmaxMs / 1000) + " →", left + bw - 110 * r, top + 12 * r);
+          ctx.fillText("dMax " + fmtDur(dmaxMs / 1000) + " →", left + bw - 110 * r, top + bh - 8 * r);
         }
       }
       if (!p.density && lostObs !== null && lostObs > 0) {
@@ -1416,6 +1418,16 @@
     }
     connect();
   }
+
+  // for the benchmark (tests/web/bench_dashboard.py): the tree rebuilt and rendered at once
+  window.dqdBench = {
+    rebuildTree() {
+      const t0 = performance.now();
+      buildTree();
+      for (const name of rows.keys()) renderRow(name);
+      return performance.now() - t0;
+    },
+  };
 
   window.addEventListener("unhandledrejection", (e) => toast("unexpected: " + (e.reason && e.reason.message ? e.reason.message : e.reason), true));
   start();
