@@ -966,6 +966,7 @@
     if (calc) sub.push("calculated lost " + fmtPct(calc.lost));
     box.querySelector(".sub").textContent = sub.join(" · ");
     box.dataset.xmaxMs = String(x[n - 1]);
+    box.dataset.view = p.density ? "density" : "cdf";
     const data = [x, yo, yc, yq];
     const draw = (u) => {
       const ctx = u.ctx;

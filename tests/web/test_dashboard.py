@@ -53,6 +53,7 @@ def main(c):
     cfg = {"probes": {"root": {"enabled": True, "dmax_ms": 500,
                                "qta": {"points": [[0.5, 0.055], [0.95, 0.07]],
                                        "max_lost": 0.01}}},
+           "triggers": [{"probe": "root", "kind": "qta", "fire_after": 3}],
            "deescalate_windows": 3}
     cfg_path = os.path.join(work, "dqd.json")
     with open(cfg_path, "w") as f:
@@ -178,16 +179,6 @@ def main(c):
         page = browser.evaluate("fetch('/').then(r => r.text())")
         c.check(page and TOKEN not in page and "dqd" in page,
                 "the page itself does not hold the token")
-        puts = [r for r in requests if r["method"] in ("PUT", "POST", "DELETE")]
-        c.check(puts, "the page sent a change")
-        for r in puts:
-            h = {k.lower(): v for k, v in r["headers"].items()}
-            c.eq(h.get("authorization"), "Bearer " + TOKEN,
-                 "%s %s carries the token" % (r["method"], r["url"]))
-            if r["body"] is not None:
-                c.eq(h.get("content-type"), "application/json",
-                     "%s %s says Content-Type: application/json" % (r["method"], r["url"]))
-
         # 5. a slowed leaf, `dqctl diagnose`: the page shows the verdict and the why chain
         sim.run(20)
         sim.say("fault %s slow 15" % LEAF)
@@ -229,6 +220,67 @@ def main(c):
                 "the tree marks root with the verdict")
         browser.screenshot(os.path.join(out_dir, "dashboard-verdict.png"))
 
+        # the QTA trigger fired with the fault: its snapshot, before and after
+        snaps = d.get("/api/v1/snapshots")
+        c.check(snaps, "the trigger stored a snapshot")
+        if snaps:
+            browser.evaluate("document.querySelector('.tabs button[data-tab=\"snapshots\"]')"
+                             ".click()")
+            c.check(browser.wait_for("!!document.querySelector('#snap-list tr[data-id=\"%d\"]')"
+                                     % snaps[0]["id"], timeout=15), "the snapshot is listed")
+            browser.evaluate("document.querySelector('#snap-list tr[data-id=\"%d\"]').click()"
+                             % snaps[0]["id"])
+            shown = browser.wait_for(
+                "(() => { const p = document.querySelector('#snap-detail .plot'); return p && "
+                "p.dataset.drawn === '1' && p.querySelector('canvas') && "
+                "document.querySelector('#snap-detail').textContent; })()", timeout=15)
+            c.check(shown and "before" in shown and "after" in shown,
+                    "the snapshot's before/after CDFs are drawn: %r" % (shown or "")[:200])
+
+        # the density view of root's ΔQ
+        browser.evaluate("document.querySelector('.tabs button[data-tab=\"probes\"]').click()")
+        n0 = drawn("root", "cdf")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"root\"] input.density')"
+                         ".click()")
+        c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe=\"root\"] "
+                                 ".chart[data-kind=\"cdf\"]').dataset.drawn) > %d && document"
+                                 ".querySelector('.panel[data-probe=\"root\"] .chart[data-kind="
+                                 "\"cdf\"]').dataset.view === 'density'" % n0),
+                "root's ΔQ switches to the density")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"root\"] input.density')"
+                         ".click()")
+
+        # Diagnose from a panel (store_c has no data yet, and time is held: the investigation
+        # waits for its first windows), then Abort from the page
+        browser.evaluate("document.querySelector('#tree li[data-node=\"store_c\"] > .row')"
+                         ".click()")
+        c.check(browser.wait_for("!!document.querySelector('.panel[data-probe=\"store_c\"] "
+                                 "button.diagnose')"), "store_c's panel opens")
+        before = {i["id"] for i in d.get("/api/v1/investigations")}
+        browser.evaluate("document.querySelector('.panel[data-probe=\"store_c\"] "
+                         "button.diagnose').click()")
+        new_inv = d.wait_until(lambda: [i for i in d.get("/api/v1/investigations")
+                                        if i["id"] not in before], timeout=10)
+        c.check(new_inv and new_inv[0]["node"] == "store_c" and new_inv[0]["open"],
+                "the Diagnose button opened an investigation at store_c: %r" % new_inv)
+        if new_inv:
+            iid = new_inv[0]["id"]
+            c.check(browser.wait_for("(() => { const b = document.querySelector('#inv-detail');"
+                                     " return b.dataset.id === '%d' && !!b.querySelector("
+                                     "'button.abort'); })()" % iid, timeout=15),
+                    "the page shows the new investigation searching, with Abort")
+            browser.evaluate("document.querySelector('#inv-detail button.abort').click()")
+            c.check(browser.wait_for("document.querySelector('#inv-detail').dataset.verdict "
+                                     "=== 'aborted'", timeout=15),
+                    "Abort ends it: the page shows the verdict aborted")
+            inv2 = d.get("/api/v1/investigations/%d" % iid)
+            c.eq(inv2["verdict"], "aborted", "dqd has investigation %d aborted" % iid)
+            c.check(any(r["method"] == "POST" and r["url"].endswith("/api/v1/diagnose")
+                        and json.loads(r["body"] or "{}").get("node") == "store_c"
+                        for r in requests), "the page POSTed {node: store_c} to /api/v1/diagnose")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"store_c\"] "
+                         "button[title=\"close\"]').click()")
+
         # the overview for the docs: the Probes tab with root and the leaf found
         browser.evaluate("document.querySelector('.tabs button[data-tab=\"probes\"]').click()")
         browser.evaluate("document.querySelector('.panel[data-probe=\"front\"] "
@@ -256,6 +308,16 @@ def main(c):
                                 " })()")
         print("page: %r" % perf)
         c.check(perf["samples"] >= 2, "the page timed its window updates: %r" % perf)
+
+        puts = [r for r in requests if r["method"] in ("PUT", "POST", "DELETE")]
+        c.check(len(puts) >= 3, "the page sent its changes (%d)" % len(puts))
+        for r in puts:
+            h = {k.lower(): v for k, v in r["headers"].items()}
+            c.eq(h.get("authorization"), "Bearer " + TOKEN,
+                 "%s %s carries the token" % (r["method"], r["url"]))
+            if r["body"] is not None:
+                c.eq(h.get("content-type"), "application/json",
+                     "%s %s says Content-Type: application/json" % (r["method"], r["url"]))
 
         # nothing but dqd, and no console error
         host = urllib.parse.urlsplit(d.url).netloc
