@@ -246,7 +246,11 @@ def main(c):
                                  ".chart[data-kind=\"cdf\"]').dataset.drawn) > %d && document"
                                  ".querySelector('.panel[data-probe=\"root\"] .chart[data-kind="
                                  "\"cdf\"]').dataset.view === 'density'" % n0),
-                "root's ΔQ switches to the density")
+                "root's ΔQ switches to the density: %r" % browser.evaluate(
+                    "(() => { const b = document.querySelector('.panel[data-probe=\"root\"] "
+                    ".chart[data-kind=\"cdf\"]'); return [%d, b.dataset.drawn, b.dataset.view, "
+                    "b.querySelector('.sub').textContent, document.querySelector('.panel"
+                    "[data-probe=\"root\"] input.density').checked]; })()" % n0))
         browser.evaluate("document.querySelector('.panel[data-probe=\"root\"] input.density')"
                          ".click()")
 
