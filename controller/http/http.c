@@ -1171,7 +1171,8 @@ static int on_request(void *ctx, const struct http_request *req) {
 
 /* Parses what is in rbuf; stops early on pause, error or close. */
 static void conn_process(struct http_conn *c) {
-    while (c->rstart < c->rend && !c->closing && !c->close_after_write) {
+    /* a stream takes no more requests: what follows its request is discarded below */
+    while (c->rstart < c->rend && !c->closing && !c->close_after_write && !c->stream) {
         size_t used = 0;
         int rc = http_conn_parser_feed(&c->parser, c->rbuf + c->rstart, c->rend - c->rstart, &used);
         c->rstart += used;

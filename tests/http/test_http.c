@@ -1219,15 +1219,30 @@ static void test_server_streams(void) {
     client_free(b);
     close(fd);
 
+    /* a request pipelined after the stream's, in the same packet: not answered */
+    struct client *pl = client_new(t.port);
+    CHECK_INT(send_str(pl->fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"),
+              0);
+    while (!find_bytes(pl->buf, pl->len, "tick\ntick\n", 10) && client_fill(pl) > 0) {
+    }
+    CHECK(find_bytes(pl->buf, pl->len, "tick\ntick\n", 10) != NULL);
+    CHECK(find_bytes(pl->buf, pl->len, "hello\ntick", 10) != NULL); /* the stream's body */
+    CHECK(find_bytes(pl->buf, pl->len, "HTTP/1.1 200 OK", 15) == pl->buf);
+    CHECK(find_bytes(pl->buf + 15, pl->len - 15, "HTTP/1.1", 8) == NULL);
+    CHECK_INT(wait_atomic(&t.streams_opened, 3), 3);
+    client_free(pl);
+    CHECK_INT(wait_atomic(&t.streams_closed, 3), 3);
+
     /* a stream still open when the server closes: closed too */
     struct client *c = client_new(t.port);
     CHECK_INT(send_str(c->fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
-    CHECK_INT(wait_atomic(&t.streams_opened, 3), 3);
+    CHECK_INT(wait_atomic(&t.streams_opened, 4), 4);
     server_stop(&t);
     client_free(c);
-    CHECK_INT(atomic_load(&t.streams_closed), 3);
+    CHECK_INT(atomic_load(&t.streams_closed), 4);
     CHECK_INT(atomic_load(&t.bad_callbacks), 0);
-    CHECK_INT(t.final_stats.streams_opened, 3);
+    CHECK_INT(t.final_stats.streams_opened, 4);
     CHECK_INT(t.final_stats.streams_dropped, 1);
     CHECK_INT(t.final_stats.streams_open, 1);
 }
