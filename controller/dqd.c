@@ -200,6 +200,7 @@ static int start_ingest(struct dqd *d) {
         .listen = d->opt.listen,
         .wrappers = wrappers,
         .n_wrappers = d->opt.n_wrappers,
+        .legacy_commands = d->opt.legacy_commands,
         .on_clock = d->opt.clock == DQD_CLOCK_SIM ? on_sim_clock : NULL,
         .clock_ctx = d,
     };

@@ -243,6 +243,9 @@ static void get_status(struct api *api, struct http_response *res) {
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    json_object_set_new(data, "connections_reset", json_integer((json_int_t)ss.connections_reset));
+    json_object_set_new(data, "reset_written_bytes",
+                        json_integer((json_int_t)ss.reset_written_bytes));
     http_reply_data(res, data);
 }
 
@@ -530,14 +533,22 @@ static void metrics(struct api *api, struct http_response *res) {
         "# HELP dqd_connections_total Wrapper connections accepted.\n"
         "# TYPE dqd_connections_total counter\n"
         "dqd_connections_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_reset_total Wrapper connections closed by a reset "
+        "from the peer (TCP RST): the lines it sent that dqd had not read yet are lost.\n"
+        "# TYPE dqd_ingest_connections_reset_total counter\n"
+        "dqd_ingest_connections_reset_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_reset_written_bytes_total Bytes dqd had written to connections "
+        "that were later reset (commands a peer that closes without reading makes a reset).\n"
+        "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
+        "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n"
         "# HELP dqd_windows_closed_total Windows closed.\n"
         "# TYPE dqd_windows_closed_total counter\n"
         "dqd_windows_closed_total %" PRIu64 "\n"
         "# HELP dqd_store_errors_total Failed store writes.\n"
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
-        cs.instances_total, t->late, t->future, t->full, ss.connections_total, cs.windows_closed,
-        cs.store_errors);
+        cs.instances_total, t->late, t->future, t->full, ss.connections_total, ss.connections_reset,
+        ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
     http_response_printf(res, "# HELP dqd_link_protocol_errors_total Bad lines per wrapper "
                               "connection.\n# TYPE dqd_link_protocol_errors_total counter\n");
     core_links_each(core, metrics_link, res);

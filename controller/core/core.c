@@ -632,6 +632,8 @@ void core_sources_stats(struct core *c, struct core_source_stats *st) {
         c->sources[i].ops->stats(c->sources[i].src, &one);
         st->connections_total += one.connections_total;
         st->connections_rejected += one.connections_rejected;
+        st->connections_reset += one.connections_reset;
+        st->reset_written_bytes += one.reset_written_bytes;
         for (int e = 0; e < WIRE_E_COUNT; e++) {
             st->protocol_errors[e] += one.protocol_errors[e];
         }
@@ -745,6 +747,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
             s->source = i;
             s->dest = dests[j].id;
             s->applicable = dests[j].applicable;
+            s->reason = dests[j].reason;
             memcpy(s->label, dests[j].label, sizeof s->label);
             s->label[sizeof s->label - 1] = '\0';
         }
@@ -787,8 +790,8 @@ int core_change_record(struct core *c, struct core_change *ch) {
             .hypothesis = ch->hypothesis,
             .status = s->applicable ? "sent" : "not_applied",
             .detail = s->applicable ? NULL
-                                    : "a legacy wrapper has no clear_timeout: the probe "
-                                      "stays enabled there",
+                      : s->reason   ? s->reason
+                                    : "this wrapper link cannot carry the command",
         };
         rc = store_command_insert(c->store, &row, &s->row);
         if (rc) {

@@ -507,6 +507,8 @@ struct core_dest {
     char label[CORE_LABEL_MAX]; /* what the commands table calls it: "3 127.0.0.1:5555" */
     int applicable;             /* 0: it cannot carry this command (a legacy link has no
                                    clear_timeout): recorded as not applied, not sent */
+    const char *reason;         /* when not applicable: why, for the commands row (a static
+                                   string; NULL gives a generic reason) */
 };
 
 /* One connection of a source, for status and /metrics. Strings valid during the call. */
@@ -526,6 +528,11 @@ struct core_link_info {
 struct core_source_stats {
     uint64_t connections_total;    /* connections accepted */
     uint64_t connections_rejected; /* refused (no memory, closing) */
+    uint64_t connections_reset;    /* closed by a reset from the peer (TCP RST): the lines
+                                      it sent that dqd had not read yet are lost, how many
+                                      cannot be known */
+    uint64_t reset_written_bytes;  /* bytes dqd had written to those connections (commands
+                                      the peer may not have read: the usual cause) */
     uint64_t protocol_errors[WIRE_E_COUNT];
 };
 
@@ -578,6 +585,7 @@ struct core_sent {
     uint64_t dest;              /* the source's handle */
     int64_t row;                /* commands-table id, 0 when it could not be recorded */
     int applicable;             /* 0: not applied (nothing is sent) */
+    const char *reason;         /* why not applied (the source's static string), or NULL */
     char label[CORE_LABEL_MAX]; /* as the source named it */
 };
 

@@ -149,7 +149,13 @@ def body(c):
     c.eq(rc, 0, "qta --clear exit status")
     c.eq(d.get("/api/v1/probes/pay")["qta"], None, "qta cleared")
 
-    # start / stop with a wrapper connected (the legacy connection above)
+    # start / stop: the legacy connection above is not written to (legacy_commands is off),
+    # a v2 connection is
+    rc, out, err = ctl("stop")
+    c.eq(rc, 1, "stop with only a legacy connection exits 1 (%r %r)" % (out, err))
+    v2 = t.connect(d.ingest_port)
+    v2.sendall(b"h:2;node:n;app:a\n")
+    c.eq(t.LineReader(v2).read_until("stop_stub")[-1:], ["stop_stub"], "v2 hello answered")
     j = ctl_json("stop")
     if j:
         c.eq(j, {"running": False, "sent_to": 1}, "stop --json")
@@ -167,6 +173,7 @@ def body(c):
         c.check(err.startswith("dqctl: "), "usage error (%s) explained on stderr: %r" %
                 (what, err))
     s.close()
+    v2.close()
     d.stop(c)
 
     # an unreachable server: exit 2, a message naming the URL
