@@ -81,6 +81,37 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
  */
 void store_close(struct store *st);
 
+/* ---- the database's files ---------------------------------------------------------- */
+
+struct store_lock;
+
+/*
+ * Takes the lock of the database at db_path for this process: an exclusive flock(2) on
+ * the file `db_path.lock` beside it (created when missing), which then holds the holder's
+ * pid. It is not SQLite's locking: other SQLite clients (the sqlite3 shell, backups) still
+ * read the database while it is held; it keeps a second dqd from running on the same
+ * database. The lock goes away with the process, however it ends; a lock file left behind
+ * by a killed process is taken over.
+ * DQ_EBUSY when another holder has it, with a message naming its pid ("… is in use by
+ * another dqd (pid 1234, lock file /var/lib/dqd/dqd.db.lock)"); DQ_EIO when the lock file
+ * cannot be created (missing or read-only directory); DQ_EINVAL, DQ_ENOMEM.
+ */
+int store_lock(const char *db_path, struct store_lock **out);
+
+/* Releases the lock and removes its file. NULL is a no-op. */
+void store_unlock(struct store_lock *lk);
+
+/* 1 when a file exists at path (a database dqd would open rather than create), else 0. */
+int store_file_exists(const char *path);
+
+/*
+ * Removes the database at path with its -wal, -shm and -journal files, for a start that
+ * failed after creating it (so that no empty database is left behind). Call only with the
+ * store closed and its lock held. DQ_EIO names the first file that could not be removed
+ * (a missing file is not an error).
+ */
+int store_remove_files(const char *path);
+
 /* Latest schema version this code can migrate to. */
 int store_schema_latest(void);
 
