@@ -27,8 +27,8 @@ struct dqd {
     struct dqd_config opt;
     struct clock clock;
     struct clock_manual manual; /* --clock sim: the time the simulator gave */
-    struct store_lock *lock; /* DB.lock: no second dqd on this database */
-    int remove_db;           /* a failed start created the database: remove it when closed */
+    struct store_lock *lock;    /* DB.lock: no second dqd on this database */
+    int remove_db;              /* a failed start created the database: remove it when closed */
     struct store *store;
     struct core *core;
     struct adapt *adapt;
