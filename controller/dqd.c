@@ -310,7 +310,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         rc = configure_probes(d);
     }
     if (!rc && o->diagram[0]) {
-        rc = core_load_diagram_file(d->core, o->diagram);
+        rc = core_load_diagram_file(d->core, o->diagram); /* --diagram wins over the store */
+    } else if (!rc) {
+        rc = core_restore_diagram(d->core); /* the last one loaded, e.g. through the API */
+        rc = rc == DQ_ENOTFOUND ? DQ_OK : rc;
     }
     if (!rc) {
         rc = webhooks_create(loop, o->webhooks, o->n_webhooks, o->webhook_queue, o->webhook_retries,

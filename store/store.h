@@ -567,4 +567,29 @@ int store_snapshot_get(struct store *st, int64_t id, store_snapshot_cb snapshot_
 /* Calls cb for snapshots, newest first, at most `limit` (≤ 0: all). */
 int store_snapshots_each(struct store *st, int limit, store_snapshot_cb cb, void *ctx);
 
+/* ---- the outcome diagram (version 5) ------------------------------------------------- */
+
+/* One diagram dqd loaded. Strings belong to the store (valid during the callback). */
+struct store_diagram {
+    int64_t id;
+    const char *text; /* the .dq text as loaded, NUL-terminated */
+    size_t len;       /* its length in bytes */
+    const char *path; /* the file it came from, NULL when sent with PUT /api/v1/diagram */
+    int64_t loaded_ns;
+};
+
+typedef int (*store_diagram_cb)(void *ctx, const struct store_diagram *d);
+
+/*
+ * Records the diagram now in force: `text` (NUL-terminated, as parsed) and the file it came
+ * from (`path`, NULL for one sent through the API). A new row only when text or path differ
+ * from the latest row's (a restart with the same --diagram adds nothing); *id (may be NULL)
+ * gets the latest row's id either way. The caller has parsed the text: the store keeps it
+ * as given. DQ_EINVAL for a NULL text.
+ */
+int store_diagram_put(struct store *st, const char *text, const char *path, int64_t *id);
+
+/* Calls cb once with the latest recorded diagram. DQ_ENOTFOUND when none was recorded. */
+int store_diagram_latest(struct store *st, store_diagram_cb cb, void *ctx);
+
 #endif /* DQ_STORE_H */

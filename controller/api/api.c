@@ -676,7 +676,13 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         if (method_is(req, "GET")) {
             diagram_reply(api, res);
         } else if (method_is(req, "PUT")) {
-            if (core_load_diagram(api->env.core, req->body, req->body_len, NULL) != DQ_OK) {
+            int rc = core_load_diagram(api->env.core, req->body, req->body_len, NULL);
+            if (rc == DQ_ESTORE || rc == DQ_ENOMEM) {
+                /* it parses, but would not survive a restart: not loaded, try again */
+                http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+                return;
+            }
+            if (rc != DQ_OK) {
                 http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
                 return;
             }

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dq_error.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
+#define DIAGRAM_FROM_MAX 1200 /* "from PATH" and the like, for the log */
 
 struct source {
     const struct core_source_ops *ops;
@@ -304,7 +306,10 @@ static void eval_sync_grids(struct core *c) {
     }
 }
 
-int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+/* Parses and installs a diagram; `record`: writes it to the store first; `from` says where
+ * it came from in the log line. */
+static int load_diagram(struct core *c, const char *text, size_t len, const char *path, int record,
+                        const char *from) {
     struct dq_diagram *g = NULL;
     struct dq_diagram_error err;
     int rc = dq_diagram_parse(text, len, &g, &err);
@@ -322,6 +327,17 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     }
     memcpy(copy, text, len);
     copy[len] = '\0';
+    if (record && (rc = store_diagram_put(c->store, copy, path, NULL)) != DQ_OK) {
+        c->store_errors++;
+        rc = dq_fail(rc,
+                     "the diagram could not be recorded in the store (it would not survive "
+                     "a restart), so it is not loaded: %s",
+                     dq_last_error());
+        free(copy);
+        dq_eval_destroy(ev);
+        dq_diagram_destroy(g);
+        return rc;
+    }
     for (size_t i = 0; i < c->probes.count; i++) {
         c->probes.probes[i]->in_diagram = 0;
     }
@@ -333,9 +349,46 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     c->diagram_text = copy;
     snprintf(c->diagram_path, sizeof c->diagram_path, "%s", path ? path : "");
     eval_sync_grids(c);
-    LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
-        path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    LOG(LOG_INFO, "diagram loaded %s: %zu nodes, %zu probes", from, dq_diagram_node_count(g),
+        dq_diagram_probe_count(g));
     return DQ_OK;
+}
+
+int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+    char from[DIAGRAM_FROM_MAX];
+    snprintf(from, sizeof from, "%s%s", path ? "from " : "through the API", path ? path : "");
+    return load_diagram(c, text, len, path, 1, from);
+}
+
+struct restore_ctx {
+    struct core *c;
+    int rc;
+};
+
+static int restore_one(void *ctx, const struct store_diagram *d) {
+    struct restore_ctx *r = ctx;
+    char from[DIAGRAM_FROM_MAX], when[32];
+    time_t secs = (time_t)(d->loaded_ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+        snprintf(when, sizeof when, "?");
+    }
+    snprintf(from, sizeof from, "from the store (recorded %s, %s%s)", when,
+             d->path ? "from " : "sent through the API", d->path ? d->path : "");
+    r->rc = load_diagram(r->c, d->text, d->len, d->path, 0, from);
+    if (r->rc) {
+        r->rc = dq_fail(r->rc,
+                        "the diagram recorded in the store (%s) does not load: %s; give "
+                        "--diagram FILE to replace it",
+                        when, dq_last_error());
+    }
+    return 1;
+}
+
+int core_restore_diagram(struct core *c) {
+    struct restore_ctx r = {c, DQ_OK};
+    int rc = store_diagram_latest(c->store, restore_one, &r);
+    return rc ? rc : r.rc;
 }
 
 int core_load_diagram_file(struct core *c, const char *path) {

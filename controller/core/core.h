@@ -440,15 +440,24 @@ void core_count_store_error(struct core *c);
 /* ---- the diagram --------------------------------------------------------------------- */
 
 /*
- * Replaces the outcome diagram with `text` (path names it, may be NULL): parsed, an
- * evaluator built, every probe node given its probe's grid. DQ_EPARSE with
- * "LINE:COL: message", DQ_ENOMEM; the old diagram stays on failure.
+ * Replaces the outcome diagram with `text` (path names the file it came from; NULL for one
+ * sent through the API): parsed, an evaluator built, recorded in the store (the diagrams
+ * table, so that it is loaded again after a restart), every probe node given its probe's
+ * grid. DQ_EPARSE with "LINE:COL: message", DQ_ENOMEM, or the store's error (DQ_ESTORE,
+ * counted); the old diagram stays on failure.
  */
 int core_load_diagram(struct core *c, const char *text, size_t len, const char *path);
 
-/* Reads a diagram file (≤ 64 MiB) and loads it; DQ_EIO when unreadable, messages name the
- * path ("PATH:LINE:COL: message"). */
+/* Reads a diagram file (≤ 64 MiB) and loads it as core_load_diagram does; DQ_EIO when
+ * unreadable, messages name the path ("PATH:LINE:COL: message"). */
 int core_load_diagram_file(struct core *c, const char *path);
+
+/*
+ * Loads the diagram the store recorded last (at start, when no --diagram is given), with
+ * the path it was recorded with. DQ_ENOTFOUND when the store has none (nothing changes);
+ * DQ_EPARSE when the recorded text no longer parses (message says so), the store's error.
+ */
+int core_restore_diagram(struct core *c);
 
 /* The loaded diagram, its text and its path ("" when it came through the API); NULL when
  * none is loaded. Valid until the next load. */

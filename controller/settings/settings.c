@@ -69,7 +69,9 @@ static const struct setting settings[] = {
      "Bearer TOKEN`; dqctl sends $DQD_TOKEN). Without one, such requests are refused "
      "when --http is not a loopback address."},
     {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
-     "Outcome diagram (.dq file) loaded at start; none by default."},
+     "Outcome diagram (.dq file) loaded at start. Without it, dqd loads the diagram the "
+     "store recorded last (from an earlier --diagram or PUT /api/v1/diagram), if any; with "
+     "it, the file wins and is recorded in turn."},
     {"window", "--window", ST_MS, FIELD(window_ms), 10, 3600000, "1000", NULL, 0, 0,
      "Window length in milliseconds; windows are aligned to the wall clock."},
     {"lag", "--lag", ST_MS, FIELD(lag_ms), 0, 3600000, "", NULL, SF_DEFAULT_WINDOW, 0,
