@@ -93,4 +93,4 @@ matrix: build
 	@./tools/run-matrix $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/_build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/dqd_wrapper/_build
