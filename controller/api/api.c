@@ -421,7 +421,8 @@ static void diagram_reply(struct api *api, struct http_response *res) {
 static void wrapper_run(struct api *api, int run, struct http_response *res) {
     struct core_change ch = {.kind = run ? CORE_START : CORE_STOP};
     int sent = core_change_now(api->env.core, &ch);
-    http_reply_data(res, json_pack("{s:b,s:i}", "running", run, "sent_to", sent < 0 ? 0 : sent));
+    http_reply_data(res, json_pack("{s:b,s:i,s:I}", "running", run, "sent_to", sent < 0 ? 0 : sent,
+                                   "not_applied", (json_int_t)ch.n_not_applied));
 }
 
 /* ---- /metrics -------------------------------------------------------------------------- */

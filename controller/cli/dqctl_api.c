@@ -1291,7 +1291,14 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     isnan(sent) ? 0 : sent,
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
-        if (!(sent > 0)) {
+        double muted = jnum(data, "not_applied");
+        if (!(sent > 0) && muted > 0) {
+            dqctl_complain("%s: no wrapper was told to %s: the %.0f connected are legacy "
+                           "connections, which dqd does not write to (legacy_commands is off; "
+                           "the command is recorded not_applied)",
+                           verb, verb, muted);
+            rc = DQCTL_EXIT_PROBLEM;
+        } else if (!(sent > 0)) {
             dqctl_complain("%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;
         }

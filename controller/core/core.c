@@ -778,6 +778,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
     free(ch->sent);
     ch->sent = NULL;
     ch->n_sent = 0;
+    ch->n_not_applied = 0;
     if (total == 0) {
         return DQ_OK;
     }
@@ -801,6 +802,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
             s->dest = dests[j].id;
             s->applicable = dests[j].applicable;
             s->reason = dests[j].reason;
+            ch->n_not_applied += !s->applicable;
             memcpy(s->label, dests[j].label, sizeof s->label);
             s->label[sizeof s->label - 1] = '\0';
         }

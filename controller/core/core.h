@@ -615,6 +615,7 @@ struct core_change {
     /* filled by core_change_record */
     struct core_sent *sent; /* owned; released by core_change_release */
     size_t n_sent;
+    size_t n_not_applied; /* destinations that cannot carry it (kept after the release) */
     int recorded;
 };
 

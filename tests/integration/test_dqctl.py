@@ -153,12 +153,14 @@ def body(c):
     # a v2 connection is
     rc, out, err = ctl("stop")
     c.eq(rc, 1, "stop with only a legacy connection exits 1 (%r %r)" % (out, err))
+    c.check("the 1 connected are legacy connections, which dqd does not write to" in err,
+            "stop says why no wrapper was told: %r" % err)
     v2 = t.connect(d.ingest_port)
     v2.sendall(b"h:2;node:n;app:a\n")
     c.eq(t.LineReader(v2).read_until("stop_stub")[-1:], ["stop_stub"], "v2 hello answered")
     j = ctl_json("stop")
     if j:
-        c.eq(j, {"running": False, "sent_to": 1}, "stop --json")
+        c.eq(j, {"running": False, "sent_to": 1, "not_applied": 1}, "stop --json")
     rc, out, err = ctl("start")
     c.eq(rc, 0, "start exit status")
     c.check("sent to 1 wrapper" in out, "start output: %r" % out)

@@ -116,8 +116,9 @@ def body(c):
     st, env = d.api("PUT", "/api/v1/probes/late_one", {"enabled": True})
     c.eq(st, 200, "enable late_one")
     st, env = d.api("POST", "/api/v1/wrapper/start")
-    c.eq((st, env["data"]["sent_to"] if st == 200 else None), (200, 0),
-         "start reaches no legacy connection")
+    c.eq((st, env["data"] if st == 200 else None),
+         (200, {"running": True, "sent_to": 0, "not_applied": 1}),
+         "start reaches no legacy connection, and says so")
     rows = commands(d.db, last)
     c.eq([(r[2], r[3], r[4]) for r in rows],
          [("set_timeout", "late_one", "not_applied"), ("start_stub", None, "not_applied")],

@@ -131,7 +131,8 @@ def body(c):
     rc, out, err = t.dqctl(dqctl_bin, "stop", "--json", "--server", d.url)
     c.eq(rc, 0, "dqctl stop exit status")
     try:
-        c.eq(json.loads(out), {"running": False, "sent_to": 2}, "dqctl stop --json")
+        c.eq(json.loads(out), {"running": False, "sent_to": 2, "not_applied": 1},
+             "dqctl stop --json")
     except ValueError:
         c.check(False, "dqctl stop --json prints JSON: %r" % out)
     c.eq(v2.reader.read_lines(1), ["stop_stub"], "v2 gets stop_stub")
