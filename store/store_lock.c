@@ -75,8 +75,7 @@ int store_lock(const char *db_path, struct store_lock **out) {
     for (int attempt = 0;; attempt++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
-            rc = dq_fail(DQ_EIO, "%s: cannot create the lock file %s: %s", db_path, path,
-                         strerror(errno));
+            rc = dq_fail(DQ_EIO, "cannot create the lock file %s: %s", path, strerror(errno));
             break;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -90,7 +89,7 @@ int store_lock(const char *db_path, struct store_lock **out) {
                 rc = dq_fail(DQ_EBUSY, "%s is in use by another dqd (%s, lock file %s)", db_path,
                              who, path);
             } else {
-                rc = dq_fail(DQ_EIO, "%s: cannot lock %s: %s", db_path, path, strerror(e));
+                rc = dq_fail(DQ_EIO, "cannot lock %s: %s", path, strerror(e));
             }
             close(fd);
             break;
@@ -100,12 +99,11 @@ int store_lock(const char *db_path, struct store_lock **out) {
             if (attempt + 1 < LOCK_ATTEMPTS) {
                 continue;
             }
-            rc = dq_fail(DQ_EIO, "%s: the lock file %s keeps being replaced", db_path, path);
+            rc = dq_fail(DQ_EIO, "the lock file %s keeps being replaced", path);
             break;
         }
         if (write_pid(fd) != 0) {
-            rc = dq_fail(DQ_EIO, "%s: cannot write the lock file %s: %s", db_path, path,
-                         strerror(errno));
+            rc = dq_fail(DQ_EIO, "cannot write the lock file %s: %s", path, strerror(errno));
             unlink(path);
             close(fd);
             break;
