@@ -11,16 +11,20 @@ FUZZ_SECONDS ?= 20
 # Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
 # build only; every other test also runs under the sanitizers.
 ASAN_SKIP_LABELS ?= scenarios|slow
+# make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
-# which the integration tests run on /metrics).
+# which the integration tests run on /metrics; systemd for systemd-analyze, which the
+# install test runs on the unit; git for the wrapper's rebar3 dependency test).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus
+	curl procps python3 prometheus systemd git
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
-	fuzz-build demo matrix clean
+	fuzz-build demo matrix install clean
 
 all: build
 
@@ -37,6 +41,11 @@ build-asan: deps
 	@./tools/quiet "configure $(ASAN_BUILD)" cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 		-DDQD_WERROR=ON -DDQD_SANITIZE=ON
 	@./tools/quiet "build $(ASAN_BUILD)" cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# dqd and dqctl in PREFIX/bin, the docs in PREFIX/share/doc/dqd, the systemd unit in
+# PREFIX/lib/systemd/system (docs/running.md, "Installing it"); DESTDIR stages it all.
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -84,4 +93,4 @@ matrix: build
 	@./tools/run-matrix $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/_build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/dqd_wrapper/_build

@@ -1214,33 +1214,54 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
         return 0;
     }
     int missed = 0;
+    size_t n_cmds = json_array_size(commands);
     const char *cmd = jstr(json_array_get(commands, 0), "command", "?");
+    /* one line per status and reason: the links, then why (as dqd recorded it) */
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        char links[2048] = "";
-        size_t len = 0, n = 0;
-        for (size_t i = 0; i < json_array_size(commands); i++) {
-            const json_t *c = json_array_get(commands, i);
-            if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0) {
+        for (size_t first = 0; first < n_cmds; first++) {
+            const json_t *f = json_array_get(commands, first);
+            const char *detail = jstr(f, "detail", "");
+            if (strcmp(jstr(f, "status", ""), kinds[k].status) != 0) {
                 continue;
             }
-            char one[PROBE_TEXT];
-            dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
-            int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
-            len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
-            n++;
+            int seen = 0; /* this reason was printed with an earlier link */
+            for (size_t i = 0; i < first && !seen; i++) {
+                const json_t *c = json_array_get(commands, i);
+                seen = strcmp(jstr(c, "status", ""), kinds[k].status) == 0 &&
+                       strcmp(jstr(c, "detail", ""), detail) == 0;
+            }
+            if (seen) {
+                continue;
+            }
+            char links[2048] = "";
+            size_t len = 0, n = 0;
+            for (size_t i = first; i < n_cmds; i++) {
+                const json_t *c = json_array_get(commands, i);
+                if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0 ||
+                    strcmp(jstr(c, "detail", ""), detail) != 0) {
+                    continue;
+                }
+                char one[PROBE_TEXT];
+                dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
+                int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
+                len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
+                n++;
+            }
+            missed += k > 0 ? (int)n : 0;
+            fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n,
+                    n == 1 ? "" : "s", links);
+            if (detail[0]) {
+                char d[512];
+                dqctl_escape(detail, d, sizeof d);
+                fprintf(out, ": %s", d);
+            } else if (strcmp(kinds[k].status, "not_applied") == 0) {
+                fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s",
+                        probe);
+            } else if (strcmp(kinds[k].status, "failed") == 0) {
+                fprintf(out, ": the link was not writable");
+            }
+            fputc('\n', out);
         }
-        if (n == 0) {
-            continue;
-        }
-        missed += k > 0 ? (int)n : 0;
-        fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n, n == 1 ? "" : "s",
-                links);
-        if (strcmp(kinds[k].status, "not_applied") == 0) {
-            fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s", probe);
-        } else if (strcmp(kinds[k].status, "failed") == 0) {
-            fprintf(out, ": the link was not writable");
-        }
-        fputc('\n', out);
     }
     return missed;
 }
@@ -1435,7 +1456,15 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     isnan(sent) ? 0 : sent,
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
-        if (!(sent > 0)) {
+        double muted = jnum(data, "not_applied");
+        if (!(sent > 0) && muted > 0) {
+            dqctl_complain_typed("problem",
+                                 "%s: no wrapper was told to %s: the %.0f connected are legacy "
+                                 "connections, which dqd does not write to (legacy_commands is "
+                                 "off; the command is recorded not_applied)",
+                                 verb, verb, muted);
+            rc = DQCTL_EXIT_PROBLEM;
+        } else if (!(sent > 0)) {
             dqctl_complain_typed(
                 "problem", "%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dq_error.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
+#define DIAGRAM_FROM_MAX 1200 /* "from PATH" and the like, for the log */
 
 struct source {
     const struct core_source_ops *ops;
@@ -309,7 +311,10 @@ static void eval_sync_grids(struct core *c) {
     }
 }
 
-int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+/* Parses and installs a diagram; `record`: writes it to the store first; `from` says where
+ * it came from in the log line. */
+static int load_diagram(struct core *c, const char *text, size_t len, const char *path, int record,
+                        const char *from) {
     struct dq_diagram *g = NULL;
     struct dq_diagram_error err;
     int rc = dq_diagram_parse(text, len, &g, &err);
@@ -327,6 +332,17 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     }
     memcpy(copy, text, len);
     copy[len] = '\0';
+    if (record && (rc = store_diagram_put(c->store, copy, path, NULL)) != DQ_OK) {
+        c->store_errors++;
+        rc = dq_fail(rc,
+                     "the diagram could not be recorded in the store (it would not survive "
+                     "a restart), so it is not loaded: %s",
+                     dq_last_error());
+        free(copy);
+        dq_eval_destroy(ev);
+        dq_diagram_destroy(g);
+        return rc;
+    }
     for (size_t i = 0; i < c->probes.count; i++) {
         c->probes.probes[i]->in_diagram = 0;
     }
@@ -338,9 +354,46 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     c->diagram_text = copy;
     snprintf(c->diagram_path, sizeof c->diagram_path, "%s", path ? path : "");
     eval_sync_grids(c);
-    LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
-        path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    LOG(LOG_INFO, "diagram loaded %s: %zu nodes, %zu probes", from, dq_diagram_node_count(g),
+        dq_diagram_probe_count(g));
     return DQ_OK;
+}
+
+int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+    char from[DIAGRAM_FROM_MAX];
+    snprintf(from, sizeof from, "%s%s", path ? "from " : "through the API", path ? path : "");
+    return load_diagram(c, text, len, path, 1, from);
+}
+
+struct restore_ctx {
+    struct core *c;
+    int rc;
+};
+
+static int restore_one(void *ctx, const struct store_diagram *d) {
+    struct restore_ctx *r = ctx;
+    char from[DIAGRAM_FROM_MAX], when[32];
+    time_t secs = (time_t)(d->loaded_ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+        snprintf(when, sizeof when, "?");
+    }
+    snprintf(from, sizeof from, "from the store (recorded %s, %s%s)", when,
+             d->path ? "from " : "sent through the API", d->path ? d->path : "");
+    r->rc = load_diagram(r->c, d->text, d->len, d->path, 0, from);
+    if (r->rc) {
+        r->rc = dq_fail(r->rc,
+                        "the diagram recorded in the store (%s) does not load: %s; give "
+                        "--diagram FILE to replace it",
+                        when, dq_last_error());
+    }
+    return 1;
+}
+
+int core_restore_diagram(struct core *c) {
+    struct restore_ctx r = {c, DQ_OK};
+    int rc = store_diagram_latest(c->store, restore_one, &r);
+    return rc ? rc : r.rc;
 }
 
 int core_load_diagram_file(struct core *c, const char *path) {
@@ -730,6 +783,8 @@ void core_sources_stats(struct core *c, struct core_source_stats *st) {
         c->sources[i].ops->stats(c->sources[i].src, &one);
         st->connections_total += one.connections_total;
         st->connections_rejected += one.connections_rejected;
+        st->connections_reset += one.connections_reset;
+        st->reset_written_bytes += one.reset_written_bytes;
         for (int e = 0; e < WIRE_E_COUNT; e++) {
             st->protocol_errors[e] += one.protocol_errors[e];
         }
@@ -821,6 +876,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
     free(ch->sent);
     ch->sent = NULL;
     ch->n_sent = 0;
+    ch->n_not_applied = 0;
     if (total == 0) {
         return DQ_OK;
     }
@@ -843,6 +899,8 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
             s->source = i;
             s->dest = dests[j].id;
             s->applicable = dests[j].applicable;
+            s->reason = dests[j].reason;
+            ch->n_not_applied += !s->applicable;
             memcpy(s->label, dests[j].label, sizeof s->label);
             s->label[sizeof s->label - 1] = '\0';
         }
@@ -885,8 +943,8 @@ int core_change_record(struct core *c, struct core_change *ch) {
             .hypothesis = ch->hypothesis,
             .status = s->applicable ? "sent" : "not_applied",
             .detail = s->applicable ? NULL
-                                    : "a legacy wrapper has no clear_timeout: the probe "
-                                      "stays enabled there",
+                      : s->reason   ? s->reason
+                                    : "this wrapper link cannot carry the command",
         };
         rc = store_command_insert(c->store, &row, &s->row);
         if (rc) {
@@ -938,12 +996,19 @@ int core_change_apply(struct core *c, struct core_change *ch) {
         for (size_t i = 0; i < ch->n_sent; i++) {
             const struct core_sent *s = &ch->sent[i];
             json_array_append_new(
-                ch->report, json_pack("{s:s,s:s,s:s,s:o}", "link", s->label, "command",
-                                      cmd_name(cmd.kind), "status",
-                                      s->applicable > 0    ? "sent"
-                                      : s->applicable == 0 ? "not_applied"
-                                                           : "failed",
-                                      "row", s->row > 0 ? json_integer(s->row) : json_null()));
+                ch->report,
+                json_pack("{s:s,s:s,s:s,s:o,s:s?}", "link", s->label, "command", cmd_name(cmd.kind),
+                          "status",
+                          s->applicable > 0    ? "sent"
+                          : s->applicable == 0 ? "not_applied"
+                                               : "failed",
+                          "row", s->row > 0 ? json_integer(s->row) : json_null(), "detail",
+                          s->applicable > 0    ? NULL
+                          : s->applicable == 0 ? (s->reason ? s->reason
+                                                            : "this wrapper link cannot carry "
+                                                              "the command")
+                                               : "the wrapper link is not writable (closed, or "
+                                                 "not reading)"));
         }
     }
     if (ch->probe && (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE)) {

@@ -448,15 +448,24 @@ void core_count_store_error(struct core *c);
 /* ---- the diagram --------------------------------------------------------------------- */
 
 /*
- * Replaces the outcome diagram with `text` (path names it, may be NULL): parsed, an
- * evaluator built, every probe node given its probe's grid. DQ_EPARSE with
- * "LINE:COL: message", DQ_ENOMEM; the old diagram stays on failure.
+ * Replaces the outcome diagram with `text` (path names the file it came from; NULL for one
+ * sent through the API): parsed, an evaluator built, recorded in the store (the diagrams
+ * table, so that it is loaded again after a restart), every probe node given its probe's
+ * grid. DQ_EPARSE with "LINE:COL: message", DQ_ENOMEM, or the store's error (DQ_ESTORE,
+ * counted); the old diagram stays on failure.
  */
 int core_load_diagram(struct core *c, const char *text, size_t len, const char *path);
 
-/* Reads a diagram file (≤ 64 MiB) and loads it; DQ_EIO when unreadable, messages name the
- * path ("PATH:LINE:COL: message"). */
+/* Reads a diagram file (≤ 64 MiB) and loads it as core_load_diagram does; DQ_EIO when
+ * unreadable, messages name the path ("PATH:LINE:COL: message"). */
 int core_load_diagram_file(struct core *c, const char *path);
+
+/*
+ * Loads the diagram the store recorded last (at start, when no --diagram is given), with
+ * the path it was recorded with. DQ_ENOTFOUND when the store has none (nothing changes);
+ * DQ_EPARSE when the recorded text no longer parses (message says so), the store's error.
+ */
+int core_restore_diagram(struct core *c);
 
 /* The loaded diagram, its text and its path ("" when it came through the API); NULL when
  * none is loaded. Valid until the next load. */
@@ -515,6 +524,8 @@ struct core_dest {
     char label[CORE_LABEL_MAX]; /* what the commands table calls it: "3 127.0.0.1:5555" */
     int applicable;             /* 0: it cannot carry this command (a legacy link has no
                                    clear_timeout): recorded as not applied, not sent */
+    const char *reason;         /* when not applicable: why, for the commands row (a static
+                                   string; NULL gives a generic reason) */
 };
 
 /* One connection of a source, for status and /metrics. Strings valid during the call. */
@@ -534,6 +545,11 @@ struct core_link_info {
 struct core_source_stats {
     uint64_t connections_total;    /* connections accepted */
     uint64_t connections_rejected; /* refused (no memory, closing) */
+    uint64_t connections_reset;    /* closed by a reset from the peer (TCP RST): the lines
+                                      it sent that dqd had not read yet are lost, how many
+                                      cannot be known */
+    uint64_t reset_written_bytes;  /* bytes dqd had written to those connections (commands
+                                      the peer may not have read: the usual cause) */
     uint64_t protocol_errors[WIRE_E_COUNT];
 };
 
@@ -624,6 +640,7 @@ struct core_sent {
     uint64_t dest;              /* the source's handle */
     int64_t row;                /* commands-table id, 0 when it could not be recorded */
     int applicable;             /* 0: not applied (nothing is sent); −1 after a failed send */
+    const char *reason;         /* why not applied (the source's static string), or NULL */
     char label[CORE_LABEL_MAX]; /* as the source named it */
 };
 
@@ -647,6 +664,7 @@ struct core_change {
     /* filled by core_change_record */
     struct core_sent *sent; /* owned; released by core_change_release */
     size_t n_sent;
+    size_t n_not_applied; /* destinations that cannot carry it (kept after the release) */
     int recorded;
 };
 

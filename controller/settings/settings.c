@@ -48,6 +48,7 @@ struct setting {
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const clocks[] = {"wall", "sim", NULL};
+static const char *const off_on[] = {"off", "on", NULL};
 
 #define FIELD(f) offsetof(struct dqd_config, f), sizeof(((struct dqd_config *)0)->f)
 #define NOFIELD 0, 0
@@ -68,12 +69,22 @@ static const struct setting settings[] = {
      "Bearer TOKEN`; dqctl sends $DQD_TOKEN). Without one, such requests are refused "
      "when --http is not a loopback address."},
     {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
-     "Outcome diagram (.dq file) loaded at start; none by default."},
+     "Outcome diagram (.dq file) loaded at start. Without it, dqd loads the diagram the "
+     "store recorded last (from an earlier --diagram or PUT /api/v1/diagram), if any; with "
+     "it, the file wins and is recorded in turn."},
     {"window", "--window", ST_MS, FIELD(window_ms), 10, 3600000, "1000", NULL, 0, 0,
      "Window length in milliseconds; windows are aligned to the wall clock."},
     {"lag", "--lag", ST_MS, FIELD(lag_ms), 0, 3600000, "", NULL, SF_DEFAULT_WINDOW, 0,
      "How long after its end a window still takes late instances, in milliseconds; "
      "by default the window length."},
+    {"legacy_commands", "--legacy-commands", ST_ENUM, FIELD(legacy_commands), 0, 0, "off", off_on,
+     0, 0,
+     "Whether dqd writes commands on a legacy wrapper's own connection to the ingest port "
+     "(one that sends no v2 hello): off (the default) writes nothing there, since the "
+     "oscilloscope's wrapper never reads it and a close with unread commands resets the "
+     "connection, losing the lines dqd had not read yet; its commands are recorded "
+     "not_applied. on: the enabled set and commands in the legacy dialect, for legacy "
+     "wrappers that read. v2 wrappers and `wrappers` listeners always get commands."},
     {"clock", "--clock", ST_ENUM, FIELD(clock), 0, 0, "wall", clocks, 0, 0,
      "Where dqd's time comes from: wall (the system clock) or sim (simulated time: a "
      "connected simulator sends `clock;NS` lines, dqd closes the windows that time makes "
@@ -175,7 +186,7 @@ static const char *metavar(const struct setting *s) {
     case ST_DOUBLE:
         return "NUMBER";
     case ST_ENUM:
-        return "LEVEL";
+        return s->choices == log_levels ? "LEVEL" : "CHOICE";
     case ST_ACTION:
         return "";
     }

@@ -81,6 +81,7 @@ struct dqd_config {
     int64_t window_ms;             /* window length */
     int64_t lag_ms;                /* how long a window stays open after its end */
     int clock;                     /* enum dqd_clock_mode */
+    int legacy_commands;           /* 1: write commands on inbound legacy connections */
     int ring;                      /* closed ΔQs kept per probe */
     double default_dmax_ms;        /* dMax of a probe enabled without one */
     int default_bins;              /* bins of a probe enabled without a setting */

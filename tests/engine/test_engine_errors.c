@@ -64,6 +64,8 @@ static struct dq sentinel_dq;
 static void test_error_module(void) {
     CHECK_STR(dq_err_name(DQ_EINVAL), "DQ_EINVAL");
     CHECK_STR(dq_err_name(DQ_ECYCLE), "DQ_ECYCLE");
+    CHECK_STR(dq_err_name(DQ_EBUSY), "DQ_EBUSY");
+    CHECK_STR(dq_strerror(DQ_EBUSY), "in use by another process");
     CHECK_STR(dq_err_name(-999), "DQ_UNKNOWN");
     CHECK_STR(dq_strerror(DQ_ERANGE), "value out of range");
     CHECK_STR(dq_strerror(DQ_ENOTREACHED), "probability not reached by the tangible mass");

@@ -167,10 +167,20 @@ def body(c):
     lw = p["last_window"]
     c.check(lw and lw["n"] == 5 and abs(lw["p50"] - 0.010) < 1e-9 and lw["lost"] == 0,
             "summary last_window: %r" % lw)
+    # s is a legacy connection: dqd writes nothing to it (legacy_commands is off); a v2 one
+    # that said hello takes the commands
     st, env = d.api("POST", "/api/v1/wrapper/stop", "")
-    c.eq((st, env["data"]), (200, {"running": False, "sent_to": 1}), "POST wrapper/stop")
+    c.eq((st, env["data"]), (200, {"running": False, "sent_to": 0, "not_applied": 1}),
+         "POST wrapper/stop with only a legacy connection")
+    v2 = t.connect(d.ingest_port)
+    v2.sendall(b"h:2;node:n;app:a\n")
+    r = t.LineReader(v2)
+    c.eq(r.read_until("stop_stub")[-1:], ["stop_stub"], "v2 hello: dqd is stopped")
     st, env = d.api("POST", "/api/v1/wrapper/start", "")
-    c.eq((st, env["data"]), (200, {"running": True, "sent_to": 1}), "POST wrapper/start")
+    c.eq((st, env["data"]), (200, {"running": True, "sent_to": 1, "not_applied": 1}),
+         "POST wrapper/start")
+    c.eq(r.read_lines(1), ["start_stub"], "the v2 connection gets start_stub")
+    v2.close()
     s.close()
     d.stop(c)
     t.remove_workdir(wd)
