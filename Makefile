@@ -87,8 +87,10 @@ demo: build
 	@./tools/demo $(BUILD)
 
 # The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
-# mm1k diagnosis three times (the verdicts must agree), the three-node scenario for each
-# fault variant twice. One summary line per part; logs in $(BUILD)/matrix-logs.
+# mm1k diagnosis three times (never a single worker named), the three-node scenario for
+# each fault variant twice, the Erlang queueing stations with the bottleneck in two places
+# four times each (rho and saturation against the pools' own accounting). One summary
+# line per part (per placement for the stations); logs in $(BUILD)/matrix-logs.
 matrix: build
 	@./tools/run-matrix $(BUILD)
 
