@@ -131,6 +131,10 @@ struct probe {
     } quiet[PROBES_QUIET];
     int n_quiet;
     int quiet_dirty; /* changed since last written to the store */
+    /* the end of the busy time the newest closed window counted: an instance of the next
+     * window that began before it counts only from there (its wait overlapped the busy time
+     * of instances that ended before the boundary, already counted) */
+    int64_t busy_prev_wid, busy_prev_hi;
 
     /* open windows */
     struct probe_slot *slots; /* table->nslots entries */

@@ -344,6 +344,7 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
     p->hash = h;
     p->index = (int)t->count;
     p->dmax_ms = t->default_dmax_ms;
+    p->busy_prev_wid = INT64_MIN;
     p->k = t->default_k;
     p->n = t->default_n;
     p->slots = calloc((size_t)t->nslots, sizeof *p->slots);
@@ -496,7 +497,17 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     struct probe_slot *s = &p->slots[si];
     s->wid = wid;
     if (status != PROBE_TO) {
-        busy_add(s, start_ns, end_ns);
+        /* what the previous window counted already: its busy time up to its newest
+         * segment's end (still open, or as it closed) */
+        const struct probe_slot *prev = &p->slots[(wid - 1) % t->nslots];
+        int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0
+                            ? prev->busy_seg[prev->busy_n - 1][1]
+                        : p->busy_prev_wid == wid - 1 ? p->busy_prev_hi
+                                                      : INT64_MIN;
+        int64_t lo = start_ns > carry ? start_ns : carry;
+        if (lo < end_ns) {
+            busy_add(s, lo, end_ns);
+        }
     }
     struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
@@ -709,6 +720,10 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         int64_t busy = s->busy_ns;
         for (int k = 0; k < s->busy_n; k++) {
             busy += s->busy_seg[k][1] - s->busy_seg[k][0];
+        }
+        if (s->busy_n > 0) {
+            p->busy_prev_wid = wid;
+            p->busy_prev_hi = s->busy_seg[s->busy_n - 1][1];
         }
         w.busy = (double)(busy < t->window_ns ? busy : t->window_ns) * 1e-9;
         if (s->ok > 0) {
