@@ -501,8 +501,8 @@ int adapt__overload(struct plan *pl, const struct investigation *inv, const stru
     double window_s = (double)core_window_ns(a->env.core) * 1e-9;
     double busy, busy_se, done;
     double nw, lam_se;
-    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done,
-             &nw, &lam_se);
+    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done, &nw,
+             &lam_se);
     int n_prev = inv->ov_prev ? inv->ov_prev->n : 0;
     int n_kids = (int)fi->in.n_children;
     r->st = calloc((size_t)(n_prev + n_kids), sizeof *r->st);
