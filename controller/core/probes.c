@@ -483,7 +483,11 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         return DQ_OK;
     }
     int64_t d_ns = end_ns - start_ns;
-    double bin = (double)d_ns * p->inv_width_ns + 0.5;
+    /* the bin (i·w, (i+1)·w] holding d (0 for d ≤ 0), as the engine's (dq.h): ⌈x⌉ − 1 with
+     * a time within 1e−12 of an edge on it */
+    double x = (double)d_ns * p->inv_width_ns * (1 - 1e-12);
+    int64_t up = (int64_t)x;
+    up += (double)up < x;
     double d = (double)d_ns * 1e-9;
     p->total_ok++;
     p->total_sum += d;
@@ -491,7 +495,7 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     if (hb < PROBES_HIST_BUCKETS) {
         p->hist[hb]++;
     }
-    if (d_ns > (int64_t)(p->dmax_ms * 1e6) || bin >= p->n + 0.5) {
+    if (d_ns > (int64_t)(p->dmax_ms * 1e6) || up > p->n) {
         s->out++;
         p->total_out++;
         if (na) {
@@ -499,7 +503,7 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         }
         return DQ_OK;
     }
-    int idx = bin >= p->n ? p->n - 1 : (int)bin;
+    int idx = up > 0 ? (int)up - 1 : 0;
     s->counts[idx]++;
     if (s->ok == 0 || d < s->min) {
         s->min = d;

@@ -150,7 +150,8 @@ static void test_oracle_json(const char *model) {
     json_t *cdf = json_object_get(o, "cdf");
     CHECK_INT(json_array_size(cdf), 1024);
 
-    /* the same model in-process: cdf[i] must be dq_cdf_at(i·width) */
+    /* the same model in-process: cdf[i] must be dq_cdf_at((i+1)·width), the CDF at the
+     * right edge of bin i */
     struct dq_diagram *d = NULL;
     struct dq_eval *ev = NULL;
     struct dq *x = NULL, *y = NULL;
@@ -168,12 +169,13 @@ static void test_oracle_json(const char *model) {
     int bad = 0;
     for (size_t i = 0; e && i < json_array_size(cdf); i++) {
         double v = json_number_value(json_array_get(cdf, i));
-        bad += v < prev - 1e-12 || fabs(v - dq_cdf_at(e, (double)i * w)) > 1e-9;
+        bad += v < prev - 1e-12 || fabs(v - dq_cdf_at(e, (double)(i + 1) * w)) > 1e-9;
         prev = v;
     }
     CHECK_INT(bad, 0);
     CHECK_NEAR(prev, 1.0 - num(o, "lost"), 1e-9);
-    CHECK_NEAR(json_number_value(json_array_get(cdf, 875)), dq_cdf_at(e, 3.5), 1e-9);
+    CHECK_NEAR(json_number_value(json_array_get(cdf, 874)), dq_cdf_at(e, 3.5), 1e-9);
+    CHECK_NEAR(json_number_value(json_array_get(cdf, 874)), 0.875, 1e-9); /* exact at edges */
     dq_eval_destroy(ev);
     dq_diagram_destroy(d);
     dq_destroy(x);
