@@ -332,6 +332,61 @@ void dq_band_destroy(struct dq_band *b);
 int dq_infer_unobserved(const struct dq_moments *parent, const struct dq_moments *observed,
                         size_t m, double *mean, double *variance, double *covariance_hint);
 
+/* ---- default grids ------------------------------------------------------------------- */
+
+/*
+ * What a grid must resolve about a delay, for choosing one before anything is computed
+ * (dqctl model; docs/engine.md, "Default grids"): built for the leaves of a model and
+ * combined along its operators.
+ */
+struct dq_hint {
+    double lo, hi;    /* the tangible delay lies in [lo, hi] (seconds); for a tail, hi is
+                         where at most about 1e-4 of the mass is still to come */
+    double mean, var; /* of the tangible delay (seconds, seconds²) */
+    double fmax;      /* a bound (or, for sums, an estimate) of its density, per second;
+                         0 when it has none (point masses only, or unknown) */
+    int qk;           /* its point masses sit on the edges of width 2^qk ms; DQ_MAX_K + 1
+                         when it has none, DQ_MIN_K − 1 when they fit no grid */
+    double failed;    /* failed mass */
+    double res;       /* the finest width that means anything (a measured ΔQ's bins), 0 */
+};
+
+/* Leaves: wait(t), uniform(a, b), exponential(rate), never, a ΔQ already binned. */
+void dq_hint_wait(double t, struct dq_hint *h);
+void dq_hint_uniform(double a, double b, struct dq_hint *h);
+void dq_hint_exponential(double rate, struct dq_hint *h);
+void dq_hint_never(struct dq_hint *h);
+void dq_hint_dq(const struct dq *a, struct dq_hint *h);
+
+/*
+ * Operators. Sequence: bounds and moments add, the density is at most the smallest of the
+ * continuous operands' (and about 1.5/(σ·√(2π)) for a sum of several), hi at most
+ * mean + 8σ. First-to-finish: hi is the smallest hi of the branches that never fail (the
+ * race is over by then), the density at most the sum. All-to-finish: the largest hi, the
+ * density at most the sum. Choice: the mixture (weights need not be normalised). Then
+ * scale by k ≥ 0 and shift by s (clamped at 0).
+ */
+void dq_hint_sequence(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_first(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_all(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_choice(const struct dq_hint *ops, const double *weights, size_t n,
+                    struct dq_hint *out);
+void dq_hint_scale(struct dq_hint *h, double k);
+void dq_hint_shift(struct dq_hint *h, double s);
+
+/*
+ * The default grid for a model whose reported delays are described by h (the hints of
+ * every reported node merged by dq_hint_all): the width fine enough that the CDF rises by
+ * at most 0.004 within a bin (fmax·w ≤ 0.004), with at least 1024 bins over [0, hi], on
+ * the grid of its point masses when that is affordable, and no finer than h->res; the
+ * bins to reach hi. When that takes more than DQ_MAX_BINS: the width that reaches hi in
+ * DQ_MAX_BINS if it still keeps fmax·w ≤ 0.008, else the widest that does, with
+ * DQ_MAX_BINS bins and the tail past that horizon left as lost past the horizon
+ * (*covered = 0). bins > 0 fixes N (the width is then the finest reaching hi). DQ_EINVAL
+ * for a NULL argument.
+ */
+int dq_grid_choose(const struct dq_hint *h, int bins, int *k, int *n, int *covered);
+
 /* ---- FFT plans ------------------------------------------------------------------------ */
 
 /* Releases every cached FFTW plan and scratch buffer (call at shutdown; later operators

@@ -548,6 +548,91 @@ double dqctl_dist_resolution(const struct dqctl_dist *d) {
     }
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The hint of a samples leaf: range, moments, failed share, and the densest run of
+ * max(5, count/20) sorted durations as its density. */
+static void samples_hint(const struct dqctl_dist *d, struct dq_hint *h) {
+    dq_hint_never(h);
+    uint64_t total = d->count + d->n_failed + d->n_timeout;
+    if (total == 0) {
+        return;
+    }
+    h->failed = (double)(d->n_failed + d->n_timeout) / (double)total;
+    if (d->count == 0) {
+        return;
+    }
+    double *v = malloc(d->count * sizeof *v);
+    if (!v) {
+        return;
+    }
+    memcpy(v, d->durations, d->count * sizeof *v);
+    qsort(v, d->count, sizeof *v, cmp_double);
+    double sum = 0.0, sq = 0.0;
+    for (size_t i = 0; i < d->count; i++) {
+        sum += v[i];
+        sq += v[i] * v[i];
+    }
+    double ok = (double)d->count / (double)total;
+    h->lo = v[0];
+    h->hi = v[d->count - 1];
+    h->mean = sum / (double)d->count;
+    h->var = sq / (double)d->count - h->mean * h->mean;
+    h->var = h->var > 0.0 ? h->var : 0.0;
+    size_t run = d->count / 20 > 5 ? d->count / 20 : 5;
+    if (run < d->count) {
+        for (size_t i = 0; i + run < d->count; i++) {
+            double span = v[i + run] - v[i];
+            double f = span > 0.0 ? ok * (double)run / (double)d->count / span : 0.0;
+            h->fmax = f > h->fmax ? f : h->fmax;
+        }
+    } else if (h->hi > h->lo) {
+        h->fmax = ok / (h->hi - h->lo);
+    }
+    free(v);
+}
+
+void dqctl_dist_hint(const struct dqctl_dist *d, struct dq_hint *h) {
+    switch (d->kind) {
+    case DQCTL_DIST_WAIT:
+        dq_hint_wait(d->a, h);
+        return;
+    case DQCTL_DIST_UNIFORM:
+        dq_hint_uniform(d->a, d->b, h);
+        return;
+    case DQCTL_DIST_EXPONENTIAL:
+        dq_hint_exponential(d->a, h);
+        return;
+    case DQCTL_DIST_NEVER:
+        dq_hint_never(h);
+        return;
+    case DQCTL_DIST_SAMPLES:
+        samples_hint(d, h);
+        return;
+    case DQCTL_DIST_PROBE:
+    case DQCTL_DIST_CALCULATED:
+    case DQCTL_DIST_SNAPSHOT:
+        if (d->measured) {
+            dq_hint_dq(d->measured, h);
+        } else {
+            dq_hint_wait(0.0, h);
+        }
+        return;
+    case DQCTL_DIST_SCALE:
+        dqctl_dist_hint(d->inner, h);
+        dq_hint_scale(h, d->a);
+        return;
+    case DQCTL_DIST_SHIFT:
+        dqctl_dist_hint(d->inner, h);
+        dq_hint_shift(h, d->a);
+        return;
+    }
+    dq_hint_wait(0.0, h);
+}
+
 /* Adds mass m at time t to dst (grid w, n): the bin holding t, lost beyond n·w. Returns 1
  * when t is a right edge of the grid (or 0). */
 static int add_point(double *dst, int n, double w, double m, double t) {

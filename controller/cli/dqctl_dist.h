@@ -94,6 +94,16 @@ double dqctl_dist_bound(const struct dqctl_dist *d);
 double dqctl_dist_resolution(const struct dqctl_dist *d);
 
 /*
+ * What a grid must resolve about d (engine dq.h, struct dq_hint), for the default grid of
+ * dqctl model: the engine's leaf hints for wait, uniform, exponential and never; for
+ * samples their range, moments, failed share and a density estimate (the densest run of
+ * max(5, count/20) sorted durations); a measured ΔQ's dq_hint_dq (its bins the finest
+ * width that means anything); scale and shift applied to their inner DIST's hint. Leaves
+ * must be loaded (an unfetched measured leaf counts as a wait of 0).
+ */
+void dqctl_dist_hint(const struct dqctl_dist *d, struct dq_hint *h);
+
+/*
  * d's ΔQ on the grid (k, n) into *out. Closed forms and samples use the engine's
  * constructors; a measured ΔQ is re-expressed (dq_reexpress: whole bins summed onto a
  * coarser grid, spread evenly onto a finer one; beyond the horizon it is lost). scale and

@@ -8,13 +8,13 @@
  * the measured DISTs (probe:, calculated:, snapshot:), after the model and its names
  * have been checked, with dqctl's usual --server / $DQD_URL / $DQD_TOKEN.
  *
- * The grid: every node is evaluated on one grid (width 2^k ms, N bins). Unless both are
- * given, it is chosen from the support of the given distributions: an upper bound B on
- * each reported node's delay (dqctl_dist_bound; sums along sequences, maxima across
- * operators), then the smallest width whose N bins (default 1024) reach B, and no finer
- * than the coarsest measured ΔQ's bins (dqctl_dist_resolution): the engine's operators
- * would bring finer operands to that width anyway. The rule is documented in
- * docs/outcome-diagrams.md.
+ * The grid: every node is evaluated on one grid (width 2^k ms, N bins). Unless
+ * --bin-width is given, it is chosen from what the given distributions need resolved
+ * (dqctl_dist_hint: reach, density, point masses, measured bins), combined along the
+ * diagram's operators by the engine (dq_hint_*), then dq_grid_choose: fine enough for the
+ * sharpest reported density, reaching every reported node's support, no finer than the
+ * coarsest measured ΔQ's bins (the engine's operators would bring finer operands to that
+ * width anyway). The rule is documented in docs/outcome-diagrams.md.
  */
 #include "dqctl.h"
 
@@ -36,7 +36,6 @@
 #define MODEL_MAX_FILE (16u << 20)  /* bytes of a .dq file */
 #define MODEL_MAX_SAMPLES 10000000u /* lines of one samples file */
 #define MODEL_MAX_LINE 1024         /* bytes of one samples line */
-#define MODEL_DEFAULT_BINS 1024     /* N when --bins is not given */
 #define PLOT_COLS 60
 #define PLOT_ROWS 10
 
@@ -51,7 +50,7 @@ struct setting {
     const char *text;        /* DIST as given (points into argv) */
     struct dqctl_dist *dist; /* parsed, owned */
     char note[512];          /* measured: what dqd sent (window, instances, grid) */
-    double bound;            /* upper bound of its support, seconds */
+    struct dq_hint hint;     /* what a grid must resolve about it */
     struct dq *dq;
 };
 
@@ -104,15 +103,17 @@ static void model_usage(FILE *out) {
             "                     a node given a ΔQ is used as is by its parents\n"
             "  --node NAME        report this node instead of the roots (repeatable)\n"
             "  --bin-width S      bin width: 0.001 s times a power of two (2^-10 … 2^10)\n"
-            "  --bins N           number of bins, 1 … 4096 (default 1024)\n"
+            "  --bins N           number of bins, 1 … 4096 (default: as the model needs)\n"
             "  --server URL       dqd for measured DISTs (default: $DQD_URL, else\n"
             "                     " DQCTL_DEFAULT_SERVER "); $DQD_TOKEN is sent when set\n"
             "  --json             one JSON object per reported node, one per line\n"
             "  -h, --help         this help\n"
             "\n"
-            "Without --bin-width the width is the smallest that lets the bins cover every\n"
-            "reported node's support, and no finer than the measured ΔQs' bins (times K\n"
-            "under scale): results are exact to that width. Exit status: 0 success, 2 usage,\n"
+            "Without --bin-width the grid is chosen from the distributions: bins narrow\n"
+            "enough for the sharpest reported density, reaching every reported node's\n"
+            "support (up to 4096 bins), no finer than the measured ΔQs' bins (times K under\n"
+            "scale); a tail cut at the horizon is reported as such. cdf[i] and quantiles are\n"
+            "read at the bins' right edges (docs/engine.md). Exit status: 0 success, 2 usage,\n"
             "model or connection error (also: an unknown probe or snapshot, a probe with no\n"
             "closed window yet, dqd unreachable).\n"
             "\n"
@@ -355,48 +356,64 @@ static char *read_model(const char *path, size_t *len) {
 }
 
 /*
- * Upper bounds of every node's delay, children first (Kahn's order over the parent
- * lists, no recursion: reference chains can be long). bound[i] < 0 means unknown (an
- * outcome with no --set below it).
+ * The hints of every node (what a grid must resolve about its delay), children first
+ * (Kahn's order over the parent lists, no recursion: reference chains can be long).
+ * known[i] = 0 when node i's delay is unknown (an outcome with no --set below it).
  */
-static int support_bounds(const struct dq_diagram *d, const struct setting *sets, size_t n_sets,
-                          double *bound) {
+static int support_hints(const struct dq_diagram *d, const struct setting *sets, size_t n_sets,
+                         struct dq_hint *hint, unsigned char *known) {
     size_t n = dq_diagram_node_count(d);
     size_t *pending = malloc((n ? n : 1) * sizeof *pending);
     int *order = malloc((n ? n : 1) * sizeof *order);
     signed char *given = calloc(n ? n : 1, 1);
-    if (!pending || !order || !given) {
+    struct dq_hint *ops = malloc((n ? n : 1) * sizeof *ops);
+    if (!pending || !order || !given || !ops) {
         free(pending);
         free(order);
         free(given);
+        free(ops);
         return -1;
     }
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++) {
         pending[i] = dq_diagram_node(d, (int)i)->n_children;
+        known[i] = 0;
         if (pending[i] == 0) {
             order[tail++] = (int)i;
         }
     }
     for (size_t s = 0; s < n_sets; s++) {
         given[sets[s].node] = 1;
-        bound[sets[s].node] = sets[s].bound;
+        hint[sets[s].node] = sets[s].hint;
+        known[sets[s].node] = 1;
     }
     while (head < tail) {
         int i = order[head++];
         const struct dq_diagram_node *nd = dq_diagram_node(d, i);
-        if (!given[i]) {
+        if (!given[i] && nd->kind != DQ_NODE_OUTCOME) {
             /* a given node is used as is: its children do not matter */
-            double b = nd->kind == DQ_NODE_OUTCOME ? -1.0 : 0.0;
+            int all = 1;
             for (size_t c = 0; c < nd->n_children; c++) {
-                double cb = bound[nd->children[c]];
-                if (cb < 0.0) {
-                    b = -1.0;
+                all = all && known[nd->children[c]];
+                ops[c] = hint[nd->children[c]];
+            }
+            known[i] = (unsigned char)all;
+            if (all) {
+                switch (nd->kind) {
+                case DQ_NODE_FIRST:
+                    dq_hint_first(ops, nd->n_children, &hint[i]);
+                    break;
+                case DQ_NODE_ALL:
+                    dq_hint_all(ops, nd->n_children, &hint[i]);
+                    break;
+                case DQ_NODE_CHOICE:
+                    dq_hint_choice(ops, nd->weights, nd->n_children, &hint[i]);
+                    break;
+                default: /* sequences and references (one child: itself) */
+                    dq_hint_sequence(ops, nd->n_children, &hint[i]);
                     break;
                 }
-                b = nd->kind == DQ_NODE_SEQUENCE ? b + cb : (cb > b ? cb : b);
             }
-            bound[i] = b;
         }
         for (size_t j = 0; j < nd->n_parents; j++) {
             if (--pending[nd->parents[j]] == 0) {
@@ -407,6 +424,7 @@ static int support_bounds(const struct dq_diagram *d, const struct setting *sets
     free(pending);
     free(order);
     free(given);
+    free(ops);
     return 0;
 }
 
@@ -421,10 +439,13 @@ static int exponent_of(double w) {
 }
 
 /*
- * The grid rule of the file comment: b the support bound, res the coarsest resolution of
- * the measured inputs (0 when there are none). Warns when b cannot be covered.
+ * The grid rule of the file comment: h merges the reported nodes' hints (the largest
+ * reach, the sharpest density, the coarsest measured bins). Warns when the horizon stops
+ * short of the reach.
  */
-static int choose_grid(const struct model_args *a, double b, double res, int *k, int *n) {
+static int choose_grid(const struct model_args *a, const struct dq_hint *h, int *k, int *n) {
+    double b = h->hi;
+    int covered = 1;
     if (a->bin_width > 0.0) {
         *k = exponent_of(a->bin_width);
         if (*k < DQ_MIN_K) {
@@ -440,27 +461,17 @@ static int choose_grid(const struct model_args *a, double b, double res, int *k,
             double need = ceil(b / dq_width_of(*k) - 1e-9);
             *n = need < 1.0 ? 1 : (need > DQ_MAX_BINS ? DQ_MAX_BINS : (int)need);
         }
-    } else {
-        *n = a->bins ? a->bins : MODEL_DEFAULT_BINS;
-        *k = DQ_MIN_K;
-        while (*k < DQ_MAX_K && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
-            (*k)++;
-        }
-        /* no finer than the measured bins: the largest 2^k ms not above res */
-        while (*k < DQ_MAX_K && dq_width_of(*k + 1) <= res * (1.0 + 1e-9)) {
-            (*k)++;
-        }
-        if (!a->bins) {
-            while (*n < DQ_MAX_BINS && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
-                *n = *n * 2 > DQ_MAX_BINS ? DQ_MAX_BINS : *n * 2;
-            }
-        }
+        covered = dq_width_of(*k) * *n >= b * (1.0 - 1e-12);
+    } else if (dq_grid_choose(h, a->bins, k, n, &covered) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
+        return DQCTL_EXIT_USAGE;
     }
-    if (dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
+    if (!covered) {
         fprintf(dqctl_err(),
                 "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s; mass beyond it is reported as lost\n",
-                dq_width_of(*k) * *n, b);
+                "s (%d bins of %g s%s); mass beyond it is reported as lost past the horizon\n",
+                dq_width_of(*k) * *n, b, *n, dq_width_of(*k),
+                a->bin_width > 0.0 || a->bins ? "" : ", as fine as the sharpest density needs");
     }
     return DQCTL_EXIT_OK;
 }
@@ -603,6 +614,11 @@ static double lost_of(const struct dq *a) {
     return round(dq_lost(a) * 1e12) / 1e12;
 }
 
+/* The part of it past the horizon (the tail a longer horizon would keep), rounded so. */
+static double past_of(const struct dq *a) {
+    return round(dq_past_horizon(a) * 1e12) / 1e12;
+}
+
 /* The facts printed for one node. */
 struct report {
     const char *node;
@@ -635,7 +651,8 @@ static int print_json(const struct report *r) {
     double sum = 0.0;
     for (int i = 0; i < a->n; i++) {
         sum += a->pdf[i];
-        /* rounded to 1e-12: FFT round-off leaves ~1e-18 dust that is not information */
+        /* cdf[i] = P(delay ≤ (i+1)·w), the right edge of bin i (docs/engine.md); rounded to
+         * 1e-12: FFT round-off leaves ~1e-18 dust that is not information */
         double v = round((sum > 1.0 ? 1.0 : sum) * 1e12) / 1e12;
         json_array_append_new(cdf, json_real(v));
     }
@@ -648,6 +665,7 @@ static int print_json(const struct report *r) {
     json_object_set_new(o, "bins", json_integer(a->n));
     json_object_set_new(o, "horizon", json_real(dq_horizon(a)));
     json_object_set_new(o, "lost", json_real(lost_of(a)));
+    json_object_set_new(o, "lost_past_horizon", json_real(past_of(a)));
     json_object_set_new(o, "mean", r->have_m ? json_real(r->m.mean) : json_null());
     json_object_set_new(o, "variance", r->have_m ? json_real(r->m.variance) : json_null());
     json_object_set_new(o, "quantiles", qs);
@@ -721,7 +739,12 @@ static void print_human(const struct report *r) {
     } else {
         fprintf(dqctl_out(), "  %-9s none (nothing completes)\n", "mean");
     }
-    fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+    if (past_of(a) > 0.0) {
+        fprintf(dqctl_out(), "  %-9s %.6g (%.6g of it past the horizon %g s)\n", "lost", lost_of(a),
+                past_of(a), dq_horizon(a));
+    } else {
+        fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+    }
     print_plot(a);
 }
 
@@ -758,10 +781,11 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     int status = DQCTL_EXIT_OK;
     size_t n_nodes = dq_diagram_node_count(d);
     int *report_nodes = malloc((a->n_nodes + dq_diagram_root_count(d) + 1) * sizeof(int));
-    double *bound = malloc((n_nodes ? n_nodes : 1) * sizeof *bound);
+    struct dq_hint *hint = malloc((n_nodes ? n_nodes : 1) * sizeof *hint);
+    unsigned char *known = malloc(n_nodes ? n_nodes : 1);
     struct dq_eval *ev = NULL;
     size_t n_report = 0;
-    if (!report_nodes || !bound) {
+    if (!report_nodes || !hint || !known) {
         fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
@@ -810,23 +834,29 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     if ((status = fetch_all(a, sets, &live)) != DQCTL_EXIT_OK) {
         goto out;
     }
-    double res = 0.0;
+    struct dq_hint merged;
+    dq_hint_wait(0.0, &merged);
     for (size_t s = 0; s < a->n_sets; s++) {
-        sets[s].bound = dqctl_dist_bound(sets[s].dist);
-        double r = dqctl_dist_resolution(sets[s].dist);
-        res = r > res ? r : res;
+        dqctl_dist_hint(sets[s].dist, &sets[s].hint);
+        /* a measured ΔQ anywhere sets the finest width that means anything */
+        merged.res = sets[s].hint.res > merged.res ? sets[s].hint.res : merged.res;
     }
-    if (support_bounds(d, sets, a->n_sets, bound) < 0) {
+    if (support_hints(d, sets, a->n_sets, hint, known) < 0) {
         fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
-    double b = 0.0;
     for (size_t j = 0; j < n_report; j++) {
-        b = bound[report_nodes[j]] > b ? bound[report_nodes[j]] : b;
+        const struct dq_hint *h = &hint[report_nodes[j]];
+        if (!known[report_nodes[j]]) {
+            continue; /* reported as missing below */
+        }
+        merged.hi = h->hi > merged.hi ? h->hi : merged.hi;
+        merged.fmax = h->fmax > merged.fmax ? h->fmax : merged.fmax;
+        merged.qk = h->qk < merged.qk ? h->qk : merged.qk;
     }
     int k, n;
-    if ((status = choose_grid(a, b, res, &k, &n)) != DQCTL_EXIT_OK) {
+    if ((status = choose_grid(a, &merged, &k, &n)) != DQCTL_EXIT_OK) {
         goto out;
     }
     if (dq_eval_create(d, k, n, &ev) != DQ_OK) {
@@ -881,7 +911,8 @@ out:
     dq_eval_destroy(ev);
     dq_diagram_destroy(d);
     free(report_nodes);
-    free(bound);
+    free(hint);
+    free(known);
     return status;
 }
 

@@ -19,6 +19,10 @@
  * Plus the issue's own chain, x1 -> x2 -> x3 of U(0.4, 0.6) on 1536 bins of 1 ms (and
  * 768 of 2 ms, 3072 of 0.5 ms), whose lost mass is 0.366944.
  *
+ * Acceptance 2: at the default grid dq_grid_choose picks from the cases' hints (as
+ * dqctl model does), every case is within a Kolmogorov distance of 1e-2 of its closed form
+ * on [0, H], and the tail past H is reported as lost past the horizon.
+ *
  * `test_engine_reference --table` prints the errors per case and grid (the figures of
  * docs/engine.md).
  */
@@ -386,6 +390,177 @@ static void run_case(const struct refcase *c) {
     }
 }
 
+/* ---- default grids (acceptance 2) --------------------------------------------------------- */
+
+static double f_erlang10(double t) {
+    return erlang(t, 10, 25.0);
+}
+
+static struct dq *mk_e25(int k, int n) {
+    return expo(k, n, 25.0);
+}
+
+static struct dq *build_erlang10(int k, int n, int spelling) {
+    return chain(k, n, 10, mk_e25, spelling);
+}
+
+/* a 1–2 ms cache raced against a slow database (exponential, mean 1 s) */
+static double f_race(double t) {
+    return 1.0 - (1.0 - u01(t, 0.001, 0.002)) * (1.0 - ex(t, 1.0));
+}
+
+static struct dq *build_race(int k, int n, int spelling) {
+    (void)spelling;
+    struct dq *ops[2] = {uni(k, n, 0.001, 0.002), expo(k, n, 1.0)};
+    return combine3(ops, 2, 0);
+}
+
+static double f_u46(double t) {
+    return irwin_hall(3, (t - 1.2) / 0.2);
+}
+
+static struct dq *mk_u46(int k, int n) {
+    return uni(k, n, 0.4, 0.6);
+}
+
+static struct dq *build_u46(int k, int n, int spelling) {
+    return chain(k, n, 3, mk_u46, spelling);
+}
+
+/* The hints of the cases, built as dqctl model builds them from its --set DISTs. */
+static void hint_seq_of(int m, const struct dq_hint *one, struct dq_hint *out) {
+    struct dq_hint ops[32];
+    for (int i = 0; i < m; i++) {
+        ops[i] = *one;
+    }
+    dq_hint_sequence(ops, (size_t)m, out);
+}
+
+static void hint_lossy(struct dq_hint *h, double p) {
+    struct dq_hint two[2], nv;
+    dq_hint_never(&nv);
+    two[0] = *h;
+    two[1] = nv;
+    const double w[2] = {p, 1.0 - p};
+    dq_hint_choice(two, w, 2, h);
+}
+
+static void hint_of(const char *name, struct dq_hint *h) {
+    struct dq_hint one, ops[3];
+    if (strcmp(name, "triangular") == 0) {
+        dq_hint_uniform(1.0, 2.0, &one);
+        hint_seq_of(2, &one, h);
+    } else if (strcmp(name, "ih20") == 0) {
+        dq_hint_uniform(0.0, 1.0, &one);
+        hint_seq_of(20, &one, h);
+    } else if (strcmp(name, "erlang4") == 0) {
+        dq_hint_exponential(10.0, &one);
+        hint_seq_of(4, &one, h);
+    } else if (strcmp(name, "erlang10") == 0) {
+        dq_hint_exponential(25.0, &one);
+        hint_seq_of(10, &one, h);
+    } else if (strcmp(name, "chain3") == 0) {
+        dq_hint_exponential(5.0, &one);
+        hint_seq_of(3, &one, h);
+    } else if (strcmp(name, "u46") == 0) {
+        dq_hint_uniform(0.4, 0.6, &one);
+        hint_seq_of(3, &one, h);
+    } else if (strcmp(name, "ftf_exp") == 0) {
+        for (int i = 0; i < 3; i++) {
+            dq_hint_exponential(ftf_rate[i], &ops[i]);
+            hint_lossy(&ops[i], ftf_p[i]);
+        }
+        dq_hint_first(ops, 3, h);
+    } else if (strcmp(name, "atf_exp") == 0) {
+        dq_hint_exponential(10.0, &ops[0]);
+        hint_lossy(&ops[0], 0.9);
+        dq_hint_exponential(5.0, &ops[1]);
+        hint_lossy(&ops[1], 0.95);
+        dq_hint_all(ops, 2, h);
+    } else if (strcmp(name, "atf_unif") == 0) {
+        dq_hint_uniform(0.1, 0.5, &ops[0]);
+        hint_lossy(&ops[0], 0.9);
+        dq_hint_uniform(0.2, 0.3, &ops[1]);
+        hint_lossy(&ops[1], 0.8);
+        dq_hint_all(ops, 2, h);
+    } else if (strcmp(name, "ftf_unif") == 0) {
+        dq_hint_uniform(0.1, 0.5, &ops[0]);
+        hint_lossy(&ops[0], 0.6);
+        dq_hint_uniform(0.2, 0.4, &ops[1]);
+        hint_lossy(&ops[1], 0.5);
+        dq_hint_first(ops, 2, h);
+    } else { /* race */
+        dq_hint_uniform(0.001, 0.002, &ops[0]);
+        dq_hint_exponential(1.0, &ops[1]);
+        dq_hint_first(ops, 2, h);
+    }
+}
+
+struct default_case {
+    const char *hint;
+    const char *name;
+    double (*F)(double t);
+    struct dq *(*build)(int k, int n, int spelling);
+};
+
+static const struct default_case defaults[] = {
+    {"triangular", "triangular U(1,2);U(1,2)", f_tri, build_tri},
+    {"ih20", "Irwin-Hall n=20", f_ih20, build_ih20},
+    {"erlang4", "Erlang-4 (rate 10, mean 0.4 s)", f_erlang4, build_erlang4},
+    {"erlang10", "Erlang-10 (rate 25, mean 0.4 s)", f_erlang10, build_erlang10},
+    {"ftf_exp", "ftf 3 exp with failures", f_ftf_exp, build_ftf_exp},
+    {"atf_exp", "atf 2 exp with failures", f_atf_exp, build_atf_exp},
+    {"atf_unif", "atf 2 uniforms with failures", f_atf_unif, build_atf_unif},
+    {"ftf_unif", "ftf 2 uniforms with failures", f_ftf_unif, build_ftf_unif},
+    {"chain3", "chain exp(5)^3", f_chain3, build_chain3},
+    {"u46", "chain U(0.4,0.6)^3", f_u46, build_u46},
+    {"race", "race of a 1-2 ms cache and exp(1) s", f_race, build_race},
+};
+
+/*
+ * Kolmogorov distance on [0, H] between the step CDF of the convention (dq_cdf_at: on
+ * [(i)·w, (i+1)·w) the value at the edge i·w) and a continuous F: on each bin the sup is at
+ * one of its ends.
+ */
+static double ks_step(const struct dq *q, double (*F)(double)) {
+    double d = 0.0;
+    for (int i = 0; i < q->n; i++) {
+        double c = dq_cdf_at(q, i * q->width);
+        double a = fabs(c - F(i * q->width)), b = fabs(c - F((i + 1) * q->width));
+        d = fmax(d, fmax(a, b));
+    }
+    return d;
+}
+
+static void test_default_grids(void) {
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+        const struct default_case *c = &defaults[i];
+        struct dq_hint h;
+        hint_of(c->hint, &h);
+        int k = 0, n = 0, covered = 0;
+        CHECK_INT(dq_grid_choose(&h, 0, &k, &n, &covered), DQ_OK);
+        struct dq *q = c->build(k, n, 0);
+        if (!q) {
+            CHECK(0);
+            continue;
+        }
+        double ks = ks_step(q, c->F), H = dq_horizon(q);
+        double tail = 1.0 - c->F(H) - q->failed; /* the truth's tangible mass past H */
+        CHECK_MSG(ks <= 1e-2, "%s at its default grid (%g ms × %d): Kolmogorov distance %g",
+                  c->name, q->width / MS, n, ks);
+        /* the tail cut at the horizon is reported as such: lost past the horizon, not
+         * failed, and as large as the truth's (within the bins' second-order error) */
+        CHECK_MSG(fabs(dq_past_horizon(q) - (tail > 0.0 ? tail : 0.0)) <= 1e-4,
+                  "%s: past the horizon %g, true %g", c->name, dq_past_horizon(q), tail);
+        if (print_table) {
+            printf("default grid %-40s %8g ms x %-4d horizon %-8g KS %-9.3g past H %.3g%s\n",
+                   c->name, q->width / MS, n, H, ks, dq_past_horizon(q),
+                   covered ? "" : " (horizon short of hi)");
+        }
+        dq_destroy(q);
+    }
+}
+
 /* ---- the issue's chain, through the diagram evaluator ------------------------------------ */
 
 static double eval_lost(const char *text, int k, int n) {
@@ -444,6 +619,7 @@ int main(int argc, char **argv) {
         run_case(&cases[i]);
     }
     test_issue_chain();
+    test_default_grids();
     dq_engine_cleanup();
     return check_done();
 }
