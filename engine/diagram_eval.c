@@ -194,7 +194,7 @@ const struct dq *dq_eval_effective(const struct dq_eval *ev, int i) {
     }
     const struct dq_diagram_node *nd = dq_diagram_node(ev->d, i);
     if (nd->kind == DQ_NODE_REFERENCE) {
-        /* a reference's target is a definition, never another reference */
+        /* a reference's target is a definition or an outcome, never another reference */
         int t = nd->target;
         return ev->observed[t] ? ev->observed[t] : ev->calc[t];
     }

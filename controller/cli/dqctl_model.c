@@ -778,6 +778,14 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         fprintf(dqctl_err(), "%s:%d:%d: %s\n", a->file, err.line, err.column, err.text);
         return DQCTL_EXIT_USAGE;
     }
+    for (size_t j = 0; j < dq_diagram_warning_count(d); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(d, j);
+        fprintf(dqctl_err(), "%s:%d:%d: warning: %s\n", a->file, w->line, w->column, w->text);
+    }
+    if (dq_diagram_warning_total(d) > dq_diagram_warning_count(d)) {
+        fprintf(dqctl_err(), "%s: %zu more warnings\n", a->file,
+                dq_diagram_warning_total(d) - dq_diagram_warning_count(d));
+    }
     int status = DQCTL_EXIT_OK;
     size_t n_nodes = dq_diagram_node_count(d);
     int *report_nodes = malloc((a->n_nodes + dq_diagram_root_count(d) + 1) * sizeof(int));

@@ -335,6 +335,10 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     eval_sync_grids(c);
     LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
         path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    for (size_t j = 0; j < dq_diagram_warning_count(g); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(g, j);
+        LOG(LOG_WARN, "diagram %s:%d:%d: %s", path ? path : "", w->line, w->column, w->text);
+    }
     return DQ_OK;
 }
 

@@ -418,6 +418,33 @@ static void test_default_grids(void) {
     run_free(&r);
 }
 
+/* The oscilloscope's example diagram is evaluated, its doubtful parts warned about. */
+static void test_oscilloscope_example(void) {
+    char model[512], args[2048];
+    write_file("example.dq",
+               "probe1 = o1 -> o2 -> s:o3;\n"
+               "system = s:probe1 -> f:ftf1(c, d, e, g, h) -> p:q[0.1, 0.2](c, b);\n",
+               model, sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set o1='wait(0.001)' --set o2='wait(0.002)' --set o3='wait(0.003)' "
+             "--set c='wait(0.010)' --set d='wait(0.02)' --set e='wait(0.02)' "
+             "--set g='wait(0.02)' --set h='wait(0.02)' --set b='wait(0.04)' --json",
+             model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.err && strstr(r.err, "example.dq:1:22: warning: s:o3 refers to `o3`, which is never "
+                                 "defined"));
+    CHECK(r.err && strstr(r.err, "example.dq:2:47: warning: the probabilities of p:q sum to 0.3"));
+    json_t *o = json_line(&r, 0);
+    if (o) {
+        /* 6 ms, then the race (c: 10 ms), then c (10 ms) w.p. 1/3 or b (40 ms) w.p. 2/3 */
+        CHECK_NEAR(quant(o, "0.5"), 0.056, 1e-12);
+        CHECK_NEAR(num(o, "mean"), 0.006 + 0.010 + (0.010 + 2 * 0.040) / 3, 1e-9);
+    }
+    json_decref(o);
+    run_free(&r);
+}
+
 static void test_errors(const char *model) {
     char args[2048], bad[512];
     write_file("bad.dq", "ok = x;\nbroken = f:r(y);\n", bad, sizeof bad);
@@ -494,6 +521,7 @@ int main(int argc, char **argv) {
     test_stdin(model);
     test_distributions();
     test_default_grids();
+    test_oscilloscope_example();
     test_errors(model);
     test_help();
     char cmd[600];
