@@ -580,9 +580,10 @@ static json_t *node_split(struct plan *pl, const char *name, enum search_problem
         double f = in.problem == SEARCH_LOST ? 100.0 : (in.problem == SEARCH_VARIANCE ? 1e6 : 1e3);
         const char *unit =
             in.problem == SEARCH_LOST ? "%" : (in.problem == SEARCH_VARIANCE ? "ms²" : "ms");
-        const char *what = in.problem == SEARCH_LOST       ? "lost"
-                           : in.problem == SEARCH_VARIANCE ? "part of the spread (w·(σ² + (μ − μ̄)²))"
-                                                           : "mean latency";
+        const char *what = in.problem == SEARCH_LOST ? "lost"
+                           : in.problem == SEARCH_VARIANCE
+                               ? "part of the spread (w·(σ² + (μ − μ̄)²))"
+                               : "mean latency";
         if (a->runner_up >= 0) {
             const struct search_contribution *r = &a->c[a->runner_up];
             snprintf(why, why_cap,
