@@ -14,7 +14,9 @@
  * diagram's operators by the engine (dq_hint_*), then dq_grid_choose: fine enough for the
  * sharpest reported density, reaching every reported node's support, no finer than the
  * coarsest measured ΔQ's bins (the engine's operators would bring finer operands to that
- * width anyway). The rule is documented in docs/outcome-diagrams.md.
+ * width anyway). When 4096 bins cannot do both and the resolution's horizon cuts more
+ * than 1e-3 of a reported node's mass, the model is evaluated again on the grid that
+ * reaches the support. The rule is documented in docs/outcome-diagrams.md.
  */
 #include "dqctl.h"
 
@@ -438,14 +440,21 @@ static int exponent_of(double w) {
     return DQ_MIN_K - 1;
 }
 
+/* The most a default grid may leave past its horizon before reach is preferred to
+ * resolution (run_model). */
+#define MODEL_TAIL_CUT_MAX 1e-3
+
 /*
  * The grid rule of the file comment: h merges the reported nodes' hints (the largest
  * reach, the sharpest density, the coarsest measured bins). Warns when the horizon stops
- * short of the reach.
+ * short of the reach, unless it is the default rule's choice of resolution over reach
+ * (*short_default set: run_model decides after evaluating).
  */
-static int choose_grid(const struct model_args *a, const struct dq_hint *h, int *k, int *n) {
+static int choose_grid(const struct model_args *a, const struct dq_hint *h, int *k, int *n,
+                       int *short_default) {
     double b = h->hi;
     int covered = 1;
+    *short_default = 0;
     if (a->bin_width > 0.0) {
         *k = exponent_of(a->bin_width);
         if (*k < DQ_MIN_K) {
@@ -466,20 +475,46 @@ static int choose_grid(const struct model_args *a, const struct dq_hint *h, int 
         fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
         return DQCTL_EXIT_USAGE;
     }
-    if (!covered) {
+    if (!covered && !(a->bin_width > 0.0) && !a->bins) {
+        *short_default = 1;
+    } else if (!covered) {
         fprintf(dqctl_err(),
                 "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s (%d bins of %g s%s); mass beyond it is reported as lost past the horizon\n",
-                dq_width_of(*k) * *n, b, *n, dq_width_of(*k),
-                a->bin_width > 0.0 || a->bins ? "" : ", as fine as the sharpest density needs");
+                "s (%d bins of %g s); mass beyond it is reported as lost past the horizon\n",
+                dq_width_of(*k) * *n, b, *n, dq_width_of(*k));
     }
     return DQCTL_EXIT_OK;
 }
 
 static int build_dq(struct setting *st, int k, int n) {
     char err[512];
+    dq_destroy(st->dq);
+    st->dq = NULL;
     if (dqctl_dist_build(st->dist, k, n, &st->dq, err, sizeof err) < 0) {
         fprintf(dqctl_err(), "dqctl model: --set %s: %s\n", st->name, err);
+        return DQCTL_EXIT_USAGE;
+    }
+    return DQCTL_EXIT_OK;
+}
+
+/* A fresh evaluator of d on grid (k, n) (*ev replaced), every --set built on it, run. */
+static int evaluate(const struct dq_diagram *d, struct setting *sets, size_t n_sets, int k, int n,
+                    struct dq_eval **ev) {
+    dq_eval_destroy(*ev);
+    *ev = NULL;
+    if (dq_eval_create(d, k, n, ev) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
+        return DQCTL_EXIT_USAGE;
+    }
+    for (size_t s = 0; s < n_sets; s++) {
+        int status = build_dq(&sets[s], k, n);
+        if (status != DQCTL_EXIT_OK) {
+            return status;
+        }
+        dq_eval_set_observed(*ev, sets[s].node, sets[s].dq);
+    }
+    if (dq_eval_run(*ev) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
         return DQCTL_EXIT_USAGE;
     }
     return DQCTL_EXIT_OK;
@@ -863,25 +898,45 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         merged.fmax = h->fmax > merged.fmax ? h->fmax : merged.fmax;
         merged.qk = h->qk < merged.qk ? h->qk : merged.qk;
     }
-    int k, n;
-    if ((status = choose_grid(a, &merged, &k, &n)) != DQCTL_EXIT_OK) {
+    int k, n, short_default;
+    if ((status = choose_grid(a, &merged, &k, &n, &short_default)) != DQCTL_EXIT_OK) {
         goto out;
     }
-    if (dq_eval_create(d, k, n, &ev) != DQ_OK) {
-        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
-        status = DQCTL_EXIT_USAGE;
-        goto out;
-    }
-    for (size_t s = 0; s < a->n_sets; s++) {
-        if ((status = build_dq(&sets[s], k, n)) != DQCTL_EXIT_OK) {
+    for (int pass = 0; pass < 2; pass++) {
+        if ((status = evaluate(d, sets, a->n_sets, k, n, &ev)) != DQCTL_EXIT_OK) {
             goto out;
         }
-        dq_eval_set_observed(ev, sets[s].node, sets[s].dq);
-    }
-    if (dq_eval_run(ev) != DQ_OK) {
-        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
-        status = DQCTL_EXIT_USAGE;
-        goto out;
+        if (!short_default) {
+            break;
+        }
+        /* resolution was preferred to reach: fine when the tail it cuts is small */
+        double cut = 0.0;
+        for (size_t j = 0; j < n_report; j++) {
+            const struct dq *q = dq_eval_calculated(ev, report_nodes[j]);
+            q = q ? q : dq_eval_observed(ev, report_nodes[j]);
+            cut = q && dq_past_horizon(q) > cut ? dq_past_horizon(q) : cut;
+        }
+        int covered = 1;
+        int k2 = k, n2 = n;
+        if (pass == 0 && cut > MODEL_TAIL_CUT_MAX &&
+            dq_grid_choose(&merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != k) {
+            fprintf(dqctl_err(),
+                    "dqctl model: warning: %d bins of %g s (as fine as the sharpest density "
+                    "needs) reach only %g s and leave %.3g past it; reaching %g s instead with "
+                    "%d bins of %g s (the sharpest part is resolved less finely)\n",
+                    n, dq_width_of(k), dq_width_of(k) * n, cut, dq_width_of(k2) * n2, n2,
+                    dq_width_of(k2));
+            k = k2;
+            n = n2;
+            short_default = !covered;
+            continue;
+        }
+        fprintf(dqctl_err(),
+                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
+                "s (%d bins of %g s, as fine as the sharpest density needs); mass beyond it "
+                "is reported as lost past the horizon\n",
+                dq_width_of(k) * n, merged.hi, n, dq_width_of(k));
+        break;
     }
     if (!a->json && live) {
         print_measured(a, sets);

@@ -393,6 +393,28 @@ static void test_default_grids(void) {
     json_decref(o);
     run_free(&r);
 
+    /* a cache that misses 20 % of the time raced against the database: bins fine enough
+     * for the cache reach only ~19 ms and would cut 7 % of the misses' tail, so the model
+     * is evaluated again on the grid that reaches the database's tail, and says so */
+    write_file("miss.dq", "c = p:h[0.8, 0.2](hit, miss);\nlookup = f:race(s:c, db);\n", model,
+               sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set hit='uniform(0.001,0.002)' --set miss=never "
+             "--set db='exponential(50)' --json --node lookup",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.err && strstr(r.err, "reaching 0.256 s instead with 4096 bins of 6.25e-05 s"));
+    o = json_line(&r, 0);
+    if (o) {
+        CHECK_NEAR(num(o, "horizon"), 0.256, 1e-12);
+        CHECK(num(o, "lost_past_horizon") < 1e-5);
+        CHECK_NEAR(num(o, "lost"), 0.0, 1e-5);
+        CHECK_NEAR(quant(o, "0.5"), 0.001625, 1e-12); /* exact 1.574 ms: the next edge */
+    }
+    json_decref(o);
+    run_free(&r);
+
     /* first-to-finish of three exponentials with failure mass */
     write_file("ftf3.dq",
                "b1 = p:c1[0.9, 0.1](e1, n1);\nb2 = p:c2[0.8, 0.2](e2, n2);\n"
