@@ -29,7 +29,7 @@
 
 /* Chains whose operands hold at most this many bins together are convolved in one
  * frequency-domain product; longer ones pair by pair (dq_sequence_cut). */
-#define SEQ_ONE_SHOT_BINS (4 * DQ_MAX_BINS)
+#define SEQ_ONE_SHOT_BINS DQ_MAX_BINS
 
 /* ---- grid ------------------------------------------------------------------------ */
 
@@ -793,7 +793,8 @@ static int from_cdf(int k, int n, const double *cdf, struct dq **out) {
 /* One operand of a sequence brought to the common exponent: its masses without the atom
  * at 0 (`row`, len bins), that atom, its kind of mass, lag and failed mass. */
 struct seq_row {
-    double *row;
+    const double *row; /* own, or the operand's pdf (borrowed) */
+    double *own;       /* what to free */
     int len;
     double zero;
     int atoms;
@@ -801,22 +802,43 @@ struct seq_row {
     double failed;
 };
 
-/* Fills r from a on exponent k ≥ a->k (row allocated; the caller frees it). */
+/* Fills r from a on exponent k ≥ a->k: a's own masses when they are on k and it has no
+ * atom at 0, else a copy (r->own; the caller frees it). */
 static int seq_row_of(const struct dq *a, int k, struct seq_row *r) {
+    r->failed = a->failed;
+    r->own = NULL;
+    if (a->k == k && !(a->zero > 0.0)) {
+        r->row = a->pdf;
+        r->len = a->n;
+        r->lag = a->lag;
+        r->atoms = a->atoms;
+        r->zero = 0.0;
+        return DQ_OK;
+    }
     r->len = bins_at(a->n, a->k, k);
-    r->row = calloc((size_t)r->len, sizeof *r->row);
-    if (!r->row) {
+    r->own = calloc((size_t)r->len, sizeof *r->own);
+    if (!r->own) {
         return dq_fail(DQ_ENOMEM, "no memory for an operand of %d bins", r->len);
     }
-    regrid_into(a->pdf, a->n, a->k, a->lag, a->atoms, a->zero, r->row, r->len, k, &r->lag,
+    regrid_into(a->pdf, a->n, a->k, a->lag, a->atoms, a->zero, r->own, r->len, k, &r->lag,
                 &r->atoms);
-    r->zero = a->zero > 0.0 ? (a->zero < r->row[0] ? a->zero : r->row[0]) : 0.0;
-    r->row[0] -= r->zero;
-    if (r->row[0] < 0.0) {
-        r->row[0] = 0.0;
+    r->zero = a->zero > 0.0 ? (a->zero < r->own[0] ? a->zero : r->own[0]) : 0.0;
+    r->own[0] -= r->zero;
+    if (r->own[0] < 0.0) {
+        r->own[0] = 0.0;
     }
-    r->failed = a->failed;
+    r->row = r->own;
     return DQ_OK;
+}
+
+/* One spread-by-spread step in place: x[0 … len−1] becomes x[0 … len], each value shared
+ * by its bin and the next (x[len] must be writable). */
+static void share_pass(double *x, long len) {
+    x[len] = 0.5 * x[len - 1];
+    for (long i = len - 1; i > 0; i--) {
+        x[i] = 0.5 * (x[i] + x[i - 1]);
+    }
+    x[0] *= 0.5;
 }
 
 /*
@@ -827,32 +849,22 @@ static int seq_row_of(const struct dq *a, int k, struct seq_row *r) {
  */
 static int seq_pair(const struct seq_row *a, const struct seq_row *b, struct seq_row *r) {
     long len = (long)a->len + b->len;
-    double *raw = malloc(sizeof(double) * (size_t)(len - 1));
-    double *out = calloc((size_t)len, sizeof *out);
-    if (!raw || !out) {
-        free(raw);
-        free(out);
+    double *out = malloc(sizeof(double) * (size_t)len);
+    if (!out) {
         return dq_fail(DQ_ENOMEM, "no memory for a convolution of %ld bins", len);
     }
-    int rc = dq_conv_auto(a->row, a->len, b->row, b->len, raw);
+    int shift = a->atoms || b->atoms;
+    /* the convolution (len − 1 values), then moved by a bin or shared between two */
+    int rc = dq_conv_auto(a->row, a->len, b->row, b->len, shift ? out + 1 : out);
     if (rc) {
-        free(raw);
         free(out);
         return rc;
     }
-    int shift = a->atoms || b->atoms;
-    for (long s = 0; s < len - 1; s++) {
-        if (raw[s] == 0.0) {
-            continue;
-        }
-        if (shift) {
-            out[s + 1] += raw[s];
-        } else {
-            out[s] += 0.5 * raw[s];
-            out[s + 1] += 0.5 * raw[s];
-        }
+    if (shift) {
+        out[0] = 0.0;
+    } else {
+        share_pass(out, len - 1);
     }
-    free(raw);
     if (a->zero > 0.0) {
         for (int j = 0; j < b->len; j++) {
             out[j] += a->zero * b->row[j];
@@ -863,7 +875,7 @@ static int seq_pair(const struct seq_row *a, const struct seq_row *b, struct seq
             out[i] += b->zero * a->row[i];
         }
     }
-    r->row = out;
+    r->row = r->own = out;
     r->len = (int)len;
     r->zero = a->zero * b->zero;
     r->atoms = a->atoms && b->atoms;
@@ -916,7 +928,7 @@ static int seq_finish(struct seq_row *r, int k, double horizon, struct dq **out)
  * add, so mass already past it never comes back. */
 static int seq_fold(struct seq_row *rows, size_t n, int k, double horizon, struct dq **out) {
     struct seq_row acc = rows[0];
-    acc.row = NULL;
+    acc.own = NULL;
     double *own = NULL;
     const struct seq_row *cur = &rows[0];
     long cut = isfinite(horizon) ? bins_to(horizon, k) : -1;
@@ -932,7 +944,7 @@ static int seq_fold(struct seq_row *rows, size_t n, int k, double horizon, struc
             next.len = (int)cut;
         }
         acc = next;
-        own = acc.row;
+        own = acc.own;
         cur = &acc;
     }
     int rc = seq_finish(&acc, k, horizon, out);
@@ -964,7 +976,11 @@ static int seq_one_shot(struct seq_row *rows, size_t n, int k, double horizon, s
         ok *= 1.0 - rows[j].failed;
     }
     int shift = spread == 0 ? (int)n - 1 : (int)(n - spread);
-    int kern_len = spread >= 2 ? (int)spread : 0;
+    /* s − 1 spread-by-spread steps: one or two as passes over the result, more as the
+     * binomial kernel in the product (one more forward transform: cheaper from three
+     * passes on, measured with bench_engine) */
+    int passes = spread >= 2 && spread <= 3 ? (int)spread - 1 : 0;
+    int kern_len = spread > 3 ? (int)spread : 0;
     const double **arrays = calloc(n + 1, sizeof *arrays);
     int *lens = calloc(n + 1, sizeof *lens);
     double *kern = kern_len ? malloc(sizeof(double) * (size_t)kern_len) : NULL;
@@ -984,8 +1000,13 @@ static int seq_one_shot(struct seq_row *rows, size_t n, int k, double horizon, s
         arrays[m] = kern;
         lens[m++] = kern_len;
     }
-    /* Σ lens − (m − 1) values, shifted by `shift`: Σ len values in all */
+    /* Σ lens − (m − 1) values, shifted by `shift`, then the passes: Σ len values in all */
     rc = dq_conv_fft_n(arrays, lens, m, raw + shift);
+    long have = total - passes;
+    for (int p = 0; !rc && p < passes; p++) {
+        share_pass(raw + shift, have - shift);
+        have++;
+    }
     if (!rc) {
         struct seq_row r = {.row = raw,
                             .len = (int)total,
@@ -1044,7 +1065,7 @@ int dq_sequence_cut(const struct dq *const *ops, size_t n, double horizon, struc
         }
     }
     for (size_t i = 0; i < n; i++) {
-        free(rows[i].row);
+        free(rows[i].own);
     }
     free(rows);
     return rc;
