@@ -178,6 +178,10 @@ static int configure_probes(struct dqd *d) {
         if (rc) {
             return rc;
         }
+        struct probe *p = probes_find(core_probes(d->core), po->name, strlen(po->name));
+        if (p && po->auto_range >= 0) {
+            core_set_auto_range(d->core, p, po->auto_range);
+        }
     }
     return DQ_OK;
 }
@@ -194,6 +198,10 @@ static int create_adapt(struct dqd *d) {
                                .investigation_windows = o->investigation_windows,
                                .snapshot_windows = o->snapshot_windows};
     int rc = adapt_create(&env, &ao, &d->adapt);
+    if (!rc) {
+        /* auto-ranging leaves alone the probes an investigation uses */
+        core_set_range_veto(d->core, adapt_probe_in_use, d->adapt);
+    }
     for (int i = 0; !rc && i < o->n_triggers; i++) {
         const struct dqd_trigger_config *t = &o->triggers[i];
         rc = adapt_set_trigger(d->adapt, t->probe, t->kind, t->threshold, t->fire_after,
@@ -300,7 +308,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .ring = o->ring,
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,
-                                  .retention_hours = o->retention_hours};
+                                  .retention_hours = o->retention_hours,
+                                  .auto_range = o->auto_range,
+                                  .auto_range_min_ms = o->auto_range_min_ms,
+                                  .auto_range_max_ms = o->auto_range_max_ms};
         rc = core_create(&co, d->store, &d->clock, &d->core);
         if (rc) {
             rc = dq_fail(rc, "store %s: %s", o->db, dq_last_error());

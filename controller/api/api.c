@@ -326,6 +326,8 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
                   have_m ? json_real(m.variance) : json_null(), "quantiles", quantiles_json(q), "n",
                   (json_int_t)(w->ok + w->out + w->fa + w->to), "ok", (json_int_t)(w->ok + w->out),
                   "fa", (json_int_t)w->fa, "to", (json_int_t)w->to);
+    /* cdf[i] is P(delay ≤ (i+1)·bin_width); cdf[i − lag] a lower bound of it (docs/engine.md) */
+    json_object_set_new(data, "lag", json_integer(q->lag));
     http_reply_data(res, data);
 }
 

@@ -55,6 +55,10 @@ struct core {
     char link_down_label[CORE_LABEL_MAX + 96];
     struct core_peer peers[CORE_MAX_PEERS]; /* protocol errors of links gone, per peer */
     size_t n_peers;
+    /* auto-ranging */
+    int (*range_veto)(void *ctx, const struct probe *p);
+    void *range_veto_ctx;
+    struct core_range_stats range;
 };
 
 /* ---- create / destroy --------------------------------------------------------------------- */
@@ -148,6 +152,11 @@ int core_create(const struct core_options *o, struct store *store, const struct 
     int rc = probes_init(&c->probes, o->max_probes, o->window_ns, o->lag_ns, o->ring,
                          o->default_dmax_ms, o->default_bins, c->started_ns);
     if (!rc) {
+        rc = probes_set_auto_range(&c->probes, o->auto_range,
+                                   o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
+                                   o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
+    }
+    if (!rc) {
         struct store_retention ret;
         store_retention_default(&ret);
         ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
@@ -213,15 +222,48 @@ int core_running(const struct core *c) {
 
 /* ---- settings of one probe ------------------------------------------------------------- */
 
-int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
-    int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
-    if (rc == DQ_OK && c->eval) {
+/* Keeps the evaluator's grid for p's node in step with p's. */
+static void sync_node_grid(struct core *c, const struct probe *p) {
+    if (c->eval) {
         int i = dq_diagram_find(c->diagram, p->name);
         if (i >= 0) {
             dq_eval_set_grid(c->eval, i, p->k, p->n);
         }
     }
+}
+
+/* A dMax change; `pin`: a person's (the probe stops auto-ranging). */
+static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int pin) {
+    int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
+    if (rc == DQ_OK) {
+        sync_node_grid(c, p);
+        if (pin) {
+            p->auto_range = 0;
+        }
+    }
     return rc;
+}
+
+int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
+    return set_dmax(c, p, dmax_ms, bins, 1);
+}
+
+void core_set_auto_range(struct core *c, struct probe *p, int on) {
+    p->auto_range = on != 0;
+    p->range_shrink = 0;
+    p->range_min_ms = c->probes.range_min_ms;
+    /* a dMax of its own is the most it may reach */
+    p->range_max_ms = p->dmax_set ? p->dmax_ms : c->probes.range_max_ms;
+}
+
+void core_set_range_veto(struct core *c, int (*in_use)(void *ctx, const struct probe *p),
+                         void *ctx) {
+    c->range_veto = in_use;
+    c->range_veto_ctx = ctx;
+}
+
+void core_get_range_stats(const struct core *c, struct core_range_stats *st) {
+    *st = c->range;
 }
 
 static void qta_text(const struct dq_qta *q, char *buf, size_t cap) {
@@ -356,6 +398,10 @@ static int load_diagram(struct core *c, const char *text, size_t len, const char
     eval_sync_grids(c);
     LOG(LOG_INFO, "diagram loaded %s: %zu nodes, %zu probes", from, dq_diagram_node_count(g),
         dq_diagram_probe_count(g));
+    for (size_t j = 0; j < dq_diagram_warning_count(g); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(g, j);
+        LOG(LOG_WARN, "diagram %s:%d:%d: %s", path ? path : "", w->line, w->column, w->text);
+    }
     return DQ_OK;
 }
 
@@ -532,6 +578,88 @@ static void calculate(struct core *c, int64_t wid) {
     dq_eval_clear_observed(c->eval);
 }
 
+static const char *range_reason(enum probes_range_reason r) {
+    switch (r) {
+    case PROBES_RANGE_TAIL_NEAR_DMAX:
+        return "tail_near_dmax";
+    case PROBES_RANGE_TAIL_FAR:
+        return "tail_far_inside";
+    case PROBES_RANGE_HEAD:
+        return "mass_in_first_bins";
+    default:
+        return "keep";
+    }
+}
+
+/*
+ * Auto-ranging after window wid closed: each auto-ranging enabled probe's decision
+ * (probes_range_decide) from that window; a change is made unless the veto holds it back
+ * (an investigation uses the probe): recorded (an `auto_range` event with its reason and
+ * figures, the probe row, a set_timeout command per wrapper link, in one transaction),
+ * then applied (the new grid, the ring re-expressed) and sent.
+ */
+static void auto_range(struct core *c, int64_t wid) {
+    struct probe_table *t = &c->probes;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (!p->auto_range || !p->enabled || !probes_has_window(p, wid)) {
+            continue;
+        }
+        struct probes_range r;
+        probes_range_decide(p, probes_ring_get(p, 0), &r);
+        p->range_shrink = r.wants_finer ? p->range_shrink + 1 : 0;
+        if (r.k == p->k) {
+            continue;
+        }
+        if (c->range_veto && c->range_veto(c->range_veto_ctx, p)) {
+            c->range.vetoed++;
+            LOG(LOG_DEBUG, "probe %s: auto-range to dMax %g ms held back: an investigation uses it",
+                p->name, r.dmax_ms);
+            continue;
+        }
+        double old = p->dmax_ms;
+        char detail[512];
+        snprintf(detail, sizeof detail,
+                 "{\"old_dmax_ms\":%.9g,\"new_dmax_ms\":%.9g,\"old_width_ms\":%.9g,"
+                 "\"new_width_ms\":%.9g,\"bins\":%d,\"reason\":\"%s\",\"window\":%" PRId64
+                 ",\"instances\":%" PRIu64 ",\"tail\":%.6g,\"head\":%.6g,\"slowest_ms\":%.9g}",
+                 old, r.dmax_ms, ldexp(1.0, p->k), ldexp(1.0, r.k), p->n, range_reason(r.reason),
+                 wid, r.timed, r.tail, r.head, r.slowest_ms);
+        struct core_change ch = {
+            .kind = CORE_RANGE, .probe = p, .dmax_ms = r.dmax_ms, .range_k = r.k};
+        int own = !store_in_transaction(c->store);
+        int began = own && store_begin(c->store) == DQ_OK;
+        struct store_event ev = {.kind = "auto_range", .probe = p->name, .detail_json = detail};
+        if (store_event_add(c->store, &ev, NULL) != DQ_OK) {
+            c->store_errors++;
+        }
+        if (core_change_record(c, &ch) == DQ_ENOMEM) {
+            if (began) {
+                store_rollback(c->store);
+            }
+            core_change_release(&ch);
+            continue;
+        }
+        if (began && store_commit(c->store) != DQ_OK) {
+            c->store_errors++;
+            LOG(LOG_ERROR, "store: %s; the auto-range of %s is made but not recorded",
+                dq_last_error(), p->name);
+            for (size_t j = 0; j < ch.n_sent; j++) {
+                ch.sent[j].row = 0;
+            }
+        }
+        int sent = core_change_apply(c, &ch);
+        core_change_release(&ch);
+        c->range.changes++;
+        p->range_shrink = 0;
+        LOG(LOG_INFO,
+            "probe %s: auto-range dMax %g → %g ms (bins of %g ms, %s: %.3g past 7/8 of dMax, "
+            "slowest %.4g ms), sent to %d wrapper(s)",
+            p->name, old, p->dmax_ms, ldexp(1.0, p->k), range_reason(r.reason), r.tail,
+            r.slowest_ms, sent);
+    }
+}
+
 static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *ctx) {
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
@@ -539,6 +667,7 @@ static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *c
     if (c->eval) {
         calculate(c, wid);
     }
+    auto_range(c, wid);
     c->windows_closed++;
     c->last_closed_wid = wid;
     if (fn) {
@@ -819,7 +948,9 @@ static void change_grid(const struct core_change *ch, double *dmax_ms, int *n) {
     const struct probe *p = ch->probe;
     *dmax_ms = p->dmax_ms;
     *n = p->n;
-    if (ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
+    if (ch->kind == CORE_RANGE) {
+        *dmax_ms = ldexp(1.0, ch->range_k) * p->n;
+    } else if (ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
         int k, nn;
         if (probes_grid(ch->dmax_ms, ch->bins > 0 ? ch->bins : p->n, &k, &nn) == DQ_OK) {
             *dmax_ms = ch->dmax_ms;
@@ -958,9 +1089,18 @@ int core_change_record(struct core *c, struct core_change *ch) {
 
 int core_change_apply(struct core *c, struct core_change *ch) {
     if (ch->probe && ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
-        if (core_set_dmax(c, ch->probe, ch->dmax_ms, ch->bins) != DQ_OK) {
+        /* a dMax inherited by the adaptive loop: a start, not a pin */
+        if (set_dmax(c, ch->probe, ch->dmax_ms, ch->bins, 0) != DQ_OK) {
             LOG(LOG_ERROR, "probe %s: dMax %g ms: %s", ch->probe->name, ch->dmax_ms,
                 dq_last_error());
+        }
+    }
+    if (ch->probe && ch->kind == CORE_RANGE) {
+        if (probes_set_range(&c->probes, ch->probe, ch->range_k) != DQ_OK) {
+            LOG(LOG_ERROR, "probe %s: auto-range to 2^%d ms: %s", ch->probe->name, ch->range_k,
+                dq_last_error());
+        } else {
+            sync_node_grid(c, ch->probe);
         }
     }
     if (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE) {

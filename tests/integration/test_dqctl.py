@@ -103,8 +103,9 @@ def body(c):
     c.eq(csv[:1], ["t_s,pdf,cdf"], "dq --csv header")
     c.eq(len(csv), 1 + 1024, "dq --csv has one row per bin")
     if len(csv) > 12:
-        c.eq(csv[10].split(",")[2], "0", "csv cdf below 10 ms")
-        c.eq(csv[11].split(",")[1:], ["1", "1"], "csv mass at 10 ms")
+        # row i + 1 is bin i, t_s its right edge (i + 1) ms: 10 ms durations are in bin 9
+        c.eq(csv[9].split(","), ["0.009", "0", "0"], "csv cdf below 10 ms")
+        c.eq(csv[10].split(","), ["0.01", "1", "1"], "csv mass by 10 ms")
     rc, out, err = ctl("dq", "flow", "--kind", "calculated", "--no-plot")
     c.eq(rc, 0, "dq --kind calculated exit status")
     c.check("calculated" in out and "p50 30 ms" in out, "calculated flow median 30 ms: %r" % out)
