@@ -1126,15 +1126,15 @@ static void search(struct plan *pl, struct investigation *inv) {
     }
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
-    if (!inv->overload && adapt__load_shaped((int)inv->problem)) {
-        /* a latency problem that turns out to rise with the arrivals is an overload (also
-         * one that follows the largest contributor for want of a reference) */
+    if (!inv->overload && !inv->contributor && adapt__load_shaped((int)inv->problem)) {
+        /* a latency problem that turns out to rise with the arrivals is an overload (not a
+         * search that follows the largest contributor: with nothing to judge against, a
+         * look at every window would in the end find a correlation by chance) */
         char why[200];
         if (adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, why, sizeof why)) {
             char reason[300];
             snprintf(reason, sizeof reason,
                      "%s: an overload investigation from here on (where does it saturate?)", why);
-            inv->contributor = 0;
             inv->overload = 1;
             adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "check", NULL,
                               json_pack("{s:s,s:s,s:s}", "problem",
