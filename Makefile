@@ -11,14 +11,18 @@ FUZZ_SECONDS ?= 20
 # Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
 # build only; every other test also runs under the sanitizers.
 ASAN_SKIP_LABELS ?= scenarios|slow
+# make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
-# which the integration tests run on /metrics; chromium for the dashboard's browser test,
-# tests/web, driven over its DevTools port).
+# which the integration tests run on /metrics; systemd for systemd-analyze, which the
+# install test runs on the unit; git for the wrapper's rebar3 dependency test; chromium for
+# the dashboard's browser test, tests/web, driven over its DevTools port).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus chromium
+	curl procps python3 prometheus systemd git chromium
 
 # Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
 # controller/web/package-lock.json; the build installs it into the build folder). Debian's
@@ -28,7 +32,7 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev
 	|| echo nodejs npm)
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
-	fuzz-build demo matrix clean bench-web docs-screenshot
+	fuzz-build demo matrix install clean bench-web docs-screenshot
 
 all: build
 
@@ -45,6 +49,11 @@ build-asan: deps
 	@./tools/quiet "configure $(ASAN_BUILD)" cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 		-DDQD_WERROR=ON -DDQD_SANITIZE=ON
 	@./tools/quiet "build $(ASAN_BUILD)" cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# dqd and dqctl in PREFIX/bin, the docs in PREFIX/share/doc/dqd, the systemd unit in
+# PREFIX/lib/systemd/system (docs/running.md, "Installing it"); DESTDIR stages it all.
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 test-c: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -98,10 +107,12 @@ demo: build
 	@./tools/demo $(BUILD)
 
 # The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
-# mm1k diagnosis three times (the verdicts must agree), the three-node scenario for each
-# fault variant twice. One summary line per part; logs in $(BUILD)/matrix-logs.
+# mm1k diagnosis three times (never a single worker named), the three-node scenario for
+# each fault variant twice, the Erlang queueing stations with the bottleneck in two places
+# four times each (rho and saturation against the pools' own accounting). One summary
+# line per part (per placement for the stations); logs in $(BUILD)/matrix-logs.
 matrix: build
 	@./tools/run-matrix $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/_build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) wrapper-erl/dqd_wrapper/_build

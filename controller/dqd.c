@@ -29,6 +29,8 @@ struct dqd {
     struct dqd_config opt;
     struct clock clock;
     struct clock_manual manual; /* --clock sim: the time the simulator gave */
+    struct store_lock *lock;    /* DB.lock: no second dqd on this database */
+    int remove_db;              /* a failed start created the database: remove it when closed */
     struct store *store;
     struct core *core;
     struct adapt *adapt;
@@ -120,6 +122,18 @@ static void on_probe_change(void *ctx, const struct probe *p, const char *what) 
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
 
+/* Closes the store, removes the database when a failed start created it, then lets go of
+ * the lock (in that order: nobody else may open the file before it is gone). */
+static void close_store(struct dqd *d) {
+    store_close(d->store);
+    d->store = NULL;
+    if (d->remove_db && store_remove_files(d->opt.db) != DQ_OK) {
+        LOG(LOG_WARN, "%s", dq_last_error());
+    }
+    store_unlock(d->lock);
+    d->lock = NULL;
+}
+
 static void finish_if_done(struct dqd *d) {
     if (!d->closing || d->pending_closes > 0) {
         return;
@@ -128,7 +142,7 @@ static void finish_if_done(struct dqd *d) {
     events_destroy(d->events);
     adapt_destroy(d->adapt);
     core_destroy(d->core);
-    store_close(d->store);
+    close_store(d);
     void (*done)(void *) = d->on_closed;
     void *arg = d->on_closed_arg;
     free(d);
@@ -204,6 +218,10 @@ static int configure_probes(struct dqd *d) {
         if (rc) {
             return rc;
         }
+        struct probe *p = probes_find(core_probes(d->core), po->name, strlen(po->name));
+        if (p && po->auto_range >= 0) {
+            core_set_auto_range(d->core, p, po->auto_range);
+        }
     }
     return DQ_OK;
 }
@@ -220,6 +238,10 @@ static int create_adapt(struct dqd *d) {
                                .investigation_windows = o->investigation_windows,
                                .snapshot_windows = o->snapshot_windows};
     int rc = adapt_create(&env, &ao, &d->adapt);
+    if (!rc) {
+        /* auto-ranging leaves alone the probes an investigation uses */
+        core_set_range_veto(d->core, adapt_probe_in_use, d->adapt);
+    }
     for (int i = 0; !rc && i < o->n_triggers; i++) {
         const struct dqd_trigger_config *t = &o->triggers[i];
         rc = adapt_set_trigger(d->adapt, t->probe, t->kind, t->threshold, t->fire_after,
@@ -240,6 +262,7 @@ static int start_ingest(struct dqd *d) {
         .listen = d->opt.listen,
         .wrappers = wrappers,
         .n_wrappers = d->opt.n_wrappers,
+        .legacy_commands = d->opt.legacy_commands,
         .on_clock = d->opt.clock == DQD_CLOCK_SIM ? on_sim_clock : NULL,
         .clock_ctx = d,
     };
@@ -302,7 +325,19 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     } else {
         clock_init_wall(&d->clock);
     }
-    int rc = store_open(o->db, &d->store);
+    /* the lock first: a second dqd leaves the database of the first alone */
+    int rc = store_lock(o->db, &d->lock);
+    if (rc == DQ_EBUSY) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dq_last_error());
+        free(d);
+        return dq_fail(rc, "%s", msg);
+    }
+    if (!rc) {
+        int existed = store_file_exists(o->db);
+        rc = store_open(o->db, &d->store);
+        d->remove_db = !existed; /* until the start succeeds */
+    }
     if (rc) {
         rc = dq_fail(rc, "store %s: %s", o->db, dq_last_error());
     } else {
@@ -315,7 +350,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .ring = o->ring,
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,
-                                  .retention_hours = o->retention_hours};
+                                  .retention_hours = o->retention_hours,
+                                  .auto_range = o->auto_range,
+                                  .auto_range_min_ms = o->auto_range_min_ms,
+                                  .auto_range_max_ms = o->auto_range_max_ms};
         rc = core_create(&co, d->store, &d->clock, &d->core);
         if (rc) {
             rc = dq_fail(rc, "store %s: %s", o->db, dq_last_error());
@@ -325,7 +363,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         rc = configure_probes(d);
     }
     if (!rc && o->diagram[0]) {
-        rc = core_load_diagram_file(d->core, o->diagram);
+        rc = core_load_diagram_file(d->core, o->diagram); /* --diagram wins over the store */
+    } else if (!rc) {
+        rc = core_restore_diagram(d->core); /* the last one loaded, e.g. through the API */
+        rc = rc == DQ_ENOTFOUND ? DQ_OK : rc;
     }
     if (!rc) {
         rc = webhooks_create(loop, o->webhooks, o->n_webhooks, o->webhook_queue, o->webhook_retries,
@@ -358,11 +399,12 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         if (d->core) {
             dqd_shutdown(d, NULL, NULL);
         } else {
-            store_close(d->store);
+            close_store(d);
             free(d);
         }
         return dq_fail(rc, "%s", msg);
     }
+    d->remove_db = 0;
     LOG(LOG_INFO,
         "dqd %s: ingest on %s:%d, HTTP on %s:%d, store %s, window %" PRId64 " ms, lag %" PRId64
         " ms%s",

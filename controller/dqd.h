@@ -27,6 +27,10 @@ struct dqd;
  * and HTTP ports, starts the window timer and the outbound wrapper links. On failure everything
  * made so far is closed (the loop may need a run to finish closing) and a DQ_E* code returned with
  * dq_last_error() saying what failed ("cannot listen on 127.0.0.1:7400: address already in use").
+ * The database is locked first (store_lock, DB.lock beside it): DQ_EBUSY, naming the other
+ * process's pid, when another dqd runs on it, and nothing is touched. A database that the failed
+ * start created is removed again, so a failed start leaves no empty database behind. The lock is
+ * held until the shutdown has closed the store.
  */
 int dqd_create(uv_loop_t *loop, const struct dqd_config *cfg, struct dqd **out);
 

@@ -63,11 +63,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     struct main_state m = {0};
-    if (dqd_create(&loop, &cfg, &m.d) != DQ_OK) {
+    int rc = dqd_create(&loop, &cfg, &m.d);
+    if (rc != DQ_OK) {
         fprintf(stderr, "dqd: %s\n", dq_last_error());
         uv_run(&loop, UV_RUN_DEFAULT); /* let the partial start finish closing */
         uv_loop_close(&loop);
-        return 1;
+        return rc == DQ_EBUSY ? 2 : 1; /* 2: another dqd has the database, as for bad flags */
     }
     uv_signal_init(&loop, &m.sigint);
     uv_signal_init(&loop, &m.sigterm);
@@ -80,7 +81,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     uv_run(&loop, UV_RUN_DEFAULT);
-    int rc = uv_loop_close(&loop);
+    rc = uv_loop_close(&loop);
     if (rc != 0) {
         LOG(LOG_WARN, "event loop closed with handles still open: %s", uv_strerror(rc));
         return 1;

@@ -2,7 +2,9 @@
  * diagram.c: lexer, parser and model of outcome diagrams (`.dq` text).
  *
  * One pass of a hand-written recursive-descent parser builds the node table directly;
- * forward `s:` references are resolved afterwards, then cycles are looked for with an
+ * forward `s:` references are resolved afterwards (a name never defined becomes a probe
+ * observed on its own, with a warning, as the oscilloscope reads it), then cycles are
+ * looked for with an
  * iterative depth-first search, and the parent lists, roots and probe list are laid
  * out in flat arrays. The parser stops at the first error and reports it with line,
  * column and a message that says what to change (jansson style). Recursion only
@@ -14,6 +16,7 @@
  */
 #include "diagram.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 struct node_priv {
     char *name;     /* owned copy of the probe name (public name points here) */
     char *ref_name; /* reference: the name after s:, until resolved */
+    int implicit;   /* outcome made for an s: reference to a name never defined */
     int *children;  /* owned; public children points here */
     size_t child_cap;
     double *weights; /* owned; choice only */
@@ -45,7 +49,39 @@ struct dq_diagram {
     int *table;
     size_t table_size;
     size_t table_used;
+    struct dq_diagram_error warnings[DQ_DIAGRAM_MAX_WARNINGS];
+    size_t n_warnings, total_warnings;
 };
+
+size_t dq_diagram_warning_count(const struct dq_diagram *d) {
+    return d ? d->n_warnings : 0;
+}
+
+size_t dq_diagram_warning_total(const struct dq_diagram *d) {
+    return d ? d->total_warnings : 0;
+}
+
+const struct dq_diagram_error *dq_diagram_warning(const struct dq_diagram *d, size_t j) {
+    return d && j < d->n_warnings ? &d->warnings[j] : NULL;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static void
+warn_at(struct dq_diagram *d, int line, int col, const char *fmt, ...) {
+    d->total_warnings++;
+    if (d->n_warnings >= DQ_DIAGRAM_MAX_WARNINGS) {
+        return;
+    }
+    struct dq_diagram_error *w = &d->warnings[d->n_warnings++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->text, sizeof w->text, fmt, ap);
+    va_end(ap);
+    w->line = line;
+    w->column = col;
+}
 
 const char *dq_node_kind_name(enum dq_node_kind kind) {
     switch (kind) {
@@ -716,8 +752,7 @@ static int parse_weights(struct parser *p, size_t *count) {
                 return p->rc;
             }
             return fail_at(p, p->tok.line, p->tok.col,
-                           "expected a probability (a number between 0 and 1, like 0.25), "
-                           "found %s",
+                           "expected a probability (a number ≥ 0, like 0.25), found %s",
                            describe(&p->tok, buf, sizeof buf));
         }
         char num[64];
@@ -728,11 +763,7 @@ static int parse_weights(struct parser *p, size_t *count) {
         }
         memcpy(num, p->tok.start, p->tok.len);
         num[p->tok.len] = '\0';
-        double w = strtod(num, NULL);
-        if (!(w > 0.0 && w < 1.0)) {
-            return fail_at(p, p->tok.line, p->tok.col,
-                           "probability %s must lie strictly between 0 and 1", num);
-        }
+        double w = strtod(num, NULL); /* the grammar's NUMBER: finite, ≥ 0 */
         if (*count == p->weights_cap) {
             size_t cap = p->weights_cap ? p->weights_cap * 2 : 8;
             double *wv = realloc(p->weights, cap * sizeof *wv);
@@ -761,6 +792,56 @@ static int parse_weights(struct parser *p, size_t *count) {
     }
 }
 
+static int is_operator_kind(enum dq_node_kind k) {
+    return k == DQ_NODE_FIRST || k == DQ_NODE_ALL || k == DQ_NODE_CHOICE;
+}
+
+/*
+ * Skips an operator's [...] and (...) after its name, checking only that they are there
+ * and balanced: the body of an operator written a second time, which the oscilloscope
+ * ignores (it reuses the first). Iterative, whatever the nesting.
+ */
+static int skip_operator_body(struct parser *p, char letter, int nl, const char *name) {
+    char buf[80];
+    if (p->tok.type == T_LBRACK) {
+        while (p->tok.type != T_RBRACK) {
+            if (p->tok.type == T_ERROR) {
+                return p->rc;
+            }
+            if (p->tok.type == T_EOF) {
+                return fail_at(p, p->tok.line, p->tok.col,
+                               "expected ']' to close the probabilities of p:%.*s, found end of "
+                               "file",
+                               nl, name);
+            }
+            next(p);
+        }
+        next(p);
+    }
+    if (p->tok.type != T_LPAREN) {
+        if (p->tok.type == T_ERROR) {
+            return p->rc;
+        }
+        return fail_at(p, p->tok.line, p->tok.col,
+                       "expected '(' and the branches of %c:%.*s, found %s", letter, nl, name,
+                       describe(&p->tok, buf, sizeof buf));
+    }
+    long open = 0;
+    do {
+        if (p->tok.type == T_ERROR) {
+            return p->rc;
+        }
+        if (p->tok.type == T_EOF) {
+            return fail_at(p, p->tok.line, p->tok.col,
+                           "expected ')' to close %c:%.*s(…), found end of file", letter, nl, name);
+        }
+        open += p->tok.type == T_LPAREN;
+        open -= p->tok.type == T_RPAREN;
+        next(p);
+    } while (open > 0);
+    return DQ_OK;
+}
+
 /* a:, f: or p: at the current token; returns the operator node. */
 static int parse_operator(struct parser *p, int depth) {
     char buf[80];
@@ -779,6 +860,23 @@ static int parse_operator(struct parser *p, int depth) {
     }
     struct token name = p->tok;
     int nl = name.len > 60 ? 60 : (int)name.len;
+    int old = table_lookup(p->d, name.start, name.len);
+    if (old >= 0 && is_operator_kind(p->d->nodes[old].kind)) {
+        /* the oscilloscope reuses an operator written twice: the first one is the node */
+        const struct dq_diagram_node *o = &p->d->nodes[old];
+        const char *as = o->kind == DQ_NODE_ALL     ? " as an all-to-finish"
+                         : o->kind == DQ_NODE_FIRST ? " as a first-to-finish"
+                                                    : " as a probabilistic choice";
+        warn_at(p->d, line, col,
+                "%c:%.*s is already written at %d:%d%s: this is that operator again (its "
+                "branches there are used, the ones here are ignored, as in the oscilloscope)",
+                letter, nl, name.start, o->line, o->column, o->kind == kind ? "" : as);
+        next(p);
+        if (skip_operator_body(p, letter, nl, name.start) < 0) {
+            return p->rc;
+        }
+        return old;
+    }
     int idx = define_named(p, &name, kind, line, col, 0);
     if (idx < 0) {
         return p->rc;
@@ -881,16 +979,33 @@ static int parse_operator(struct parser *p, int depth) {
                            "per branch",
                            nl, name.start, n_weights, nb);
         }
-        double sum = 0.0;
+        double *w = p->d->priv[idx].weights, sum = 0.0;
         for (size_t j = 0; j < n_weights; j++) {
-            sum += p->d->priv[idx].weights[j];
+            sum += w[j];
         }
-        if (sum < 1.0 - 1e-9 || sum > 1.0 + 1e-9) {
+        if (!(sum > 0.0) || !isfinite(sum)) {
             return fail_at(p, line, col,
-                           "the probabilities of p:%.*s sum to %.10g; they must sum to 1", nl,
-                           name.start, sum);
+                           "the probabilities of p:%.*s are all 0; give at least one branch a "
+                           "probability above 0",
+                           nl, name.start);
         }
-        p->d->nodes[idx].weights = p->d->priv[idx].weights;
+        /* any non-negative weights, taken in proportion (the thesis, eq. 2.5, and the
+         * DeltaQ library): thirds written 0.3333 need not sum to exactly 1 */
+        if (fabs(sum - 1.0) > 1e-3) {
+            warn_at(p->d, line, col,
+                    "the probabilities of p:%.*s sum to %.10g, not 1: they are taken in "
+                    "proportion (each divided by %.10g)",
+                    nl, name.start, sum, sum);
+        }
+        for (size_t j = 0; j < n_weights; j++) {
+            if (w[j] == 0.0) {
+                warn_at(p->d, line, col,
+                        "branch %zu of p:%.*s has probability 0: it is never taken", j + 1, nl,
+                        name.start);
+            }
+            w[j] /= sum;
+        }
+        p->d->nodes[idx].weights = w;
     }
     return idx;
 }
@@ -1005,32 +1120,66 @@ static int parse_definition(struct parser *p, int is_system) {
 
 /* ---- after parsing: references, cycles, layout ------------------------------------- */
 
+/* The outcome made for s:NAME when NAME is never defined: a probe observed on its own. */
+static int implicit_outcome(struct parser *p, const char *nm, int line, int col) {
+    struct dq_diagram *d = p->d;
+    if (d->n >= DQ_DIAGRAM_MAX_NODES) {
+        return fail_at(p, line, col,
+                       "the diagram has more than %d nodes; split it into smaller models",
+                       DQ_DIAGRAM_MAX_NODES);
+    }
+    int o = node_new(d, DQ_NODE_OUTCOME, line, col);
+    if (o < 0) {
+        return fail_nomem(p);
+    }
+    d->priv[o].name = copy_name(nm, strlen(nm));
+    if (!d->priv[o].name) {
+        return fail_nomem(p);
+    }
+    d->nodes[o].name = d->priv[o].name;
+    d->priv[o].implicit = 1;
+    if (table_insert(d, o) < 0) {
+        return fail_nomem(p);
+    }
+    return o;
+}
+
 static int resolve_references(struct parser *p) {
     struct dq_diagram *d = p->d;
-    for (size_t i = 0; i < d->n; i++) {
-        struct dq_diagram_node *nd = &d->nodes[i];
-        if (nd->kind != DQ_NODE_REFERENCE) {
+    size_t n = d->n; /* implicit outcomes are appended past the references */
+    for (size_t i = 0; i < n; i++) {
+        if (d->nodes[i].kind != DQ_NODE_REFERENCE) {
             continue;
         }
         const char *nm = d->priv[i].ref_name;
         int nl = (int)strlen(nm);
+        int line = d->nodes[i].line, col = d->nodes[i].column;
         int t = table_lookup(d, nm, strlen(nm));
         if (t < 0) {
-            return fail_at(p, nd->line, nd->column,
-                           "s:%s refers to `%s`, which is never defined; define %s = …; or "
-                           "correct the name",
-                           nm, nm, nm);
+            warn_at(d, line, col,
+                    "s:%s refers to `%s`, which is never defined: it is taken as a probe "
+                    "observed on its own, as the oscilloscope does (define %s = …; if it has "
+                    "parts)",
+                    nm, nm, nm);
+            t = implicit_outcome(p, nm, line, col);
+            if (t < 0) {
+                return p->rc;
+            }
+        } else if (d->nodes[t].kind == DQ_NODE_OUTCOME) {
+            if (!d->priv[t].implicit) {
+                warn_at(d, line, col,
+                        "s:%.*s names the outcome `%.*s` (at %d:%d): it is that outcome, observed "
+                        "by its probe (write %.*s without s:)",
+                        nl, nm, nl, nm, d->nodes[t].line, d->nodes[t].column, nl, nm);
+            }
+        } else if (!d->nodes[t].is_definition) {
+            const struct dq_diagram_node *td = &d->nodes[t];
+            return fail_at(p, line, col,
+                           "s:%.*s must refer to a definition, but `%.*s` is an operator (at "
+                           "%d:%d); write %.*s without s:",
+                           nl, nm, nl, nm, td->line, td->column, nl, nm);
         }
-        const struct dq_diagram_node *td = &d->nodes[t];
-        if (!td->is_definition) {
-            return fail_at(p, nd->line, nd->column,
-                           "s:%.*s must refer to a definition, but `%.*s` is %s (at %d:%d); "
-                           "write %.*s without s:",
-                           nl, nm, nl, nm,
-                           td->kind == DQ_NODE_OUTCOME ? "an outcome" : "an operator", td->line,
-                           td->column, nl, nm);
-        }
-        nd->target = t;
+        d->nodes[i].target = t;
         if (node_add_child(d, (int)i, t) < 0) {
             return fail_nomem(p);
         }
@@ -1165,6 +1314,22 @@ static int lay_out(struct parser *p) {
     return DQ_OK;
 }
 
+/* Puts the warnings in text order (those about references are found after parsing);
+ * stable, and there are at most DQ_DIAGRAM_MAX_WARNINGS of them. */
+static void sort_warnings(struct dq_diagram *d) {
+    for (size_t i = 1; i < d->n_warnings; i++) {
+        struct dq_diagram_error w = d->warnings[i];
+        size_t j = i;
+        while (j > 0 &&
+               (d->warnings[j - 1].line > w.line ||
+                (d->warnings[j - 1].line == w.line && d->warnings[j - 1].column > w.column))) {
+            d->warnings[j] = d->warnings[j - 1];
+            j--;
+        }
+        d->warnings[j] = w;
+    }
+}
+
 int dq_diagram_parse(const char *text, size_t len, struct dq_diagram **out,
                      struct dq_diagram_error *err) {
     if (err) {
@@ -1229,6 +1394,9 @@ int dq_diagram_parse(const char *text, size_t len, struct dq_diagram **out,
         }
         if (p.rc == DQ_OK) {
             lay_out(&p);
+        }
+        if (p.rc == DQ_OK) {
+            sort_warnings(p.d);
         }
     }
     for (size_t i = 0; i <= DQ_DIAGRAM_MAX_DEPTH; i++) {

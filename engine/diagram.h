@@ -5,9 +5,11 @@
  * A diagram is parsed once from text into an immutable model: a table of nodes indexed
  * 0 … count−1. Named nodes (definitions `NAME = chain;`, operators `a:`/`f:`/`p:` and
  * outcomes) each carry one probe of the same name; a name identifies exactly one node,
- * so an outcome written twice is one node with two parents. Anonymous nodes have no
- * probe: the sequence formed by a multi-component branch of an operator, and each
- * `s:NAME` occurrence (a reference whose only child is the definition it names).
+ * so an outcome written twice is one node with two parents, and so is an operator written
+ * twice (the first's branches; a warning). Anonymous nodes have no probe: the sequence
+ * formed by a multi-component branch of an operator, and each `s:NAME` occurrence (a
+ * reference whose only child is the definition it names, or the outcome NAME: written as
+ * one, or never defined, a probe observed on its own; both with a warning).
  * Definitions are sequences; the roots are the definitions no reference points at
  * (`system` is always one).
  *
@@ -50,8 +52,9 @@ struct dq_diagram_node {
     size_t n_children;     /* 0 for outcomes */
     const int *parents;    /* every node whose children include this one */
     size_t n_parents;      /* 0 for roots; >1 for shared outcomes and reused definitions */
-    const double *weights; /* choice: one per child, summing to 1; NULL otherwise */
-    int target;            /* reference: the definition's index; −1 otherwise */
+    const double *weights; /* choice: one per child as written, divided by their sum (so
+                              they sum to 1); NULL otherwise */
+    int target;            /* reference: the definition's (or outcome's) index; −1 otherwise */
     int is_definition;     /* 1 for `NAME = chain;` (including system) */
 };
 
@@ -73,6 +76,19 @@ struct dq_diagram;
  */
 int dq_diagram_parse(const char *text, size_t len, struct dq_diagram **out,
                      struct dq_diagram_error *err);
+
+/*
+ * What the parser accepted but warns about, the way the ΔQ Oscilloscope reads it (docs/
+ * outcome-diagrams.md, "Differences"): an s: reference to a name never defined (a probe
+ * observed on its own), s: naming an outcome, an operator name written twice (the first is
+ * used, the second's branches are ignored), choice probabilities that do not sum to 1
+ * within 1e-3 or that are 0. In text order; at most DQ_DIAGRAM_MAX_WARNINGS are kept
+ * (dq_diagram_warning_total counts them all). Valid until destroy.
+ */
+#define DQ_DIAGRAM_MAX_WARNINGS 64
+size_t dq_diagram_warning_count(const struct dq_diagram *d);
+size_t dq_diagram_warning_total(const struct dq_diagram *d);
+const struct dq_diagram_error *dq_diagram_warning(const struct dq_diagram *d, size_t j);
 
 /* Releases a diagram; NULL is a no-op. Evaluators of the diagram must be gone first. */
 void dq_diagram_destroy(struct dq_diagram *d);

@@ -4,11 +4,10 @@
  * At create time the node graph is put in topological order (children first, Kahn's
  * algorithm over the parent lists), so a run is one loop without recursion however deep
  * the references chain. Each named node's result is re-expressed at its own grid; a
- * sequence is folded pair by pair and cut back to the node's horizon after every step,
- * because delays only add: mass already past the horizon can never come back, and
- * cutting keeps the working grid at the node's width instead of letting dq_sequence
- * double the width each time the summed horizons pass DQ_MAX_BINS. When all operands
- * fit in DQ_MAX_BINS together, one dq_sequence_n call does the whole chain instead.
+ * sequence is computed with dq_sequence_cut to the node's horizon (delays only add: mass
+ * past the horizon never comes back), so the working grid stays at the operands' width
+ * however long the chain, and the lost mass at the horizon does not depend on how the
+ * chain is spelled (one definition or several joined by s: references).
  *
  * Workload: the daemon runs this at every window close (1 s by default) on diagrams of
  * tens to a few thousand nodes; bench_diagram measures a 1,000-node run.
@@ -195,7 +194,7 @@ const struct dq *dq_eval_effective(const struct dq_eval *ev, int i) {
     }
     const struct dq_diagram_node *nd = dq_diagram_node(ev->d, i);
     if (nd->kind == DQ_NODE_REFERENCE) {
-        /* a reference's target is a definition, never another reference */
+        /* a reference's target is a definition or an outcome, never another reference */
         int t = nd->target;
         return ev->observed[t] ? ev->observed[t] : ev->calc[t];
     }
@@ -214,72 +213,6 @@ static int reexpress_owned(struct dq **a, int k, int n) {
     }
     dq_destroy(*a);
     *a = r;
-    return DQ_OK;
-}
-
-/* Bins of width 2^k ms that cover `horizon` seconds, plus one for rounding (uncapped). */
-static double bins_covering(double horizon, int k) {
-    double b = ceil(horizon / dq_width_of(k) - 1e-9) + 1.0;
-    return b < 1.0 ? 1.0 : b;
-}
-
-/*
- * Cuts *a back to `horizon` (plus a bin) at its own width. When the horizon needs more
- * than DQ_MAX_BINS there, nothing is cut: dq_sequence widens the grid itself when a
- * result outgrows DQ_MAX_BINS, so no mass inside the horizon is ever dropped here.
- */
-static int cut_to_horizon(struct dq **a, double horizon) {
-    double need = bins_covering(horizon, (*a)->k);
-    if ((double)(*a)->n <= need) {
-        return DQ_OK;
-    }
-    return reexpress_owned(a, (*a)->k, (int)need);
-}
-
-/* The sequence of ops[0..m), truncated to `horizon` seconds (for the one-transform path,
- * only when `cut`: the caller re-expresses a named node's result anyway). */
-static int sequence_of(const struct dq *const *ops, size_t m, double horizon, int cut,
-                       struct dq **out) {
-    if (m == 1) {
-        return dq_clone(ops[0], out);
-    }
-    int kmax = DQ_MIN_K;
-    for (size_t j = 0; j < m; j++) {
-        kmax = ops[j]->k > kmax ? ops[j]->k : kmax;
-    }
-    long total = 1;
-    for (size_t j = 0; j < m; j++) {
-        long f = 1L << (kmax - ops[j]->k);
-        total += (ops[j]->n + f - 1) / f - 1;
-    }
-    if (total <= DQ_MAX_BINS) {
-        /* everything fits at the common width: one transform for the whole chain */
-        int rc = dq_sequence_n(ops, m, out);
-        /* a named node's final re-expression cuts anyway: one pass over the bins less */
-        if (rc == DQ_OK && cut && (rc = cut_to_horizon(out, horizon)) != DQ_OK) {
-            dq_destroy(*out);
-            *out = NULL;
-        }
-        return rc;
-    }
-    struct dq *acc = NULL;
-    const struct dq *cur = ops[0];
-    for (size_t j = 1; j < m; j++) {
-        struct dq *next = NULL;
-        int rc = dq_sequence(cur, ops[j], &next);
-        dq_destroy(acc);
-        acc = NULL;
-        if (rc == DQ_OK) {
-            rc = cut_to_horizon(&next, horizon);
-        }
-        if (rc) {
-            dq_destroy(next);
-            return rc;
-        }
-        acc = next;
-        cur = acc;
-    }
-    *out = acc;
     return DQ_OK;
 }
 
@@ -302,7 +235,7 @@ static int eval_node(struct dq_eval *ev, int i) {
     int rc;
     switch (nd->kind) {
     case DQ_NODE_SEQUENCE:
-        rc = sequence_of(ev->ops, nd->n_children, horizon, nd->name == NULL, &res);
+        rc = dq_sequence_cut(ev->ops, nd->n_children, horizon, &res);
         break;
     case DQ_NODE_FIRST:
         rc = dq_first_to_finish(ev->ops, nd->n_children, &res);

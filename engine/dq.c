@@ -1,14 +1,20 @@
 /*
  * dq.c: the ΔQ type, its constructors, operators and queries (see dq.h for the grid
- * semantics). Every operator works on copies of its operands brought to one grid, so
- * the operands are never modified, and builds its result in a fresh ΔQ that is handed
- * over only on success.
+ * semantics and the CDF convention). Every operator works on copies of its operands
+ * brought to one grid, so the operands are never modified, and builds its result in a
+ * fresh ΔQ that is handed over only on success.
  *
  * Numerical notes (details in docs/engine.md):
- * - A continuous delay t goes to grid index round(t / w); t ≤ horizon is kept, beyond is
- *   lost. Continuous distributions are integrated exactly over each bin's interval.
- * - Re-expression between grids uses integer index arithmetic (widths are powers of two
- *   apart), so it is exact up to the rounding of grid times.
+ * - A continuous delay t goes to the bin (i·w, (i+1)·w] that holds it (delay 0 to bin 0);
+ *   t ≤ horizon is kept, beyond is lost. Continuous distributions are integrated exactly
+ *   over each bin.
+ * - Sequence: the masses of two spread bins i and j land in bins i + j and i + j + 1, half
+ *   each (the sum of two delays spread evenly over their bins lies in (i + j)·w …
+ *   (i + j + 2)·w, half of it on either side of the middle edge); a point mass at its
+ *   bin's right edge moves the other operand by exactly i + 1 bins. The estimate's mean
+ *   is exact, and the lag (dq.h) grows by one per spread-by-spread step.
+ * - Re-expression between widths is integer index arithmetic (powers of two apart):
+ *   coarser sums whole bins (exact), finer spreads a bin evenly.
  * - Products of CDFs and differences back to masses can leave −1e−17 residues; masses
  *   are clamped at 0 and the tangible mass at 1.
  */
@@ -20,6 +26,10 @@
 
 #include "dq_conv.h"
 #include "dq_internal.h"
+
+/* Chains whose operands hold at most this many bins together are convolved in one
+ * frequency-domain product; longer ones pair by pair (dq_sequence_cut). */
+#define SEQ_ONE_SHOT_BINS DQ_MAX_BINS
 
 /* ---- grid ------------------------------------------------------------------------ */
 
@@ -90,13 +100,25 @@ void dq_destroy(struct dq *a) {
     free(a);
 }
 
-/* Grid index of delay t ≥ 0 on (w, n), or −1 when t is beyond the horizon n·w. */
-static int index_of(double t, double w, int n) {
-    if (t > n * w * (1 + 1e-12)) {
+/* The bin of delay t ≥ 0 on (w, n): the i with t in (i·w, (i+1)·w], 0 for t = 0 (a time
+ * within 1e−12 of an edge is on it), or −1 when t is beyond the horizon n·w. */
+static int bin_of(double t, double w, int n) {
+    if (!(t > 0.0)) {
+        return 0;
+    }
+    double x = t / w;
+    if (x > n * (1 + 1e-12)) {
         return -1;
     }
-    double i = floor(t / w + 0.5);
-    return i >= n ? n - 1 : (int)i;
+    double c = ceil(x * (1 - 1e-12));
+    int i = (int)c - 1;
+    return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+
+/* 1 when t > 0 is a right edge of the grid of width w (within 1e−9 of one). */
+static int on_edge(double t, double w) {
+    double x = t / w;
+    return fabs(x - floor(x + 0.5)) <= 1e-9 * (x > 1.0 ? x : 1.0);
 }
 
 static int check_time(const char *what, double t) {
@@ -106,7 +128,12 @@ static int check_time(const char *what, double t) {
     return DQ_OK;
 }
 
-/* Keeps Σ pdf ≤ 1 after round-off and clears negative residues. */
+static double clamp01(double x) {
+    return x > 1.0 ? 1.0 : (x > 0.0 ? x : 0.0);
+}
+
+/* Keeps Σ pdf ≤ 1 after round-off, clears negative residues, and keeps `zero` within
+ * pdf[0] and `failed` within the lost mass. */
 static void normalise(struct dq *a) {
     double sum = 0.0;
     for (int i = 0; i < a->n; i++) {
@@ -119,7 +146,12 @@ static void normalise(struct dq *a) {
         for (int i = 0; i < a->n; i++) {
             a->pdf[i] /= sum;
         }
+        sum = 1.0;
     }
+    a->zero = a->zero > a->pdf[0] ? a->pdf[0] : (a->zero > 0.0 ? a->zero : 0.0);
+    double lost = sum > 1.0 - 1e-12 ? 0.0 : 1.0 - sum;
+    a->failed = a->failed > lost ? lost : (a->failed > 0.0 ? a->failed : 0.0);
+    a->lag = a->lag > 0 ? a->lag : 0;
 }
 
 static int check_dq(const char *what, const struct dq *a) {
@@ -132,7 +164,12 @@ static int check_dq(const char *what, const struct dq *a) {
 /* ---- constructors ------------------------------------------------------------------ */
 
 int dq_never(int k, int n, struct dq **out) {
-    return new_dq(k, n, out);
+    int rc = new_dq(k, n, out);
+    if (rc == DQ_OK) {
+        (*out)->failed = 1.0;
+        (*out)->atoms = 1;
+    }
+    return rc;
 }
 
 int dq_wait(int k, int n, double t, struct dq **out) {
@@ -144,21 +181,15 @@ int dq_wait(int k, int n, double t, struct dq **out) {
     if (rc || (rc = new_dq(k, n, &a))) {
         return rc;
     }
-    int i = index_of(t, a->width, n);
+    int i = bin_of(t, a->width, n);
     if (i >= 0) {
         a->pdf[i] = 1.0;
     }
+    a->zero = t == 0.0 ? 1.0 : 0.0;
+    /* on an edge (or at 0) it is a point mass there; inside a bin, a mass somewhere in it */
+    a->atoms = i < 0 || t == 0.0 || on_edge(t, a->width);
     *out = a;
     return DQ_OK;
-}
-
-/* Bin i of a grid collects [(i−½)w, (i+½)w), bin 0 from 0, the last bin up to n·w. */
-static double bin_lo(int i, double w) {
-    return i == 0 ? 0.0 : (i - 0.5) * w;
-}
-
-static double bin_hi(int i, double w, int n) {
-    return i == n - 1 ? n * w : (i + 0.5) * w;
 }
 
 static double uniform_cdf(double t, double a, double b) {
@@ -187,8 +218,7 @@ int dq_uniform(int k, int n, double a, double b, struct dq **out) {
         return rc;
     }
     for (int i = 0; i < n; i++) {
-        d->pdf[i] =
-            uniform_cdf(bin_hi(i, d->width, n), a, b) - uniform_cdf(bin_lo(i, d->width), a, b);
+        d->pdf[i] = uniform_cdf((i + 1) * d->width, a, b) - uniform_cdf(i * d->width, a, b);
     }
     normalise(d);
     *out = d;
@@ -207,10 +237,10 @@ int dq_exponential(int k, int n, double rate, struct dq **out) {
     if (rc) {
         return rc;
     }
+    double step = -expm1(-rate * d->width);
     for (int i = 0; i < n; i++) {
         /* e^{-λ lo} − e^{-λ hi} = F(hi) − F(lo), computed without cancellation. */
-        double lo = bin_lo(i, d->width), hi = bin_hi(i, d->width, n);
-        d->pdf[i] = exp(-rate * lo) * -expm1(-rate * (hi - lo));
+        d->pdf[i] = exp(-rate * i * d->width) * step;
     }
     normalise(d);
     *out = d;
@@ -244,7 +274,7 @@ int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_
         return rc;
     }
     for (size_t s = 0; s < count; s++) {
-        int i = index_of(durations[s], d->width, n);
+        int i = bin_of(durations[s], d->width, n);
         if (i < 0) {
             d->n_out++;
         } else {
@@ -257,6 +287,8 @@ int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_
     d->n_ok = count - d->n_out;
     d->n_fa = n_failed;
     d->n_to = n_timeout;
+    d->failed = (double)n_failed / (double)total;
+    normalise(d);
     *out = d;
     return DQ_OK;
 }
@@ -299,6 +331,8 @@ int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint
     d->n_fa = n_failed;
     d->n_to = n_timeout;
     d->n_out = n_out;
+    d->failed = (double)n_failed / (double)total;
+    normalise(d);
     *out = d;
     return DQ_OK;
 }
@@ -329,6 +363,45 @@ int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
         return rc;
     }
     memcpy(d->pdf, pdf, sizeof(double) * (size_t)n);
+    d->failed = 1.0; /* clamped to the lost mass: what is missing is taken as failures */
+    normalise(d);
+    *out = d;
+    return DQ_OK;
+}
+
+int dq_from_points(int k, int n, const double *mass, struct dq **out) {
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
+    if (!mass) {
+        return dq_fail(DQ_EINVAL, "no masses given");
+    }
+    int rc = dq_check_grid(k, n);
+    if (rc) {
+        return rc;
+    }
+    double sum = 0.0;
+    for (int j = 0; j <= n; j++) {
+        if (!isfinite(mass[j]) || mass[j] < 0.0) {
+            return dq_fail(DQ_EINVAL, "mass %g at grid time %d is not a finite value ≥ 0", mass[j],
+                           j);
+        }
+        sum += mass[j];
+    }
+    if (sum > 1.0 + DQ_EPS) {
+        return dq_fail(DQ_EINVAL, "masses sum to %.12g, more than 1", sum);
+    }
+    struct dq *d = NULL;
+    if ((rc = new_dq(k, n, &d))) {
+        return rc;
+    }
+    d->zero = mass[0];
+    d->pdf[0] = mass[0];
+    for (int j = 1; j <= n; j++) {
+        d->pdf[j - 1] += mass[j];
+    }
+    d->atoms = 1;
+    d->failed = 1.0;
     normalise(d);
     *out = d;
     return DQ_OK;
@@ -348,6 +421,10 @@ int dq_clone(const struct dq *a, struct dq **out) {
     d->n_fa = a->n_fa;
     d->n_to = a->n_to;
     d->n_out = a->n_out;
+    d->lag = a->lag;
+    d->atoms = a->atoms;
+    d->zero = a->zero;
+    d->failed = a->failed;
     *out = d;
     return DQ_OK;
 }
@@ -356,6 +433,15 @@ int dq_clone(const struct dq *a, struct dq **out) {
 
 double dq_horizon(const struct dq *a) {
     return a ? a->n * a->width : 0.0;
+}
+
+/* Σ pdf[0..upto], clamped to [0, 1]. */
+static double mass_upto(const struct dq *a, int upto) {
+    double sum = 0.0;
+    for (int i = 0; i <= upto && i < a->n; i++) {
+        sum += a->pdf[i];
+    }
+    return clamp01(sum);
 }
 
 double dq_tangible(const struct dq *a) {
@@ -375,17 +461,61 @@ double dq_lost(const struct dq *a) {
     return 1.0 - dq_tangible(a);
 }
 
+double dq_lost_bound(const struct dq *a) {
+    if (!a || !a->pdf) {
+        return 1.0;
+    }
+    if (a->lag <= 0) {
+        return dq_lost(a);
+    }
+    double t = a->n - 1 - a->lag >= 0 ? mass_upto(a, a->n - 1 - a->lag) : a->zero;
+    return 1.0 - (t > 1.0 - 1e-12 ? 1.0 : t);
+}
+
+double dq_past_horizon(const struct dq *a) {
+    if (!a || !a->pdf) {
+        return 0.0;
+    }
+    double p = dq_lost(a) - a->failed;
+    return p > 1e-12 ? p : 0.0;
+}
+
+/* The index of the last bin whose right edge is at or before t ≥ 0 (−1: none). */
+static int last_edge_at(const struct dq *a, double t) {
+    double last = floor(t / a->width + 1e-9) - 1.0;
+    return last >= a->n - 1 ? a->n - 1 : (last < 0.0 ? -1 : (int)last);
+}
+
 double dq_cdf_at(const struct dq *a, double t) {
     if (!a || !a->pdf || !(t >= 0.0)) {
         return 0.0;
     }
-    double last = floor(t / a->width + 1e-9);
-    int upto = last >= a->n - 1 ? a->n - 1 : (int)last;
-    double sum = 0.0;
-    for (int i = 0; i <= upto; i++) {
-        sum += a->pdf[i];
+    int j = last_edge_at(a, t);
+    return j < 0 ? clamp01(a->zero) : mass_upto(a, j);
+}
+
+double dq_cdf_bound_at(const struct dq *a, double t) {
+    if (!a || !a->pdf || !(t >= 0.0)) {
+        return 0.0;
     }
-    return sum > 1.0 ? 1.0 : sum;
+    int j = last_edge_at(a, t);
+    j = j < 0 ? -1 : j - (a->lag > 0 ? a->lag : 0);
+    return j < 0 ? clamp01(a->zero) : mass_upto(a, j);
+}
+
+/* The smallest index i with cdf[i] ≥ p (−1: the atom at 0 reaches it; n: never). */
+static int quantile_index(const struct dq *a, double p) {
+    if (a->zero >= p - 1e-12) {
+        return -1;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < a->n; i++) {
+        sum += a->pdf[i];
+        if (sum >= p - 1e-12) {
+            return i;
+        }
+    }
+    return a->n;
 }
 
 int dq_quantile(const struct dq *a, double p, double *t) {
@@ -396,15 +526,28 @@ int dq_quantile(const struct dq *a, double p, double *t) {
     if (!t || !(p > 0.0) || p > 1.0) {
         return dq_fail(DQ_EINVAL, "quantile p = %g must be in (0, 1]", p);
     }
-    double sum = 0.0;
-    for (int i = 0; i < a->n; i++) {
-        sum += a->pdf[i];
-        if (sum >= p - 1e-12) {
-            *t = i * a->width;
-            return DQ_OK;
-        }
+    int i = quantile_index(a, p);
+    if (i >= a->n) {
+        return dq_fail(DQ_ENOTREACHED, "p = %g is above the tangible mass %.6g", p, dq_tangible(a));
     }
-    return dq_fail(DQ_ENOTREACHED, "p = %g is above the tangible mass %.6g", p, sum);
+    *t = (i + 1) * a->width;
+    return DQ_OK;
+}
+
+int dq_quantile_bound(const struct dq *a, double p, double *t) {
+    int rc = check_dq("operand", a);
+    if (rc) {
+        return rc;
+    }
+    if (!t || !(p > 0.0) || p > 1.0) {
+        return dq_fail(DQ_EINVAL, "quantile p = %g must be in (0, 1]", p);
+    }
+    int i = quantile_index(a, p);
+    if (i >= a->n) {
+        return dq_fail(DQ_ENOTREACHED, "p = %g is above the tangible mass %.6g", p, dq_tangible(a));
+    }
+    *t = i < 0 ? 0.0 : (i + 1 + (a->lag > 0 ? a->lag : 0)) * a->width;
+    return DQ_OK;
 }
 
 int dq_moments(const struct dq *a, struct dq_moments *m) {
@@ -415,22 +558,29 @@ int dq_moments(const struct dq *a, struct dq_moments *m) {
     if (!m) {
         return dq_fail(DQ_EINVAL, "missing output pointer");
     }
+    /* Where a bin's mass sits, in bins: its middle when spread, its right edge when a point
+     * mass; the atom at 0 at 0. */
+    double off = a->atoms ? 1.0 : 0.5;
+    double z = a->zero > 0.0 ? a->zero : 0.0;
     double mass = 0.0, s1 = 0.0;
     for (int i = 0; i < a->n; i++) {
-        mass += a->pdf[i];
-        s1 += a->pdf[i] * i;
+        double p = i == 0 ? a->pdf[0] - z : a->pdf[i];
+        mass += p;
+        s1 += p * (i + off);
     }
+    mass += z;
     if (!(mass > 0.0)) {
         return dq_fail(DQ_ENOTREACHED, "no tangible mass: moments conditioned on success are "
                                        "undefined");
     }
     double mean = s1 / mass; /* in bins */
-    double c2 = 0.0, c3 = 0.0, c4 = 0.0;
+    double c2 = z * mean * mean, c3 = -z * mean * mean * mean, c4 = z * mean * mean * mean * mean;
     for (int i = 0; i < a->n; i++) {
-        double d = i - mean, d2 = d * d;
-        c2 += a->pdf[i] * d2;
-        c3 += a->pdf[i] * d2 * d;
-        c4 += a->pdf[i] * d2 * d2;
+        double p = i == 0 ? a->pdf[0] - z : a->pdf[i];
+        double d = i + off - mean, d2 = d * d;
+        c2 += p * d2;
+        c3 += p * d2 * d;
+        c4 += p * d2 * d2;
     }
     c2 /= mass;
     c3 /= mass;
@@ -447,48 +597,75 @@ int dq_moments(const struct dq *a, struct dq_moments *m) {
 /* ---- re-expression ----------------------------------------------------------------------- */
 
 /*
- * Adds the masses of src (grid k_src) into dst (grid k_dst, n_dst bins; zeroed by the
- * caller), moving each to the nearest grid time of dst. Returns the mass that fell
- * beyond dst's horizon.
+ * Adds src (n_src bins on exponent k_src; point masses at right edges when `atoms`, its
+ * atom at 0 `zero`) into dst (n_dst bins on k_dst, zeroed by the caller). Coarser: whole
+ * bins are summed (a bin past the new horizon is lost). Finer: a bin's mass is spread
+ * evenly over the finer bins it covers (a point mass goes to the one ending at its edge,
+ * the atom at 0 stays in bin 0); those past the new horizon are lost. Returns the lost
+ * mass; *lag and *atoms (when not NULL) receive the result's lag and point-mass flag.
  */
-static double reexpress_into(const double *src, int n_src, int k_src, double *dst, int n_dst,
-                             int k_dst) {
+static double regrid_into(const double *src, int n_src, int k_src, int lag, int atoms, double zero,
+                          double *dst, int n_dst, int k_dst, int *lag_out, int *atoms_out) {
     double lost = 0.0;
+    int still_atoms = atoms;
     if (k_dst >= k_src) {
-        long f = 1L << (k_dst - k_src);
+        int d = k_dst - k_src;
+        long f = 1L << d;
         for (long i = 0; i < n_src; i++) {
             if (src[i] == 0.0) {
                 continue;
             }
-            if (i > (long)n_dst * f) {
+            long j = i >> d;
+            if (j >= n_dst) {
                 lost += src[i];
                 continue;
             }
-            long j = i;
-            if (f > 1) {
-                /* nearest coarse time; an exact tie goes to the even one, so that rebinning
-                 * many operands does not drift later by half a fine bin each */
-                j = i / f;
-                long r = i % f;
-                if (r > f / 2 || (r == f / 2 && (j & 1))) {
-                    j++;
-                }
+            dst[j] += src[i];
+            /* a point mass stays one only when its edge is an edge of the coarser grid */
+            double at_edge = i == 0 ? zero : 0.0;
+            if (atoms && (i + 1) % f != 0 && src[i] - at_edge > 0.0) {
+                still_atoms = 0;
             }
-            dst[j >= n_dst ? n_dst - 1 : j] += src[i];
+        }
+        if (lag_out) {
+            *lag_out = (int)((lag + f - 1) / f);
         }
     } else {
         long g = 1L << (k_src - k_dst);
         for (long i = 0; i < n_src; i++) {
-            if (src[i] == 0.0) {
+            double m = src[i];
+            if (m == 0.0) {
                 continue;
             }
-            long j = i * g;
-            if (j > n_dst) {
-                lost += src[i];
+            long first = i * g;
+            if (i == 0 && zero > 0.0) {
+                dst[0] += zero;
+                m -= zero;
+            }
+            if (atoms) {
+                long j = first + g - 1;
+                if (j < n_dst) {
+                    dst[j] += m;
+                } else {
+                    lost += m;
+                }
                 continue;
             }
-            dst[j >= n_dst ? n_dst - 1 : j] += src[i];
+            double part = m / (double)g;
+            for (long j = first; j < first + g; j++) {
+                if (j < n_dst) {
+                    dst[j] += part;
+                } else {
+                    lost += part;
+                }
+            }
         }
+        if (lag_out) {
+            *lag_out = (int)(lag * g + (atoms ? 0 : g - 1));
+        }
+    }
+    if (atoms_out) {
+        *atoms_out = still_atoms;
     }
     return lost;
 }
@@ -502,7 +679,9 @@ int dq_reexpress(const struct dq *a, int k, int n, struct dq **out) {
     if (rc || (rc = new_dq(k, n, &d))) {
         return rc;
     }
-    reexpress_into(a->pdf, a->n, a->k, d->pdf, n, k);
+    regrid_into(a->pdf, a->n, a->k, a->lag, a->atoms, a->zero, d->pdf, n, k, &d->lag, &d->atoms);
+    d->zero = a->zero;
+    d->failed = a->failed;
     normalise(d);
     *out = d;
     return DQ_OK;
@@ -538,10 +717,11 @@ int dq_rebin(const struct dq *a, int k, struct dq **out) {
 /*
  * Brings n operands onto one grid: the coarsest width and the largest horizon there.
  * Fills cdf (n rows of *bins values, the caller frees *cdf) with each operand's CDF at the
- * common grid times.
+ * common right edges, and *lag / *atoms with the largest lag and whether every operand is
+ * made of point masses there.
  */
 static int common_cdfs(const struct dq *const *ops, size_t n, int *k_out, int *bins_out,
-                       double **cdf) {
+                       double **cdf, int *lag_out, int *atoms_out) {
     if (!ops || n < 1) {
         return dq_fail(DQ_EINVAL, "an operator needs at least one operand");
     }
@@ -562,11 +742,17 @@ static int common_cdfs(const struct dq *const *ops, size_t n, int *k_out, int *b
     if (!rows) {
         return dq_fail(DQ_ENOMEM, "no memory for %zu operands of %d bins", n, bins);
     }
+    int lag = 0, atoms = 1;
     for (size_t i = 0; i < n; i++) {
         /* Each operand keeps its own horizon on the common width (as dq_rebin and the
          * sequence operator do); past it, its CDF stays at its tangible mass. */
+        const struct dq *a = ops[i];
         double *row = rows + i * (size_t)bins;
-        reexpress_into(ops[i]->pdf, ops[i]->n, ops[i]->k, row, bins_at(ops[i]->n, ops[i]->k, k), k);
+        int l = 0, at = 0;
+        regrid_into(a->pdf, a->n, a->k, a->lag, a->atoms, a->zero, row, bins_at(a->n, a->k, k), k,
+                    &l, &at);
+        lag = l > lag ? l : lag;
+        atoms = atoms && at;
         double sum = 0.0;
         for (int j = 0; j < bins; j++) {
             sum += row[j];
@@ -576,6 +762,12 @@ static int common_cdfs(const struct dq *const *ops, size_t n, int *k_out, int *b
     *k_out = k;
     *bins_out = bins;
     *cdf = rows;
+    if (lag_out) {
+        *lag_out = lag;
+    }
+    if (atoms_out) {
+        *atoms_out = atoms;
+    }
     return DQ_OK;
 }
 
@@ -592,23 +784,127 @@ static int from_cdf(int k, int n, const double *cdf, struct dq **out) {
         d->pdf[i] = c - prev;
         prev = c;
     }
-    normalise(d);
     *out = d;
     return DQ_OK;
 }
 
-/* ---- operators ---------------------------------------------------------------------------- */
+/* ---- sequence ------------------------------------------------------------------------------ */
+
+/* One operand of a sequence brought to the common exponent: its masses without the atom
+ * at 0 (`row`, len bins), that atom, its kind of mass, lag and failed mass. */
+struct seq_row {
+    const double *row; /* own, or the operand's pdf (borrowed) */
+    double *own;       /* what to free */
+    int len;
+    double zero;
+    int atoms;
+    int lag;
+    double failed;
+};
+
+/* Fills r from a on exponent k ≥ a->k: a's own masses when they are on k and it has no
+ * atom at 0, else a copy (r->own; the caller frees it). */
+static int seq_row_of(const struct dq *a, int k, struct seq_row *r) {
+    r->failed = a->failed;
+    r->own = NULL;
+    if (a->k == k && !(a->zero > 0.0)) {
+        r->row = a->pdf;
+        r->len = a->n;
+        r->lag = a->lag;
+        r->atoms = a->atoms;
+        r->zero = 0.0;
+        return DQ_OK;
+    }
+    r->len = bins_at(a->n, a->k, k);
+    r->own = calloc((size_t)r->len, sizeof *r->own);
+    if (!r->own) {
+        return dq_fail(DQ_ENOMEM, "no memory for an operand of %d bins", r->len);
+    }
+    regrid_into(a->pdf, a->n, a->k, a->lag, a->atoms, a->zero, r->own, r->len, k, &r->lag,
+                &r->atoms);
+    r->zero = a->zero > 0.0 ? (a->zero < r->own[0] ? a->zero : r->own[0]) : 0.0;
+    r->own[0] -= r->zero;
+    if (r->own[0] < 0.0) {
+        r->own[0] = 0.0;
+    }
+    r->row = r->own;
+    return DQ_OK;
+}
+
+/* One spread-by-spread step in place: x[0 … len−1] becomes x[0 … len], each value shared
+ * by its bin and the next (x[len] must be writable). */
+static void share_pass(double *x, long len) {
+    x[len] = 0.5 * x[len - 1];
+    for (long i = len - 1; i > 0; i--) {
+        x[i] = 0.5 * (x[i] + x[i - 1]);
+    }
+    x[0] *= 0.5;
+}
 
 /*
- * Turns a raw convolution (len masses on exponent k) into a ΔQ, coarsening the width until
- * the result fits in DQ_MAX_BINS; past the widest grid the mass is lost.
+ * The sequence of two rows into r (r->row gets a->len + b->len bins, then owned by r).
+ * Point masses at right edges move the other operand by whole bins (index i + j + 1);
+ * two spread masses share bins i + j and i + j + 1 equally. The atoms at 0 are the
+ * identity: each adds the other operand where it is.
  */
-static int from_raw(const double *raw, long len, int k, struct dq **out) {
+static int seq_pair(const struct seq_row *a, const struct seq_row *b, struct seq_row *r) {
+    long len = (long)a->len + b->len;
+    double *out = malloc(sizeof(double) * (size_t)len);
+    if (!out) {
+        return dq_fail(DQ_ENOMEM, "no memory for a convolution of %ld bins", len);
+    }
+    int shift = a->atoms || b->atoms;
+    /* the convolution (len − 1 values), then moved by a bin or shared between two */
+    int rc = dq_conv_auto(a->row, a->len, b->row, b->len, shift ? out + 1 : out);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    if (shift) {
+        out[0] = 0.0;
+    } else {
+        share_pass(out, len - 1);
+    }
+    if (a->zero > 0.0) {
+        for (int j = 0; j < b->len; j++) {
+            out[j] += a->zero * b->row[j];
+        }
+    }
+    if (b->zero > 0.0) {
+        for (int i = 0; i < a->len; i++) {
+            out[i] += b->zero * a->row[i];
+        }
+    }
+    r->row = r->own = out;
+    r->len = (int)len;
+    r->zero = a->zero * b->zero;
+    r->atoms = a->atoms && b->atoms;
+    r->lag = a->lag + b->lag + (shift ? 0 : 1);
+    r->failed = 1.0 - (1.0 - a->failed) * (1.0 - b->failed);
+    return DQ_OK;
+}
+
+/* Bins of width 2^k ms that end at or after `horizon` seconds (uncapped). */
+static long bins_to(double horizon, int k) {
+    double b = ceil(horizon / dq_width_of(k) - 1e-9);
+    return b < 1.0 ? 1 : (b > 1e15 ? (long)1e15 : (long)b);
+}
+
+/*
+ * Makes the ΔQ of a sequence result r (on exponent k) cut at `horizon` seconds (INFINITY:
+ * its whole length): at exponent k when the kept bins fit in DQ_MAX_BINS, otherwise at
+ * the first coarser width where they do (whole bins summed; past the widest grid, lost).
+ */
+static int seq_finish(struct seq_row *r, int k, double horizon, struct dq **out) {
+    long keep = r->len;
+    if (isfinite(horizon) && bins_to(horizon, k) < keep) {
+        keep = bins_to(horizon, k);
+    }
     int kk = k;
-    long bins = len;
+    long bins = keep;
     while (bins > DQ_MAX_BINS && kk < DQ_MAX_K) {
         kk++;
-        bins = (len + (1L << (kk - k)) - 1) >> (kk - k);
+        bins = (keep + (1L << (kk - k)) - 1) >> (kk - k);
     }
     if (bins > DQ_MAX_BINS) {
         bins = DQ_MAX_BINS;
@@ -618,68 +914,126 @@ static int from_raw(const double *raw, long len, int k, struct dq **out) {
     if (rc) {
         return rc;
     }
-    reexpress_into(raw, (int)len, k, d->pdf, (int)bins, kk);
+    int lkeep = (int)(keep < r->len ? keep : r->len);
+    regrid_into(r->row, lkeep, k, r->lag, r->atoms, 0.0, d->pdf, (int)bins, kk, &d->lag, &d->atoms);
+    d->pdf[0] += r->zero; /* the rows hold everything but the atom at 0 */
+    d->zero = r->zero;
+    d->failed = r->failed;
     normalise(d);
     *out = d;
     return DQ_OK;
 }
 
-/* Copies each operand's masses onto exponent k (coarsest), keeping its horizon. */
-static int masses_at(const struct dq *const *ops, size_t n, int k, double **rows, int *lens) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        lens[i] = bins_at(ops[i]->n, ops[i]->k, k);
-        total += (size_t)lens[i];
+/* Pairwise, cutting the running result back to `horizon` after every step: delays only
+ * add, so mass already past it never comes back. */
+static int seq_fold(struct seq_row *rows, size_t n, int k, double horizon, struct dq **out) {
+    struct seq_row acc = rows[0];
+    acc.own = NULL;
+    double *own = NULL;
+    const struct seq_row *cur = &rows[0];
+    long cut = isfinite(horizon) ? bins_to(horizon, k) : -1;
+    for (size_t j = 1; j < n; j++) {
+        struct seq_row next;
+        int rc = seq_pair(cur, &rows[j], &next);
+        free(own);
+        own = NULL;
+        if (rc) {
+            return rc;
+        }
+        if (cut > 0 && next.len > cut) {
+            next.len = (int)cut;
+        }
+        acc = next;
+        own = acc.own;
+        cur = &acc;
     }
-    double *buf = calloc(total, sizeof *buf);
-    if (!buf) {
-        return dq_fail(DQ_ENOMEM, "no memory for %zu operands", n);
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        rows[i] = buf + off;
-        reexpress_into(ops[i]->pdf, ops[i]->n, ops[i]->k, rows[i], lens[i], k);
-        off += (size_t)lens[i];
-    }
-    return DQ_OK;
-}
-
-int dq_sequence(const struct dq *a, const struct dq *b, struct dq **out) {
-    const struct dq *ops[2] = {a, b};
-    int rc = check_dq("first operand", a);
-    if (rc || (rc = check_dq("second operand", b))) {
-        return rc;
-    }
-    if (!out) {
-        return dq_fail(DQ_EINVAL, "missing output pointer");
-    }
-    int k = a->k > b->k ? a->k : b->k;
-    double *rows[2];
-    int lens[2];
-    if ((rc = masses_at(ops, 2, k, rows, lens))) {
-        return rc;
-    }
-    long len = (long)lens[0] + lens[1] - 1;
-    double *raw = malloc(sizeof(double) * (size_t)len);
-    if (!raw) {
-        free(rows[0]);
-        return dq_fail(DQ_ENOMEM, "no memory for a convolution of %ld bins", len);
-    }
-    rc = dq_conv_auto(rows[0], lens[0], rows[1], lens[1], raw);
-    if (!rc) {
-        rc = from_raw(raw, len, k, out);
-    }
-    free(raw);
-    free(rows[0]);
+    int rc = seq_finish(&acc, k, horizon, out);
+    free(own);
     return rc;
 }
 
-int dq_sequence_n(const struct dq *const *ops, size_t n, struct dq **out) {
+/* The binomial kernel of m − 1 halvings (m ≥ 2 values): what m − 1 spread-by-spread
+ * steps put on the bins in one product. */
+static void binomial_kernel(double *kern, int m) {
+    double lm = lgamma((double)m);
+    for (int t = 0; t < m; t++) {
+        kern[t] =
+            exp(lm - lgamma(t + 1.0) - lgamma((double)(m - t)) - (m - 1) * 0.69314718055994530942);
+    }
+}
+
+/* All at once: the spectra of every operand (and of the spread kernel) multiplied, one
+ * inverse transform. Only for operands without an atom at 0. */
+static int seq_one_shot(struct seq_row *rows, size_t n, int k, double horizon, struct dq **out) {
+    size_t spread = 0;
+    long total = 0;
+    int lag = 0;
+    double ok = 1.0;
+    for (size_t j = 0; j < n; j++) {
+        spread += !rows[j].atoms;
+        total += rows[j].len;
+        lag += rows[j].lag;
+        ok *= 1.0 - rows[j].failed;
+    }
+    int shift = spread == 0 ? (int)n - 1 : (int)(n - spread);
+    /* s − 1 spread-by-spread steps: one or two as passes over the result, more as the
+     * binomial kernel in the product (one more forward transform: cheaper from three
+     * passes on, measured with bench_engine) */
+    int passes = spread >= 2 && spread <= 3 ? (int)spread - 1 : 0;
+    int kern_len = spread > 3 ? (int)spread : 0;
+    const double **arrays = calloc(n + 1, sizeof *arrays);
+    int *lens = calloc(n + 1, sizeof *lens);
+    double *kern = kern_len ? malloc(sizeof(double) * (size_t)kern_len) : NULL;
+    double *raw = calloc((size_t)total, sizeof *raw);
+    int rc = DQ_OK;
+    if (!arrays || !lens || !raw || (kern_len && !kern)) {
+        rc = dq_fail(DQ_ENOMEM, "no memory for a convolution of %ld bins", total);
+        goto out;
+    }
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        arrays[m] = rows[j].row;
+        lens[m++] = rows[j].len;
+    }
+    if (kern_len) {
+        binomial_kernel(kern, kern_len);
+        arrays[m] = kern;
+        lens[m++] = kern_len;
+    }
+    /* Σ lens − (m − 1) values, shifted by `shift`, then the passes: Σ len values in all */
+    rc = dq_conv_fft_n(arrays, lens, m, raw + shift);
+    long have = total - passes;
+    for (int p = 0; !rc && p < passes; p++) {
+        share_pass(raw + shift, have - shift);
+        have++;
+    }
+    if (!rc) {
+        struct seq_row r = {.row = raw,
+                            .len = (int)total,
+                            .zero = 0.0,
+                            .atoms = spread == 0,
+                            .lag = lag + (spread >= 1 ? (int)spread - 1 : 0),
+                            .failed = 1.0 - ok};
+        rc = seq_finish(&r, k, horizon, out);
+    }
+out:
+    free(arrays);
+    free(lens);
+    free(kern);
+    free(raw);
+    return rc;
+}
+
+int dq_sequence_cut(const struct dq *const *ops, size_t n, double horizon, struct dq **out) {
     if (!ops || n < 1) {
         return dq_fail(DQ_EINVAL, "a sequence needs at least one operand");
     }
     if (!out) {
         return dq_fail(DQ_EINVAL, "missing output pointer");
+    }
+    if (isnan(horizon) || !(horizon > 0.0)) {
+        return dq_fail(DQ_EINVAL, "a sequence's horizon must be a time > 0 (or INFINITY), not %g",
+                       horizon);
     }
     int k = DQ_MIN_K;
     for (size_t i = 0; i < n; i++) {
@@ -689,40 +1043,48 @@ int dq_sequence_n(const struct dq *const *ops, size_t n, struct dq **out) {
         }
         k = ops[i]->k > k ? ops[i]->k : k;
     }
-    if (n == 1) {
-        return dq_clone(ops[0], out);
+    struct seq_row *rows = calloc(n, sizeof *rows);
+    if (!rows) {
+        return dq_fail(DQ_ENOMEM, "no memory for %zu operands", n);
     }
-    double **rows = calloc(n, sizeof *rows);
-    int *lens = calloc(n, sizeof *lens);
-    double *raw = NULL;
-    int rc = (rows && lens) ? DQ_OK : dq_fail(DQ_ENOMEM, "no memory for %zu operands", n);
+    int rc = DQ_OK;
+    long total = 0;
+    int any_zero = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = seq_row_of(ops[i], k, &rows[i]);
+        total += rows[i].len;
+        any_zero |= rows[i].zero > 0.0;
+    }
     if (!rc) {
-        rc = masses_at(ops, n, k, rows, lens);
+        if (n == 1) {
+            rc = seq_finish(&rows[0], k, horizon, out);
+        } else if (any_zero || total > SEQ_ONE_SHOT_BINS) {
+            rc = seq_fold(rows, n, k, horizon, out);
+        } else {
+            rc = seq_one_shot(rows, n, k, horizon, out);
+        }
     }
-    if (rc) {
-        free(rows);
-        free(lens);
-        return rc;
-    }
-    long len = 1;
     for (size_t i = 0; i < n; i++) {
-        len += lens[i] - 1;
+        free(rows[i].own);
     }
-    raw = malloc(sizeof(double) * (size_t)len);
-    if (!raw) {
-        rc = dq_fail(DQ_ENOMEM, "no memory for a convolution of %ld bins", len);
-    } else {
-        rc = dq_conv_fft_n((const double *const *)rows, lens, n, raw);
-    }
-    if (!rc) {
-        rc = from_raw(raw, len, k, out);
-    }
-    free(raw);
-    free(rows[0]);
     free(rows);
-    free(lens);
     return rc;
 }
+
+int dq_sequence(const struct dq *a, const struct dq *b, struct dq **out) {
+    int rc = check_dq("first operand", a);
+    if (rc || (rc = check_dq("second operand", b))) {
+        return rc;
+    }
+    const struct dq *ops[2] = {a, b};
+    return dq_sequence_cut(ops, 2, INFINITY, out);
+}
+
+int dq_sequence_n(const struct dq *const *ops, size_t n, struct dq **out) {
+    return dq_sequence_cut(ops, n, INFINITY, out);
+}
+
+/* ---- first-to-finish, all-to-finish, choice ------------------------------------------------- */
 
 enum combine { COMBINE_FIRST, COMBINE_ALL, COMBINE_CHOICE };
 
@@ -731,9 +1093,9 @@ static int combine(const struct dq *const *ops, const double *weights, size_t n,
     if (!out) {
         return dq_fail(DQ_EINVAL, "missing output pointer");
     }
-    int k, bins;
+    int k, bins, lag, atoms;
     double *cdf = NULL;
-    int rc = common_cdfs(ops, n, &k, &bins, &cdf);
+    int rc = common_cdfs(ops, n, &k, &bins, &cdf, &lag, &atoms);
     if (rc) {
         return rc;
     }
@@ -761,7 +1123,33 @@ static int combine(const struct dq *const *ops, const double *weights, size_t n,
         }
         res[j] = how == COMBINE_FIRST ? 1.0 - miss : acc;
     }
+    /* the same laws at delay 0 (the atoms) and for the failures (at t = ∞) */
+    double z = how == COMBINE_ALL ? 1.0 : 0.0, zmiss = 1.0;
+    double f = how == COMBINE_CHOICE ? 0.0 : 1.0, fok = 1.0;
+    for (size_t i = 0; i < n; i++) {
+        switch (how) {
+        case COMBINE_FIRST:
+            zmiss *= 1.0 - ops[i]->zero;
+            f *= ops[i]->failed;
+            break;
+        case COMBINE_ALL:
+            z *= ops[i]->zero;
+            fok *= 1.0 - ops[i]->failed;
+            break;
+        case COMBINE_CHOICE:
+            z += weights[i] * ops[i]->zero;
+            f += weights[i] * ops[i]->failed;
+            break;
+        }
+    }
     rc = from_cdf(k, bins, res, out);
+    if (!rc) {
+        (*out)->lag = lag;
+        (*out)->atoms = atoms;
+        (*out)->zero = how == COMBINE_FIRST ? 1.0 - zmiss : z;
+        (*out)->failed = how == COMBINE_ALL ? 1.0 - fok : f;
+        normalise(*out);
+    }
     free(res);
     free(cdf);
     return rc;
@@ -836,10 +1224,15 @@ int dq_from_qta(int k, int n, const struct dq_qta *q, struct dq **out) {
         return rc;
     }
     double prev = 0.0;
+    d->atoms = 1;
     for (int j = 0; j < q->n; j++) {
-        int i = index_of(q->t[j], d->width, n);
+        int i = bin_of(q->t[j], d->width, n);
+        d->atoms &= i < 0 || q->t[j] == 0.0 || on_edge(q->t[j], d->width);
         if (i >= 0) {
             d->pdf[i] += q->p[j] - prev;
+        }
+        if (q->t[j] == 0.0) {
+            d->zero += q->p[j] - prev;
         }
         prev = q->p[j];
     }
@@ -856,10 +1249,11 @@ int dq_qta_eval(const struct dq *a, const struct dq_qta *q, struct dq_qta_result
     if (!res) {
         return dq_fail(DQ_EINVAL, "missing output pointer");
     }
-    double margin = q->max_lost - dq_lost(a);
+    /* on the lower bound of the CDF (dq.h): a QTA never passes on rounding */
+    double margin = q->max_lost - dq_lost_bound(a);
     int worst = -1;
     for (int j = 0; j < q->n; j++) {
-        double m = dq_cdf_at(a, q->t[j]) - q->p[j];
+        double m = dq_cdf_bound_at(a, q->t[j]) - q->p[j];
         if (m < margin) {
             margin = m;
             worst = j;
@@ -885,7 +1279,7 @@ static int pair_cdfs(const struct dq *a, const struct dq *b, int *k, int *bins, 
     if (rc || (rc = check_dq("second operand", b))) {
         return rc;
     }
-    return common_cdfs(ops, 2, k, bins, cdf);
+    return common_cdfs(ops, 2, k, bins, cdf, NULL, NULL);
 }
 
 int dq_compare(const struct dq *a, const struct dq *b, double tol, enum dq_order *order) {
@@ -941,9 +1335,17 @@ int dq_ks(const struct dq *a, const struct dq *b, uint64_t na, uint64_t nb, doub
     if (rc) {
         return rc;
     }
+    /* each CDF is known to lie within ± its lag (in common bins): the distance is to that
+     * band, so that a calculated ΔQ is not told apart from an observed one by the bins its
+     * sequence steps spread over (for lags 0 it is the usual sup |F_a − F_b|) */
+    long fa = 1L << (k - a->k), fb = 1L << (k - b->k);
+    int la = (int)((a->lag + fa - 1) / fa), lb = (int)((b->lag + fb - 1) / fb);
+    const double *ca = cdf, *cb = cdf + bins;
     double sup = 0.0;
     for (int j = 0; j < bins; j++) {
-        double diff = fabs(cdf[j] - cdf[(size_t)bins + (size_t)j]);
+        double a_lo = j - la >= 0 ? ca[j - la] : 0.0, a_hi = ca[j + la < bins ? j + la : bins - 1];
+        double b_lo = j - lb >= 0 ? cb[j - lb] : 0.0, b_hi = cb[j + lb < bins ? j + lb : bins - 1];
+        double diff = a_lo - b_hi > b_lo - a_hi ? a_lo - b_hi : b_lo - a_hi;
         sup = diff > sup ? diff : sup;
     }
     free(cdf);
@@ -968,8 +1370,9 @@ int dq_wasserstein1(const struct dq *a, const struct dq *b, double *w1) {
     if (rc) {
         return rc;
     }
-    double sum = 0.0;
-    for (int j = 0; j < bins; j++) {
+    /* the step CDFs: the atoms at 0 on [0, w), cdf[j] on [(j+1)·w, (j+2)·w), up to H */
+    double sum = fabs(a->zero - b->zero);
+    for (int j = 0; j + 1 < bins; j++) {
         sum += fabs(cdf[j] - cdf[(size_t)bins + (size_t)j]);
     }
     free(cdf);

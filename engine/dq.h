@@ -3,20 +3,27 @@
  *
  * A ΔQ is an improper CDF of a delay: the probability of completing by time t, whose
  * limit is the tangible mass 1 − lost. We hold it binned on a grid of width
- * w = Δt_base·2^k (Δt_base = 1 ms, k ∈ [−10, 10]) with N ∈ [1, 4096] bins:
+ * w = Δt_base·2^k (Δt_base = 1 ms, k ∈ [−10, 10]) with N ∈ [1, 4096] bins.
  *
- *   pdf[i]  mass of delays in bin i, i = 0 … N−1. The mass of bin i is carried at the
- *           grid time i·w; bin i collects delays in [(i−½)·w, (i+½)·w) (bin 0:
- *           [0, ½·w)). Conversion from continuous delays rounds to the nearest grid time.
- *   horizon H = N·w. The caller's dMax. Delays ≥ (N−½)·w but ≤ H go to the last bin;
- *           beyond H they are lost (they would have timed out).
- *   lost    1 − Σ pdf: failures and timeouts. Observed ΔQs also keep the counts of
- *           ok / failed / timed-out instances they were built from.
+ * The convention (docs/engine.md, "The CDF convention"; every output follows it):
  *
- * With masses at grid times, sequence is exactly index addition (discrete convolution),
- * first-to-finish and all-to-finish are exact products of the CDFs at grid times, and
- * rebinning by powers of two is exact up to the rounding of grid times. The error
- * against the continuous quantity is at most ½·w per operand in time; see docs/engine.md.
+ *   pdf[i]  mass of the delays in bin i = (i·w, (i+1)·w] (bin 0 also holds delay 0).
+ *   cdf[i]  Σ_{j≤i} pdf[j], the CDF at the bin's RIGHT edge: P(delay ≤ (i+1)·w). Exact
+ *           for observed ΔQs, the constructors, and first-to-finish, all-to-finish and
+ *           choice of those; for a sequence it is a second-order estimate (each operand's
+ *           mass taken as spread evenly over its bin), and cdf[i − lag] (0 below index 0,
+ *           `zero` at index −1) is a guaranteed lower bound: QTAs are checked on it, so a
+ *           QTA never passes on rounding. Between edges the CDF is read at the last edge
+ *           at or before t (dq_cdf_at): never ahead of time.
+ *   horizon H = N·w, the right edge of the last bin (the caller's dMax). A delay ≤ H is in
+ *           a bin; beyond H it is lost (it would have timed out). No bin straddles H.
+ *   lost    1 − Σ pdf: failures (`failed`) and delays past the horizon. Observed ΔQs also
+ *           keep the counts of ok / failed / timed-out instances they were built from.
+ *
+ * Re-expression to a coarser grid (widths are powers of two apart) sums whole bins and
+ * is exact; to a finer one a bin's mass is spread evenly over the finer bins it covers
+ * (a point mass stays at its edge). Sequence keeps the estimate's mean exact and the
+ * lost mass at the horizon independent of how a chain is grouped.
  *
  * Memory: every ΔQ is heap-allocated by a constructor or an operator and released with
  * dq_destroy (which accepts NULL). Operators never modify their operands. On failure an
@@ -55,6 +62,13 @@ struct dq {
     uint64_t n_fa;  /* observed: failed instances */
     uint64_t n_to;  /* observed: timed-out instances */
     uint64_t n_out; /* observed: successes beyond the horizon (counted as lost) */
+    int lag;        /* bins: cdf[i − lag] is a lower bound of P(delay ≤ (i+1)·w); 0 when
+                       cdf[i] is exact (observed ΔQs, constructors) */
+    int atoms;      /* 1: every bin's mass is a point mass at the bin's right edge (waits
+                       and what is built from them only); 0: spread over the bin */
+    double zero;    /* mass at delay exactly 0 (included in pdf[0]) */
+    double failed;  /* the part of the lost mass that never completes (failures, `never`);
+                       the rest, lost − failed, is delay past the horizon */
 };
 
 /* ---- grid -------------------------------------------------------------------- */
@@ -74,13 +88,17 @@ int dq_grid_for(double dmax, int *k, int *n);
 
 /* ---- constructors (each returns a new ΔQ in *out) -------------------------------- */
 
-/* All mass lost: the ΔQ of an outcome that never completes. */
+/* All mass lost (and failed): the ΔQ of an outcome that never completes. */
 int dq_never(int k, int n, struct dq **out);
 
-/* Point mass at delay t ≥ 0 (lost when t > horizon). */
+/* Point mass at delay t ≥ 0 (lost when t > horizon), in the bin holding t: a point mass
+ * at its right edge when t is a multiple of the width (then sequences of waits are exact),
+ * otherwise a mass somewhere in that bin (spread, as a measured one); wait(0) is the atom
+ * at 0, the identity of sequence. */
 int dq_wait(int k, int n, double t, struct dq **out);
 
-/* Uniform on [a, b], 0 ≤ a ≤ b (a == b is a wait). Mass beyond the horizon is lost. */
+/* Uniform on [a, b], 0 ≤ a ≤ b (a == b is a wait): each bin gets the exact probability
+ * of its interval. Mass beyond the horizon is lost (past the horizon, not failed). */
 int dq_uniform(int k, int n, double a, double b, struct dq **out);
 
 /* Exponential with rate > 0 (per second). Mass beyond the horizon is lost. */
@@ -89,8 +107,9 @@ int dq_exponential(int k, int n, double rate, struct dq **out);
 /*
  * From samples: `durations` are successful delays in seconds (each ≥ 0 and finite;
  * NaN or negative is DQ_EINVAL), `n_failed` and `n_timeout` further instances that were
- * lost. Masses are counts / total. Successes beyond the horizon are lost and counted in
- * n_out. total == 0 is DQ_EINVAL (no sample, no distribution).
+ * lost. Masses are counts / total; a duration t is in the bin (i·w, (i+1)·w] holding it
+ * (0 in bin 0). Successes beyond the horizon are lost and counted in n_out. `failed` is
+ * n_failed / total (time-outs and n_out are past the horizon). total == 0 is DQ_EINVAL.
  */
 int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_t n_failed,
                     uint64_t n_timeout, struct dq **out);
@@ -102,8 +121,16 @@ int dq_from_samples(int k, int n, const double *durations, size_t count, uint64_
 int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint64_t n_timeout,
                    uint64_t n_out, struct dq **out);
 
-/* From masses: pdf[i] ≥ 0, Σ ≤ 1 + DQ_EPS. Copies the array. */
+/* From masses: pdf[i] ≥ 0, Σ ≤ 1 + DQ_EPS, each spread over its bin. Copies the array.
+ * The missing mass counts as failed. */
 int dq_from_pdf(int k, int n, const double *pdf, struct dq **out);
+
+/*
+ * From point masses at the grid times j·w, j = 0 … n (n + 1 values, the way the DeltaQ
+ * library and a QTA write a ΔQ): mass[0] is the atom at 0 (in bin 0), mass[j] a point mass
+ * at the right edge of bin j − 1. Each ≥ 0, Σ ≤ 1 + DQ_EPS; the missing mass is failed.
+ */
+int dq_from_points(int k, int n, const double *mass, struct dq **out);
 
 /* A deep copy. */
 int dq_clone(const struct dq *a, struct dq **out);
@@ -128,13 +155,16 @@ struct dq_qta {
 /* Validates a QTA (ranges, ordering, p[n−1] ≤ 1 − max_lost is not required). */
 int dq_qta_check(const struct dq_qta *q);
 
-/* The QTA's own ΔQ: mass p[0] at t[0], p[j]−p[j−1] at t[j], the rest lost. */
+/* The QTA's own ΔQ: masses p[0] at t[0], p[j]−p[j−1] at t[j] in the bins holding them
+ * (point masses when every t[j] is an edge, as dq_wait), the rest lost. */
 int dq_from_qta(int k, int n, const struct dq_qta *q, struct dq **out);
 
 /*
- * Checks a ΔQ against a QTA. margin = the smallest of F(t[j]) − p[j] over the points
- * and of max_lost − lost (|margin| ≤ DQ_EPS counts as 0: round-off never makes a
- * hazard); slack = max(margin, 0); hazard = max(−margin, 0).
+ * Checks a ΔQ against a QTA, on the lower bound of its CDF (dq_cdf_bound_at, and
+ * dq_lost_bound for the lost mass), so that a QTA never passes on rounding: margin = the
+ * smallest of F_lo(t[j]) − p[j] over the points and of max_lost − lost_hi (|margin| ≤
+ * DQ_EPS counts as 0: round-off never makes a hazard); slack = max(margin, 0); hazard =
+ * max(−margin, 0).
  * worst = index of the point with the smallest margin, or −1 when the lost mass is.
  */
 struct dq_qta_result {
@@ -150,21 +180,36 @@ int dq_qta_eval(const struct dq *a, const struct dq_qta *q, struct dq_qta_result
 
 /*
  * Sequence (convolution): the delay of a then b. Operands of different widths are
- * rebinned to the coarser one. The result has N = na + nb − 1 bins (its last grid time
- * is the sum of the operands' last grid times); when that exceeds DQ_MAX_BINS the width doubles
- * until it fits (mass past the widest grid is lost). Uses direct convolution below the measured
- * crossover and FFTW r2c/c2r with cached plans above.
+ * rebinned to the coarser one. The result has N = na + nb bins: its horizon is the sum of
+ * the operands' horizons; when that exceeds DQ_MAX_BINS the width doubles until it fits
+ * (whole bins summed; mass past the widest grid is lost). Two spread masses in bins i and
+ * j share bins i + j and i + j + 1 equally (the lag grows by one); a point mass at the
+ * right edge of bin i moves the other operand by i + 1 bins exactly; the atom at 0 is the
+ * identity. Lost mass is 1 − Π(1 − lost_i); failed 1 − Π(1 − failed_i). Direct
+ * convolution below the measured crossover, FFTW r2c/c2r with cached plans above.
  */
 int dq_sequence(const struct dq *a, const struct dq *b, struct dq **out);
 
 /*
  * Sequence of n ≥ 1 operands in one go: all spectra multiplied, one inverse transform.
- * Same result as folding dq_sequence (within 1e-9) but faster for n > 2.
+ * Same result as folding dq_sequence in any grouping (within 1e-9) as long as no partial
+ * result outgrows DQ_MAX_BINS.
  */
 int dq_sequence_n(const struct dq *const *ops, size_t n, struct dq **out);
 
-/* First-to-finish of n ≥ 1 branches: F = 1 − Π(1 − F_i), on the coarsest width and
- * the largest horizon. Lost mass is Π lost_i. */
+/*
+ * The sequence of n ≥ 1 operands with mass past `horizon` seconds lost (INFINITY: no
+ * cut): on the operands' common width with ceil(horizon / w) bins when that fits in
+ * DQ_MAX_BINS, otherwise at the first coarser width where it does. Cutting commutes with
+ * sequence (mass only moves later), so the result below the horizon, and the lost mass at
+ * the horizon, do not depend on how a chain is grouped or cut on the way. DQ_EINVAL for a
+ * horizon ≤ 0 or NaN.
+ */
+int dq_sequence_cut(const struct dq *const *ops, size_t n, double horizon, struct dq **out);
+
+/* First-to-finish of n ≥ 1 branches: F = 1 − Π(1 − F_i) at every right edge, on the
+ * coarsest width and the largest horizon (exact at the edges for exact operands; the
+ * lag is the largest of the operands'). Lost mass is Π lost_i. */
 int dq_first_to_finish(const struct dq *const *ops, size_t n, struct dq **out);
 
 /* All-to-finish of n ≥ 1 branches: F = Π F_i. Lost mass is 1 − Π(1 − lost_i). */
@@ -173,14 +218,15 @@ int dq_all_to_finish(const struct dq *const *ops, size_t n, struct dq **out);
 /* Probabilistic choice: F = Σ w_i F_i; weights in [0, 1] summing to 1 within DQ_EPS. */
 int dq_choice(const struct dq *const *ops, const double *weights, size_t n, struct dq **out);
 
-/* Rebins to a coarser (or equal) width exponent k ≥ a->k; keeps the horizon when it
- * can (N' = ceil(N / 2^(k − a->k))). */
+/* Rebins to a coarser (or equal) width exponent k ≥ a->k by summing whole bins (exact);
+ * keeps the horizon when it can (N' = ceil(N / 2^(k − a->k))). */
 int dq_rebin(const struct dq *a, int k, struct dq **out);
 
 /*
- * Re-expresses a at a receiving probe's grid (k, n), coarser or finer: each grid mass
- * moves to the nearest grid time of the new grid (an exact tie to the even one, so that
- * rebinning many operands adds no drift); mass beyond the new horizon is lost.
+ * Re-expresses a at a receiving probe's grid (k, n), coarser or finer: coarser sums whole
+ * bins (exact); finer spreads each bin's mass evenly over the finer bins it covers (a
+ * point mass stays at its edge, the atom at 0 in bin 0; the lag grows to cover the
+ * spreading); mass beyond the new horizon is lost.
  */
 int dq_reexpress(const struct dq *a, int k, int n, struct dq **out);
 
@@ -195,16 +241,33 @@ double dq_tangible(const struct dq *a);
 /* Lost mass 1 − tangible. */
 double dq_lost(const struct dq *a);
 
-/* P(delay ≤ t): the sum of the masses at grid times ≤ t (0 for t < 0). */
+/* An upper bound of the lost mass at the horizon: 1 − cdf[N − 1 − lag] (= dq_lost when
+ * the lag is 0). */
+double dq_lost_bound(const struct dq *a);
+
+/* The part of the lost mass that is delay past the horizon, not failure: lost − failed
+ * (what a longer horizon would turn into late successes). */
+double dq_past_horizon(const struct dq *a);
+
+/* P(delay ≤ t) read at the last right edge at or before t: cdf[i] for the largest i with
+ * (i+1)·w ≤ t, `zero` for 0 ≤ t < w, 0 for t < 0 (never ahead of time). */
 double dq_cdf_at(const struct dq *a, double t);
 
+/* The guaranteed lower bound of P(delay ≤ t): as dq_cdf_at, lag bins earlier. */
+double dq_cdf_bound_at(const struct dq *a, double t);
+
 /*
- * The p-quantile for p in (0, 1]: the smallest grid time i·w with F(i·w) ≥ p.
- * Returns DQ_ENOTREACHED (and leaves *t) when p exceeds the tangible mass.
+ * The p-quantile for p in (0, 1]: the smallest right edge (i+1)·w with cdf[i] ≥ p (0 when
+ * the atom at 0 reaches p). Returns DQ_ENOTREACHED (and leaves *t) when p exceeds the
+ * tangible mass.
  */
 int dq_quantile(const struct dq *a, double p, double *t);
 
-/* Moments of the delay conditioned on success (over the tangible mass). */
+/* An upper bound of the true p-quantile: dq_quantile plus lag bins. */
+int dq_quantile_bound(const struct dq *a, double p, double *t);
+
+/* Moments of the delay conditioned on success (over the tangible mass): a spread bin's
+ * mass at its middle (i+½)·w, a point mass at its edge, the atom at 0 at 0. */
 struct dq_moments {
     double mass;     /* tangible mass the moments are conditioned on */
     double mean;     /* seconds */
@@ -221,7 +284,7 @@ enum dq_order {
     DQ_CMP_WORSE = 2,        /* a ≥ b: F_a ≤ F_b everywhere, strictly somewhere */
     DQ_CMP_INCOMPARABLE = 3, /* the CDFs cross */
 };
-/* Compares CDFs at every grid time of the common (coarser) grid, and the tangible mass,
+/* Compares CDFs at every right edge of the common (coarser) grid, and the tangible mass,
  * with tolerance tol ≥ 0. */
 int dq_compare(const struct dq *a, const struct dq *b, double tol, enum dq_order *order);
 
@@ -229,15 +292,17 @@ int dq_compare(const struct dq *a, const struct dq *b, double tol, enum dq_order
 
 /*
  * Kolmogorov–Smirnov: D = sup |F_a − F_b| over the common grid and at infinity
- * (tangible masses). Significance: two-sample when na, nb > 0 (effective size
- * na·nb/(na+nb)), one-sample against b as the reference when nb == 0. p_value is the
- * asymptotic Kolmogorov tail with Stephens' small-sample correction; *p_value = 1 when
- * na == 0.
+ * (tangible masses); a ΔQ with a lag (a calculated one) counts as its band cdf[i ± lag],
+ * so D is the distance to that band (0 when the other CDF lies within it). Significance: two-sample
+ * when na, nb > 0 (effective size na·nb/(na+nb)), one-sample against b as the reference when nb ==
+ * 0. p_value is the asymptotic Kolmogorov tail with Stephens' small-sample correction; *p_value = 1
+ * when na == 0.
  */
 int dq_ks(const struct dq *a, const struct dq *b, uint64_t na, uint64_t nb, double *d,
           double *p_value);
 
-/* Wasserstein-1 ∫|F_a − F_b| dt over [0, H], lost mass placed at the common horizon H. */
+/* Wasserstein-1 ∫|F_a − F_b| dt over [0, H] with the step CDFs of dq_cdf_at, lost mass
+ * placed at the common horizon H. */
 int dq_wasserstein1(const struct dq *a, const struct dq *b, double *w1);
 
 /*
@@ -266,6 +331,61 @@ void dq_band_destroy(struct dq_band *b);
  */
 int dq_infer_unobserved(const struct dq_moments *parent, const struct dq_moments *observed,
                         size_t m, double *mean, double *variance, double *covariance_hint);
+
+/* ---- default grids ------------------------------------------------------------------- */
+
+/*
+ * What a grid must resolve about a delay, for choosing one before anything is computed
+ * (dqctl model; docs/engine.md, "Default grids"): built for the leaves of a model and
+ * combined along its operators.
+ */
+struct dq_hint {
+    double lo, hi;    /* the tangible delay lies in [lo, hi] (seconds); for a tail, hi is
+                         where at most about 1e-4 of the mass is still to come */
+    double mean, var; /* of the tangible delay (seconds, seconds²) */
+    double fmax;      /* a bound (or, for sums, an estimate) of its density, per second;
+                         0 when it has none (point masses only, or unknown) */
+    int qk;           /* its point masses sit on the edges of width 2^qk ms; DQ_MAX_K + 1
+                         when it has none, DQ_MIN_K − 1 when they fit no grid */
+    double failed;    /* failed mass */
+    double res;       /* the finest width that means anything (a measured ΔQ's bins), 0 */
+};
+
+/* Leaves: wait(t), uniform(a, b), exponential(rate), never, a ΔQ already binned. */
+void dq_hint_wait(double t, struct dq_hint *h);
+void dq_hint_uniform(double a, double b, struct dq_hint *h);
+void dq_hint_exponential(double rate, struct dq_hint *h);
+void dq_hint_never(struct dq_hint *h);
+void dq_hint_dq(const struct dq *a, struct dq_hint *h);
+
+/*
+ * Operators. Sequence: bounds and moments add, the density is at most the smallest of the
+ * continuous operands' (and about 1.5/(σ·√(2π)) for a sum of several), hi at most
+ * mean + 8σ. First-to-finish: hi is the smallest hi of the branches that never fail (the
+ * race is over by then), the density at most the sum. All-to-finish: the largest hi, the
+ * density at most the sum. Choice: the mixture (weights need not be normalised). Then
+ * scale by k ≥ 0 and shift by s (clamped at 0).
+ */
+void dq_hint_sequence(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_first(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_all(const struct dq_hint *ops, size_t n, struct dq_hint *out);
+void dq_hint_choice(const struct dq_hint *ops, const double *weights, size_t n,
+                    struct dq_hint *out);
+void dq_hint_scale(struct dq_hint *h, double k);
+void dq_hint_shift(struct dq_hint *h, double s);
+
+/*
+ * The default grid for a model whose reported delays are described by h (the hints of
+ * every reported node merged by dq_hint_all): the width fine enough that the CDF rises by
+ * at most 0.004 within a bin (fmax·w ≤ 0.004), with at least 1024 bins over [0, hi], on
+ * the grid of its point masses when that is affordable, and no finer than h->res; the
+ * bins to reach hi. When that takes more than DQ_MAX_BINS: the width that reaches hi in
+ * DQ_MAX_BINS if it still keeps fmax·w ≤ 0.008, else the widest that does, with
+ * DQ_MAX_BINS bins and the tail past that horizon left as lost past the horizon
+ * (*covered = 0). bins > 0 fixes N (the width is then the finest reaching hi). DQ_EINVAL
+ * for a NULL argument.
+ */
+int dq_grid_choose(const struct dq_hint *h, int bins, int *k, int *n, int *covered);
 
 /* ---- FFT plans ------------------------------------------------------------------------ */
 

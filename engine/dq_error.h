@@ -29,7 +29,8 @@
     X(EPROTO, -12, "protocol error")                                                               \
     X(EFULL, -13, "capacity exceeded")                                                             \
     X(ESTATE, -14, "operation not valid in the current state")                                     \
-    X(ECYCLE, -15, "cycle of references")
+    X(ECYCLE, -15, "cycle of references")                                                          \
+    X(EBUSY, -16, "in use by another process")
 
 enum dq_error {
     DQ_OK = 0,

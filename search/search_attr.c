@@ -198,7 +198,7 @@ static void crit_accumulate(size_t m, const double *f, const double *F, int firs
     }
 }
 
-/* From the branches' observed ΔQs, each conditioned on success, at their grid times. */
+/* From the branches' observed ΔQs, each conditioned on success, bin by bin. */
 static int crit_from_dq(const struct search_input *in, const size_t *idx, size_t m, int first,
                         struct crit_acc *acc) {
     struct dq *r[SEARCH_MAX_CHILDREN];
@@ -219,11 +219,17 @@ static int crit_from_dq(const struct search_input *in, const size_t *idx, size_t
         F[made] = 0.0;
     }
     double w = dq_width_of(kmax);
+    /* where a bin's mass sits (dq.h): its middle when spread, its right edge when every
+     * branch is made of point masses (waits) */
+    double off = 1.0;
+    for (size_t j = 0; j < m; j++) {
+        off = r[j]->atoms ? off : 0.5;
+    }
     for (int t = 0; t < nmax; t++) {
         for (size_t j = 0; j < m; j++) {
             f[j] = t < r[j]->n && tang[j] > 0.0 ? r[j]->pdf[t] / tang[j] : 0.0;
         }
-        crit_accumulate(m, f, F, first, w * t, acc);
+        crit_accumulate(m, f, F, first, w * (t + off), acc);
         for (size_t j = 0; j < m; j++) {
             F[j] += f[j];
         }

@@ -81,6 +81,37 @@ int store_open_ex(const char *path, const struct store_options *opts, struct sto
  */
 void store_close(struct store *st);
 
+/* ---- the database's files ---------------------------------------------------------- */
+
+struct store_lock;
+
+/*
+ * Takes the lock of the database at db_path for this process: an exclusive flock(2) on
+ * the file `db_path.lock` beside it (created when missing), which then holds the holder's
+ * pid. It is not SQLite's locking: other SQLite clients (the sqlite3 shell, backups) still
+ * read the database while it is held; it keeps a second dqd from running on the same
+ * database. The lock goes away with the process, however it ends; a lock file left behind
+ * by a killed process is taken over.
+ * DQ_EBUSY when another holder has it, with a message naming its pid ("… is in use by
+ * another dqd (pid 1234, lock file /var/lib/dqd/dqd.db.lock)"); DQ_EIO when the lock file
+ * cannot be created (missing or read-only directory); DQ_EINVAL, DQ_ENOMEM.
+ */
+int store_lock(const char *db_path, struct store_lock **out);
+
+/* Releases the lock and removes its file. NULL is a no-op. */
+void store_unlock(struct store_lock *lk);
+
+/* 1 when a file exists at path (a database dqd would open rather than create), else 0. */
+int store_file_exists(const char *path);
+
+/*
+ * Removes the database at path with its -wal, -shm and -journal files, for a start that
+ * failed after creating it (so that no empty database is left behind). Call only with the
+ * store closed and its lock held. DQ_EIO names the first file that could not be removed
+ * (a missing file is not an error).
+ */
+int store_remove_files(const char *path);
+
 /* Latest schema version this code can migrate to. */
 int store_schema_latest(void);
 
@@ -536,5 +567,30 @@ int store_snapshot_get(struct store *st, int64_t id, store_snapshot_cb snapshot_
 
 /* Calls cb for snapshots, newest first, at most `limit` (≤ 0: all). */
 int store_snapshots_each(struct store *st, int limit, store_snapshot_cb cb, void *ctx);
+
+/* ---- the outcome diagram (version 5) ------------------------------------------------- */
+
+/* One diagram dqd loaded. Strings belong to the store (valid during the callback). */
+struct store_diagram {
+    int64_t id;
+    const char *text; /* the .dq text as loaded, NUL-terminated */
+    size_t len;       /* its length in bytes */
+    const char *path; /* the file it came from, NULL when sent with PUT /api/v1/diagram */
+    int64_t loaded_ns;
+};
+
+typedef int (*store_diagram_cb)(void *ctx, const struct store_diagram *d);
+
+/*
+ * Records the diagram now in force: `text` (NUL-terminated, as parsed) and the file it came
+ * from (`path`, NULL for one sent through the API). A new row only when text or path differ
+ * from the latest row's (a restart with the same --diagram adds nothing); *id (may be NULL)
+ * gets the latest row's id either way. The caller has parsed the text: the store keeps it
+ * as given. DQ_EINVAL for a NULL text.
+ */
+int store_diagram_put(struct store *st, const char *text, const char *path, int64_t *id);
+
+/* Calls cb once with the latest recorded diagram. DQ_ENOTFOUND when none was recorded. */
+int store_diagram_latest(struct store *st, store_diagram_cb cb, void *ctx);
 
 #endif /* DQ_STORE_H */

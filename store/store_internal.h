@@ -61,6 +61,9 @@ enum store__stmt_id {
     STORE__SNAP_GET,
     STORE__SNAP_DQS,
     STORE__SNAP_EACH,
+    STORE__DIAGRAM_PUT,
+    STORE__DIAGRAM_LATEST,
+    STORE__DIAGRAM_LATEST_ID,
     STORE__STMT_COUNT
 };
 
@@ -118,6 +121,7 @@ struct store__iter {
         store_command_cb command;
         store_snapshot_cb snapshot;
         store_snapshot_dq_cb snapshot_dq;
+        store_diagram_cb diagram;
     } cb;
     struct store *store;
     const char *probe;

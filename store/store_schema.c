@@ -237,11 +237,30 @@ static const char *const migration4[] = {
     NULL,
 };
 
+/*
+ * Version 5 (issue 13): the outcome diagrams dqd loaded (from --diagram or PUT
+ * /api/v1/diagram), so that one sent through the API survives a restart: at start dqd
+ * loads the latest unless --diagram names a file. A row per change, oldest first.
+ */
+static const char *const migration5[] = {
+    "CREATE TABLE diagrams (\n"
+    "  id        INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  text      TEXT NOT NULL,\n"
+    "  path      TEXT CHECK (path IS NULL OR length(path) >= 1),\n"
+    "  loaded_ns INTEGER NOT NULL\n"
+    ");\n",
+    "CREATE VIEW diagrams_v AS SELECT id,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', loaded_ns / 1e9, 'unixepoch') AS loaded,\n"
+    "  coalesce(path, '(api)') AS source, length(text) AS bytes, text FROM diagrams;\n",
+    NULL,
+};
+
 const struct store__migration store__migrations[] = {
     {1, "probes, windows, events", migration1, false},
     {2, "triggers, investigations, hypotheses, commands, snapshots", migration2, false},
     {3, "verdicts healthy and aborted", migration3, true},
     {4, "probe servers and quiet windows, verdict overload", migration4, true},
+    {5, "outcome diagrams", migration5, false},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -48,6 +48,33 @@ void adapt_destroy(struct adapt *a) {
     }
 }
 
+int adapt_probe_in_use(void *ctx, const struct probe *p) {
+    const struct adapt *a = ctx;
+    if (!a || !p) {
+        return 0;
+    }
+    const struct dq_diagram *d = core_diagram(a->env.core);
+    for (int i = 0; i < a->st.n_inv; i++) {
+        const struct investigation *inv = a->st.inv[i];
+        if (inv->released) {
+            continue;
+        }
+        if (strcmp(inv->node, p->name) == 0 || strcmp(inv->focus, p->name) == 0 ||
+            adapt__owns(inv, p->name)) {
+            return 1;
+        }
+        int f = d ? dq_diagram_find(d, inv->focus) : -1;
+        int kids[64];
+        size_t n = f >= 0 ? dq_diagram_probe_children(d, f, kids, 64) : 0;
+        for (size_t j = 0; j < n && j < 64; j++) {
+            if (strcmp(dq_diagram_node(d, kids[j])->name, p->name) == 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 void adapt_get_stats(const struct adapt *a, struct adapt_stats *st) {
     st->rounds = a->rounds;
     st->rounds_failed = a->rounds_failed;

@@ -172,4 +172,13 @@ void adapt_triggers_each(const struct adapt *a,
 /* Fills *st. */
 void adapt_get_stats(const struct adapt *a, struct adapt_stats *st);
 
+/*
+ * 1 while an investigation uses probe p: its node or focus, a probe it enabled (owns), or
+ * a child its search reads (a named child of its focus), for as long as it holds its
+ * probes (searching, or closed and not yet released). The core's auto-ranging asks before
+ * changing a probe's grid (core_set_range_veto; ctx is the struct adapt): a search must
+ * not see the grid move under it. A read of the committed state, nothing changes.
+ */
+int adapt_probe_in_use(void *ctx, const struct probe *p);
+
 #endif /* DQ_ADAPT_H */

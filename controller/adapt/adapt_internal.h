@@ -323,6 +323,11 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
 /* The z from which it counts (the node check's threshold). */
 double adapt__rate_latency_zt(void);
+/* 1 when p's latency went up with its load: its windows' means rise with their rates
+ * (adapt__rate_latency_z), or (with a baseline in c; c may be NULL) its arrivals per
+ * window rose by a fifth or more against the baseline, significantly. why: the sentence. */
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, char *why,
+                     size_t cap);
 /* 1 for a problem kind a load can cause, which turns into an overload investigation when
  * the latency rises with the arrivals: latency, QTA, variance (a queue stretches the
  * tail). Lost and divergence stay what they are. */

@@ -35,6 +35,8 @@
  * reference). */
 #define VERDICT_HEALTHY 100
 #define VERDICT_OVERLOAD 101
+#define OVERLOAD_PRECISION 0.07 /* the bottleneck's ρ half-width an overload verdict needs */
+#define OVERLOAD_MIN_WINDOWS 6  /* … and the windows each stage is measured over at least */
 
 int adapt__load_shaped(int problem) {
     return problem == SEARCH_LATENCY || problem == SEARCH_QTA || problem == SEARCH_VARIANCE;
@@ -139,9 +141,11 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     }
     /* overload: asked for, or a trigger's delay problem that rises with the arrivals */
     inv->overload = o->overload;
+    char load_why[200] = "";
     if (!inv->overload && o->trigger_id && adapt__load_shaped(o->problem) &&
-        adapt__rate_latency_z(pl, p) >= adapt__rate_latency_zt()) {
+        adapt__load_rose(pl, p, &c, load_why, sizeof load_why)) {
         inv->overload = 1;
+        json_object_set_new(stats, "overload_why", json_string(load_why));
     }
     if (inv->overload) {
         json_object_set_new(stats, "overload", json_true());
@@ -961,7 +965,8 @@ static void overload_reason(const struct investigation *inv, const struct overlo
 static void overload_step(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                           struct search_step *step, struct search_result *res) {
     struct search_params params = pl->a->params;
-    params.min_windows = params.min_windows < 4 ? 4 : params.min_windows;
+    params.min_windows =
+        params.min_windows < OVERLOAD_MIN_WINDOWS ? OVERLOAD_MIN_WINDOWS : params.min_windows;
     struct search_state st = inv->st;
     st.strategy = SEARCH_CHILDREN;
     fi->in.problem = SEARCH_LATENCY;
@@ -974,7 +979,19 @@ static void overload_step(struct plan *pl, struct investigation *inv, struct foc
         expand(pl, inv, fi, step);
         return;
     }
-    if (step->action != SEARCH_DECIDED || step->result.verdict == SEARCH_NEED_SAMPLES) {
+    /* the stages are weighed once each has its samples, whatever the search would make of
+     * their shares (two identical stages never dominate one another) */
+    int ready = fi->in.n_children > 0;
+    for (size_t j = 0; j < fi->in.n_children && ready; j++) {
+        const struct search_stats *ks = &fi->kids[j].stats;
+        ready = ks->present && search_stats_instances(ks) >= params.min_instances &&
+                ks->windows >= (uint32_t)params.min_windows;
+    }
+    if (!ready) {
+        if (fi->in.exhausted && step->action == SEARCH_DECIDED) {
+            *res = step->result;
+            decided(pl, inv, fi, res);
+        }
         return;
     }
     struct overload_result r;
@@ -986,6 +1003,12 @@ static void overload_step(struct plan *pl, struct investigation *inv, struct foc
         return;
     }
     const struct overload_stage *b = &r.st[r.bottleneck];
+    /* precise enough to name a bottleneck: its utilisation known to ±OVERLOAD_PRECISION
+     * (a queue near saturation needs seconds of busy periods for that), or out of time */
+    if (!fi->in.exhausted && b->rho_hi - b->rho_lo > 2.0 * OVERLOAD_PRECISION) {
+        adapt__overload_result_release(&r);
+        return;
+    }
     int descend = r.n_co == 0 && r.bottleneck >= r.first_current && b->has_children;
     if (!confirmed(pl, inv, descend ? SEARCH_DESCEND : VERDICT_OVERLOAD,
                    r.bottleneck - r.first_current)) {
@@ -1104,14 +1127,14 @@ static void search(struct plan *pl, struct investigation *inv) {
     fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
     struct search_params params = pl->a->params;
     if (!inv->overload && !inv->contributor && adapt__load_shaped((int)inv->problem)) {
-        /* a latency problem that turns out to rise with the arrivals is an overload */
-        double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
-        if (rz >= adapt__rate_latency_zt()) {
-            char reason[200];
+        /* a latency problem that turns out to rise with the arrivals is an overload (not a
+         * search that follows the largest contributor: with nothing to judge against, a
+         * look at every window would in the end find a correlation by chance) */
+        char why[200];
+        if (adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, why, sizeof why)) {
+            char reason[300];
             snprintf(reason, sizeof reason,
-                     "its latency rises with its arrivals (Spearman z %.1f over its windows): "
-                     "an overload investigation from here on (where does it saturate?)",
-                     rz);
+                     "%s: an overload investigation from here on (where does it saturate?)", why);
             inv->overload = 1;
             adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "check", NULL,
                               json_pack("{s:s,s:s,s:s}", "problem",
@@ -1227,17 +1250,19 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         inv->problem = c->p[0].kind;
         inv->characterised = 1;
         set_also(inv, c);
-        double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
+        char load_why[200] = "";
         if (!inv->overload && adapt__load_shaped((int)inv->problem) &&
-            rz >= adapt__rate_latency_zt()) {
-            inv->overload = 1; /* its latency rises with its arrivals: where does it saturate? */
+            adapt__load_rose(pl, adapt__probe(pl->a, inv->node), c, load_why, sizeof load_why)) {
+            inv->overload = 1; /* its latency rose with its load: where does it saturate? */
         }
-        char reason[700];
-        snprintf(reason, sizeof reason, "%s: %s%s%s%s", search_problem_name(inv->problem),
+        char reason[900];
+        snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s", search_problem_name(inv->problem),
                  c->p[0].why, inv->also[0] ? "; also seen: " : "", inv->also,
-                 inv->overload ? "; its latency rises with its arrivals: an overload "
-                                 "investigation (where does it saturate?)"
-                               : "");
+                 inv->overload ? "; " : "",
+                 !inv->overload ? ""
+                 : load_why[0]  ? load_why
+                                : "an overload was asked for",
+                 inv->overload ? ": an overload investigation (where does it saturate?)" : "");
         adapt__fx_inv_problem(pl, inv->id, search_problem_name(inv->problem));
         int64_t hyp = adapt__hypothesis(
             pl, inv, inv->hyp_id, inv->node, "check", NULL,
@@ -1256,8 +1281,9 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         search(pl, inv);
         return;
     }
-    double rz = adapt__rate_latency_z(pl, adapt__probe(pl->a, inv->node));
-    if (inv->overload || rz >= adapt__rate_latency_zt()) {
+    char load_why[200] = "";
+    if (inv->overload || /* nothing abnormal: more traffic alone is no overload */
+        adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, load_why, sizeof load_why)) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
         int asked = inv->overload;
@@ -1265,12 +1291,8 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         inv->problem = SEARCH_LATENCY;
         inv->characterised = 1;
         adapt__fx_inv_problem(pl, inv->id, "latency");
-        char why[80], reason[500];
-        if (asked) {
-            snprintf(why, sizeof why, "asked for");
-        } else {
-            snprintf(why, sizeof why, "its latency rises with its arrivals (Spearman z %.1f)", rz);
-        }
+        char why[200], reason[600];
+        snprintf(why, sizeof why, "%s", asked ? "asked for" : load_why);
         snprintf(reason, sizeof reason,
                  "%s: an overload investigation with nothing abnormal yet (where does %s "
                  "saturate, and how far is that?)",

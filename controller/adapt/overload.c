@@ -15,9 +15,9 @@
  *             the busy fraction (the time the station holds any request: 1 − P0(c, ρ))
  *             and from the mean number in it (Little's law, L = λ·W = cρ + C(c, cρ)·ρ/
  *             (1 − ρ), Erlang's C the probability of waiting), each solved for ρ; the
- *             mean of the two, the interval spanning both. It assumes Poisson arrivals
- *             and exponential service; their departures pull the two readings apart in
- *             opposite directions.
+ *             mean of the two, the interval from the mean's error and half their
+ *             disagreement. It assumes Poisson arrivals and exponential service; their
+ *             departures pull the two readings apart in opposite directions.
  *
  * The servers come from the configuration; without, a quiet baseline infers a pool when
  * λ·S (servers in service on average) clearly exceeds the busy fraction (the time any is
@@ -135,8 +135,14 @@ static double wait_factor(int c, double rho) {
 /* Arrivals over windows from ≤ wid < to (every window of the range counts, empty or not),
  * and the busy fraction's mean and standard error over those windows. */
 static void rates_of(const struct probe *p, int64_t from, int64_t to, double window_s,
-                     double *lambda, double *busy, double *busy_se, double *completions) {
-    double n = 0.0, b = 0.0, b2 = 0.0, done = 0.0;
+                     double *lambda, double *busy, double *busy_se, double *completions,
+                     double *windows, double *lambda_se) {
+    double n = 0.0, n2 = 0.0, b = 0.0, b2 = 0.0, done = 0.0;
+    if (p && p->ring_len > 0 && p->ring_len == p->ring_cap) {
+        /* a full ring has let older windows go: count from the oldest it still holds */
+        int64_t oldest = probes_ring_get((struct probe *)p, p->ring_len - 1)->wid;
+        from = oldest > from ? oldest : from;
+    }
     for (int i = 0; p && i < p->ring_len; i++) {
         const struct probe_window *w = probes_ring_get((struct probe *)p, i);
         if (w->wid < from) {
@@ -145,18 +151,24 @@ static void rates_of(const struct probe *p, int64_t from, int64_t to, double win
         if (w->wid >= to) {
             continue;
         }
-        n += (double)(w->ok + w->fa + w->to + w->out);
+        double cnt = (double)(w->ok + w->fa + w->to + w->out);
+        n += cnt;
+        n2 += cnt * cnt;
         done += (double)(w->ok + w->fa);
         double f = w->busy / window_s;
         b += f;
         b2 += f * f;
     }
     double k = (double)(to - from); /* a window without data was idle */
+    *windows = k;
     *lambda = k > 0 ? n / (k * window_s) : 0.0;
     *completions = done;
     *busy = k > 0 ? b / k : 0.0;
     double var = k > 1 ? (b2 / k - *busy * *busy) * k / (k - 1.0) : 0.0;
     *busy_se = k > 1 && var > 0 ? sqrt(var / k) : 0.0;
+    double mc = k > 0 ? n / k : 0.0; /* the windows' counts: their own scatter */
+    double vc = k > 1 ? (n2 / k - mc * mc) * k / (k - 1.0) : 0.0;
+    *lambda_se = k > 1 && vc > 0 ? sqrt(vc / k) / window_s : 0.0;
 }
 
 /* The quiet windows' pooled mean sojourn, its standard error and their mean rate; NAN
@@ -188,7 +200,8 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
     double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
     double z = pl->a->params.z;
     double busy, busy_se, done;
-    rates_of(p, from, pl->upto, window_s, &st->lambda, &busy, &busy_se, &done);
+    double nw, lam_se;
+    rates_of(p, from, pl->upto, window_s, &st->lambda, &busy, &busy_se, &done, &nw, &lam_se);
     st->to = pl->upto;
     st->rho_busy = st->rho_little = NAN;
     st->w = s->n_ok > 0 ? s->mean : NAN;
@@ -215,12 +228,11 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
         double hw = z * busy_se; /* the windows' own scatter: a queue's load comes in bursts */
         st->rho_lo = busy - hw;
         st->rho_hi = busy + hw;
-        st->service = done > 0 ? busy * (double)(pl->upto - from) * window_s / done : NAN;
+        st->service = done > 0 ? busy * nw * window_s / done : NAN;
     } else if (quiet) {
         st->method = "baseline";
         st->service = wq;
         st->rho = st->lambda * wq / st->servers;
-        double lam_se = st->lambda > 0 ? sqrt(st->lambda / ((pl->upto - from) * window_s)) : 0;
         double rel = hypot(wq > 0 ? wq_se / wq : 0, st->lambda > 0 ? lam_se / st->lambda : 0);
         st->rho_lo = st->rho * (1 - z * rel);
         st->rho_hi = st->rho * (1 + z * rel);
@@ -230,8 +242,8 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
          * λW) is cρ + C(c, cρ)·ρ/(1 − ρ). Arrivals more regular than Poisson leave the
          * station empty less often (the first reads high) and queue less (the second reads
          * low); a queue's length also wanders for seconds near saturation, so its mean
-         * over a few windows is noisy. The estimate is their mean; its interval spans
-         * both. */
+         * over a few windows is noisy. The estimate is their mean; its half-width adds the
+         * mean's own error and half their disagreement (as the model's), in quadrature. */
         st->method = "mmc";
         double w_se = search_stats_mean_se(s);
         double rb = mmc_rho_of_busy(st->servers, busy);
@@ -243,8 +255,11 @@ static void stage_of(struct plan *pl, const struct probe *p, int64_t from, doubl
         st->rho = 0.5 * (rb + rl);
         st->rho_busy = rb;
         st->rho_little = rl;
-        st->rho_lo = lb < ll ? lb : ll;
-        st->rho_hi = hb > hl ? hb : hl;
+        /* the mean's own error, and the readings' disagreement as the model's */
+        double se_b = (hb - lb) / (2.0 * z), se_l = (hl - ll) / (2.0 * z);
+        double hw = hypot(z * 0.5 * hypot(se_b, se_l), 0.5 * (rb - rl));
+        st->rho_lo = st->rho - hw;
+        st->rho_hi = st->rho + hw > 1.0 ? 1.0 : st->rho + hw;
         st->service = st->lambda > 0 ? st->rho * st->servers / st->lambda : NAN;
     }
     st->rho_lo = st->rho_lo > 0 ? st->rho_lo : 0;
@@ -485,7 +500,9 @@ int adapt__overload(struct plan *pl, const struct investigation *inv, const stru
     const struct probe *root = adapt__probe(a, inv->node);
     double window_s = (double)core_window_ns(a->env.core) * 1e-9;
     double busy, busy_se, done;
-    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done);
+    double nw, lam_se;
+    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done, &nw,
+             &lam_se);
     int n_prev = inv->ov_prev ? inv->ov_prev->n : 0;
     int n_kids = (int)fi->in.n_children;
     r->st = calloc((size_t)(n_prev + n_kids), sizeof *r->st);

@@ -499,13 +499,17 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     free(longer);
 }
 
-/* Ranks of x[0 … n) into r (ties share their mean rank). */
+/* Ranks of x[0 … n) into r (ties share their mean rank; values within a relative 1e-6
+ * are ties: the same durations, rounded to nanoseconds or summed in another order, differ
+ * in their last digits, and no measurement is finer than that). */
 static void ranks_of(const double *x, int n, double *r) {
     for (int i = 0; i < n; i++) {
         int less = 0, eq = 0;
         for (int j = 0; j < n; j++) {
-            less += x[j] < x[i];
-            eq += x[j] == x[i];
+            double tol = 1e-6 * fmax(fabs(x[i]), fabs(x[j]));
+            int same = fabs(x[j] - x[i]) <= tol;
+            less += !same && x[j] < x[i];
+            eq += same;
         }
         r[i] = less + 0.5 * (eq + 1);
     }
@@ -541,6 +545,36 @@ double adapt__rate_latency_z(struct plan *pl, const struct probe *p) {
 
 double adapt__rate_latency_zt(void) {
     return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / 3); /* as the node check's three looks */
+}
+
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, char *why,
+                     size_t cap) {
+    double zt = adapt__rate_latency_zt();
+    double rz = adapt__rate_latency_z(pl, p);
+    if (rz >= zt) {
+        snprintf(why, cap, "its latency rises with its arrivals (Spearman z %.1f over its windows)",
+                 rz);
+        return 1;
+    }
+    /* against its baseline: more arrivals per window now, significantly and by a fifth */
+    if (c && c->has_baseline && c->recent.windows > 0 && c->baseline.windows > 0) {
+        double wr = c->recent.windows, wb = c->baseline.windows;
+        double r = (double)search_stats_instances(&c->recent) / wr;
+        double b = (double)search_stats_instances(&c->baseline) / wb;
+        double se = sqrt(r / wr + b / wb);
+        double z = se > 0 ? (r - b) / se : 0.0;
+        if (b > 0 && r >= 1.2 * b && z >= zt) {
+            snprintf(why, cap,
+                     "its arrivals rose %.2f× against its baseline (%.0f against %.0f a window, "
+                     "z %.1f) with its latency",
+                     r / b, r, b, z);
+            return 1;
+        }
+    }
+    if (cap > 0) {
+        why[0] = '\0';
+    }
+    return 0;
 }
 
 json_t *adapt__check_json(const char *node, const struct adapt_check *c) {

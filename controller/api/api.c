@@ -292,6 +292,9 @@ static void get_status(struct api *api, struct http_response *res) {
                                  : json_pack("{s:I,s:f,s:f}", "wid", (json_int_t)last, "start",
                                              last_start, "end",
                                              last_start + (double)core_window_ns(core) * 1e-9));
+    json_object_set_new(data, "connections_reset", json_integer((json_int_t)ss.connections_reset));
+    json_object_set_new(data, "reset_written_bytes",
+                        json_integer((json_int_t)ss.reset_written_bytes));
     http_reply_data(res, data);
 }
 
@@ -358,6 +361,8 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
                   have_m ? json_real(m.variance) : json_null(), "quantiles", quantiles_json(q), "n",
                   (json_int_t)(w->ok + w->out + w->fa + w->to), "ok", (json_int_t)(w->ok + w->out),
                   "fa", (json_int_t)w->fa, "to", (json_int_t)w->to);
+    /* cdf[i] is P(delay ≤ (i+1)·bin_width); cdf[i − lag] a lower bound of it (docs/engine.md) */
+    json_object_set_new(data, "lag", json_integer(q->lag));
     http_reply_data(res, data);
 }
 
@@ -672,7 +677,8 @@ static void diagram_reply(struct api *api, struct http_response *res) {
 static void wrapper_run(struct api *api, int run, struct http_response *res) {
     struct core_change ch = {.kind = run ? CORE_START : CORE_STOP};
     int sent = core_change_now(api->env.core, &ch);
-    http_reply_data(res, json_pack("{s:b,s:i}", "running", run, "sent_to", sent < 0 ? 0 : sent));
+    http_reply_data(res, json_pack("{s:b,s:i,s:I}", "running", run, "sent_to", sent < 0 ? 0 : sent,
+                                   "not_applied", (json_int_t)ch.n_not_applied));
 }
 
 /* ---- /metrics -------------------------------------------------------------------------- */
@@ -926,14 +932,22 @@ static void metrics(struct api *api, struct http_response *res) {
         "# HELP dqd_connections_total Wrapper connections accepted.\n"
         "# TYPE dqd_connections_total counter\n"
         "dqd_connections_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_reset_total Wrapper connections closed by a reset "
+        "from the peer (TCP RST): the lines it sent that dqd had not read yet are lost.\n"
+        "# TYPE dqd_ingest_connections_reset_total counter\n"
+        "dqd_ingest_connections_reset_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_reset_written_bytes_total Bytes dqd had written to connections "
+        "that were later reset (commands a peer that closes without reading makes a reset).\n"
+        "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
+        "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n"
         "# HELP dqd_windows_closed_total Windows closed.\n"
         "# TYPE dqd_windows_closed_total counter\n"
         "dqd_windows_closed_total %" PRIu64 "\n"
         "# HELP dqd_store_errors_total Failed store writes.\n"
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
-        cs.instances_total, t->late, t->future, t->full, ss.connections_total, cs.windows_closed,
-        cs.store_errors);
+        cs.instances_total, t->late, t->future, t->full, ss.connections_total, ss.connections_reset,
+        ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
     metrics_alerting(api, res);
 }
 
@@ -1130,7 +1144,13 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         if (api__is_read(req)) {
             diagram_reply(api, res);
         } else if (method_is(req, "PUT")) {
-            if (core_load_diagram(api->env.core, req->body, req->body_len, NULL) != DQ_OK) {
+            int rc = core_load_diagram(api->env.core, req->body, req->body_len, NULL);
+            if (rc == DQ_ESTORE || rc == DQ_ENOMEM) {
+                /* it parses, but would not survive a restart: not loaded, try again */
+                http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+                return;
+            }
+            if (rc != DQ_OK) {
                 http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
                 return;
             }

@@ -442,21 +442,33 @@ static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
     return s ? s : dflt;
 }
 
-/* F(t) from a ΔQ answer's cdf array; NAN when malformed. */
-static double cdf_at(const json_t *dq, double t) {
+/* F(t) from a ΔQ answer's cdf array, whose cdf[i] is P(delay ≤ (i+1)·bin_width): the value
+ * at the last right edge at or before t, `lag` bins earlier for the lower bound (dqd's
+ * "lag"; 0 when absent); NAN when malformed. */
+static double cdf_at_lag(const json_t *dq, double t, int lag) {
     const json_t *cdf = json_object_get(dq, "cdf");
     double w = jnum(dq, "bin_width");
     size_t n = json_array_size(cdf);
     if (!json_is_array(cdf) || n == 0 || !(w > 0)) {
         return NAN;
     }
-    if (t < 0) {
+    double idx = floor(t / w + 1e-9) - 1.0 - lag;
+    if (!(t >= 0) || idx < 0) {
         return 0;
     }
-    double idx = floor(t / w + 1e-9);
     size_t i = idx >= (double)n ? n - 1 : (size_t)idx;
     const json_t *v = json_array_get(cdf, i);
     return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double cdf_at(const json_t *dq, double t) {
+    return cdf_at_lag(dq, t, 0);
+}
+
+/* The lower bound QTAs are checked on. */
+static double cdf_bound_at(const json_t *dq, double t) {
+    const json_t *lag = json_object_get(dq, "lag");
+    return cdf_at_lag(dq, t, json_is_integer(lag) ? (int)json_integer_value(lag) : 0);
 }
 
 static double dq_lost_of(const json_t *dq) {
@@ -480,7 +492,7 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
         const json_t *pt = json_array_get(pts, i);
         double p = json_number_value(json_array_get(pt, 0));
         double t = json_number_value(json_array_get(pt, 1));
-        double f = cdf_at(dq, t);
+        double f = cdf_bound_at(dq, t); /* never passes on rounding (docs/engine.md) */
         if (!json_is_array(pt) || json_array_size(pt) != 2 || isnan(f)) {
             return set_err(why, why_cap, "malformed ΔQ or QTA point");
         }
@@ -494,6 +506,12 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
     }
     double max_lost = jnum(qta, "max_lost");
     double lost = dq_lost_of(dq);
+    const json_t *lag = json_object_get(dq, "lag");
+    if (json_is_integer(lag) && json_integer_value(lag) > 0) {
+        /* the upper bound of the lost mass: 1 − cdf[N − 1 − lag] */
+        double h = jnum(dq, "bin_width") * (double)json_array_size(json_object_get(dq, "cdf"));
+        lost = 1.0 - cdf_bound_at(dq, h);
+    }
     if (!isnan(max_lost) && !isnan(lost) && max_lost - lost < worst) {
         worst = max_lost - lost;
         snprintf(worst_desc, sizeof worst_desc, "lost %.4g%% %s max %.4g%%", lost * 100,
@@ -779,7 +797,9 @@ void dqctl_render_dq_csv(FILE *out, const json_t *dq) {
     double w = jnum(dq, "bin_width");
     fprintf(out, "t_s,pdf,cdf\n");
     for (size_t i = 0; i < json_array_size(cdf); i++) {
-        fprintf(out, "%.9g,%.9g,%.9g\n", (double)i * w, json_number_value(json_array_get(pdf, i)),
+        /* t_s: the right edge of bin i, where cdf is P(delay ≤ t_s) (docs/engine.md) */
+        fprintf(out, "%.9g,%.9g,%.9g\n", (double)(i + 1) * w,
+                json_number_value(json_array_get(pdf, i)),
                 json_number_value(json_array_get(cdf, i)));
     }
 }
@@ -1223,33 +1243,54 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
         return 0;
     }
     int missed = 0;
+    size_t n_cmds = json_array_size(commands);
     const char *cmd = jstr(json_array_get(commands, 0), "command", "?");
+    /* one line per status and reason: the links, then why (as dqd recorded it) */
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        char links[2048] = "";
-        size_t len = 0, n = 0;
-        for (size_t i = 0; i < json_array_size(commands); i++) {
-            const json_t *c = json_array_get(commands, i);
-            if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0) {
+        for (size_t first = 0; first < n_cmds; first++) {
+            const json_t *f = json_array_get(commands, first);
+            const char *detail = jstr(f, "detail", "");
+            if (strcmp(jstr(f, "status", ""), kinds[k].status) != 0) {
                 continue;
             }
-            char one[PROBE_TEXT];
-            dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
-            int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
-            len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
-            n++;
+            int seen = 0; /* this reason was printed with an earlier link */
+            for (size_t i = 0; i < first && !seen; i++) {
+                const json_t *c = json_array_get(commands, i);
+                seen = strcmp(jstr(c, "status", ""), kinds[k].status) == 0 &&
+                       strcmp(jstr(c, "detail", ""), detail) == 0;
+            }
+            if (seen) {
+                continue;
+            }
+            char links[2048] = "";
+            size_t len = 0, n = 0;
+            for (size_t i = first; i < n_cmds; i++) {
+                const json_t *c = json_array_get(commands, i);
+                if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0 ||
+                    strcmp(jstr(c, "detail", ""), detail) != 0) {
+                    continue;
+                }
+                char one[PROBE_TEXT];
+                dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
+                int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
+                len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
+                n++;
+            }
+            missed += k > 0 ? (int)n : 0;
+            fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n,
+                    n == 1 ? "" : "s", links);
+            if (detail[0]) {
+                char d[512];
+                dqctl_escape(detail, d, sizeof d);
+                fprintf(out, ": %s", d);
+            } else if (strcmp(kinds[k].status, "not_applied") == 0) {
+                fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s",
+                        probe);
+            } else if (strcmp(kinds[k].status, "failed") == 0) {
+                fprintf(out, ": the link was not writable");
+            }
+            fputc('\n', out);
         }
-        if (n == 0) {
-            continue;
-        }
-        missed += k > 0 ? (int)n : 0;
-        fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n, n == 1 ? "" : "s",
-                links);
-        if (strcmp(kinds[k].status, "not_applied") == 0) {
-            fprintf(out, ": a legacy wrapper has no clear_timeout, it keeps reporting %s", probe);
-        } else if (strcmp(kinds[k].status, "failed") == 0) {
-            fprintf(out, ": the link was not writable");
-        }
-        fputc('\n', out);
     }
     return missed;
 }
@@ -1444,7 +1485,15 @@ static int wrapper_common(int argc, char **argv, const char *verb) {
                     isnan(sent) ? 0 : sent,
                     json_is_true(json_object_get(data, "running")) ? "yes" : "no");
         }
-        if (!(sent > 0)) {
+        double muted = jnum(data, "not_applied");
+        if (!(sent > 0) && muted > 0) {
+            dqctl_complain_typed("problem",
+                                 "%s: no wrapper was told to %s: the %.0f connected are legacy "
+                                 "connections, which dqd does not write to (legacy_commands is "
+                                 "off; the command is recorded not_applied)",
+                                 verb, verb, muted);
+            rc = DQCTL_EXIT_PROBLEM;
+        } else if (!(sent > 0)) {
             dqctl_complain_typed(
                 "problem", "%s: no wrapper is connected, so nothing was told to %s", verb, verb);
             rc = DQCTL_EXIT_PROBLEM;

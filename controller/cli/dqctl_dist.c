@@ -495,19 +495,19 @@ struct dqctl_dist *dqctl_dist_leaf(struct dqctl_dist *d) {
 
 /* ---- bounds and building ---------------------------------------------------------------- */
 
-/* Bin i of a grid of n bins of width w collects [lo, hi): bin 0 from 0, the last to n·w. */
+/* Bin i of a grid of width w collects (i·w, (i+1)·w] (the engine's bins, dq.h). */
 static double bin_lo(int i, double w) {
-    return i == 0 ? 0.0 : (i - 0.5) * w;
+    return i * w;
 }
 
-static double bin_hi(int i, int n, double w) {
-    return i == n - 1 ? n * w : (i + 0.5) * w;
+static double bin_hi(int i, double w) {
+    return (i + 1) * w;
 }
 
 static double measured_bound(const struct dq *q) {
     for (int i = q ? q->n - 1 : -1; i >= 0; i--) {
         if (q->pdf[i] > 0.0) {
-            return bin_hi(i, q->n, q->width);
+            return bin_hi(i, q->width);
         }
     }
     return 0.0;
@@ -557,13 +557,101 @@ double dqctl_dist_resolution(const struct dqctl_dist *d) {
     }
 }
 
-/* Adds mass m at time t to dst (grid w, n): the nearest grid time, lost beyond n·w. */
-static void add_point(double *dst, int n, double w, double m, double t) {
-    if (!(t <= n * w * (1.0 + 1e-12))) {
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The hint of a samples leaf: range, moments, failed share, and the densest run of
+ * max(5, count/20) sorted durations as its density. */
+static void samples_hint(const struct dqctl_dist *d, struct dq_hint *h) {
+    dq_hint_never(h);
+    uint64_t total = d->count + d->n_failed + d->n_timeout;
+    if (total == 0) {
         return;
     }
-    double i = floor(t / w + 0.5);
+    h->failed = (double)(d->n_failed + d->n_timeout) / (double)total;
+    if (d->count == 0) {
+        return;
+    }
+    double *v = malloc(d->count * sizeof *v);
+    if (!v) {
+        return;
+    }
+    memcpy(v, d->durations, d->count * sizeof *v);
+    qsort(v, d->count, sizeof *v, cmp_double);
+    double sum = 0.0, sq = 0.0;
+    for (size_t i = 0; i < d->count; i++) {
+        sum += v[i];
+        sq += v[i] * v[i];
+    }
+    double ok = (double)d->count / (double)total;
+    h->lo = v[0];
+    h->hi = v[d->count - 1];
+    h->mean = sum / (double)d->count;
+    h->var = sq / (double)d->count - h->mean * h->mean;
+    h->var = h->var > 0.0 ? h->var : 0.0;
+    size_t run = d->count / 20 > 5 ? d->count / 20 : 5;
+    if (run < d->count) {
+        for (size_t i = 0; i + run < d->count; i++) {
+            double span = v[i + run] - v[i];
+            double f = span > 0.0 ? ok * (double)run / (double)d->count / span : 0.0;
+            h->fmax = f > h->fmax ? f : h->fmax;
+        }
+    } else if (h->hi > h->lo) {
+        h->fmax = ok / (h->hi - h->lo);
+    }
+    free(v);
+}
+
+void dqctl_dist_hint(const struct dqctl_dist *d, struct dq_hint *h) {
+    switch (d->kind) {
+    case DQCTL_DIST_WAIT:
+        dq_hint_wait(d->a, h);
+        return;
+    case DQCTL_DIST_UNIFORM:
+        dq_hint_uniform(d->a, d->b, h);
+        return;
+    case DQCTL_DIST_EXPONENTIAL:
+        dq_hint_exponential(d->a, h);
+        return;
+    case DQCTL_DIST_NEVER:
+        dq_hint_never(h);
+        return;
+    case DQCTL_DIST_SAMPLES:
+        samples_hint(d, h);
+        return;
+    case DQCTL_DIST_PROBE:
+    case DQCTL_DIST_CALCULATED:
+    case DQCTL_DIST_SNAPSHOT:
+        if (d->measured) {
+            dq_hint_dq(d->measured, h);
+        } else {
+            dq_hint_wait(0.0, h);
+        }
+        return;
+    case DQCTL_DIST_SCALE:
+        dqctl_dist_hint(d->inner, h);
+        dq_hint_scale(h, d->a);
+        return;
+    case DQCTL_DIST_SHIFT:
+        dqctl_dist_hint(d->inner, h);
+        dq_hint_shift(h, d->a);
+        return;
+    }
+    dq_hint_wait(0.0, h);
+}
+
+/* Adds mass m at time t to dst (grid w, n): the bin holding t, lost beyond n·w. Returns 1
+ * when t is a right edge of the grid (or 0). */
+static int add_point(double *dst, int n, double w, double m, double t) {
+    if (!(t <= n * w * (1.0 + 1e-12))) {
+        return 1;
+    }
+    double x = t / w, i = t > 0.0 ? ceil(x * (1 - 1e-12)) - 1.0 : 0.0;
+    i = i < 0.0 ? 0.0 : i;
     dst[i >= n ? n - 1 : (int)i] += m;
+    return t <= 0.0 || fabs(x - (i + 1.0)) <= 1e-9 * (x > 1.0 ? x : 1.0);
 }
 
 /* Adds mass m spread evenly over [lo, hi) (0 ≤ lo < hi) to dst; lost beyond n·w. */
@@ -572,14 +660,14 @@ static void add_spread(double *dst, int n, double w, double m, double lo, double
         return;
     }
     double len = hi - lo;
-    int j = (int)floor(lo / w + 0.5) - 1; /* one early: round-off may put lo in j − 1 */
+    int j = (int)floor(lo / w) - 1; /* one early: round-off may put lo in j − 1 */
     for (j = j < 0 ? 0 : j; j < n; j++) {
         double a = lo > bin_lo(j, w) ? lo : bin_lo(j, w);
-        double b = hi < bin_hi(j, n, w) ? hi : bin_hi(j, n, w);
+        double b = hi < bin_hi(j, w) ? hi : bin_hi(j, w);
         if (b > a) {
             dst[j] += m * ((b - a) / len);
         }
-        if (bin_hi(j, n, w) >= hi) {
+        if (bin_hi(j, w) >= hi) {
             break;
         }
     }
@@ -601,31 +689,58 @@ int dqctl_dq_map(const struct dq *a, double factor, double offset, int k, int n,
         return dq_fail(DQ_ENOMEM, "no memory for %d bins", n);
     }
     double w = dq_width_of(k);
+    int on_edges = a->atoms; /* point masses that all land on edges stay point masses */
+    double zero = 0.0;       /* mass mapped to delay 0: the result's atom at 0 */
     for (int i = 0; i < a->n; i++) {
         double m = a->pdf[i];
+        if (i == 0 && a->zero > 0.0) {
+            /* the atom at 0 goes to f(0) */
+            double t = offset > 0.0 ? offset : 0.0;
+            on_edges &= add_point(dst, n, w, a->zero, t);
+            zero += t <= 0.0 ? a->zero : 0.0;
+            m -= a->zero;
+        }
         if (!(m > 0.0)) {
             continue;
         }
+        if (a->atoms) {
+            /* a point mass at the bin's right edge */
+            double t = factor * bin_hi(i, a->width) + offset;
+            t = t > 0.0 ? t : 0.0;
+            on_edges &= add_point(dst, n, w, m, t);
+            zero += t <= 0.0 ? m : 0.0;
+            continue;
+        }
         double lo = factor * bin_lo(i, a->width) + offset;
-        double hi = factor * bin_hi(i, a->n, a->width) + offset;
+        double hi = factor * bin_hi(i, a->width) + offset;
         if (hi <= 0.0) {
             dst[0] += m; /* all of it before 0: at 0 */
+            zero += m;
             continue;
         }
         if (lo < 0.0) {
             double at0 = m * (-lo / (hi - lo));
             dst[0] += at0;
+            zero += at0;
             m -= at0;
             lo = 0.0;
         }
         if (hi - lo <= 1e-12 * w) {
             add_point(dst, n, w, m, lo);
+            zero += lo <= 0.0 ? m : 0.0;
         } else {
             add_spread(dst, n, w, m, lo, hi);
         }
     }
     rc = dq_from_pdf(k, n, dst, out);
     free(dst);
+    if (rc == DQ_OK) {
+        /* lost stays lost: what a had failed is still failed, the rest is past the horizon */
+        double lost = dq_lost(*out);
+        (*out)->failed = a->failed < lost ? a->failed : lost;
+        (*out)->atoms = on_edges;
+        (*out)->zero = zero < (*out)->pdf[0] ? zero : (*out)->pdf[0];
+    }
     return rc;
 }
 
@@ -745,6 +860,11 @@ int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err
     free(m);
     if (rc) {
         return fail(err, err_cap, "a ΔQ dqd sent is not valid: %s", dq_last_error());
+    }
+    /* a calculated ΔQ's lower bound reads `lag` bins earlier (docs/engine.md) */
+    const json_t *lag = json_object_get(obj, "lag");
+    if (json_is_integer(lag) && json_integer_value(lag) > 0 && json_integer_value(lag) < n) {
+        (*out)->lag = (int)json_integer_value(lag);
     }
     return 0;
 }

@@ -94,9 +94,20 @@ double dqctl_dist_bound(const struct dqctl_dist *d);
 double dqctl_dist_resolution(const struct dqctl_dist *d);
 
 /*
+ * What a grid must resolve about d (engine dq.h, struct dq_hint), for the default grid of
+ * dqctl model: the engine's leaf hints for wait, uniform, exponential and never; for
+ * samples their range, moments, failed share and a density estimate (the densest run of
+ * max(5, count/20) sorted durations); a measured ΔQ's dq_hint_dq (its bins the finest
+ * width that means anything); scale and shift applied to their inner DIST's hint. Leaves
+ * must be loaded (an unfetched measured leaf counts as a wait of 0).
+ */
+void dqctl_dist_hint(const struct dqctl_dist *d, struct dq_hint *h);
+
+/*
  * d's ΔQ on the grid (k, n) into *out. Closed forms and samples use the engine's
- * constructors; a measured ΔQ is re-expressed (dq_reexpress: each mass to the nearest
- * grid time; beyond the horizon it is lost). scale and shift map their inner ΔQ with
+ * constructors; a measured ΔQ is re-expressed (dq_reexpress: whole bins summed onto a
+ * coarser grid, spread evenly onto a finer one; beyond the horizon it is lost). scale and
+ * shift map their inner ΔQ with
  * dqctl_dq_map: a measured inner ΔQ from its own grid, any other from the finest grid of
  * DQ_MAX_BINS bins that covers its bound. Returns 0, or -1 with a message in err.
  */
@@ -106,21 +117,23 @@ int dqctl_dist_build(const struct dqctl_dist *d, int k, int n, struct dq **out, 
 /*
  * The transformation t ↦ max(0, factor·t + offset) of every delay of a, onto the grid
  * (k, n). Bin i of a holds its mass spread evenly over the delays it collects,
- * [(i−½)w, (i+½)w) (bin 0 from 0, the last bin up to its horizon); that interval is
- * mapped, the part that falls below 0 is put at 0 (bin 0), and each bin j of the result
- * gets the mass in proportion to the overlap of the mapped interval with
- * [(j−½)w', (j+½)w'). Mass mapped beyond the horizon n·w' is lost; a's lost mass stays
- * lost. An interval mapped to one point (factor 0) is a point mass at the nearest grid
- * time. factor must be finite and ≥ 0, offset finite (else DQ_EINVAL). Returns a
- * dq_error code; dq_last_error() says why.
+ * (i·w, (i+1)·w] (dq.h); that interval is mapped, the part that falls below 0 is put at 0
+ * (bin 0), and each bin j of the result gets the mass in proportion to the overlap of the
+ * mapped interval with (j·w', (j+1)·w']. A point mass (a's atoms: waits; its atom at 0)
+ * is mapped as a point, into the bin holding its image; when every one lands on a right
+ * edge the result is made of point masses too (shift(wait(1),0.5) is wait(1.5)). Mass
+ * mapped beyond the horizon n·w' is lost; a's lost mass stays lost (and failed). An
+ * interval mapped to one point (factor 0) is a point mass. factor must be finite and ≥ 0,
+ * offset finite (else DQ_EINVAL). Returns a dq_error code; dq_last_error() says why.
  */
 int dqctl_dq_map(const struct dq *a, double factor, double offset, int k, int n, struct dq **out);
 
 /*
  * A ΔQ from one of dqd's ΔQ objects (GET /api/v1/probes/NAME/dq, an element of a
  * snapshot's "dqs"): "bin_width" (0.001 s · 2^k, k in −10 … 10), "bins" (1 … 4096) and
- * "pdf" (bins masses ≥ 0 summing to at most 1), or "cdf" when there is no "pdf". The
- * lost mass is 1 − Σ pdf. Returns 0, or -1 with a message in err.
+ * "pdf" (bins masses ≥ 0 summing to at most 1), or "cdf" when there is no "pdf", and
+ * "lag" (the lower bound's, when present). The lost mass is 1 − Σ pdf. Returns 0, or -1
+ * with a message in err.
  */
 int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err_cap);
 

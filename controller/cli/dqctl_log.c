@@ -719,9 +719,9 @@ static void pdf_summarize(const json_t *e, struct pdf_summary *s) {
     }
     for (size_t i = 0; i < json_array_size(pdf); i++) {
         double m = json_number_value(json_array_get(pdf, i));
-        double t = (double)i * w;
+        double t = (double)(i + 1) * w; /* the right edge of bin i: P(delay ≤ t) = acc */
         acc += m;
-        first += m * t;
+        first += m * (t - 0.5 * w); /* the bin's mass at its middle */
         for (int k = 0; k < 4; k++) {
             if (isnan(s->q[k]) && acc >= summary_p[k] - 1e-12) {
                 s->q[k] = t;
@@ -812,7 +812,7 @@ void dqctl_render_snapshot_csv(FILE *out, const json_t *snap) {
             fputc(',', out);
             csv_field(out, jstr(e, "kind", ""));
             fprintf(out, ",%.6f,%.6f,%zu,%.9g,%.9g,%.9g\n", jnum(e, "start"), jnum(e, "end"), b,
-                    (double)b * w, m, acc);
+                    (double)(b + 1) * w, m, acc);
         }
     }
 }
@@ -1337,10 +1337,11 @@ int dqctl_snapshot_main(int argc, char **argv) {
         "usage: dqctl snapshot ID [--csv] [--server URL] [--json]\n"
         "The ΔQs one snapshot holds: for the fired probe and its diagram neighbours, each\n"
         "window before and after the firing, observed and calculated. The table shows per\n"
-        "ΔQ its window, lost mass, mean and quantiles (the first grid time where the CDF\n"
+        "ΔQ its window, lost mass, mean and quantiles (the first right edge where the CDF\n"
         "reaches p; - when the tangible mass never does). --csv prints one row per bin:\n"
         "  probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n"
-        "(window times in Unix seconds; cdf[i] = P(delay <= time_s), lost = 1 - the last cdf).\n";
+        "(window times in Unix seconds; time_s is the right edge of the bin, cdf = P(delay <=\n"
+        "time_s), lost = 1 - the last cdf).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CSV, 1, 1, help, &o);
     if (rc >= 0) {

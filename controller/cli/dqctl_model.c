@@ -8,13 +8,15 @@
  * the measured DISTs (probe:, calculated:, snapshot:), after the model and its names
  * have been checked, with dqctl's usual --server / $DQD_URL / $DQD_TOKEN.
  *
- * The grid: every node is evaluated on one grid (width 2^k ms, N bins). Unless both are
- * given, it is chosen from the support of the given distributions: an upper bound B on
- * each reported node's delay (dqctl_dist_bound; sums along sequences, maxima across
- * operators), then the smallest width whose N bins (default 1024) reach B, and no finer
- * than the coarsest measured ΔQ's bins (dqctl_dist_resolution): the engine's operators
- * would bring finer operands to that width anyway. The rule is documented in
- * docs/outcome-diagrams.md.
+ * The grid: every node is evaluated on one grid (width 2^k ms, N bins). Unless
+ * --bin-width is given, it is chosen from what the given distributions need resolved
+ * (dqctl_dist_hint: reach, density, point masses, measured bins), combined along the
+ * diagram's operators by the engine (dq_hint_*), then dq_grid_choose: fine enough for the
+ * sharpest reported density, reaching every reported node's support, no finer than the
+ * coarsest measured ΔQ's bins (the engine's operators would bring finer operands to that
+ * width anyway). When 4096 bins cannot do both and the resolution's horizon cuts more
+ * than 1e-3 of a reported node's mass, the model is evaluated again on the grid that
+ * reaches the support. The rule is documented in docs/outcome-diagrams.md.
  */
 #include "dqctl.h"
 
@@ -36,7 +38,6 @@
 #define MODEL_MAX_FILE (16u << 20)  /* bytes of a .dq file */
 #define MODEL_MAX_SAMPLES 10000000u /* lines of one samples file */
 #define MODEL_MAX_LINE 1024         /* bytes of one samples line */
-#define MODEL_DEFAULT_BINS 1024     /* N when --bins is not given */
 #define PLOT_COLS 60
 #define PLOT_ROWS 10
 
@@ -51,7 +52,7 @@ struct setting {
     const char *text;        /* DIST as given (points into argv) */
     struct dqctl_dist *dist; /* parsed, owned */
     char note[512];          /* measured: what dqd sent (window, instances, grid) */
-    double bound;            /* upper bound of its support, seconds */
+    struct dq_hint hint;     /* what a grid must resolve about it */
     struct dq *dq;
 };
 
@@ -105,15 +106,17 @@ static void model_usage(FILE *out) {
             "                     a node given a ΔQ is used as is by its parents\n"
             "  --node NAME        report this node instead of the roots (repeatable)\n"
             "  --bin-width S      bin width: 0.001 s times a power of two (2^-10 … 2^10)\n"
-            "  --bins N           number of bins, 1 … 4096 (default 1024)\n"
+            "  --bins N           number of bins, 1 … 4096 (default: as the model needs)\n"
             "  --server URL       dqd for measured DISTs (default: $DQD_URL, else\n"
             "                     " DQCTL_DEFAULT_SERVER "); $DQD_TOKEN is sent when set\n"
             "  --json             one JSON object per reported node, one per line\n"
             "  -h, --help         this help\n"
             "\n"
-            "Without --bin-width the width is the smallest that lets the bins cover every\n"
-            "reported node's support, and no finer than the measured ΔQs' bins (times K\n"
-            "under scale): results are exact to that width. Exit status: 0 success, 2 usage,\n"
+            "Without --bin-width the grid is chosen from the distributions: bins narrow\n"
+            "enough for the sharpest reported density, reaching every reported node's\n"
+            "support (up to 4096 bins), no finer than the measured ΔQs' bins (times K under\n"
+            "scale); a tail cut at the horizon is reported as such. cdf[i] and quantiles are\n"
+            "read at the bins' right edges (docs/engine.md). Exit status: 0 success, 2 usage,\n"
             "model or connection error (also: an unknown probe or snapshot, a probe with no\n"
             "closed window yet, dqd unreachable).\n"
             "\n"
@@ -356,48 +359,64 @@ static char *read_model(const char *path, size_t *len) {
 }
 
 /*
- * Upper bounds of every node's delay, children first (Kahn's order over the parent
- * lists, no recursion: reference chains can be long). bound[i] < 0 means unknown (an
- * outcome with no --set below it).
+ * The hints of every node (what a grid must resolve about its delay), children first
+ * (Kahn's order over the parent lists, no recursion: reference chains can be long).
+ * known[i] = 0 when node i's delay is unknown (an outcome with no --set below it).
  */
-static int support_bounds(const struct dq_diagram *d, const struct setting *sets, size_t n_sets,
-                          double *bound) {
+static int support_hints(const struct dq_diagram *d, const struct setting *sets, size_t n_sets,
+                         struct dq_hint *hint, unsigned char *known) {
     size_t n = dq_diagram_node_count(d);
     size_t *pending = malloc((n ? n : 1) * sizeof *pending);
     int *order = malloc((n ? n : 1) * sizeof *order);
     signed char *given = calloc(n ? n : 1, 1);
-    if (!pending || !order || !given) {
+    struct dq_hint *ops = malloc((n ? n : 1) * sizeof *ops);
+    if (!pending || !order || !given || !ops) {
         free(pending);
         free(order);
         free(given);
+        free(ops);
         return -1;
     }
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++) {
         pending[i] = dq_diagram_node(d, (int)i)->n_children;
+        known[i] = 0;
         if (pending[i] == 0) {
             order[tail++] = (int)i;
         }
     }
     for (size_t s = 0; s < n_sets; s++) {
         given[sets[s].node] = 1;
-        bound[sets[s].node] = sets[s].bound;
+        hint[sets[s].node] = sets[s].hint;
+        known[sets[s].node] = 1;
     }
     while (head < tail) {
         int i = order[head++];
         const struct dq_diagram_node *nd = dq_diagram_node(d, i);
-        if (!given[i]) {
+        if (!given[i] && nd->kind != DQ_NODE_OUTCOME) {
             /* a given node is used as is: its children do not matter */
-            double b = nd->kind == DQ_NODE_OUTCOME ? -1.0 : 0.0;
+            int all = 1;
             for (size_t c = 0; c < nd->n_children; c++) {
-                double cb = bound[nd->children[c]];
-                if (cb < 0.0) {
-                    b = -1.0;
+                all = all && known[nd->children[c]];
+                ops[c] = hint[nd->children[c]];
+            }
+            known[i] = (unsigned char)all;
+            if (all) {
+                switch (nd->kind) {
+                case DQ_NODE_FIRST:
+                    dq_hint_first(ops, nd->n_children, &hint[i]);
+                    break;
+                case DQ_NODE_ALL:
+                    dq_hint_all(ops, nd->n_children, &hint[i]);
+                    break;
+                case DQ_NODE_CHOICE:
+                    dq_hint_choice(ops, nd->weights, nd->n_children, &hint[i]);
+                    break;
+                default: /* sequences and references (one child: itself) */
+                    dq_hint_sequence(ops, nd->n_children, &hint[i]);
                     break;
                 }
-                b = nd->kind == DQ_NODE_SEQUENCE ? b + cb : (cb > b ? cb : b);
             }
-            bound[i] = b;
         }
         for (size_t j = 0; j < nd->n_parents; j++) {
             if (--pending[nd->parents[j]] == 0) {
@@ -408,6 +427,7 @@ static int support_bounds(const struct dq_diagram *d, const struct setting *sets
     free(pending);
     free(order);
     free(given);
+    free(ops);
     return 0;
 }
 
@@ -421,11 +441,21 @@ static int exponent_of(double w) {
     return DQ_MIN_K - 1;
 }
 
+/* The most a default grid may leave past its horizon before reach is preferred to
+ * resolution (run_model). */
+#define MODEL_TAIL_CUT_MAX 1e-3
+
 /*
- * The grid rule of the file comment: b the support bound, res the coarsest resolution of
- * the measured inputs (0 when there are none). Warns when b cannot be covered.
+ * The grid rule of the file comment: h merges the reported nodes' hints (the largest
+ * reach, the sharpest density, the coarsest measured bins). Warns when the horizon stops
+ * short of the reach, unless it is the default rule's choice of resolution over reach
+ * (*short_default set: run_model decides after evaluating).
  */
-static int choose_grid(const struct model_args *a, double b, double res, int *k, int *n) {
+static int choose_grid(const struct model_args *a, const struct dq_hint *h, int *k, int *n,
+                       int *short_default) {
+    double b = h->hi;
+    int covered = 1;
+    *short_default = 0;
     if (a->bin_width > 0.0) {
         *k = exponent_of(a->bin_width);
         if (*k < DQ_MIN_K) {
@@ -441,35 +471,51 @@ static int choose_grid(const struct model_args *a, double b, double res, int *k,
             double need = ceil(b / dq_width_of(*k) - 1e-9);
             *n = need < 1.0 ? 1 : (need > DQ_MAX_BINS ? DQ_MAX_BINS : (int)need);
         }
-    } else {
-        *n = a->bins ? a->bins : MODEL_DEFAULT_BINS;
-        *k = DQ_MIN_K;
-        while (*k < DQ_MAX_K && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
-            (*k)++;
-        }
-        /* no finer than the measured bins: the largest 2^k ms not above res */
-        while (*k < DQ_MAX_K && dq_width_of(*k + 1) <= res * (1.0 + 1e-9)) {
-            (*k)++;
-        }
-        if (!a->bins) {
-            while (*n < DQ_MAX_BINS && dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
-                *n = *n * 2 > DQ_MAX_BINS ? DQ_MAX_BINS : *n * 2;
-            }
-        }
+        covered = dq_width_of(*k) * *n >= b * (1.0 - 1e-12);
+    } else if (dq_grid_choose(h, a->bins, k, n, &covered) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
+        return DQCTL_EXIT_USAGE;
     }
-    if (dq_width_of(*k) * *n < b * (1.0 - 1e-12)) {
+    if (!covered && !(a->bin_width > 0.0) && !a->bins) {
+        *short_default = 1;
+    } else if (!covered) {
         fprintf(dqctl_err(),
                 "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s; mass beyond it is reported as lost\n",
-                dq_width_of(*k) * *n, b);
+                "s (%d bins of %g s); mass beyond it is reported as lost past the horizon\n",
+                dq_width_of(*k) * *n, b, *n, dq_width_of(*k));
     }
     return DQCTL_EXIT_OK;
 }
 
 static int build_dq(struct setting *st, int k, int n) {
     char err[512];
+    dq_destroy(st->dq);
+    st->dq = NULL;
     if (dqctl_dist_build(st->dist, k, n, &st->dq, err, sizeof err) < 0) {
         fprintf(dqctl_err(), "dqctl model: --set %s: %s\n", st->name, err);
+        return DQCTL_EXIT_USAGE;
+    }
+    return DQCTL_EXIT_OK;
+}
+
+/* A fresh evaluator of d on grid (k, n) (*ev replaced), every --set built on it, run. */
+static int evaluate(const struct dq_diagram *d, struct setting *sets, size_t n_sets, int k, int n,
+                    struct dq_eval **ev) {
+    dq_eval_destroy(*ev);
+    *ev = NULL;
+    if (dq_eval_create(d, k, n, ev) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
+        return DQCTL_EXIT_USAGE;
+    }
+    for (size_t s = 0; s < n_sets; s++) {
+        int status = build_dq(&sets[s], k, n);
+        if (status != DQCTL_EXIT_OK) {
+            return status;
+        }
+        dq_eval_set_observed(*ev, sets[s].node, sets[s].dq);
+    }
+    if (dq_eval_run(*ev) != DQ_OK) {
+        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
         return DQCTL_EXIT_USAGE;
     }
     return DQCTL_EXIT_OK;
@@ -604,6 +650,11 @@ static double lost_of(const struct dq *a) {
     return round(dq_lost(a) * 1e12) / 1e12;
 }
 
+/* The part of it past the horizon (the tail a longer horizon would keep), rounded so. */
+static double past_of(const struct dq *a) {
+    return round(dq_past_horizon(a) * 1e12) / 1e12;
+}
+
 /* The facts printed for one node. */
 struct report {
     const char *node;
@@ -636,7 +687,8 @@ static int print_json(const struct report *r) {
     double sum = 0.0;
     for (int i = 0; i < a->n; i++) {
         sum += a->pdf[i];
-        /* rounded to 1e-12: FFT round-off leaves ~1e-18 dust that is not information */
+        /* cdf[i] = P(delay ≤ (i+1)·w), the right edge of bin i (docs/engine.md); rounded to
+         * 1e-12: FFT round-off leaves ~1e-18 dust that is not information */
         double v = round((sum > 1.0 ? 1.0 : sum) * 1e12) / 1e12;
         json_array_append_new(cdf, json_real(v));
     }
@@ -649,6 +701,7 @@ static int print_json(const struct report *r) {
     json_object_set_new(o, "bins", json_integer(a->n));
     json_object_set_new(o, "horizon", json_real(dq_horizon(a)));
     json_object_set_new(o, "lost", json_real(lost_of(a)));
+    json_object_set_new(o, "lost_past_horizon", json_real(past_of(a)));
     json_object_set_new(o, "mean", r->have_m ? json_real(r->m.mean) : json_null());
     json_object_set_new(o, "variance", r->have_m ? json_real(r->m.variance) : json_null());
     json_object_set_new(o, "quantiles", qs);
@@ -722,7 +775,12 @@ static void print_human(const struct report *r) {
     } else {
         fprintf(dqctl_out(), "  %-9s none (nothing completes)\n", "mean");
     }
-    fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+    if (past_of(a) > 0.0) {
+        fprintf(dqctl_out(), "  %-9s %.6g (%.6g of it past the horizon %g s)\n", "lost", lost_of(a),
+                past_of(a), dq_horizon(a));
+    } else {
+        fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+    }
     print_plot(a);
 }
 
@@ -756,13 +814,22 @@ static int run_model(const struct model_args *a, struct setting *sets) {
         fprintf(dqctl_err(), "%s:%d:%d: %s\n", a->file, err.line, err.column, err.text);
         return DQCTL_EXIT_USAGE;
     }
+    for (size_t j = 0; j < dq_diagram_warning_count(d); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(d, j);
+        fprintf(dqctl_err(), "%s:%d:%d: warning: %s\n", a->file, w->line, w->column, w->text);
+    }
+    if (dq_diagram_warning_total(d) > dq_diagram_warning_count(d)) {
+        fprintf(dqctl_err(), "%s: %zu more warnings\n", a->file,
+                dq_diagram_warning_total(d) - dq_diagram_warning_count(d));
+    }
     int status = DQCTL_EXIT_OK;
     size_t n_nodes = dq_diagram_node_count(d);
     int *report_nodes = malloc((a->n_nodes + dq_diagram_root_count(d) + 1) * sizeof(int));
-    double *bound = malloc((n_nodes ? n_nodes : 1) * sizeof *bound);
+    struct dq_hint *hint = malloc((n_nodes ? n_nodes : 1) * sizeof *hint);
+    unsigned char *known = malloc(n_nodes ? n_nodes : 1);
     struct dq_eval *ev = NULL;
     size_t n_report = 0;
-    if (!report_nodes || !bound) {
+    if (!report_nodes || !hint || !known) {
         fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
@@ -811,40 +878,66 @@ static int run_model(const struct model_args *a, struct setting *sets) {
     if ((status = fetch_all(a, sets, &live)) != DQCTL_EXIT_OK) {
         goto out;
     }
-    double res = 0.0;
+    struct dq_hint merged;
+    dq_hint_wait(0.0, &merged);
     for (size_t s = 0; s < a->n_sets; s++) {
-        sets[s].bound = dqctl_dist_bound(sets[s].dist);
-        double r = dqctl_dist_resolution(sets[s].dist);
-        res = r > res ? r : res;
+        dqctl_dist_hint(sets[s].dist, &sets[s].hint);
+        /* a measured ΔQ anywhere sets the finest width that means anything */
+        merged.res = sets[s].hint.res > merged.res ? sets[s].hint.res : merged.res;
     }
-    if (support_bounds(d, sets, a->n_sets, bound) < 0) {
+    if (support_hints(d, sets, a->n_sets, hint, known) < 0) {
         fprintf(dqctl_err(), "dqctl model: out of memory\n");
         status = DQCTL_EXIT_USAGE;
         goto out;
     }
-    double b = 0.0;
     for (size_t j = 0; j < n_report; j++) {
-        b = bound[report_nodes[j]] > b ? bound[report_nodes[j]] : b;
+        const struct dq_hint *h = &hint[report_nodes[j]];
+        if (!known[report_nodes[j]]) {
+            continue; /* reported as missing below */
+        }
+        merged.hi = h->hi > merged.hi ? h->hi : merged.hi;
+        merged.fmax = h->fmax > merged.fmax ? h->fmax : merged.fmax;
+        merged.qk = h->qk < merged.qk ? h->qk : merged.qk;
     }
-    int k, n;
-    if ((status = choose_grid(a, b, res, &k, &n)) != DQCTL_EXIT_OK) {
+    int k, n, short_default;
+    if ((status = choose_grid(a, &merged, &k, &n, &short_default)) != DQCTL_EXIT_OK) {
         goto out;
     }
-    if (dq_eval_create(d, k, n, &ev) != DQ_OK) {
-        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
-        status = DQCTL_EXIT_USAGE;
-        goto out;
-    }
-    for (size_t s = 0; s < a->n_sets; s++) {
-        if ((status = build_dq(&sets[s], k, n)) != DQCTL_EXIT_OK) {
+    for (int pass = 0; pass < 2; pass++) {
+        if ((status = evaluate(d, sets, a->n_sets, k, n, &ev)) != DQCTL_EXIT_OK) {
             goto out;
         }
-        dq_eval_set_observed(ev, sets[s].node, sets[s].dq);
-    }
-    if (dq_eval_run(ev) != DQ_OK) {
-        fprintf(dqctl_err(), "dqctl model: %s\n", dq_last_error());
-        status = DQCTL_EXIT_USAGE;
-        goto out;
+        if (!short_default) {
+            break;
+        }
+        /* resolution was preferred to reach: fine when the tail it cuts is small */
+        double cut = 0.0;
+        for (size_t j = 0; j < n_report; j++) {
+            const struct dq *q = dq_eval_calculated(ev, report_nodes[j]);
+            q = q ? q : dq_eval_observed(ev, report_nodes[j]);
+            cut = q && dq_past_horizon(q) > cut ? dq_past_horizon(q) : cut;
+        }
+        int covered = 1;
+        int k2 = k, n2 = n;
+        if (pass == 0 && cut > MODEL_TAIL_CUT_MAX &&
+            dq_grid_choose(&merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != k) {
+            fprintf(dqctl_err(),
+                    "dqctl model: warning: %d bins of %g s (as fine as the sharpest density "
+                    "needs) reach only %g s and leave %.3g past it; reaching %g s instead with "
+                    "%d bins of %g s (the sharpest part is resolved less finely)\n",
+                    n, dq_width_of(k), dq_width_of(k) * n, cut, dq_width_of(k2) * n2, n2,
+                    dq_width_of(k2));
+            k = k2;
+            n = n2;
+            short_default = !covered;
+            continue;
+        }
+        fprintf(dqctl_err(),
+                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
+                "s (%d bins of %g s, as fine as the sharpest density needs); mass beyond it "
+                "is reported as lost past the horizon\n",
+                dq_width_of(k) * n, merged.hi, n, dq_width_of(k));
+        break;
     }
     if (!a->json && live) {
         print_measured(a, sets);
@@ -882,7 +975,8 @@ out:
     dq_eval_destroy(ev);
     dq_diagram_destroy(d);
     free(report_nodes);
-    free(bound);
+    free(hint);
+    free(known);
     return status;
 }
 

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dq_error.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
+#define DIAGRAM_FROM_MAX 1200 /* "from PATH" and the like, for the log */
 
 struct source {
     const struct core_source_ops *ops;
@@ -56,6 +58,10 @@ struct core {
     /* told of changes to probes (core_set_observer) */
     core_observer_fn observer;
     void *observer_ctx;
+    /* auto-ranging */
+    int (*range_veto)(void *ctx, const struct probe *p);
+    void *range_veto_ctx;
+    struct core_range_stats range;
 };
 
 void core_set_observer(struct core *c, core_observer_fn fn, void *ctx) {
@@ -160,6 +166,11 @@ int core_create(const struct core_options *o, struct store *store, const struct 
     int rc = probes_init(&c->probes, o->max_probes, o->window_ns, o->lag_ns, o->ring,
                          o->default_dmax_ms, o->default_bins, c->started_ns);
     if (!rc) {
+        rc = probes_set_auto_range(&c->probes, o->auto_range,
+                                   o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
+                                   o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
+    }
+    if (!rc) {
         struct store_retention ret;
         store_retention_default(&ret);
         ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
@@ -225,23 +236,50 @@ int core_running(const struct core *c) {
 
 /* ---- settings of one probe ------------------------------------------------------------- */
 
-/* core_set_dmax, telling the observer or not (a change tells it once, at the end). */
-static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int told) {
-    int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
-    if (rc == DQ_OK && c->eval) {
+/* Keeps the evaluator's grid for p's node in step with p's. */
+static void sync_node_grid(struct core *c, const struct probe *p) {
+    if (c->eval) {
         int i = dq_diagram_find(c->diagram, p->name);
         if (i >= 0) {
             dq_eval_set_grid(c->eval, i, p->k, p->n);
         }
     }
-    if (rc == DQ_OK && told) {
-        tell(c, p, "dmax");
+}
+
+/* A dMax change; `person`: a person's (the probe stops auto-ranging, the observer is told;
+   a change applied by core_change_apply tells it once, at its end). */
+static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int person) {
+    int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
+    if (rc == DQ_OK) {
+        sync_node_grid(c, p);
+        if (person) {
+            p->auto_range = 0;
+            tell(c, p, "dmax");
+        }
     }
     return rc;
 }
 
 int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins) {
     return set_dmax(c, p, dmax_ms, bins, 1);
+}
+
+void core_set_auto_range(struct core *c, struct probe *p, int on) {
+    p->auto_range = on != 0;
+    p->range_shrink = 0;
+    p->range_min_ms = c->probes.range_min_ms;
+    /* a dMax of its own is the most it may reach */
+    p->range_max_ms = p->dmax_set ? p->dmax_ms : c->probes.range_max_ms;
+}
+
+void core_set_range_veto(struct core *c, int (*in_use)(void *ctx, const struct probe *p),
+                         void *ctx) {
+    c->range_veto = in_use;
+    c->range_veto_ctx = ctx;
+}
+
+void core_get_range_stats(const struct core *c, struct core_range_stats *st) {
+    *st = c->range;
 }
 
 static void qta_text(const struct dq_qta *q, char *buf, size_t cap) {
@@ -333,7 +371,10 @@ static void eval_sync_grids(struct core *c) {
     }
 }
 
-int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+/* Parses and installs a diagram; `record`: writes it to the store first; `from` says where
+ * it came from in the log line. */
+static int load_diagram(struct core *c, const char *text, size_t len, const char *path, int record,
+                        const char *from) {
     struct dq_diagram *g = NULL;
     struct dq_diagram_error err;
     int rc = dq_diagram_parse(text, len, &g, &err);
@@ -351,6 +392,17 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     }
     memcpy(copy, text, len);
     copy[len] = '\0';
+    if (record && (rc = store_diagram_put(c->store, copy, path, NULL)) != DQ_OK) {
+        c->store_errors++;
+        rc = dq_fail(rc,
+                     "the diagram could not be recorded in the store (it would not survive "
+                     "a restart), so it is not loaded: %s",
+                     dq_last_error());
+        free(copy);
+        dq_eval_destroy(ev);
+        dq_diagram_destroy(g);
+        return rc;
+    }
     for (size_t i = 0; i < c->probes.count; i++) {
         c->probes.probes[i]->in_diagram = 0;
     }
@@ -362,10 +414,51 @@ int core_load_diagram(struct core *c, const char *text, size_t len, const char *
     c->diagram_text = copy;
     snprintf(c->diagram_path, sizeof c->diagram_path, "%s", path ? path : "");
     eval_sync_grids(c);
-    LOG(LOG_INFO, "diagram loaded%s%s: %zu nodes, %zu probes", path ? " from " : "",
-        path ? path : "", dq_diagram_node_count(g), dq_diagram_probe_count(g));
+    LOG(LOG_INFO, "diagram loaded %s: %zu nodes, %zu probes", from, dq_diagram_node_count(g),
+        dq_diagram_probe_count(g));
+    for (size_t j = 0; j < dq_diagram_warning_count(g); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(g, j);
+        LOG(LOG_WARN, "diagram %s:%d:%d: %s", path ? path : "", w->line, w->column, w->text);
+    }
     tell(c, NULL, "diagram");
     return DQ_OK;
+}
+
+int core_load_diagram(struct core *c, const char *text, size_t len, const char *path) {
+    char from[DIAGRAM_FROM_MAX];
+    snprintf(from, sizeof from, "%s%s", path ? "from " : "through the API", path ? path : "");
+    return load_diagram(c, text, len, path, 1, from);
+}
+
+struct restore_ctx {
+    struct core *c;
+    int rc;
+};
+
+static int restore_one(void *ctx, const struct store_diagram *d) {
+    struct restore_ctx *r = ctx;
+    char from[DIAGRAM_FROM_MAX], when[32];
+    time_t secs = (time_t)(d->loaded_ns / 1000000000);
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+        snprintf(when, sizeof when, "?");
+    }
+    snprintf(from, sizeof from, "from the store (recorded %s, %s%s)", when,
+             d->path ? "from " : "sent through the API", d->path ? d->path : "");
+    r->rc = load_diagram(r->c, d->text, d->len, d->path, 0, from);
+    if (r->rc) {
+        r->rc = dq_fail(r->rc,
+                        "the diagram recorded in the store (%s) does not load: %s; give "
+                        "--diagram FILE to replace it",
+                        when, dq_last_error());
+    }
+    return 1;
+}
+
+int core_restore_diagram(struct core *c) {
+    struct restore_ctx r = {c, DQ_OK};
+    int rc = store_diagram_latest(c->store, restore_one, &r);
+    return rc ? rc : r.rc;
 }
 
 int core_load_diagram_file(struct core *c, const char *path) {
@@ -504,6 +597,88 @@ static void calculate(struct core *c, int64_t wid) {
     dq_eval_clear_observed(c->eval);
 }
 
+static const char *range_reason(enum probes_range_reason r) {
+    switch (r) {
+    case PROBES_RANGE_TAIL_NEAR_DMAX:
+        return "tail_near_dmax";
+    case PROBES_RANGE_TAIL_FAR:
+        return "tail_far_inside";
+    case PROBES_RANGE_HEAD:
+        return "mass_in_first_bins";
+    default:
+        return "keep";
+    }
+}
+
+/*
+ * Auto-ranging after window wid closed: each auto-ranging enabled probe's decision
+ * (probes_range_decide) from that window; a change is made unless the veto holds it back
+ * (an investigation uses the probe): recorded (an `auto_range` event with its reason and
+ * figures, the probe row, a set_timeout command per wrapper link, in one transaction),
+ * then applied (the new grid, the ring re-expressed) and sent.
+ */
+static void auto_range(struct core *c, int64_t wid) {
+    struct probe_table *t = &c->probes;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (!p->auto_range || !p->enabled || !probes_has_window(p, wid)) {
+            continue;
+        }
+        struct probes_range r;
+        probes_range_decide(p, probes_ring_get(p, 0), &r);
+        p->range_shrink = r.wants_finer ? p->range_shrink + 1 : 0;
+        if (r.k == p->k) {
+            continue;
+        }
+        if (c->range_veto && c->range_veto(c->range_veto_ctx, p)) {
+            c->range.vetoed++;
+            LOG(LOG_DEBUG, "probe %s: auto-range to dMax %g ms held back: an investigation uses it",
+                p->name, r.dmax_ms);
+            continue;
+        }
+        double old = p->dmax_ms;
+        char detail[512];
+        snprintf(detail, sizeof detail,
+                 "{\"old_dmax_ms\":%.9g,\"new_dmax_ms\":%.9g,\"old_width_ms\":%.9g,"
+                 "\"new_width_ms\":%.9g,\"bins\":%d,\"reason\":\"%s\",\"window\":%" PRId64
+                 ",\"instances\":%" PRIu64 ",\"tail\":%.6g,\"head\":%.6g,\"slowest_ms\":%.9g}",
+                 old, r.dmax_ms, ldexp(1.0, p->k), ldexp(1.0, r.k), p->n, range_reason(r.reason),
+                 wid, r.timed, r.tail, r.head, r.slowest_ms);
+        struct core_change ch = {
+            .kind = CORE_RANGE, .probe = p, .dmax_ms = r.dmax_ms, .range_k = r.k};
+        int own = !store_in_transaction(c->store);
+        int began = own && store_begin(c->store) == DQ_OK;
+        struct store_event ev = {.kind = "auto_range", .probe = p->name, .detail_json = detail};
+        if (store_event_add(c->store, &ev, NULL) != DQ_OK) {
+            c->store_errors++;
+        }
+        if (core_change_record(c, &ch) == DQ_ENOMEM) {
+            if (began) {
+                store_rollback(c->store);
+            }
+            core_change_release(&ch);
+            continue;
+        }
+        if (began && store_commit(c->store) != DQ_OK) {
+            c->store_errors++;
+            LOG(LOG_ERROR, "store: %s; the auto-range of %s is made but not recorded",
+                dq_last_error(), p->name);
+            for (size_t j = 0; j < ch.n_sent; j++) {
+                ch.sent[j].row = 0;
+            }
+        }
+        int sent = core_change_apply(c, &ch);
+        core_change_release(&ch);
+        c->range.changes++;
+        p->range_shrink = 0;
+        LOG(LOG_INFO,
+            "probe %s: auto-range dMax %g → %g ms (bins of %g ms, %s: %.3g past 7/8 of dMax, "
+            "slowest %.4g ms), sent to %d wrapper(s)",
+            p->name, old, p->dmax_ms, ldexp(1.0, p->k), range_reason(r.reason), r.tail,
+            r.slowest_ms, sent);
+    }
+}
+
 static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *ctx) {
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
@@ -511,6 +686,7 @@ static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *c
     if (c->eval) {
         calculate(c, wid);
     }
+    auto_range(c, wid);
     c->windows_closed++;
     c->last_closed_wid = wid;
     if (fn) {
@@ -755,6 +931,8 @@ void core_sources_stats(struct core *c, struct core_source_stats *st) {
         c->sources[i].ops->stats(c->sources[i].src, &one);
         st->connections_total += one.connections_total;
         st->connections_rejected += one.connections_rejected;
+        st->connections_reset += one.connections_reset;
+        st->reset_written_bytes += one.reset_written_bytes;
         for (int e = 0; e < WIRE_E_COUNT; e++) {
             st->protocol_errors[e] += one.protocol_errors[e];
         }
@@ -789,7 +967,9 @@ static void change_grid(const struct core_change *ch, double *dmax_ms, int *n) {
     const struct probe *p = ch->probe;
     *dmax_ms = p->dmax_ms;
     *n = p->n;
-    if (ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
+    if (ch->kind == CORE_RANGE) {
+        *dmax_ms = ldexp(1.0, ch->range_k) * p->n;
+    } else if (ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
         int k, nn;
         if (probes_grid(ch->dmax_ms, ch->bins > 0 ? ch->bins : p->n, &k, &nn) == DQ_OK) {
             *dmax_ms = ch->dmax_ms;
@@ -846,6 +1026,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
     free(ch->sent);
     ch->sent = NULL;
     ch->n_sent = 0;
+    ch->n_not_applied = 0;
     if (total == 0) {
         return DQ_OK;
     }
@@ -868,6 +1049,8 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
             s->source = i;
             s->dest = dests[j].id;
             s->applicable = dests[j].applicable;
+            s->reason = dests[j].reason;
+            ch->n_not_applied += !s->applicable;
             memcpy(s->label, dests[j].label, sizeof s->label);
             s->label[sizeof s->label - 1] = '\0';
         }
@@ -910,8 +1093,8 @@ int core_change_record(struct core *c, struct core_change *ch) {
             .hypothesis = ch->hypothesis,
             .status = s->applicable ? "sent" : "not_applied",
             .detail = s->applicable ? NULL
-                                    : "a legacy wrapper has no clear_timeout: the probe "
-                                      "stays enabled there",
+                      : s->reason   ? s->reason
+                                    : "this wrapper link cannot carry the command",
         };
         rc = store_command_insert(c->store, &row, &s->row);
         if (rc) {
@@ -925,9 +1108,18 @@ int core_change_record(struct core *c, struct core_change *ch) {
 
 int core_change_apply(struct core *c, struct core_change *ch) {
     if (ch->probe && ch->kind == CORE_ENABLE && ch->dmax_ms > 0) {
+        /* a dMax inherited by the adaptive loop: a start, not a pin */
         if (set_dmax(c, ch->probe, ch->dmax_ms, ch->bins, 0) != DQ_OK) {
             LOG(LOG_ERROR, "probe %s: dMax %g ms: %s", ch->probe->name, ch->dmax_ms,
                 dq_last_error());
+        }
+    }
+    if (ch->probe && ch->kind == CORE_RANGE) {
+        if (probes_set_range(&c->probes, ch->probe, ch->range_k) != DQ_OK) {
+            LOG(LOG_ERROR, "probe %s: auto-range to 2^%d ms: %s", ch->probe->name, ch->range_k,
+                dq_last_error());
+        } else {
+            sync_node_grid(c, ch->probe);
         }
     }
     if (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE) {
@@ -963,12 +1155,19 @@ int core_change_apply(struct core *c, struct core_change *ch) {
         for (size_t i = 0; i < ch->n_sent; i++) {
             const struct core_sent *s = &ch->sent[i];
             json_array_append_new(
-                ch->report, json_pack("{s:s,s:s,s:s,s:o}", "link", s->label, "command",
-                                      cmd_name(cmd.kind), "status",
-                                      s->applicable > 0    ? "sent"
-                                      : s->applicable == 0 ? "not_applied"
-                                                           : "failed",
-                                      "row", s->row > 0 ? json_integer(s->row) : json_null()));
+                ch->report,
+                json_pack("{s:s,s:s,s:s,s:o,s:s?}", "link", s->label, "command", cmd_name(cmd.kind),
+                          "status",
+                          s->applicable > 0    ? "sent"
+                          : s->applicable == 0 ? "not_applied"
+                                               : "failed",
+                          "row", s->row > 0 ? json_integer(s->row) : json_null(), "detail",
+                          s->applicable > 0    ? NULL
+                          : s->applicable == 0 ? (s->reason ? s->reason
+                                                            : "this wrapper link cannot carry "
+                                                              "the command")
+                                               : "the wrapper link is not writable (closed, or "
+                                                 "not reading)"));
         }
     }
     if (ch->probe && (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE)) {

@@ -83,6 +83,11 @@ struct probe_window {
 /* An open window's histogram (internal to the table, exposed for the struct layout). */
 struct probe_slot {
     int64_t wid; /* −1 when empty */
+    /* the grid its instances are binned on: the probe's when the window's first instance
+     * came (a grid change takes effect at a window boundary, never inside one) */
+    int k;
+    double inv_width_ns;
+    int64_t dmax_ns;
     uint64_t ok, fa, to, out;
     double sum, sumsq, min, max;
     /* busy time, the union of the instances' intervals: the newest disjoint segments,
@@ -115,6 +120,11 @@ struct probe {
     int dmax_set;   /* 1 once a dMax was configured or set (not the table default) */
     int k, n;       /* grid of the histograms: width 2^k ms, n bins, n·width ≥ dMax */
     double inv_width_ns;
+    /* auto-ranging (probes_range_decide): the grid follows what is observed, its width
+     * changing at window boundaries with n fixed, dMax = n·width within [min, max] */
+    int auto_range;
+    double range_min_ms, range_max_ms;
+    int range_shrink; /* windows in a row that asked for a finer grid */
     int has_qta;
     struct dq_qta qta;
     int in_diagram; /* a node of the loaded diagram carries this probe */
@@ -131,6 +141,10 @@ struct probe {
     } quiet[PROBES_QUIET];
     int n_quiet;
     int quiet_dirty; /* changed since last written to the store */
+    /* the end of the busy time the newest closed window counted: an instance of the next
+     * window that began before it counts only from there (its wait overlapped the busy time
+     * of instances that ended before the boundary, already counted) */
+    int64_t busy_prev_wid, busy_prev_hi;
 
     /* open windows */
     struct probe_slot *slots; /* table->nslots entries */
@@ -185,6 +199,9 @@ struct probe_table {
     int ring_cap; /* closed windows per probe (W) */
     int default_k, default_n;
     double default_dmax_ms;
+    /* auto-ranging of probes without a dMax of their own (probes_set_auto_range) */
+    int auto_range;
+    double range_min_ms, range_max_ms;
     int64_t next_close; /* the oldest window not yet closed */
     /* the window of the last recorded END, so binning needs no division while END stays
      * in it: [cur_lo, cur_lo + window_ns) is window cur_wid, in slot cur_slot. The
@@ -268,6 +285,63 @@ int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int 
 
 /* The grid for a deadline and a bin count (see probes_set_dmax). */
 int probes_grid(double dmax_ms, int bins, int *k, int *n);
+
+/* ---- auto-ranging ----------------------------------------------------------------------
+ *
+ * A probe whose auto_range is set keeps its bin count and changes its width by powers of
+ * two so that what it observes fits its grid (dMax = n·width): wider when the tail comes
+ * near dMax, finer when the mass sits in the first bins. Decided once per closed window
+ * (probes_range_decide, pure); the change takes effect for the windows opened after it
+ * (probes_set_range), and the closed windows of the ring are re-expressed on the new grid.
+ * The core records, applies and sends it (core.c, CORE_RANGE).
+ */
+
+/* Auto-ranging of probes registered from now on without a dMax of their own: on/off and
+ * the range their dMax keeps to. DQ_ERANGE for a bad range. */
+int probes_set_auto_range(struct probe_table *t, int on, double min_ms, double max_ms);
+
+#define PROBES_RANGE_MIN_INSTANCES 20 /* a window decides only with this many timed ones */
+#define PROBES_RANGE_TAIL 0.01        /* wider when more than this is past 7/8 of dMax */
+#define PROBES_RANGE_SHRINK_WINDOWS 2 /* finer only after this many windows in a row */
+
+enum probes_range_reason {
+    PROBES_RANGE_KEEP = 0,
+    PROBES_RANGE_TAIL_NEAR_DMAX, /* the tail reached the last 1/8 of dMax, or past it */
+    PROBES_RANGE_TAIL_FAR,       /* the slowest instance is within 3/8 of dMax */
+    PROBES_RANGE_HEAD,           /* over 10 % in the first 8 bins, slowest within 7/16 */
+};
+
+/* What one window says about a probe's grid. */
+struct probes_range {
+    enum probes_range_reason reason;
+    int k;              /* the width exponent asked for (p->k when KEEP) */
+    double dmax_ms;     /* the dMax that gives (n·width) */
+    int wants_finer;    /* the window asks for a finer grid (counted towards the shrink) */
+    uint64_t timed;     /* instances that say something about the delay: ok, out, to */
+    double tail;        /* fraction of them past 7/8 of dMax (timeouts and out included) */
+    double head;        /* fraction in the first 8 bins */
+    double slowest_ms;  /* the window's slowest ok instance */
+    const char *capped; /* why it could not go further ("max", "min", "qta"), or NULL */
+};
+
+/*
+ * Decides from window w (p's newest, its ΔQ on p's grid) whether p's grid should change:
+ * wider by one step when over PROBES_RANGE_TAIL of its timed instances are past 7/8 of dMax
+ * (two when over a quarter timed out or ran past dMax: their delays are unknown), finer
+ * by as many steps as keep the slowest instance within 3/4 of the new dMax when it is
+ * within 3/8 of it now (or within 7/16 with over 10 % in the first 8 bins) and nothing
+ * timed out, once p->range_shrink + 1 ≥ PROBES_RANGE_SHRINK_WINDOWS. Never past
+ * range_max_ms, below range_min_ms or below p's last QTA point. Pure: p is not changed.
+ */
+void probes_range_decide(const struct probe *p, const struct probe_window *w,
+                         struct probes_range *out);
+
+/*
+ * Gives p the width 2^k ms (n kept, dMax = n·width): windows opened from now on are binned
+ * on it, and every closed window of its ring is re-expressed on it. DQ_ERANGE for a bad k,
+ * DQ_ENOMEM (nothing changed then).
+ */
+int probes_set_range(struct probe_table *t, struct probe *p, int k);
 
 /* The window index of a time and its bounds. */
 int64_t probes_window_of(const struct probe_table *t, int64_t ns);
@@ -405,6 +479,8 @@ struct core_options {
     double default_dmax_ms; /* dMax of a probe that has none of its own */
     int default_bins;       /* bins of such a probe */
     int retention_hours;    /* window summaries older than this are pruned (0: never) */
+    int auto_range;         /* 1: probes without a dMax of their own auto-range (0: off) */
+    double auto_range_min_ms, auto_range_max_ms; /* their dMax's range (0: 1 ms, 60 s) */
 };
 
 /* Counters of the daemon as a whole (for status and /metrics). */
@@ -448,15 +524,24 @@ void core_count_store_error(struct core *c);
 /* ---- the diagram --------------------------------------------------------------------- */
 
 /*
- * Replaces the outcome diagram with `text` (path names it, may be NULL): parsed, an
- * evaluator built, every probe node given its probe's grid. DQ_EPARSE with
- * "LINE:COL: message", DQ_ENOMEM; the old diagram stays on failure.
+ * Replaces the outcome diagram with `text` (path names the file it came from; NULL for one
+ * sent through the API): parsed, an evaluator built, recorded in the store (the diagrams
+ * table, so that it is loaded again after a restart), every probe node given its probe's
+ * grid. DQ_EPARSE with "LINE:COL: message", DQ_ENOMEM, or the store's error (DQ_ESTORE,
+ * counted); the old diagram stays on failure.
  */
 int core_load_diagram(struct core *c, const char *text, size_t len, const char *path);
 
-/* Reads a diagram file (≤ 64 MiB) and loads it; DQ_EIO when unreadable, messages name the
- * path ("PATH:LINE:COL: message"). */
+/* Reads a diagram file (≤ 64 MiB) and loads it as core_load_diagram does; DQ_EIO when
+ * unreadable, messages name the path ("PATH:LINE:COL: message"). */
 int core_load_diagram_file(struct core *c, const char *path);
+
+/*
+ * Loads the diagram the store recorded last (at start, when no --diagram is given), with
+ * the path it was recorded with. DQ_ENOTFOUND when the store has none (nothing changes);
+ * DQ_EPARSE when the recorded text no longer parses (message says so), the store's error.
+ */
+int core_restore_diagram(struct core *c);
 
 /* The loaded diagram, its text and its path ("" when it came through the API); NULL when
  * none is loaded. Valid until the next load. */
@@ -515,6 +600,8 @@ struct core_dest {
     char label[CORE_LABEL_MAX]; /* what the commands table calls it: "3 127.0.0.1:5555" */
     int applicable;             /* 0: it cannot carry this command (a legacy link has no
                                    clear_timeout): recorded as not applied, not sent */
+    const char *reason;         /* when not applicable: why, for the commands row (a static
+                                   string; NULL gives a generic reason) */
 };
 
 /* One connection of a source, for status and /metrics. Strings valid during the call. */
@@ -534,6 +621,11 @@ struct core_link_info {
 struct core_source_stats {
     uint64_t connections_total;    /* connections accepted */
     uint64_t connections_rejected; /* refused (no memory, closing) */
+    uint64_t connections_reset;    /* closed by a reset from the peer (TCP RST): the lines
+                                      it sent that dqd had not read yet are lost, how many
+                                      cannot be known */
+    uint64_t reset_written_bytes;  /* bytes dqd had written to those connections (commands
+                                      the peer may not have read: the usual cause) */
     uint64_t protocol_errors[WIRE_E_COUNT];
 };
 
@@ -616,6 +708,8 @@ enum core_change_kind {
     CORE_RESEND,  /* set_timeout again with the probe's current dMax (after a dMax change) */
     CORE_START,   /* start_stub: wrappers send instances */
     CORE_STOP,    /* stop_stub */
+    CORE_RANGE,   /* auto-ranging: the probe's width becomes 2^range_k ms (dmax_ms = its
+                     n·width), and set_timeout tells the wrappers the new dMax */
 };
 
 /* One command as recorded: where it goes, its commands-table row, and its fate. */
@@ -624,6 +718,7 @@ struct core_sent {
     uint64_t dest;              /* the source's handle */
     int64_t row;                /* commands-table id, 0 when it could not be recorded */
     int applicable;             /* 0: not applied (nothing is sent); −1 after a failed send */
+    const char *reason;         /* why not applied (the source's static string), or NULL */
     char label[CORE_LABEL_MAX]; /* as the source named it */
 };
 
@@ -640,6 +735,7 @@ struct core_change {
     double dmax_ms;      /* ENABLE: a dMax to give the probe first when > 0 (inherited from
                             the parent the search came from); 0 keeps its own */
     int bins;            /* with dmax_ms: bins, 0 = the probe's current count */
+    int range_k;         /* CORE_RANGE: the new width exponent */
     int64_t hypothesis;  /* the hypothesis it serves, 0 = none (a person, the config) */
     json_t *report;      /* borrowed, may be NULL: an array to which core_change_apply appends
                             one {"link", "command", "status": "sent"|"not_applied"|"failed",
@@ -647,6 +743,7 @@ struct core_change {
     /* filled by core_change_record */
     struct core_sent *sent; /* owned; released by core_change_release */
     size_t n_sent;
+    size_t n_not_applied; /* destinations that cannot carry it (kept after the release) */
     int recorded;
 };
 
@@ -685,9 +782,33 @@ int core_running(const struct core *c);
 
 /*
  * Changes a probe's dMax and bins (bins 0 keeps the count), keeping the diagram's grid for
- * it in step. Nothing is sent or stored (see core_change for that). DQ_ERANGE.
+ * it in step. A dMax set this way (a person's: the API, the config) pins the probe: it no
+ * longer auto-ranges (core_set_auto_range turns that back on). Nothing is sent or stored
+ * (see core_change for that). DQ_ERANGE.
  */
 int core_set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins);
+
+/*
+ * Lets p auto-range (on) or pins it (off). On a probe with a dMax of its own (configured,
+ * or set through the API) its dMax then never goes above that one; otherwise the table's
+ * range holds. Saves nothing (the probe row keeps its dMax).
+ */
+void core_set_auto_range(struct core *c, struct probe *p, int on);
+
+/*
+ * Who may veto a grid change: in_use(ctx, p) returns 1 while something relies on p's grid
+ * (the adaptive loop: an investigation uses the probe), and auto-ranging then leaves p as
+ * it is. NULL removes it.
+ */
+void core_set_range_veto(struct core *c, int (*in_use)(void *ctx, const struct probe *p),
+                         void *ctx);
+
+/* Counters of auto-ranging, for tests and /metrics. */
+struct core_range_stats {
+    uint64_t changes; /* grid changes made */
+    uint64_t vetoed;  /* changes a decision asked for and the veto held back */
+};
+void core_get_range_stats(const struct core *c, struct core_range_stats *st);
 
 /* Writes a probe's settings (dMax, bins, enabled, always-on, QTA) to the store. */
 int core_save_probe(struct core *c, const struct probe *p);

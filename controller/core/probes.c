@@ -233,6 +233,8 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
     }
     t->ring_cap = ring_cap;
     t->default_dmax_ms = default_dmax_ms;
+    t->range_min_ms = 1.0;
+    t->range_max_ms = 60000.0;
     /* windows that ended less than the lag ago are still open: lines in flight at a
      * (re)start are not lost */
     t->next_close = probes_window_of(t, now_ns - lag_ns);
@@ -344,12 +346,16 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
     p->hash = h;
     p->index = (int)t->count;
     p->dmax_ms = t->default_dmax_ms;
+    p->busy_prev_wid = INT64_MIN;
     p->k = t->default_k;
     p->n = t->default_n;
     p->slots = calloc((size_t)t->nslots, sizeof *p->slots);
     p->ring = calloc((size_t)t->ring_cap, sizeof *p->ring);
     p->ring_cap = t->ring_cap;
     p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    p->auto_range = t->auto_range;
+    p->range_min_ms = t->range_min_ms;
+    p->range_max_ms = t->range_max_ms;
     int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
                                    : dq_fail(DQ_ENOMEM, "no memory for a probe");
     if (rc) {
@@ -415,6 +421,147 @@ int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int 
     p->k = k;
     p->n = n;
     p->inv_width_ns = 1.0 / (ldexp(1.0, p->k) * 1e6);
+    return DQ_OK;
+}
+
+int probes_set_auto_range(struct probe_table *t, int on, double min_ms, double max_ms) {
+    if (!(min_ms > 0.0) || !(max_ms >= min_ms) || !isfinite(max_ms)) {
+        return dq_fail(DQ_ERANGE, "auto-range: [%g, %g] ms is not a range of dMax", min_ms, max_ms);
+    }
+    t->auto_range = on != 0;
+    t->range_min_ms = min_ms;
+    t->range_max_ms = max_ms;
+    return DQ_OK;
+}
+
+/* The window's instances that say something about the delay, and where they are. */
+static void range_counts(const struct probe *p, const struct probe_window *w, double *tail,
+                         double *head, uint64_t *timed) {
+    uint64_t total = w->ok + w->fa + w->to + w->out;
+    *timed = w->ok + w->to + w->out;
+    *tail = *head = 0.0;
+    if (*timed == 0 || !w->observed || w->observed->n != p->n) {
+        return;
+    }
+    const struct dq *q = w->observed;
+    double in_tail = 0.0, in_head = 0.0;
+    int from = p->n - p->n / 8;
+    for (int i = 0; i < q->n; i++) {
+        double c = q->pdf[i] * (double)total;
+        in_tail += i >= from ? c : 0.0;
+        in_head += i < 8 ? c : 0.0;
+    }
+    *tail = (in_tail + (double)(w->to + w->out)) / (double)*timed;
+    *head = in_head / (double)*timed;
+}
+
+void probes_range_decide(const struct probe *p, const struct probe_window *w,
+                         struct probes_range *out) {
+    memset(out, 0, sizeof *out);
+    out->k = p->k;
+    out->dmax_ms = ldexp(1.0, p->k) * p->n;
+    if (!w) {
+        return;
+    }
+    range_counts(p, w, &out->tail, &out->head, &out->timed);
+    out->slowest_ms = w->ok > 0 ? w->max * 1e3 : 0.0;
+    if (out->timed < PROBES_RANGE_MIN_INSTANCES) {
+        return;
+    }
+    double dmax = out->dmax_ms;
+    /* the grid may not go below the QTA's last point: it must be observable */
+    double floor_ms = p->range_min_ms;
+    if (p->has_qta && p->qta.t[p->qta.n - 1] * 1e3 > floor_ms) {
+        floor_ms = p->qta.t[p->qta.n - 1] * 1e3;
+    }
+    int k = p->k;
+    if (out->tail > PROBES_RANGE_TAIL) {
+        /* wider: the tail is near dMax, or past it (its delays unknown: two steps) */
+        int steps = (double)(w->to + w->out) > 0.25 * (double)out->timed ? 2 : 1;
+        while (steps-- > 0 && k < DQ_MAX_K &&
+               ldexp(1.0, k + 1) * p->n <= p->range_max_ms * (1 + 1e-12)) {
+            k++;
+        }
+        out->capped = k == p->k ? "max" : NULL;
+        out->reason = k != p->k ? PROBES_RANGE_TAIL_NEAR_DMAX : PROBES_RANGE_KEEP;
+    } else if (w->to + w->out == 0 && w->ok > 0 &&
+               (out->slowest_ms < 0.375 * dmax ||
+                (out->head > 0.10 && out->slowest_ms < 0.4375 * dmax))) {
+        /* finer: as many halvings as keep the slowest instance within 3/4 of dMax */
+        out->wants_finer = 1;
+        if (p->range_shrink + 1 >= PROBES_RANGE_SHRINK_WINDOWS) {
+            while (k > DQ_MIN_K && out->slowest_ms < 0.75 * ldexp(1.0, k - 1) * p->n &&
+                   ldexp(1.0, k - 1) * p->n >= floor_ms * (1 - 1e-12)) {
+                k--;
+            }
+            if (k == p->k) {
+                /* the head rule alone (slowest past 3/8): one step, if the floor allows */
+                if (out->slowest_ms < 0.4375 * dmax && k > DQ_MIN_K &&
+                    ldexp(1.0, k - 1) * p->n >= floor_ms * (1 - 1e-12)) {
+                    k--;
+                }
+            }
+            if (k == p->k) {
+                out->capped = floor_ms > p->range_min_ms ? "qta" : "min";
+            }
+            out->reason = k == p->k                        ? PROBES_RANGE_KEEP
+                          : out->slowest_ms < 0.375 * dmax ? PROBES_RANGE_TAIL_FAR
+                                                           : PROBES_RANGE_HEAD;
+        }
+    }
+    out->k = k;
+    out->dmax_ms = ldexp(1.0, k) * p->n;
+}
+
+int probes_set_range(struct probe_table *t, struct probe *p, int k) {
+    (void)t;
+    int rc = dq_check_grid(k, p->n);
+    if (rc) {
+        return rc;
+    }
+    if (k == p->k) {
+        return DQ_OK;
+    }
+    /* the ring on the new grid first (all made before any is replaced) */
+    int len = p->ring_len;
+    struct dq **fresh = calloc((size_t)(2 * (len ? len : 1)), sizeof *fresh);
+    if (!fresh) {
+        return dq_fail(DQ_ENOMEM, "no memory to re-express probe %s's ring", p->name);
+    }
+    for (int b = 0; b < len && rc == DQ_OK; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        struct dq *src[2] = {w->observed, w->calculated};
+        for (int j = 0; j < 2 && rc == DQ_OK; j++) {
+            if (src[j] && (rc = dq_reexpress(src[j], k, p->n, &fresh[2 * b + j])) == DQ_OK) {
+                fresh[2 * b + j]->n_ok = src[j]->n_ok;
+                fresh[2 * b + j]->n_fa = src[j]->n_fa;
+                fresh[2 * b + j]->n_to = src[j]->n_to;
+                fresh[2 * b + j]->n_out = src[j]->n_out;
+            }
+        }
+    }
+    if (rc) {
+        for (int i = 0; i < 2 * len; i++) {
+            dq_destroy(fresh[i]);
+        }
+        free(fresh);
+        return rc;
+    }
+    for (int b = 0; b < len; b++) {
+        struct probe_window *w = probes_ring_get(p, b);
+        if (w->observed) {
+            dq_destroy(w->observed);
+            w->observed = fresh[2 * b];
+        }
+        if (w->calculated) {
+            dq_destroy(w->calculated);
+            w->calculated = fresh[2 * b + 1];
+        }
+    }
+    free(fresh);
+    p->k = k;
+    p->dmax_ms = ldexp(1.0, k) * p->n;
+    p->inv_width_ns = 1.0 / (ldexp(1.0, k) * 1e6);
     return DQ_OK;
 }
 
@@ -494,9 +641,25 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         t->cur_slot = si;
     }
     struct probe_slot *s = &p->slots[si];
-    s->wid = wid;
+    if (s->wid != wid) {
+        /* the window's first instance: it is binned on the probe's grid of now */
+        s->wid = wid;
+        s->k = p->k;
+        s->inv_width_ns = p->inv_width_ns;
+        s->dmax_ns = (int64_t)(p->dmax_ms * 1e6);
+    }
     if (status != PROBE_TO) {
-        busy_add(s, start_ns, end_ns);
+        /* what the previous window counted already: its busy time up to its newest
+         * segment's end (still open, or as it closed) */
+        const struct probe_slot *prev = &p->slots[(wid - 1) % t->nslots];
+        int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0
+                            ? prev->busy_seg[prev->busy_n - 1][1]
+                        : p->busy_prev_wid == wid - 1 ? p->busy_prev_hi
+                                                      : INT64_MIN;
+        int64_t lo = start_ns > carry ? start_ns : carry;
+        if (lo < end_ns) {
+            busy_add(s, lo, end_ns);
+        }
     }
     struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
@@ -516,7 +679,11 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         return DQ_OK;
     }
     int64_t d_ns = end_ns - start_ns;
-    double bin = (double)d_ns * p->inv_width_ns + 0.5;
+    /* the bin (i·w, (i+1)·w] holding d (0 for d ≤ 0), as the engine's (dq.h): ⌈x⌉ − 1 with
+     * a time within 1e−12 of an edge on it */
+    double x = (double)d_ns * s->inv_width_ns * (1 - 1e-12);
+    int64_t up = (int64_t)x;
+    up += (double)up < x;
     double d = (double)d_ns * 1e-9;
     p->total_ok++;
     p->total_sum += d;
@@ -524,7 +691,7 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     if (hb < PROBES_HIST_BUCKETS) {
         p->hist[hb]++;
     }
-    if (d_ns > (int64_t)(p->dmax_ms * 1e6) || bin >= p->n + 0.5) {
+    if (d_ns > s->dmax_ns || up > p->n) {
         s->out++;
         p->total_out++;
         if (na) {
@@ -532,7 +699,7 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
         }
         return DQ_OK;
     }
-    int idx = bin >= p->n ? p->n - 1 : (int)bin;
+    int idx = up > 0 ? (int)up - 1 : 0;
     s->counts[idx]++;
     if (s->ok == 0 || d < s->min) {
         s->min = d;
@@ -710,6 +877,10 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         for (int k = 0; k < s->busy_n; k++) {
             busy += s->busy_seg[k][1] - s->busy_seg[k][0];
         }
+        if (s->busy_n > 0) {
+            p->busy_prev_wid = wid;
+            p->busy_prev_hi = s->busy_seg[s->busy_n - 1][1];
+        }
         w.busy = (double)(busy < t->window_ns ? busy : t->window_ns) * 1e-9;
         if (s->ok > 0) {
             moments_of(s->ok, s->sum, s->sumsq, &w.mean, &w.variance);
@@ -719,7 +890,20 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         for (int b = 0; b < p->n; b++) {
             t->scratch[b] = s->counts[b];
         }
-        int rc = dq_from_counts(p->k, p->n, t->scratch, s->fa, s->to, s->out, &w.observed);
+        int rc = dq_from_counts(s->k, p->n, t->scratch, s->fa, s->to, s->out, &w.observed);
+        if (rc == DQ_OK && s->k != p->k) {
+            /* opened before a grid change: on the probe's grid of now, like its ring */
+            struct dq *r = NULL;
+            rc = dq_reexpress(w.observed, p->k, p->n, &r);
+            if (rc == DQ_OK) {
+                r->n_ok = w.observed->n_ok;
+                r->n_fa = w.observed->n_fa;
+                r->n_to = w.observed->n_to;
+                r->n_out = w.observed->n_out;
+            }
+            dq_destroy(w.observed);
+            w.observed = r;
+        }
         if (rc) {
             result = rc;
         }

@@ -47,6 +47,12 @@ struct ingest_tcp_options {
     const char *listen;          /* "HOST:PORT" to accept wrappers on (port 0: any) */
     const char *const *wrappers; /* "HOST:PORT" of legacy command listeners to dial */
     int n_wrappers;              /* entries of wrappers */
+    /* 0 (the default): nothing is written on an inbound legacy connection (no hello): its
+     * wrapper never reads it, and a close with unread data becomes a TCP reset that
+     * discards the lines dqd had not read yet; its commands are listed as not applicable.
+     * 1: such connections get the enabled set and commands in the legacy dialect, for
+     * legacy wrappers that do read. A v2 hello (the peer reads) always gets them. */
+    int legacy_commands;
     /* Simulated time: when set, a v2 connection's `clock;NS` line calls on_clock(ctx, ns)
      * (which moves dqd's clock and closes the windows due), then answers `tick;NS`. When
      * NULL such lines are counted as protocol errors (kind "unknown"). */

@@ -61,6 +61,7 @@ struct link {
     uint64_t counted; /* instances already added to the core's total */
     uint64_t errors[WIRE_E_COUNT];
     uint64_t commands_sent, commands_skipped;
+    uint64_t bytes_written; /* queued to the peer since the connection opened */
     struct {
         char text[WIRE_CMD_MAX];
         int64_t id; /* store id of the command awaiting its ack */
@@ -86,6 +87,7 @@ struct tcp_source {
     size_t n_links;
     uint64_t next_link_id;
     uint64_t connections_total, connections_rejected;
+    uint64_t connections_reset, reset_written_bytes;
     uint64_t errors[WIRE_E_COUNT];
     /* shutdown */
     int closing, pending_closes;
@@ -270,10 +272,27 @@ static void on_written(uv_write_t *req, int status) {
     free(req);
 }
 
+/* Why a legacy connection on the ingest port gets nothing (the commands row says it). */
+static const char *const legacy_mute_reason =
+    "a legacy connection to the ingest port is not read by its wrapper: dqd writes nothing "
+    "to it (legacy_commands is off), since a close with unread data resets the connection "
+    "and loses lines";
+static const char *const legacy_clear_reason =
+    "a legacy wrapper has no clear_timeout: it keeps reporting the probe";
+
+/* 1 when dqd may write on the link: not an inbound legacy one unless the config says so. */
+static int link_writable(const struct link *l) {
+    return l->kind != LINK_LEGACY || l->s->opt.legacy_commands;
+}
+
 /* Queues bytes to a link; skipped (and counted) when the peer is not reading. */
 static int link_send(struct link *l, const char *data, size_t len) {
     if (!l->connected || l->closing) {
         return DQ_ESTATE;
+    }
+    if (!link_writable(l)) {
+        return dq_fail(DQ_ESTATE, "link %" PRIu64 " is a legacy connection: %s", l->id,
+                       legacy_mute_reason);
     }
     if (uv_stream_get_write_queue_size((uv_stream_t *)&l->tcp) > INGEST_MAX_PENDING_WRITE) {
         l->commands_skipped++;
@@ -290,6 +309,7 @@ static int link_send(struct link *l, const char *data, size_t len) {
         return DQ_ENET;
     }
     l->commands_sent++;
+    l->bytes_written += len;
     return DQ_OK;
 }
 
@@ -321,6 +341,14 @@ static const char *link_kind_name(const struct link *l) {
  * line, or an outbound connect. */
 static void link_push_state(struct link *l) {
     struct probe_table *t = l->s->probes;
+    if (!link_writable(l)) {
+        LOG(LOG_INFO,
+            "link %" PRIu64 " (legacy %s): no hello, so dqd writes nothing to it (its wrapper "
+            "does not read it; set legacy_commands to on if it does); commands for it are "
+            "recorded not_applied",
+            l->id, l->peer);
+        return;
+    }
     for (size_t i = 0; i < t->count; i++) {
         struct probe *p = t->probes[i];
         if (!p->enabled) {
@@ -542,7 +570,19 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
             /* a last line cut off by the close: not an instance, but not silently lost */
             link_count_error(l, WIRE_E_SYNTAX, l->splitbuf, pending);
         }
-        if (nread != UV_EOF) {
+        if (nread == UV_ECONNRESET) {
+            /* the peer's kernel reset the connection (typically: the wrapper closed it with
+             * dqd's commands unread): the lines it had not delivered yet are gone, and how
+             * many is known only to the peer */
+            l->s->connections_reset++;
+            l->s->reset_written_bytes += l->bytes_written;
+            LOG(LOG_WARN,
+                "link %" PRIu64 " (%s %s): connection reset by the peer after %" PRIu64
+                " instances: lines it sent that dqd had not read yet are lost (dqd had written "
+                "%" PRIu64 " bytes to it%s)",
+                l->id, link_kind_name(l), l->peer, l->instances, l->bytes_written,
+                l->bytes_written ? ", which a peer that closes without reading makes a reset" : "");
+        } else if (nread != UV_EOF) {
             LOG(LOG_INFO, "link %" PRIu64 " (%s): %s", l->id, l->peer, uv_strerror((int)nread));
         } else {
             LOG(LOG_INFO, "link %" PRIu64 " (%s) closed by the peer", l->id, l->peer);
@@ -711,7 +751,13 @@ static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct cor
         if (n < cap) {
             char text[WIRE_CMD_MAX];
             out[n].id = l->id;
-            out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
+            if (!link_writable(l)) {
+                out[n].applicable = 0;
+                out[n].reason = legacy_mute_reason;
+            } else {
+                out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
+                out[n].reason = out[n].applicable ? NULL : legacy_clear_reason;
+            }
             snprintf(out[n].label, sizeof out[n].label, "%" PRIu64 " %s", l->id, l->peer);
         }
         n++;
@@ -773,6 +819,8 @@ static void tcp_stats(void *src, struct core_source_stats *st) {
     struct tcp_source *s = src;
     st->connections_total = s->connections_total;
     st->connections_rejected = s->connections_rejected;
+    st->connections_reset = s->connections_reset;
+    st->reset_written_bytes = s->reset_written_bytes;
     memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
 }
 

@@ -48,6 +48,7 @@ struct setting {
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const clocks[] = {"wall", "sim", NULL};
+static const char *const off_on[] = {"off", "on", NULL};
 
 #define FIELD(f) offsetof(struct dqd_config, f), sizeof(((struct dqd_config *)0)->f)
 #define NOFIELD 0, 0
@@ -68,12 +69,22 @@ static const struct setting settings[] = {
      "Bearer TOKEN`; dqctl sends $DQD_TOKEN). Without one, such requests are refused "
      "when --http is not a loopback address."},
     {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
-     "Outcome diagram (.dq file) loaded at start; none by default."},
+     "Outcome diagram (.dq file) loaded at start. Without it, dqd loads the diagram the "
+     "store recorded last (from an earlier --diagram or PUT /api/v1/diagram), if any; with "
+     "it, the file wins and is recorded in turn."},
     {"window", "--window", ST_MS, FIELD(window_ms), 10, 3600000, "1000", NULL, 0, 0,
      "Window length in milliseconds; windows are aligned to the wall clock."},
     {"lag", "--lag", ST_MS, FIELD(lag_ms), 0, 3600000, "", NULL, SF_DEFAULT_WINDOW, 0,
      "How long after its end a window still takes late instances, in milliseconds; "
      "by default the window length."},
+    {"legacy_commands", "--legacy-commands", ST_ENUM, FIELD(legacy_commands), 0, 0, "off", off_on,
+     0, 0,
+     "Whether dqd writes commands on a legacy wrapper's own connection to the ingest port "
+     "(one that sends no v2 hello): off (the default) writes nothing there, since the "
+     "oscilloscope's wrapper never reads it and a close with unread commands resets the "
+     "connection, losing the lines dqd had not read yet; its commands are recorded "
+     "not_applied. on: the enabled set and commands in the legacy dialect, for legacy "
+     "wrappers that read. v2 wrappers and `wrappers` listeners always get commands."},
     {"clock", "--clock", ST_ENUM, FIELD(clock), 0, 0, "wall", clocks, 0, 0,
      "Where dqd's time comes from: wall (the system clock) or sim (simulated time: a "
      "connected simulator sends `clock;NS` lines, dqd closes the windows that time makes "
@@ -86,6 +97,17 @@ static const struct setting settings[] = {
      "dMax in milliseconds of a probe enabled without one (it then auto-ranges)."},
     {"default_bins", "--default-bins", ST_INT, FIELD(default_bins), DQ_MIN_BINS, DQ_MAX_BINS,
      "1024", NULL, 0, 0, "Number of bins of a probe enabled without a setting."},
+    {"auto_range", "--auto-range", ST_ENUM, FIELD(auto_range), 0, 0, "on", off_on, 0, 0,
+     "Whether probes without a dMax of their own auto-range: their bin width follows what "
+     "they observe (wider when the tail nears dMax, finer when the mass sits in the first "
+     "bins), changing at window boundaries, each change in the store's events and sent to "
+     "the wrappers (a probe with a configured dMax does so only with \"auto_range\": true "
+     "in its entry of `probes`)."},
+    {"auto_range_min_ms", "--auto-range-min-ms", ST_DOUBLE, FIELD(auto_range_min_ms), MIN_DMAX_MS,
+     MAX_DMAX_MS, "1", NULL, 0, 0, "The smallest dMax auto-ranging gives a probe."},
+    {"auto_range_max_ms", "--auto-range-max-ms", ST_DOUBLE, FIELD(auto_range_max_ms), MIN_DMAX_MS,
+     MAX_DMAX_MS, "60000", NULL, 0, 0,
+     "The largest dMax auto-ranging gives a probe without a dMax of its own."},
     {"min_instances", "--min-instances", ST_INT, FIELD(min_instances), 1, 1000000, "30", NULL, 0, 0,
      "Instances a newly enabled probe needs before the adaptive loop decides on it."},
     {"min_windows", "--min-windows", ST_INT, FIELD(min_windows), 1, 1000, "2", NULL, 0, 0,
@@ -175,7 +197,7 @@ static const char *metavar(const struct setting *s) {
     case ST_DOUBLE:
         return "NUMBER";
     case ST_ENUM:
-        return "LEVEL";
+        return s->choices == log_levels ? "LEVEL" : "CHOICE";
     case ST_ACTION:
         return "";
     }
@@ -438,6 +460,10 @@ int settings_finish(struct dqd_config *cfg) {
     }
     if (p1 != 0 && p1 == p2 && strcmp(h1, h2) == 0) {
         return dq_fail(DQ_EINVAL, "--listen and --http are the same address %s", cfg->listen);
+    }
+    if (cfg->auto_range_min_ms > cfg->auto_range_max_ms) {
+        return dq_fail(DQ_EINVAL, "auto_range_min_ms %g is above auto_range_max_ms %g",
+                       cfg->auto_range_min_ms, cfg->auto_range_max_ms);
     }
     return 0;
 }
@@ -775,6 +801,7 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
     memset(pc, 0, sizeof *pc);
     memcpy(pc->name, name, strlen(name) + 1);
     pc->enabled = -1;
+    pc->auto_range = -1;
     json_object_foreach(obj, key, v) {
         snprintf(sub, sizeof sub, "%s.%s", label, key);
         if (strcmp(key, "dmax_ms") == 0) {
@@ -820,10 +847,15 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
                                (long long)n);
             }
             pc->servers = (int)n;
+        } else if (strcmp(key, "auto_range") == 0) {
+            if (!json_is_boolean(v)) {
+                return wrong_type(sub, "true or false", v);
+            }
+            pc->auto_range = json_is_true(v);
         } else {
             return dq_fail(DQ_EINVAL,
                            "%s: unknown key \"%s\" (expected dmax_ms, bins, enabled, qta, "
-                           "servers)",
+                           "servers, auto_range)",
                            label, key);
         }
     }
@@ -940,6 +972,9 @@ static json_t *probe_to_json(const struct dqd_probe_config *pc) {
     }
     if (pc->servers > 0) {
         json_object_set_new(o, "servers", json_integer(pc->servers));
+    }
+    if (pc->auto_range >= 0) {
+        json_object_set_new(o, "auto_range", json_boolean(pc->auto_range));
     }
     if (pc->has_qta) {
         json_t *q = json_object(), *pts = json_array();
@@ -1302,6 +1337,9 @@ void settings_render_markdown(FILE *out) {
             "1 to %d pairs `[p, t_s]` (\"P(delay ≤ t_s seconds) ≥ p\"; p in (0, 1] not "
             "decreasing, t_s > 0 increasing), `\"max_lost\"`: the largest acceptable lost "
             "mass in [0, 1] (default 1 − the last point's p: no limit beyond the points) |\n"
+            "| `auto_range` | boolean | with `dmax_ms`: whether it auto-ranges all the same, "
+            "never above that dMax (otherwise a configured dMax is fixed); without: whether it "
+            "auto-ranges (default: `auto_range`) |\n"
             "| `servers` | integer, 1 … 100000 | when the probe measures a queueing station "
             "(a pool of workers, a connection pool, one process), how many requests it serves "
             "at once: the overload diagnosis's utilisation ρ = λ·S / servers (otherwise: one "

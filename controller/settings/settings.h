@@ -45,6 +45,7 @@ struct dqd_probe_config {
     int has_qta;                  /* 1 when qta holds a QTA */
     struct dq_qta qta;            /* t in seconds; valid when has_qta */
     int servers;                  /* servers of the station it measures, 0 when not set */
+    int auto_range;               /* 1 or 0, or −1 when not set (docs/configuration.md) */
 };
 
 #define DQD_MAX_CFG_TRIGGERS 256 /* entries of "triggers" */
@@ -81,11 +82,15 @@ struct dqd_config {
     int64_t window_ms;             /* window length */
     int64_t lag_ms;                /* how long a window stays open after its end */
     int clock;                     /* enum dqd_clock_mode */
+    int legacy_commands;           /* 1: write commands on inbound legacy connections */
     int ring;                      /* closed ΔQs kept per probe */
     double default_dmax_ms;        /* dMax of a probe enabled without one */
     int default_bins;              /* bins of a probe enabled without a setting */
-    int log_level;                 /* enum dqd_log_level */
-    int n_wrappers;                /* entries used in wrappers */
+    int auto_range;                /* 1: probes without a dMax of their own auto-range */
+    double auto_range_min_ms;      /* … between these dMax */
+    double auto_range_max_ms;
+    int log_level;                                     /* enum dqd_log_level */
+    int n_wrappers;                                    /* entries used in wrappers */
     char wrappers[DQD_MAX_WRAPPERS][DQD_HOSTPORT_MAX]; /* legacy listeners, "HOST:PORT" */
     int n_probes;                                      /* entries used in probes */
     struct dqd_probe_config probes[DQD_MAX_CFG_PROBES];

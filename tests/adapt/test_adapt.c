@@ -107,6 +107,7 @@ struct case_def {
     size_t diagram_len;
     int64_t window_ms, lag_ms;
     int ring, legacy;
+    int auto_range;    /* `set auto_range 1`: probes without a dMax of their own auto-range */
     int show_reasons;  /* `show reasons`: each verdict's sentence in the transcript */
     char nodes[8][64]; /* wrapper nodes the traffic names; nodes[0] is the default */
     int n_nodes;
@@ -148,7 +149,8 @@ struct run {
     int lock_left;
     char *lines[MAX_LINES];
     int n_lines;
-    int64_t hyp_seen; /* highest hypothesis id already written */
+    int64_t hyp_seen;   /* highest hypothesis id already written */
+    int64_t range_seen; /* highest auto_range event id already written */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -303,6 +305,8 @@ static void parse_set(struct case_def *c, char **w, int n, int line) {
         c->opt.investigation_windows = (int)v;
     } else if (strcmp(k, "snapshot_windows") == 0) {
         c->opt.snapshot_windows = (int)v;
+    } else if (strcmp(k, "auto_range") == 0) {
+        c->auto_range = v != 0;
     } else {
         die("%s:%d: set: unknown setting \"%s\"", c->path, line, k);
     }
@@ -739,6 +743,24 @@ static int cmp_hyp(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* "range NAME OLD -> NEW ms (REASON)": the auto_range events the store holds since the
+ * last call. */
+static int say_range(void *ctx, const struct store_event *ev) {
+    struct run *r = ctx;
+    json_t *d = json_loads(ev->detail_json ? ev->detail_json : "{}", 0, NULL);
+    say(r, "range %s %g -> %g ms (%s)", ev->probe ? ev->probe : "-",
+        json_number_value(json_object_get(d, "old_dmax_ms")),
+        json_number_value(json_object_get(d, "new_dmax_ms")),
+        json_string_value(json_object_get(d, "reason")));
+    json_decref(d);
+    r->range_seen = ev->id > r->range_seen ? ev->id : r->range_seen;
+    return 0;
+}
+
+static void transcript_ranges(struct run *r) {
+    store_events_each(r->store, NULL, "auto_range", r->range_seen, 0, say_range, r);
+}
+
 /* Writes the hypotheses recorded since the last call, in the order they were made. */
 static void transcript_hypotheses(struct run *r) {
     struct hyp_list l = {.r = r};
@@ -911,7 +933,8 @@ static void start(struct run *r, int restart) {
                               .ring = c->ring,
                               .default_dmax_ms = 1024,
                               .default_bins = 1024,
-                              .retention_hours = 0};
+                              .retention_hours = 0,
+                              .auto_range = c->auto_range};
     if (core_create(&co, r->store, &r->clock, &r->core) != DQ_OK) {
         die("%s: core: %s", c->path, dq_last_error());
     }
@@ -941,6 +964,7 @@ static void start(struct run *r, int restart) {
     if (adapt_create(&env, &c->opt, &r->adapt) != DQ_OK) {
         die("%s: adapt: %s", c->path, dq_last_error());
     }
+    core_set_range_veto(r->core, adapt_probe_in_use, r->adapt);
     for (int i = 0; i < c->n_triggers; i++) {
         const struct trigger_cfg *t = &c->triggers[i];
         if (adapt_set_trigger(r->adapt, t->probe, t->kind, t->threshold, t->fire, t->clear, 1) !=
@@ -1200,8 +1224,10 @@ static void run_case(struct run *r) {
             r->locker = NULL;
             say(r, "store unlocked");
         }
-        /* what the round recorded (hypotheses) before what it then sent and emitted */
+        /* what the round recorded (grid changes, hypotheses) before what it then sent and
+         * emitted */
         int mid = r->n_lines;
+        transcript_ranges(r);
         transcript_hypotheses(r);
         move_tail(r, mark, mid);
     }

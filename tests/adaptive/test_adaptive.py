@@ -15,8 +15,12 @@ seconds in lockstep, as fast as they go; a lost trigger localizes the failing le
 the loop de-escalates after the fault, as on the wall clock. A dqd on the wall clock
 does not answer clock lines: dqsim says so and exits 1.
 
+In simulated time too (autorange, issue 15): a probe without a dMax of its own whose
+latency grows 20× ends with its tail inside its dMax, most of its mass past its first bins,
+and every grid change in the store.
+
 Usage: test_adaptive.py DQD DQCTL DQSIM DIAGRAM [case ...]   (cases: latency variance
-lost nominal restart budget simclock; default: all)
+lost nominal restart budget simclock silent autorange; default: all)
 """
 
 import json
@@ -34,7 +38,7 @@ from dqdtest import Dqd, make_workdir, promtool_check, remove_workdir, run_scrip
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
 CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget",
-                         "simclock", "silent"]
+                         "simclock", "silent", "autorange"]
 PROBES = 41
 
 
@@ -392,6 +396,90 @@ def silent(c):
         remove_workdir(work)
 
 
+def autorange(c):
+    """Issue 15, acceptance 3: a probe with no dMax of its own whose latency grows 20×
+    (2 ms to 40 ms, in 19 steps of dqsim's slow fault) ends with its tail inside its dMax
+    and at least 90 % of its mass past its first 8 bins; every grid change is an
+    auto_range event in the store, sent to the wrapper (set_timeout, acknowledged), and
+    they chain from the first dMax to the last. In simulated time (dqd and dqsim
+    --clock sim)."""
+    import sqlite3
+    work = make_workdir("dqd-autorange-")
+    model = os.path.join(work, "svc.dq")
+    with open(model, "w") as f:
+        f.write("svc = leaf;\n")
+    cfg_path = os.path.join(work, "dqd.json")
+    with open(cfg_path, "w") as f:
+        json.dump({"probes": {"leaf": {"enabled": True}}}, f)
+    d = Dqd(DQD, work, window_ms=1000, lag_ms=100, diagram=model, config=cfg_path,
+            extra=["--clock", "sim"])
+    sim = dqdtest.HeldSim(DQSIM, model, d.ingest_port, rate=300, extra=["--leaf-mean", "2:2"])
+    try:
+        sim.run(10)
+        first = d.dq("leaf")
+        c.check(first is not None, "autorange: leaf has windows")
+        for step in range(1, 20):
+            sim.say("fault leaf slow %g" % (2 * step))
+            sim.run(6)
+        sim.run(15)
+        last = d.dq("leaf")
+        probe = [p for p in d.get("/api/v1/probes") if p["name"] == "leaf"]
+        c.check(first and last and probe, "autorange: the probe and its windows")
+        if not (first and last and probe):
+            return
+        dmax = probe[0]["dmax_ms"]
+        grew = last["mean"] / first["mean"]
+        c.check(15 < grew < 25, "autorange: the latency grew 20× (%.4g ms to %.4g ms)" %
+                (first["mean"] * 1e3, last["mean"] * 1e3))
+        # the tail inside dMax: nothing timed out or ran past it, p99 well inside
+        n = last["bins"]
+        pdf = last["pdf"]
+        tangible = sum(pdf)
+        c.eq(last["to"], 0, "autorange: no timeout in the last window")
+        c.check(last["lost"] < 1e-9, "autorange: nothing lost past dMax (%g)" % last["lost"])
+        p99 = last["quantiles"]["0.99"]
+        c.check(p99 is not None and p99 * 1e3 < 0.875 * dmax,
+                "autorange: p99 %s ms inside 7/8 of dMax %g ms" % (p99 and p99 * 1e3, dmax))
+        c.check(abs(last["bin_width"] * n * 1e3 - dmax) < 1e-6,
+                "autorange: the ΔQ's grid is the probe's (%g × %d vs %g ms)" %
+                (last["bin_width"], n, dmax))
+        beyond = sum(pdf[8:]) / tangible if tangible > 0 else 0
+        c.check(beyond >= 0.90, "autorange: %.1f %% of the mass past the first 8 bins" %
+                (100 * beyond))
+        # every change is in the store, chained, sent and acknowledged
+        db = sqlite3.connect(d.db)
+        try:
+            events = [json.loads(r[0]) for r in db.execute(
+                "SELECT detail FROM events WHERE kind = 'auto_range' AND probe = 'leaf' "
+                "ORDER BY id")]
+            cmds = [(json.loads(r[0])["dmax_ms"], r[1]) for r in db.execute(
+                "SELECT args, status FROM commands WHERE command = 'set_timeout' AND "
+                "probe = 'leaf' ORDER BY id")]
+        finally:
+            db.close()
+        c.check(len(events) >= 3, "autorange: grid changes recorded: %d" % len(events))
+        c.check(any(e["new_dmax_ms"] < e["old_dmax_ms"] for e in events) and
+                sum(e["new_dmax_ms"] > e["old_dmax_ms"] for e in events) >= 2,
+                "autorange: finer first, then wider as the latency grew: %r" %
+                [(e["old_dmax_ms"], e["new_dmax_ms"]) for e in events])
+        c.check(all(e["reason"] in ("tail_near_dmax", "tail_far_inside", "mass_in_first_bins")
+                    for e in events), "autorange: every change says why")
+        chained = all(events[i]["new_dmax_ms"] == events[i + 1]["old_dmax_ms"]
+                      for i in range(len(events) - 1))
+        c.check(chained and events and events[0]["old_dmax_ms"] == 1024 and
+                events[-1]["new_dmax_ms"] == dmax,
+                "autorange: the events chain from 1024 ms to the probe's dMax %g ms" % dmax)
+        sent = [m for m, st in cmds]
+        c.check(all(e["new_dmax_ms"] in sent for e in events),
+                "autorange: each new dMax was sent to the wrapper: %r" % sent)
+        c.check(cmds and all(st == "acked" for m, st in cmds[-len(events):]),
+                "autorange: and acknowledged: %r" % cmds)
+    finally:
+        sim.stop()
+        d.stop(c, "autorange dqd")
+        remove_workdir(work)
+
+
 def body(c):
     if "latency" in CASES:
         localize(c, "latency", "fault front_b2 slow 15", "front_b2")
@@ -409,6 +497,8 @@ def body(c):
         simclock(c)
     if "silent" in CASES:
         silent(c)
+    if "autorange" in CASES:
+        autorange(c)
 
 
 run_script("adaptive", body)

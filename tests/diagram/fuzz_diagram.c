@@ -2,7 +2,8 @@
  * fuzz_diagram.c: libFuzzer target for the outcome-diagram parser and evaluator.
  *
  * Any byte string must either parse or fail with a positioned message, never crash,
- * leak or read out of bounds. When it parses, the model is walked (every child and
+ * leak or read out of bounds. When it parses, its warnings are checked (positioned, in
+ * text order) and the model is walked (every child and
  * parent index must be in range and the parent lists must mirror the child lists) and,
  * for small diagrams, evaluated on a tiny grid with every outcome a wait, so the
  * evaluator's handling of shared nodes, references and choices is fuzzed too.
@@ -52,6 +53,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     check_model(d);
+    /* warnings: positioned, terminated, in text order, counted */
+    size_t nw = dq_diagram_warning_count(d);
+    if (nw > DQ_DIAGRAM_MAX_WARNINGS || dq_diagram_warning_total(d) < nw ||
+        dq_diagram_warning(d, nw) != NULL) {
+        abort();
+    }
+    for (size_t j = 0; j < nw; j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(d, j);
+        const struct dq_diagram_error *v = j ? dq_diagram_warning(d, j - 1) : NULL;
+        if (w->line < 1 || w->text[0] == '\0' || memchr(w->text, '\0', sizeof w->text) == NULL ||
+            (v && (v->line > w->line || (v->line == w->line && v->column > w->column)))) {
+            abort();
+        }
+    }
     size_t n = dq_diagram_node_count(d);
     if (n > 0 && n <= 200) {
         struct dq_eval *ev = NULL;

@@ -52,6 +52,14 @@ static void fuzz_text(const char *text) {
     if (isnan(bound) || bound < 0.0 || isnan(res) || res < 0.0) {
         abort();
     }
+    /* the default grid's hint: never NaN, and a grid always comes of it */
+    struct dq_hint h;
+    dqctl_dist_hint(d, &h);
+    int gk = 0, gn = 0, cov = 0;
+    if (isnan(h.hi) || h.hi < 0.0 || isnan(h.fmax) || h.fmax < 0.0 ||
+        dq_grid_choose(&h, 0, &gk, &gn, &cov) != DQ_OK || dq_check_grid(gk, gn) != DQ_OK) {
+        abort();
+    }
     struct dq *q = NULL;
     if (leaf->kind != DQCTL_DIST_SAMPLES && dqctl_dist_build(d, 0, 64, &q, err, sizeof err) == 0) {
         double lost = dq_lost(q);

@@ -5,7 +5,10 @@
  * case file NAME.dq or a folder of them. A case under a folder named `invalid` must fail to parse,
  * and NAME.expected holds the exact "LINE:COL: message" it must report. A case under `valid` must
  * parse; when NAME.tree exists, the dump of the model (roots, then one line per probe: name, kind,
- * children, nearest named parents) must equal it. Cases are parsed from an exact-size heap copy
+ * children, nearest named parents) must equal it; its warnings must be those of NAME.warnings
+ * ("LINE:COL: message" per line), or none when there is no such file. A valid case is then
+ * evaluated: every outcome given a ΔQ, every node without one must get a calculated ΔQ, a
+ * proper one (masses ≥ 0, at most 1 in all). Cases are parsed from an exact-size heap copy
  * without a terminating NUL, so that the ASan build catches any read past the end of the text.
  */
 #include "diagram.h"
@@ -160,6 +163,53 @@ static void sibling(const char *path, const char *ext, char *out, size_t cap) {
     snprintf(out, cap, "%.*s%s", (int)n, path, ext);
 }
 
+/* The warnings, one "LINE:COL: message" per line. */
+static void dump_warnings(const struct dq_diagram *d, struct text *t) {
+    char head[32];
+    text_add(t, "");
+    for (size_t j = 0; j < dq_diagram_warning_count(d); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(d, j);
+        snprintf(head, sizeof head, "%d:%d: ", w->line, w->column);
+        text_add(t, head);
+        text_add(t, w->text);
+        text_add(t, "\n");
+    }
+}
+
+/* Evaluates a valid model with every outcome uniform on (1, 2) ms: each node without an
+ * observed ΔQ gets a calculated one, masses ≥ 0 summing to at most 1. */
+static void evaluate(const char *path, const struct dq_diagram *d) {
+    struct dq_eval *ev = NULL;
+    struct dq *u = NULL;
+    CHECK_INT(dq_eval_create(d, -2, 256, &ev), DQ_OK);
+    CHECK_INT(dq_uniform(-2, 256, 0.001, 0.002, &u), DQ_OK);
+    if (!ev || !u) {
+        dq_eval_destroy(ev);
+        dq_destroy(u);
+        return;
+    }
+    for (size_t i = 0; i < dq_diagram_node_count(d); i++) {
+        if (dq_diagram_node(d, (int)i)->kind == DQ_NODE_OUTCOME) {
+            CHECK_INT(dq_eval_set_observed(ev, (int)i, u), DQ_OK);
+        }
+    }
+    CHECK_MSG(dq_eval_run(ev) == DQ_OK, "%s: evaluation failed: %s", path, dq_last_error());
+    for (size_t i = 0; i < dq_diagram_node_count(d); i++) {
+        const struct dq *q = dq_eval_effective(ev, (int)i);
+        CHECK_MSG(q != NULL, "%s: node %zu (%s) has no ΔQ", path, i,
+                  dq_diagram_node(d, (int)i)->name ? dq_diagram_node(d, (int)i)->name : "-");
+        double sum = 0.0;
+        int neg = 0;
+        for (int b = 0; q && b < q->n; b++) {
+            neg += q->pdf[b] < 0.0;
+            sum += q->pdf[b];
+        }
+        CHECK_MSG(!neg && sum <= 1.0 + 1e-9, "%s: node %zu: masses sum to %g", path, i, sum);
+    }
+    dq_eval_destroy(ev);
+    dq_destroy(u);
+}
+
 static void run_case(const char *path) {
     size_t len = 0;
     char *text = read_file(path, &len);
@@ -208,6 +258,23 @@ static void run_case(const char *path) {
             free(t.buf);
         }
         free(tree);
+        if (d) {
+            sibling(path, ".warnings", other, sizeof other);
+            size_t wlen = 0;
+            char *want = read_file(other, &wlen);
+            struct text t = {0};
+            dump_warnings(d, &t);
+            if (want) {
+                chomp(want);
+            }
+            chomp(t.buf);
+            CHECK_MSG(strcmp(t.buf, want ? want : "") == 0,
+                      "%s: warnings differ:\n%s\n--- expected:\n%s", path, t.buf,
+                      want ? want : "(none)");
+            free(t.buf);
+            free(want);
+            evaluate(path, d);
+        }
     }
     dq_diagram_destroy(d);
     free(exact);
@@ -274,6 +341,12 @@ int main(int argc, char **argv) {
         dump(d, &t);
         fputs(t.buf, stdout);
         free(t.buf);
+        struct text wt = {0};
+        dump_warnings(d, &wt);
+        if (wt.len) {
+            fprintf(stderr, "warnings (for NAME.warnings):\n%s", wt.buf);
+        }
+        free(wt.buf);
         free(text);
         dq_diagram_destroy(d);
         return 0;

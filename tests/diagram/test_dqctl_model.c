@@ -139,26 +139,30 @@ static void test_oracle_json(const char *model) {
     CHECK_STR(json_string_value(json_object_get(o, "node")), "e2e");
     CHECK_STR(json_string_value(json_object_get(o, "source")), "calculated");
     double w = num(o, "bin_width");
-    /* grid rule: support bound 4 s, 1024 bins → smallest 2^k ms reaching 4 s is 4 ms */
-    CHECK_NEAR(w, 0.004, 1e-12);
-    CHECK_NEAR(num(o, "bins"), 1024, 0);
-    CHECK_NEAR(quant(o, "0.5"), 3.0, 2 * w);
-    CHECK_NEAR(quant(o, "0.9"), 3.5527864, 2 * w);
+    /* grid rule: density ≤ 1/s (min of the operands'), support [2, 4] s → the largest
+     * 2^k ms ≤ 4 s/1024 is 2 ms, 2000 of them reach 4 s */
+    CHECK_NEAR(w, 0.002, 1e-12);
+    CHECK_NEAR(num(o, "bins"), 2000, 0);
+    /* quantiles are right edges, at or after the exact value (uniform bins: exact CDF) */
+    CHECK_NEAR(quant(o, "0.5"), 3.0, 1e-12);
+    CHECK_NEAR(quant(o, "0.9"), 3.554, 1e-12); /* 4 − √0.2 = 3.5527864 */
+    CHECK_NEAR(num(o, "lost_past_horizon"), 0.0, 0.0);
     CHECK_NEAR(num(o, "mean"), 3.0, w);
     CHECK_NEAR(num(o, "variance"), 1.0 / 6.0, 1e-3);
     CHECK_NEAR(num(o, "lost"), 0.0, 1e-9);
     json_t *cdf = json_object_get(o, "cdf");
-    CHECK_INT(json_array_size(cdf), 1024);
+    CHECK_INT(json_array_size(cdf), 2000);
 
-    /* the same model in-process: cdf[i] must be dq_cdf_at(i·width) */
+    /* the same model in-process: cdf[i] must be dq_cdf_at((i+1)·width), the CDF at the
+     * right edge of bin i */
     struct dq_diagram *d = NULL;
     struct dq_eval *ev = NULL;
     struct dq *x = NULL, *y = NULL;
     const char *text = "e2e = x -> y;";
     CHECK_INT(dq_diagram_parse(text, strlen(text), &d, NULL), DQ_OK);
-    CHECK_INT(dq_eval_create(d, 2, 1024, &ev), DQ_OK);
-    CHECK_INT(dq_uniform(2, 1024, 1.0, 2.0, &x), DQ_OK);
-    CHECK_INT(dq_uniform(2, 1024, 1.0, 2.0, &y), DQ_OK);
+    CHECK_INT(dq_eval_create(d, 1, 2000, &ev), DQ_OK);
+    CHECK_INT(dq_uniform(1, 2000, 1.0, 2.0, &x), DQ_OK);
+    CHECK_INT(dq_uniform(1, 2000, 1.0, 2.0, &y), DQ_OK);
     dq_eval_set_observed_by_name(ev, "x", x);
     dq_eval_set_observed_by_name(ev, "y", y);
     CHECK_INT(dq_eval_run(ev), DQ_OK);
@@ -168,12 +172,13 @@ static void test_oracle_json(const char *model) {
     int bad = 0;
     for (size_t i = 0; e && i < json_array_size(cdf); i++) {
         double v = json_number_value(json_array_get(cdf, i));
-        bad += v < prev - 1e-12 || fabs(v - dq_cdf_at(e, (double)i * w)) > 1e-9;
+        bad += v < prev - 1e-12 || fabs(v - dq_cdf_at(e, (double)(i + 1) * w)) > 1e-9;
         prev = v;
     }
     CHECK_INT(bad, 0);
     CHECK_NEAR(prev, 1.0 - num(o, "lost"), 1e-9);
-    CHECK_NEAR(json_number_value(json_array_get(cdf, 875)), dq_cdf_at(e, 3.5), 1e-9);
+    CHECK_NEAR(json_number_value(json_array_get(cdf, 1749)), dq_cdf_at(e, 3.5), 1e-9);
+    CHECK_NEAR(json_number_value(json_array_get(cdf, 1749)), 0.875, 1e-9); /* exact at edges */
     dq_eval_destroy(ev);
     dq_diagram_destroy(d);
     dq_destroy(x);
@@ -201,9 +206,9 @@ static void test_human_output(const char *model) {
     snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set y='uniform(1,2)'", model);
     struct run r = run_dqctl(args);
     CHECK_INT(r.status, 0);
-    CHECK(r.out && strstr(r.out, "e2e  (calculated; bin width 0.004 s, 1024 bins") != NULL);
+    CHECK(r.out && strstr(r.out, "e2e  (calculated; bin width 0.002 s, 2000 bins") != NULL);
     CHECK(r.out && strstr(r.out, "p50       3 s") != NULL);
-    CHECK(r.out && strstr(r.out, "p90       3.552 s") != NULL);
+    CHECK(r.out && strstr(r.out, "p90       3.554 s") != NULL);
     CHECK(r.out && strstr(r.out, "lost      0\n") != NULL);
     CHECK(r.out && strstr(r.out, "1.00 |") != NULL && strstr(r.out, "*") != NULL);
     run_free(&r);
@@ -238,11 +243,18 @@ static void test_distributions(void) {
         CHECK_NEAR(num(front, "lost"), 3.0 / 9.0, 1e-9);
         CHECK_NEAR(num(front, "mean"), 0.035 + 0.005, 2 * num(front, "bin_width"));
         CHECK(json_is_null(json_object_get(json_object_get(front, "quantiles"), "0.99")));
-        CHECK_NEAR(num(other, "lost"), 0.25, 1e-6);
+        /* lost: the 0.25 that never completes, and the exponential's tail past the horizon,
+         * reported as such: 0.75·e^(−20·H) */
+        double h = num(other, "horizon");
+        CHECK_NEAR(num(other, "lost") - num(other, "lost_past_horizon"), 0.25, 1e-9);
+        CHECK_NEAR(num(other, "lost_past_horizon"), 0.75 * exp(-20.0 * h), 1e-9);
+        CHECK(num(other, "lost_past_horizon") < 1e-4);
         CHECK_NEAR(num(other, "mean"), 1.0 / 20.0, 2 * num(other, "bin_width"));
         CHECK(json_is_null(json_object_get(json_object_get(other, "quantiles"), "0.95")));
-        /* exponential(20): bound ln(1e9)/20 = 1.036 s → 1024 bins of 2^1 ms */
-        CHECK_NEAR(num(front, "bin_width"), 0.002, 1e-12);
+        /* the sharpest density is exponential(20) taken 75 % of the time: 15/s, so bins of
+         * 0.25 ms (15·w ≤ 0.004); they reach its ln(1e4)/20 = 0.4605 s in 1843 bins */
+        CHECK_NEAR(num(front, "bin_width"), 0.00025, 1e-12);
+        CHECK_NEAR(num(front, "bins"), 1843, 0);
     }
     json_decref(front);
     json_decref(other);
@@ -296,6 +308,162 @@ static void test_distributions(void) {
         CHECK_NEAR(num(g, "bins"), 250, 0); /* 2 s / 8 ms */
     }
     json_decref(g);
+    run_free(&r);
+}
+
+/* Kolmogorov distance on [0, H] between the step CDF of a --json object (cdf[i] at the
+ * right edge (i+1)·w, held until the next edge) and a continuous F. */
+static double ks_json(json_t *o, double (*F)(double)) {
+    json_t *cdf = json_object_get(o, "cdf");
+    double w = num(o, "bin_width"), d = 0.0, c = 0.0;
+    for (size_t i = 0; i < json_array_size(cdf); i++) {
+        d = fmax(d, fmax(fabs(c - F(i * w)), fabs(c - F((i + 1) * w))));
+        c = json_number_value(json_array_get(cdf, i));
+    }
+    return d;
+}
+
+static double ex(double t, double rate) {
+    return t <= 0.0 ? 0.0 : -expm1(-rate * t);
+}
+
+static double f_erlang4(double t) {
+    double x = 10.0 * t;
+    return t <= 0.0 ? 0.0 : 1.0 - exp(-x) * (1 + x + x * x / 2 + x * x * x / 6);
+}
+
+static double f_race(double t) {
+    double u = t <= 0.001 ? 0.0 : t >= 0.002 ? 1.0 : (t - 0.001) / 0.001;
+    return 1.0 - (1.0 - u) * (1.0 - ex(t, 1.0));
+}
+
+static double f_ftf3(double t) {
+    return 1.0 - (1.0 - 0.9 * ex(t, 10)) * (1.0 - 0.8 * ex(t, 20)) * (1.0 - 0.7 * ex(t, 30));
+}
+
+/* Issue 15, defect D and acceptance 2: the default grid resolves every case within a
+ * Kolmogorov distance of 1e-2; the tail cut at the horizon is reported as such. */
+static void test_default_grids(void) {
+    char model[512], args[2048];
+    write_file("erlang4.dq", "system = a -> b -> c -> d;\n", model, sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set a='exponential(10)' --set b='exponential(10)' "
+             "--set c='exponential(10)' --set d='exponential(10)' --json",
+             model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    json_t *o = json_line(&r, 0);
+    if (o) {
+        /* 1 ms bins (16 ms before issue 15), reaching mean + 8σ = 2 s */
+        CHECK_NEAR(num(o, "bin_width"), 0.001, 1e-12);
+        CHECK_NEAR(num(o, "horizon"), 2.0, 1e-12);
+        double ks = ks_json(o, f_erlang4);
+        CHECK_MSG(ks <= 1e-2, "Erlang-4 at the default grid: KS %g", ks);
+        CHECK_NEAR(num(o, "mean"), 0.4, 1e-4);
+        double tail = 1.0 - f_erlang4(2.0);
+        CHECK_NEAR(num(o, "lost_past_horizon"), tail, 1e-6);
+        CHECK_NEAR(num(o, "lost"), num(o, "lost_past_horizon"), 1e-12);
+    }
+    json_decref(o);
+    run_free(&r);
+    snprintf(args, sizeof args,
+             "model '%s' --set a='exponential(10)' --set b='exponential(10)' "
+             "--set c='exponential(10)' --set d='exponential(10)'",
+             model);
+    r = run_dqctl(args);
+    CHECK(r.out && strstr(r.out, "lost      3.20385e-06 (3.20385e-06 of it past the horizon 2 s)"));
+    run_free(&r);
+
+    /* a race of a 1–2 ms cache with a slow database: the race is over by 2 ms, so the
+     * grid resolves the cache (0.5 ms bins before issue 15) */
+    write_file("race.dq", "lookup = f:race(cache, db);\n", model, sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set cache='uniform(0.001,0.002)' --set db='exponential(1)' --json",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    o = json_line(&r, 0);
+    if (o) {
+        CHECK(num(o, "bin_width") <= 0.002 / 1024 * (1 + 1e-9));
+        CHECK_NEAR(num(o, "horizon"), 0.002, 1e-12);
+        double ks = ks_json(o, f_race);
+        CHECK_MSG(ks <= 1e-2, "race at the default grid: KS %g", ks);
+        CHECK_NEAR(quant(o, "0.5"), 0.0015, 1e-5);
+    }
+    json_decref(o);
+    run_free(&r);
+
+    /* a cache that misses 20 % of the time raced against the database: bins fine enough
+     * for the cache reach only ~19 ms and would cut 7 % of the misses' tail, so the model
+     * is evaluated again on the grid that reaches the database's tail, and says so */
+    write_file("miss.dq", "c = p:h[0.8, 0.2](hit, miss);\nlookup = f:race(s:c, db);\n", model,
+               sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set hit='uniform(0.001,0.002)' --set miss=never "
+             "--set db='exponential(50)' --json --node lookup",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.err && strstr(r.err, "reaching 0.256 s instead with 4096 bins of 6.25e-05 s"));
+    o = json_line(&r, 0);
+    if (o) {
+        CHECK_NEAR(num(o, "horizon"), 0.256, 1e-12);
+        CHECK(num(o, "lost_past_horizon") < 1e-5);
+        CHECK_NEAR(num(o, "lost"), 0.0, 1e-5);
+        CHECK_NEAR(quant(o, "0.5"), 0.001625, 1e-12); /* exact 1.574 ms: the next edge */
+    }
+    json_decref(o);
+    run_free(&r);
+
+    /* first-to-finish of three exponentials with failure mass */
+    write_file("ftf3.dq",
+               "b1 = p:c1[0.9, 0.1](e1, n1);\nb2 = p:c2[0.8, 0.2](e2, n2);\n"
+               "b3 = p:c3[0.7, 0.3](e3, n3);\nsystem = f:r(s:b1, s:b2, s:b3);\n",
+               model, sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set e1='exponential(10)' --set e2='exponential(20)' "
+             "--set e3='exponential(30)' --set n1=never --set n2=never --set n3=never --json "
+             "--node system",
+             model);
+    r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.err && strstr(r.err, "mass beyond it is reported as lost past the horizon"));
+    o = json_line(&r, 0);
+    if (o) {
+        double ks = ks_json(o, f_ftf3);
+        CHECK_MSG(ks <= 1e-2, "ftf of three lossy exponentials at the default grid: KS %g", ks);
+        double h = num(o, "horizon"), failed = 0.1 * 0.2 * 0.3;
+        CHECK_NEAR(num(o, "lost") - num(o, "lost_past_horizon"), failed, 1e-9);
+        CHECK_NEAR(num(o, "lost_past_horizon"), 1.0 - f_ftf3(h) - failed, 1e-9);
+    }
+    json_decref(o);
+    run_free(&r);
+}
+
+/* The oscilloscope's example diagram is evaluated, its doubtful parts warned about. */
+static void test_oscilloscope_example(void) {
+    char model[512], args[2048];
+    write_file("example.dq",
+               "probe1 = o1 -> o2 -> s:o3;\n"
+               "system = s:probe1 -> f:ftf1(c, d, e, g, h) -> p:q[0.1, 0.2](c, b);\n",
+               model, sizeof model);
+    snprintf(args, sizeof args,
+             "model '%s' --set o1='wait(0.001)' --set o2='wait(0.002)' --set o3='wait(0.003)' "
+             "--set c='wait(0.010)' --set d='wait(0.02)' --set e='wait(0.02)' "
+             "--set g='wait(0.02)' --set h='wait(0.02)' --set b='wait(0.04)' --json",
+             model);
+    struct run r = run_dqctl(args);
+    CHECK_INT(r.status, 0);
+    CHECK(r.err && strstr(r.err, "example.dq:1:22: warning: s:o3 refers to `o3`, which is never "
+                                 "defined"));
+    CHECK(r.err && strstr(r.err, "example.dq:2:47: warning: the probabilities of p:q sum to 0.3"));
+    json_t *o = json_line(&r, 0);
+    if (o) {
+        /* 6 ms, then the race (c: 10 ms), then c (10 ms) w.p. 1/3 or b (40 ms) w.p. 2/3 */
+        CHECK_NEAR(quant(o, "0.5"), 0.056, 1e-12);
+        CHECK_NEAR(num(o, "mean"), 0.006 + 0.010 + (0.010 + 2 * 0.040) / 3, 1e-9);
+    }
+    json_decref(o);
     run_free(&r);
 }
 
@@ -374,6 +542,8 @@ int main(int argc, char **argv) {
     test_human_output(model);
     test_stdin(model);
     test_distributions();
+    test_default_grids();
+    test_oscilloscope_example();
     test_errors(model);
     test_help();
     char cmd[600];

@@ -545,14 +545,14 @@ static void test_render_snapshot(void) {
     dqctl_render_snapshot_csv(c.f, s);
     CHECK_STR(cap_text(&c),
               "probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n"
-              "checkout,observed,1795318972.400000,1795318972.600000,0,0,0.1,0.1\n"
-              "checkout,observed,1795318972.400000,1795318972.600000,1,0.01,0.4,0.5\n"
-              "checkout,observed,1795318972.400000,1795318972.600000,2,0.02,0.3,0.8\n"
-              "checkout,observed,1795318972.400000,1795318972.600000,3,0.03,0.1,0.9\n"
-              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,0,0,0,0\n"
-              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,1,0.01,0.5,0.5\n"
-              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,2,0.02,0.5,1\n"
-              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,3,0.03,0,1\n");
+              "checkout,observed,1795318972.400000,1795318972.600000,0,0.01,0.1,0.1\n"
+              "checkout,observed,1795318972.400000,1795318972.600000,1,0.02,0.4,0.5\n"
+              "checkout,observed,1795318972.400000,1795318972.600000,2,0.03,0.3,0.8\n"
+              "checkout,observed,1795318972.400000,1795318972.600000,3,0.04,0.1,0.9\n"
+              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,0,0.01,0,0\n"
+              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,1,0.02,0.5,0.5\n"
+              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,2,0.03,0.5,1\n"
+              "\"a,\"\"b\",calculated,1795318972.600000,1795318972.800000,3,0.04,0,1\n");
     cap_close(&c);
 
     cap_open(&c);
@@ -562,16 +562,17 @@ static void test_render_snapshot(void) {
                       "snapshot 3 of checkout at 2026-11-22 03:42:54.400 UTC: trigger load fired "
                       "(trigger #2, investigation 5)\n10 windows before and after, complete\n"));
     char line[512];
-    /* observed: lost 10 %, mean 13/0.9 ms, p50 at the grid time where the CDF reaches
-     * 0.5 (10 ms), p90 at 30 ms, p95 and p99 never reached */
+    /* observed (10 ms bins (i·w, (i+1)·w], each mass at its middle): lost 10 %, mean
+     * 17.5/0.9 ms, p50 at the right edge where the CDF reaches 0.5 (20 ms), p90 at 40 ms,
+     * p95 and p99 never reached */
     line_with(t, "checkout observed", line, sizeof line);
     CHECK_MSG(strstr(line, "2026-11-22 03:42:52.400") && strstr(line, "200 ms") &&
                   strstr(line, "10.00%") &&
-                  strstr(line, "14.4 ms     10 ms     30 ms         -         -"),
+                  strstr(line, "19.4 ms     20 ms     40 ms         -         -"),
               "row: %s", line);
     line_with(t, "calculated", line, sizeof line);
     CHECK_MSG(strstr(line, "0.00%") &&
-                  strstr(line, "15 ms     10 ms     20 ms     20 ms     20 ms"),
+                  strstr(line, "20 ms     20 ms     30 ms     30 ms     30 ms"),
               "row: %s", line);
     CHECK_INT(count_of(t, "\n"), 5); /* 2 header lines, the column titles, 2 ΔQs */
     cap_close(&c);

@@ -1,8 +1,9 @@
 /*
  * engine_test_util.h: helpers shared by the engine test executables: a seeded PRNG so
  * every run sees the same "random" inputs, and reference computations written from the
- * contract in dq.h (grid masses at i·w, nearest-grid-time rounding, last-bin rule) and
- * NOT from the engine's code, so the tests are a second, independent reading.
+ * contract in dq.h (bin i = (i·w, (i+1)·w], cdf[i] at its right edge, sequence sharing
+ * two spread masses between two bins, whole-bin re-expression) and NOT from the engine's
+ * code, so the tests are a second, independent reading.
  *
  * Everything here is static inline: each test executable is one translation unit that
  * includes check.h first.
@@ -88,43 +89,41 @@ static inline void ref_conv(const double *a, int na, const double *b, int nb, do
 }
 
 /*
- * Where the mass at grid index i of a grid (k, n) lands on grid (k2, n2), by the contract:
- * the grid time i·w moves to the nearest grid time of the new grid (an exact tie to the
- * even one, so that repeated rebinning does not drift), times above the new horizon n2·w' are lost
- * (−1), and times at or below it that round past the last bin go to the last bin.
+ * pdf of a (spread masses, no atom at 0) re-expressed on (k2, n2) by the contract of
+ * dq_reexpress: to a coarser width whole bins are summed (fine bin i goes to coarse bin
+ * i >> d); to a finer one each bin's mass is spread evenly over the 2^d finer bins it
+ * covers; what lands at or past n2 is lost. out holds n2 values.
  */
-static inline int ref_regrid_index(int i, int k, int k2, int n2) {
-    int j;
-    if (k2 >= k) {
-        int d = k2 - k;
-        long long scale = 1LL << d;
-        if ((long long)i > (long long)n2 * scale)
-            return -1;
-        if (d == 0) {
-            j = i;
-        } else {
-            /* nearest coarse time, an exact tie to the even one (dq.h) */
-            long long q = (long long)i >> d, r = (long long)i & (scale - 1);
-            j = (int)(q + (r > scale / 2 || (r == scale / 2 && (q & 1))));
-        }
-    } else {
-        long long jj = (long long)i << (k - k2);
-        if (jj > n2)
-            return -1;
-        j = (int)jj;
-    }
-    return j >= n2 ? n2 - 1 : j;
-}
-
-/* pdf of a re-expressed on (k2, n2) by the rule above; out holds n2 values. */
 static inline void ref_regrid(const struct dq *a, int k2, int n2, double *out) {
     for (int j = 0; j < n2; j++)
         out[j] = 0.0;
     for (int i = 0; i < a->n; i++) {
-        int j = ref_regrid_index(i, a->k, k2, n2);
-        if (j >= 0)
-            out[j] += a->pdf[i];
+        if (k2 >= a->k) {
+            long long j = (long long)i >> (k2 - a->k);
+            if (j < n2)
+                out[j] += a->pdf[i];
+        } else {
+            long long g = 1LL << (a->k - k2);
+            for (long long j = (long long)i * g; j < ((long long)i + 1) * g; j++)
+                if (j < n2)
+                    out[j] += a->pdf[i] / (double)g;
+        }
     }
+}
+
+/*
+ * The sequence of two spread operands by the contract of dq_sequence: the direct
+ * convolution c (na + nb − 1 values), each c[s] shared equally by bins s and s + 1.
+ * out holds na + nb values.
+ */
+static inline void ref_seq_spread(const double *a, int na, const double *b, int nb, double *out) {
+    for (int s = 0; s < na + nb; s++)
+        out[s] = 0.0;
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++) {
+            out[i + j] += 0.5 * a[i] * b[j];
+            out[i + j + 1] += 0.5 * a[i] * b[j];
+        }
 }
 
 /* The bin count dq_rebin must produce: ceil(n / 2^(k2 − k)). */
@@ -133,7 +132,7 @@ static inline int ref_rebin_n(int n, int k, int k2) {
     return (int)(((long long)n + (1LL << d) - 1) >> d);
 }
 
-/* In-place prefix sum: pdf -> CDF at grid times. */
+/* In-place prefix sum: pdf -> CDF at the right edges. */
 static inline void ref_cumsum(double *v, int n) {
     for (int i = 1; i < n; i++)
         v[i] += v[i - 1];

@@ -64,6 +64,8 @@ static struct dq sentinel_dq;
 static void test_error_module(void) {
     CHECK_STR(dq_err_name(DQ_EINVAL), "DQ_EINVAL");
     CHECK_STR(dq_err_name(DQ_ECYCLE), "DQ_ECYCLE");
+    CHECK_STR(dq_err_name(DQ_EBUSY), "DQ_EBUSY");
+    CHECK_STR(dq_strerror(DQ_EBUSY), "in use by another process");
     CHECK_STR(dq_err_name(-999), "DQ_UNKNOWN");
     CHECK_STR(dq_strerror(DQ_ERANGE), "value out of range");
     CHECK_STR(dq_strerror(DQ_ENOTREACHED), "probability not reached by the tangible mass");
@@ -366,7 +368,7 @@ static void test_operator_errors(void) {
         EXPECT_CODE(dq_quantile(half, 0.6, &t), DQ_ENOTREACHED);
         CHECK_NEAR(t, 42.0, 0.0);
         CHECK_INT(dq_quantile(half, 0.5, &t), DQ_OK);
-        CHECK_NEAR(t, 0.001, 1e-15);
+        CHECK_NEAR(t, 0.002, 1e-15); /* the right edge of bin 1 */
     }
     dq_destroy(half);
 
@@ -477,8 +479,54 @@ static void test_conv_errors(void) {
     CHECK_NEAR(o[3], 0.25, 1e-12);
 }
 
+/* The calls issue 15 added: dq_from_points, dq_sequence_cut, the bound queries. */
+static void test_new_calls(void) {
+    struct dq *out = NULL, *a = NULL;
+    double pts[4] = {0.1, 0.2, 0.3, 0.4};
+    EXPECT_BAD(dq_from_points(0, 3, NULL, &out));
+    EXPECT_NULL_OUT(dq_from_points(0, 3, pts, NULL));
+    CHECK_INT(dq_from_points(0, 0, pts, &out), DQ_ERANGE);
+    double neg[4] = {0.1, -0.2, 0.3, 0.4}, big[4] = {0.5, 0.5, 0.5, 0.0};
+    EXPECT_BAD(dq_from_points(0, 3, neg, &out));
+    EXPECT_BAD(dq_from_points(0, 3, big, &out));
+    pts[3] = NAN;
+    EXPECT_BAD(dq_from_points(0, 3, pts, &out));
+    CHECK(out == NULL);
+    MUST(dq_uniform(0, 10, 0.001, 0.005, &a));
+    if (a) {
+        const struct dq *ops[2] = {a, a};
+        EXPECT_BAD(dq_sequence_cut(ops, 2, 0.0, &out));
+        EXPECT_BAD(dq_sequence_cut(ops, 2, -1.0, &out));
+        EXPECT_BAD(dq_sequence_cut(ops, 2, NAN, &out));
+        EXPECT_BAD(dq_sequence_cut(ops, 0, 1.0, &out));
+        EXPECT_BAD(dq_sequence_cut(NULL, 2, 1.0, &out));
+        EXPECT_NULL_OUT(dq_sequence_cut(ops, 2, 1.0, NULL));
+        const struct dq *withnull[2] = {a, NULL};
+        EXPECT_BAD(dq_sequence_cut(withnull, 2, 1.0, &out));
+        CHECK(out == NULL);
+        /* a horizon shorter than one bin keeps one bin */
+        CHECK_INT(dq_sequence_cut(ops, 2, 1e-9, &out), DQ_OK);
+        if (out)
+            CHECK_INT(out->n, 1);
+        dq_destroy(out);
+        out = NULL;
+        double t = 42.0;
+        EXPECT_BAD(dq_quantile_bound(a, 0.0, &t));
+        EXPECT_BAD(dq_quantile_bound(a, 1.5, &t));
+        EXPECT_CODE(dq_quantile_bound(NULL, 0.5, &t), DQ_EINVAL);
+        CHECK_NEAR(t, 42.0, 0.0);
+    }
+    CHECK_NEAR(dq_cdf_bound_at(NULL, 1.0), 0.0, 0.0);
+    CHECK_NEAR(dq_cdf_bound_at(a, NAN), 0.0, 0.0);
+    CHECK_NEAR(dq_cdf_bound_at(a, -1.0), 0.0, 0.0);
+    CHECK_NEAR(dq_lost_bound(NULL), 1.0, 0.0);
+    CHECK_NEAR(dq_past_horizon(NULL), 0.0, 0.0);
+    dq_destroy(a);
+}
+
 int main(void) {
     test_error_module();
+    test_new_calls();
     test_grid_errors();
     test_constructor_errors();
     test_null_outputs();

@@ -16,6 +16,13 @@ static struct dq *pdf_dq(int k, int n, const double *pdf) {
     return a;
 }
 
+/* Point masses at the grid times 0 … n (n + 1 values). */
+static struct dq *points_dq(int k, int n, const double *m) {
+    struct dq *a = NULL;
+    MUST(dq_from_points(k, n, m, &a));
+    return a;
+}
+
 static struct dq *wait_dq(int k, int n, double t) {
     struct dq *a = NULL;
     MUST(dq_wait(k, n, t, &a));
@@ -39,11 +46,11 @@ static void test_moments(void) {
     /* Two-point law: 0 w.p. 0.3, 10 ms w.p. 0.7 (Bernoulli q = 0.7 scaled by 10 ms);
      * the same shape with half the mass lost has the same conditioned moments. */
     for (int half = 0; half <= 1; half++) {
-        double pdf[11] = {0};
+        double pts[12] = {0};
         double s = half ? 0.5 : 1.0, q = 0.7;
-        pdf[0] = 0.3 * s;
-        pdf[10] = 0.7 * s;
-        a = pdf_dq(0, 11, pdf);
+        pts[0] = 0.3 * s;
+        pts[10] = 0.7 * s;
+        a = points_dq(0, 11, pts);
         if (!a)
             continue;
         CHECK_INT(dq_moments(a, &m), DQ_OK);
@@ -55,7 +62,7 @@ static void test_moments(void) {
         dq_destroy(a);
     }
 
-    /* Discrete uniform on grid indices 3 … 3+M−1 (k = 1, 2 ms bins). */
+    /* Discrete uniform on bins 3 … 3+M−1 (k = 1, 2 ms bins), each at its middle. */
     {
         const int M = 40, off = 3;
         double pdf[64] = {0};
@@ -65,7 +72,7 @@ static void test_moments(void) {
         if (a) {
             double w = 0.002;
             CHECK_INT(dq_moments(a, &m), DQ_OK);
-            CHECK_NEAR(m.mean, (off + (M - 1) / 2.0) * w, 1e-12);
+            CHECK_NEAR(m.mean, (off + 0.5 + (M - 1) / 2.0) * w, 1e-12);
             CHECK_NEAR(m.variance, (M * M - 1) / 12.0 * w * w, 1e-12);
             CHECK_NEAR(m.skewness, 0.0, 1e-9);
             CHECK_NEAR(m.kurtosis, 3.0 - 6.0 * (M * M + 1) / (5.0 * (M * M - 1)), 1e-9);
@@ -186,17 +193,17 @@ static void test_qta(void) {
     }
     dq_destroy(a);
 
-    /* worst point is the second one: margins 0.3, 0.05, lost 0.5 */
+    /* worst point is the second one: margins 0.1, 0.05, lost 0.5 (bins (1,2] … (5,6] ms) */
     double p2[10] = {0, 0.2, 0.2, 0.2, 0.2, 0.2};
     a = pdf_dq(0, 10, p2);
     if (a) {
-        struct dq_qta q4 = {.n = 2, .t = {0.002, 0.005}, .p = {0.1, 0.95}, .max_lost = 0.5};
+        struct dq_qta q4 = {.n = 2, .t = {0.002, 0.006}, .p = {0.1, 0.95}, .max_lost = 0.5};
         CHECK_INT(dq_qta_eval(a, &q4, &r), DQ_OK);
         CHECK_INT(r.ok, 1);
         CHECK_NEAR(r.margin, 0.05, 1e-12);
         CHECK_INT(r.worst, 1);
-        /* between grid times the step CDF holds its value: F(4.9 ms) = F(4 ms) = 0.8 */
-        struct dq_qta q5 = {.n = 2, .t = {0.002, 0.0049}, .p = {0.1, 0.85}, .max_lost = 0.5};
+        /* between edges the CDF is read at the last edge before: F(5.9 ms) = F(5 ms) = 0.8 */
+        struct dq_qta q5 = {.n = 2, .t = {0.002, 0.0059}, .p = {0.1, 0.85}, .max_lost = 0.5};
         CHECK_INT(dq_qta_eval(a, &q5, &r), DQ_OK);
         CHECK_INT(r.ok, 0);
         CHECK_NEAR(r.margin, -0.05, 1e-12);
@@ -230,6 +237,37 @@ static void test_qta(void) {
         dq_destroy(late);
     }
     dq_destroy(a);
+    /* A sequence is checked on its lower bound: U(1,2)·w + U(2,3)·w has exactly half its
+     * mass by 4 ms, but the bound reads one bin earlier, so "P(≤ 4 ms) ≥ 0.5" is not met
+     * on this grid (it is, with margin, by 5 ms). */
+    {
+        double pa[3] = {0, 1, 0}, pb[3] = {0, 0, 1};
+        struct dq *x = pdf_dq(0, 3, pa), *y = pdf_dq(0, 3, pb), *xy = NULL;
+        if (x && y)
+            MUST(dq_sequence(x, y, &xy));
+        if (xy) {
+            struct dq_qta q8 = {.n = 1, .t = {0.004}, .p = {0.5}, .max_lost = 0.0};
+            CHECK_NEAR(dq_cdf_at(xy, 0.004), 0.5, 1e-15);
+            CHECK_INT(dq_qta_eval(xy, &q8, &r), DQ_OK);
+            CHECK_INT(r.ok, 0);
+            CHECK_NEAR(r.hazard, 0.5, 1e-15);
+            q8.t[0] = 0.005;
+            CHECK_INT(dq_qta_eval(xy, &q8, &r), DQ_OK);
+            CHECK_INT(r.ok, 1);
+            /* the lost-mass term uses the bound too: 1 − cdf[N − 1 − lag] */
+            CHECK_NEAR(dq_lost_bound(xy), 0.0, 1e-15);
+            struct dq *cut = NULL;
+            MUST(dq_reexpress(xy, 0, 4, &cut));
+            if (cut) {
+                CHECK_NEAR(dq_lost(cut), 0.5, 1e-15);
+                CHECK_NEAR(dq_lost_bound(cut), 1.0, 1e-15);
+            }
+            dq_destroy(cut);
+        }
+        dq_destroy(x);
+        dq_destroy(y);
+        dq_destroy(xy);
+    }
     /* Non-dyadic probabilities: still met, within DQ_EPS. */
     struct dq_qta q7 = {.n = 3, .t = {0.001, 0.003, 0.007}, .p = {0.1, 0.3, 0.7}};
     q7.max_lost = 0.3;
@@ -318,7 +356,8 @@ static void test_ks(void) {
     struct dq *h = NULL, *f = NULL, *flong = NULL;
     MUST(dq_from_pdf(0, 6, ph, &h));
     MUST(dq_from_pdf(0, 6, pf, &f));
-    MUST(dq_wait(0, 60, 0.002, &flong));
+    double pl[60] = {0, 0, 1.0};
+    MUST(dq_from_pdf(0, 60, pl, &flong));
     if (h && f && flong) {
         CHECK_INT(dq_ks(h, f, 100, 100, &d, &p), DQ_OK);
         CHECK_NEAR(d, 0.5, 1e-12);
@@ -364,13 +403,14 @@ static void test_wasserstein(void) {
     }
     dq_destroy(a);
     dq_destroy(b);
-    /* Half of a wait lost vs the whole wait: half the mass moves from t to H. */
+    /* Half of bin (3, 4] ms lost vs the whole bin: half the mass moves from its edge,
+     * 4 ms, to H. */
     double ph[10] = {0, 0, 0, 0.5}, pf[10] = {0, 0, 0, 1.0};
     a = pdf_dq(0, 10, ph);
     b = pdf_dq(0, 10, pf);
     if (a && b) {
         CHECK_INT(dq_wasserstein1(a, b, &w1), DQ_OK);
-        CHECK_NEAR(w1, 0.5 * (0.010 - 0.003), 1e-12);
+        CHECK_NEAR(w1, 0.5 * (0.010 - 0.004), 1e-12);
     }
     dq_destroy(a);
     dq_destroy(b);
@@ -502,7 +542,8 @@ static void test_infer(void) {
         CHECK_INT(dq_moments(u, &mu), DQ_OK);
         CHECK_INT(dq_infer_unobserved(&ms, &mo, 1, &mean, &var, &hint), DQ_OK);
         CHECK_NEAR(mean, mu.mean, 1e-9);
-        CHECK_NEAR(var, mu.variance, 1e-9);
+        /* variances add up to the w²/4 of sharing a pair between two bins */
+        CHECK_NEAR(var, mu.variance + MS * MS / 4, 1e-9);
         CHECK_NEAR(hint, 0.0, 0.0);
     }
     dq_destroy(o1);

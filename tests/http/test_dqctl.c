@@ -214,13 +214,14 @@ static void test_parse_args(void) {
     CHECK_STR(o.pos[0], "-weird");
 }
 
-/* A ΔQ answer: delays uniform on [0, hi] seconds, bins of 1 ms, a lost fraction. */
+/* A ΔQ answer: delays uniform on (0, hi] seconds, bins of 1 ms ((i·w, (i+1)·w], cdf[i] at
+ * the right edge), a lost fraction. */
 static json_t *make_dq(const char *probe, double hi, int bins, double lost) {
     json_t *pdf = json_array(), *cdf = json_array();
     double w = 0.001, acc = 0;
     for (int i = 0; i < bins; i++) {
-        double t = i * w;
-        double m = t <= hi ? (1.0 - lost) * w / (hi + w) : 0;
+        double t = (i + 1) * w;
+        double m = t <= hi + 1e-12 ? (1.0 - lost) * w / hi : 0;
         acc += m;
         json_array_append_new(pdf, json_real(m));
         json_array_append_new(cdf, json_real(acc));
@@ -241,7 +242,7 @@ static json_t *make_qta(void) {
 static void test_qta_check(void) {
     char why[256];
     json_t *qta = make_qta();
-    json_t *fast = make_dq("login", 0.2, 500, 0);    /* F(0.1) ≈ 0.5, F(0.25) = 1 */
+    json_t *fast = make_dq("login", 0.2, 500, 0);    /* F(0.1) = 0.5, F(0.25) = 1 */
     json_t *slow = make_dq("checkout", 0.4, 500, 0); /* F(0.1) ≈ 0.25 */
     json_t *lossy = make_dq("pay", 0.05, 500, 0.02); /* fast, but 2 % lost > 1 % */
     CHECK_INT(dqctl_qta_check(fast, qta, why, sizeof why), 1);
@@ -255,15 +256,25 @@ static void test_qta_check(void) {
     json_t *far = json_pack("{s:[[f,f]],s:f}", "points", 0.99, 10.0, "max_lost", 0.5);
     CHECK_INT(dqctl_qta_check(fast, far, why, sizeof why), 1);
     json_decref(far);
-    /* the grid convention: cdf[i] = P(d <= i·w); a point exactly on a grid time reads it */
+    /* the convention: cdf[i] = P(d <= (i+1)·w); a point on an edge reads it, a point
+     * between edges the edge before it */
     json_t *step =
         json_pack("{s:f,s:[f,f,f],s:f}", "bin_width", 0.001, "cdf", 0.0, 0.3, 1.0, "lost", 0.0);
-    json_t *q1 = json_pack("{s:[[f,f]],s:f}", "points", 0.3, 0.001, "max_lost", 0.0);
-    json_t *q2 = json_pack("{s:[[f,f]],s:f}", "points", 0.31, 0.0019, "max_lost", 0.0);
+    json_t *q1 = json_pack("{s:[[f,f]],s:f}", "points", 0.3, 0.002, "max_lost", 0.0);
+    json_t *q2 = json_pack("{s:[[f,f]],s:f}", "points", 0.31, 0.0029, "max_lost", 0.0);
+    json_t *q3 = json_pack("{s:[[f,f]],s:f}", "points", 0.3, 0.0019, "max_lost", 0.0);
     CHECK_INT(dqctl_qta_check(step, q1, why, sizeof why), 1);
     CHECK_INT(dqctl_qta_check(step, q2, why, sizeof why), 0);
+    CHECK_INT(dqctl_qta_check(step, q3, why, sizeof why), 0);
+    /* a calculated ΔQ is checked on its lower bound, lag bins earlier */
+    json_object_set_new(step, "lag", json_integer(1));
+    CHECK_INT(dqctl_qta_check(step, q1, why, sizeof why), 0);
+    json_t *q4 = json_pack("{s:[[f,f]],s:f}", "points", 0.3, 0.003, "max_lost", 1.0);
+    CHECK_INT(dqctl_qta_check(step, q4, why, sizeof why), 1);
     json_decref(q1);
     json_decref(q2);
+    json_decref(q3);
+    json_decref(q4);
     json_decref(step);
     /* malformed */
     json_t *junk = json_pack("{s:s}", "cdf", "no");
@@ -315,7 +326,7 @@ static void test_renderers(void) {
     cap_open(&c);
     dqctl_render_dq_csv(c.f, dq);
     t = cap_text(&c);
-    CHECK(strncmp(t, "t_s,pdf,cdf\n0,", 14) == 0);
+    CHECK(strncmp(t, "t_s,pdf,cdf\n0.001,", 18) == 0); /* bin 0's right edge */
     CHECK_INT(count_char(t, '\n'), 501);
     cap_close(&c);
 

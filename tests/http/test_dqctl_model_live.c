@@ -179,7 +179,9 @@ static void expect_fail(struct fake *f, const char *const *words, int n, const c
 }
 
 static void test_measured(struct fake *f) {
-    /* front 4 ms on 2 ms bins, db 10 … 29 ms on 1 ms bins with 0.1 lost */
+    /* front: bin 2 of 2 ms bins, (4, 6] ms; db: bins 10 … 29 of 1 ms bins, (10, 30] ms, with
+     * 0.1 lost. A bin's mass is spread over it (docs/engine.md): front is U(4, 6) ms, db
+     * 0.9·U(10, 30) ms; quantiles are right edges, at or after the exact value. */
     f->requests = 0;
     const char *w1[] = {"--set", "front=probe:front", "--set", "db=probe:db", "--server", server,
                         "--json"};
@@ -189,20 +191,22 @@ static void test_measured(struct fake *f) {
     CHECK_STR(f->kind, "observed");
     CHECK_STR(f->window, "0");
     if (j) {
-        /* the grid: no finer than the coarsest measured bins (2 ms) */
+        /* the grid: no finer than the coarsest measured bins (2 ms), reaching the support:
+         * front's last bin ends at 6 ms, db's at 30 ms */
         CHECK_NEAR(num(j, "bin_width"), 0.002, 1e-12);
-        CHECK_NEAR(num(j, "bins"), 1024, 0);
+        CHECK_NEAR(num(j, "bins"), 18, 0);
         CHECK_NEAR(num(j, "lost"), 0.1, 1e-9);
-        CHECK_NEAR(num(j, "mean"), 0.004 + 0.0195, 1e-9); /* 1 ms → 2 ms keeps the mean here */
-        /* exact median: 4 ms + the 12th of db's 20 values (0.54 ≥ 0.5) = 25 ms; one bin */
-        CHECK_NEAR(quant(j, "0.5"), 0.025, 0.002);
+        CHECK_NEAR(num(j, "mean"), 0.005 + 0.020, 1e-9); /* 1 ms → 2 ms keeps the mean */
+        /* exact: U(4,6) + U(10,30) has F(t) = (t − 15)/20 on [16, 34] ms; the median of the
+         * whole is where F = 0.5/0.9: 26.1 ms, so the right edge 28 ms */
+        CHECK_NEAR(quant(j, "0.5"), 0.028, 1e-9);
         CHECK(json_is_null(json_object_get(json_object_get(j, "quantiles"), "0.95")));
-        CHECK_INT(json_array_size(json_object_get(j, "cdf")), 1024);
+        CHECK_INT(json_array_size(json_object_get(j, "cdf")), 18);
         CHECK_STR(json_string_value(json_object_get(j, "node")), "e2e");
     }
     json_decref(j);
 
-    /* db twice as fast: 0.5·db is uniform-like on 4.75 … 14.75 ms, mean 9.75 ms */
+    /* db twice as fast: 0.5·db is 0.9·U(5, 15) ms, mean 10 ms */
     const char *w2[] = {
         "--set", "front=probe:front", "--set", "db=scale(probe:db,0.5)", "--server", server,
         "--json"};
@@ -210,9 +214,10 @@ static void test_measured(struct fake *f) {
     if (j) {
         CHECK_NEAR(num(j, "bin_width"), 0.002, 1e-12);
         CHECK_NEAR(num(j, "lost"), 0.1, 1e-9); /* scale keeps the lost mass */
-        CHECK_NEAR(num(j, "mean"), 0.004 + 0.00975, 1e-6);
-        /* exact: 4 ms + 4.75 ms + (0.5 / 0.9) · 10 ms = 14.31 ms, within a 2 ms bin */
-        CHECK_NEAR(quant(j, "0.5"), 0.004 + 0.00475 + 0.5 / 0.9 * 0.010, 0.002);
+        CHECK_NEAR(num(j, "mean"), 0.005 + 0.010, 1e-9);
+        /* exact: U(4,6) + U(5,15) has F(t) = (t − 10)/10 on [11, 19] ms: F = 0.5/0.9 at
+         * 15.6 ms, so the right edge 16 ms */
+        CHECK_NEAR(quant(j, "0.5"), 0.016, 1e-9);
     }
     json_decref(j);
 
@@ -222,8 +227,9 @@ static void test_measured(struct fake *f) {
         "--json"};
     j = model_json(w3, 7);
     if (j) {
-        CHECK_NEAR(num(j, "mean"), 0.007 + 0.0195, 0.001); /* 7 ms lies between 2 ms bins */
-        CHECK_NEAR(quant(j, "0.5"), 0.028, 0.002);
+        /* (7, 9] ms spreads over the 2 ms bins (6, 8] and (8, 10] equally: mean kept */
+        CHECK_NEAR(num(j, "mean"), 0.008 + 0.020, 1e-9);
+        CHECK_NEAR(quant(j, "0.5"), 0.030, 1e-9); /* exact 29.1 ms */
     }
     json_decref(j);
 
@@ -233,7 +239,8 @@ static void test_measured(struct fake *f) {
     j = model_json(w4, 7);
     CHECK_STR(f->kind, "calculated");
     if (j) {
-        CHECK_NEAR(quant(j, "0.5"), 0.011, 0.002); /* 4 + 7 ms, on 2 ms bins */
+        /* (4, 6] + (6, 8] ms (db's (7, 8] on 2 ms bins): half by 12 ms, all by 14 */
+        CHECK_NEAR(quant(j, "0.5"), 0.012, 1e-9);
         CHECK_NEAR(num(j, "lost"), 0.0, 1e-9);
     }
     json_decref(j);
@@ -242,8 +249,9 @@ static void test_measured(struct fake *f) {
     j = model_json(w5, 7);
     CHECK_STR(f->window, "1");
     if (j) {
-        CHECK_NEAR(quant(j, "0.5"), 0.054, 1e-9);
-        CHECK_NEAR(num(j, "mean"), 0.054, 1e-9);
+        /* (4, 6] + (50, 52] ms: half by 56 ms; mean 5 + 51 */
+        CHECK_NEAR(quant(j, "0.5"), 0.056, 1e-9);
+        CHECK_NEAR(num(j, "mean"), 0.056, 1e-9);
     }
     json_decref(j);
 
@@ -253,7 +261,7 @@ static void test_measured(struct fake *f) {
     j = model_json(w6, 7);
     CHECK_STR(f->path, "/api/v1/snapshots/3");
     if (j) {
-        CHECK_NEAR(quant(j, "0.5"), 0.044, 1e-9); /* 4 + 40 ms */
+        CHECK_NEAR(quant(j, "0.5"), 0.046, 1e-9); /* (4, 6] + (40, 42] ms */
     }
     json_decref(j);
     const char *w7[] = {
@@ -261,7 +269,8 @@ static void test_measured(struct fake *f) {
         "--json"};
     j = model_json(w7, 7);
     if (j) {
-        CHECK_NEAR(quant(j, "0.5"), 0.024, 1e-9); /* 4 + 20 ms: the firing window */
+        /* 4 ms exactly + (20, 21] ms (the firing window), on db's 1 ms bins */
+        CHECK_NEAR(quant(j, "0.5"), 0.025, 1e-9);
     }
     json_decref(j);
 
@@ -273,7 +282,7 @@ static void test_measured(struct fake *f) {
     CHECK_STR(f->auth, "Bearer sekrit");
     CHECK_STR(f->path, "/api/v1/probes/front/dq");
     if (j) {
-        CHECK_NEAR(quant(j, "0.5"), 0.004, 1e-9);
+        CHECK_NEAR(quant(j, "0.5"), 0.006, 1e-9); /* front's (4, 6] ms, wait(0) the identity */
     }
     json_decref(j);
     unsetenv("DQD_URL");
@@ -293,7 +302,7 @@ static void test_human(struct fake *f) {
     CHECK(strstr(o, "          db = scale(snapshot:3:db,0.5): snapshot 3, window ") != NULL);
     CHECK(strstr(o, " UTC + 100 ms (after the firing), bins of 1 ms\n\ne2e  (calculated; bin "
                     "width 0.002 s") != NULL);
-    CHECK(strstr(o, "p50       0.024 s") != NULL); /* 4 + 0.5·40 ms */
+    CHECK(strstr(o, "p50       0.026 s") != NULL); /* (4, 6] + 0.5·(40, 41] ms */
     run_free(&r);
     /* --json has no such lines: one object per line, as without measured DISTs */
     const char *wj[] = {"--set", "front=probe:front", "--set", "db=probe:db", "--server", server,

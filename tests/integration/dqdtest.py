@@ -91,7 +91,8 @@ class Dqd:
     running = []
 
     def __init__(self, binary, workdir, window_ms=100, lag_ms=100, db=None, diagram=None,
-                 config=None, extra=()):
+                 config=None, extra=(), wrap=()):
+        """wrap: a command that execs dqd (e.g. setpriv … --), so the pid stays dqd's."""
         self.binary = binary
         self.workdir = workdir
         self.db = db or os.path.join(workdir, "dqd.db")
@@ -105,6 +106,7 @@ class Dqd:
         if config:
             args += ["--config", config]
         args += list(extra)
+        args = list(wrap) + args
         self.args = args
         self.stderr_file = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr_file,

@@ -158,7 +158,15 @@ def body(c):
                t.legacy_line("c", e - 8 * MS, e) * 5).encode())
     q = d.wait_window("flow", wt, kind="calculated")
     if c.check(q is not None, "flow calculated after the PUT"):
-        c.near(q["quantiles"]["0.5"], 0.018, 1e-9, "flow median = 10 ms + 8 ms")
+        # a's 10 ms is its 2 ms bin (8, 10]; c's 8 ms is (7, 8] on 1 ms, (6, 8] on the common
+        # (coarser) 2 ms grid: the sum is shared between (14, 16] and (16, 18], then spread
+        # on flow's 1 ms grid. The estimate's median is 16 ms; its bound (cdf[i − lag] at
+        # (i + 1)·w, what QTAs are checked on) never below the true 18 ms.
+        c.near(q["quantiles"]["0.5"], 0.016, 1e-9, "flow median estimate")
+        c.eq(q["lag"], 3, "flow lag: 1 for the sum, 2 more for 2 ms bins spread on 1 ms")
+        w, lag, cdf = q["bin_width"], q["lag"], q["cdf"]
+        bound = next(((i + 1) * w for i in range(lag, len(cdf)) if cdf[i - lag] >= 0.5), None)
+        c.near(bound, 0.019, 1e-9, "flow median's bound: 19 ms, over the true 10 ms + 8 ms")
     q = d.wait_window("a", wt)
     if c.check(q is not None, "a's window"):
         c.eq((q["bins"], q["n"]), (100, 5), "a observed on its own grid")
@@ -167,10 +175,20 @@ def body(c):
     lw = p["last_window"]
     c.check(lw and lw["n"] == 5 and abs(lw["p50"] - 0.010) < 1e-9 and lw["lost"] == 0,
             "summary last_window: %r" % lw)
+    # s is a legacy connection: dqd writes nothing to it (legacy_commands is off); a v2 one
+    # that said hello takes the commands
     st, env = d.api("POST", "/api/v1/wrapper/stop", "")
-    c.eq((st, env["data"]), (200, {"running": False, "sent_to": 1}), "POST wrapper/stop")
+    c.eq((st, env["data"]), (200, {"running": False, "sent_to": 0, "not_applied": 1}),
+         "POST wrapper/stop with only a legacy connection")
+    v2 = t.connect(d.ingest_port)
+    v2.sendall(b"h:2;node:n;app:a\n")
+    r = t.LineReader(v2)
+    c.eq(r.read_until("stop_stub")[-1:], ["stop_stub"], "v2 hello: dqd is stopped")
     st, env = d.api("POST", "/api/v1/wrapper/start", "")
-    c.eq((st, env["data"]), (200, {"running": True, "sent_to": 1}), "POST wrapper/start")
+    c.eq((st, env["data"]), (200, {"running": True, "sent_to": 1, "not_applied": 1}),
+         "POST wrapper/start")
+    c.eq(r.read_lines(1), ["start_stub"], "the v2 connection gets start_stub")
+    v2.close()
     s.close()
     d.stop(c)
     t.remove_workdir(wd)

@@ -28,9 +28,9 @@ def body(c):
     def ctl(*args, env=None):
         return t.dqctl(dqctl_bin, *args, "--server", d.url, env=env)
 
-    def ctl_json(*args):
+    def ctl_json(*args, want_rc=0):
         rc, out, err = ctl(*args, "--json")
-        c.eq(rc, 0, "dqctl %s --json exit status (%r)" % (" ".join(args), err))
+        c.eq(rc, want_rc, "dqctl %s --json exit status (%r)" % (" ".join(args), err))
         try:
             return json.loads(out)
         except ValueError:
@@ -103,8 +103,9 @@ def body(c):
     c.eq(csv[:1], ["t_s,pdf,cdf"], "dq --csv header")
     c.eq(len(csv), 1 + 1024, "dq --csv has one row per bin")
     if len(csv) > 12:
-        c.eq(csv[10].split(",")[2], "0", "csv cdf below 10 ms")
-        c.eq(csv[11].split(",")[1:], ["1", "1"], "csv mass at 10 ms")
+        # row i + 1 is bin i, t_s its right edge (i + 1) ms: 10 ms durations are in bin 9
+        c.eq(csv[9].split(","), ["0.009", "0", "0"], "csv cdf below 10 ms")
+        c.eq(csv[10].split(","), ["0.01", "1", "1"], "csv mass by 10 ms")
     rc, out, err = ctl("dq", "flow", "--kind", "calculated", "--no-plot")
     c.eq(rc, 0, "dq --kind calculated exit status")
     c.check("calculated" in out and "p50 30 ms" in out, "calculated flow median 30 ms: %r" % out)
@@ -113,14 +114,17 @@ def body(c):
     c.check("nosuch" in err and "404" in err, "dq unknown probe message: %r" % err)
 
     # enable / disable / set-timeout
+    # (the only wrapper is an inbound legacy connection, which dqd does not write to: every
+    # change is enabled in dqd, not applied on that link, and exits 1)
     rc, out, err = ctl("enable", "checkout")
-    c.eq(rc, 0, "enable exit status")
-    c.check(out.startswith("checkout: enabled"), "enable output: %r" % out)
+    c.eq(rc, 1, "enable exit status (not applied on the legacy connection)")
+    c.check(out.startswith("checkout: enabled") and "legacy_commands is off" in out,
+            "enable output: %r" % out)
     c.eq(d.get("/api/v1/probes/checkout")["enabled"], True, "enable reached dqd")
     rc, out, err = ctl("set-timeout", "checkout", "50")
-    c.eq(rc, 0, "set-timeout exit status")
+    c.eq(rc, 1, "set-timeout exit status (not applied on the legacy connection)")
     c.eq(d.get("/api/v1/probes/checkout")["dmax_ms"], 50.0, "set-timeout 50 = 50 ms")
-    j = ctl_json("set-timeout", "checkout", "1.5s")
+    j = ctl_json("set-timeout", "checkout", "1.5s", want_rc=1)
     if j:
         c.eq(j["dmax_ms"], 1500.0, "set-timeout 1.5s --json")
     rc, out, err = ctl("set-timeout", "checkout", "abc")
@@ -154,10 +158,18 @@ def body(c):
     c.eq(rc, 0, "qta --clear exit status")
     c.eq(d.get("/api/v1/probes/pay")["qta"], None, "qta cleared")
 
-    # start / stop with a wrapper connected (the legacy connection above)
+    # start / stop: the legacy connection above is not written to (legacy_commands is off),
+    # a v2 connection is
+    rc, out, err = ctl("stop")
+    c.eq(rc, 1, "stop with only a legacy connection exits 1 (%r %r)" % (out, err))
+    c.check("the 1 connected are legacy connections, which dqd does not write to" in err,
+            "stop says why no wrapper was told: %r" % err)
+    v2 = t.connect(d.ingest_port)
+    v2.sendall(b"h:2;node:n;app:a\n")
+    c.eq(t.LineReader(v2).read_until("stop_stub")[-1:], ["stop_stub"], "v2 hello answered")
     j = ctl_json("stop")
     if j:
-        c.eq(j, {"running": False, "sent_to": 1}, "stop --json")
+        c.eq(j, {"running": False, "sent_to": 1, "not_applied": 1}, "stop --json")
     rc, out, err = ctl("start")
     c.eq(rc, 0, "start exit status")
     c.check("sent to 1 wrapper" in out, "start output: %r" % out)
@@ -172,6 +184,7 @@ def body(c):
         c.check(err.startswith("dqctl: "), "usage error (%s) explained on stderr: %r" %
                 (what, err))
     s.close()
+    v2.close()
     d.stop(c)
 
     # an unreachable server: exit 2, a message naming the URL

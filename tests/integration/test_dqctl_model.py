@@ -68,38 +68,44 @@ def body(c):
     bdq = d.dq("b")
     c.check(bdq and bdq["bin_width"] == 0.001, "b's bins are 1 ms: %r" % (bdq or {}).get("bin_width"))
 
-    # the what-if: b twice as fast. a = 10 ms; 0.5·b is 5 … 24.5 ms (mean 14.75 ms) with
-    # 0.2 lost, so e2e = 15 … 34.5 ms, mean 24.75 ms, lost 0.2. The exact p-quantile is
-    # 10 ms + 0.5·(the ceil(p·50)-th of b's sorted durations, failures at the end).
+    # the what-if: b twice as fast. dqd's 1 ms bins are (t, t + 1] ms (docs/engine.md): a's
+    # 10 ms are in bin 9, (9, 10], b's 10 … 49 ms in bins 9 … 48, each mass spread over its
+    # bin. 0.5·b maps bin t to (t/2, t/2 + ½]: bins 2j and 2j + 1 both into bin j, so 0.5·b
+    # holds 0.02 in (4, 5], 0.04 in each of (5, 6] … (23, 24], 0.02 in (24, 25], 0.2 lost.
+    # Their sequence shares each pair of bins between two (a spread by a spread): e2e has
+    # 0.01 in (13, 14], 0.03 in (14, 15], 0.04 in each bin to (32, 33], then 0.03, 0.01.
+    # The exact p-quantile of the durations themselves is 10 ms + 0.5·(the ceil(p·50)-th of
+    # b's sorted durations, failures at the end): within a bin of it.
     j = model_json("a=probe:a", "b=scale(probe:b,0.5)", server=d.url)
     if j:
         w = j["bin_width"]
         c.near(w, 0.001, 1e-12, "the grid is no finer than the measured 1 ms bins")
         c.eq(j["node"], "e2e", "the root is reported")
         c.near(j["lost"], 0.2, 1e-9, "the lost mass of b is kept by scale")
-        c.near(j["mean"], 0.02475, 1e-9, "mean of a + 0.5 b (scale keeps each bin's mean)")
+        # the bins' middles: 9.5 ms + 0.5·29 ms (each bin's mean is kept by scale)
+        c.near(j["mean"], 0.024, 1e-9, "mean of a + 0.5 b (scale keeps each bin's mean)")
         for p, exact in (("0.5", 0.010 + 0.5 * 0.034), ("0.9", None), ("0.95", None)):
             if exact is None:  # beyond the tangible mass 0.8: not reached
                 c.eq(j["quantiles"][p], None, "p%s not reached with 0.2 lost" % p)
             else:
                 c.near(j["quantiles"][p], exact, w, "p%s of a + 0.5 b" % p)
-        # F at grid times: half of b (20 of 50) is done by 10 + 0.5·29.5 ms
+        # cdf[i] is F at the right edge (i + 1) ms, by the bins above
         cdf = j["cdf"]
-        c.near(cdf[14], 0.0, 1e-9, "nothing before 15 ms")
-        c.near(cdf[15], 1.5 / 50, 1e-9, "F(15 ms): b = 10 ms and half of 11 ms")
-        c.near(cdf[35], 0.8, 1e-9, "everything tangible by 35 ms")
-        # the scale rule, exactly: b's bin t ms stands for [t − ½, t + ½) ms, which 0.5 maps
-        # to [t/2 − ¼, t/2 + ¼): one result bin for even t, half and half for odd t. So
-        # F(25 ms) counts b = 10 … 30 ms whole and half of 31 ms: 21.5 of 50.
-        c.near(cdf[25], 21.5 / 50, 1e-9, "F(25 ms) = 21.5/50 (half of b's 31 ms bin)")
-        c.near(cdf[24], 19.5 / 50, 1e-9, "F(24 ms) = 19.5/50")
+        c.near(cdf[12], 0.0, 1e-9, "nothing by 13 ms")
+        c.near(cdf[13], 0.01, 1e-9, "F(14 ms) = 0.01")
+        c.near(cdf[14], 0.04, 1e-9, "F(15 ms) = 0.01 + 0.03")
+        c.near(cdf[24], 0.44, 1e-9, "F(25 ms) = 0.04 + 10 bins of 0.04")
+        c.near(cdf[25], 0.48, 1e-9, "F(26 ms) = 0.04 + 11 bins of 0.04")
+        c.near(cdf[33], 0.79, 1e-9, "F(34 ms) = 0.8 − 0.01")
+        c.near(cdf[34], 0.8, 1e-9, "everything tangible by 35 ms")
 
-    # shift: a 5 ms slower, b unchanged: e2e = 15 ms + b, median 15 + 34 ms (the 25th of
-    # 50), mean 15 + 29.5 ms; a shift by whole bins moves masses bin for bin
+    # shift: a 5 ms slower, b unchanged: a's (9, 10] becomes (14, 15] (a shift by whole bins
+    # moves masses bin for bin), so e2e's median is 15 + 34 ms (the 25th of 50, at the right
+    # edge) and its mean the bins' middles 14.5 + 29 ms
     j = model_json("a=shift(probe:a,0.005)", "b=probe:b", server=d.url)
     if j:
         c.near(j["quantiles"]["0.5"], 0.049, 1e-9, "median with a shifted by 5 ms")
-        c.near(j["mean"], 0.0445, 1e-9, "mean with a shifted by 5 ms")
+        c.near(j["mean"], 0.0435, 1e-9, "mean with a shifted by 5 ms")
 
     # the measured parts as they are: the model agrees with dqd's own calculated e2e, and
     # with calculated:e2e given to the model directly
@@ -118,19 +124,20 @@ def body(c):
         jj = json.loads(out)
         c.near(jj["mean"], calc["mean"], 1e-6, "calculated:e2e has dqd's mean")
 
-    # probe:a@1 is the window before: a = 8 ms there (and $DQD_URL instead of --server)
+    # probe:a@1 is the window before: a = 8 ms there, in the bin (7, 8] (and $DQD_URL instead
+    # of --server): its quantiles are 8 ms, its mean the bin's middle
     rc, out, err = ctl("model", model, "--set", "a=probe:a@1", "--set", "b=wait(0)", "--json",
                        env={"DQD_URL": d.url})
     c.eq(rc, 0, "probe:a@1 via DQD_URL (%r)" % err)
     if rc == 0:
         jj = json.loads(out)
         c.near(jj["quantiles"]["0.5"], 0.008, 1e-9, "window 1 of a: 8 ms")
-        c.near(jj["mean"], 0.008, 1e-9, "window 1 of a: mean 8 ms")
+        c.near(jj["mean"], 0.0075, 1e-9, "window 1 of a: mean 7.5 ms (the bin's middle)")
     rc, out, err = ctl("--server", d.url, "model", model, "--set", "a=probe:a@latest",
                        "--set", "b=wait(0)", "--json")
     c.eq(rc, 0, "a global --server reaches model (%r)" % err)
     if rc == 0:
-        c.near(json.loads(out)["mean"], 0.010, 1e-9, "probe:a@latest is window 2: 10 ms")
+        c.near(json.loads(out)["mean"], 0.0095, 1e-9, "probe:a@latest is window 2: (9, 10] ms")
 
     # the human output says which windows were used
     rc, out, err = ctl("model", model, "--set", "a=probe:a", "--set", "b=scale(probe:b,0.5)",

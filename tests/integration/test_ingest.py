@@ -94,17 +94,19 @@ def body(c):
         c.eq(q["bins"], 1024, "lg bins")
         cdf = q["cdf"]
         c.eq(len(cdf), 1024, "lg cdf length")
-        c.near(cdf[9], 0.0, 1e-12, "lg cdf below 10 ms")
-        c.near(cdf[10], 50 / 80, 1e-9, "lg cdf at 10 ms")
-        c.near(cdf[29], 50 / 80, 1e-9, "lg cdf just below 30 ms")
-        c.near(cdf[30], 70 / 80, 1e-9, "lg cdf at 30 ms")
+        # bin i holds (i, i + 1] ms and cdf[i] is P(delay <= (i + 1) ms) (docs/engine.md)
+        c.near(cdf[8], 0.0, 1e-12, "lg cdf at 9 ms (below 10 ms)")
+        c.near(cdf[9], 50 / 80, 1e-9, "lg cdf at 10 ms")
+        c.near(cdf[28], 50 / 80, 1e-9, "lg cdf at 29 ms (below 30 ms)")
+        c.near(cdf[29], 70 / 80, 1e-9, "lg cdf at 30 ms")
         c.near(cdf[-1], 70 / 80, 1e-9, "lg cdf at the horizon")
         c.near(sum(q["pdf"]), 70 / 80, 1e-9, "lg pdf mass")
         c.near(q["lost"], 10 / 80, 1e-9, "lg lost = (fa + to) / n")
         c.near(q["quantiles"]["0.5"], 0.010, 1e-9, "lg median")
         c.eq(q["quantiles"]["0.9"], None, "lg p90 unreachable (tangible mass 0.875)")
         c.eq(q["quantiles"]["0.99"], None, "lg p99 unreachable")
-        c.near(q["mean"], (50 * 0.010 + 20 * 0.030) / 70, 1e-9, "lg mean of successes")
+        c.near(q["mean"], (50 * 0.0095 + 20 * 0.0295) / 70, 1e-9,
+               "lg mean of successes (each bin's mass at its middle)")
     q = d.wait_window("v2p", wt)
     if c.check(q is not None, "v2p window closed"):
         c.eq((q["n"], q["ok"], q["fa"], q["to"]), (50, 40, 10, 0), "v2p n/ok/fa/to")
@@ -131,11 +133,19 @@ def body(c):
     q = d.wait_window("pipeline", wt, kind="calculated")
     if c.check(q is not None, "pipeline has a calculated ΔQ for the window"):
         c.eq(q["kind"], "calculated", "pipeline kind")
-        c.near(q["quantiles"]["0.5"], 0.030, 1e-9, "pipeline median = 10 ms + 20 ms")
-        c.near(q["cdf"][29], 0.0, 1e-9, "pipeline cdf below 30 ms")
-        c.near(q["cdf"][30], 0.9, 1e-6, "pipeline cdf at 30 ms (w2 fails 10 %)")
+        # w1 lasts 10 ms (bin (9, 10]); w2's successes last 20 ms + i ns: one in (19, 20],
+        # 26 in (20, 21]. A sum of two bins is shared between the two bins it can reach.
+        ok2 = 0.9 / 27
+        c.near(q["cdf"][27], 0.0, 1e-9, "pipeline cdf at 28 ms (a sum is > 29 ms)")
+        c.near(q["cdf"][28], ok2 / 2, 1e-9, "pipeline cdf at 29 ms")
+        c.near(q["cdf"][29], ok2 + 26 * ok2 / 2, 1e-9, "pipeline cdf at 30 ms")
+        c.near(q["cdf"][30], 0.9, 1e-6, "pipeline cdf at 31 ms (w2 fails 10 %)")
+        c.near(q["quantiles"]["0.5"], 0.031, 1e-9,
+               "pipeline median: 31 ms (10 ms + 20 ms + ns is over 30 ms)")
+        c.eq(q["lag"], 1, "pipeline lag: a sum of spread bins")
         c.near(q["lost"], 0.1, 1e-6, "pipeline lost = w2's failures")
-        c.near(q["mean"], 0.030, 1e-9, "pipeline mean")
+        c.near(q["mean"], 0.0095 + (0.0195 + 26 * 0.0205) / 27, 1e-9,
+               "pipeline mean (bins at their middles)")
     st, env = d.api("GET", "/api/v1/probes/pipeline/dq?kind=observed")
     c.eq(st, 404, "pipeline has no observed ΔQ (nobody reports it)")
 
@@ -232,7 +242,7 @@ def body(c):
         c.near(rows[0][5], 0.125, 1e-9, "stored lg lost")
     rows = db.execute("SELECT p50 FROM windows WHERE probe='pipeline' AND kind='calculated' "
                       "AND start_ns=?", (start_ns,)).fetchall()
-    c.check(len(rows) == 1 and abs(rows[0][0] - 0.030) < 1e-9,
+    c.check(len(rows) == 1 and abs(rows[0][0] - 0.031) < 1e-9,
             "stored calculated pipeline row: %r" % rows)
     db.close()
     t.remove_workdir(wd)

@@ -82,8 +82,10 @@ def body(c):
     diagram = os.path.join(wd, "d.dq")
     with open(diagram, "w") as f:
         f.write("flow = a -> b;\npipe = c -> e;\n")
+    # legacy_commands on: its legacy connection takes commands (it reads), so a disable
+    # shows what a legacy link cannot do (clear_timeout)
     d = t.Dqd(dqd_bin, wd, window_ms=WINDOW_MS, lag_ms=WINDOW_MS, diagram=diagram,
-              extra=["--investigation-windows", "6"])
+              extra=["--investigation-windows", "6", "--legacy-commands", "on"])
 
     def ctl(*args, env=None):
         return t.dqctl(dqctl_bin, *args, "--server", d.url, env=env)
@@ -230,7 +232,7 @@ def run_fed(c, d, ctl, rd, v2, wd, src):
     c.eq(rc, 1, "a disable not applied on a legacy link exits 1")
     c.check("disabled in dqd" in out and "clear_timeout sent to 1 wrapper link" in out and
             "clear_timeout NOT applied on 1 wrapper link" in out and
-            "keeps reporting a" in out, "disable says what each link did: %r" % out)
+            "keeps reporting the probe" in out, "disable says what each link did: %r" % out)
     rc, out, err = ctl("why", "a")
     c.check(rc == 0 and "Its last change was a disable (clear_timeout)" in out and
             "NOT APPLIED on 1 link" in out and "In dqd, a is disabled now." in out and

@@ -60,6 +60,7 @@ static void test_defaults(void) {
     CHECK_NEAR(cfg.default_dmax_ms, 1024, 0);
     CHECK_INT(cfg.default_bins, 1024);
     CHECK_INT(cfg.log_level, DQD_LOG_INFO);
+    CHECK_INT(cfg.legacy_commands, 0);
     CHECK_INT(cfg.n_wrappers, 0);
     CHECK_INT(cfg.n_probes, 0);
     CHECK_INT(settings_finish(&cfg), 0);
@@ -94,6 +95,8 @@ static void test_flags(void) {
                            "256",
                            "--log-level",
                            "debug",
+                           "--legacy-commands",
+                           "on",
                            NULL};
     CHECK_INT(run_args(&cfg, &act, flags), 0);
     CHECK_INT(act, SETTINGS_RUN);
@@ -107,6 +110,7 @@ static void test_flags(void) {
     CHECK_NEAR(cfg.default_dmax_ms, 0.25, 0);
     CHECK_INT(cfg.default_bins, 256);
     CHECK_INT(cfg.log_level, DQD_LOG_DEBUG);
+    CHECK_INT(cfg.legacy_commands, 1);
 
     /* lag follows the window unless given; the last of a repeated flag wins. */
     const char *w[] = {"--window", "300", "--window", "400", NULL};
@@ -336,6 +340,8 @@ static const struct bad_json bad_json[] = {
     {"{\"default_dmax_ms\": -1}", DQ_ERANGE, "\"default_dmax_ms\": -1 is out of range"},
     {"{\"log_level\": 1}", DQ_EINVAL, "\"log_level\": expected a string, got an integer"},
     {"{\"log_level\": \"INFO\"}", DQ_EINVAL, "\"INFO\" is not one of error, warn, info, debug"},
+    {"{\"legacy_commands\": true}", DQ_EINVAL, "\"legacy_commands\": expected a string"},
+    {"{\"legacy_commands\": \"yes\"}", DQ_EINVAL, "\"yes\" is not one of off, on"},
     {"{\"config\": \"x.json\"}", DQ_EINVAL, "only valid as the command-line flag --config"},
     {"{\"help\": true}", DQ_EINVAL, "only valid as the command-line flag --help"},
     {"{\"wrappers\": \"127.0.0.1:8081\"}", DQ_EINVAL, "\"wrappers\": expected an array"},

@@ -104,6 +104,15 @@ static int on_snapshot(void *ctx, const struct store_snapshot *s) {
     return 0;
 }
 
+static int on_diagram(void *ctx, const struct store_diagram *d) {
+    size_t n = 0;
+    for (size_t i = 0; i < d->len; i++) {
+        n += d->text[i] == ';'; /* reads every byte the store says the text has */
+    }
+    *(size_t *)ctx += n + touch(d->path);
+    return 0;
+}
+
 static void remove_files(void) {
     char side[300];
     unlink(db_path);
@@ -140,6 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         store_hypotheses_of_probe(st, "worker_2", on_hypothesis, &c.sink);
         store_commands_each(st, NULL, on_command, &c.sink);
         store_snapshots_each(st, 20, on_snapshot, &c);
+        store_diagram_latest(st, on_diagram, &c.sink);
         struct store_retention r = {.window_max_rows = 1, .event_max_age_ns = 1};
         store_set_retention(st, &r);
         int64_t deleted = 0;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,187 @@ static void test_unwritable(void) {
     }
     rmdir(ro);
     CHECK(st == NULL);
+}
+
+/* ---- the lock beside the database, removing a database -------------------------------- */
+
+static void test_lock(void) {
+    char db[512], lockfile[600];
+    tmp_path(db, sizeof db, "locked.db");
+    snprintf(lockfile, sizeof lockfile, "%s.lock", db);
+    struct store_lock *a = NULL, *b = NULL;
+    CHECK_INT(store_lock(db, &a), DQ_OK);
+    CHECK(a != NULL);
+    CHECK(file_exists(lockfile));
+    CHECK(!file_exists(db)); /* the lock creates no database */
+    /* the lock file names this process */
+    char text[64] = "";
+    FILE *f = fopen(lockfile, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(text, sizeof text, f) != NULL);
+        fclose(f);
+    }
+    CHECK_INT(atol(text), (long)getpid());
+    /* a second holder, in this process or another, is refused with the holder's pid */
+    CHECK_INT(store_lock(db, &b), DQ_EBUSY);
+    CHECK(b == NULL);
+    char want[64];
+    snprintf(want, sizeof want, "(pid %ld, lock file", (long)getpid());
+    CHECK_MSG(strstr(dq_last_error(), want) && strstr(dq_last_error(), "in use by another dqd"),
+              "message: %s", dq_last_error());
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        struct store_lock *c = NULL;
+        _exit(store_lock(db, &c) == DQ_EBUSY && strstr(dq_last_error(), want) ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process is refused");
+    /* the database stays readable by any SQLite client while locked */
+    struct store *st = open_ok(db);
+    store_close(st);
+    /* released: the file goes, and the next holder gets it */
+    store_unlock(a);
+    CHECK(!file_exists(lockfile));
+    CHECK_INT(store_lock(db, &b), DQ_OK);
+    store_unlock(b);
+    /* a lock file left by a killed holder (flock went with the process) is taken over */
+    child = fork();
+    if (child == 0) {
+        struct store_lock *c = NULL;
+        if (store_lock(db, &c) != DQ_OK) {
+            _exit(1);
+        }
+        kill(getpid(), SIGKILL);
+        _exit(2);
+    }
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK_MSG(WIFSIGNALED(status), "the child was killed holding the lock");
+    CHECK(file_exists(lockfile));
+    CHECK_INT(store_lock(db, &b), DQ_OK);
+    store_unlock(b);
+    /* errors */
+    CHECK_INT(store_lock(NULL, &b), DQ_EINVAL);
+    CHECK_INT(store_lock("", &b), DQ_EINVAL);
+    CHECK_INT(store_lock(db, NULL), DQ_EINVAL);
+    char nodir[512];
+    tmp_path(nodir, sizeof nodir, "no/such/dir/x.db");
+    CHECK_INT(store_lock(nodir, &b), DQ_EIO);
+    CHECK_MSG(strstr(dq_last_error(), "cannot create the lock file"), "message: %s",
+              dq_last_error());
+}
+
+static void test_remove_files(void) {
+    char db[512], wal[600];
+    tmp_path(db, sizeof db, "removed.db");
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    CHECK(!store_file_exists(db));
+    struct store *st = open_ok(db);
+    CHECK(store_file_exists(db));
+    CHECK_INT(put_probe(st, "p", 10, 10, true), DQ_OK);
+    CHECK(file_exists(wal)); /* open in WAL mode */
+    store_close(st);
+    CHECK_INT(store_remove_files(db), DQ_OK);
+    CHECK(!store_file_exists(db));
+    CHECK(!file_exists(wal));
+    CHECK_INT(store_remove_files(db), DQ_OK); /* nothing there: not an error */
+    CHECK_INT(store_remove_files(NULL), DQ_EINVAL);
+    CHECK_INT(store_remove_files(tmp_dir), DQ_EIO); /* a directory: unlink fails */
+}
+
+/* ---- diagrams (version 5) -------------------------------------------------------------- */
+
+struct diagram_copy {
+    int calls;
+    int64_t id, loaded_ns;
+    char text[128];
+    size_t len;
+    int has_path;
+    char path[128];
+};
+
+static int copy_diagram(void *ctx, const struct store_diagram *d) {
+    struct diagram_copy *c = ctx;
+    c->calls++;
+    c->id = d->id;
+    c->loaded_ns = d->loaded_ns;
+    snprintf(c->text, sizeof c->text, "%s", d->text);
+    c->len = d->len;
+    c->has_path = d->path != NULL;
+    snprintf(c->path, sizeof c->path, "%s", d->path ? d->path : "");
+    return 0;
+}
+
+static int diagram_rows(const char *path) {
+    int n = -1;
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'SELECT count(*) FROM diagrams'", path);
+    FILE *p = popen(cmd, "r");
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1) {
+            n = -1;
+        }
+        pclose(p);
+    }
+    return n;
+}
+
+static void test_diagrams(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "diagrams.db");
+    struct store *st = open_ok(path);
+    struct diagram_copy c = {0};
+    CHECK_INT(store_diagram_latest(st, copy_diagram, &c), DQ_ENOTFOUND);
+    CHECK_INT(c.calls, 0);
+    int64_t id1 = 0, id = 0;
+    const char *a = "shop = validate -> pay;\n";
+    CHECK_INT(store_diagram_put(st, a, "shop.dq", &id1), DQ_OK);
+    CHECK(id1 > 0);
+    CHECK_INT(store_diagram_latest(st, copy_diagram, &c), DQ_OK);
+    CHECK_INT(c.calls, 1);
+    CHECK_INT(c.id, id1);
+    CHECK_STR(c.text, a);
+    CHECK_INT((long)c.len, (long)strlen(a));
+    CHECK_STR(c.path, "shop.dq");
+    CHECK(c.loaded_ns > 0);
+    /* the same text from the same file again (a restart with --diagram): no new row */
+    CHECK_INT(store_diagram_put(st, a, "shop.dq", &id), DQ_OK);
+    CHECK_INT(id, id1);
+    /* the same text through the API (no path) is a change of source: a new row */
+    CHECK_INT(store_diagram_put(st, a, NULL, &id), DQ_OK);
+    CHECK(id > id1);
+    int64_t id2 = id;
+    const char *b = "shop = validate -> pay -> ship;\n";
+    CHECK_INT(store_diagram_put(st, b, "", &id), DQ_OK); /* "" is no path */
+    CHECK(id > id2);
+    CHECK_INT(store_diagram_put(st, b, NULL, NULL), DQ_OK);
+    memset(&c, 0, sizeof c);
+    CHECK_INT(store_diagram_latest(st, copy_diagram, &c), DQ_OK);
+    CHECK_STR(c.text, b);
+    CHECK_INT(c.has_path, 0);
+    CHECK_INT(c.id, id);
+    CHECK_INT(store_diagram_put(st, NULL, NULL, NULL), DQ_EINVAL);
+    CHECK_INT(store_diagram_latest(st, NULL, NULL), DQ_EINVAL);
+    store_close(st);
+    CHECK_INT(diagram_rows(path), 3);
+    /* it survives a reopen, and the shell reads it through the view */
+    st = open_ok(path);
+    memset(&c, 0, sizeof c);
+    CHECK_INT(store_diagram_latest(st, copy_diagram, &c), DQ_OK);
+    CHECK_STR(c.text, b);
+    store_close(st);
+    /* a database of version 4 migrates to 5 with no diagram yet */
+    char old[512];
+    tmp_path(old, sizeof old, "v4.db");
+    struct store_options o = {.target_version = 4};
+    CHECK_INT(store_open_ex(old, &o, &st), DQ_OK);
+    store_close(st);
+    st = open_ok(old);
+    CHECK_INT(store_diagram_latest(st, copy_diagram, &c), DQ_ENOTFOUND);
+    CHECK_INT(store_diagram_put(st, a, NULL, NULL), DQ_OK);
+    store_close(st);
 }
 
 /* ---- probes ------------------------------------------------------------------------- */
@@ -1036,6 +1218,9 @@ int main(void) {
     test_reject_garbage();
     test_reject_foreign();
     test_unwritable();
+    test_lock();
+    test_remove_files();
+    test_diagrams();
     test_probes();
     test_windows();
     test_events();

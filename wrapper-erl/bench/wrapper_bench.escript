@@ -20,8 +20,9 @@
 main(Args) ->
     Ebin = case Args of
                [E | _] -> E;
-               [] -> filename:join([filename:dirname(escript:script_name()), "..", "_build",
-                                    "default", "lib", "dqd_wrapper", "ebin"])
+               [] -> filename:join([filename:dirname(escript:script_name()), "..",
+                                    "dqd_wrapper", "_build", "default", "lib", "dqd_wrapper",
+                                    "ebin"])
            end,
     true = code:add_patha(Ebin),
     {ok, Sink, Port} = sink(),

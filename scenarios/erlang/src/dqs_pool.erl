@@ -37,7 +37,8 @@ release(Name) ->
     Name ! {release, self()},
     ok.
 
-%% #{served, rejected, busy_ns, waiting, in_use, servers}; counters are cumulative.
+%% #{served, rejected, busy_ns, waiting, in_use, servers, now_ns}; counters are cumulative,
+%% busy_ns is the token-time held up to now_ns (the pool's erlang:monotonic_time).
 -spec stats(atom()) -> map().
 stats(Name) ->
     Ref = make_ref(),
@@ -81,7 +82,8 @@ loop(P0) ->
             P = tick(P0),
             From ! {Ref, #{served => P#p.served, rejected => P#p.rejected,
                            busy_ns => P#p.busy_ns, waiting => P#p.wlen,
-                           in_use => P#p.servers - P#p.free, servers => P#p.servers}},
+                           in_use => P#p.servers - P#p.free, servers => P#p.servers,
+                           now_ns => P#p.last_ns}},
             loop(P)
     end.
 

@@ -19,7 +19,9 @@
 %%                               a leaf's own fault, if it has one, takes precedence
 %%   clear LEAF | clear all      remove faults (clear all: every fault, `fault all` too)
 %%   stats                       -> "STATS {json}" (cumulative counters, pools, the
-%%                               node's name: node() in the wrapper's hello)
+%%                               node's name: node() in the wrapper's hello, and
+%%                               time_offset_ns: a pool's now_ns + it is the wall clock
+%%                               the wrapper stamps instances with)
 %%   bench PROBE N               time N empty with_span calls of PROBE (enabled by dqd)
 %%                               and of a disabled probe, in this node under its load
 %%   quit                        stop the node
@@ -33,6 +35,9 @@
 %%   Work = {delay, Dist} | {pool, PoolName, Dist} | {cpu, CpuName, Dist}
 %%   Dist = {const, Ms} | {exp, MeanMs} | {shifted_exp, MinMs, MeanExtraMs}
 %%        | {uniform, LoMs, HiMs}
+%%   {variant, Name, Terms}: started with a third argument Name, the node uses Terms in
+%%   place of the base terms they replace (a leaf, pool or cpu: the one of that name;
+%%   any other kind, such as rate: every base term of that kind).
 -module(dqs_scenario).
 
 -export([main/1, start/1]).
@@ -42,13 +47,15 @@
 -define(C_FAILED, 3).
 -define(C_REJECTED, 4).
 
-%% erl ... -run dqs_scenario start SCENARIO_FILE DQ_FILE
+%% erl ... -run dqs_scenario start SCENARIO_FILE DQ_FILE [VARIANT]
 -spec start([string()]) -> no_return().
 start(Args) -> main(Args).
 
 -spec main([string()]) -> no_return().
 main([TermsFile, DqFile]) ->
-    case setup(TermsFile, DqFile) of
+    main([TermsFile, DqFile, none]);
+main([TermsFile, DqFile, Variant]) ->
+    case setup(TermsFile, DqFile, Variant) of
         ok ->
             out("READY ~ts", [persistent_term:get(dqs_root)]),
             command_loop();
@@ -57,11 +64,34 @@ main([TermsFile, DqFile]) ->
             halt(2)
     end;
 main(_) ->
-    out("ERR usage: dqs_scenario SCENARIO_FILE DQ_FILE", []),
+    out("ERR usage: dqs_scenario SCENARIO_FILE DQ_FILE [VARIANT]", []),
     halt(2).
 
-setup(TermsFile, DqFile) ->
-    case {file:consult(TermsFile), dqs_dq:parse_file(DqFile)} of
+%% The terms of variant V: its own terms, then the base terms it does not replace (a
+%% leaf, pool or cpu replaces the base term of that kind and name; any other term every
+%% base term of its kind).
+variant(Terms, none) ->
+    {ok, [T || T <- Terms, element(1, T) =/= variant]};
+variant(Terms, V) ->
+    case [Ts || {variant, N, Ts} <- Terms, to_bin(N) =:= to_bin(V)] of
+        [Over | _] ->
+            Keys = [term_key(T) || T <- Over],
+            {ok, Over ++ [T || T <- Terms, element(1, T) =/= variant,
+                               not lists:member(term_key(T), Keys)]};
+        [] ->
+            {error, io_lib:format("no variant ~ts", [V])}
+    end.
+
+term_key({K, Name, _}) when K =:= leaf; K =:= cpu -> {K, to_bin(Name)};
+term_key({pool, Name, _, _}) -> {pool, to_bin(Name)};
+term_key(T) -> element(1, T).
+
+setup(TermsFile, DqFile, Variant) ->
+    Consulted = case file:consult(TermsFile) of
+                    {ok, All} -> variant(All, Variant);
+                    Err -> Err
+                end,
+    case {Consulted, dqs_dq:parse_file(DqFile)} of
         {{ok, Terms}, {ok, Root, Defs}} ->
             Leaves = maps:from_list([{to_bin(N), W} || {leaf, N, W} <- Terms]),
             Default = proplists:get_value(default_leaf, Terms, {delay, {exp, 1.0}}),
@@ -86,6 +116,8 @@ setup(TermsFile, DqFile) ->
             Rate = proplists:get_value(rate, Terms, 0),
             register(dqs_load, spawn(fun() -> load_init(Rate) end)),
             ok;
+        {{error, R}, _} when is_list(R) ->
+            {error, io_lib:format("~ts: ~ts", [TermsFile, R])};
         {{error, R}, _} ->
             {error, io_lib:format("~ts: ~p", [TermsFile, R])};
         {_, {error, R}} ->
@@ -210,6 +242,7 @@ stats() ->
                _ -> 0
            end,
     #{t => (Now - persistent_term:get(dqs_t0)) / 1000, rate => Rate, node => node(),
+      time_offset_ns => erlang:time_offset(nanosecond),
       started => counters:get(C, ?C_STARTED), ok => counters:get(C, ?C_OK),
       failed => counters:get(C, ?C_FAILED), rejected => counters:get(C, ?C_REJECTED),
       first_loss_t => FirstLoss, pools => Pools, cpus => Cpus,
