@@ -385,6 +385,8 @@ static json_t *dq_brief(struct api *api, const struct probe_window *w, int calcu
                           "start", start, "end", start + (double)window_ns * 1e-9, "bin_width",
                           q->width, "bins", q->n, "pdf", pdf_array(q), "lost", dq_lost(q), "mean",
                           have_m ? json_real(m.mean) : json_null(), "quantiles", quantiles_json(q));
+    /* cdf[i] is P(delay ≤ (i+1)·bin_width); cdf[i − lag] a lower bound of it */
+    json_object_set_new(o, "lag", json_integer(q->lag));
     if (!calculated) {
         json_object_set_new(o, "n", json_integer((json_int_t)(w->ok + w->out + w->fa + w->to)));
     }

@@ -907,6 +907,14 @@
     return c;
   }
 
+  // The CDF at t of a ΔQ with cumulative c on bins of width w, as a step function known
+  // at the bins' right edges: cdf[i] holds from (i+1)·w on, 0 before the first edge.
+  function cdfAt(c, w, t) {
+    const edges = Math.floor(t / w + 1e-9);
+    if (edges <= 0) return 0;
+    return c[Math.min(edges, c.length) - 1];
+  }
+
   function drawCdf(p) {
     const box = p.el.cdf;
     const s = S.probes.get(p.name);
@@ -937,21 +945,23 @@
     xmax = Math.min(Math.max(xmax, width * 8), horizon);
     const n = Math.max(2, Math.ceil(xmax / width) + 1);
     const x = new Array(n), yo = new Array(n), yc = new Array(n), yq = new Array(n);
-    const at = (q, arr, t) => {
+    // bin i holds the delays in (i·w, (i+1)·w]: its density spans that interval, and its
+    // cdf[i] = P(delay ≤ (i+1)·w) is the CDF at the bin's right edge (docs/engine.md)
+    const densityAt = (q, t) => {
       if (!q) return null;
       const i = Math.floor(t / q.bin_width + 1e-9);
-      return i < arr.length ? arr[i] : (p.density ? 0 : arr[arr.length - 1]);
+      return i < q.pdf.length ? q.pdf[i] / (q.bin_width * 1e3) : 0;
     };
     for (let i = 0; i < n; i++) {
       const t = i * width;
       x[i] = t * 1e3;
       if (p.density) {
-        yo[i] = obs ? at(obs, obs.pdf, t) / (obs.bin_width * 1e3) : null;
-        yc[i] = calc ? at(calc, calc.pdf, t) / (calc.bin_width * 1e3) : null;
+        yo[i] = densityAt(obs, t);
+        yc[i] = densityAt(calc, t);
         yq[i] = null;
       } else {
-        yo[i] = at(obs, oc, t);
-        yc[i] = at(calc, cc, t);
+        yo[i] = obs ? cdfAt(oc, obs.bin_width, t) : null;
+        yc[i] = calc ? cdfAt(cc, calc.bin_width, t) : null;
         let req = null;
         if (qta) {
           req = 0;
@@ -1356,10 +1366,10 @@
       }
       const m = Math.min(n, Math.ceil(last * 1.25) + 2);
       const x = [], yb = [], ya = [];
-      for (let i = 0; i < m; i++) {
+      for (let i = 0; i <= m; i++) {
         x.push(i * w * 1e3);
-        yb.push(cb ? cb[Math.min(i, cb.length - 1)] : null);
-        ya.push(ca ? ca[Math.min(i, ca.length - 1)] : null);
+        yb.push(cb ? cdfAt(cb, 1, i) : null);
+        ya.push(ca ? cdfAt(ca, 1, i) : null);
       }
       const stepped = uPlot.paths.stepped({align: 1});
       snapChart = new uPlot({

@@ -40,6 +40,31 @@ TOKEN = "dashboard-test-token-7f3a"
 LEAF = "front_b2"
 
 
+# For the opened probe's CDF chart: every plotted point (x ms, y) of the observed and the
+# calculated curves against the ΔQ the page fetched: y must be 0 before the first right
+# edge and cdf[k - 1] from the k-th right edge k*w on. {points, bad: [first mismatches]}
+CDF_EDGES_JS = """(() => {
+  const p = window.dqdState.panels.get(%r);
+  const u = p && p.charts.cdf;
+  if (!u || !p.dqs || p.density) return null;
+  const bad = [];
+  let points = 0;
+  [[1, p.dqs.observed], [2, p.dqs.calculated]].forEach(([k, q]) => {
+    if (!q) return;
+    const cdf = [];
+    q.pdf.reduce((s, v, i) => (cdf[i] = Math.min(1, s + v)), 0);
+    u.data[0].forEach((xms, i) => {
+      const edges = Math.floor(xms / (q.bin_width * 1e3) + 1e-6);
+      const want = edges === 0 ? 0 : cdf[Math.min(edges, cdf.length) - 1];
+      points++;
+      if (Math.abs(u.data[k][i] - want) > 1e-9 && bad.length < 5)
+        bad.push([k, xms, u.data[k][i], want]);
+    });
+  });
+  return {points: points, bad: bad, first: [u.data[0][1], u.data[1][1]]};
+})()"""
+
+
 def main(c):
     args = sys.argv[1:]
     docs_png = None
@@ -131,6 +156,11 @@ def main(c):
                                    ".chart[data-kind=\"cdf\"] .sub').textContent")
         c.check(cdf_sub and "observed n" in cdf_sub,
                 "root's CDF has the observed ΔQ: %r" % cdf_sub)
+        # the CDF is drawn at the bins' right edges (bin i holds (i*w, (i+1)*w], cdf[i] is
+        # P(delay <= (i+1)*w)): compared point by point with the ΔQ the page fetched
+        edges = browser.evaluate(CDF_EDGES_JS % "root")
+        c.check(edges and edges["points"] > 10 and not edges["bad"],
+                "root's CDF curves step at the bins' right edges: %r" % (edges,))
         browser.screenshot(os.path.join(out_dir, "dashboard-opened.png"))
 
         # 3. a new window: the test lets one close and waits for the DOM to show it
