@@ -202,8 +202,13 @@
     clearTimeout(toastTimer);
     toastTimer = setTimeout(() => { t.className = ""; }, isError ? 8000 : 3500);
   }
+  // a request or an action that failed: said in the page, and logged as an error too
   function failed(what) {
-    return (e) => toast(what + ": " + (e && e.message ? e.message : e), true);
+    return (e) => {
+      const text = what + ": " + (e && e.message ? e.message : e);
+      console.error("dqd dashboard: " + text);
+      toast(text, true);
+    };
   }
 
   /* ---- state ------------------------------------------------------------------------ */
@@ -429,6 +434,7 @@
         try {
           data = JSON.parse(ev.data);
         } catch (e) {
+          console.error("dqd dashboard: a " + type + " event that is not JSON");
           toast("a " + type + " event that is not JSON", true);
         }
         if (data) fn(data, id);

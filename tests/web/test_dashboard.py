@@ -200,6 +200,29 @@ def main(c):
         c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"front\"] "
                                  "button.enable').dataset.enabled === '1'"),
                 "front's panel says enabled (from the probe event)")
+        # dMax and QTA from front's panel: dqd takes them, the panel's head shows them
+        panel = "document.querySelector('.panel[data-probe=\"front\"] %s')"
+        browser.evaluate((panel % "input.dmax") + ".value = '300ms'; " +
+                         (panel % "button.set-dmax") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["dmax_ms"] == 300,
+                             timeout=10), "the dMax field set front's dMax to 300 ms in dqd")
+        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('dMax 300 ms')"),
+                "front's panel shows dMax 300 ms: %r" % browser.evaluate(
+                    (panel % ".facts") + ".textContent"))
+        browser.evaluate((panel % "input.qta") + ".value = '0.5@20ms 0.95@45ms lost<2%'; " +
+                         (panel % "button.set-qta") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"], timeout=10),
+                "the QTA field set front's QTA in dqd")
+        qta = d.get("/api/v1/probes/front")["qta"] or {}
+        c.eq(([[round(x, 6) for x in pt] for pt in qta.get("points", [])],
+              qta.get("max_lost")), ([[0.5, 0.02], [0.95, 0.045]], 0.02),
+             "front's QTA is the one typed (points in seconds, lost below 2 %)")
+        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('QTA 0.5@20ms')"),
+                "front's panel shows its QTA: %r" % browser.evaluate(
+                    (panel % ".facts") + ".textContent"))
+        browser.evaluate((panel % "button.clear-qta") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"] is None,
+                             timeout=10), "Clear removed front's QTA in dqd")
         sim.run(3)
         for kind in ("cdf", "quantiles", "loss"):
             c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe="
@@ -337,11 +360,58 @@ def main(c):
             shutil.copyfile(overview, docs_png)
             print("docs screenshot: %s" % docs_png)
 
+        # Disable from front's panel (its Enable button says Disable now)
+        browser.evaluate("document.querySelector('#tree li[data-node=\"front\"] > .row')"
+                         ".click()")
+        c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"front\"] "
+                                 "button.enable').textContent === 'Disable'"),
+                "front's panel offers Disable")
+        browser.evaluate("document.querySelector('.panel[data-probe=\"front\"] "
+                         "button.enable').click()")
+        c.check(d.wait_until(lambda: not d.get("/api/v1/probes/front")["enabled"],
+                             timeout=10), "the Disable button disabled front in dqd")
+        c.check(browser.wait_for("document.querySelector('#tree li[data-node=\"front\"]')"
+                                 ".dataset.enabled === '0'"),
+                "the tree shows front disabled (from the probe event)")
+
         perf = browser.evaluate("(() => { const p = window.dqdPerf; return {updates: p.updates,"
                                 " samples: p.samples.length, max: Math.max(0, ...p.samples)};"
                                 " })()")
         print("page: %r" % perf)
         c.check(perf["samples"] >= 2, "the page timed its window updates: %r" % perf)
+
+        # every node's panel open at once: only those on screen get charts, and one that
+        # comes on screen is drawn then (the page reloaded with #open=all of them)
+        browser.evaluate("location.hash = '#open=' + %s.join(',')" % json.dumps(nodes))
+        browser.call("Page.reload")
+        c.check(browser.wait_for("document.querySelectorAll('.panel').length === %d && "
+                                 "document.querySelector('#live').textContent === 'live'"
+                                 % len(nodes), timeout=30),
+                "the page reopens with all %d panels" % len(nodes))
+        sim.run(1)
+        want = d.status()["last_window"]["wid"]
+        c.check(browser.wait_for("document.querySelector('#window-label').dataset.wid === "
+                                 "'%d'" % want, timeout=15), "the page is live after the reload")
+        on_screen = ("[...document.querySelectorAll('.panel')].filter(p => { const r = "
+                     "p.getBoundingClientRect(); return r.bottom > -200 && r.top < "
+                     "innerHeight + 200; }).map(p => p.dataset.probe)")
+        with_canvas = ("[...document.querySelectorAll('.panel')].filter(p => "
+                       "p.querySelector('canvas')).map(p => p.dataset.probe)")
+        browser.wait_for("%s.length > 0" % with_canvas, timeout=15)
+        shown, drawn_now = browser.evaluate(on_screen), browser.evaluate(with_canvas)
+        c.check(drawn_now and len(drawn_now) < len(nodes) and set(drawn_now) <= set(shown),
+                "with %d panels open only those on screen have charts: drawn %r, on screen "
+                "%r" % (len(nodes), drawn_now, shown))
+        # the lowest panel of a probe that has windows to draw
+        last = next((n for n in reversed(nodes)
+                     if d.get("/api/v1/probes/%s/windows" % n)["windows"]), None)
+        c.check(last and last not in drawn_now and last not in shown,
+                "a panel with windows (%s) is off screen and not drawn" % last)
+        browser.evaluate("document.querySelector('.panel[data-probe=\"%s\"]')"
+                         ".scrollIntoView()" % last)
+        c.check(browser.wait_for("!!document.querySelector('.panel[data-probe=\"%s\"] "
+                                 "canvas')" % last, timeout=15),
+                "%s's panel is drawn once it is scrolled on screen" % last)
 
         puts = [r for r in requests if r["method"] in ("PUT", "POST", "DELETE")]
         c.check(len(puts) >= 3, "the page sent its changes (%d)" % len(puts))
