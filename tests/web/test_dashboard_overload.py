@@ -1,0 +1,144 @@
+"""Issue 16: the overload verdict's stage table in the dashboard, in a real headless Chromium.
+
+dqd and dqsim's queueing stations (tests/overload/stations.dq: parse, price, store, pool
+in sequence, only `pipeline` enabled) in simulated time; the load is ramped until `price`
+runs at rho ~ 0.8 (as tests/overload does). Then the person opens pipeline's panel, ticks
+"overload" and presses Diagnose: the page must POST {node: pipeline, overload: true},
+and once dqd's verdict is in, show the investigation with its stage table: one row per
+stage, in dqd's order, each stage's rho as dqd has it, the bottleneck's row marked, and
+the saturation rate in the line above it. No request to another host, no console error.
+A screenshot of the table is kept in OUT_DIR.
+
+Usage: test_dashboard_overload.py DQD DQSIM SOURCE_DIR OUT_DIR
+"""
+
+import json
+import os
+import sys
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+
+from dqdtest import Dqd, HeldSim, make_workdir, remove_workdir, run_script  # noqa: E402
+
+import cdp  # noqa: E402
+
+STATIONS = ["parse:1:exp:4", "price:1:uniform:6:10", "store:1:exp:5", "pool:2:exp:10"]
+
+
+def main(c):
+    dqd_bin, dqsim_bin, src, out_dir = sys.argv[1:5]
+    os.makedirs(out_dir, exist_ok=True)
+    diagram = os.path.join(src, "tests", "overload", "stations.dq")
+    work = make_workdir("dqd-web-overload-")
+    cfg_path = os.path.join(work, "dqd.json")
+    with open(cfg_path, "w") as f:
+        json.dump({"probes": {"pipeline": {"enabled": True, "dmax_ms": 1000},
+                              "pool": {"servers": 2}}}, f)
+    d = Dqd(dqd_bin, work, window_ms=1000, lag_ms=100, diagram=diagram, config=cfg_path,
+            extra=["--clock", "sim"])
+    extra = []
+    for s in STATIONS:
+        extra += ["--station", s]
+    sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=30, extra=extra)
+    browser = None
+    requests, problems = [], []
+    try:
+        sim.run(40)                       # the quiet baseline
+        for rate in (50, 70, 85, 100):    # the ramp: price ends at rho ~ 0.8
+            sim.say("rate %d" % rate)
+            sim.run(5)
+        sim.run(10)
+        browser = cdp.Browser.launch(out_dir)
+        browser.on("Network.requestWillBeSent", lambda p: requests.append(
+            {"url": p["request"]["url"], "method": p["request"]["method"],
+             "body": p["request"].get("postData")}))
+        browser.on("Runtime.consoleAPICalled", lambda p: problems.append(
+            "console.%s: %r" % (p.get("type"), p.get("args"))) if p.get("type") in (
+                "error", "assert") else None)
+        browser.on("Runtime.exceptionThrown", lambda p: problems.append(
+            "exception: %r" % p.get("exceptionDetails")))
+        browser.on("Log.entryAdded", lambda p: problems.append(
+            "log: %r" % p.get("entry")) if p.get("entry", {}).get("level") == "error" else None)
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            browser.call(domain + ".enable")
+        browser.navigate(d.url + "/#open=pipeline")
+        panel = "document.querySelector('.panel[data-probe=\"pipeline\"] %s')"
+        c.check(browser.wait_for("!!(%s) && document.querySelector('#live').textContent === "
+                                 "'live'" % (panel % "button.diagnose"), timeout=30),
+                "pipeline's panel is open with its Diagnose button")
+
+        # tick "overload", press Diagnose, and let simulated time run until the verdict
+        browser.evaluate((panel % "input.overload") + ".checked = true; " +
+                         (panel % "button.diagnose") + ".click()")
+        inv = d.wait_until(lambda: d.get("/api/v1/investigations"), timeout=10)
+        c.check(inv, "the Diagnose button opened an investigation")
+        sim.drive()
+        try:
+            done = d.wait_until(lambda: not d.get("/api/v1/investigations")[0]["open"],
+                                timeout=150, step=0.2)
+        finally:
+            sim.stop_driving()
+        c.check(done, "the investigation ended")
+        inv = d.get("/api/v1/investigations")[0]
+        ov = inv.get("overload") or {}
+        c.eq(inv["verdict"], "overload", "dqd's verdict is overload")
+        c.eq(ov.get("bottleneck"), "price", "dqd names price the bottleneck")
+        posted = [json.loads(r["body"] or "{}") for r in requests
+                  if r["method"] == "POST" and r["url"].endswith("/api/v1/diagnose")]
+        c.check(posted and posted[0].get("node") == "pipeline" and
+                posted[0].get("overload") is True,
+                "the page POSTed {node: pipeline, overload: true}: %r" % posted)
+
+        # the page shows the verdict and the stage table (it follows the events)
+        table = browser.wait_for(
+            "(() => { const b = document.querySelector('#inv-detail'); if (b.dataset.id !== "
+            "'%d' || b.dataset.verdict !== 'overload') return null; const rows = [...b."
+            "querySelectorAll('table.stages tr[data-probe]')]; return rows.length ? {rows: "
+            "rows.map(r => [r.dataset.probe, r.classList.contains('bottleneck'), [...r.cells]"
+            ".map(td => td.textContent)]), head: [...b.querySelectorAll('table.stages th')]"
+            ".map(th => th.textContent), line: b.querySelector('.overload > div')."
+            "textContent} : null; })()" % inv["id"], timeout=30)
+        c.check(table, "the page shows investigation %d's overload verdict with a stage table"
+                % inv["id"])
+        table = table or {"rows": [], "head": [], "line": ""}
+        stages = ov.get("stages", [])
+        c.eq([r[0] for r in table["rows"]], [s["probe"] for s in stages],
+             "one row per stage, in dqd's order")
+        marked = [r[0] for r in table["rows"] if r[1]]
+        c.eq(marked, [ov.get("bottleneck")] + list(ov.get("co_bottlenecks") or []),
+             "the bottleneck's row (and only the named ones) is marked")
+        rho_col = table["head"].index("ρ") if "ρ" in table["head"] else -1
+        c.check(rho_col >= 0, "the table has a ρ column: %r" % table["head"])
+        for s, r in zip(stages, table["rows"]):
+            shown = r[2][rho_col] if rho_col >= 0 else ""
+            try:
+                ok = abs(float(shown) - s["rho"]) <= 0.0051
+            except ValueError:
+                ok = False
+            c.check(ok, "%s: the page's ρ %r is dqd's %.4f" % (s["probe"], shown, s["rho"]))
+        sat = ov.get("saturation_per_s")
+        c.check(sat and ("saturates at " in table["line"]) and
+                ("bottleneck " + ov["bottleneck"]) in table["line"],
+                "the line above the table names the bottleneck and the saturation: %r"
+                % table["line"])
+        browser.evaluate("document.querySelector('#inv-detail table.stages').scrollIntoView()")
+        browser.screenshot(os.path.join(out_dir, "dashboard-overload.png"))
+
+        host = urllib.parse.urlsplit(d.url).netloc
+        foreign = [q["url"] for q in requests if not q["url"].startswith(("data:", "blob:"))
+                   and urllib.parse.urlsplit(q["url"]).netloc != host]
+        c.eq(foreign, [], "every request went to dqd (%d requests)" % len(requests))
+        c.eq(problems, [], "no console error and no exception")
+    finally:
+        if browser:
+            browser.close()
+        sim.stop()
+        d.stop(c)
+        remove_workdir(work)
+
+
+if __name__ == "__main__":
+    run_script("dashboard_overload", main)
