@@ -200,29 +200,6 @@ def main(c):
         c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"front\"] "
                                  "button.enable').dataset.enabled === '1'"),
                 "front's panel says enabled (from the probe event)")
-        # dMax and QTA from front's panel: dqd takes them, the panel's head shows them
-        panel = "document.querySelector('.panel[data-probe=\"front\"] %s')"
-        browser.evaluate((panel % "input.dmax") + ".value = '300ms'; " +
-                         (panel % "button.set-dmax") + ".click()")
-        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["dmax_ms"] == 300,
-                             timeout=10), "the dMax field set front's dMax to 300 ms in dqd")
-        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('dMax 300 ms')"),
-                "front's panel shows dMax 300 ms: %r" % browser.evaluate(
-                    (panel % ".facts") + ".textContent"))
-        browser.evaluate((panel % "input.qta") + ".value = '0.5@20ms 0.95@45ms lost<2%'; " +
-                         (panel % "button.set-qta") + ".click()")
-        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"], timeout=10),
-                "the QTA field set front's QTA in dqd")
-        qta = d.get("/api/v1/probes/front")["qta"] or {}
-        c.eq(([[round(x, 6) for x in pt] for pt in qta.get("points", [])],
-              qta.get("max_lost")), ([[0.5, 0.02], [0.95, 0.045]], 0.02),
-             "front's QTA is the one typed (points in seconds, lost below 2 %)")
-        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('QTA 0.5@20ms')"),
-                "front's panel shows its QTA: %r" % browser.evaluate(
-                    (panel % ".facts") + ".textContent"))
-        browser.evaluate((panel % "button.clear-qta") + ".click()")
-        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"] is None,
-                             timeout=10), "Clear removed front's QTA in dqd")
         sim.run(3)
         for kind in ("cdf", "quantiles", "loss"):
             c.check(browser.wait_for("Number(document.querySelector('.panel[data-probe="
@@ -360,12 +337,36 @@ def main(c):
             shutil.copyfile(overview, docs_png)
             print("docs screenshot: %s" % docs_png)
 
-        # Disable from front's panel (its Enable button says Disable now)
+        # front's panel again: dMax, QTA, then Disable (its Enable button says Disable now)
         browser.evaluate("document.querySelector('#tree li[data-node=\"front\"] > .row')"
                          ".click()")
         c.check(browser.wait_for("document.querySelector('.panel[data-probe=\"front\"] "
                                  "button.enable').textContent === 'Disable'"),
                 "front's panel offers Disable")
+        # dMax and QTA from front's panel (after the search, whose children inherit dMax):
+        # dqd takes them, the panel's head shows them
+        panel = "document.querySelector('.panel[data-probe=\"front\"] %s')"
+        browser.evaluate((panel % "input.dmax") + ".value = '300ms'; " +
+                         (panel % "button.set-dmax") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["dmax_ms"] == 300,
+                             timeout=10), "the dMax field set front's dMax to 300 ms in dqd")
+        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('dMax 300 ms')"),
+                "front's panel shows dMax 300 ms: %r" % browser.evaluate(
+                    (panel % ".facts") + ".textContent"))
+        browser.evaluate((panel % "input.qta") + ".value = '0.5@20ms 0.95@45ms lost<2%'; " +
+                         (panel % "button.set-qta") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"], timeout=10),
+                "the QTA field set front's QTA in dqd")
+        qta = d.get("/api/v1/probes/front")["qta"] or {}
+        c.eq(([[round(x, 6) for x in pt] for pt in qta.get("points", [])],
+              qta.get("max_lost")), ([[0.5, 0.02], [0.95, 0.045]], 0.02),
+             "front's QTA is the one typed (points in seconds, lost below 2 %)")
+        c.check(browser.wait_for((panel % ".facts") + ".textContent.includes('QTA 0.5@20ms')"),
+                "front's panel shows its QTA: %r" % browser.evaluate(
+                    (panel % ".facts") + ".textContent"))
+        browser.evaluate((panel % "button.clear-qta") + ".click()")
+        c.check(d.wait_until(lambda: d.get("/api/v1/probes/front")["qta"] is None,
+                             timeout=10), "Clear removed front's QTA in dqd")
         browser.evaluate("document.querySelector('.panel[data-probe=\"front\"] "
                          "button.enable').click()")
         c.check(d.wait_until(lambda: not d.get("/api/v1/probes/front")["enabled"],
