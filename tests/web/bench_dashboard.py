@@ -9,6 +9,9 @@ the ΔQ fetches of the panels on screen); the page itself times that work
 Performance.getMetrics gives the main thread's total task time over the same windows.
 Also timed: a full rebuild of the tree and a filter keystroke over it.
 
+The same run first measures a baseline: the page with no panel open over as many windows
+(the tree and the header only), and prints the ratios against it.
+
 Usage: bench_dashboard.py DQD DQSIM OUT_DIR [--leaves N] [--open N] [--windows N]
 Prints a table and writes OUT_DIR/bench-dashboard.json.
 """
@@ -76,47 +79,71 @@ def main():
         browser = cdp.Browser.launch(out_dir)
         for domain in ("Page", "Runtime", "Performance"):
             browser.call(domain + ".enable")
-        browser.navigate(d.url + "/#open=" + ",".join(opened))
-        ok = browser.wait_for("document.querySelectorAll('.panel').length === %d && "
-                              "document.querySelector('#live').textContent === 'live' && "
-                              "window.dqdState.probes.size === %d" % (len(opened), cfg_probes),
-                              timeout=60)
-        if not ok:
-            raise RuntimeError("the page did not open %d panels" % len(opened))
-        browser.wait_for("Number(document.querySelector('.panel .chart[data-kind=\"cdf\"]')"
-                         ".dataset.drawn) > 0", timeout=30)
-        time.sleep(1.0)
-        drawn_before = browser.evaluate(
-            "[...document.querySelectorAll('.panel')].filter(p => p.querySelector('canvas'))"
-            ".length")
-        browser.evaluate("window.dqdPerf.samples.length = 0")
 
         def metrics():
             m = browser.call("Performance.getMetrics")["metrics"]
             return {x["name"]: x["value"] for x in m}
 
-        # the page's idle cost over the same wall time is measured first (timers, the
-        # browser's own housekeeping) and taken off Chromium's figure
-        m_idle0 = metrics()
-        time.sleep(2.0)
-        m_idle1 = metrics()
-        idle_task_per_s = (m_idle1["TaskDuration"] - m_idle0["TaskDuration"]) * 1e3 / 2.0
-        m0 = metrics()
-        wall0 = time.time()
-        for k in range(opts["--windows"]):
-            sim.run(1)
-            want = d.status()["last_window"]["wid"]
-            # one evaluation per window, waiting in the page (a 5 ms timer), so the
-            # measurement does not poll the page from outside
-            if not browser.evaluate(
-                    "new Promise(res => { const t0 = Date.now(); const check = () => "
-                    "(document.querySelector('#window-label').dataset.wid === '%d' && "
-                    "window.dqdPerf.open.size === 0) ? res(true) : Date.now() - t0 > 30000 ? "
-                    "res(false) : setTimeout(check, 5); check(); })" % want, timeout=40):
-                raise RuntimeError("window %d never reached the page" % want)
-        wall = time.time() - wall0
-        m1 = metrics()
-        samples = browser.evaluate("window.dqdPerf.samples")
+        def measure(windows):
+            """The page's own time per window update and Chromium's task time per window
+            (its idle rate over 2 s, measured first, taken off) over `windows` windows."""
+            time.sleep(1.0)
+            browser.evaluate("window.dqdPerf.samples.length = 0")
+            m_idle0 = metrics()
+            time.sleep(2.0)
+            m_idle1 = metrics()
+            idle = (m_idle1["TaskDuration"] - m_idle0["TaskDuration"]) * 1e3 / 2.0
+            m0 = metrics()
+            wall0 = time.time()
+            for _ in range(windows):
+                sim.run(1)
+                want = d.status()["last_window"]["wid"]
+                # one evaluation per window, waiting in the page (a 5 ms timer), so the
+                # measurement does not poll the page from outside
+                if not browser.evaluate(
+                        "new Promise(res => { const t0 = Date.now(); const check = () => "
+                        "(document.querySelector('#window-label').dataset.wid === '%d' && "
+                        "window.dqdPerf.open.size === 0) ? res(true) : Date.now() - t0 > "
+                        "30000 ? res(false) : setTimeout(check, 5); check(); })" % want,
+                        timeout=40):
+                    raise RuntimeError("window %d never reached the page" % want)
+            wall = time.time() - wall0
+            m1 = metrics()
+            samples = browser.evaluate("window.dqdPerf.samples")
+            return {
+                "samples": samples, "wall": wall, "idle": idle,
+                "task": ((m1["TaskDuration"] - m0["TaskDuration"]) * 1e3 - idle * wall)
+                / windows,
+                "script": (m1["ScriptDuration"] - m0["ScriptDuration"]) * 1e3 / windows,
+                "layout": (m1["LayoutDuration"] + m1["RecalcStyleDuration"] -
+                           m0["LayoutDuration"] - m0["RecalcStyleDuration"]) * 1e3 / windows,
+                "by_kind": {k[:-len("Duration")]: (m1[k] - m0[k]) * 1e3 / windows
+                            for k in m1 if k.endswith("Duration")},
+            }
+
+        def ready(n_panels):
+            if not browser.wait_for("document.querySelectorAll('.panel').length === %d && "
+                                    "document.querySelector('#live').textContent === 'live' "
+                                    "&& window.dqdState.probes.size === %d"
+                                    % (n_panels, cfg_probes), timeout=60):
+                raise RuntimeError("the page did not open %d panels" % n_panels)
+
+        # the baseline, in the same run: the page with no panel open (the tree and the
+        # header follow every window, nothing is charted)
+        browser.navigate(d.url + "/")
+        ready(0)
+        base = measure(opts["--windows"])
+        # then the page reloaded with a panel open for each of the `--open` leaves
+        browser.evaluate("location.hash = '#open=%s'" % ",".join(opened))
+        browser.call("Page.reload")
+        ready(len(opened))
+        browser.wait_for("Number(document.querySelector('.panel .chart[data-kind=\"cdf\"]')"
+                         ".dataset.drawn) > 0", timeout=30)
+        drawn_before = browser.evaluate(
+            "[...document.querySelectorAll('.panel')].filter(p => p.querySelector('canvas'))"
+            ".length")
+        run = measure(opts["--windows"])
+        samples, wall, idle_task_per_s = run["samples"], run["wall"], run["idle"]
         drawn_after = browser.evaluate(
             "[...document.querySelectorAll('.panel')].filter(p => p.querySelector('canvas'))"
             ".length")
@@ -133,23 +160,25 @@ def main():
             " return ms; })()")
         browser.screenshot(os.path.join(out_dir, "bench-dashboard.png"))
         n = len(samples)
-        task = (m1["TaskDuration"] - m0["TaskDuration"]) * 1e3 - idle_task_per_s * wall
-        script = (m1["ScriptDuration"] - m0["ScriptDuration"]) * 1e3
-        layout = (m1["LayoutDuration"] + m1["RecalcStyleDuration"] -
-                  m0["LayoutDuration"] - m0["RecalcStyleDuration"]) * 1e3
-        durations = {k[:-len("Duration")]: (m1[k] - m0[k]) * 1e3 / opts["--windows"]
-                     for k in m1 if k.endswith("Duration")}
+
+        def summary(xs):
+            return {"mean": statistics.mean(xs), "p50": pct(xs, 0.5), "p95": pct(xs, 0.95),
+                    "max": max(xs)}
+
         result = {
             "probes": cfg_probes, "open": len(opened), "windows": opts["--windows"],
             "updates_timed": n, "panels_drawn": drawn_after,
-            "per_update_ms": {"mean": statistics.mean(samples), "p50": pct(samples, 0.5),
-                              "p95": pct(samples, 0.95), "max": max(samples)},
-            "chromium_task_ms_per_window": task / opts["--windows"],
-            "chromium_script_ms_per_window": script / opts["--windows"],
-            "chromium_layout_style_ms_per_window": layout / opts["--windows"],
+            "per_update_ms": summary(samples),
+            "chromium_task_ms_per_window": run["task"],
+            "chromium_script_ms_per_window": run["script"],
+            "chromium_layout_style_ms_per_window": run["layout"],
             "tree_filter_ms": filt, "tree_pass_ms": rebuild, "wall_s": wall,
             "idle_task_ms_per_s": idle_task_per_s,
-            "chromium_ms_per_window_by_kind": durations,
+            "chromium_ms_per_window_by_kind": run["by_kind"],
+            "baseline_no_panel": {"per_update_ms": summary(base["samples"]),
+                                  "chromium_task_ms_per_window": base["task"],
+                                  "chromium_script_ms_per_window": base["script"],
+                                  "chromium_layout_style_ms_per_window": base["layout"]},
         }
         with open(os.path.join(out_dir, "bench-dashboard.json"), "w") as f:
             json.dump(result, f, indent=1)
@@ -166,7 +195,15 @@ def main():
                                                   result["chromium_layout_style_ms_per_window"],
                                                   idle_task_per_s))
         print("  Chromium's durations per window, ms: %s" % ", ".join(
-            "%s %.2f" % (k, v) for k, v in sorted(durations.items())))
+            "%s %.2f" % (k, v) for k, v in sorted(run["by_kind"].items())))
+        b = result["baseline_no_panel"]
+        print("  baseline, same run, no panel open: page %.2f ms per update (p95 %.2f), "
+              "Chromium %.2f ms per window; with %d panels open: x%.2f (page), x%.2f "
+              "(Chromium)" % (b["per_update_ms"]["mean"], b["per_update_ms"]["p95"],
+                              b["chromium_task_ms_per_window"], len(opened),
+                              result["per_update_ms"]["mean"] / b["per_update_ms"]["mean"],
+                              result["chromium_task_ms_per_window"] /
+                              b["chromium_task_ms_per_window"]))
         print("  tree of %s probes: rebuilt and laid out in %.1f ms, a filter keystroke %.1f ms; "
               "panels with charts before/after: %d/%d; wall %.1f s" %
               (event_bytes, rebuild, filt, drawn_before, drawn_after, wall))
