@@ -826,72 +826,51 @@ static void test_sse_parser(void) {
     dqctl_sse_release(&p);
 }
 
-static void test_watch_lines(void) {
+/* The line `dqctl watch` prints for one event of `type` with data `json`, at `now`. */
+static void check_watch_line(double now, const char *type, const char *json, const char *want) {
     struct capture c;
+    json_t *ev = json_loads(json, 0, NULL);
+    CHECK(ev != NULL);
+    cap_open(&c);
+    dqctl_render_event(c.f, now, type, ev);
+    CHECK_STR(cap_text(&c), want);
+    cap_close(&c);
+    json_decref(ev);
+}
+
+static void test_watch_lines(void) {
     double now = 1795000000.25; /* 2026-11-18 11:06:40.250 UTC */
-    json_t *w = json_loads("{\"wid\":1,\"start\":1795000000.0,\"end\":1795000001.0,\"probes\":["
-                           "{\"name\":\"a\",\"n\":10,\"p50\":0.002,\"p95\":0.004,\"lost\":0.1,"
-                           "\"no_data\":false},"
-                           "{\"name\":\"b\",\"n\":30,\"p50\":0.02,\"p95\":0.04,\"lost\":0,"
-                           "\"no_data\":false},"
-                           "{\"name\":\"c\",\"n\":0,\"p50\":null,\"p95\":null,\"lost\":null,"
-                           "\"no_data\":true},"
-                           "{\"name\":\"d\",\"n\":1,\"p50\":0.5,\"p95\":0.5,\"lost\":0,"
-                           "\"no_data\":false}]}",
-                           0, NULL);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "window", w);
-    CHECK_STR(cap_text(&c), "11:06:40.250 window   11:06:40.000 +1 s: 4 probes, 41 instances, 1 "
-                            "with no data; b n 30, p50 20 ms, p95 40 ms, lost 0.00%; a n 10, p50 "
-                            "2 ms, p95 4 ms, lost 10.00%; d n 1, p50 500 ms, p95 500 ms, lost "
-                            "0.00%; 1 more\n");
-    cap_close(&c);
-    json_decref(w);
-
-    json_t *h = json_loads("{\"investigation\":3,\"id\":9,\"parent\":8,\"node\":\"pay\","
-                           "\"action\":\"expand\",\"probes\":[\"x\",\"y\"],\"reason\":\"because\"}",
-                           0, NULL);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "hypothesis", h);
-    CHECK_STR(cap_text(&c),
-              "11:06:40.250 step     investigation 3 #9 expand pay [x, y]: because\n");
-    cap_close(&c);
-    json_decref(h);
-
-    json_t *v = json_loads("{\"investigation\":3,\"node\":\"root\",\"verdict\":\"localized\","
-                           "\"summary\":{\"node\":\"leaf\",\"evidence\":{\"reason\":\"r\"}}}",
-                           0, NULL);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "verdict", v);
-    CHECK_STR(cap_text(&c),
-              "11:06:40.250 verdict  investigation 3 at root: localized at leaf: r\n");
-    cap_close(&c);
-    json_decref(v);
-
-    json_t *pe = json_loads("{\"probe\":\"p\\u0001\",\"change\":\"enable\",\"summary\":{"
-                            "\"enabled\":true,\"dmax_ms\":250,\"qta\":null}}",
-                            0, NULL);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "probe", pe);
-    CHECK_STR(cap_text(&c), "11:06:40.250 probe    p\\x01: enable (now enabled, dMax 250 ms, QTA "
-                            "none)\n");
-    cap_close(&c);
-    json_decref(pe);
-
-    json_t *tf = json_loads("{\"probe\":\"a\",\"kind\":\"load\",\"trigger\":2,\"investigation\":5}",
-                            0, NULL);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "trigger_fired", tf);
-    CHECK_STR(cap_text(&c), "11:06:40.250 trigger  a load FIRED (trigger #2, investigation 5)\n");
-    cap_close(&c);
-    json_decref(tf);
-
-    json_t *u = json_pack("{s:i}", "x", 1);
-    cap_open(&c);
-    dqctl_render_event(c.f, now, "future_kind", u);
-    CHECK_STR(cap_text(&c), "11:06:40.250 future_kind {\"x\":1}\n");
-    cap_close(&c);
-    json_decref(u);
+    check_watch_line(now, "window",
+                     "{\"wid\":1,\"start\":1795000000.0,\"end\":1795000001.0,\"probes\":["
+                     "{\"name\":\"a\",\"n\":10,\"p50\":0.002,\"p95\":0.004,\"lost\":0.1,"
+                     "\"no_data\":false},"
+                     "{\"name\":\"b\",\"n\":30,\"p50\":0.02,\"p95\":0.04,\"lost\":0,"
+                     "\"no_data\":false},"
+                     "{\"name\":\"c\",\"n\":0,\"p50\":null,\"p95\":null,\"lost\":null,"
+                     "\"no_data\":true},"
+                     "{\"name\":\"d\",\"n\":1,\"p50\":0.5,\"p95\":0.5,\"lost\":0,"
+                     "\"no_data\":false}]}",
+                     "11:06:40.250 window   11:06:40.000 +1 s: 4 probes, 41 instances, 1 "
+                     "with no data; b n 30, p50 20 ms, p95 40 ms, lost 0.00%; a n 10, p50 "
+                     "2 ms, p95 4 ms, lost 10.00%; d n 1, p50 500 ms, p95 500 ms, lost "
+                     "0.00%; 1 more\n");
+    check_watch_line(now, "hypothesis",
+                     "{\"investigation\":3,\"id\":9,\"parent\":8,\"node\":\"pay\","
+                     "\"action\":\"expand\",\"probes\":[\"x\",\"y\"],\"reason\":\"because\"}",
+                     "11:06:40.250 step     investigation 3 #9 expand pay [x, y]: because\n");
+    check_watch_line(now, "verdict",
+                     "{\"investigation\":3,\"node\":\"root\",\"verdict\":\"localized\","
+                     "\"summary\":{\"node\":\"leaf\",\"evidence\":{\"reason\":\"r\"}}}",
+                     "11:06:40.250 verdict  investigation 3 at root: localized at leaf: r\n");
+    check_watch_line(now, "probe",
+                     "{\"probe\":\"p\\u0001\",\"change\":\"enable\",\"summary\":{"
+                     "\"enabled\":true,\"dmax_ms\":250,\"qta\":null}}",
+                     "11:06:40.250 probe    p\\x01: enable (now enabled, dMax 250 ms, QTA "
+                     "none)\n");
+    check_watch_line(now, "trigger_fired",
+                     "{\"probe\":\"a\",\"kind\":\"load\",\"trigger\":2,\"investigation\":5}",
+                     "11:06:40.250 trigger  a load FIRED (trigger #2, investigation 5)\n");
+    check_watch_line(now, "future_kind", "{\"x\":1}", "11:06:40.250 future_kind {\"x\":1}\n");
 }
 
 int main(void) {

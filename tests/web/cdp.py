@@ -261,6 +261,10 @@ class Browser:
                 return value
             time.sleep(step)
 
+    def watch(self):
+        """A PageWatch on this browser: its requests and its problems from now on."""
+        return PageWatch(self)
+
     def screenshot(self, path):
         r = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False})
         with open(path, "wb") as f:
@@ -282,3 +286,52 @@ class Browser:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+class PageWatch:
+    """What a page does that a test checks: every request it sends (url, method, headers,
+    body) and every problem (a console.error or console.assert, an uncaught exception, an
+    error logged by the browser, e.g. a refused load or a Content-Security-Policy block).
+    Enables the Page, Runtime, Log and Network domains."""
+
+    def __init__(self, browser):
+        self.requests, self.problems = [], []
+        browser.on("Network.requestWillBeSent", self._request)
+        browser.on("Runtime.consoleAPICalled", self._console)
+        browser.on("Runtime.exceptionThrown", self._exception)
+        browser.on("Log.entryAdded", self._log)
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            browser.call(domain + ".enable")
+
+    def _request(self, p):
+        r = p.get("request", {})
+        self.requests.append({"url": r.get("url", ""), "method": r.get("method"),
+                              "headers": r.get("headers", {}), "body": r.get("postData")})
+
+    def _console(self, p):
+        if p.get("type") in ("error", "assert"):
+            self.problems.append("console.%s: %s" % (p.get("type"), " ".join(
+                str(a.get("value", a.get("description", ""))) for a in p.get("args", []))))
+
+    def _exception(self, p):
+        d = p.get("exceptionDetails", {})
+        self.problems.append("exception: %s" % d.get("exception", {}).get(
+            "description", d.get("text")))
+
+    def _log(self, p):
+        e = p.get("entry", {})
+        if e.get("level") == "error":
+            self.problems.append("log (%s): %s %s" % (e.get("source"), e.get("text"),
+                                                      e.get("url", "")))
+
+    def foreign(self, base_url):
+        """The URLs of the requests that went to a host other than base_url's."""
+        host = urllib.parse.urlsplit(base_url).netloc
+        return [q["url"] for q in self.requests if not q["url"].startswith(("data:", "blob:"))
+                and urllib.parse.urlsplit(q["url"]).netloc != host]
+
+    def check_clean(self, c, base_url):
+        """The test's last checks: nothing requested from another host, no problem."""
+        c.eq(self.foreign(base_url), [],
+             "every request went to dqd (%d requests)" % len(self.requests))
+        c.eq(self.problems, [], "no console error and no exception")

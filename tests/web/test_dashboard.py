@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -87,39 +86,13 @@ def main(c):
             extra=["--clock", "sim", "--api-token", TOKEN])
     sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=300, extra=["--leaf-mean", "2:2"])
     browser = None
-    requests, problems = [], []
     try:
         sim.run(20)
         c.check(d.dq("root") is not None, "root reports before the page opens")
         browser = cdp.Browser.launch(out_dir)
 
-        def on_request(p):
-            r = p.get("request", {})
-            requests.append({"url": r.get("url", ""), "method": r.get("method"),
-                             "headers": r.get("headers", {}), "body": r.get("postData")})
-
-        def on_console(p):
-            if p.get("type") in ("error", "assert"):
-                problems.append("console.%s: %s" % (p.get("type"), " ".join(
-                    str(a.get("value", a.get("description", ""))) for a in p.get("args", []))))
-
-        def on_exception(p):
-            d_ = p.get("exceptionDetails", {})
-            problems.append("exception: %s" % d_.get("exception", {}).get(
-                "description", d_.get("text")))
-
-        def on_log(p):
-            e = p.get("entry", {})
-            if e.get("level") == "error":
-                problems.append("log (%s): %s %s" % (e.get("source"), e.get("text"),
-                                                     e.get("url", "")))
-
-        browser.on("Network.requestWillBeSent", on_request)
-        browser.on("Runtime.consoleAPICalled", on_console)
-        browser.on("Runtime.exceptionThrown", on_exception)
-        browser.on("Log.entryAdded", on_log)
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            browser.call(domain + ".enable")
+        watch = browser.watch()
+        requests = watch.requests
         browser.navigate(d.url + "/#open=root")
 
         # 1. the tree lists every node of the diagram
@@ -425,12 +398,7 @@ def main(c):
                      "%s %s says Content-Type: application/json" % (r["method"], r["url"]))
 
         # nothing but dqd, and no console error
-        host = urllib.parse.urlsplit(d.url).netloc
-        foreign = [q["url"] for q in requests
-                   if not q["url"].startswith(("data:", "blob:"))
-                   and urllib.parse.urlsplit(q["url"]).netloc != host]
-        c.eq(foreign, [], "every request went to dqd (%d requests)" % len(requests))
-        c.eq(problems, [], "no console error and no exception")
+        watch.check_clean(c, d.url)
     finally:
         if browser:
             browser.close()

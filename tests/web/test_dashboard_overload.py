@@ -15,7 +15,6 @@ Usage: test_dashboard_overload.py DQD DQSIM SOURCE_DIR OUT_DIR
 import json
 import os
 import sys
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -44,7 +43,6 @@ def main(c):
         extra += ["--station", s]
     sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=30, extra=extra)
     browser = None
-    requests, problems = [], []
     try:
         sim.run(40)                       # the quiet baseline
         for rate in (50, 70, 85, 100):    # the ramp: price ends at rho ~ 0.8
@@ -52,18 +50,8 @@ def main(c):
             sim.run(5)
         sim.run(10)
         browser = cdp.Browser.launch(out_dir)
-        browser.on("Network.requestWillBeSent", lambda p: requests.append(
-            {"url": p["request"]["url"], "method": p["request"]["method"],
-             "body": p["request"].get("postData")}))
-        browser.on("Runtime.consoleAPICalled", lambda p: problems.append(
-            "console.%s: %r" % (p.get("type"), p.get("args"))) if p.get("type") in (
-                "error", "assert") else None)
-        browser.on("Runtime.exceptionThrown", lambda p: problems.append(
-            "exception: %r" % p.get("exceptionDetails")))
-        browser.on("Log.entryAdded", lambda p: problems.append(
-            "log: %r" % p.get("entry")) if p.get("entry", {}).get("level") == "error" else None)
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            browser.call(domain + ".enable")
+        watch = browser.watch()
+        requests = watch.requests
         browser.navigate(d.url + "/#open=pipeline")
         panel = "document.querySelector('.panel[data-probe=\"pipeline\"] %s')"
         c.check(browser.wait_for("!!(%s) && document.querySelector('#live').textContent === "
@@ -127,11 +115,7 @@ def main(c):
         browser.evaluate("document.querySelector('#inv-detail table.stages').scrollIntoView()")
         browser.screenshot(os.path.join(out_dir, "dashboard-overload.png"))
 
-        host = urllib.parse.urlsplit(d.url).netloc
-        foreign = [q["url"] for q in requests if not q["url"].startswith(("data:", "blob:"))
-                   and urllib.parse.urlsplit(q["url"]).netloc != host]
-        c.eq(foreign, [], "every request went to dqd (%d requests)" % len(requests))
-        c.eq(problems, [], "no console error and no exception")
+        watch.check_clean(c, d.url)
     finally:
         if browser:
             browser.close()
