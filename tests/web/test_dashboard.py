@@ -186,6 +186,17 @@ def main(c):
         sim.run(20)
         sim.say("fault %s slow 15" % LEAF)
         sim.run(5)
+        # root's QTA trigger fired on the slower root (fire_after 3) and opened a search:
+        # the tree shows both on root's row
+        root_li = "document.querySelector('#tree li[data-node=\"root\"]')"
+        state = browser.wait_for("(() => { const l = %s; return l.dataset.fired === '1' && "
+                                 "l.dataset.investigating === '1' && l.querySelector("
+                                 "'.badges').textContent; })()" % root_li, timeout=15)
+        c.check(state and "qta" in state and "searching" in state,
+                "root's row shows its trigger fired and a search under way: %r (%r)" % (
+                    state, browser.evaluate("(() => { const l = %s; return [l.dataset.fired, "
+                                            "l.dataset.investigating, l.querySelector("
+                                            "'.badges').textContent]; })()" % root_li)))
         sim.drive()
         env = dict(os.environ, DQD_TOKEN=TOKEN)
         r = subprocess.run([dqctl_bin, "--server", d.url, "diagnose", "root", "--wait",

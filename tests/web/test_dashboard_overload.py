@@ -6,7 +6,9 @@ runs at rho ~ 0.8 (as tests/overload does). Then the person opens pipeline's pan
 "overload" and presses Diagnose: the page must POST {node: pipeline, overload: true},
 and once dqd's verdict is in, show the investigation with its stage table: one row per
 stage, in dqd's order, each stage's rho as dqd has it, the bottleneck's row marked, and
-the saturation rate in the line above it. No request to another host, no console error.
+the saturation rate in the line above it. Then the data link goes down (dqsim's
+--clock-link keeps simulated time going): the tree marks pipeline silent, and not once
+the data is back. No request to another host, no console error.
 A screenshot of the table is kept in OUT_DIR.
 
 Usage: test_dashboard_overload.py DQD DQSIM SOURCE_DIR OUT_DIR
@@ -41,7 +43,8 @@ def main(c):
     extra = []
     for s in STATIONS:
         extra += ["--station", s]
-    sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=30, extra=extra)
+    # --clock-link: simulated time goes on while the data link is down (the silence below)
+    sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=30, extra=extra + ["--clock-link"])
     browser = None
     try:
         sim.run(40)                       # the quiet baseline
@@ -114,6 +117,23 @@ def main(c):
                 % table["line"])
         browser.evaluate("document.querySelector('#inv-detail table.stages').scrollIntoView()")
         browser.screenshot(os.path.join(out_dir, "dashboard-overload.png"))
+
+        # the data link goes down (simulated time goes on over the clock link): pipeline
+        # goes silent, and the tree says so; it comes back with the data
+        row = "document.querySelector('#tree li[data-node=\"pipeline\"]')"
+        sim.say("disconnect")
+        sim.run(3)
+        c.check(d.wait_until(lambda: any(x["probe"] == "pipeline"
+                                         for x in d.status()["silent"]), timeout=10),
+                "dqd has pipeline silent once the data link is down")
+        silent = browser.wait_for("(() => { const l = %s; return l.dataset.silent === '1' && "
+                                  "l.querySelector('.badges').textContent; })()" % row,
+                                  timeout=15)
+        c.check(silent and "silent" in silent, "pipeline's row says silent: %r" % silent)
+        sim.say("reconnect")
+        sim.run(3)
+        c.check(browser.wait_for("%s.dataset.silent === '0'" % row, timeout=15),
+                "pipeline's row is no longer silent once data returns")
 
         watch.check_clean(c, d.url)
     finally:
