@@ -2,9 +2,9 @@
 
 1. The stream: a 200 text/event-stream without a length, `hello` first; a window event
    per closed window with exactly the instances sent; probe events on a PUT (enable, QTA)
-   and a delete; a diagram event on a PUT of the diagram; trigger_fired; hypothesis and
-   verdict events for a diagnose and its abort; ?types= filters (unknown type: 400);
-   HEAD answers without a stream; the counters in the status.
+   and a delete; a diagram event on a PUT of the diagram; trigger_fired and
+   trigger_cleared; hypothesis and verdict events for a diagnose and its abort; ?types=
+   filters (unknown type: 400); HEAD answers without a stream; the counters in the status.
 2. `dqctl watch`: lines for windows and probe changes, --count, --json, --types, an
    unknown type exits 2, an unreachable dqd exits 2.
 3. Acceptance 4: with dqsim in simulated time pushing thousands of windows a second, a
@@ -222,6 +222,22 @@ def part_stream(c, dqd_bin, dqctl_bin):
                 "a verdict event: aborted: %r" % (ev and ev[2]))
         stop.set()
         th.join()
+        # the load falls back to one instance a window (under the threshold of 2; a window
+        # without data changes nothing): the trigger clears
+        stop.clear()
+
+        def trickle():
+            while not stop.is_set():
+                n = t.now_ns()
+                link.sendall(t.legacy_line("a", n - 5 * MS, n - MS).encode())
+                time.sleep(0.1)
+        th = threading.Thread(target=trickle, daemon=True)
+        th.start()
+        ev = s.wait_event(lambda ty, da: ty == "trigger_cleared", timeout=10)
+        stop.set()
+        th.join()
+        c.check(ev and ev[2]["probe"] == "a" and ev[2]["kind"] == "load",
+                "trigger_cleared for a's load trigger: %r" % (ev and ev[2]))
 
         # filters, HEAD, unknown types
         f = SseClient(d.http_port, "?types=probe,%20verdict")
