@@ -63,6 +63,27 @@ CDF_EDGES_JS = """(() => {
   return {points: points, bad: bad, first: [u.data[0][1], u.data[1][1]]};
 })()"""
 
+# The density view of the opened probe: at x ms, bin floor(x / w)'s mass per ms (the bin
+# (i*w, (i+1)*w] drawn from its left edge to its right), 0 past the grid.
+DENSITY_JS = """(() => {
+  const p = window.dqdState.panels.get(%r);
+  const u = p && p.charts.cdf;
+  if (!u || !p.dqs || !p.density) return null;
+  const bad = [];
+  let points = 0;
+  [[1, p.dqs.observed], [2, p.dqs.calculated]].forEach(([k, q]) => {
+    if (!q) return;
+    u.data[0].forEach((xms, i) => {
+      const b = Math.floor(xms / (q.bin_width * 1e3) + 1e-6);
+      const want = b < q.pdf.length ? q.pdf[b] / (q.bin_width * 1e3) : 0;
+      points++;
+      if (Math.abs(u.data[k][i] - want) > 1e-9 * Math.max(1, want) && bad.length < 5)
+        bad.push([k, xms, u.data[k][i], want]);
+    });
+  });
+  return {points: points, bad: bad};
+})()"""
+
 
 def main(c):
     args = sys.argv[1:]
@@ -265,6 +286,9 @@ def main(c):
                     ".chart[data-kind=\"cdf\"]'); return [%d, b.dataset.drawn, b.dataset.view, "
                     "b.querySelector('.sub').textContent, document.querySelector('.panel"
                     "[data-probe=\"root\"] input.density').checked]; })()" % n0))
+        dens = browser.evaluate(DENSITY_JS % "root")
+        c.check(dens and dens["points"] > 10 and not dens["bad"],
+                "root's density spreads each bin's mass over its interval: %r" % (dens,))
         browser.evaluate("document.querySelector('.panel[data-probe=\"root\"] input.density')"
                          ".click()")
 
