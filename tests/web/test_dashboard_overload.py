@@ -8,7 +8,9 @@ and once dqd's verdict is in, show the investigation with its stage table: one r
 stage, in dqd's order, each stage's rho as dqd has it, the bottleneck's row marked, and
 the saturation rate in the line above it. Then the data link goes down (dqsim's
 --clock-link keeps simulated time going): the tree marks pipeline silent, and not once
-the data is back. No request to another host, no console error.
+the data is back. Then dqd restarts on the same port: the page says it is reconnecting,
+and is live again by itself with the new dqd's state. No request to another host, no
+console error (but the browser's failed reconnects while dqd was away).
 A screenshot of the table is kept in OUT_DIR.
 
 Usage: test_dashboard_overload.py DQD DQSIM SOURCE_DIR OUT_DIR
@@ -134,6 +136,34 @@ def main(c):
         sim.run(3)
         c.check(browser.wait_for("%s.dataset.silent === '0'" % row, timeout=15),
                 "pipeline's row is no longer silent once data returns")
+
+        # dqd goes away and comes back on the same port with the same database: the page
+        # says it is reconnecting, then reconnects by itself and fetches everything again
+        # (the new dqd's status, the investigation from the store). The browser's failed
+        # reconnects to the stream meanwhile are its only expected errors.
+        sim.stop()
+        port, old_closed = d.http_port, d.status()["windows_closed"]
+        d.stop(c, "the first dqd")
+        c.check(browser.wait_for("document.querySelector('#live').textContent === "
+                                 "'reconnecting…'", timeout=15),
+                "the page says it is reconnecting while dqd is away")
+        gap = len(watch.problems)
+        d = Dqd(dqd_bin, work, window_ms=1000, lag_ms=100, diagram=diagram, config=cfg_path,
+                extra=["--clock", "sim", "--http", "127.0.0.1:%d" % port])
+        c.eq(d.http_port, port, "the second dqd listens on the same port")
+        back = browser.wait_for(
+            "(() => { const s = window.dqdState.status; return document.querySelector("
+            "'#live').textContent === 'live' && s && s.windows_closed === 0 && !!document."
+            "querySelector('#inv-list tr[data-id=\"%d\"]') && {closed: s.windows_closed}; "
+            "})()" % inv["id"], timeout=20)
+        c.check(back, "the page is live again on the new dqd (its status: %r windows closed, "
+                "the first had %d) and lists investigation %d from the store"
+                % (back and back["closed"], old_closed, inv["id"]))
+        retries = [x for x in watch.problems[:] if "/api/v1/events" in x and
+                   "ERR_CONNECTION_REFUSED" in x]
+        watch.problems[:] = [x for x in watch.problems if x not in retries]
+        print("while dqd was away: %d failed reconnects, %d problems before it"
+              % (len(retries), gap))
 
         watch.check_clean(c, d.url)
     finally:
