@@ -543,13 +543,13 @@ double adapt__rate_latency_z(struct plan *pl, const struct probe *p) {
     return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
 }
 
-double adapt__rate_latency_zt(void) {
-    return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / 3); /* as the node check's three looks */
+double adapt__rate_latency_zt(int looks) {
+    return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / (looks > 1 ? looks : 1));
 }
 
-int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, char *why,
-                     size_t cap) {
-    double zt = adapt__rate_latency_zt();
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, int looks,
+                     char *why, size_t cap) {
+    double zt = adapt__rate_latency_zt(looks);
     double rz = adapt__rate_latency_z(pl, p);
     if (rz >= zt) {
         snprintf(why, cap, "its latency rises with its arrivals (Spearman z %.1f over its windows)",
