@@ -1287,8 +1287,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     }
     char load_why[200] = "";
     if (inv->overload || /* nothing abnormal: more traffic alone is no overload */
-        adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, 3, load_why,
-                        sizeof load_why)) {
+        adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, 3, load_why, sizeof load_why)) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
         int asked = inv->overload;
