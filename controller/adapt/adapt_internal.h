@@ -321,13 +321,17 @@ json_t *adapt__check_json(const char *node, const struct adapt_check *c);
 /* How clearly p's latency rises with its arrival rate over its windows (Spearman's rank
  * correlation of the windows' rates and means, as a z; 0 with fewer than 10 windows). */
 double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
-/* The z from which it counts (the node check's threshold). */
-double adapt__rate_latency_zt(void);
+/* The z from which it counts when the caller looks `looks` times (≥ 1) at data that
+ * grows between looks: the one-look false alarm rate (as the node check's) shared among
+ * the looks (Bonferroni; conservative, since successive looks share most windows). */
+double adapt__rate_latency_zt(int looks);
 /* 1 when p's latency went up with its load: its windows' means rise with their rates
  * (adapt__rate_latency_z), or (with a baseline in c; c may be NULL) its arrivals per
- * window rose by a fifth or more against the baseline, significantly. why: the sentence. */
-int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, char *why,
-                     size_t cap);
+ * window rose by a fifth or more against the baseline, significantly; `looks` as for
+ * adapt__rate_latency_zt (3 for a decision taken once, as the node check's three
+ * horizons; the windows a step may wait for one taken at every window). why: the sentence. */
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, int looks,
+                     char *why, size_t cap);
 /* 1 for a problem kind a load can cause, which turns into an overload investigation when
  * the latency rises with the arrivals: latency, QTA, variance (a queue stretches the
  * tail). Lost and divergence stay what they are. */

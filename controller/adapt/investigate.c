@@ -143,7 +143,7 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     inv->overload = o->overload;
     char load_why[200] = "";
     if (!inv->overload && o->trigger_id && adapt__load_shaped(o->problem) &&
-        adapt__load_rose(pl, p, &c, load_why, sizeof load_why)) {
+        adapt__load_rose(pl, p, &c, 3, load_why, sizeof load_why)) {
         inv->overload = 1;
         json_object_set_new(stats, "overload_why", json_string(load_why));
     }
@@ -1129,9 +1129,13 @@ static void search(struct plan *pl, struct investigation *inv) {
     if (!inv->overload && !inv->contributor && adapt__load_shaped((int)inv->problem)) {
         /* a latency problem that turns out to rise with the arrivals is an overload (not a
          * search that follows the largest contributor: with nothing to judge against, a
-         * look at every window would in the end find a correlation by chance) */
+         * look at every window would in the end find a correlation by chance; and a look
+         * taken at every window a step waits shares the false alarm rate among them: 1 of
+         * 480 matrix runs (fanout, erratic, after) became an overload at the one-look
+         * threshold) */
         char why[200];
-        if (adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, why, sizeof why)) {
+        if (adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL,
+                             pl->a->opt.investigation_windows, why, sizeof why)) {
             char reason[300];
             snprintf(reason, sizeof reason,
                      "%s: an overload investigation from here on (where does it saturate?)", why);
@@ -1252,7 +1256,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         set_also(inv, c);
         char load_why[200] = "";
         if (!inv->overload && adapt__load_shaped((int)inv->problem) &&
-            adapt__load_rose(pl, adapt__probe(pl->a, inv->node), c, load_why, sizeof load_why)) {
+            adapt__load_rose(pl, adapt__probe(pl->a, inv->node), c, 3, load_why, sizeof load_why)) {
             inv->overload = 1; /* its latency rose with its load: where does it saturate? */
         }
         char reason[900];
@@ -1283,7 +1287,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     }
     char load_why[200] = "";
     if (inv->overload || /* nothing abnormal: more traffic alone is no overload */
-        adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, load_why, sizeof load_why)) {
+        adapt__load_rose(pl, adapt__probe(pl->a, inv->node), NULL, 3, load_why, sizeof load_why)) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
         int asked = inv->overload;

@@ -209,36 +209,65 @@ static double binomial_tail(int n, int k, double q) {
  * all, the count now is binomial with the share of instances now: an exact test that
  * also carries the baseline's own uncertainty about its tail.
  */
-static void check_tail(const struct node_stats *r, const struct node_stats *b,
-                       struct adapt_check *c) {
+/* One level of the tail check: the share of instances beyond the baseline's q point
+ * (moved with the median), now against before, as a binomial z; 0 when it cannot tell.
+ * *pr, *pb, *at: the shares and the point (s), for the sentence. */
+static double tail_z(const struct node_stats *r, const struct node_stats *b, double q, double *pr,
+                     double *pb, double *at, double *moved) {
     double tb = dq_tangible(b->obs), tr = dq_tangible(r->obs);
     double t, mb, mr;
-    if (!(tb > 0.0) || !(tr > 0.0) || dq_quantile(b->obs, 0.999 * tb, &t) != DQ_OK ||
+    if (!(tb > 0.0) || !(tr > 0.0) || dq_quantile(b->obs, q * tb, &t) != DQ_OK ||
         dq_quantile(b->obs, 0.5 * tb, &mb) != DQ_OK ||
         dq_quantile(r->obs, 0.5 * tr, &mr) != DQ_OK) {
-        return;
+        return 0.0;
     }
-    /* the same point moved with the median: a node that is slower as a whole is a
-     * latency problem, not a tail one */
-    /* moved with the median, as a shift or as a change of scale, whichever moves it more:
-     * a node slower as a whole (a shift) or stretched (a queue) is not a tail problem */
+    /* the point moved with the median, as a shift or as a change of scale, whichever moves
+     * it more: a node slower as a whole (a shift) or stretched (a queue) is not a tail
+     * problem */
     double shift = mr > mb ? mr - mb : 0.0;
     double scaled = mb > 0.0 && mr > mb ? t * (mr / mb) - t : 0.0;
     shift = scaled > shift ? scaled : shift;
     double nb = (double)b->s.n_ok, nr = (double)r->s.n_ok;
-    double pb = (tb - dq_cdf_at(b->obs, t)) / tb;
-    double pr = (tr - dq_cdf_at(r->obs, t + shift)) / tr;
-    int kb = (int)floor(pb * nb + 0.5), kr = (int)floor(pr * nr + 0.5);
-    if (kr < 1 || !(pr > 2.0 * pb) || kb + kr > 1000000) {
-        return;
+    *pb = (tb - dq_cdf_at(b->obs, t)) / tb;
+    *pr = (tr - dq_cdf_at(r->obs, t + shift)) / tr;
+    *at = t + shift;
+    *moved = shift;
+    int kb = (int)floor(*pb * nb + 0.5), kr = (int)floor(*pr * nr + 0.5);
+    if (kr < 1 || !(*pr > 2.0 * *pb) || kb + kr > 1000000) {
+        return 0.0;
     }
-    double z = z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
-    if (z >= c->zt) {
-        add_problem(c, SEARCH_VARIANCE, z,
-                    "%.2g %% of instances beyond %.3g ms (the baseline's 99.9 %% point%s) "
+    return z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
+}
+
+/*
+ * The tail: rare, very slow instances, counted beyond two points of the baseline, its
+ * 99.9 % and (when the baseline holds ten thousand instances or more, so that the point
+ * rests on a few of them) its 99.99 % point. A rare pass ten or a hundred times slower
+ * than usual shows beyond both, but beyond the farther one against almost nothing: in
+ * the diagnosis matrix, an erratic step on the choice's miss path (one request in about
+ * 500 slowed) put 0.17–0.25 % of the root's instances beyond its 99.99 % point against
+ * 0.008 % before, while the 99.9 % point alone missed it in 4 of 40 runs. Two levels are
+ * two looks: each at the threshold that keeps their joint false alarms at one's.
+ */
+static void check_tail(const struct node_stats *r, const struct node_stats *b,
+                       struct adapt_check *c) {
+    static const double levels[] = {0.999, 0.9999};
+    const int n_levels = b->s.n_ok >= 10000 ? 2 : 1;
+    double zt = z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / n_levels);
+    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0;
+    for (int k = 0; k < n_levels; k++) {
+        double pr = 0, pb = 0, at = 0, moved = 0;
+        double z = tail_z(r, b, levels[k], &pr, &pb, &at, &moved);
+        if (z > best) {
+            best = z, bpr = pr, bpb = pb, bat = at, bmoved = moved, bq = levels[k];
+        }
+    }
+    if (best >= zt) {
+        add_problem(c, SEARCH_VARIANCE, best,
+                    "%.2g %% of instances beyond %.3g ms (the baseline's %.4g %% point%s) "
                     "against %.2g %% before: rare, very slow passes",
-                    100.0 * pr, (t + shift) * 1e3, shift > 0 ? ", moved with the median" : "",
-                    100.0 * pb);
+                    100.0 * bpr, bat * 1e3, 100.0 * bq, bmoved > 0 ? ", moved with the median" : "",
+                    100.0 * bpb);
     }
 }
 
@@ -543,13 +572,13 @@ double adapt__rate_latency_z(struct plan *pl, const struct probe *p) {
     return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
 }
 
-double adapt__rate_latency_zt(void) {
-    return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / 3); /* as the node check's three looks */
+double adapt__rate_latency_zt(int looks) {
+    return z_of_p(0.5 * erfc(ADAPT_Z / sqrt(2.0)) / (looks > 1 ? looks : 1));
 }
 
-int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, char *why,
-                     size_t cap) {
-    double zt = adapt__rate_latency_zt();
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, int looks,
+                     char *why, size_t cap) {
+    double zt = adapt__rate_latency_zt(looks);
     double rz = adapt__rate_latency_z(pl, p);
     if (rz >= zt) {
         snprintf(why, cap, "its latency rises with its arrivals (Spearman z %.1f over its windows)",
