@@ -17,19 +17,27 @@ DESTDIR ?=
 
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
 # which the integration tests run on /metrics; systemd for systemd-analyze, which the
-# install test runs on the unit; git for the wrapper's rebar3 dependency test).
+# install test runs on the unit; git for the wrapper's rebar3 dependency test; chromium for
+# the dashboard's browser test, tests/web, driven over its DevTools port).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus systemd git
+	curl procps python3 prometheus systemd git chromium
+
+# Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
+# controller/web/package-lock.json; the build installs it into the build folder). Debian's
+# are installed only when the machine has no node or no npm: with a Node.js installed
+# another way, Debian's npm would conflict with it.
+NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+	|| echo nodejs npm)
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
-	fuzz-build demo matrix install clean
+	fuzz-build demo matrix install clean bench-web docs-screenshot
 
 all: build
 
 deps:
-	@./tools/install-deps $(DEB_PACKAGES)
+	@./tools/install-deps $(DEB_PACKAGES) $(NODE_PACKAGES)
 
 # Builds print one line unless they fail (tools/quiet shows the whole log then).
 build: deps
@@ -82,6 +90,18 @@ test: format-check deps-check test-c test-asan fuzz-smoke test-erl
 
 bench: build
 	@./tools/run-bench $(BUILD)
+
+# The dashboard's main-thread time per live update, 200 probes open, in headless Chromium
+# (docs/PERFORMANCE.md, "Dashboard"); also run by `make bench`.
+bench-web: build
+	@python3 tests/web/bench_dashboard.py $(BUILD)/controller/dqd $(BUILD)/scenarios/sim/dqsim \
+		$(BUILD)/bench-web
+
+# docs/dashboard.png, the tutorial's picture, made by the dashboard's browser test.
+docs-screenshot: build
+	@python3 tests/web/test_dashboard.py $(BUILD)/controller/dqd $(BUILD)/controller/dqctl \
+		$(BUILD)/scenarios/sim/dqsim scenarios/tree27.dq $(BUILD)/tests/web/artifacts \
+		--docs-screenshot docs/dashboard.png
 
 demo: build
 	@./tools/demo $(BUILD)

@@ -1,8 +1,9 @@
 /*
  * dqd.c: the daemon, wired together. It owns nothing but the wiring: a clock (the wall
  * clock, or simulated time moved by a simulator's `clock;NS` lines), the store, the core,
- * the adaptive loop, the webhooks, the TCP ingest source, the HTTP server with the API,
- * the timer that closes windows, and the order in which all of it starts and stops.
+ * the adaptive loop, the webhooks, the TCP ingest source, the HTTP server with the API
+ * and the dashboard, the live event hub, the timer that closes windows, and the order in
+ * which all of it starts and stops.
  * Each piece is a module of its own under controller/ (docs/architecture.md).
  */
 #include "dqd.h"
@@ -16,6 +17,7 @@
 #include "api.h"
 #include "clock.h"
 #include "core.h"
+#include "events.h"
 #include "http.h"
 #include "ingest.h"
 #include "log.h"
@@ -33,6 +35,7 @@ struct dqd {
     struct core *core;
     struct adapt *adapt;
     struct webhooks *webhooks;
+    struct events *events; /* live events (GET /api/v1/events) */
     struct ingest_source *ingest;
     int ingest_registered;
     struct api *api;
@@ -49,9 +52,20 @@ struct dqd {
 
 /* ---- windows ---------------------------------------------------------------------------- */
 
-/* Closes the windows due now; the adaptive loop decides on each. */
+/* One window closed: the adaptive loop decides on it, then the live clients hear of it. */
+static void on_window(void *ctx, int64_t wid) {
+    struct dqd *d = ctx;
+    if (d->adapt) {
+        adapt_window(d->adapt, wid);
+    }
+    if (d->api && events_wanted(d->events, EVENTS_WINDOW)) {
+        events_publish(d->events, EVENTS_WINDOW, api_window_event(d->api, wid));
+    }
+}
+
+/* Closes the windows due now. */
 static void close_due(struct dqd *d) {
-    core_close_due(d->core, clock_now(&d->clock), d->adapt ? adapt_window : NULL, d->adapt);
+    core_close_due(d->core, clock_now(&d->clock), on_window, d);
     core_prune_if_due(d->core);
 }
 
@@ -79,13 +93,31 @@ static void on_sim_clock(void *ctx, int64_t ns) {
 
 /* ---- events ------------------------------------------------------------------------------ */
 
-/* The adaptive loop's event sink: its events go to the webhooks subscribed to them. */
+/* The adaptive loop's event sink: its events go to the live clients, and all but the
+ * hypotheses to the webhooks subscribed to them. */
 static void on_event(void *ctx, const char *event, json_t *payload) {
     struct dqd *d = ctx;
+    int type = events_type_of(event);
+    if (type >= 0 && payload) {
+        events_publish(d->events, (enum events_type)type, json_incref(payload));
+    }
+    if (strcmp(event, "hypothesis") == 0) {
+        json_decref(payload);
+        return;
+    }
     unsigned bit = strcmp(event, "trigger_fired") == 0     ? DQD_EVENT_TRIGGER_FIRED
                    : strcmp(event, "trigger_cleared") == 0 ? DQD_EVENT_TRIGGER_CLEARED
                                                            : DQD_EVENT_VERDICT;
     webhooks_emit(d->webhooks, bit, event, payload);
+}
+
+/* The core changed a probe (or loaded a diagram): the live clients hear of it. */
+static void on_probe_change(void *ctx, const struct probe *p, const char *what) {
+    struct dqd *d = ctx;
+    enum events_type type = p ? EVENTS_PROBE : EVENTS_DIAGRAM;
+    if (d->api && events_wanted(d->events, type)) {
+        events_publish(d->events, type, api_probe_event(d->api, p, what));
+    }
 }
 
 /* ---- shutdown ------------------------------------------------------------------------------ */
@@ -107,6 +139,7 @@ static void finish_if_done(struct dqd *d) {
         return;
     }
     api_destroy(d->api);
+    events_destroy(d->events);
     adapt_destroy(d->adapt);
     core_destroy(d->core);
     close_store(d);
@@ -151,6 +184,13 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         d->pending_closes++;
         webhooks_close(d->webhooks, on_part_closed, d);
         d->webhooks = NULL;
+    }
+    if (d->events) {
+        d->pending_closes++;
+        events_close(d->events, on_part_closed, d); /* freed once the HTTP server closed */
+    }
+    if (d->core) {
+        core_set_observer(d->core, NULL, NULL);
     }
     if (d->ingest) {
         if (d->ingest_registered) {
@@ -238,7 +278,8 @@ static int start_ingest(struct dqd *d) {
 }
 
 static int start_http(struct dqd *d) {
-    struct api_env env = {.core = d->core, .adapt = d->adapt, .store = d->store};
+    struct api_env env = {
+        .core = d->core, .adapt = d->adapt, .store = d->store, .events = d->events};
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
                              .api_token = d->opt.api_token,
@@ -264,6 +305,7 @@ static int start_http(struct dqd *d) {
         }
     }
     if (!rc) {
+        core_set_observer(d->core, on_probe_change, d);
         d->http_port = http_server_port(d->http);
         api_set_addresses(d->api, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest),
                           d->http_host, d->http_port);
@@ -329,6 +371,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     if (!rc) {
         rc = webhooks_create(loop, o->webhooks, o->n_webhooks, o->webhook_queue, o->webhook_retries,
                              o->webhook_timeout_ms, &d->webhooks);
+    }
+    if (!rc) {
+        rc = events_create(loop, NULL, &d->events);
     }
     if (!rc) {
         rc = create_adapt(d);

@@ -42,9 +42,11 @@ struct adapt_env {
     struct core *core;         /* the windows it reads; probe changes go through it */
     struct store *store;       /* the hypothesis log */
     const struct clock *clock; /* the only time it reads */
-    /* The event sink (webhooks): takes the reference to payload. NULL: events are
-     * dropped. Events: "trigger_fired", "trigger_cleared", "verdict", "probe_silent",
-     * "probe_data_returned". */
+    /* The event sink (webhooks, live events): takes the reference to payload (which may
+     * be NULL when it could not be built). NULL: events are dropped. Events:
+     * "trigger_fired", "trigger_cleared", "verdict", "probe_silent",
+     * "probe_data_returned", and "hypothesis" for every step recorded ({"investigation",
+     * "id", "parent", "node", "kind", "action", "probes", "reason", "verdict"}). */
     void (*emit)(void *ctx, const char *event, json_t *payload);
     void *emit_ctx;
 };

@@ -566,6 +566,24 @@ static void patch_state(struct plan *pl) {
     }
 }
 
+/* A recorded hypothesis as an event: its ids, node, action, probes and reason. */
+static json_t *hyp_event(struct plan *pl, const struct effect *e) {
+    json_error_t err;
+    json_t *probes = e->s[3] ? json_loads(e->s[3], 0, &err) : NULL;
+    json_t *stats = e->s[4] ? json_loads(e->s[4], 0, &err) : NULL;
+    json_t *reason = json_object_get(stats, "reason");
+    int64_t parent = resolve(pl, e->ref2);
+    json_t *ev = json_pack("{s:I,s:I,s:o,s:s?,s:s?,s:s?,s:o,s:O?,s:s?}", "investigation",
+                           (json_int_t)resolve(pl, e->ref), "id", (json_int_t)resolve(pl, e->id),
+                           "parent", parent > 0 ? json_integer(parent) : json_null(), "node",
+                           e->s[0], "kind", e->s[1], "action", e->s[2], "probes",
+                           json_is_array(probes) ? json_incref(probes) : json_array(), "reason",
+                           json_is_string(reason) ? reason : NULL, "verdict", e->s[5]);
+    json_decref(probes);
+    json_decref(stats);
+    return ev;
+}
+
 void adapt__plan_act(struct plan *pl) {
     struct adapt *a = pl->a;
     a->tracked = pl->track ? resolve(pl, pl->track) : 0;
@@ -594,6 +612,11 @@ void adapt__plan_act(struct plan *pl) {
                 json_decref(e->payload);
             }
             e->payload = NULL;
+            break;
+        case FX_HYP:
+            if (a->env.emit) {
+                a->env.emit(a->env.emit_ctx, "hypothesis", hyp_event(pl, e));
+            }
             break;
         case FX_INV_CLOSE:
             adapt__count_verdict(a, e->s[0]);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "web.h"
 
 #define API_PREFIX "/api/v1/"
 
@@ -21,10 +22,9 @@ static json_t *num_or_null(double v) {
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *window_json(const struct api *api, const struct probe_window *w) {
-    if (!w) {
-        return json_null();
-    }
+/* A closed window's counts and observed quantiles: {n, ok, fa, to, mean, p50, p95, p99,
+ * lost}, the last five null when there is nothing to say. */
+static json_t *window_stats(const struct probe_window *w) {
     const struct dq *q = w->observed;
     double t50 = NAN, t95 = NAN, t99 = NAN, t;
     if (q && dq_quantile(q, 0.5, &t) == DQ_OK) {
@@ -36,14 +36,24 @@ static json_t *window_json(const struct api *api, const struct probe_window *w) 
     if (q && dq_quantile(q, 0.99, &t) == DQ_OK) {
         t99 = t;
     }
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)(w->ok + w->out + w->fa + w->to),
+        "ok", (json_int_t)(w->ok + w->out), "fa", (json_int_t)w->fa, "to", (json_int_t)w->to,
+        "mean", w->ok ? json_real(w->mean) : json_null(), "p50", num_or_null(t50), "p95",
+        num_or_null(t95), "p99", num_or_null(t99), "lost", q ? json_real(dq_lost(q)) : json_null());
+}
+
+static json_t *window_json(const struct api *api, const struct probe_window *w) {
+    if (!w) {
+        return json_null();
+    }
     int64_t window_ns = core_window_ns(api->env.core);
     double start = (double)(w->wid * window_ns) * 1e-9;
-    return json_pack(
-        "{s:f,s:f,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "start", start, "end",
-        start + (double)window_ns * 1e-9, "n", (json_int_t)(w->ok + w->out + w->fa + w->to), "ok",
-        (json_int_t)(w->ok + w->out), "fa", (json_int_t)w->fa, "to", (json_int_t)w->to, "mean",
-        w->ok ? json_real(w->mean) : json_null(), "p50", num_or_null(t50), "p95", num_or_null(t95),
-        "p99", num_or_null(t99), "lost", q ? json_real(dq_lost(q)) : json_null());
+    json_t *o = json_pack("{s:f,s:f}", "start", start, "end", start + (double)window_ns * 1e-9);
+    json_t *st = window_stats(w);
+    json_object_update(o, st);
+    json_decref(st);
+    return o;
 }
 
 /* The newest ring entry of p that has an observed ΔQ. */
@@ -206,6 +216,17 @@ static void status_link(void *ctx, const struct core_link_info *li) {
                                     (json_int_t)li->dropped_by_wrapper));
 }
 
+static int http_is_loopback(const struct api *api);
+
+/* The live event hub's counters: {"clients", "connects", "dropped", "published"}. */
+static json_t *events_json(const struct events *ev) {
+    struct events_stats st;
+    events_get_stats(ev, &st);
+    return json_pack("{s:I,s:I,s:I,s:I}", "clients", (json_int_t)st.clients, "connects",
+                     (json_int_t)st.connects, "dropped", (json_int_t)st.dropped, "published",
+                     (json_int_t)st.published);
+}
+
 static void get_status(struct api *api, struct http_response *res) {
     struct core *core = api->env.core;
     struct core_stats cs;
@@ -257,6 +278,20 @@ static void get_status(struct api *api, struct http_response *res) {
                          down_label);
     }
     json_object_set_new(data, "last_wrapper_down", down);
+    /* what a change (PUT, POST, DELETE) needs: nothing, the token, or nothing can do it */
+    json_object_set_new(data, "changes",
+                        json_string(api->api_token[0]       ? "token"
+                                    : http_is_loopback(api) ? "open"
+                                                            : "refused"));
+    json_object_set_new(data, "events",
+                        api->env.events ? events_json(api->env.events) : json_null());
+    int64_t last = core_last_closed(core);
+    double last_start = (double)(last * core_window_ns(core)) * 1e-9;
+    json_object_set_new(data, "last_window",
+                        last < 0 ? json_null()
+                                 : json_pack("{s:I,s:f,s:f}", "wid", (json_int_t)last, "start",
+                                             last_start, "end",
+                                             last_start + (double)core_window_ns(core) * 1e-9));
     json_object_set_new(data, "connections_reset", json_integer((json_int_t)ss.connections_reset));
     json_object_set_new(data, "reset_written_bytes",
                         json_integer((json_int_t)ss.reset_written_bytes));
@@ -329,6 +364,82 @@ static void get_probe_dq(struct api *api, struct probe *p, const struct http_req
     /* cdf[i] is P(delay ≤ (i+1)·bin_width); cdf[i − lag] a lower bound of it (docs/engine.md) */
     json_object_set_new(data, "lag", json_integer(q->lag));
     http_reply_data(res, data);
+}
+
+static json_t *diagram_json(struct api *api);
+
+static const struct probe_window *latest_of(struct probe *p, int calculated);
+
+/* One ΔQ for the dashboard (GET …/dqs): its window, grid, pdf, lost, mean and quantiles,
+ * and for an observed one the window's counts; null without one. */
+static json_t *dq_brief(struct api *api, const struct probe_window *w, int calculated) {
+    if (!w) {
+        return json_null();
+    }
+    const struct dq *q = calculated ? w->calculated : w->observed;
+    int64_t window_ns = core_window_ns(api->env.core);
+    double start = (double)(w->wid * window_ns) * 1e-9;
+    struct dq_moments m;
+    int have_m = dq_moments(q, &m) == DQ_OK;
+    json_t *o = json_pack("{s:I,s:f,s:f,s:f,s:i,s:o,s:f,s:o,s:o}", "wid", (json_int_t)w->wid,
+                          "start", start, "end", start + (double)window_ns * 1e-9, "bin_width",
+                          q->width, "bins", q->n, "pdf", pdf_array(q), "lost", dq_lost(q), "mean",
+                          have_m ? json_real(m.mean) : json_null(), "quantiles", quantiles_json(q));
+    /* cdf[i] is P(delay ≤ (i+1)·bin_width); cdf[i − lag] a lower bound of it */
+    json_object_set_new(o, "lag", json_integer(q->lag));
+    if (!calculated) {
+        json_object_set_new(o, "n", json_integer((json_int_t)(w->ok + w->out + w->fa + w->to)));
+    }
+    return o;
+}
+
+/* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first. */
+static void get_probe_windows(struct api *api, struct probe *p, struct http_response *res) {
+    struct probe_table *t = core_probes(api->env.core);
+    json_t *a = json_array();
+    for (int b = p->ring_len - 1; b >= 0; b--) {
+        const struct probe_window *w = probes_ring_get(p, b);
+        json_t *o = window_json(api, w);
+        json_object_set_new(o, "wid", json_integer(w->wid));
+        json_object_set_new(o, "no_data", json_boolean(probes_no_data(p, w->wid)));
+        json_array_append_new(a, o);
+    }
+    http_reply_data(res, json_pack("{s:s,s:f,s:i,s:o}", "probe", p->name, "window_s",
+                                   (double)t->window_ns * 1e-9, "ring", t->ring_cap, "windows", a));
+}
+
+json_t *api_window_event(struct api *api, int64_t wid) {
+    struct probe_table *t = core_probes(api->env.core);
+    json_t *a = json_array();
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        const struct probe_window *w = probes_ring_find(p, wid);
+        int no_data = p->enabled && probes_no_data(p, wid);
+        if (!w || (!w->observed && !no_data)) {
+            continue;
+        }
+        json_t *o = json_pack("{s:s}", "name", p->name);
+        json_t *st = window_stats(w);
+        json_object_update(o, st);
+        json_decref(st);
+        json_object_set_new(o, "no_data", json_boolean(no_data));
+        json_array_append_new(a, o);
+    }
+    double start = (double)(wid * t->window_ns) * 1e-9;
+    return json_pack("{s:I,s:f,s:f,s:o}", "wid", (json_int_t)wid, "start", start, "end",
+                     start + (double)t->window_ns * 1e-9, "probes", a);
+}
+
+json_t *api_probe_event(struct api *api, const struct probe *p, const char *change) {
+    if (!p) {
+        return json_pack("{s:s,s:o}", "change", change, "diagram", diagram_json(api));
+    }
+    json_t *summary = json_null();
+    if (strcmp(change, "delete") != 0) {
+        summary = probe_summary(api, (struct probe *)p);
+        add_family(api, (struct probe *)p, summary);
+    }
+    return json_pack("{s:s,s:s,s:o}", "probe", p->name, "change", change, "summary", summary);
 }
 
 /* A QTA point past the probe's dMax cannot be met by instances (those past dMax time out):
@@ -522,12 +633,29 @@ static void delete_probe(struct api *api, const char *name, const struct http_re
                                    "note", note[0] ? json_string(note) : json_null()));
 }
 
-static void diagram_reply(struct api *api, struct http_response *res) {
+/* {"node": ["child", …]} for every named node: the tree the dashboard draws (the children
+ * are the nearest named nodes below, as in GET /api/v1/probes/NAME). */
+static json_t *diagram_children(const struct dq_diagram *g) {
+    json_t *o = json_object();
+    for (size_t j = 0; j < dq_diagram_probe_count(g); j++) {
+        int i = dq_diagram_probe(g, j);
+        int kids[256];
+        size_t n = dq_diagram_probe_children(g, i, kids, 256);
+        json_t *a = json_array();
+        for (size_t k = 0; k < n && k < 256; k++) {
+            json_array_append_new(a, json_string(dq_diagram_node(g, kids[k])->name));
+        }
+        json_object_set_new(o, dq_diagram_node(g, i)->name, a);
+    }
+    return o;
+}
+
+/* The diagram as GET /api/v1/diagram answers it (a new reference). */
+static json_t *diagram_json(struct api *api) {
     struct core *core = api->env.core;
     const struct dq_diagram *g = core_diagram(core);
     if (!g) {
-        http_reply_data(res, json_pack("{s:n,s:n,s:[],s:[]}", "path", "text", "roots", "probes"));
-        return;
+        return json_pack("{s:n,s:n,s:[],s:[],s:{}}", "path", "text", "roots", "probes", "children");
     }
     json_t *roots = json_array(), *probes = json_array();
     for (size_t j = 0; j < dq_diagram_root_count(g); j++) {
@@ -538,9 +666,14 @@ static void diagram_reply(struct api *api, struct http_response *res) {
                               json_string(dq_diagram_node(g, dq_diagram_probe(g, j))->name));
     }
     const char *path = core_diagram_path(core);
-    http_reply_data(res, json_pack("{s:o,s:s,s:o,s:o}", "path",
-                                   path[0] ? json_string(path) : json_null(), "text",
-                                   core_diagram_text(core), "roots", roots, "probes", probes));
+    json_t *data = json_pack("{s:o,s:s,s:o,s:o}", "path", path[0] ? json_string(path) : json_null(),
+                             "text", core_diagram_text(core), "roots", roots, "probes", probes);
+    json_object_set_new(data, "children", diagram_children(g));
+    return data;
+}
+
+static void diagram_reply(struct api *api, struct http_response *res) {
+    http_reply_data(res, diagram_json(api));
 }
 
 static void wrapper_run(struct api *api, int run, struct http_response *res) {
@@ -848,7 +981,8 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
     }
     memcpy(name, rest, len);
     name[len] = '\0';
-    if (slash && strcmp(slash, "/dq") != 0) {
+    if (slash && strcmp(slash, "/dq") != 0 && strcmp(slash, "/windows") != 0 &&
+        strcmp(slash, "/dqs") != 0) {
         http_reply_error(res, 404, "not_found", "no such route: %s", req->path);
         return;
     }
@@ -869,6 +1003,16 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
         http_reply_error(res, 404, "not_found", "no probe named \"%s\"", name);
         return;
     }
+    if (slash && strcmp(slash, "/windows") == 0) {
+        get_probe_windows(api, p, res);
+        return;
+    }
+    if (slash && strcmp(slash, "/dqs") == 0) {
+        http_reply_data(res, json_pack("{s:s,s:o,s:o}", "probe", p->name, "observed",
+                                       dq_brief(api, latest_of(p, 0), 0), "calculated",
+                                       dq_brief(api, latest_of(p, 1), 1)));
+        return;
+    }
     if (slash) {
         get_probe_dq(api, p, req, res);
         return;
@@ -876,6 +1020,42 @@ static void probe_routes(struct api *api, const char *rest, const struct http_re
     json_t *data = probe_summary(api, p);
     add_family(api, p, data);
     http_reply_data(res, data);
+}
+
+/*
+ * GET / and /assets/…: the dashboard's embedded files. Each has an ETag (a changed dqd
+ * serves changed files) and must be revalidated (no-cache): If-None-Match gets a 304. The
+ * page may load nothing but dqd's own files and talk to nothing but dqd: its
+ * Content-Security-Policy says so to the browser.
+ */
+static void web_route(const struct http_request *req, struct http_response *res) {
+    if (!api__is_read(req)) {
+        api__method_not_allowed(req, res, "GET, HEAD");
+        return;
+    }
+    const struct web_asset *a = web_find(req->path);
+    if (!a) {
+        http_reply_error(res, 404, "not_found", "no such file: %s", req->path);
+        return;
+    }
+    const char *inm = http_request_header(req, "If-None-Match");
+    if (inm && strcmp(inm, a->etag) == 0) {
+        http_response_clear(res);
+        res->status = 304;
+    } else {
+        http_reply_text(res, 200, a->content_type, (const char *)a->data, a->len);
+    }
+    http_response_add_header(res, "ETag", a->etag);
+    http_response_add_header(res, "Cache-Control", "no-cache");
+    http_response_add_header(res, "X-Content-Type-Options", "nosniff");
+    if (strcmp(a->path, "/") == 0) {
+        http_response_add_header(res, "Content-Security-Policy",
+                                 "default-src 'none'; script-src 'self'; style-src 'self'; "
+                                 "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+                                 "form-action 'none'; frame-ancestors 'none'");
+        http_response_add_header(res, "Referrer-Policy", "no-referrer");
+        http_response_add_header(res, "X-Frame-Options", "DENY");
+    }
 }
 
 /* 1 when the HTTP API listens on a loopback address only. */
@@ -937,6 +1117,10 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         metrics(api, res);
         return;
     }
+    if (strcmp(path, "/") == 0 || strncmp(path, "/assets/", 8) == 0) {
+        web_route(req, res);
+        return;
+    }
     if (strncmp(path, API_PREFIX, strlen(API_PREFIX)) != 0) {
         http_reply_error(res, 404, "not_found", "no such route: %s (the API is under /api/v1/)",
                          path);
@@ -946,7 +1130,13 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
     if (api__log_route(api, r, req, res)) {
         return;
     }
-    if (strcmp(r, "status") == 0) {
+    if (strcmp(r, "events") == 0 && api->env.events) {
+        if (api__is_read(req)) {
+            events_subscribe(api->env.events, req, res);
+        } else {
+            api__method_not_allowed(req, res, "GET, HEAD");
+        }
+    } else if (strcmp(r, "status") == 0) {
         api__is_read(req) ? get_status(api, res) : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strcmp(r, "probes") == 0) {
         api__is_read(req) ? get_probes(api, res) : api__method_not_allowed(req, res, "GET, HEAD");

@@ -6,7 +6,9 @@
  * through the core, which records it and hands its command to the sources).
  *
  * Changes (anything but GET and HEAD) need the api_token when one is set, and are refused
- * when the API listens beyond loopback without one.
+ * when the API listens beyond loopback without one. GET / and /assets/… serve the
+ * dashboard's embedded files (web.h); GET /api/v1/events is the live event stream
+ * (events.h).
  */
 #ifndef DQ_API_H
 #define DQ_API_H
@@ -15,6 +17,7 @@
 
 #include "adapt.h"
 #include "core.h"
+#include "events.h"
 #include "http.h"
 #include "store.h"
 
@@ -25,6 +28,7 @@ struct api_env {
     struct core *core;
     struct adapt *adapt;
     struct store *store;
+    struct events *events; /* GET /api/v1/events; NULL: that route answers 404 */
 };
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */
@@ -46,6 +50,21 @@ void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port
 
 /* Frees the API. NULL is a no-op. */
 void api_destroy(struct api *api);
+
+/*
+ * The payload of a `window` event once window wid closed (a new reference): {"wid",
+ * "start", "end", "probes": [{"name", "n", "ok", "fa", "to", "mean", "p50", "p95", "p99",
+ * "lost", "no_data"}]}, one entry per probe with something to say about that window (an
+ * observed ΔQ, or no data while enabled), as `last_window` in GET /api/v1/probes.
+ */
+json_t *api_window_event(struct api *api, int64_t wid);
+
+/*
+ * The payload of a `probe` event (a new reference): {"probe", "change", "summary"} with
+ * the probe's summary as GET /api/v1/probes/NAME answers it (null for "delete"); for
+ * p NULL (change "diagram"): the diagram as GET /api/v1/diagram answers it.
+ */
+json_t *api_probe_event(struct api *api, const struct probe *p, const char *change);
 
 /* The request handler (http_handler_fn; ctx is the struct api). */
 void api_handle(void *ctx, const struct http_request *req, struct http_response *res);

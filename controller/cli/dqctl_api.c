@@ -131,6 +131,9 @@ static const struct {
     {"--abort", DQCTL_OPT_ABORT, 1},
     {"--overload", DQCTL_OPT_OVERLOAD, 0},
     {"--create", DQCTL_OPT_CREATE, 0},
+    {"--types", DQCTL_OPT_WATCH, 1},
+    {"--count", DQCTL_OPT_WATCH, 1},
+    {"--for", DQCTL_OPT_WATCH, 1},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -176,6 +179,12 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->overload = 1;
     } else if (strcmp(name, "--create") == 0) {
         o->create = 1;
+    } else if (strcmp(name, "--types") == 0) {
+        o->types = value;
+    } else if (strcmp(name, "--count") == 0) {
+        o->count = value;
+    } else if (strcmp(name, "--for") == 0) {
+        o->for_ = value;
     }
 }
 

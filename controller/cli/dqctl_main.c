@@ -11,6 +11,7 @@
 #include "dqctl.h"
 #include "dqctl_api.h"
 #include "dqctl_log.h"
+#include "dqctl_watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,8 @@ static const struct dqctl_command commands[] = {
     {"snapshot", "one snapshot's ΔQs: table, --csv or --json", dqctl_snapshot_main, 0},
     {"trigger", "set a probe's trigger: trigger PROBE KIND --threshold X …", dqctl_trigger_main, 0},
     {"triggers", "the triggers and their state; exit 1 if one is fired", dqctl_triggers_main, 0},
+    {"watch", "dqd's live events as lines: windows, probes, triggers, steps, verdicts",
+     dqctl_watch_main, 0},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

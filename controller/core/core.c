@@ -55,11 +55,25 @@ struct core {
     char link_down_label[CORE_LABEL_MAX + 96];
     struct core_peer peers[CORE_MAX_PEERS]; /* protocol errors of links gone, per peer */
     size_t n_peers;
+    /* told of changes to probes (core_set_observer) */
+    core_observer_fn observer;
+    void *observer_ctx;
     /* auto-ranging */
     int (*range_veto)(void *ctx, const struct probe *p);
     void *range_veto_ctx;
     struct core_range_stats range;
 };
+
+void core_set_observer(struct core *c, core_observer_fn fn, void *ctx) {
+    c->observer = fn;
+    c->observer_ctx = ctx;
+}
+
+static void tell(struct core *c, const struct probe *p, const char *what) {
+    if (c->observer) {
+        c->observer(c->observer_ctx, p, what);
+    }
+}
 
 /* ---- create / destroy --------------------------------------------------------------------- */
 
@@ -232,13 +246,15 @@ static void sync_node_grid(struct core *c, const struct probe *p) {
     }
 }
 
-/* A dMax change; `pin`: a person's (the probe stops auto-ranging). */
-static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int pin) {
+/* A dMax change; `person`: a person's (the probe stops auto-ranging, the observer is told;
+   a change applied by core_change_apply tells it once, at its end). */
+static int set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int person) {
     int rc = probes_set_dmax(&c->probes, p, dmax_ms, bins);
     if (rc == DQ_OK) {
         sync_node_grid(c, p);
-        if (pin) {
+        if (person) {
             p->auto_range = 0;
+            tell(c, p, "dmax");
         }
     }
     return rc;
@@ -306,7 +322,9 @@ int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta) {
     if (qta) {
         p->qta = *qta;
     }
-    return core_save_probe(c, p);
+    int rc = core_save_probe(c, p);
+    tell(c, p, "qta");
+    return rc;
 }
 
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
@@ -402,6 +420,7 @@ static int load_diagram(struct core *c, const char *text, size_t len, const char
         const struct dq_diagram_error *w = dq_diagram_warning(g, j);
         LOG(LOG_WARN, "diagram %s:%d:%d: %s", path ? path : "", w->line, w->column, w->text);
     }
+    tell(c, NULL, "diagram");
     return DQ_OK;
 }
 
@@ -1155,6 +1174,12 @@ int core_change_apply(struct core *c, struct core_change *ch) {
         LOG(LOG_INFO, "probe %s %s (dMax %g ms), sent to %d wrapper(s)", ch->probe->name,
             ch->kind == CORE_ENABLE ? "enabled" : "disabled", ch->probe->dmax_ms, sent);
     }
+    if (ch->probe) {
+        tell(c, ch->probe,
+             ch->kind == CORE_ENABLE    ? "enable"
+             : ch->kind == CORE_DISABLE ? "disable"
+                                        : "dmax");
+    }
     return sent;
 }
 
@@ -1217,6 +1242,7 @@ int core_delete_probe(struct core *c, struct probe *p, json_t *report) {
         return dq_fail(DQ_ESTORE, "store: deleting probe %s: %s", p->name, dq_last_error());
     }
     LOG(LOG_INFO, "probe %s deleted", p->name);
+    tell(c, p, "delete");
     return probes_remove(&c->probes, p);
 }
 

@@ -835,6 +835,21 @@ int core_configure_probe(struct core *c, const char *name, double dmax_ms, int b
  */
 int core_delete_probe(struct core *c, struct probe *p, json_t *report);
 
+/* ---- who is told of changes ------------------------------------------------------------ */
+
+/*
+ * Told of every change to a probe's settings once it is made in memory: p and what
+ * changed, "enable", "disable", "dmax" (also a resend of it), "qta", or "delete" (p is
+ * freed right after the call); p NULL and "diagram" when a diagram was loaded. An enable
+ * that brings a dMax is told once ("enable"); a person's PUT of dMax and QTA is told once
+ * per setting. The observer must not change probes itself. dqd publishes these as live
+ * events.
+ */
+typedef void (*core_observer_fn)(void *ctx, const struct probe *p, const char *what);
+
+/* Sets the one observer (fn NULL: none). */
+void core_set_observer(struct core *c, core_observer_fn fn, void *ctx);
+
 /* ---- QTAs as JSON -------------------------------------------------------------------- */
 
 /* Parses {"points":[[p,t],...],"max_lost":x} into q: t in seconds, or a string with a

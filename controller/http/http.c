@@ -16,6 +16,14 @@
  * closes or the linger timeout fires: closing with unread input would make the kernel
  * send a reset that can destroy the error response before the client reads it.
  *
+ * Streams (Server-Sent Events): a handler may make its 200 answer a stream. The head goes
+ * out without a length, the connection stops parsing (input is read and discarded, so a
+ * peer's close is seen at once) and loses its idle timer; its owner queues bytes with
+ * http_stream_write. Each stream's unsent bytes are bounded: past the bound the stream
+ * is closed and counted as dropped, so a client that never reads costs at most that much
+ * memory (plus the kernel's socket buffers) and never blocks the loop. The owner hears
+ * of the close from the handle's close callback, never from inside its own call.
+ *
  * Handles: the listener, and per connection a uv_tcp_t and a uv_timer_t, are freed only
  * in their close callbacks; the server itself is freed after the last one.
  */
@@ -784,6 +792,8 @@ struct http_conn {
     int lingering;                  /* shut down: discard input until EOF */
     int peer_eof;                   /* the peer closed its side */
     int backpressure;               /* paused until pending_bytes drains */
+    int stream;                     /* the answer is a stream: no more requests */
+    struct http_stream_spec spec;   /* the stream's owner (when stream) */
     int timer_request;              /* timer armed for the request numbered timer_for */
     uint64_t timer_for;             /* parser.requests when the request timer was armed */
     size_t pending_bytes;           /* queued by uv_write, not yet completed */
@@ -849,6 +859,10 @@ static void on_conn_handle_closed(uv_handle_t *h) {
     }
     s->n_conns--;
     s->stats.connections_open--;
+    if (c->stream) {
+        s->stats.streams_open--;
+        c->spec.closed(c->spec.ctx, (struct http_stream *)c);
+    }
     http_conn_parser_release(&c->parser);
     free(c);
     server_maybe_free(s);
@@ -873,7 +887,7 @@ static void conn_arm(struct http_conn *c, uint64_t ms, int for_request) {
 
 /* Idle timer when nothing is in progress; a request timer that reads do not reset. */
 static void conn_arm_after_activity(struct http_conn *c) {
-    if (c->closing || c->lingering) {
+    if (c->closing || c->lingering || c->stream) {
         return;
     }
     if (http_conn_parser_busy(&c->parser)) {
@@ -902,7 +916,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     struct http_conn *c = h->data;
     (void)suggested;
-    if (c->lingering) {
+    if (c->lingering || c->stream) {
         buf->base = c->rbuf; /* discarded input */
         buf->len = sizeof c->rbuf;
         return;
@@ -967,6 +981,10 @@ static void on_write(uv_write_t *req, int status) {
     if (!http_conn_parser_busy(&c->parser)) {
         conn_arm_after_activity(c);
     }
+    if (c->stream) {
+        conn_maybe_shutdown(c);
+        return;
+    }
     if (c->backpressure && c->pending_bytes <= c->srv->lim.max_pending_write) {
         c->backpressure = 0;
         http_conn_parser_resume(&c->parser);
@@ -989,9 +1007,15 @@ static int conn_write(struct http_conn *c, const char *head, size_t head_len, ch
     w->head_len = head_len;
     w->total = head_len + body_len;
     memcpy(w->head, head, head_len);
-    uv_buf_t bufs[2] = {uv_buf_init(w->head, (unsigned)head_len),
-                        uv_buf_init(body, (unsigned)body_len)};
-    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, body_len ? 2 : 1, on_write);
+    uv_buf_t bufs[2];
+    unsigned n = 0;
+    if (head_len || !body_len) {
+        bufs[n++] = uv_buf_init(w->head, (unsigned)head_len);
+    }
+    if (body_len) {
+        bufs[n++] = uv_buf_init(body, (unsigned)body_len);
+    }
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, n, on_write);
     if (rc < 0) {
         free(w->body);
         free(w);
@@ -1037,6 +1061,72 @@ static void on_continue(void *ctx) {
     }
 }
 
+/* The answer becomes a stream: head without a length, the body so far, then the owner. */
+static void conn_start_stream(struct http_conn *c, struct http_response *res) {
+    char head[HTTP_HEAD_MAX];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n%sConnection: close\r\n\r\n",
+                     res->content_type, res->extra);
+    assert(n > 0 && (size_t)n < sizeof head);
+    c->stream = 1;
+    c->spec = res->stream;
+    c->srv->stats.streams_opened++;
+    c->srv->stats.streams_open++;
+    uv_timer_stop(&c->timer);
+    char *body = res->body;
+    size_t len = res->len;
+    res->body = NULL;
+    res->len = res->cap = 0;
+    if (conn_write(c, head, (size_t)n, body, len) == DQ_OK) {
+        c->spec.open(c->spec.ctx, (struct http_stream *)c);
+    }
+}
+
+int http_response_stream(struct http_response *res, const struct http_stream_spec *spec) {
+    if (!spec || !spec->open || !spec->closed || spec->max_pending == 0) {
+        return dq_fail(DQ_EINVAL, "a stream needs open and closed callbacks and a bound");
+    }
+    res->streaming = 1;
+    res->stream = *spec;
+    return DQ_OK;
+}
+
+int http_stream_write(struct http_stream *st, const char *data, size_t len) {
+    struct http_conn *c = (struct http_conn *)st;
+    if (c->closing || c->close_after_write) {
+        return dq_fail(DQ_ESTATE, "the stream is closing");
+    }
+    if (len > c->spec.max_pending || c->pending_bytes > c->spec.max_pending - len) {
+        c->srv->stats.streams_dropped++;
+        conn_close(c);
+        return dq_fail(DQ_EFULL, "the client has %zu bytes unread: dropped", c->pending_bytes);
+    }
+    if (len == 0) {
+        return DQ_OK;
+    }
+    char *copy = malloc(len);
+    if (!copy) {
+        conn_close(c);
+        return dq_fail(DQ_ENOMEM, "no memory for a stream write");
+    }
+    memcpy(copy, data, len);
+    return conn_write(c, "", 0, copy, len) == DQ_OK ? DQ_OK
+                                                    : dq_fail(DQ_ENOMEM, "stream write failed");
+}
+
+size_t http_stream_pending(const struct http_stream *st) {
+    return ((const struct http_conn *)st)->pending_bytes;
+}
+
+void http_stream_close(struct http_stream *st) {
+    struct http_conn *c = (struct http_conn *)st;
+    if (c->closing || c->close_after_write) {
+        return;
+    }
+    c->close_after_write = 1;
+    conn_maybe_shutdown(c);
+}
+
 static int on_request(void *ctx, const struct http_request *req) {
     struct http_conn *c = ctx;
     struct http_server *s = c->srv;
@@ -1044,6 +1134,11 @@ static int on_request(void *ctx, const struct http_request *req) {
     http_response_init(&res, s->lim.max_response_bytes);
     s->stats.requests++;
     s->handler(s->ctx, req, &res);
+    int stream = res.streaming && res.status == 200 && req->method == HTTP_GET && !s->closing &&
+                 !c->closing && !res.overflow;
+    if (res.streaming && !stream) {
+        res.stream.closed(res.stream.ctx, NULL); /* not a stream after all */
+    }
     if (c->closing) {
         http_response_release(&res);
         return HTTP_FEED_PAUSE;
@@ -1051,6 +1146,11 @@ static int on_request(void *ctx, const struct http_request *req) {
     if (res.overflow) {
         http_reply_error(&res, 500, "internal", "response larger than %zu bytes",
                          s->lim.max_response_bytes);
+    }
+    if (stream) {
+        conn_start_stream(c, &res);
+        http_response_release(&res);
+        return HTTP_FEED_PAUSE;
     }
     int keep = req->keep_alive && !res.close && !s->closing;
     if (keep && req->http_major == 1 && req->http_minor == 0) {
@@ -1071,7 +1171,8 @@ static int on_request(void *ctx, const struct http_request *req) {
 
 /* Parses what is in rbuf; stops early on pause, error or close. */
 static void conn_process(struct http_conn *c) {
-    while (c->rstart < c->rend && !c->closing && !c->close_after_write) {
+    /* a stream takes no more requests: what follows its request is discarded below */
+    while (c->rstart < c->rend && !c->closing && !c->close_after_write && !c->stream) {
         size_t used = 0;
         int rc = http_conn_parser_feed(&c->parser, c->rbuf + c->rstart, c->rend - c->rstart, &used);
         c->rstart += used;
@@ -1106,6 +1207,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (c->closing) {
         return;
     }
+    if (nread < 0 && c->stream && !c->close_after_write) {
+        conn_close(c); /* the client left */
+        return;
+    }
     if (nread < 0) {
         conn_read_stop(c);
         c->peer_eof = 1;
@@ -1118,7 +1223,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         conn_close(c);
         return;
     }
-    if (nread == 0 || c->lingering || c->close_after_write) {
+    if (nread == 0 || c->lingering || c->close_after_write || c->stream) {
         c->rstart = c->rend = 0;
         return;
     }

@@ -12,7 +12,11 @@
  *                            pipelining), with an idle timeout and a connection cap.
  *
  * The handler is synchronous: it fills a struct http_response before returning, and the
- * request's strings are valid only during the call. Responses are built in a growable
+ * request's strings are valid only during the call. A handler may instead turn its answer
+ * into a stream (http_response_stream: Server-Sent Events): the head and the body so far
+ * go out, the connection takes no more requests, and its owner writes to it later with
+ * http_stream_write, each stream with a bound on its unsent bytes (a client that does not
+ * read is dropped, the server goes on). Responses are built in a growable
  * buffer with a cap; http_reply_data/http_reply_error write the Prometheus-style
  * envelope {"status":"success","data":…} / {"status":"error","errorType":…,"error":…}.
  *
@@ -85,7 +89,22 @@ void http_request_query_at(const struct http_request *req, size_t i, const char 
 /* ---- responses ------------------------------------------------------------------------ */
 
 #define HTTP_RESPONSE_MAX_EXTRA 1024 /* bytes of extra header lines per response */
-#define HTTP_KEEP_ALIVE_EXPLICIT 2   /* http_response_head: say keep-alive (HTTP/1.0) */
+
+struct http_stream; /* a connection whose answer is a stream (see http_response_stream) */
+
+/* What a streamed answer tells its owner. Both run on the loop, never inside a call of
+ * http_stream_write or http_stream_close. */
+struct http_stream_spec {
+    /* The head and the first bytes are queued: s may be written from now on. */
+    void (*open)(void *ctx, struct http_stream *s);
+    /* s is closed (the peer left, it was dropped, the server closes): this is the last
+     * call about s, which is freed when it returns. s is NULL when the answer did not
+     * become a stream at all (see http_response_stream). */
+    void (*closed)(void *ctx, struct http_stream *s);
+    void *ctx;
+    size_t max_pending; /* unsent bytes beyond which a write drops the stream (> 0) */
+};
+#define HTTP_KEEP_ALIVE_EXPLICIT 2 /* http_response_head: say keep-alive (HTTP/1.0) */
 
 /* What a handler fills in. Start state: 404 with an empty body. */
 struct http_response {
@@ -99,6 +118,8 @@ struct http_response {
     int close;             /* handler asks to close the connection after this response */
     char extra[HTTP_RESPONSE_MAX_EXTRA]; /* extra "Name: value\r\n" lines */
     size_t extra_len;
+    int streaming;                  /* http_response_stream was called */
+    struct http_stream_spec stream; /* its owner */
 };
 
 /* Prepares an empty response whose body may grow to max bytes. */
@@ -153,6 +174,33 @@ int http_reply_error(struct http_response *res, int status, const char *error_ty
 /* Plain text reply: the given status, content type (NULL = "text/plain; charset=utf-8"). */
 int http_reply_text(struct http_response *res, int status, const char *content_type,
                     const char *text, size_t len);
+
+/*
+ * Makes the answer a stream (a 200 with the content type set, e.g. text/event-stream):
+ * once the handler returns, the head goes out without a Content-Length and with
+ * "Connection: close", then the body appended so far, and spec->open is called. The
+ * connection then reads nothing more (input is discarded, the peer's close is noticed)
+ * and has no idle timeout. Only a 200 to a GET becomes a stream: another status (set
+ * after this call), a HEAD request or a server that is closing is answered the ordinary
+ * way, and spec->closed(ctx, NULL) runs once the handler has returned (open never does),
+ * so the owner can free what it prepared. DQ_EINVAL when spec->open or closed is NULL or
+ * max_pending is 0.
+ */
+int http_response_stream(struct http_response *res, const struct http_stream_spec *spec);
+
+/*
+ * Queues len bytes on a stream (copied). DQ_OK; DQ_EFULL when its unsent bytes would
+ * exceed spec.max_pending: the stream is dropped (closed at once, counted in
+ * streams_dropped; its closed callback comes later, from the loop); DQ_ESTATE when it is
+ * closing already; DQ_ENOMEM (the stream is closed).
+ */
+int http_stream_write(struct http_stream *s, const char *data, size_t len);
+
+/* Unsent bytes queued on the stream. */
+size_t http_stream_pending(const struct http_stream *s);
+
+/* Ends a stream once what is queued is sent (write side shut down, then closed). */
+void http_stream_close(struct http_stream *s);
 
 /* errorType of the envelope for a status: 400 "bad_data", 404 "not_found", 405
  * "method_not_allowed", 408/413/414/431 "bad_data", 422 "unprocessable", 503 "unavailable", others
@@ -268,6 +316,9 @@ struct http_server_stats {
     uint64_t requests;             /* requests handed to the handler */
     uint64_t bad_requests;         /* parse errors and caps (400/413/414/431) */
     uint64_t timeouts;             /* idle and request timeouts */
+    uint64_t streams_opened;       /* answers that became streams */
+    uint64_t streams_open;         /* streams open now */
+    uint64_t streams_dropped;      /* streams closed because their client did not read */
 };
 
 typedef void (*http_server_closed_fn)(void *arg);

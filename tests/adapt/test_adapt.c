@@ -777,8 +777,36 @@ static void transcript_hypotheses(struct run *r) {
     free(l.rows);
 }
 
+/* A hypothesis event must be the row the round committed: same investigation, node and
+ * action. Matching events are not written (the transcript lists the rows themselves). */
+struct hyp_check {
+    const json_t *ev;
+    int same;
+};
+
+static int check_hyp(void *ctx, const struct store_hypothesis *h) {
+    struct hyp_check *k = ctx;
+    const char *node = json_string_value(json_object_get(k->ev, "node"));
+    const char *action = json_string_value(json_object_get(k->ev, "action"));
+    k->same = json_integer_value(json_object_get(k->ev, "investigation")) == h->investigation &&
+              node && strcmp(node, h->node) == 0 && action && strcmp(action, h->action) == 0;
+    return 0;
+}
+
 static void on_event(void *ctx, const char *event, json_t *payload) {
     struct run *r = ctx;
+    if (strcmp(event, "hypothesis") == 0) {
+        struct hyp_check k = {.ev = payload};
+        json_int_t id = json_integer_value(json_object_get(payload, "id"));
+        if (store_hypothesis_get(r->store, id, check_hyp, &k) != DQ_OK || !k.same) {
+            char *text = json_dumps(payload, JSON_COMPACT);
+            say(r, "hypothesis event unlike row %" JSON_INTEGER_FORMAT ": %s", id,
+                text ? text : "?");
+            free(text);
+        }
+        json_decref(payload);
+        return;
+    }
     json_t *inv = json_object_get(payload, "investigation");
     char invtext[32] = "";
     if (json_is_integer(inv)) {

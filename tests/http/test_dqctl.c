@@ -17,6 +17,7 @@
 #include "../check.h"
 #include "../fake_dqd.h"
 #include "dqctl.h"
+#include "dqctl_watch.h"
 #include "http.h"
 
 /* ---- pure parts ------------------------------------------------------------------------ */
@@ -764,7 +765,117 @@ static void test_unreachable(void) {
     run_free(&r);
 }
 
+/* ---- dqctl watch: the event-stream parser and the lines ------------------------------ */
+
+struct got_events {
+    int n;
+    char type[8][32];
+    char id[8][32];
+    char data[8][256];
+    int stop_after; /* 0: never */
+};
+
+static int got_event(void *ctx, const char *type, const char *id, const char *data, size_t len) {
+    struct got_events *g = ctx;
+    if (g->n < 8) {
+        snprintf(g->type[g->n], sizeof g->type[0], "%s", type);
+        snprintf(g->id[g->n], sizeof g->id[0], "%s", id);
+        snprintf(g->data[g->n], sizeof g->data[0], "%.*s", (int)len, data);
+    }
+    g->n++;
+    return g->stop_after && g->n >= g->stop_after;
+}
+
+static void test_sse_parser(void) {
+    static const char stream[] = "retry: 2000\n\n"
+                                 ": a comment\n"
+                                 "id: 1\nevent: hello\ndata: {\"id\":0}\n\n"
+                                 "id: 2\r\nevent: window\r\ndata:{\"a\":1}\r\n\r\n"
+                                 "id: 3\revent: probe\rdata: line1\rdata: line2\r\r"
+                                 "data: no type\n\n"
+                                 "event: empty\n\n";
+    /* whole, and byte by byte: the same events */
+    for (int bytewise = 0; bytewise < 2; bytewise++) {
+        struct got_events g = {0};
+        struct dqctl_sse p;
+        dqctl_sse_init(&p, got_event, &g);
+        if (bytewise) {
+            for (size_t i = 0; i < sizeof stream - 1; i++) {
+                CHECK_INT(dqctl_sse_feed(&p, stream + i, 1), 0);
+            }
+        } else {
+            CHECK_INT(dqctl_sse_feed(&p, stream, sizeof stream - 1), 0);
+        }
+        CHECK_INT(g.n, 4);
+        CHECK_STR(g.type[0], "hello");
+        CHECK_STR(g.id[0], "1");
+        CHECK_STR(g.data[0], "{\"id\":0}");
+        CHECK_STR(g.type[1], "window");
+        CHECK_STR(g.data[1], "{\"a\":1}");
+        CHECK_STR(g.type[2], "probe");
+        CHECK_STR(g.data[2], "line1\nline2");
+        CHECK_STR(g.type[3], "message");
+        CHECK_STR(g.id[3], "3"); /* the last id stays */
+        dqctl_sse_release(&p);
+    }
+    struct got_events g = {.stop_after = 1};
+    struct dqctl_sse p;
+    dqctl_sse_init(&p, got_event, &g);
+    CHECK_INT(dqctl_sse_feed(&p, "data: 1\n\ndata: 2\n\n", 20), 1);
+    CHECK_INT(g.n, 1);
+    dqctl_sse_release(&p);
+}
+
+/* The line `dqctl watch` prints for one event of `type` with data `json`, at `now`. */
+static void check_watch_line(double now, const char *type, const char *json, const char *want) {
+    struct capture c;
+    json_t *ev = json_loads(json, 0, NULL);
+    CHECK(ev != NULL);
+    cap_open(&c);
+    dqctl_render_event(c.f, now, type, ev);
+    CHECK_STR(cap_text(&c), want);
+    cap_close(&c);
+    json_decref(ev);
+}
+
+static void test_watch_lines(void) {
+    double now = 1795000000.25; /* 2026-11-18 11:06:40.250 UTC */
+    check_watch_line(now, "window",
+                     "{\"wid\":1,\"start\":1795000000.0,\"end\":1795000001.0,\"probes\":["
+                     "{\"name\":\"a\",\"n\":10,\"p50\":0.002,\"p95\":0.004,\"lost\":0.1,"
+                     "\"no_data\":false},"
+                     "{\"name\":\"b\",\"n\":30,\"p50\":0.02,\"p95\":0.04,\"lost\":0,"
+                     "\"no_data\":false},"
+                     "{\"name\":\"c\",\"n\":0,\"p50\":null,\"p95\":null,\"lost\":null,"
+                     "\"no_data\":true},"
+                     "{\"name\":\"d\",\"n\":1,\"p50\":0.5,\"p95\":0.5,\"lost\":0,"
+                     "\"no_data\":false}]}",
+                     "11:06:40.250 window   11:06:40.000 +1 s: 4 probes, 41 instances, 1 "
+                     "with no data; b n 30, p50 20 ms, p95 40 ms, lost 0.00%; a n 10, p50 "
+                     "2 ms, p95 4 ms, lost 10.00%; d n 1, p50 500 ms, p95 500 ms, lost "
+                     "0.00%; 1 more\n");
+    check_watch_line(now, "hypothesis",
+                     "{\"investigation\":3,\"id\":9,\"parent\":8,\"node\":\"pay\","
+                     "\"action\":\"expand\",\"probes\":[\"x\",\"y\"],\"reason\":\"because\"}",
+                     "11:06:40.250 step     investigation 3 #9 expand pay [x, y]: because\n");
+    check_watch_line(now, "verdict",
+                     "{\"investigation\":3,\"node\":\"root\",\"verdict\":\"localized\","
+                     "\"summary\":{\"node\":\"leaf\",\"evidence\":{\"reason\":\"r\"}}}",
+                     "11:06:40.250 verdict  investigation 3 at root: localized at leaf: r\n");
+    check_watch_line(now, "probe",
+                     "{\"probe\":\"p\\u0001\",\"change\":\"enable\",\"summary\":{"
+                     "\"enabled\":true,\"dmax_ms\":250,\"qta\":null}}",
+                     "11:06:40.250 probe    p\\x01: enable (now enabled, dMax 250 ms, QTA "
+                     "none)\n");
+    check_watch_line(now, "trigger_fired",
+                     "{\"probe\":\"a\",\"kind\":\"load\",\"trigger\":2,\"investigation\":5}",
+                     "11:06:40.250 trigger  a load FIRED (trigger #2, investigation 5)\n");
+    check_watch_line(now, "future_kind", "{\"x\":1}", "11:06:40.250 future_kind {\"x\":1}\n");
+}
+
 int main(void) {
+    test_sse_parser();
+    test_watch_lines();
     test_durations();
     test_qta_points();
     test_url_escape();

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,11 +363,83 @@ struct test_server {
     int loop_close_rc;
     int closed_cb_ran;
     struct http_server_stats final_stats;
+    /* streams (/stream): the toy writes a tick to each one every millisecond */
+    uv_timer_t tick;
+    struct http_stream *streams[8];
+    size_t chunk[8];           /* bytes per tick of each stream */
+    atomic_int streams_opened; /* open callbacks */
+    atomic_int streams_closed; /* closed callbacks */
+    atomic_int writes_refused; /* http_stream_write said DQ_EFULL */
+    atomic_int bad_callbacks;  /* a callback about a stream the toy does not hold */
+    atomic_int forgotten;      /* closed(NULL): the answer did not become a stream */
 };
+
+static size_t toy_next_chunk; /* the chunk size the next opened stream gets */
+
+static void toy_stream_open(void *ctx, struct http_stream *st) {
+    struct test_server *t = ctx;
+    for (int i = 0; i < 8; i++) {
+        if (!t->streams[i]) {
+            t->streams[i] = st;
+            t->chunk[i] = toy_next_chunk;
+            atomic_fetch_add(&t->streams_opened, 1);
+            return;
+        }
+    }
+    atomic_fetch_add(&t->bad_callbacks, 1);
+}
+
+static void toy_stream_closed(void *ctx, struct http_stream *st) {
+    struct test_server *t = ctx;
+    if (!st) {
+        atomic_fetch_add(&t->forgotten, 1);
+        return;
+    }
+    for (int i = 0; i < 8; i++) {
+        if (t->streams[i] == st) {
+            t->streams[i] = NULL;
+            atomic_fetch_add(&t->streams_closed, 1);
+            return;
+        }
+    }
+    atomic_fetch_add(&t->bad_callbacks, 1);
+}
+
+static void on_tick(uv_timer_t *tm) {
+    struct test_server *t = tm->data;
+    static char filler[65536];
+    for (int i = 0; i < 8; i++) {
+        if (!t->streams[i]) {
+            continue;
+        }
+        size_t n = t->chunk[i] ? t->chunk[i] : 5;
+        memset(filler, 'x', n);
+        memcpy(filler, "tick\n", 5);
+        if (http_stream_write(t->streams[i], filler, n) == DQ_EFULL) {
+            atomic_fetch_add(&t->writes_refused, 1);
+        }
+    }
+}
 
 /* The toy handler: a few routes exercising every reply helper. */
 static void toy_handler(void *ctx, const struct http_request *req, struct http_response *res) {
-    (void)ctx;
+    if (strcmp(req->path, "/stream") == 0) {
+        /* a stream whose ticks are ?chunk= bytes (5: "tick\n"), bound ?max= bytes */
+        const char *chunk = http_request_query(req, "chunk");
+        const char *max = http_request_query(req, "max");
+        toy_next_chunk = chunk ? (size_t)strtoul(chunk, NULL, 10) : 5;
+        struct http_stream_spec spec = {.open = toy_stream_open,
+                                        .closed = toy_stream_closed,
+                                        .ctx = ctx,
+                                        .max_pending = max ? strtoul(max, NULL, 10) : 65536};
+        http_reply_text(res, 200, "text/event-stream", "hello\n", 6);
+        http_response_add_header(res, "Cache-Control", "no-store");
+        CHECK_INT(http_response_stream(res, &spec), DQ_OK);
+        if (http_request_query(req, "refuse")) {
+            http_reply_error(res, 503, "unavailable", "no stream today");
+        }
+        return;
+    }
     if (strcmp(req->path, "/hello") == 0) {
         http_reply_text(res, 200, NULL, "hello\n", 6);
     } else if (strcmp(req->path, "/echo") == 0) {
@@ -407,6 +480,7 @@ static void on_stop(uv_async_t *a) {
     http_server_close(t->srv, on_server_closed, t);
     t->srv = NULL;
     uv_close((uv_handle_t *)a, NULL);
+    uv_close((uv_handle_t *)&t->tick, NULL);
 }
 
 static void server_thread(void *arg) {
@@ -414,6 +488,9 @@ static void server_thread(void *arg) {
     uv_loop_init(&t->loop);
     uv_async_init(&t->loop, &t->stop, on_stop);
     t->stop.data = t;
+    uv_timer_init(&t->loop, &t->tick);
+    t->tick.data = t;
+    uv_timer_start(&t->tick, on_tick, 1, 1);
     http_server_create(&t->loop, &t->lim, toy_handler, t, &t->srv);
     t->listen_rc = http_server_listen(t->srv, "127.0.0.1", 0);
     t->port = http_server_port(t->srv);
@@ -1052,6 +1129,124 @@ static void test_server_connection_cap(void) {
     CHECK(t.final_stats.connections_rejected >= 1);
 }
 
+/* Waits (up to 10 s) until *v reaches want. */
+static int wait_atomic(atomic_int *v, int want) {
+    for (int i = 0; i < 1000 && atomic_load(v) < want; i++) {
+        sleep_ms(10);
+    }
+    return atomic_load(v);
+}
+
+static void test_server_streams(void) {
+    struct test_server t;
+    server_start(&t, NULL);
+    struct http_stream_spec bad = {.open = NULL};
+    struct http_response tmp;
+    http_response_init(&tmp, 100);
+    CHECK_INT(http_response_stream(&tmp, &bad), DQ_EINVAL);
+    CHECK_INT(tmp.streaming, 0);
+    http_response_release(&tmp);
+
+    /* a stream: head without a length, the handler's body, then the ticks */
+    struct client *a = client_new(t.port);
+    CHECK_INT(send_str(a->fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    char *end = NULL;
+    while (!(end = find_bytes(a->buf, a->len, "tick\n", 5)) && client_fill(a) > 0) {
+    }
+    CHECK(end != NULL);
+    char *head_end = find_bytes(a->buf, a->len, "\r\n\r\n", 4);
+    CHECK(head_end != NULL);
+    if (head_end) {
+        size_t hl = (size_t)(head_end - a->buf) + 4;
+        char v[128];
+        CHECK(strncmp(a->buf, "HTTP/1.1 200 OK\r\n", 17) == 0);
+        CHECK(find_header(a->buf, hl, "Content-Length", v, sizeof v) == NULL);
+        CHECK_STR(find_header(a->buf, hl, "Content-Type", v, sizeof v), "text/event-stream");
+        CHECK_STR(find_header(a->buf, hl, "Connection", v, sizeof v), "close");
+        CHECK_STR(find_header(a->buf, hl, "Cache-Control", v, sizeof v), "no-store");
+        CHECK(strncmp(head_end + 4, "hello\ntick\n", 11) == 0);
+    }
+    CHECK_INT(wait_atomic(&t.streams_opened, 1), 1);
+    /* requests after the stream's are not answered: the connection reads nothing more */
+    CHECK_INT(send_str(a->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    a->len = 0;
+    for (int i = 0; i < 20; i++) {
+        client_fill(a);
+    }
+    CHECK(find_bytes(a->buf, a->len, "hello\n", 6) == NULL);
+    CHECK(find_bytes(a->buf, a->len, "tick\n", 5) != NULL);
+
+    /* HEAD, and a status other than 200 after the call: ordinary answers, no stream */
+    struct client *h = client_new(t.port);
+    struct resp r;
+    CHECK_INT(send_str(h->fd, "GET /stream?refuse=1 HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    CHECK_INT(client_read(h, &r), 0);
+    CHECK_INT(r.status, 503);
+    resp_free(&r);
+    CHECK_INT(send_str(h->fd, "HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"),
+              0);
+    while (!find_bytes(h->buf, h->len, "hello\n", 6) && client_fill(h) > 0) {
+    }
+    CHECK(find_bytes(h->buf, h->len, "Content-Length: 6\r\n", 19) != NULL);
+    CHECK(find_bytes(h->buf, h->len, "tick", 4) == NULL);
+    client_free(h);
+    sleep_ms(50);
+    CHECK_INT(atomic_load(&t.streams_opened), 1);
+    CHECK_INT(atomic_load(&t.forgotten), 2); /* the 503 and the HEAD */
+
+    /* the client leaves: the owner hears of it */
+    client_free(a);
+    CHECK_INT(wait_atomic(&t.streams_closed, 1), 1);
+
+    /* a client that never reads (small receive buffer): dropped once 64 KiB are unsent,
+     * while the server goes on answering others */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)t.port)};
+    sa.sin_addr.s_addr = htonl(0x7f000001);
+    CHECK_INT(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    CHECK_INT(send_str(fd, "GET /stream?chunk=16384&max=65536 HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    CHECK_INT(wait_atomic(&t.streams_opened, 2), 2);
+    CHECK_INT(wait_atomic(&t.writes_refused, 1), 1);
+    CHECK_INT(wait_atomic(&t.streams_closed, 2), 2);
+    struct client *b = client_new(t.port);
+    CHECK_INT(send_str(b->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    CHECK_INT(client_read(b, &r), 0);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    client_free(b);
+    close(fd);
+
+    /* a request pipelined after the stream's, in the same packet: not answered */
+    struct client *pl = client_new(t.port);
+    CHECK_INT(send_str(pl->fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+                               "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"),
+              0);
+    while (!find_bytes(pl->buf, pl->len, "tick\ntick\n", 10) && client_fill(pl) > 0) {
+    }
+    CHECK(find_bytes(pl->buf, pl->len, "tick\ntick\n", 10) != NULL);
+    CHECK(find_bytes(pl->buf, pl->len, "hello\ntick", 10) != NULL); /* the stream's body */
+    CHECK(find_bytes(pl->buf, pl->len, "HTTP/1.1 200 OK", 15) == pl->buf);
+    CHECK(find_bytes(pl->buf + 15, pl->len - 15, "HTTP/1.1", 8) == NULL);
+    CHECK_INT(wait_atomic(&t.streams_opened, 3), 3);
+    client_free(pl);
+    CHECK_INT(wait_atomic(&t.streams_closed, 3), 3);
+
+    /* a stream still open when the server closes: closed too */
+    struct client *c = client_new(t.port);
+    CHECK_INT(send_str(c->fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+    CHECK_INT(wait_atomic(&t.streams_opened, 4), 4);
+    server_stop(&t);
+    client_free(c);
+    CHECK_INT(atomic_load(&t.streams_closed), 4);
+    CHECK_INT(atomic_load(&t.bad_callbacks), 0);
+    CHECK_INT(t.final_stats.streams_opened, 4);
+    CHECK_INT(t.final_stats.streams_dropped, 1);
+    CHECK_INT(t.final_stats.streams_open, 1);
+}
+
 static void test_listen_errors(void) {
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -1085,5 +1280,6 @@ int main(void) {
     test_server_timeouts();
     test_server_many_connections();
     test_server_connection_cap();
+    test_server_streams();
     return check_done();
 }
