@@ -208,6 +208,15 @@ double search_stats_lost_se(const struct search_stats *s);
 double search_stats_variance_se(const struct search_stats *s, double iid_se);
 
 /*
+ * The standard error of the mean of n window values x[0 … n) (a busy fraction, a rate
+ * per window): their scatter over √n, widened by Student's t for n − 1 degrees of freedom
+ * as search_stats_mean_se's (a scatter of few windows is itself uncertain). No allowance
+ * for neighbouring windows' correlation: over a ramp, the trend would pass for it. 0 with
+ * fewer than 2 values or none scattered.
+ */
+double search_series_se(const double *x, int n);
+
+/*
  * The problem kind of a push-button diagnosis, inferred from X's statistics in the
  * order of docs/architecture.md §4 step 2: QTA hazard > 0, else lost fraction over
  * params.lost_threshold, else coefficient of variation over params.cv_threshold, else

@@ -261,6 +261,21 @@ double search_stats_variance_se(const struct search_stats *s, double iid_se) {
     return se_of(iid_se * iid_se, &s->b_var);
 }
 
+double search_series_se(const double *x, int n) {
+    if (!x || n < 2) {
+        return 0.0;
+    }
+    double m = 0.0, ss = 0.0;
+    for (int i = 0; i < n; i++) {
+        m += x[i];
+    }
+    m /= n;
+    for (int i = 0; i < n; i++) {
+        ss += (x[i] - m) * (x[i] - m);
+    }
+    return ss > 0.0 ? sqrt(ss / (n - 1.0) / n) * t_factor((uint32_t)n) : 0.0;
+}
+
 uint64_t search_stats_instances(const struct search_stats *s) {
     return s ? s->n_ok + s->n_fa + s->n_to : 0;
 }

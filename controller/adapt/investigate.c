@@ -939,7 +939,7 @@ static void overload_reason(const struct investigation *inv, const struct overlo
                 app(buf, cap, ", %s (ρ %.2f)", r->st[j].name, r->st[j].rho);
             }
         }
-        app(buf, cap, " (their ρ intervals overlap); %s", words);
+        app(buf, cap, " (their ρ not clearly below the bottleneck's); %s", words);
     } else {
         app(buf, cap, "overload at %s: the bottleneck is %s", inv->node, words);
     }

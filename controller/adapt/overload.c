@@ -27,11 +27,11 @@
  * saturates when its arrivals, of which the stage sees the share λ_stage/λ_root, bring
  * the stage there. The bottleneck is the stage with the highest ρ, over the focus's
  * children and the stages of the levels above it (an investigation descends into a lone
- * bottleneck that has finer probes); stages whose ρ interval reaches the bottleneck's are
- * co-bottlenecks. With a QTA on the root, the rate at which it will fail is found by
- * evaluating the diagram over the stages' observed ΔQs, each stretched as its queueing
- * model says its sojourn grows at that rate (a what-if on live data). The onset of
- * divergence is the lowest rate from which the root's observed and calculated ΔQs mostly
+ * bottleneck that has finer probes); stages whose ρ is not clearly below the bottleneck's
+ * (by ADAPT_Z standard errors of the difference) are co-bottlenecks. With a QTA on the root, the
+ * rate at which it will fail is found by evaluating the diagram over the stages' observed ΔQs, each
+ * stretched as its queueing model says its sojourn grows at that rate (a what-if on live data). The
+ * onset of divergence is the lowest rate from which the root's observed and calculated ΔQs mostly
  * differ, when its windows show it.
  *
  * Everything here only computes: no effect, no I/O.
@@ -137,7 +137,9 @@ static double wait_factor(int c, double rho) {
 static void rates_of(const struct probe *p, int64_t from, int64_t to, double window_s,
                      double *lambda, double *busy, double *busy_se, double *completions,
                      double *windows, double *lambda_se) {
-    double n = 0.0, n2 = 0.0, b = 0.0, b2 = 0.0, done = 0.0;
+    double n = 0.0, n2 = 0.0, b = 0.0, done = 0.0;
+    double f_of[1024]; /* the newest 1,024 windows: their scatter */
+    int nf = 0;
     if (p && p->ring_len > 0 && p->ring_len == p->ring_cap) {
         /* a full ring has let older windows go: count from the oldest it still holds */
         int64_t oldest = probes_ring_get((struct probe *)p, p->ring_len - 1)->wid;
@@ -157,15 +159,20 @@ static void rates_of(const struct probe *p, int64_t from, int64_t to, double win
         done += (double)(w->ok + w->fa);
         double f = w->busy / window_s;
         b += f;
-        b2 += f * f;
+        if (nf < (int)(sizeof f_of / sizeof f_of[0])) {
+            f_of[nf++] = f;
+        }
     }
     double k = (double)(to - from); /* a window without data was idle */
+    while (nf < k && nf < (int)(sizeof f_of / sizeof f_of[0])) {
+        f_of[nf++] = 0.0;
+    }
     *windows = k;
     *lambda = k > 0 ? n / (k * window_s) : 0.0;
     *completions = done;
     *busy = k > 0 ? b / k : 0.0;
-    double var = k > 1 ? (b2 / k - *busy * *busy) * k / (k - 1.0) : 0.0;
-    *busy_se = k > 1 && var > 0 ? sqrt(var / k) : 0.0;
+    /* the windows' scatter, widened for the few windows it rests on (search_series_se) */
+    *busy_se = search_series_se(f_of, nf);
     double mc = k > 0 ? n / k : 0.0; /* the windows' counts: their own scatter */
     double vc = k > 1 ? (n2 / k - mc * mc) * k / (k - 1.0) : 0.0;
     *lambda_se = k > 1 && vc > 0 ? sqrt(vc / k) / window_s : 0.0;
@@ -491,6 +498,22 @@ struct overload_prev *adapt__overload_carry(const struct overload_result *r) {
     return p;
 }
 
+/*
+ * 1 when stage j's ρ is clearly below the bottleneck b's: their difference beyond ADAPT_Z
+ * standard errors of it (each stage's from its interval, z standard errors a side). A
+ * lone bottleneck is a culprit named: it takes the adaptive loop's evidence for any claim,
+ * not only intervals that miss each other (two identical M/M/1/K stations at ρ 0.8, whose
+ * busy fractions over 7 windows differed by 0.11 — about 3.2 standard errors of the difference, as
+ * the service times drawn happened to fall — were once told apart that way).
+ */
+static int clearly_below(const struct overload_stage *j, const struct overload_stage *b, double z) {
+    double sj = (j->rho_hi - j->rho_lo) / (2.0 * z), sb = (b->rho_hi - b->rho_lo) / (2.0 * z);
+    if (!isfinite(sj) || !isfinite(sb)) {
+        return j->rho_hi < b->rho_lo;
+    }
+    return b->rho - j->rho > ADAPT_Z * hypot(sj, sb);
+}
+
 int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
                     struct overload_result *r) {
     memset(r, 0, sizeof *r);
@@ -541,7 +564,7 @@ int adapt__overload(struct plan *pl, const struct investigation *inv, const stru
     r->saturation = b->sat_root;
     for (int j = 0; j < r->n; j++) {
         struct overload_stage *st = &r->st[j];
-        st->co = j != r->bottleneck && st->rho_hi >= b->rho_lo;
+        st->co = j != r->bottleneck && !clearly_below(st, b, pl->a->params.z);
         r->n_co += st->co;
         if (st->co && st->sat_root < r->saturation) {
             r->saturation = st->sat_root;

@@ -1117,7 +1117,7 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "arrival rate) the investigation weighs every stage (child probe) on the path:\n"
         "its utilisation rho with an interval, service time, servers and the rate at which\n"
         "it saturates. The verdict `overload` names the bottleneck (highest rho; stages\n"
-        "whose intervals overlap it are co-bottlenecks), the arrival rate at which NODE\n"
+        "not clearly below it are co-bottlenecks), the arrival rate at which NODE\n"
         "saturates, the rate at which its QTA will fail, and where observed and calculated\n"
         "first parted. A lone bottleneck with finer probes is descended into.\n"
         "\n"

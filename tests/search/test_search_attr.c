@@ -880,6 +880,28 @@ static void test_imprecise_waits(void) {
     CHECK_MSG(R.verdict == SEARCH_LOCALIZED && R.child == 1, "%s", R.reason);
 }
 
+/* search_series_se: the windows' scatter over √n, widened by t for n − 1 degrees of
+ * freedom (12.706 / 1.96 with two values, 2.447 / 1.96 with seven), 0 when it cannot
+ * tell. */
+static void test_series_se(void) {
+    const double two[] = {0.8, 0.9};
+    /* sd of {0.8, 0.9} is 0.0707; over √2: 0.05; t with 1 df: 12.706 / 1.96 */
+    CHECK_NEAR(search_series_se(two, 2), 0.05 * 12.706 / 1.96, 1e-9);
+    const double seven[] = {0.8548, 0.9157, 0.9666, 0.8169, 0.8427, 0.9321, 0.8591};
+    double m = 0.0, ss = 0.0;
+    for (int i = 0; i < 7; i++) {
+        m += seven[i] / 7.0;
+    }
+    for (int i = 0; i < 7; i++) {
+        ss += (seven[i] - m) * (seven[i] - m);
+    }
+    CHECK_NEAR(search_series_se(seven, 7), sqrt(ss / 6.0 / 7.0) * 2.447 / 1.96, 1e-9);
+    const double flat[] = {0.5, 0.5, 0.5};
+    CHECK_NEAR(search_series_se(flat, 3), 0.0, 0.0);
+    CHECK_NEAR(search_series_se(two, 1), 0.0, 0.0);
+    CHECK_NEAR(search_series_se(NULL, 5), 0.0, 0.0);
+}
+
 int main(void) {
     search_params_init(&P);
     test_names();
@@ -901,6 +923,7 @@ int main(void) {
     test_batch_means();
     test_shares_add_up();
     test_runner_up_zero();
+    test_series_se();
     test_imprecise_waits();
     dq_engine_cleanup();
     return check_done();
