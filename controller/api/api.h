@@ -16,6 +16,7 @@
 #include "adapt.h"
 #include "core.h"
 #include "http.h"
+#include "otlp.h"
 #include "store.h"
 
 struct api;
@@ -25,6 +26,7 @@ struct api_env {
     struct core *core;
     struct adapt *adapt;
     struct store *store;
+    struct otlp *otlp; /* the OTLP receiver, NULL when --otlp is off */
 };
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */

@@ -660,7 +660,27 @@ static void auto_range(struct core *c, int64_t wid) {
     }
 }
 
+/* Stores the probes a passive source (OTLP) made enabled and always on since the last
+ * window (probes_origin_set_passive): passive 1 is new, 2 stored. */
+static void save_passive(struct core *c) {
+    struct probe_table *t = &c->probes;
+    for (size_t i = 0; t->passive_new > 0 && i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (p->passive == 1) {
+            p->passive = 2;
+            t->passive_new--;
+            if (save_row(c, p, 1, p->dmax_ms, p->n) == DQ_OK) {
+                LOG(LOG_INFO, "probe %s: fed by OTLP, always observed", p->name);
+            }
+        }
+    }
+    t->passive_new = 0;
+}
+
 static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *ctx) {
+    if (c->probes.passive_new > 0) {
+        save_passive(c);
+    }
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
     }
