@@ -28,8 +28,20 @@ DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-
 
 all: build
 
+# npm packages, each folder from its committed package-lock.json: tests/otlp holds the
+# OpenTelemetry JS SDK and exporters of the OTLP end-to-end tests (Node 20's npm; Debian's
+# nodejs and npm only when there is none).
+NPM_DIRS := tests/otlp
+
 deps:
 	@./tools/install-deps $(DEB_PACKAGES)
+	@command -v npm >/dev/null || ./tools/install-deps nodejs npm
+	@for d in $(NPM_DIRS); do \
+		if [ ! -f $$d/node_modules/.package-lock.json ] || \
+		   [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
+			./tools/quiet "npm ci $$d" npm ci --prefix $$d --ignore-scripts --no-audit --no-fund; \
+		fi; \
+	done
 
 # Builds print one line unless they fail (tools/quiet shows the whole log then).
 build: deps

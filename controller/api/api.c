@@ -754,8 +754,8 @@ static void get_otlp_spans(struct api *api, const struct http_request *req,
             return;
         }
     }
-    http_reply_data(res, otlp_recent_json(api->env.otlp, svc && svc[0] ? svc : NULL,
-                                          (size_t)limit));
+    http_reply_data(res,
+                    otlp_recent_json(api->env.otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
 }
 
 static void metrics(struct api *api, struct http_response *res) {

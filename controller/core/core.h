@@ -218,9 +218,9 @@ struct probe_table {
     struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
-    uint64_t late;   /* END in a window already closed */
-    uint64_t future; /* END too far ahead to have an open window */
-    uint64_t full;   /* a new name but the table is full */
+    uint64_t late;        /* END in a window already closed */
+    uint64_t future;      /* END too far ahead to have an open window */
+    uint64_t full;        /* a new name but the table is full */
     uint64_t passive_new; /* probes a passive origin made passive (the core stores them) */
     /* origins and node names; entry 0 of each is unused (0 means none) */
     struct probe_origin *origins;

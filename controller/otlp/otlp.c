@@ -93,12 +93,12 @@ int otlp_status_index(int status) {
 /* A google.rpc.Status reply (gRPC code from the HTTP status) in the request's encoding. */
 static void reply_status(struct http_response *res, enum otlp_format fmt, int status,
                          const char *msg) {
-    int grpc = status == 400 || status == 415 ? 3 /* INVALID_ARGUMENT */
-               : status == 413                ? 11 /* OUT_OF_RANGE */
-               : status == 429                ? 8 /* RESOURCE_EXHAUSTED */
-               : status == 503                ? 14 /* UNAVAILABLE */
-               : status == 401                ? 16 /* UNAUTHENTICATED */
-               : status == 403                ? 7 /* PERMISSION_DENIED */
+    int grpc = status == 400 || status == 415   ? 3  /* INVALID_ARGUMENT */
+               : status == 413                  ? 11 /* OUT_OF_RANGE */
+               : status == 429                  ? 8  /* RESOURCE_EXHAUSTED */
+               : status == 503                  ? 14 /* UNAVAILABLE */
+               : status == 401                  ? 16 /* UNAUTHENTICATED */
+               : status == 403                  ? 7  /* PERMISSION_DENIED */
                : status == 404 || status == 405 ? 12 /* UNIMPLEMENTED */
                                                 : 13;
     res->status = status;
@@ -295,11 +295,13 @@ json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max) 
         } else {
             p[0] = '\0';
         }
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "trace_id", t, "span_id", s,
-                              "parent_id", p, "service", svc, "probe", r->names[e->probe],
-                              "start_ns", (json_int_t)e->start_ns, "end_ns",
-                              (json_int_t)e->end_ns, "status",
-                              e->status == 2 ? "error" : e->status == 1 ? "ok" : "unset");
+        json_t *o =
+            json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "trace_id", t, "span_id", s, "parent_id",
+                      p, "service", svc, "probe", r->names[e->probe], "start_ns",
+                      (json_int_t)e->start_ns, "end_ns", (json_int_t)e->end_ns, "status",
+                      e->status == 2   ? "error"
+                      : e->status == 1 ? "ok"
+                                       : "unset");
         if (!o || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return NULL;
@@ -308,7 +310,8 @@ json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max) 
     return arr;
 }
 
-/* ---- one request ------------------------------------------------------------------------------ */
+/* ---- one request ------------------------------------------------------------------------------
+ */
 
 /* 1 when the budget lets n more spans in now (and takes them), else 0 with *retry_s. */
 static int budget_take(struct otlp *r, size_t n, int *retry_s) {
@@ -349,8 +352,8 @@ static uint64_t record_batch(struct otlp *r, const struct otlp_batch *b, char *w
         size_t len = otlp_probe_name(s, r->rules, r->opt.n_rules, name, sizeof name);
         uint64_t h = wire_name_hash(name, len);
         uint64_t late0 = t->late;
-        int rc = probes_record_span(t, name, len, h, svc ? svc->origin : 0, s->start_ns,
-                                    s->end_ns, s->status == 2);
+        int rc = probes_record_span(t, name, len, h, svc ? svc->origin : 0, s->start_ns, s->end_ns,
+                                    s->status == 2);
         if (rc == DQ_OK) {
             accepted++;
         } else if (rc == DQ_ESTATE && t->late != late0) {
@@ -439,7 +442,10 @@ void otlp_handle_body(struct otlp *r, const char *content_type, const char *cont
         size_t out = 0;
         int rc = otlp_inflate(body, len, r->inflated, r->opt.max_body, &out);
         if (rc) {
-            reply_status(res, fmt, rc == DQ_EFULL ? 413 : rc == DQ_ENOMEM ? 503 : 400,
+            reply_status(res, fmt,
+                         rc == DQ_EFULL    ? 413
+                         : rc == DQ_ENOMEM ? 503
+                                           : 400,
                          dq_last_error());
             if (rc == DQ_ENOMEM) {
                 http_response_add_header(res, "Retry-After", "5");
@@ -511,23 +517,23 @@ static void handle(void *ctx, const struct http_request *req, struct http_respon
         reply_status(res, fmt, 403,
                      "an OTLP receiver bound beyond loopback needs an api_token (the exporter "
                      "then sends `Authorization: Bearer <api_token>`)");
-    } else if (r->token[0] && !(http_request_header(req, "Authorization") &&
-                                strncmp(http_request_header(req, "Authorization"), "Bearer ", 7) ==
-                                    0 &&
-                                strcmp(http_request_header(req, "Authorization") + 7, r->token) ==
-                                    0)) {
+    } else if (r->token[0] &&
+               !(http_request_header(req, "Authorization") &&
+                 strncmp(http_request_header(req, "Authorization"), "Bearer ", 7) == 0 &&
+                 strcmp(http_request_header(req, "Authorization") + 7, r->token) == 0)) {
         reply_status(res, fmt, 401,
                      "this receiver needs the header `Authorization: Bearer <api_token>`");
         http_response_add_header(res, "WWW-Authenticate", "Bearer");
     } else {
         otlp_handle_body(r, http_request_header(req, "Content-Type"),
-                         http_request_header(req, "Content-Encoding"),
-                         (const uint8_t *)req->body, req->body_len, res);
+                         http_request_header(req, "Content-Encoding"), (const uint8_t *)req->body,
+                         req->body_len, res);
     }
     count_response(r, res->status);
 }
 
-/* ---- life ------------------------------------------------------------------------------------------ */
+/* ---- life
+ * ------------------------------------------------------------------------------------------ */
 
 int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o,
                 struct otlp **out) {

@@ -132,30 +132,30 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
 struct otlp;
 
 struct otlp_options {
-    const char *listen;                    /* "HOST:PORT" (port 0: any) */
-    const char *api_token;                 /* "" or NULL: none (then loopback only) */
-    int64_t silence_ns;                    /* a passive probe's silence (otlp_silence) */
-    size_t max_body;                       /* bytes, as sent and inflated */
-    double max_spans_per_second;           /* 0: no limit */
-    size_t recent_spans;                   /* kept for --infer */
-    const struct dqd_otlp_rule *rules;     /* copied */
+    const char *listen;                /* "HOST:PORT" (port 0: any) */
+    const char *api_token;             /* "" or NULL: none (then loopback only) */
+    int64_t silence_ns;                /* a passive probe's silence (otlp_silence) */
+    size_t max_body;                   /* bytes, as sent and inflated */
+    double max_spans_per_second;       /* 0: no limit */
+    size_t recent_spans;               /* kept for --infer */
+    const struct dqd_otlp_rule *rules; /* copied */
     int n_rules;
 };
 
 /* Counters for /metrics and tests. */
 struct otlp_stats {
-    uint64_t requests;           /* POST /v1/traces answered */
-    uint64_t responses[6];       /* by status: 200, 400, 413, 415, 429, 503 */
-    uint64_t other_responses;    /* 401, 403, 404, 405 */
-    uint64_t spans_received;     /* decoded spans, valid or not */
-    uint64_t spans_accepted;     /* recorded in a window */
-    uint64_t spans_rejected;     /* invalid, or their probe could not be registered */
-    uint64_t spans_late;         /* ended in a window already closed (later than the lag) */
-    uint64_t spans_future;       /* ended too far ahead of the clock */
-    uint64_t spans_throttled;    /* in requests answered 429 */
-    uint64_t bytes_received;     /* bodies as sent */
-    uint64_t bytes_inflated;     /* bodies after gzip */
-    uint64_t services;           /* distinct service.name values seen */
+    uint64_t requests;        /* POST /v1/traces answered */
+    uint64_t responses[6];    /* by status: 200, 400, 413, 415, 429, 503 */
+    uint64_t other_responses; /* 401, 403, 404, 405 */
+    uint64_t spans_received;  /* decoded spans, valid or not */
+    uint64_t spans_accepted;  /* recorded in a window */
+    uint64_t spans_rejected;  /* invalid, or their probe could not be registered */
+    uint64_t spans_late;      /* ended in a window already closed (later than the lag) */
+    uint64_t spans_future;    /* ended too far ahead of the clock */
+    uint64_t spans_throttled; /* in requests answered 429 */
+    uint64_t bytes_received;  /* bodies as sent */
+    uint64_t bytes_inflated;  /* bodies after gzip */
+    uint64_t services;        /* distinct service.name values seen */
 };
 
 /* Index of status in otlp_stats.responses, or −1. */

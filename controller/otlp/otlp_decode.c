@@ -113,8 +113,8 @@ int otlp_inflate(const uint8_t *in, size_t len, uint8_t *out, size_t cap, size_t
     int result = DQ_OK;
     if (rc == Z_STREAM_END) {
         if (z.avail_in != 0) {
-            result = dq_fail(DQ_EPARSE, "gzip body: %u bytes after the end of the stream",
-                             z.avail_in);
+            result =
+                dq_fail(DQ_EPARSE, "gzip body: %u bytes after the end of the stream", z.avail_in);
         }
     } else if ((rc == Z_BUF_ERROR || rc == Z_OK) && z.avail_out == 0) {
         result = dq_fail(DQ_EFULL, "the body inflates to more than %zu bytes", cap);
@@ -237,9 +237,8 @@ int otlp_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
                     memcpy(s->parent_id, sp->parent_span_id.data, 8);
                 }
                 s->has_parent = sp->parent_span_id.len == 8 && !all_zero(s->parent_id, 8);
-                s->start_ns = sp->start_time_unix_nano > INT64_MAX
-                                  ? -1
-                                  : (int64_t)sp->start_time_unix_nano;
+                s->start_ns =
+                    sp->start_time_unix_nano > INT64_MAX ? -1 : (int64_t)sp->start_time_unix_nano;
                 s->end_ns =
                     sp->end_time_unix_nano > INT64_MAX ? -1 : (int64_t)sp->end_time_unix_nano;
                 s->status = sp->status ? sp->status->code : 0;

@@ -50,8 +50,8 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
     }
     for (size_t i = 0; i < s->name_len && o < max; i++) {
         unsigned char c = (unsigned char)s->name[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_';
+        int ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
         out[o++] = ok ? (char)c : '_';
     }
     out[o] = '\0';

@@ -146,13 +146,12 @@ static const struct setting settings[] = {
      "How long after its end a window still takes spans, in milliseconds: SDKs export in "
      "batches (every 5 s by default), so with --otlp windows close this long after their end "
      "when it is longer than lag; later spans are counted as late."},
-    {"otlp_silence", "--otlp-silence", ST_MS, FIELD(otlp_silence_ms), 0, 3600000, "15000", NULL,
-     0, 0,
+    {"otlp_silence", "--otlp-silence", ST_MS, FIELD(otlp_silence_ms), 0, 3600000, "15000", NULL, 0,
+     0,
      "A probe fed by OTLP that had spans before and none for this many milliseconds (a few "
      "export intervals) has no data: its source is silent."},
-    {"otlp_max_body", "--otlp-max-body", ST_INT, FIELD(otlp_max_body), 1024, 1073741824,
-     "8388608", NULL, 0, 0,
-     "Largest OTLP request body in bytes, as sent and after gzip (413 beyond)."},
+    {"otlp_max_body", "--otlp-max-body", ST_INT, FIELD(otlp_max_body), 1024, 1073741824, "8388608",
+     NULL, 0, 0, "Largest OTLP request body in bytes, as sent and after gzip (413 beyond)."},
     {"otlp_max_spans_per_second", "--otlp-max-spans-per-second", ST_DOUBLE,
      FIELD(otlp_max_spans_per_second), 0, 1e12, "0", NULL, 0, 0,
      "Spans per second dqd takes over OTLP; a request beyond gets 429 with Retry-After "
@@ -935,8 +934,7 @@ static int load_otlp_rule(struct dqd_otlp_rule *r, json_t *v, const char *label)
     int rc = 0;
     memset(r, 0, sizeof *r);
     if (!json_is_object(v)) {
-        return wrong_type(label, "an object {\"service\", \"span\", \"attributes\", \"probe\"}",
-                          v);
+        return wrong_type(label, "an object {\"service\", \"span\", \"attributes\", \"probe\"}", v);
     }
     json_object_foreach(v, key, x) {
         if (strcmp(key, "service") == 0) {
@@ -957,8 +955,9 @@ static int load_otlp_rule(struct dqd_otlp_rule *r, json_t *v, const char *label)
             const char *ak;
             json_t *av;
             if (!json_is_object(x) || json_object_size(x) > DQD_OTLP_RULE_ATTRS) {
-                return dq_fail(DQ_EINVAL, "%s.attributes: want an object of at most %d "
-                                          "\"key\": \"value\" pairs",
+                return dq_fail(DQ_EINVAL,
+                               "%s.attributes: want an object of at most %d "
+                               "\"key\": \"value\" pairs",
                                label, DQD_OTLP_RULE_ATTRS);
             }
             json_object_foreach(x, ak, av) {
@@ -974,8 +973,8 @@ static int load_otlp_rule(struct dqd_otlp_rule *r, json_t *v, const char *label)
             }
         } else {
             rc = dq_fail(DQ_EINVAL,
-                         "%s: unknown key \"%s\" (expected service, span, attributes, probe)", label,
-                         key);
+                         "%s: unknown key \"%s\" (expected service, span, attributes, probe)",
+                         label, key);
         }
         if (rc) {
             return rc;
@@ -1513,8 +1512,7 @@ void settings_render_markdown(FILE *out) {
             "event named (`trigger_fired`, `trigger_cleared`, `verdict`; all when `events`\n"
             "is absent), from a bounded queue (`webhook_queue`), retrying failures\n"
             "(`webhook_retries`) with doubling backoff.\n"
-            "\n"
-            ,
+            "\n",
             DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, WIRE_MAX_NAME, MIN_DMAX_MS,
             MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS, DQD_MAX_CFG_TRIGGERS,
             DQD_MAX_WEBHOOKS);

@@ -71,9 +71,9 @@ struct dqd_webhook_config {
 #define DQD_EVENT_TRIGGER_CLEARED 2u
 #define DQD_EVENT_VERDICT 4u
 
-#define DQD_MAX_OTLP_RULES 64    /* entries of "otlp_probes" */
-#define DQD_OTLP_RULE_ATTRS 4     /* attribute conditions per entry */
-#define DQD_OTLP_MATCH_MAX 256    /* bytes of a service, span name or attribute text, NUL included */
+#define DQD_MAX_OTLP_RULES 64  /* entries of "otlp_probes" */
+#define DQD_OTLP_RULE_ATTRS 4  /* attribute conditions per entry */
+#define DQD_OTLP_MATCH_MAX 256 /* bytes of a service, span name or attribute text, NUL included */
 
 /* One entry of the config file's "otlp_probes" section: spans that match every condition
  * given ("" = any) become instances of `probe`. A condition ending in '*' matches by prefix. */
@@ -83,7 +83,7 @@ struct dqd_otlp_rule {
     int n_attrs;
     char attr_key[DQD_OTLP_RULE_ATTRS][DQD_OTLP_MATCH_MAX];   /* span or resource attribute */
     char attr_value[DQD_OTLP_RULE_ATTRS][DQD_OTLP_MATCH_MAX]; /* its value as text */
-    char probe[WIRE_MAX_NAME + 1];                             /* a valid probe NAME */
+    char probe[WIRE_MAX_NAME + 1];                            /* a valid probe NAME */
 };
 
 /* The effective configuration. Fill with settings_defaults() before anything else. */
