@@ -79,6 +79,8 @@ struct dqctl_opts {
     const char *clear_after;        /* --clear-after M (trigger), NULL when absent */
     int disable;                    /* --disable (trigger) */
     int create;                     /* --create (enable, disable, set-timeout, qta) */
+    int infer;                      /* --infer (diagram) */
+    const char *service;            /* --service S (diagram --infer), NULL when absent */
     const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
     int npos;
 };
@@ -99,6 +101,7 @@ enum {
     DQCTL_OPT_ABORT = 1 << 11,    /* --abort ID */
     DQCTL_OPT_OVERLOAD = 1 << 12, /* --overload */
     DQCTL_OPT_CREATE = 1 << 13,   /* --create */
+    DQCTL_OPT_INFER = 1 << 14,    /* --infer and --service S */
 };
 
 /*
