@@ -727,11 +727,15 @@ static void metrics_otlp(const struct otlp *o, struct http_response *res) {
         "# TYPE dqd_otlp_received_bytes_total counter\n"
         "dqd_otlp_received_bytes_total{encoding=\"sent\"} %" PRIu64 "\n"
         "dqd_otlp_received_bytes_total{encoding=\"inflated\"} %" PRIu64 "\n"
+        "# HELP dqd_otlp_http_errors_total OTLP requests refused by the HTTP layer before "
+        "decoding (malformed HTTP, a body over otlp_max_body: 400, 413, 414, 431).\n"
+        "# TYPE dqd_otlp_http_errors_total counter\n"
+        "dqd_otlp_http_errors_total %" PRIu64 "\n"
         "# HELP dqd_otlp_services Services (service.name) heard from over OTLP.\n"
         "# TYPE dqd_otlp_services gauge\n"
         "dqd_otlp_services %" PRIu64 "\n",
         st.spans_accepted, st.spans_rejected, st.spans_late, st.spans_future, st.spans_throttled,
-        st.bytes_received, st.bytes_inflated, st.services);
+        st.bytes_received, st.bytes_inflated, st.http_errors, st.services);
 }
 
 /* GET /api/v1/otlp/spans?service=S&limit=N: the newest spans kept for `dqctl diagram

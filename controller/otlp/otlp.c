@@ -609,6 +609,11 @@ const char *otlp_host(const struct otlp *r) {
 
 void otlp_get_stats(const struct otlp *r, struct otlp_stats *st) {
     *st = r->st;
+    if (r->http) {
+        struct http_server_stats hs;
+        http_server_get_stats(r->http, &hs);
+        st->http_errors = hs.bad_requests;
+    }
 }
 
 static void free_receiver(void *arg) {

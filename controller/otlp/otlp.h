@@ -156,6 +156,8 @@ struct otlp_stats {
     uint64_t bytes_received;  /* bodies as sent */
     uint64_t bytes_inflated;  /* bodies after gzip */
     uint64_t services;        /* distinct service.name values seen */
+    uint64_t http_errors;     /* refused by the HTTP layer before the handler: malformed
+                                 HTTP or over a size cap (400, 413, 414, 431) */
 };
 
 /* Index of status in otlp_stats.responses, or −1. */

@@ -484,6 +484,14 @@ int settings_finish(struct dqd_config *cfg) {
     if (p1 != 0 && p1 == p2 && strcmp(h1, h2) == 0) {
         return dq_fail(DQ_EINVAL, "--listen and --http are the same address %s", cfg->listen);
     }
+    if (cfg->otlp[0] && cfg->otlp_lag_ms > cfg->lag_ms &&
+        cfg->otlp_lag_ms > (int64_t)DQD_MAX_LAG_WINDOWS * cfg->window_ms) {
+        return dq_fail(DQ_EINVAL,
+                       "otlp_lag %lld ms is more than %d windows of %lld ms (windows close "
+                       "otlp_lag after their end with --otlp): use a longer --window or a "
+                       "shorter --otlp-lag",
+                       (long long)cfg->otlp_lag_ms, DQD_MAX_LAG_WINDOWS, (long long)cfg->window_ms);
+    }
     if (cfg->otlp[0]) {
         char h3[DQD_HOSTPORT_MAX];
         int p3;

@@ -130,8 +130,8 @@ static void make_request(int64_t now, struct body *b, char *lines, size_t *lines
             "\"attributes\":[{\"key\":\"http.method\",\"value\":{\"stringValue\":\"GET\"}},"
             "{\"key\":\"http.status_code\",\"value\":{\"intValue\":\"%d\"}}],"
             "\"status\":{\"code\":%d}}",
-            i ? "," : "", t, s, p, name, (long long)(end - dur), (long long)end,
-            failed ? 500 : 200, failed ? 2 : 0);
+            i ? "," : "", t, s, p, name, (long long)(end - dur), (long long)end, failed ? 500 : 200,
+            failed ? 2 : 0);
         *lines_len += (size_t)snprintf(lines + *lines_len, lines_cap - *lines_len,
                                        "n:%s;b:%lld;e:%lld;s:%s\n", name, (long long)(end - dur),
                                        (long long)end, failed ? "fa" : "ok");
@@ -275,8 +275,8 @@ int main(int argc, char **argv) {
         }
         double t2 = mono_s();
         for (int r = 0; r < REQUESTS; r++) {
-            otlp_handle_body(otlp, "application/x-protobuf", "gzip", bodies[r].gz,
-                             bodies[r].gz_len, &res);
+            otlp_handle_body(otlp, "application/x-protobuf", "gzip", bodies[r].gz, bodies[r].gz_len,
+                             &res);
             bad += res.status != 200;
         }
         double t3 = mono_s();
@@ -314,16 +314,15 @@ int main(int argc, char **argv) {
            (double)json_bytes / spans, (double)lines_len / spans, passes);
     printf("  OTLP protobuf: decode, map, record, answer : %7.1f ns/span  %6.2f M spans/s\n",
            1e9 / pb, pb / 1e6);
-    printf("    of which the protobuf-c decode alone     : %7.1f ns/span\n",
-           1e9 * best[1] / spans);
+    printf("    of which the protobuf-c decode alone     : %7.1f ns/span\n", 1e9 * best[1] / spans);
     printf("  OTLP protobuf + gzip                       : %7.1f ns/span  %6.2f M spans/s\n",
            1e9 * best[2] / spans, spans / best[2] / 1e6);
     printf("  OTLP/JSON                                  : %7.1f ns/span  %6.2f M spans/s\n",
            1e9 * best[3] / spans, spans / best[3] / 1e6);
     printf("  line protocol: split, parse, record        : %7.1f ns/line  %6.2f M lines/s\n",
            1e9 / lp, lp / 1e6);
-    printf("  protobuf / line protocol: %.2f; target >= %.0f M spans/s: %s\n", pb / lp, TARGET / 1e6,
-           pb >= TARGET ? "PASS" : "MISS");
+    printf("  protobuf / line protocol: %.2f; target >= %.0f M spans/s: %s\n", pb / lp,
+           TARGET / 1e6, pb >= TARGET ? "PASS" : "MISS");
     http_response_release(&res);
     otlp_arena_release(&arena);
     otlp_close(otlp, NULL, NULL);

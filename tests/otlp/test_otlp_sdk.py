@@ -60,20 +60,16 @@ def body(c):
     c.check(time.time() - t0 > 6, "the feeders ran past the SDK's 5 s export interval")
     # the last spans' windows close otlp_lag (10 s) after their end
     time.sleep(12.5)
-    metrics = d.metrics_text()
+    metrics = d.metrics()
+    c.eq(metrics.errors, [], "the exposition parses")
 
-    def metric(line):
-        for ln in metrics.splitlines():
-            if ln.startswith(line + " "):
-                return float(ln.split()[-1])
-        return None
-    c.eq(metric('dqd_otlp_spans_total{result="accepted"}'), float(total), "spans accepted")
+    c.eq(metrics.value("dqd_otlp_spans_total", result="accepted"), float(total), "spans accepted")
     for r in ("late", "invalid", "future", "throttled"):
-        c.eq(metric('dqd_otlp_spans_total{result="%s"}' % r), 0.0, "spans %s" % r)
-    c.eq(metric('dqd_ingest_rejected_total{reason="late"}'), 0.0, "no instance late")
-    c.check(metric('dqd_otlp_requests_total{code="200"}') >= 12,
+        c.eq(metrics.value("dqd_otlp_spans_total", result=r), 0.0, "spans %s" % r)
+    c.eq(metrics.value("dqd_ingest_rejected_total", reason="late"), 0.0, "no instance late")
+    c.check(metrics.value("dqd_otlp_requests_total", code="200") >= 12,
             "several export requests (batches of at most 512 spans)")
-    c.eq(metric('dqd_otlp_services'), 2.0, "two services")
+    c.eq(metrics.value("dqd_otlp_services"), 2.0, "two services")
     # the calculated ΔQ of checkout, window by window, against the observed one
     compared = 0
     for k in range(0, 40):
