@@ -190,9 +190,8 @@ static struct service *service_of(struct otlp *r, const char *name, size_t len) 
             memcpy(s->name, name, len);
             s->name[len] = '\0';
             s->hash = h;
-            char label[PROBES_LABEL_MAX];
-            snprintf(label, sizeof label, "otlp %s", s->name);
-            if (probes_origin_open(r->probes, label, s->name, s->name, &s->origin) == DQ_OK) {
+            /* label "otlp", node the service: "its source otlp shop went quiet" */
+            if (probes_origin_open(r->probes, "otlp", s->name, s->name, &s->origin) == DQ_OK) {
                 probes_origin_set_passive(r->probes, s->origin, r->opt.silence_ns);
             }
             r->svc_list[r->n_svc++] = s;

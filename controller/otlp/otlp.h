@@ -183,7 +183,7 @@ void otlp_get_stats(const struct otlp *r, struct otlp_stats *st);
 /*
  * The newest recent spans (at most max; of one service when service is not NULL), oldest
  * first, as a JSON array of {"trace_id", "span_id", "parent_id" (hex, "" for a root),
- * "service", "probe", "name", "start_ns", "end_ns", "status"}. NULL without memory.
+ * "service", "probe", "start_ns", "end_ns", "status"}. NULL without memory.
  */
 json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max);
 

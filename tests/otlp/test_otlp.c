@@ -476,7 +476,8 @@ static void test_requests(void) {
         core_close_due(e.core, clock_now(&e.clock), NULL, NULL);
     }
     CHECK(p && probes_silence(core_probes(e.core), p, &si) == 1);
-    CHECK(p && si.since_ns == T0 + 15 * SEC && strstr(si.origin.label, "otlp shop"));
+    CHECK(p && si.since_ns == T0 + 15 * SEC && !strcmp(si.origin.label, "otlp") &&
+          !strcmp(si.origin.node, "shop"));
     http_response_release(&res);
     env_close(&e);
 }
