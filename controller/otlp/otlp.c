@@ -27,7 +27,7 @@
 
 #define MAX_SERVICES 4096      /* services with an origin of their own; more share none */
 #define MAX_NAMES 16384        /* probe names the recent ring can name */
-#define ARENA_PER_BODY_BYTE 48 /* decoded structures per byte of body, at most */
+#define ARENA_PER_BODY_BYTE 16 /* decoded structures per byte of body, at most */
 #define ARENA_MIN (64u << 20)  /* … but never less than this */
 
 struct service {

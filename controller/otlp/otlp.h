@@ -50,7 +50,8 @@ void otlp_arena_init(struct otlp_arena *a, size_t cap);
 /* Memory for n bytes (8-aligned), or NULL past the cap or without memory (exhausted). */
 void *otlp_arena_alloc(struct otlp_arena *a, size_t n);
 
-/* Forgets everything handed out; keeps the largest chunk for the next request. */
+/* Forgets everything handed out; keeps the newest chunk for the next request unless it
+ * is larger than 16 MiB (a huge request does not hold its memory). */
 void otlp_arena_reset(struct otlp_arena *a);
 
 /* Frees every chunk. */

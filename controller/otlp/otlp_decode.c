@@ -21,6 +21,7 @@ struct otlp_chunk {
 };
 
 #define ARENA_CHUNK (256u << 10) /* the first chunk; later ones double */
+#define ARENA_KEEP (16u << 20)   /* a chunk up to this size is kept for the next request */
 
 void otlp_arena_init(struct otlp_arena *a, size_t cap) {
     memset(a, 0, sizeof *a);
@@ -59,8 +60,13 @@ void *otlp_arena_alloc(struct otlp_arena *a, size_t n) {
 }
 
 void otlp_arena_reset(struct otlp_arena *a) {
-    /* keep the newest (largest) chunk; the next request fills it before asking for more */
+    /* keep the newest (largest) chunk, unless a huge request grew it: the next request
+     * fills it before asking for more */
     struct otlp_chunk *c = a->head;
+    if (c && c->size > ARENA_KEEP) {
+        otlp_arena_release(a);
+        c = NULL;
+    }
     if (c) {
         struct otlp_chunk *rest = c->next;
         while (rest) {

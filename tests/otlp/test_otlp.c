@@ -191,6 +191,24 @@ static void test_protobuf(void) {
     otlp_arena_release(&a);
 }
 
+/* the arena: bumps within its cap, keeps a small chunk across requests, frees a huge one */
+static void test_arena(void) {
+    struct otlp_arena a;
+    otlp_arena_init(&a, 64u << 20);
+    void *p = otlp_arena_alloc(&a, 100);
+    CHECK(p && ((uintptr_t)p & 15) == 0);
+    otlp_arena_reset(&a);
+    CHECK(a.head != NULL && a.used == 0);
+    CHECK(otlp_arena_alloc(&a, 100) == p); /* the kept chunk is reused */
+    CHECK(otlp_arena_alloc(&a, 40u << 20) != NULL);
+    CHECK(otlp_arena_alloc(&a, 30u << 20) == NULL && a.exhausted); /* past the cap */
+    CHECK(otlp_arena_alloc(&a, 16) == NULL);                       /* until the reset */
+    otlp_arena_reset(&a);
+    CHECK(a.head == NULL && !a.exhausted); /* the 64 MiB chunk is not kept */
+    CHECK(otlp_arena_alloc(&a, 16) != NULL);
+    otlp_arena_release(&a);
+}
+
 static void test_json(void) {
     struct otlp_arena a;
     otlp_arena_init(&a, 64 << 20);
@@ -508,6 +526,7 @@ static void test_budget(void) {
 }
 
 int main(void) {
+    test_arena();
     test_protobuf();
     test_json();
     test_gzip();

@@ -23,11 +23,13 @@ from dqdtest import Dqd, run_script  # noqa: E402
 DQD = sys.argv[1]
 
 
-def spans_json(n, name="op", service="svc", status=0):
+def spans_json(n, name="op", service="svc", status=0, attrs=None):
     now = time.time_ns()
     spans = [{"traceId": "%032x" % (i + 1), "spanId": "%016x" % (i + 1), "name": name,
               "startTimeUnixNano": str(now - 2000000), "endTimeUnixNano": str(now),
-              "status": {"code": status}} for i in range(n)]
+              "status": {"code": status},
+              "attributes": [{"key": k, "value": {"stringValue": v}}
+                             for k, v in (attrs or {}).items()]} for i in range(n)]
     return json.dumps({"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
         "scopeSpans": [{"spans": spans}]}]}).encode()
@@ -160,6 +162,25 @@ def body(c):
     st, h, b = post(conn, spans_json(1), headers={"Authorization": "Bearer s3cret"})
     c.eq(st, 200, "the api_token as a bearer token: 200")
     d3.stop(c)
+    # the otlp_probes table of the config file
+    work4 = tempfile.mkdtemp(prefix="dqd-otlp-map-")
+    cfg = os.path.join(work4, "dqd.json")
+    with open(cfg, "w") as f:
+        json.dump({"otlp_probes": [
+            {"service": "billing", "probe": "billing_all"},
+            {"span": "GET /cart*", "probe": "cart"},
+            {"attributes": {"db.system": "postgres"}, "probe": "pg"}]}, f)
+    d4 = Dqd(DQD, work4, window_ms=1000, lag_ms=1000, config=cfg, extra=["--otlp", "127.0.0.1:0"])
+    conn = http.client.HTTPConnection("127.0.0.1", d4.otlp_port, timeout=10)
+    for n, name, service, attrs in ((2, "charge", "billing", None), (3, "GET /cart/7", "shop", None),
+                                    (4, "SELECT", "shop", {"db.system": "postgres"}),
+                                    (5, "GET /user/:id", "shop", None)):
+        st, h, b = post(conn, spans_json(n, name=name, service=service, attrs=attrs))
+        c.eq(st, 200, "%s from %s: 200" % (name, service))
+    probes = {p["name"]: p["instances"]["ok"] for p in d4.get("/api/v1/probes")}
+    c.eq(probes, {"billing_all": 2, "cart": 3, "pg": 4, "GET__user__id": 5},
+         "spans mapped by service, span name prefix, attribute, and by default")
+    d4.stop(c)
 
 
 run_script("otlp_http", body)
