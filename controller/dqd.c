@@ -333,6 +333,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         struct core_options co = {.max_probes = DQD_MAX_PROBES,
                                   .window_ns = o->window_ms * 1000000,
                                   .lag_ns = close_lag_ms(o) * 1000000,
+                                  /* the line protocol keeps its own allowance (a lag
+                                     of 0 as 1 ns: 0 would mean none) */
+                                  .line_lag_ns = o->lag_ms > 0 ? o->lag_ms * 1000000 : 1,
                                   .ring = o->ring,
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,

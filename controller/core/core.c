@@ -152,6 +152,9 @@ int core_create(const struct core_options *o, struct store *store, const struct 
     int rc = probes_init(&c->probes, o->max_probes, o->window_ns, o->lag_ns, o->ring,
                          o->default_dmax_ms, o->default_bins, c->started_ns);
     if (!rc) {
+        if (o->line_lag_ns > 0) {
+            probes_set_line_lag(&c->probes, o->line_lag_ns);
+        }
         rc = probes_set_auto_range(&c->probes, o->auto_range,
                                    o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);

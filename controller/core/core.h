@@ -222,6 +222,10 @@ struct probe_table {
     uint64_t future;      /* END too far ahead to have an open window */
     uint64_t full;        /* a new name but the table is full */
     uint64_t passive_new; /* probes a passive origin made passive (the core stores them) */
+    /* the line protocol's own lateness allowance when windows close later for spans
+     * (probes_set_line_lag): windows before line_floor are closed to it */
+    int line_lag_on;
+    int64_t line_lag_ns, line_floor;
     /* origins and node names; entry 0 of each is unused (0 means none) */
     struct probe_origin *origins;
     uint32_t n_origins, origins_cap; /* entries 1 … n_origins − 1 exist */
@@ -419,6 +423,16 @@ int probes_origin_identify(struct probe_table *t, uint32_t origin, const char *n
 void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns);
 
 /*
+ * Gives instances from origins that are not passive (the line protocol) a lateness
+ * allowance of their own, shorter than the table's lag (which then serves passive sources,
+ * OTLP): at each probes_origin_heard (once per read) the windows whose end + line_lag_ns
+ * has passed become closed to them, and such an instance is late (DQ_ESTATE, counted in
+ * t->late) although its window is still open for spans. line_lag_ns ≥ the table's lag
+ * turns it off.
+ */
+void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns);
+
+/*
  * Makes origin passive: a source that cannot carry commands and sends only when there is
  * something to report (OTLP: one origin per service). A probe that hears from it becomes
  * passive, enabled and always on (t->passive_new counts them for the core to store), and
@@ -498,6 +512,8 @@ struct core_options {
     size_t max_probes;      /* probes tracked at most */
     int64_t window_ns;      /* window length */
     int64_t lag_ns;         /* how long a window stays open after its end */
+    int64_t line_lag_ns;    /* > 0 and < lag_ns: the line protocol's own allowance (with
+                               --otlp the windows close otlp_lag after their end); 0: none */
     int ring;               /* closed windows kept per probe (W) */
     double default_dmax_ms; /* dMax of a probe that has none of its own */
     int default_bins;       /* bins of such a probe */

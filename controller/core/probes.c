@@ -591,7 +591,7 @@ static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t
 /* probes_record_hashed, and with `deadline` an ok instance longer than dMax times out. */
 static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                   uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                  int deadline) {
+                  int span) {
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
     struct probe *p = *recent;
@@ -617,7 +617,7 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
     if (status == PROBE_TO && end_ns == 0) {
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
         end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
-    } else if (deadline && status == PROBE_OK && end_ns - start_ns > (int64_t)(p->dmax_ms * 1e6)) {
+    } else if (span && status == PROBE_OK && end_ns - start_ns > (int64_t)(p->dmax_ms * 1e6)) {
         status = PROBE_TO; /* a span past the probe's deadline */
         end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
     }
@@ -629,8 +629,8 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
     } else {
         wid = probes_window_of(t, end_ns);
     }
-    if (wid < t->next_close) {
-        t->late++;
+    if (wid < t->next_close || (wid < t->line_floor && !span)) {
+        t->late++; /* closed, or closed to the line protocol (probes_set_line_lag) */
         p->late++;
         return DQ_ESTATE;
     }
@@ -1139,6 +1139,15 @@ void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns)
     if (origin && origin < t->n_origins) {
         t->origins[origin].last_rx_ns = now_ns;
     }
+    if (t->line_lag_on) {
+        t->line_floor = probes_window_of(t, now_ns - t->line_lag_ns);
+    }
+}
+
+void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns) {
+    t->line_lag_on = line_lag_ns >= 0 && line_lag_ns < t->lag_ns;
+    t->line_lag_ns = t->line_lag_on ? line_lag_ns : 0;
+    t->line_floor = 0;
 }
 
 void probes_origin_set_passive(struct probe_table *t, uint32_t origin, int64_t silence_ns) {

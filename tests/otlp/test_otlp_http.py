@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from dqdtest import Dqd, run_script  # noqa: E402
+from dqdtest import Dqd, connect, legacy_line, run_script  # noqa: E402
 
 DQD = sys.argv[1]
 
@@ -181,6 +181,29 @@ def body(c):
     c.eq(probes, {"billing_all": 2, "cart": 3, "pg": 4, "GET__user__id": 5},
          "spans mapped by service, span name prefix, attribute, and by default")
     d4.stop(c)
+    # each source its own lateness: with lag 1 s and otlp_lag 10 s, a line 3 s late is late,
+    # a span 3 s late lands in its window
+    d5 = Dqd(DQD, tempfile.mkdtemp(prefix="dqd-otlp-lag-"), window_ms=1000, lag_ms=1000,
+             extra=["--otlp", "127.0.0.1:0"])
+    now = time.time_ns()
+    sock = connect(d5.ingest_port)
+    sock.sendall((legacy_line("line_late", now - 3_200_000_000, now - 3_000_000_000) +
+                  legacy_line("line_now", now - 200_000_000, now)).encode())
+    doc = json.loads(spans_json(1, name="span_late"))
+    sp = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    sp["startTimeUnixNano"], sp["endTimeUnixNano"] = str(now - 3_200_000_000), str(now - 3_000_000_000)
+    conn = http.client.HTTPConnection("127.0.0.1", d5.otlp_port, timeout=10)
+    st, h, b = post(conn, json.dumps(doc).encode())
+    c.eq((st, b), (200, b"{}"), "a span 3 s late is accepted")
+    d5.wait_until(lambda: d5.metrics().value("dqd_ingest_rejected_total", reason="late") == 1.0)
+    probes = {p["name"]: p["instances"]["ok"] for p in d5.get("/api/v1/probes")}
+    c.eq(probes.get("span_late"), 1, "the late span is an instance")
+    c.eq(probes.get("line_now"), 1, "the timely line is an instance")
+    c.eq(probes.get("line_late", 0), 0, "the line 3 s late is not")
+    c.eq(d5.metrics().value("dqd_ingest_rejected_total", reason="late"), 1.0,
+         "the line counted late")
+    sock.close()
+    d5.stop(c)
 
 
 run_script("otlp_http", body)
