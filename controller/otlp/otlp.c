@@ -312,7 +312,11 @@ json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max) 
 /* ---- one request ------------------------------------------------------------------------------
  */
 
-/* 1 when the budget lets n more spans in now (and takes them), else 0 with *retry_s. */
+/*
+ * 1 when the budget lets n more spans in now (and takes them), else 0 with *retry_s. The
+ * bucket holds one second of spans; a batch larger than that is let in when the bucket is
+ * full, and the debt is paid by the refill (so no batch size is refused for ever).
+ */
 static int budget_take(struct otlp *r, size_t n, int *retry_s) {
     double rate = r->opt.max_spans_per_second;
     if (rate <= 0) {
@@ -322,11 +326,12 @@ static int budget_take(struct otlp *r, size_t n, int *retry_s) {
     double dt = r->tokens_ns ? (double)(now - r->tokens_ns) * 1e-9 : 1.0;
     r->tokens_ns = now;
     r->tokens = fmin(rate, r->tokens + (dt > 0 ? dt : 0) * rate);
-    if ((double)n <= r->tokens) {
+    double want = fmin((double)n, rate);
+    if (want <= r->tokens) {
         r->tokens -= (double)n;
         return 1;
     }
-    double need = ((double)n - r->tokens) / rate;
+    double need = (want - r->tokens) / rate;
     *retry_s = need < 1 ? 1 : need > 3600 ? 3600 : (int)ceil(need);
     return 0;
 }

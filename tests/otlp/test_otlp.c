@@ -521,6 +521,20 @@ static void test_budget(void) {
     CHECK_INT((int)st.spans_throttled, 8);
     CHECK_INT((int)st.spans_accepted, 16);
     free(body);
+    /* a batch larger than the bucket (10) gets in on a full bucket, then the debt is paid */
+    struct spec big[20];
+    for (int i = 0; i < 20; i++) {
+        big[i] = (struct spec){"a", T0, T0 + 1000, 0, 0, 0, NULL, NULL};
+    }
+    body = pb_request("svc", big, 20, &len);
+    clock_manual_set(&e.manual, T0 + SEC / 2 + 5 * SEC);
+    CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
+    clock_manual_set(&e.manual, T0 + SEC / 2 + 6 * SEC); /* 1 s: the debt of 10 is paid */
+    CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 429);
+    CHECK(strstr(res.extra, "Retry-After: 1") != NULL);
+    clock_manual_set(&e.manual, T0 + SEC / 2 + 7 * SEC);
+    CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
+    free(body);
     http_response_release(&res);
     env_close(&e);
 }
