@@ -506,6 +506,13 @@ static void count_response(struct otlp *r, int status) {
     }
 }
 
+/* What the HTTP layer answers itself (a body over the cap, malformed HTTP): a Status too,
+ * in JSON since the request's encoding is not known there. */
+static void transport_error(void *ctx, int status, const char *msg, struct http_response *res) {
+    (void)ctx;
+    reply_status(res, OTLP_JSON, status, msg);
+}
+
 static void handle(void *ctx, const struct http_request *req, struct http_response *res) {
     struct otlp *r = ctx;
     enum otlp_format fmt = OTLP_JSON;
@@ -585,6 +592,9 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     lim.max_pending_write = 1 << 20;
     if (!rc) {
         rc = http_server_create(loop, &lim, handle, r, &r->http);
+    }
+    if (!rc) {
+        http_server_set_error_reply(r->http, transport_error, r);
     }
     if (rc) {
         otlp_close(r, NULL, NULL);

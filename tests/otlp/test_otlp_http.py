@@ -110,6 +110,7 @@ def body(c):
     try:
         st, h, b = post(big, b"{" + b" " * 70000 + b"}")
         c.eq(st, 413, "a body over otlp_max_body: 413")
+        c.eq(json.loads(b).get("code"), 11, "a Status from the HTTP layer too: %r" % b)
     except (ConnectionError, http.client.HTTPException) as e:
         c.check(False, "the oversized body was not answered: %r" % e)
     conn.close()
