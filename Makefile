@@ -22,7 +22,8 @@ DESTDIR ?=
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus systemd git chromium
+	curl procps python3 prometheus systemd git chromium libprotobuf-c-dev \
+	protobuf-c-compiler zlib1g-dev
 
 # Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
 # controller/web/package-lock.json; the build installs it into the build folder). Debian's
@@ -36,8 +37,19 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev
 
 all: build
 
+# npm packages, each folder from its committed package-lock.json: tests/otlp holds the
+# OpenTelemetry JS SDK and exporters of the OTLP end-to-end tests (Node 20's npm; Debian's
+# nodejs and npm only when there is none).
+NPM_DIRS := tests/otlp
+
 deps:
 	@./tools/install-deps $(DEB_PACKAGES) $(NODE_PACKAGES)
+	@for d in $(NPM_DIRS); do \
+		if [ ! -f $$d/node_modules/.package-lock.json ] || \
+		   [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
+			./tools/quiet "npm ci $$d" npm ci --prefix $$d --ignore-scripts --no-audit --no-fund; \
+		fi; \
+	done
 
 # Builds print one line unless they fail (tools/quiet shows the whole log then).
 build: deps

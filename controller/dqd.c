@@ -21,6 +21,7 @@
 #include "http.h"
 #include "ingest.h"
 #include "log.h"
+#include "otlp.h"
 #include "store.h"
 #include "webhook.h"
 
@@ -38,6 +39,7 @@ struct dqd {
     struct events *events; /* live events (GET /api/v1/events) */
     struct ingest_source *ingest;
     int ingest_registered;
+    struct otlp *otlp; /* NULL unless --otlp */
     struct api *api;
     struct http_server *http;
     char http_host[64];
@@ -180,6 +182,11 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         http_server_close(d->http, on_part_closed, d);
         d->http = NULL;
     }
+    if (d->otlp) {
+        d->pending_closes++;
+        otlp_close(d->otlp, on_part_closed, d);
+        d->otlp = NULL;
+    }
     if (d->webhooks) {
         d->pending_closes++;
         webhooks_close(d->webhooks, on_part_closed, d);
@@ -277,15 +284,39 @@ static int start_ingest(struct dqd *d) {
     return rc;
 }
 
+/* --otlp: the OTLP/HTTP receiver, a source without commands. */
+static int start_otlp(struct dqd *d) {
+    const struct dqd_config *o = &d->opt;
+    struct otlp_options oo = {.listen = o->otlp,
+                              .api_token = o->api_token,
+                              .silence_ns = o->otlp_silence_ms * 1000000,
+                              .max_body = (size_t)o->otlp_max_body,
+                              .max_spans_per_second = o->otlp_max_spans_per_second,
+                              .recent_spans = (size_t)o->otlp_recent_spans,
+                              .rules = o->otlp_rules,
+                              .n_rules = o->n_otlp_rules};
+    int rc = otlp_create(d->loop, d->core, &oo, &d->otlp);
+    return rc ? rc : otlp_start(d->otlp);
+}
+
+/* The lag windows close after: with --otlp, the longer of lag and otlp_lag (spans come in
+ * batches, seconds after they ended). */
+static int64_t close_lag_ms(const struct dqd_config *o) {
+    return o->otlp[0] && o->otlp_lag_ms > o->lag_ms ? o->otlp_lag_ms : o->lag_ms;
+}
+
 static int start_http(struct dqd *d) {
-    struct api_env env = {
-        .core = d->core, .adapt = d->adapt, .store = d->store, .events = d->events};
+    struct api_env env = {.core = d->core,
+                          .adapt = d->adapt,
+                          .store = d->store,
+                          .events = d->events,
+                          .otlp = d->otlp};
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
                              .api_token = d->opt.api_token,
                              .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
-                             .lag_ms = d->opt.lag_ms};
+                             .lag_ms = close_lag_ms(&d->opt)};
     int rc = api_create(&env, &ao, &d->api);
     if (!rc) {
         rc = settings_split_hostport(d->opt.http, d->http_host, sizeof d->http_host, &d->http_port);
@@ -346,7 +377,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     if (!rc) {
         struct core_options co = {.max_probes = DQD_MAX_PROBES,
                                   .window_ns = o->window_ms * 1000000,
-                                  .lag_ns = o->lag_ms * 1000000,
+                                  .lag_ns = close_lag_ms(o) * 1000000,
+                                  /* the line protocol keeps its own allowance (a lag
+                                     of 0 as 1 ns: 0 would mean none) */
+                                  .line_lag_ns = o->lag_ms > 0 ? o->lag_ms * 1000000 : 1,
                                   .ring = o->ring,
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,
@@ -381,6 +415,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     if (!rc) {
         rc = start_ingest(d);
     }
+    if (!rc && o->otlp[0]) {
+        rc = start_otlp(d);
+    }
     if (!rc) {
         rc = start_http(d);
     }
@@ -405,11 +442,16 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
+    char otlp_at[DQD_HOSTPORT_MAX + 32] = "";
+    if (d->otlp) {
+        snprintf(otlp_at, sizeof otlp_at, ", OTLP on %s:%d", otlp_host(d->otlp),
+                 otlp_port(d->otlp));
+    }
     LOG(LOG_INFO,
-        "dqd %s: ingest on %s:%d, HTTP on %s:%d, store %s, window %" PRId64 " ms, lag %" PRId64
+        "dqd %s: ingest on %s:%d, HTTP on %s:%d%s, store %s, window %" PRId64 " ms, lag %" PRId64
         " ms%s",
         DQD_VERSION, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest), d->http_host,
-        d->http_port, o->db, o->window_ms, o->lag_ms,
+        d->http_port, otlp_at, o->db, o->window_ms, close_lag_ms(o),
         o->clock == DQD_CLOCK_SIM ? ", simulated time (--clock sim)" : "");
     *out = d;
     return DQ_OK;
@@ -417,6 +459,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
 
 int dqd_ingest_port(const struct dqd *d) {
     return ingest_tcp_port(d->ingest);
+}
+
+int dqd_otlp_port(const struct dqd *d) {
+    return d->otlp ? otlp_port(d->otlp) : 0;
 }
 
 int dqd_http_port(const struct dqd *d) {

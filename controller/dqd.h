@@ -37,6 +37,7 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *cfg, struct dqd **out);
 /* The bound ports (useful with port 0). */
 int dqd_ingest_port(const struct dqd *d);
 int dqd_http_port(const struct dqd *d);
+int dqd_otlp_port(const struct dqd *d); /* 0 without --otlp */
 
 /*
  * Starts a clean shutdown: closes every handle; when the last close callback has run

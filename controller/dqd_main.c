@@ -77,7 +77,12 @@ int main(int argc, char **argv) {
     uv_signal_start(&m.sigterm, on_signal, SIGTERM);
     m.signals_open = 1;
     /* One machine-readable line for scripts and tests that start dqd on port 0. */
-    printf("dqd ready ingest=%d http=%d\n", dqd_ingest_port(m.d), dqd_http_port(m.d));
+    if (dqd_otlp_port(m.d)) {
+        printf("dqd ready ingest=%d http=%d otlp=%d\n", dqd_ingest_port(m.d), dqd_http_port(m.d),
+               dqd_otlp_port(m.d));
+    } else {
+        printf("dqd ready ingest=%d http=%d\n", dqd_ingest_port(m.d), dqd_http_port(m.d));
+    }
     fflush(stdout);
 
     uv_run(&loop, UV_RUN_DEFAULT);

@@ -419,7 +419,8 @@ size_t adapt__plan_enabled_count(const struct plan *pl) {
     struct probe_table *t = core_probes(pl->a->env.core);
     size_t n = 0;
     for (size_t i = 0; i < t->count; i++) {
-        n += adapt__plan_enabled(pl, t->probes[i]) != 0;
+        /* a passive probe (OTLP) is observed whatever the loop does: it costs nothing */
+        n += !t->probes[i]->passive && adapt__plan_enabled(pl, t->probes[i]) != 0;
     }
     return n;
 }

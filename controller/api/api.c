@@ -834,6 +834,67 @@ static void metrics_alerting(struct api *api, struct http_response *res) {
     }
 }
 
+/* The OTLP receiver's counters (only with --otlp). */
+static void metrics_otlp(const struct otlp *o, struct http_response *res) {
+    static const int codes[6] = {200, 400, 413, 415, 429, 503};
+    struct otlp_stats st;
+    otlp_get_stats(o, &st);
+    http_response_printf(res, "# HELP dqd_otlp_requests_total OTLP/HTTP requests answered, by "
+                              "status code.\n# TYPE dqd_otlp_requests_total counter\n");
+    for (int i = 0; i < 6; i++) {
+        http_response_printf(res, "dqd_otlp_requests_total{code=\"%d\"} %" PRIu64 "\n", codes[i],
+                             st.responses[i]);
+    }
+    http_response_printf(res, "dqd_otlp_requests_total{code=\"other\"} %" PRIu64 "\n",
+                         st.other_responses);
+    http_response_printf(
+        res,
+        "# HELP dqd_otlp_spans_total OTLP spans received, by what became of them.\n"
+        "# TYPE dqd_otlp_spans_total counter\n"
+        "dqd_otlp_spans_total{result=\"accepted\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"invalid\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"late\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"future\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"throttled\"} %" PRIu64 "\n"
+        "# HELP dqd_otlp_received_bytes_total OTLP request bodies, as sent and inflated.\n"
+        "# TYPE dqd_otlp_received_bytes_total counter\n"
+        "dqd_otlp_received_bytes_total{encoding=\"sent\"} %" PRIu64 "\n"
+        "dqd_otlp_received_bytes_total{encoding=\"inflated\"} %" PRIu64 "\n"
+        "# HELP dqd_otlp_http_errors_total OTLP requests refused by the HTTP layer before "
+        "decoding (malformed HTTP, a body over otlp_max_body: 400, 413, 414, 431).\n"
+        "# TYPE dqd_otlp_http_errors_total counter\n"
+        "dqd_otlp_http_errors_total %" PRIu64 "\n"
+        "# HELP dqd_otlp_services Services (service.name) heard from over OTLP.\n"
+        "# TYPE dqd_otlp_services gauge\n"
+        "dqd_otlp_services %" PRIu64 "\n",
+        st.spans_accepted, st.spans_rejected, st.spans_late, st.spans_future, st.spans_throttled,
+        st.bytes_received, st.bytes_inflated, st.http_errors, st.services);
+}
+
+/* GET /api/v1/otlp/spans?service=S&limit=N: the newest spans kept for `dqctl diagram
+ * --infer`. */
+static void get_otlp_spans(struct api *api, const struct http_request *req,
+                           struct http_response *res) {
+    if (!api->env.otlp) {
+        http_reply_error(res, 404, "not_found",
+                         "dqd receives no OTLP: start it with --otlp HOST:PORT (docs/otlp.md)");
+        return;
+    }
+    const char *svc = http_request_query(req, "service");
+    const char *lim = http_request_query(req, "limit");
+    long limit = 65536;
+    if (lim) {
+        char *end;
+        limit = strtol(lim, &end, 10);
+        if (*end || end == lim || limit < 1 || limit > 10000000) {
+            http_reply_error(res, 400, "bad_data", "limit: want an integer in [1, 10000000]");
+            return;
+        }
+    }
+    http_reply_data(res,
+                    otlp_recent_json(api->env.otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
+}
+
 static void metrics(struct api *api, struct http_response *res) {
     struct core *core = api->env.core;
     struct probe_table *t = core_probes(core);
@@ -950,6 +1011,9 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_store_errors_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, ss.connections_total, ss.connections_reset,
         ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
+    if (api->env.otlp) {
+        metrics_otlp(api->env.otlp, res);
+    }
     metrics_alerting(api, res);
 }
 
@@ -1160,6 +1224,9 @@ void api_handle(void *ctx, const struct http_request *req, struct http_response 
         } else {
             api__method_not_allowed(req, res, "GET, HEAD, PUT");
         }
+    } else if (strcmp(r, "otlp/spans") == 0) {
+        api__is_read(req) ? get_otlp_spans(api, req, res)
+                          : api__method_not_allowed(req, res, "GET, HEAD");
     } else if (strcmp(r, "wrapper/start") == 0 || strcmp(r, "wrapper/stop") == 0) {
         if (!method_is(req, "POST")) {
             api__method_not_allowed(req, res, "POST");

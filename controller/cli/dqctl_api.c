@@ -11,6 +11,7 @@
  * commands of dqctl_log.c through dqctl_api.h.
  */
 #include "dqctl_api.h"
+#include "dqctl_infer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -134,6 +135,8 @@ static const struct {
     {"--types", DQCTL_OPT_WATCH, 1},
     {"--count", DQCTL_OPT_WATCH, 1},
     {"--for", DQCTL_OPT_WATCH, 1},
+    {"--infer", DQCTL_OPT_INFER, 0},
+    {"--service", DQCTL_OPT_INFER, 1},
 };
 
 static void apply_option(struct dqctl_opts *o, const char *name, const char *value) {
@@ -185,6 +188,10 @@ static void apply_option(struct dqctl_opts *o, const char *name, const char *val
         o->count = value;
     } else if (strcmp(name, "--for") == 0) {
         o->for_ = value;
+    } else if (strcmp(name, "--infer") == 0) {
+        o->infer = 1;
+    } else if (strcmp(name, "--service") == 0) {
+        o->service = value;
     }
 }
 
@@ -1629,19 +1636,68 @@ static void render_diagram(FILE *out, const json_t *d) {
     }
 }
 
+/* dqctl diagram --infer: the spans from dqd, the diagram on stdout. */
+static int infer_diagram(const struct dqctl_opts *o) {
+    if (!o->infer || o->npos > 0) {
+        dqctl_complain_typed("usage", "diagram: --service goes with --infer, and --infer takes "
+                                      "no FILE (redirect its output: > FILE.dq)");
+        return DQCTL_EXIT_USAGE;
+    }
+    char path[600] = "/api/v1/otlp/spans";
+    if (o->service) {
+        char esc[512];
+        if (dqctl_url_escape(o->service, esc, sizeof esc) != 0) {
+            dqctl_complain_typed("usage", "diagram: --service is too long");
+            return DQCTL_EXIT_USAGE;
+        }
+        snprintf(path, sizeof path, "/api/v1/otlp/spans?service=%s", esc);
+    }
+    json_t *spans = NULL;
+    int rc = dqctl_api_call(o, "GET", path, NULL, &spans);
+    if (rc != DQCTL_EXIT_OK) {
+        return rc;
+    }
+    char err[512];
+    char *text = dqctl_infer(spans, o->service, err, sizeof err);
+    json_decref(spans);
+    if (!text) {
+        dqctl_complain_typed("problem", "diagram --infer: %s", err);
+        return DQCTL_EXIT_PROBLEM;
+    }
+    if (o->json) {
+        json_t *j = json_pack("{s:s}", "text", text);
+        dqctl_print_json(j);
+        json_decref(j);
+    } else {
+        fputs(text, dqctl_out());
+    }
+    free(text);
+    return DQCTL_EXIT_OK;
+}
+
 int dqctl_diagram_main(int argc, char **argv) {
     static const char help[] =
         "usage: dqctl diagram [FILE.dq | -] [--server URL] [--json]\n"
+        "       dqctl diagram --infer [--service S] [--server URL] > FILE.dq\n"
         "Without FILE: the outcome diagram dqd has loaded (its path, roots, probes and\n"
         "text; GET /api/v1/diagram). With FILE (- reads stdin): loads it into dqd\n"
         "(PUT /api/v1/diagram), replacing the diagram; a model error is printed as\n"
-        "FILE:LINE:COL: message and nothing changes.\n";
+        "FILE:LINE:COL: message and nothing changes.\n"
+        "--infer writes a .dq diagram inferred from the parent/child span trees dqd keeps\n"
+        "from OTLP (GET /api/v1/otlp/spans; of service S only with --service): children\n"
+        "one after another are a sequence, overlapping children an all-to-finish when the\n"
+        "parent waits for the last, a first-to-finish when it goes on after the first,\n"
+        "different sets of children a choice with the observed weights; what the spans\n"
+        "cannot settle is a # comment. Edit it, then load it with `dqctl diagram FILE.dq`.\n";
     struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 0, 1, help, &o);
+    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_INFER, 0, 1, help, &o);
     if (rc >= 0) {
         return rc;
     }
     json_t *data = NULL;
+    if (o.infer || o.service) {
+        return dqctl_end_cmd(infer_diagram(&o));
+    }
     if (o.npos == 0) {
         rc = dqctl_api_call(&o, "GET", "/api/v1/diagram", NULL, &data);
     } else {

@@ -82,6 +82,8 @@ struct dqctl_opts {
     const char *types;              /* --types LIST (watch), NULL when absent */
     const char *count;              /* --count N (watch), NULL when absent */
     const char *for_;               /* --for DURATION (watch), NULL when absent */
+    int infer;                      /* --infer (diagram) */
+    const char *service;            /* --service S (diagram --infer), NULL when absent */
     const char *pos[DQCTL_MAX_POS]; /* positional arguments in order */
     int npos;
 };
@@ -103,6 +105,7 @@ enum {
     DQCTL_OPT_OVERLOAD = 1 << 12, /* --overload */
     DQCTL_OPT_CREATE = 1 << 13,   /* --create */
     DQCTL_OPT_WATCH = 1 << 14,    /* --types, --count, --for */
+    DQCTL_OPT_INFER = 1 << 15,    /* --infer and --service S */
 };
 
 /*

@@ -166,6 +166,9 @@ int core_create(const struct core_options *o, struct store *store, const struct 
     int rc = probes_init(&c->probes, o->max_probes, o->window_ns, o->lag_ns, o->ring,
                          o->default_dmax_ms, o->default_bins, c->started_ns);
     if (!rc) {
+        if (o->line_lag_ns > 0) {
+            probes_set_line_lag(&c->probes, o->line_lag_ns);
+        }
         rc = probes_set_auto_range(&c->probes, o->auto_range,
                                    o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
@@ -679,7 +682,27 @@ static void auto_range(struct core *c, int64_t wid) {
     }
 }
 
+/* Stores the probes a passive source (OTLP) made enabled and always on since the last
+ * window (probes_origin_set_passive): passive 1 is new, 2 stored. */
+static void save_passive(struct core *c) {
+    struct probe_table *t = &c->probes;
+    for (size_t i = 0; t->passive_new > 0 && i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (p->passive == 1) {
+            p->passive = 2;
+            t->passive_new--;
+            if (save_row(c, p, 1, p->dmax_ms, p->n) == DQ_OK) {
+                LOG(LOG_INFO, "probe %s: fed by OTLP, always observed", p->name);
+            }
+        }
+    }
+    t->passive_new = 0;
+}
+
 static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *ctx) {
+    if (c->probes.passive_new > 0) {
+        save_passive(c);
+    }
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
     }

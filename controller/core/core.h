@@ -116,6 +116,9 @@ struct probe {
     /* settings */
     int enabled;    /* dqd wants instances (a dMax was pushed) */
     int always_on;  /* enabled at start and never disabled by the adaptive loop */
+    int passive;    /* fed by a source without commands (OTLP): always observed, enabled
+                       and always on from its first instance; costs the loop nothing
+                       (1: not stored yet, 2: stored) */
     double dmax_ms; /* deadline pushed to wrappers */
     int dmax_set;   /* 1 once a dMax was configured or set (not the table default) */
     int k, n;       /* grid of the histograms: width 2^k ms, n bins, n·width ≥ dMax */
@@ -169,6 +172,7 @@ struct probe {
     int64_t silent_since;   /* ns: start of the run's first no-data window; 0 = not silent */
     int64_t silent_windows; /* no-data windows in the run */
     uint32_t silent_origin; /* the origin the run's last no-data window was judged by */
+    int64_t last_has_wid;   /* the newest closed window with an instance; 0 = none */
 };
 
 /* One connection of a source (internal to the table; read with probes_origin_get). */
@@ -178,6 +182,7 @@ struct probe_origin {
     uint32_t refs;      /* probes whose origin or silent_origin this is */
     uint32_t node;      /* index in the table's nodes; 0 = none */
     int64_t last_rx_ns; /* when the source last received anything on it; 0 = never */
+    int64_t silence_ns; /* > 0: a passive origin (probes_origin_set_passive) */
     char label[PROBES_LABEL_MAX];
     char app[WIRE_MAX_LABEL + 1];
 };
@@ -213,9 +218,14 @@ struct probe_table {
     struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
-    uint64_t late;   /* END in a window already closed */
-    uint64_t future; /* END too far ahead to have an open window */
-    uint64_t full;   /* a new name but the table is full */
+    uint64_t late;        /* END in a window already closed */
+    uint64_t future;      /* END too far ahead to have an open window */
+    uint64_t full;        /* a new name but the table is full */
+    uint64_t passive_new; /* probes a passive origin made passive (the core stores them) */
+    /* the line protocol's own lateness allowance when windows close later for spans
+     * (probes_set_line_lag): windows before line_floor are closed to it */
+    int line_lag_on;
+    int64_t line_lag_ns, line_floor;
     /* origins and node names; entry 0 of each is unused (0 means none) */
     struct probe_origin *origins;
     uint32_t n_origins, origins_cap; /* entries 1 … n_origins − 1 exist */
@@ -274,6 +284,14 @@ int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t 
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                          uint32_t origin, int64_t start_ns, int64_t end_ns,
                          enum probe_status status);
+
+/*
+ * probes_record_hashed() for a span of a passive source (OTLP): `failed` 1 records it as
+ * failed; an ok span longer than the probe's dMax is recorded as timed out (its end is
+ * then start + dMax, as a wrapper reports a timeout). Same returns.
+ */
+int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                       uint32_t origin, int64_t start_ns, int64_t end_ns, int failed);
 
 /*
  * Changes a probe's deadline and bins (bins 0 keeps the current count). The grid is
@@ -404,6 +422,25 @@ int probes_origin_identify(struct probe_table *t, uint32_t origin, const char *n
  * read, not per line). 0 or an unknown id: nothing. */
 void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns);
 
+/*
+ * Gives instances from origins that are not passive (the line protocol) a lateness
+ * allowance of their own, shorter than the table's lag (which then serves passive sources,
+ * OTLP): at each probes_origin_heard (once per read) the windows whose end + line_lag_ns
+ * has passed become closed to them, and such an instance is late (DQ_ESTATE, counted in
+ * t->late) although its window is still open for spans. line_lag_ns ≥ the table's lag
+ * turns it off.
+ */
+void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns);
+
+/*
+ * Makes origin passive: a source that cannot carry commands and sends only when there is
+ * something to report (OTLP: one origin per service). A probe that hears from it becomes
+ * passive, enabled and always on (t->passive_new counts them for the core to store), and
+ * its empty windows are no data only once it had an instance before and none for
+ * silence_ns (> 0) up to the window's end; otherwise they are quiet.
+ */
+void probes_origin_set_passive(struct probe_table *t, uint32_t origin, int64_t silence_ns);
+
 /* The connection closed. Its probes' empty windows are no data from now on. 0 or an
  * unknown id: nothing. */
 void probes_origin_closed(struct probe_table *t, uint32_t origin);
@@ -475,6 +512,8 @@ struct core_options {
     size_t max_probes;      /* probes tracked at most */
     int64_t window_ns;      /* window length */
     int64_t lag_ns;         /* how long a window stays open after its end */
+    int64_t line_lag_ns;    /* > 0 and < lag_ns: the line protocol's own allowance (with
+                               --otlp the windows close otlp_lag after their end); 0: none */
     int ring;               /* closed windows kept per probe (W) */
     double default_dmax_ms; /* dMax of a probe that has none of its own */
     int default_bins;       /* bins of such a probe */

@@ -588,9 +588,10 @@ int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t 
 
 static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin);
 
-int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                         uint32_t origin, int64_t start_ns, int64_t end_ns,
-                         enum probe_status status) {
+/* probes_record_hashed, and with `deadline` an ok instance longer than dMax times out. */
+static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                  uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
+                  int span) {
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
     struct probe *p = *recent;
@@ -616,6 +617,9 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     if (status == PROBE_TO && end_ns == 0) {
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
         end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
+    } else if (span && status == PROBE_OK && end_ns - start_ns > (int64_t)(p->dmax_ms * 1e6)) {
+        status = PROBE_TO; /* a span past the probe's deadline */
+        end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
     }
     int64_t wid;
     int si = -1;
@@ -625,8 +629,8 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     } else {
         wid = probes_window_of(t, end_ns);
     }
-    if (wid < t->next_close) {
-        t->late++;
+    if (wid < t->next_close || (wid < t->line_floor && !span)) {
+        t->late++; /* closed, or closed to the line protocol (probes_set_line_lag) */
         p->late++;
         return DQ_ESTATE;
     }
@@ -718,6 +722,17 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
     return DQ_OK;
 }
 
+int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                         uint32_t origin, int64_t start_ns, int64_t end_ns,
+                         enum probe_status status) {
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, 0);
+}
+
+int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                       uint32_t origin, int64_t start_ns, int64_t end_ns, int failed) {
+    return record(t, name, len, hash, origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK, 1);
+}
+
 struct probe_window *probes_ring_get(struct probe *p, int back) {
     if (!p || back < 0 || back >= p->ring_len) {
         return NULL;
@@ -780,6 +795,7 @@ static void split_close(struct probe_split *sp, int si, int64_t wid, int has) {
 }
 
 static void origin_ref(struct probe_table *t, uint32_t id);
+static struct probe_origin *origin_at(const struct probe_table *t, uint32_t id);
 
 /* 1 when origin id says nothing arrived since start: closed, or silent since then. */
 static int origin_silent_since(const struct probe_table *t, uint32_t id, int64_t start) {
@@ -791,8 +807,20 @@ static int origin_silent_since(const struct probe_table *t, uint32_t id, int64_t
 static void judge_window(struct probe_table *t, struct probe *p, int64_t wid, int has,
                          int any_live) {
     int64_t start = wid * t->window_ns;
-    int nodata =
-        p->enabled && !has && (p->origin ? origin_silent_since(t, p->origin, start) : !any_live);
+    const struct probe_origin *po = origin_at(t, p->origin);
+    int nodata;
+    if (po && po->silence_ns > 0) {
+        /* a passive source sends only what happened: silent once a probe that had
+         * instances has had none for silence_ns */
+        nodata = p->enabled && !has && p->last_has_wid > 0 &&
+                 (wid - p->last_has_wid) * t->window_ns >= po->silence_ns;
+    } else {
+        nodata = p->enabled && !has &&
+                 (p->origin ? origin_silent_since(t, p->origin, start) : !any_live);
+    }
+    if (has) {
+        p->last_has_wid = wid;
+    }
     int64_t gap = wid - p->nodata_wid;
     if (gap >= PROBES_NODATA_WINDOWS || gap < 0) {
         p->nodata_bits = 0;
@@ -1111,6 +1139,22 @@ void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns)
     if (origin && origin < t->n_origins) {
         t->origins[origin].last_rx_ns = now_ns;
     }
+    if (t->line_lag_on) {
+        t->line_floor = probes_window_of(t, now_ns - t->line_lag_ns);
+    }
+}
+
+void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns) {
+    t->line_lag_on = line_lag_ns >= 0 && line_lag_ns < t->lag_ns;
+    t->line_lag_ns = t->line_lag_on ? line_lag_ns : 0;
+    t->line_floor = 0;
+}
+
+void probes_origin_set_passive(struct probe_table *t, uint32_t origin, int64_t silence_ns) {
+    struct probe_origin *o = origin_at(t, origin);
+    if (o) {
+        o->silence_ns = silence_ns > 0 ? silence_ns : 1;
+    }
 }
 
 void probes_origin_closed(struct probe_table *t, uint32_t origin) {
@@ -1196,8 +1240,15 @@ static int split_alloc(struct probe_table *t, struct probe *p) {
  * its second).
  */
 static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin) {
-    if (!origin_at(t, origin)) {
+    const struct probe_origin *no = origin_at(t, origin);
+    if (!no) {
         origin = 0; /* an unknown id counts as none */
+    } else if (no->silence_ns > 0 && !p->passive) {
+        /* a source without commands: always observed, at no cost to the adaptive loop */
+        p->passive = 1;
+        p->enabled = 1;
+        p->always_on = 1;
+        t->passive_new++;
     }
     if (p->origin != origin) {
         uint32_t old = p->origin;

@@ -817,6 +817,8 @@ struct http_server {
     http_server_closed_fn closed_cb;
     void *closed_arg;
     struct http_server_stats stats;
+    http_error_fn error_fn; /* NULL: the JSON envelope */
+    void *error_ctx;
 };
 
 struct http_write {
@@ -1047,7 +1049,12 @@ static void conn_send(struct http_conn *c, struct http_response *res, int keep_a
 static void conn_send_error(struct http_conn *c, int status, const char *msg) {
     struct http_response res;
     http_response_init(&res, 4096);
-    http_reply_error(&res, status, http_error_type(status), "%s", msg);
+    if (c->srv->error_fn) {
+        res.status = status;
+        c->srv->error_fn(c->srv->error_ctx, status, msg, &res);
+    } else {
+        http_reply_error(&res, status, http_error_type(status), "%s", msg);
+    }
     c->close_after_write = 1;
     conn_send(c, &res, 0, 0);
     http_response_release(&res);
@@ -1375,6 +1382,11 @@ int http_server_listen(struct http_server *s, const char *host, int port) {
                                               : ntohs(((struct sockaddr_in *)&bound)->sin_port);
     }
     return DQ_OK;
+}
+
+void http_server_set_error_reply(struct http_server *s, http_error_fn fn, void *ctx) {
+    s->error_fn = fn;
+    s->error_ctx = ctx;
 }
 
 int http_server_port(const struct http_server *s) {

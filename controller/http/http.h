@@ -336,6 +336,16 @@ int http_server_create(uv_loop_t *loop, const struct http_limits *lim, http_hand
  */
 int http_server_listen(struct http_server *s, const char *host, int port);
 
+/*
+ * How the server words the errors it answers itself, before any handler runs (a malformed
+ * request, a cap: 400, 413, 414, 431; a request timeout: 408): fn fills res, whose status
+ * is already set, from the status and the message (a protocol with error bodies of its
+ * own, OTLP's google.rpc.Status). NULL, the default: the JSON envelope (http_reply_error).
+ * The connection is closed after such an answer either way.
+ */
+typedef void (*http_error_fn)(void *ctx, int status, const char *msg, struct http_response *res);
+void http_server_set_error_reply(struct http_server *s, http_error_fn fn, void *ctx);
+
 /* The bound port (after a successful listen), else 0. */
 int http_server_port(const struct http_server *s);
 

@@ -137,6 +137,29 @@ static const struct setting settings[] = {
      0, "Further attempts per webhook event after a failure, with doubling backoff."},
     {"webhook_timeout", "--webhook-timeout", ST_MS, FIELD(webhook_timeout_ms), 100, 600000, "5000",
      NULL, 0, 0, "Timeout of one webhook POST in milliseconds."},
+    {"otlp", "--otlp", ST_HOSTPORT, FIELD(otlp), 0, 0, "", NULL, SF_EMPTY_OK, 0,
+     "Address of the OTLP/HTTP trace receiver (POST /v1/traces, protobuf or JSON, gzip), "
+     "off unless given; 127.0.0.1:4318 is OTLP's port. Each span becomes an instance of a "
+     "probe (docs/otlp.md). Beyond loopback, requests need the api_token as the API's "
+     "changes do."},
+    {"otlp_lag", "--otlp-lag", ST_MS, FIELD(otlp_lag_ms), 0, 3600000, "10000", NULL, 0, 0,
+     "How long after its end a window still takes spans, in milliseconds: SDKs export in "
+     "batches (every 5 s by default), so with --otlp windows close this long after their end "
+     "when it is longer than lag; later spans are counted as late."},
+    {"otlp_silence", "--otlp-silence", ST_MS, FIELD(otlp_silence_ms), 0, 3600000, "15000", NULL, 0,
+     0,
+     "A probe fed by OTLP that had spans before and none for this many milliseconds (a few "
+     "export intervals) has no data: its source is silent."},
+    {"otlp_max_body", "--otlp-max-body", ST_INT, FIELD(otlp_max_body), 1024, 1073741824, "8388608",
+     NULL, 0, 0, "Largest OTLP request body in bytes, as sent and after gzip (413 beyond)."},
+    {"otlp_max_spans_per_second", "--otlp-max-spans-per-second", ST_DOUBLE,
+     FIELD(otlp_max_spans_per_second), 0, 1e12, "0", NULL, 0, 0,
+     "Spans per second dqd takes over OTLP; a request beyond gets 429 with Retry-After "
+     "(0: no limit)."},
+    {"otlp_recent_spans", "--otlp-recent-spans", ST_INT, FIELD(otlp_recent_spans), 0, 10000000,
+     "65536", NULL, 0, 0,
+     "Spans kept (the newest) with their trace, span and parent ids for `dqctl diagram "
+     "--infer` (0: none)."},
     {"log_level", "--log-level", ST_ENUM, FIELD(log_level), 0, 0, "info", log_levels, 0, 0,
      "Least severe log messages written to stderr."},
     {"config", "--config", ST_PATH, FIELD(config), 0, 0, "", NULL, SF_CLI_ONLY | SF_EMPTY_OK, 0,
@@ -357,7 +380,7 @@ static int store_string(struct dqd_config *cfg, const struct setting *s, const c
     if (n == 0 && !(s->flags & SF_EMPTY_OK)) {
         return dq_fail(DQ_EINVAL, "%s: must not be empty", label);
     }
-    if (s->type == ST_HOSTPORT && settings_split_hostport(v, NULL, 0, NULL) != 0) {
+    if (s->type == ST_HOSTPORT && n > 0 && settings_split_hostport(v, NULL, 0, NULL) != 0) {
         return fail_prefixed(DQ_EINVAL, label);
     }
     if (copy_str(field(cfg, s), s->size, v, n) != 0) {
@@ -460,6 +483,24 @@ int settings_finish(struct dqd_config *cfg) {
     }
     if (p1 != 0 && p1 == p2 && strcmp(h1, h2) == 0) {
         return dq_fail(DQ_EINVAL, "--listen and --http are the same address %s", cfg->listen);
+    }
+    if (cfg->otlp[0] && cfg->otlp_lag_ms > cfg->lag_ms &&
+        cfg->otlp_lag_ms > (int64_t)DQD_MAX_LAG_WINDOWS * cfg->window_ms) {
+        return dq_fail(DQ_EINVAL,
+                       "otlp_lag %lld ms is more than %d windows of %lld ms (windows close "
+                       "otlp_lag after their end with --otlp): use a longer --window or a "
+                       "shorter --otlp-lag",
+                       (long long)cfg->otlp_lag_ms, DQD_MAX_LAG_WINDOWS, (long long)cfg->window_ms);
+    }
+    if (cfg->otlp[0]) {
+        char h3[DQD_HOSTPORT_MAX];
+        int p3;
+        if (settings_split_hostport(cfg->otlp, h3, sizeof h3, &p3) != 0) {
+            return fail_prefixed(DQ_EINVAL, "otlp");
+        }
+        if (p3 != 0 && ((p3 == p1 && strcmp(h3, h1) == 0) || (p3 == p2 && strcmp(h3, h2) == 0))) {
+            return dq_fail(DQ_EINVAL, "--otlp %s is the address of --listen or --http", cfg->otlp);
+        }
     }
     if (cfg->auto_range_min_ms > cfg->auto_range_max_ms) {
         return dq_fail(DQ_EINVAL, "auto_range_min_ms %g is above auto_range_max_ms %g",
@@ -884,6 +925,99 @@ static int load_probes(struct dqd_config *cfg, json_t *obj, const char *origin) 
     return 0;
 }
 
+/* A match text of "otlp_probes": a string shorter than DQD_OTLP_MATCH_MAX, without NUL. */
+static int otlp_text(char *dst, json_t *v, const char *label, const char *key) {
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
+        json_string_length(v) >= DQD_OTLP_MATCH_MAX) {
+        return dq_fail(DQ_EINVAL, "%s.%s: want a string shorter than %d bytes", label, key,
+                       DQD_OTLP_MATCH_MAX);
+    }
+    memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
+static int load_otlp_rule(struct dqd_otlp_rule *r, json_t *v, const char *label) {
+    const char *key;
+    json_t *x;
+    int rc = 0;
+    memset(r, 0, sizeof *r);
+    if (!json_is_object(v)) {
+        return wrong_type(label, "an object {\"service\", \"span\", \"attributes\", \"probe\"}", v);
+    }
+    json_object_foreach(v, key, x) {
+        if (strcmp(key, "service") == 0) {
+            rc = otlp_text(r->service, x, label, key);
+        } else if (strcmp(key, "span") == 0) {
+            rc = otlp_text(r->span, x, label, key);
+        } else if (strcmp(key, "probe") == 0) {
+            const char *name = json_string_value(x);
+            if (!name || !wire_name_valid(name, strlen(name))) {
+                rc = dq_fail(DQ_EINVAL,
+                             "%s.probe: want a probe name ([A-Za-z_][A-Za-z0-9_]*, at most %d "
+                             "bytes)",
+                             label, WIRE_MAX_NAME);
+            } else {
+                memcpy(r->probe, name, strlen(name) + 1);
+            }
+        } else if (strcmp(key, "attributes") == 0) {
+            const char *ak;
+            json_t *av;
+            if (!json_is_object(x) || json_object_size(x) > DQD_OTLP_RULE_ATTRS) {
+                return dq_fail(DQ_EINVAL,
+                               "%s.attributes: want an object of at most %d "
+                               "\"key\": \"value\" pairs",
+                               label, DQD_OTLP_RULE_ATTRS);
+            }
+            json_object_foreach(x, ak, av) {
+                if (strlen(ak) >= DQD_OTLP_MATCH_MAX) {
+                    return dq_fail(DQ_EINVAL, "%s.attributes: key longer than %d bytes", label,
+                                   DQD_OTLP_MATCH_MAX - 1);
+                }
+                memcpy(r->attr_key[r->n_attrs], ak, strlen(ak) + 1);
+                if ((rc = otlp_text(r->attr_value[r->n_attrs], av, label, ak)) != 0) {
+                    return rc;
+                }
+                r->n_attrs++;
+            }
+        } else {
+            rc = dq_fail(DQ_EINVAL,
+                         "%s: unknown key \"%s\" (expected service, span, attributes, probe)",
+                         label, key);
+        }
+        if (rc) {
+            return rc;
+        }
+    }
+    if (!r->probe[0]) {
+        return dq_fail(DQ_EINVAL, "%s: \"probe\" is required", label);
+    }
+    return 0;
+}
+
+static int load_otlp_rules(struct dqd_config *cfg, json_t *arr, const char *origin) {
+    char label[DQD_PATH_MAX + 64];
+    size_t i;
+    json_t *v;
+    snprintf(label, sizeof label, "%s: \"otlp_probes\"", origin);
+    if (!json_is_array(arr)) {
+        return wrong_type(label, "an array of {\"service\", \"span\", \"attributes\", \"probe\"}",
+                          arr);
+    }
+    if (json_array_size(arr) > DQD_MAX_OTLP_RULES) {
+        return dq_fail(DQ_EFULL, "%s: more than %d entries", label, DQD_MAX_OTLP_RULES);
+    }
+    cfg->n_otlp_rules = 0;
+    json_array_foreach(arr, i, v) {
+        snprintf(label, sizeof label, "%s: \"otlp_probes\"[%zu]", origin, i);
+        int rc = load_otlp_rule(&cfg->otlp_rules[cfg->n_otlp_rules], v, label);
+        if (rc) {
+            return rc;
+        }
+        cfg->n_otlp_rules++;
+    }
+    return 0;
+}
+
 int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, const char *origin) {
     json_error_t err;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
@@ -910,6 +1044,8 @@ int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, con
             r = load_triggers(cfg, v, origin);
         } else if (strcmp(key, "webhooks") == 0) {
             r = load_webhooks(cfg, v, origin);
+        } else if (strcmp(key, "otlp_probes") == 0) {
+            r = load_otlp_rules(cfg, v, origin);
         } else {
             const struct setting *s = find_by_name(key);
             if (!s) {
@@ -1063,6 +1199,26 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         json_array_append_new(wa, json_pack("{s:s,s:o}", "url", hook->url, "events", ev));
     }
     json_object_set_new(root, "webhooks", wa);
+    json_t *oa = json_array();
+    for (int i = 0; i < cfg->n_otlp_rules; i++) {
+        const struct dqd_otlp_rule *rule = &cfg->otlp_rules[i];
+        json_t *o = json_pack("{s:s}", "probe", rule->probe);
+        if (rule->service[0]) {
+            json_object_set_new(o, "service", json_string(rule->service));
+        }
+        if (rule->span[0]) {
+            json_object_set_new(o, "span", json_string(rule->span));
+        }
+        if (rule->n_attrs > 0) {
+            json_t *at = json_object();
+            for (int j = 0; j < rule->n_attrs; j++) {
+                json_object_set_new(at, rule->attr_key[j], json_string(rule->attr_value[j]));
+            }
+            json_object_set_new(o, "attributes", at);
+        }
+        json_array_append_new(oa, o);
+    }
+    json_object_set_new(root, "otlp_probes", oa);
     if (json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) != 0 ||
         fputc('\n', out) == EOF) {
         r = dq_fail(DQ_EIO, "cannot write the config JSON");
@@ -1311,7 +1467,7 @@ void settings_render_markdown(FILE *out) {
             "(`null` for an optional path), integers for integer settings (`1000`, not\n"
             "`1000.0` or `\"1000\"`), any number for number settings. `lag` may be `null`\n"
             "(= the window). Unknown keys, duplicate keys and wrong types are errors that\n"
-            "name the key. Besides the settings, four sections:\n"
+            "name the key. Besides the settings, five sections:\n"
             "\n"
             "### `wrappers`\n"
             "\n"
@@ -1364,6 +1520,22 @@ void settings_render_markdown(FILE *out) {
             "event named (`trigger_fired`, `trigger_cleared`, `verdict`; all when `events`\n"
             "is absent), from a bounded queue (`webhook_queue`), retrying failures\n"
             "(`webhook_retries`) with doubling backoff.\n"
+            "\n",
+            DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, WIRE_MAX_NAME, MIN_DMAX_MS,
+            MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS, DQD_MAX_CFG_TRIGGERS,
+            DQD_MAX_WEBHOOKS);
+    fprintf(out,
+            "### `otlp_probes`\n"
+            "\n"
+            "An array of at most %d objects mapping OTLP spans to probes, tried in order, the\n"
+            "first match wins: `\"service\"` (the resource's `service.name`), `\"span\"` (the\n"
+            "span's name), `\"attributes\"` (at most %d `\"key\": \"value\"` pairs, each a\n"
+            "span or resource attribute, values compared as text) and `\"probe\"` (required:\n"
+            "the probe the span becomes an instance of). Absent conditions match anything; a\n"
+            "text ending in `*` matches by prefix. A span that no entry matches becomes an\n"
+            "instance of its name mapped to the probe alphabet (every byte outside\n"
+            "`[A-Za-z0-9_]` becomes `_`, a leading digit gets a `_` before it), for example\n"
+            "`{\"service\": \"shop\", \"span\": \"GET /cart*\", \"probe\": \"cart\"}`.\n"
             "\n"
 
             "### Example\n"
@@ -1382,7 +1554,5 @@ void settings_render_markdown(FILE *out) {
             "  }\n"
             "}\n"
             "```\n",
-            DQD_CONFIG_MAX_BYTES, DQD_MAX_WRAPPERS, DQD_MAX_CFG_PROBES, WIRE_MAX_NAME, MIN_DMAX_MS,
-            MAX_DMAX_MS, DQ_MIN_BINS, DQ_MAX_BINS, DQ_QTA_MAX_POINTS, DQD_MAX_CFG_TRIGGERS,
-            DQD_MAX_WEBHOOKS);
+            DQD_MAX_OTLP_RULES, DQD_OTLP_RULE_ATTRS);
 }

@@ -30,6 +30,7 @@
 #define DQD_MAX_WRAPPERS 64            /* entries of "wrappers" */
 #define DQD_MAX_CFG_PROBES 256         /* entries of "probes" */
 #define DQD_CONFIG_MAX_BYTES (4 << 20) /* largest config file read */
+#define DQD_MAX_LAG_WINDOWS 62         /* a lag of at most this many windows (core.h) */
 
 enum dqd_log_level { DQD_LOG_ERROR, DQD_LOG_WARN, DQD_LOG_INFO, DQD_LOG_DEBUG };
 
@@ -71,6 +72,21 @@ struct dqd_webhook_config {
 #define DQD_EVENT_TRIGGER_CLEARED 2u
 #define DQD_EVENT_VERDICT 4u
 
+#define DQD_MAX_OTLP_RULES 64  /* entries of "otlp_probes" */
+#define DQD_OTLP_RULE_ATTRS 4  /* attribute conditions per entry */
+#define DQD_OTLP_MATCH_MAX 256 /* bytes of a service, span name or attribute text, NUL included */
+
+/* One entry of the config file's "otlp_probes" section: spans that match every condition
+ * given ("" = any) become instances of `probe`. A condition ending in '*' matches by prefix. */
+struct dqd_otlp_rule {
+    char service[DQD_OTLP_MATCH_MAX]; /* the resource's service.name */
+    char span[DQD_OTLP_MATCH_MAX];    /* the span's name */
+    int n_attrs;
+    char attr_key[DQD_OTLP_RULE_ATTRS][DQD_OTLP_MATCH_MAX];   /* span or resource attribute */
+    char attr_value[DQD_OTLP_RULE_ATTRS][DQD_OTLP_MATCH_MAX]; /* its value as text */
+    char probe[WIRE_MAX_NAME + 1];                            /* a valid probe NAME */
+};
+
 /* The effective configuration. Fill with settings_defaults() before anything else. */
 struct dqd_config {
     char listen[DQD_HOSTPORT_MAX]; /* ingest address, "HOST:PORT" */
@@ -110,6 +126,15 @@ struct dqd_config {
     int webhook_queue;          /* events waiting to be posted, at most */
     int webhook_retries;        /* attempts per event after the first */
     int64_t webhook_timeout_ms; /* per attempt */
+    /* OTLP/HTTP ingest (controller/otlp/) */
+    char otlp[DQD_HOSTPORT_MAX];      /* "HOST:PORT" of POST /v1/traces, "" = off */
+    int64_t otlp_lag_ms;              /* lateness allowance of spans */
+    int64_t otlp_silence_ms;          /* no span of a probe this long: its source is silent */
+    int otlp_max_body;                /* bytes of a request body, before and after gzip */
+    double otlp_max_spans_per_second; /* 429 above it (0: no limit) */
+    int otlp_recent_spans;            /* spans kept for `dqctl diagram --infer` */
+    int n_otlp_rules;
+    struct dqd_otlp_rule otlp_rules[DQD_MAX_OTLP_RULES];
 };
 
 /* What the command line asks dqd to do once it has been parsed. */

@@ -114,12 +114,13 @@ class Dqd:
         self.stopped = False
         Dqd.running.append(self)
         line = self._read_ready_line(10.0)
-        m = re.match(r"dqd ready ingest=(\d+) http=(\d+)$", line.strip())
+        m = re.match(r"dqd ready ingest=(\d+) http=(\d+)(?: otlp=(\d+))?$", line.strip())
         if not m:
             self.stop(None)
             raise RuntimeError("dqd did not start: stdout %r, stderr %r" % (line, self.stderr()))
         self.ingest_port = int(m.group(1))
         self.http_port = int(m.group(2))
+        self.otlp_port = int(m.group(3)) if m.group(3) else 0
         self.url = "http://127.0.0.1:%d" % self.http_port
 
     def _read_ready_line(self, timeout):

@@ -641,7 +641,66 @@ static void test_generated_text(void) {
     free(buf);
 }
 
+/* issue 17: --otlp and its settings, the otlp_probes table and its errors, the round trip. */
+static void test_otlp(void) {
+    settings_defaults(&cfg);
+    CHECK_STR(cfg.otlp, "");
+    CHECK(cfg.otlp_lag_ms == 10000 && cfg.otlp_silence_ms == 15000);
+    const char *const flags[] = {"--otlp", "127.0.0.1:4318", "--otlp-lag", "8000", NULL};
+    enum settings_action act;
+    CHECK_INT(run_args(&cfg, &act, flags), 0);
+    CHECK_STR(cfg.otlp, "127.0.0.1:4318");
+    CHECK(cfg.otlp_lag_ms == 8000);
+    const char *const clash[] = {"--otlp", "127.0.0.1:7401", NULL};
+    CHECK_INT(run_args(&cfg, &act, clash), DQ_EINVAL);
+    CHECK(contains(dq_last_error(), "--otlp 127.0.0.1:7401 is the address of --listen or --http"));
+    const char *const lag[] = {"--otlp", "127.0.0.1:0", "--window", "100", NULL};
+    CHECK_INT(run_args(&cfg, &act, lag), DQ_EINVAL);
+    CHECK(contains(dq_last_error(), "otlp_lag 10000 ms is more than 62 windows of 100 ms"));
+    const char *const bad[] = {"--otlp", "nowhere", NULL};
+    CHECK(run_args(&cfg, &act, bad) != 0);
+    static const char rules[] =
+        "{\"otlp\": \"127.0.0.1:0\", \"otlp_probes\": ["
+        "{\"service\": \"shop\", \"span\": \"GET /cart*\", \"probe\": \"cart\"},"
+        "{\"attributes\": {\"db.system\": \"postgres\", \"db.name\": \"orders\"}, "
+        "\"probe\": \"pg\"}]}";
+    settings_defaults(&cfg);
+    CHECK_INT(settings_load_json(&cfg, rules, strlen(rules), "o.json"), 0);
+    CHECK_INT(cfg.n_otlp_rules, 2);
+    CHECK_STR(cfg.otlp_rules[0].span, "GET /cart*");
+    CHECK_INT(cfg.otlp_rules[1].n_attrs, 2);
+    CHECK_STR(cfg.otlp_rules[1].attr_value[0], "postgres");
+    CHECK_INT(settings_finish(&cfg), 0);
+    char *d1 = dump(&cfg);
+    settings_defaults(&cfg2);
+    CHECK(d1 && settings_load_json(&cfg2, d1, strlen(d1), "dump") == 0);
+    char *d2 = dump(&cfg2);
+    CHECK(d1 && d2 && strcmp(d1, d2) == 0);
+    free(d1);
+    free(d2);
+    static const struct {
+        const char *text, *msg;
+    } bads[] = {
+        {"{\"otlp_probes\": {}}", "an array"},
+        {"{\"otlp_probes\": [{\"span\": \"x\"}]}", "\"probe\" is required"},
+        {"{\"otlp_probes\": [{\"probe\": \"a-b\"}]}", "want a probe name"},
+        {"{\"otlp_probes\": [{\"probe\": \"a\", \"nope\": 1}]}", "unknown key \"nope\""},
+        {"{\"otlp_probes\": [{\"probe\": \"a\", \"service\": 5}]}", "want a string"},
+        {"{\"otlp_probes\": [{\"probe\": \"a\", \"attributes\": {\"k\": 1}}]}", "want a string"},
+        {"{\"otlp_probes\": [{\"probe\": \"a\", \"attributes\": {\"a\": \"1\", \"b\": \"2\", "
+         "\"c\": \"3\", \"d\": \"4\", \"e\": \"5\"}}]}",
+         "at most 4"},
+    };
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        settings_defaults(&cfg);
+        int r = settings_load_json(&cfg, bads[i].text, strlen(bads[i].text), "o.json");
+        CHECK_MSG(r != 0 && contains(dq_last_error(), bads[i].msg), "case %zu: %s", i,
+                  dq_last_error());
+    }
+}
+
 int main(void) {
+    test_otlp();
     test_defaults();
     test_flags();
     test_bad_flags();

@@ -1,0 +1,514 @@
+/*
+ * dqctl_infer.c: an outcome diagram from span trees (dqctl_infer.h). Pure: JSON in, text out.
+ */
+#include "dqctl_infer.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KIDS 64       /* children of one span considered */
+#define SHAPE_MAX 2048    /* bytes of one instance's shape */
+#define AGREE 0.9         /* share of instances a shape needs to be written without comment */
+#define TOL_NS 50000      /* 50 µs: two times this close are the same moment … */
+#define TOL_SHARE 0.02    /* … or 2 % of the span, whichever is more */
+#define UNTRACED_NOTE 0.2 /* share of a parent's time in no child that is worth a comment */
+
+struct span {
+    const char *trace, *id, *parent, *probe;
+    int64_t start, end;
+    int first_kid, next_sib; /* children lists, -1 = none */
+    int has_parent;          /* its parent is among the spans */
+};
+
+/* One distinct shape of one probe's instances (the children's stages as text). */
+struct shape {
+    char *text; /* chain text, e.g. "validate -> a:?(x, y)"; '?' stands for the operator's name */
+    char *kids; /* the sorted multiset of the children's probes: what a choice tells apart */
+    int count;
+    double untraced; /* sum over instances of the share of time in no child */
+};
+
+/* One probe that has children in some of its instances. */
+struct node {
+    const char *probe;
+    int instances; /* spans of the probe (with or without children) */
+    int leaf;      /* of them, without children */
+    struct shape *shapes;
+    int n_shapes, cap_shapes;
+    int root; /* some of its spans have no parent among the spans */
+};
+
+struct buf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+static void put(struct buf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + (size_t)n + 1) {
+            cap *= 2;
+        }
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+}
+
+static uint64_t hash2(const char *a, const char *b) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = a; *p; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    }
+    h = (h ^ '/') * 1099511628211ull;
+    for (const char *p = b; *p; p++) {
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static struct span *g_spans; /* for the qsort of children by start */
+
+static int cmp_start(const void *a, const void *b) {
+    const struct span *x = &g_spans[*(const int *)a], *y = &g_spans[*(const int *)b];
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : strcmp(x->probe, y->probe);
+}
+
+static int64_t tol_of(int64_t span_ns) {
+    int64_t t = (int64_t)((double)span_ns * TOL_SHARE);
+    return t > TOL_NS ? t : TOL_NS;
+}
+
+/* Whether probe p has a node (children somewhere): its reference is then s:p. */
+static int is_node(const struct node *nodes, int n, const char *p) {
+    for (int i = 0; i < n; i++) {
+        if (strcmp(nodes[i].probe, p) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The shape of one parent instance: its children (indices kids, n of them, sorted by start)
+ * in stages. Writes the chain text to out with "?" for the operators' names; `nodes_ref` is
+ * filled in later (names of probes with children get "s:" then). Returns the share of the
+ * parent's time covered by no child.
+ */
+static double shape_of(const struct span *sp, const struct span *parent, const int *kids, int n,
+                       char *out, size_t cap) {
+    size_t at = 0;
+    out[0] = '\0';
+    int64_t dur = parent->end - parent->start;
+    int64_t tol = tol_of(dur);
+    int64_t covered = 0, cover_to = INT64_MIN;
+    int i = 0;
+    while (i < n) {
+        /* a stage: every child that starts before the stage's first end */
+        int j = i + 1;
+        int64_t min_end = sp[kids[i]].end, max_end = sp[kids[i]].end;
+        while (j < n && sp[kids[j]].start < min_end - tol) {
+            min_end = sp[kids[j]].end < min_end ? sp[kids[j]].end : min_end;
+            max_end = sp[kids[j]].end > max_end ? sp[kids[j]].end : max_end;
+            j++;
+        }
+        for (int k = i; k < j; k++) { /* the union of the children's intervals */
+            int64_t s = sp[kids[k]].start > cover_to ? sp[kids[k]].start : cover_to;
+            if (sp[kids[k]].end > s) {
+                covered += sp[kids[k]].end - s;
+                cover_to = sp[kids[k]].end;
+            }
+        }
+        const char *names[MAX_KIDS];
+        for (int k = i; k < j; k++) {
+            names[k - i] = sp[kids[k]].probe;
+        }
+        qsort(names, (size_t)(j - i), sizeof names[0], cmp_str);
+        if (at && at < cap) {
+            at += (size_t)snprintf(out + at, cap - at, " -> ");
+        }
+        if (j - i == 1) {
+            at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "@%s", names[0]);
+        } else {
+            /* what the parent waits for: the next stage's start, or its own end */
+            int64_t next = j < n ? sp[kids[j]].start : parent->end;
+            char op = next >= max_end - tol ? 'a' : next >= min_end - tol ? 'f' : 'u';
+            at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%c:?(", op);
+            for (int k = 0; k < j - i && at < cap; k++) {
+                at += (size_t)snprintf(out + at, cap - at, "%s@%s", k ? ", " : "", names[k]);
+            }
+            at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, ")");
+        }
+        i = j;
+    }
+    return dur > 0 ? (double)(dur - (covered < dur ? covered : dur)) / (double)dur : 0.0;
+}
+
+/* Writes a shape's text with '@NAME' as NAME or s:NAME and '?' as the operator's name. */
+static void put_shape(struct buf *b, const char *text, const struct node *nodes, int n_nodes,
+                      const char *opname, int *op_used) {
+    for (const char *p = text; *p;) {
+        if (*p == '@') {
+            size_t len = strcspn(p + 1, ",) ");
+            char name[512];
+            snprintf(name, sizeof name, "%.*s", (int)(len < 511 ? len : 511), p + 1);
+            put(b, "%s%s", is_node(nodes, n_nodes, name) ? "s:" : "", name);
+            p += 1 + len;
+        } else if (*p == '?') {
+            (*op_used)++;
+            if (*op_used == 1) {
+                put(b, "%s", opname);
+            } else {
+                put(b, "%s_%d", opname, *op_used);
+            }
+            p++;
+        } else {
+            put(b, "%c", *p);
+            p++;
+        }
+    }
+}
+
+static struct node *node_get(struct node **nodes, int *n, int *cap, const char *probe) {
+    for (int i = 0; i < *n; i++) {
+        if (strcmp((*nodes)[i].probe, probe) == 0) {
+            return &(*nodes)[i];
+        }
+    }
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        struct node *nn = realloc(*nodes, sizeof *nn * (size_t)nc);
+        if (!nn) {
+            return NULL;
+        }
+        *nodes = nn;
+        *cap = nc;
+    }
+    struct node *x = &(*nodes)[(*n)++];
+    memset(x, 0, sizeof *x);
+    x->probe = probe;
+    return x;
+}
+
+static int shape_add(struct node *x, const char *text, const char *kids, double untraced) {
+    for (int i = 0; i < x->n_shapes; i++) {
+        if (strcmp(x->shapes[i].text, text) == 0) {
+            x->shapes[i].count++;
+            x->shapes[i].untraced += untraced;
+            return 0;
+        }
+    }
+    if (x->n_shapes == x->cap_shapes) {
+        int nc = x->cap_shapes ? x->cap_shapes * 2 : 4;
+        struct shape *ns = realloc(x->shapes, sizeof *ns * (size_t)nc);
+        if (!ns) {
+            return -1;
+        }
+        x->shapes = ns;
+        x->cap_shapes = nc;
+    }
+    struct shape *s = &x->shapes[x->n_shapes];
+    s->text = strdup(text);
+    s->kids = strdup(kids);
+    s->count = 1;
+    s->untraced = untraced;
+    if (!s->text || !s->kids) {
+        free(s->text);
+        free(s->kids);
+        return -1;
+    }
+    x->n_shapes++;
+    return 0;
+}
+
+static int cmp_shape(const void *a, const void *b) {
+    const struct shape *x = a, *y = b;
+    int c = strcmp(x->kids, y->kids);
+    return c ? c : y->count - x->count;
+}
+
+static int cmp_node(const void *a, const void *b) {
+    const struct node *x = a, *y = b;
+    if (x->root != y->root) {
+        return y->root - x->root;
+    }
+    return strcmp(x->probe, y->probe);
+}
+
+/* Writes the definition of node x. */
+static void put_node(struct buf *b, const struct node *x, const struct node *nodes, int n_nodes) {
+    int with = x->instances - x->leaf;
+    /* the choice's branches: one per set of children, each with its most frequent shape */
+    int n_br = 0;
+    int br_first[64], br_count[64];
+    for (int i = 0; i < x->n_shapes && n_br < 64; i++) {
+        if (i == 0 || strcmp(x->shapes[i].kids, x->shapes[i - 1].kids) != 0) {
+            br_first[n_br] = i;
+            br_count[n_br] = 0;
+            n_br++;
+        }
+        br_count[n_br - 1] += x->shapes[i].count;
+    }
+    put(b, "\n# %s: %d instance%s with children", x->probe, with, with == 1 ? "" : "s");
+    if (x->leaf) {
+        put(b, ", %d without (not in the model: a choice needs a probe on each branch)", x->leaf);
+    }
+    put(b, "\n");
+    double untraced = 0;
+    for (int i = 0; i < x->n_shapes; i++) {
+        untraced += x->shapes[i].untraced;
+    }
+    untraced = with ? untraced / with : 0;
+    if (untraced > UNTRACED_NOTE) {
+        put(b, "# %.0f %% of %s's time is in no child span (its own work): not in the model\n",
+            100 * untraced, x->probe);
+    }
+    if (with < 10) {
+        put(b, "# only %d instance%s seen: the structure is a guess\n", with, with == 1 ? "" : "s");
+    }
+    for (int r = 0; r < n_br; r++) {
+        const struct shape *s = &x->shapes[br_first[r]];
+        if (s->count < AGREE * br_count[r]) {
+            put(b,
+                "# the children's order or overlap varies (%s): the most frequent arrangement "
+                "(%d of %d) is written\n",
+                s->kids, s->count, br_count[r]);
+        }
+        if (strstr(s->text, "u:?")) {
+            put(b,
+                "# %s goes on before any child of a group ends (it does not wait for them): "
+                "written as first-to-finish\n",
+                x->probe);
+        }
+    }
+    char opname[600];
+    int used = 0;
+    put(b, "%s = ", x->probe);
+    if (n_br > 1) {
+        snprintf(opname, sizeof opname, "%s_choice", x->probe);
+        put(b, "p:%s[", opname);
+        for (int r = 0; r < n_br; r++) {
+            put(b, "%s%.3f", r ? ", " : "", (double)br_count[r] / with);
+        }
+        put(b, "](");
+    }
+    for (int r = 0; r < n_br; r++) {
+        const struct shape *s = &x->shapes[br_first[r]];
+        if (r) {
+            put(b, ", ");
+        }
+        /* operators are named after the probe: <probe>_all / <probe>_first (+ _N) */
+        char text[SHAPE_MAX + 8];
+        snprintf(text, sizeof text, "%s", s->text);
+        for (char *p = text; (p = strstr(p, ":?")) != NULL; p += 2) {
+            if (p[-1] == 'u') {
+                p[-1] = 'f';
+            }
+        }
+        const char *kind = strstr(text, "a:?") && !strstr(text, "f:?")   ? "all"
+                           : strstr(text, "f:?") && !strstr(text, "a:?") ? "first"
+                                                                         : "op";
+        if (n_br > 1) {
+            snprintf(opname, sizeof opname, "%.500s_%s_%d", x->probe, kind, r + 1);
+        } else {
+            snprintf(opname, sizeof opname, "%.500s_%s", x->probe, kind);
+        }
+        used = 0;
+        put_shape(b, text, nodes, n_nodes, opname, &used);
+    }
+    if (n_br > 1) {
+        put(b, ")");
+    }
+    put(b, ";\n");
+}
+
+char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t err_cap) {
+    if (!json_is_array(spans)) {
+        snprintf(err, err_cap, "the spans are not a list");
+        return NULL;
+    }
+    size_t n = json_array_size(spans);
+    struct span *sp = calloc(n ? n : 1, sizeof *sp);
+    size_t hcap = 16;
+    while (hcap < 2 * n) {
+        hcap *= 2;
+    }
+    int *index = malloc(hcap * sizeof *index);
+    struct node *nodes = NULL;
+    int n_nodes = 0, cap_nodes = 0;
+    struct buf b = {0};
+    char *result = NULL;
+    if (!sp || !index) {
+        snprintf(err, err_cap, "no memory for %zu spans", n);
+        goto out;
+    }
+    memset(index, -1, hcap * sizeof *index);
+    size_t traces = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_array_get(spans, i);
+        struct span *s = &sp[i];
+        s->trace = json_string_value(json_object_get(o, "trace_id"));
+        s->id = json_string_value(json_object_get(o, "span_id"));
+        s->parent = json_string_value(json_object_get(o, "parent_id"));
+        s->probe = json_string_value(json_object_get(o, "probe"));
+        json_t *st = json_object_get(o, "start_ns"), *en = json_object_get(o, "end_ns");
+        if (!s->trace || !s->id || !s->parent || !s->probe || !json_is_integer(st) ||
+            !json_is_integer(en)) {
+            snprintf(err, err_cap,
+                     "span %zu lacks trace_id, span_id, parent_id, probe, "
+                     "start_ns or end_ns",
+                     i);
+            goto out;
+        }
+        s->start = json_integer_value(st);
+        s->end = json_integer_value(en);
+        s->first_kid = s->next_sib = -1;
+        size_t h = hash2(s->trace, s->id) & (hcap - 1);
+        while (index[h] >= 0) {
+            h = (h + 1) & (hcap - 1);
+        }
+        index[h] = (int)i;
+        traces += s->parent[0] == '\0';
+    }
+    /* children lists */
+    for (size_t i = 0; i < n; i++) {
+        struct span *s = &sp[i];
+        if (!s->parent[0]) {
+            continue;
+        }
+        for (size_t h = hash2(s->trace, s->parent) & (hcap - 1); index[h] >= 0;
+             h = (h + 1) & (hcap - 1)) {
+            struct span *p = &sp[index[h]];
+            if (strcmp(p->id, s->parent) == 0 && strcmp(p->trace, s->trace) == 0) {
+                s->has_parent = 1;
+                s->next_sib = p->first_kid;
+                p->first_kid = (int)i;
+                break;
+            }
+        }
+    }
+    /* every span's shape, per probe */
+    g_spans = sp;
+    char text[SHAPE_MAX], kidset[SHAPE_MAX];
+    for (size_t i = 0; i < n; i++) {
+        struct span *s = &sp[i];
+        struct node *x = NULL;
+        if (s->first_kid < 0) {
+            continue;
+        }
+        int kids[MAX_KIDS], nk = 0;
+        for (int k = s->first_kid; k >= 0 && nk < MAX_KIDS; k = sp[k].next_sib) {
+            kids[nk++] = k;
+        }
+        qsort(kids, (size_t)nk, sizeof kids[0], cmp_start);
+        double untraced = shape_of(sp, s, kids, nk, text, sizeof text);
+        const char *names[MAX_KIDS];
+        for (int k = 0; k < nk; k++) {
+            names[k] = sp[kids[k]].probe;
+        }
+        qsort(names, (size_t)nk, sizeof names[0], cmp_str);
+        size_t at = 0;
+        kidset[0] = '\0';
+        for (int k = 0; k < nk && at < sizeof kidset; k++) {
+            at +=
+                (size_t)snprintf(kidset + at, sizeof kidset - at, "%s%s", k ? ", " : "", names[k]);
+        }
+        if (!(x = node_get(&nodes, &n_nodes, &cap_nodes, s->probe)) ||
+            shape_add(x, text, kidset, untraced) != 0) {
+            snprintf(err, err_cap, "no memory");
+            goto out;
+        }
+    }
+    if (n_nodes == 0) {
+        snprintf(err, err_cap,
+                 "none of the %zu spans%s%s%s has a child among them: nothing to infer (are "
+                 "the services instrumented with nested spans, and do parents and children "
+                 "reach dqd?)",
+                 n, service ? " of service \"" : "", service ? service : "", service ? "\"" : "");
+        goto out;
+    }
+    /* instances without children, roots */
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < n_nodes; k++) {
+            if (strcmp(nodes[k].probe, sp[i].probe) == 0) {
+                nodes[k].instances++;
+                nodes[k].leaf += sp[i].first_kid < 0;
+                nodes[k].root |= !sp[i].has_parent;
+            }
+        }
+    }
+    for (int k = 0; k < n_nodes; k++) {
+        qsort(nodes[k].shapes, (size_t)nodes[k].n_shapes, sizeof nodes[k].shapes[0], cmp_shape);
+    }
+    qsort(nodes, (size_t)n_nodes, sizeof nodes[0], cmp_node);
+    put(&b,
+        "# Outcome diagram inferred by `dqctl diagram --infer` from %zu spans (%zu traces)%s%s%s\n"
+        "# kept by dqd. Children one after another are a sequence (->), overlapping children\n"
+        "# the parent waits for all of an all-to-finish (a:), for the first of a\n"
+        "# first-to-finish (f:); different sets of children a probabilistic choice (p:) with\n"
+        "# the observed weights. Operators are named after their span (NAME_all, NAME_first,\n"
+        "# NAME_choice): no span measures them. Check the comments, edit, then load it with\n"
+        "# `dqctl diagram FILE.dq`.\n",
+        n, traces, service ? " of service \"" : "", service ? service : "", service ? "\"" : "");
+    int roots = 0;
+    const char *root = NULL;
+    for (int k = 0; k < n_nodes; k++) {
+        put_node(&b, &nodes[k], nodes, n_nodes);
+        if (nodes[k].root) {
+            roots++;
+            root = nodes[k].probe;
+        }
+    }
+    if (roots == 1) {
+        put(&b, "\nsystem = s:%s;\n", root);
+    } else if (roots > 1) {
+        put(&b,
+            "\n# %d roots (spans without a parent): each definition above is a diagram of "
+            "its own;\n# write `system = ...;` to join them\n",
+            roots);
+    }
+    if (b.oom) {
+        snprintf(err, err_cap, "no memory");
+        goto out;
+    }
+    result = b.s;
+    b.s = NULL;
+out:
+    for (int k = 0; k < n_nodes; k++) {
+        for (int i = 0; i < nodes[k].n_shapes; i++) {
+            free(nodes[k].shapes[i].text);
+            free(nodes[k].shapes[i].kids);
+        }
+        free(nodes[k].shapes);
+    }
+    free(nodes);
+    free(b.s);
+    free(sp);
+    free(index);
+    return result;
+}

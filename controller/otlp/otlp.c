@@ -1,0 +1,676 @@
+/*
+ * otlp.c: the OTLP/HTTP receiver. POST /v1/traces on its own HTTP server (controller/http:
+ * chunked bodies, keep-alive and every cap are the server's), answered as OTLP/HTTP
+ * specifies: 200 with an ExportTraceServiceResponse in the request's encoding
+ * (partial_success when spans were left out), 400 for a body that does not decode, 413
+ * past the body cap (also after gzip), 415 for another content type or encoding, 429 with
+ * Retry-After above the span budget, 503 with Retry-After when memory runs out; 4xx/5xx
+ * bodies are a google.rpc.Status in the request's encoding.
+ *
+ * Spans go into the core's probe table through one passive origin per service.name
+ * (probes_origin_set_passive), so their probes are always observed and silent only after
+ * otlp_silence without a span. The newest spans are kept with their ids in a ring for
+ * `dqctl diagram --infer` (GET /api/v1/otlp/spans).
+ */
+#include "otlp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+#include "log.h"
+#include "otlp_trace.pb-c.h"
+#include "wire.h"
+
+#define MAX_SERVICES 4096      /* services with an origin of their own; more share none */
+#define MAX_NAMES 16384        /* probe names the recent ring can name */
+#define ARENA_PER_BODY_BYTE 16 /* decoded structures per byte of body, at most */
+#define ARENA_MIN (64u << 20)  /* … but never less than this */
+
+struct service {
+    uint64_t hash;
+    uint32_t origin;
+    uint32_t id; /* index in services + 1 */
+    char *name;
+};
+
+struct recent {
+    uint8_t trace_id[16], span_id[8], parent_id[8];
+    int64_t start_ns, end_ns;
+    uint32_t probe;   /* index in names */
+    uint32_t service; /* index in services */
+    uint8_t status, has_parent;
+};
+
+struct otlp {
+    uv_loop_t *loop;
+    struct core *core;
+    struct probe_table *probes;
+    struct otlp_options opt;
+    char token[DQD_PATH_MAX];
+    struct dqd_otlp_rule *rules;
+    char listen[DQD_HOSTPORT_MAX];
+    char host[DQD_HOSTPORT_MAX];
+    int port;
+    struct http_server *http;
+    struct otlp_arena arena;
+    uint8_t *inflated; /* max_body bytes, allocated at the first gzip body */
+    struct otlp_stats st;
+    /* services: open addressing on the name's hash */
+    struct service *svc; /* MAX_SERVICES * 2 slots */
+    struct service **svc_list;
+    uint32_t n_svc;
+    /* probe names of the recent ring */
+    uint64_t *name_hash; /* MAX_NAMES * 2 slots: hash, 0 = empty */
+    uint32_t *name_slot; /* the name's index */
+    char **names;
+    uint32_t n_names;
+    /* the recent ring */
+    struct recent *ring;
+    size_t ring_cap, ring_head, ring_len;
+    /* the span budget: a token bucket refilled at max_spans_per_second, one second deep */
+    double tokens;
+    int64_t tokens_ns;
+    void (*done)(void *);
+    void *done_arg;
+};
+
+int otlp_status_index(int status) {
+    static const int codes[6] = {200, 400, 413, 415, 429, 503};
+    for (int i = 0; i < 6; i++) {
+        if (codes[i] == status) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+/* A google.rpc.Status reply (gRPC code from the HTTP status) in the request's encoding. */
+static void reply_status(struct http_response *res, enum otlp_format fmt, int status,
+                         const char *msg) {
+    int grpc = status == 400 || status == 415   ? 3  /* INVALID_ARGUMENT */
+               : status == 413                  ? 11 /* OUT_OF_RANGE */
+               : status == 429                  ? 8  /* RESOURCE_EXHAUSTED */
+               : status == 503                  ? 14 /* UNAVAILABLE */
+               : status == 401                  ? 16 /* UNAUTHENTICATED */
+               : status == 403                  ? 7  /* PERMISSION_DENIED */
+               : status == 404 || status == 405 ? 12 /* UNIMPLEMENTED */
+                                                : 13;
+    res->status = status;
+    http_response_clear(res);
+    if (fmt == OTLP_PROTOBUF) {
+        Dqotlp__RpcStatus st = DQOTLP__RPC_STATUS__INIT;
+        st.code = grpc;
+        st.message = (char *)msg;
+        uint8_t buf[1200];
+        size_t n = dqotlp__rpc_status__get_packed_size(&st);
+        if (n <= sizeof buf) {
+            dqotlp__rpc_status__pack(&st, buf);
+            http_response_append(res, buf, n);
+        }
+        http_response_set_type(res, "application/x-protobuf");
+    } else {
+        json_t *o = json_pack("{s:i,s:s}", "code", grpc, "message", msg);
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (text) {
+            http_response_append(res, text, strlen(text));
+        }
+        free(text);
+        json_decref(o);
+        http_response_set_type(res, "application/json");
+    }
+}
+
+/* 200: an ExportTraceServiceResponse, with partial_success when spans were left out. */
+static void reply_ok(struct http_response *res, enum otlp_format fmt, uint64_t rejected,
+                     const char *why) {
+    res->status = 200;
+    http_response_clear(res);
+    if (fmt == OTLP_PROTOBUF) {
+        Dqotlp__ExportTraceServiceResponse r = DQOTLP__EXPORT_TRACE_SERVICE_RESPONSE__INIT;
+        Dqotlp__ExportTracePartialSuccess ps = DQOTLP__EXPORT_TRACE_PARTIAL_SUCCESS__INIT;
+        if (rejected) {
+            ps.rejected_spans = (int64_t)rejected;
+            ps.error_message = (char *)why;
+            r.partial_success = &ps;
+        }
+        uint8_t buf[600];
+        size_t n = dqotlp__export_trace_service_response__get_packed_size(&r);
+        if (n <= sizeof buf) {
+            dqotlp__export_trace_service_response__pack(&r, buf);
+            http_response_append(res, buf, n);
+        }
+        http_response_set_type(res, "application/x-protobuf");
+    } else {
+        if (rejected) {
+            char num[32];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)rejected);
+            json_t *o = json_pack("{s:{s:s,s:s}}", "partialSuccess", "rejectedSpans", num,
+                                  "errorMessage", why);
+            char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+            if (text) {
+                http_response_append(res, text, strlen(text));
+            }
+            free(text);
+            json_decref(o);
+        } else {
+            http_response_append(res, "{}", 2);
+        }
+        http_response_set_type(res, "application/json");
+    }
+}
+
+/* ---- services, names, the ring -------------------------------------------------------------- */
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = wire_name_hash(s, n);
+    return h ? h : 1;
+}
+
+/* The service's entry (registered with a passive origin on first sight), or NULL when the
+ * table is full or memory is short (spans then go on without an origin). */
+static struct service *service_of(struct otlp *r, const char *name, size_t len) {
+    uint64_t h = hash_bytes(name, len);
+    size_t mask = MAX_SERVICES * 2 - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct service *s = &r->svc[i];
+        if (!s->hash) {
+            if (r->n_svc >= MAX_SERVICES) {
+                return NULL;
+            }
+            s->name = malloc(len + 1);
+            if (!s->name) {
+                return NULL;
+            }
+            memcpy(s->name, name, len);
+            s->name[len] = '\0';
+            s->hash = h;
+            /* label "otlp", node the service: "its source otlp shop went quiet" */
+            if (probes_origin_open(r->probes, "otlp", s->name, s->name, &s->origin) == DQ_OK) {
+                probes_origin_set_passive(r->probes, s->origin, r->opt.silence_ns);
+            }
+            r->svc_list[r->n_svc++] = s;
+            s->id = r->n_svc;
+            r->st.services = r->n_svc;
+            return s;
+        }
+        if (s->hash == h && strlen(s->name) == len && memcmp(s->name, name, len) == 0) {
+            return s;
+        }
+    }
+}
+
+/* The index of probe name (len bytes, hash h) among the ring's names; UINT32_MAX when full. */
+static uint32_t name_of(struct otlp *r, const char *name, size_t len, uint64_t h) {
+    h = h ? h : 1;
+    size_t mask = MAX_NAMES * 2 - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        if (!r->name_hash[i]) {
+            if (r->n_names >= MAX_NAMES) {
+                return UINT32_MAX;
+            }
+            char *copy = malloc(len + 1);
+            if (!copy) {
+                return UINT32_MAX;
+            }
+            memcpy(copy, name, len);
+            copy[len] = '\0';
+            r->name_hash[i] = h;
+            r->name_slot[i] = r->n_names;
+            r->names[r->n_names] = copy;
+            return r->n_names++;
+        }
+        if (r->name_hash[i] == h) {
+            const char *nm = r->names[r->name_slot[i]];
+            if (strlen(nm) == len && memcmp(nm, name, len) == 0) {
+                return r->name_slot[i];
+            }
+        }
+    }
+}
+
+static void keep_recent(struct otlp *r, const struct otlp_span *s, uint32_t name,
+                        const struct service *svc) {
+    if (!r->ring_cap || name == UINT32_MAX || !svc) {
+        return;
+    }
+    size_t at = (r->ring_head + r->ring_len) % r->ring_cap;
+    if (r->ring_len == r->ring_cap) {
+        r->ring_head = (r->ring_head + 1) % r->ring_cap;
+    } else {
+        r->ring_len++;
+    }
+    struct recent *e = &r->ring[at];
+    memcpy(e->trace_id, s->trace_id, 16);
+    memcpy(e->span_id, s->span_id, 8);
+    memcpy(e->parent_id, s->parent_id, 8);
+    e->start_ns = s->start_ns;
+    e->end_ns = s->end_ns;
+    e->probe = name;
+    e->service = svc->id - 1;
+    e->status = (uint8_t)(s->status == 2 ? 2 : s->status == 1 ? 1 : 0);
+    e->has_parent = (uint8_t)s->has_parent;
+}
+
+static void hex(char *out, const uint8_t *p, size_t n) {
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[p[i] >> 4];
+        out[2 * i + 1] = d[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max) {
+    json_t *arr = json_array();
+    if (!arr) {
+        return NULL;
+    }
+    size_t n = 0, first = r->ring_len;
+    /* the newest `max` that match, oldest first: count back, then walk forward */
+    for (size_t k = r->ring_len; k-- > 0 && n < max;) {
+        const struct recent *e = &r->ring[(r->ring_head + k) % r->ring_cap];
+        if (!service || strcmp(r->svc_list[e->service]->name, service) == 0) {
+            n++;
+            first = k;
+        }
+    }
+    for (size_t k = first; k < r->ring_len; k++) {
+        const struct recent *e = &r->ring[(r->ring_head + k) % r->ring_cap];
+        const char *svc = r->svc_list[e->service]->name;
+        if (service && strcmp(svc, service) != 0) {
+            continue;
+        }
+        char t[33], s[17], p[17];
+        hex(t, e->trace_id, 16);
+        hex(s, e->span_id, 8);
+        if (e->has_parent) {
+            hex(p, e->parent_id, 8);
+        } else {
+            p[0] = '\0';
+        }
+        json_t *o =
+            json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "trace_id", t, "span_id", s, "parent_id",
+                      p, "service", svc, "probe", r->names[e->probe], "start_ns",
+                      (json_int_t)e->start_ns, "end_ns", (json_int_t)e->end_ns, "status",
+                      e->status == 2   ? "error"
+                      : e->status == 1 ? "ok"
+                                       : "unset");
+        if (!o || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* ---- one request ------------------------------------------------------------------------------
+ */
+
+/*
+ * 1 when the budget lets n more spans in now (and takes them), else 0 with *retry_s. The
+ * bucket holds one second of spans; a batch larger than that is let in when the bucket is
+ * full, and the debt is paid by the refill (so no batch size is refused for ever).
+ */
+static int budget_take(struct otlp *r, size_t n, int *retry_s) {
+    double rate = r->opt.max_spans_per_second;
+    if (rate <= 0) {
+        return 1;
+    }
+    int64_t now = clock_now(core_clock(r->core));
+    double dt = r->tokens_ns ? (double)(now - r->tokens_ns) * 1e-9 : 1.0;
+    r->tokens_ns = now;
+    r->tokens = fmin(rate, r->tokens + (dt > 0 ? dt : 0) * rate);
+    double want = fmin((double)n, rate);
+    if (want <= r->tokens) {
+        r->tokens -= (double)n;
+        return 1;
+    }
+    double need = (want - r->tokens) / rate;
+    *retry_s = need < 1 ? 1 : need > 3600 ? 3600 : (int)ceil(need);
+    return 0;
+}
+
+/* Records every span of b; returns the spans left out and says why in why. */
+static uint64_t record_batch(struct otlp *r, const struct otlp_batch *b, char *why, size_t cap) {
+    struct probe_table *t = r->probes;
+    int64_t now = clock_now(core_clock(r->core));
+    struct service *svc = NULL;
+    const char *svc_name = NULL;
+    uint64_t late = 0, future = 0, failed = 0, accepted = 0;
+    char name[PROBES_NAME_MAX + 2];
+    for (size_t i = 0; i < b->n; i++) {
+        const struct otlp_span *s = &b->spans[i];
+        if (s->service != svc_name) { /* spans of one resource share the pointer */
+            svc_name = s->service;
+            svc = service_of(r, s->service, s->service_len);
+            if (svc && svc->origin) {
+                probes_origin_heard(t, svc->origin, now);
+            }
+        }
+        size_t len = otlp_probe_name(s, r->rules, r->opt.n_rules, name, sizeof name);
+        uint64_t h = wire_name_hash(name, len);
+        uint64_t late0 = t->late;
+        int rc = probes_record_span(t, name, len, h, svc ? svc->origin : 0, s->start_ns, s->end_ns,
+                                    s->status == 2);
+        if (rc == DQ_OK) {
+            accepted++;
+        } else if (rc == DQ_ESTATE && t->late != late0) {
+            late++;
+        } else if (rc == DQ_ESTATE) {
+            future++;
+        } else {
+            failed++;
+        }
+        keep_recent(r, s, name_of(r, name, len, h), svc);
+    }
+    core_add_instances(r->core, accepted);
+    r->st.spans_accepted += accepted;
+    r->st.spans_late += late;
+    r->st.spans_future += future;
+    r->st.spans_rejected += failed;
+    uint64_t out = b->rejected + late + future + failed;
+    size_t at = 0;
+    why[0] = '\0';
+    if (b->rejected) {
+        at += (size_t)snprintf(why + at, cap - at, "%zu invalid span(s) (%s)", b->rejected,
+                               b->reason);
+    }
+    if (late && at < cap) {
+        at += (size_t)snprintf(why + at, cap - at,
+                               "%s%llu ended in windows already closed (later than otlp_lag)",
+                               at ? "; " : "", (unsigned long long)late);
+    }
+    if (future && at < cap) {
+        at += (size_t)snprintf(why + at, cap - at, "%s%llu ended too far ahead of dqd's clock",
+                               at ? "; " : "", (unsigned long long)future);
+    }
+    if (failed && at < cap) {
+        snprintf(why + at, cap - at, "%s%llu could not be registered (the probe table is full)",
+                 at ? "; " : "", (unsigned long long)failed);
+    }
+    return out;
+}
+
+/* The media type of a Content-Type value, without parameters: 1 protobuf, 0 JSON, −1 other. */
+static int media_type(const char *ct, enum otlp_format *fmt) {
+    if (!ct) {
+        return -1;
+    }
+    while (*ct == ' ' || *ct == '\t') {
+        ct++;
+    }
+    size_t n = strcspn(ct, "; \t");
+    if (n == 22 && strncasecmp(ct, "application/x-protobuf", 22) == 0) {
+        *fmt = OTLP_PROTOBUF;
+        return 0;
+    }
+    if (n == 16 && strncasecmp(ct, "application/json", 16) == 0) {
+        *fmt = OTLP_JSON;
+        return 0;
+    }
+    return -1;
+}
+
+void otlp_handle_body(struct otlp *r, const char *content_type, const char *content_encoding,
+                      const uint8_t *body, size_t len, struct http_response *res) {
+    enum otlp_format fmt = OTLP_JSON;
+    char msg[600];
+    r->st.bytes_received += len;
+    if (media_type(content_type, &fmt) != 0) {
+        snprintf(msg, sizeof msg,
+                 "Content-Type %.100s is not supported: send application/x-protobuf or "
+                 "application/json",
+                 content_type ? content_type : "(none)");
+        reply_status(res, OTLP_JSON, 415, msg);
+        return;
+    }
+    if (content_encoding && content_encoding[0] && strcasecmp(content_encoding, "identity") != 0) {
+        if (strcasecmp(content_encoding, "gzip") != 0) {
+            snprintf(msg, sizeof msg,
+                     "Content-Encoding %.100s is not supported: send gzip or identity",
+                     content_encoding);
+            reply_status(res, fmt, 415, msg);
+            return;
+        }
+        if (!r->inflated && !(r->inflated = malloc(r->opt.max_body))) {
+            reply_status(res, fmt, 503, "no memory to inflate the body; retry later");
+            http_response_add_header(res, "Retry-After", "5");
+            return;
+        }
+        size_t out = 0;
+        int rc = otlp_inflate(body, len, r->inflated, r->opt.max_body, &out);
+        if (rc) {
+            reply_status(res, fmt,
+                         rc == DQ_EFULL    ? 413
+                         : rc == DQ_ENOMEM ? 503
+                                           : 400,
+                         dq_last_error());
+            if (rc == DQ_ENOMEM) {
+                http_response_add_header(res, "Retry-After", "5");
+            }
+            return;
+        }
+        body = r->inflated;
+        len = out;
+        r->st.bytes_inflated += out;
+    }
+    struct otlp_batch b;
+    otlp_arena_reset(&r->arena);
+    int rc = fmt == OTLP_PROTOBUF ? otlp_decode_protobuf(&r->arena, body, len, &b)
+                                  : otlp_decode_json(&r->arena, body, len, &b);
+    if (rc) {
+        snprintf(msg, sizeof msg, "%s", dq_last_error());
+        reply_status(res, fmt, rc == DQ_EFULL ? 413 : 400, msg);
+        otlp_batch_release(&b);
+        otlp_arena_reset(&r->arena);
+        return;
+    }
+    r->st.spans_received += b.n + b.rejected;
+    int retry = 1;
+    if (!budget_take(r, b.n, &retry)) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", retry);
+        snprintf(msg, sizeof msg,
+                 "%zu spans exceed the budget of otlp_max_spans_per_second = %g; retry after %d s",
+                 b.n, r->opt.max_spans_per_second, retry);
+        reply_status(res, fmt, 429, msg);
+        http_response_add_header(res, "Retry-After", ra);
+        r->st.spans_throttled += b.n;
+    } else {
+        uint64_t out = record_batch(r, &b, msg, sizeof msg);
+        r->st.spans_rejected += b.rejected;
+        reply_ok(res, fmt, out, out ? msg : "");
+    }
+    otlp_batch_release(&b);
+    otlp_arena_reset(&r->arena);
+}
+
+/* 1 when the receiver listens on a loopback address only. */
+static int is_loopback(const char *host) {
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
+}
+
+static void count_response(struct otlp *r, int status) {
+    int i = otlp_status_index(status);
+    if (i >= 0) {
+        r->st.responses[i]++;
+    } else {
+        r->st.other_responses++;
+    }
+}
+
+/* What the HTTP layer answers itself (a body over the cap, malformed HTTP): a Status too,
+ * in JSON since the request's encoding is not known there. */
+static void transport_error(void *ctx, int status, const char *msg, struct http_response *res) {
+    (void)ctx;
+    reply_status(res, OTLP_JSON, status, msg);
+}
+
+static void handle(void *ctx, const struct http_request *req, struct http_response *res) {
+    struct otlp *r = ctx;
+    enum otlp_format fmt = OTLP_JSON;
+    media_type(http_request_header(req, "Content-Type"), &fmt);
+    r->st.requests++;
+    if (strcmp(req->path, "/v1/traces") != 0) {
+        reply_status(res, fmt, 404,
+                     "not found: this is dqd's OTLP/HTTP receiver; traces go to POST /v1/traces");
+    } else if (req->method != HTTP_POST) {
+        reply_status(res, fmt, 405, "POST /v1/traces only");
+        http_response_add_header(res, "Allow", "POST");
+    } else if (!r->token[0] && !is_loopback(r->host)) {
+        reply_status(res, fmt, 403,
+                     "an OTLP receiver bound beyond loopback needs an api_token (the exporter "
+                     "then sends `Authorization: Bearer <api_token>`)");
+    } else if (r->token[0] &&
+               !(http_request_header(req, "Authorization") &&
+                 strncmp(http_request_header(req, "Authorization"), "Bearer ", 7) == 0 &&
+                 strcmp(http_request_header(req, "Authorization") + 7, r->token) == 0)) {
+        reply_status(res, fmt, 401,
+                     "this receiver needs the header `Authorization: Bearer <api_token>`");
+        http_response_add_header(res, "WWW-Authenticate", "Bearer");
+    } else {
+        otlp_handle_body(r, http_request_header(req, "Content-Type"),
+                         http_request_header(req, "Content-Encoding"), (const uint8_t *)req->body,
+                         req->body_len, res);
+    }
+    count_response(r, res->status);
+}
+
+/* ---- life
+ * ------------------------------------------------------------------------------------------ */
+
+int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o,
+                struct otlp **out) {
+    struct otlp *r = calloc(1, sizeof *r);
+    if (!r) {
+        return dq_fail(DQ_ENOMEM, "no memory for the OTLP receiver");
+    }
+    r->loop = loop;
+    r->core = core;
+    r->probes = core_probes(core);
+    r->opt = *o;
+    snprintf(r->token, sizeof r->token, "%s", o->api_token ? o->api_token : "");
+    snprintf(r->listen, sizeof r->listen, "%s", o->listen);
+    r->opt.listen = r->listen;
+    r->opt.api_token = r->token;
+    size_t arena = r->opt.max_body * ARENA_PER_BODY_BYTE;
+    otlp_arena_init(&r->arena, arena > ARENA_MIN ? arena : ARENA_MIN);
+    r->svc = calloc(MAX_SERVICES * 2, sizeof *r->svc);
+    r->svc_list = calloc(MAX_SERVICES, sizeof *r->svc_list);
+    r->name_hash = calloc(MAX_NAMES * 2, sizeof *r->name_hash);
+    r->name_slot = calloc(MAX_NAMES * 2, sizeof *r->name_slot);
+    r->names = calloc(MAX_NAMES, sizeof *r->names);
+    r->ring_cap = o->recent_spans;
+    r->ring = r->ring_cap ? calloc(r->ring_cap, sizeof *r->ring) : NULL;
+    if (o->n_rules > 0) {
+        r->rules = calloc((size_t)o->n_rules, sizeof *r->rules);
+        if (r->rules) {
+            memcpy(r->rules, o->rules, (size_t)o->n_rules * sizeof *r->rules);
+        }
+    }
+    r->opt.rules = r->rules;
+    r->tokens = o->max_spans_per_second;
+    int rc = DQ_OK;
+    if (!r->svc || !r->svc_list || !r->name_hash || !r->name_slot || !r->names ||
+        (r->ring_cap && !r->ring) || (o->n_rules > 0 && !r->rules)) {
+        rc = dq_fail(DQ_ENOMEM, "no memory for the OTLP receiver");
+    }
+    if (!rc) {
+        rc = settings_split_hostport(o->listen, r->host, sizeof r->host, &r->port);
+        rc = rc ? dq_fail(rc, "--otlp: %s", dq_last_error()) : DQ_OK;
+    }
+    struct http_limits lim;
+    http_limits_default(&lim);
+    lim.max_body_bytes = r->opt.max_body;
+    lim.max_pending_write = 1 << 20;
+    if (!rc) {
+        rc = http_server_create(loop, &lim, handle, r, &r->http);
+    }
+    if (!rc) {
+        http_server_set_error_reply(r->http, transport_error, r);
+    }
+    if (rc) {
+        otlp_close(r, NULL, NULL);
+        return rc;
+    }
+    *out = r;
+    return DQ_OK;
+}
+
+int otlp_start(struct otlp *r) {
+    int rc = http_server_listen(r->http, r->host, r->port);
+    if (rc) {
+        return dq_fail(rc, "cannot receive OTLP on %s: %s", r->listen, dq_last_error());
+    }
+    r->port = http_server_port(r->http);
+    return DQ_OK;
+}
+
+int otlp_port(const struct otlp *r) {
+    return r->port;
+}
+
+const char *otlp_host(const struct otlp *r) {
+    return r->host;
+}
+
+void otlp_get_stats(const struct otlp *r, struct otlp_stats *st) {
+    *st = r->st;
+    if (r->http) {
+        struct http_server_stats hs;
+        http_server_get_stats(r->http, &hs);
+        st->http_errors = hs.bad_requests;
+    }
+}
+
+static void free_receiver(void *arg) {
+    struct otlp *r = arg;
+    void (*done)(void *) = r->done;
+    void *done_arg = r->done_arg;
+    for (uint32_t i = 0; i < r->n_svc; i++) {
+        if (r->svc_list[i]->origin) {
+            probes_origin_closed(r->probes, r->svc_list[i]->origin);
+        }
+        free(r->svc_list[i]->name);
+    }
+    for (uint32_t i = 0; i < r->n_names; i++) {
+        free(r->names[i]);
+    }
+    free(r->svc);
+    free(r->svc_list);
+    free(r->name_hash);
+    free(r->name_slot);
+    free(r->names);
+    free(r->ring);
+    free(r->rules);
+    free(r->inflated);
+    otlp_arena_release(&r->arena);
+    free(r);
+    if (done) {
+        done(done_arg);
+    }
+}
+
+void otlp_close(struct otlp *r, void (*done)(void *arg), void *arg) {
+    if (!r) {
+        if (done) {
+            done(arg);
+        }
+        return;
+    }
+    r->done = done;
+    r->done_arg = arg;
+    if (r->http) {
+        http_server_close(r->http, free_receiver, r);
+        r->http = NULL;
+    } else {
+        free_receiver(r);
+    }
+}
