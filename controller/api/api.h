@@ -30,7 +30,7 @@ struct api_env {
     struct adapt *adapt;
     struct store *store;
     struct events *events; /* GET /api/v1/events; NULL: that route answers 404 */
-    struct otlp *otlp; /* the OTLP receiver, NULL when --otlp is off */
+    struct otlp *otlp;     /* the OTLP receiver, NULL when --otlp is off */
 };
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */
