@@ -288,14 +288,29 @@ apply_batch([], S) ->
     S;
 apply_batch(Batch, S) ->
     InOrder = lists:reverse(Batch),
-    ok = dqd_wrapper_core:apply_commands([Cmd || {Cmd, _} <- InOrder]),
-    send_now(S, [dqd_wrapper_line:ack(Line) || {_, Line} <- InOrder]).
+    Cmds = [Cmd || {Cmd, _} <- InOrder],
+    ok = dqd_wrapper_core:apply_commands(Cmds),
+    %% Probes bound to functions: the tracer installs or removes their patterns. A
+    %% trace it refuses (see dqd_wrapper_trace) is not acknowledged, and its probe is
+    %% not left enabled; the reason goes out in the state line (trefused:NAME=WHY).
+    Refused = dqd_wrapper_trace:commands(Cmds),
+    Names = [N || {N, _} <- Refused],
+    _ = [dqd_wrapper_core:apply_command({clear_timeout, N}) || N <- Names],
+    Acked = [Line || {Cmd, Line} <- InOrder, not refused(Cmd, Names)],
+    S1 = send_now(S, [dqd_wrapper_line:ack(Line) || Line <- Acked]),
+    case Refused of
+        [] -> S1;
+        _ -> send_now(S1, state_line())
+    end.
+
+refused({trace, N, _, _}, Names) -> lists:member(N, Names);
+refused(_, _) -> false.
 
 bump(K, St) -> St#{K := maps:get(K, St) + 1}.
 
 state_line() ->
     #st{running = R, probes = P} = persistent_term:get(?STATE_KEY, ?OFF),
-    dqd_wrapper_line:state(R, P).
+    dqd_wrapper_line:state(R, P, dqd_wrapper_trace:fields()).
 
 %%% Connection ----------------------------------------------------------------
 
