@@ -87,7 +87,8 @@
     node_allowed = 1 :: integer(),          % calls all probes may trace in this slot
     guard = 0 :: non_neg_integer(),         % call messages since the last budget check
     cfg :: map(),
-    last = <<>> :: binary()                 % fields last published
+    last = <<>> :: binary(),                % fields last published
+    ever = [] :: [binary()]                 % probes ever bound, newest first (at most 256)
 }).
 
 -spec start_link(dqd_wrapper_config:config()) -> {ok, pid()} | {error, term()}.
@@ -271,7 +272,8 @@ add(#b{name = Name, mfa = Mfa} = B0, #t{binds = Bs, by_mfa = ByMfa} = T) ->
     end.
 
 add1(B, T, Bs, ByMfa, Name, Mfa) ->
-    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}},
+    Ever = lists:sublist([Name | lists:delete(Name, T#t.ever)], 256),
+    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}, ever = Ever},
     case T1#t.running of
         true -> {ok, resume(T1)};
         false -> {ok, T1}
@@ -805,5 +807,5 @@ info(T) ->
                                      reported => B#b.reported, dropped => B#b.dropped}
                            end, T#t.binds),
       flags => T#t.flags, others => T#t.others, unmatched => T#t.unmatched,
-      deep => T#t.deep, overload => T#t.overload,
+      deep => T#t.deep, overload => T#t.overload, ever => T#t.ever,
       open => lists:sum([length(Fs) || {{f, _}, Fs} <- get()])}.
