@@ -35,10 +35,11 @@ json_t *api__silence_json(struct api *api, const struct probe *p);
  * "sampling","refused"}), or JSON null for a probe never bound to a function. */
 json_t *api__trace_json(const struct probe *p);
 
-/* What one traced call costs the process that makes it, in ns: the wrapper benchmark's
- * figure on the reference machine (docs/PERFORMANCE.md, "Probes bound to functions"). The
- * why of a traced probe multiplies it by the calls traced. */
-#define API_TRACE_CALL_NS 2000.0
+/* The CPU one traced call costs the node, in ns: the caller's share (~1 µs) plus the
+ * tracer's and the connection's, as the wrapper benchmark measured it (docs/PERFORMANCE.md,
+ * "Probes bound to functions"). The why of a traced probe multiplies it by the calls
+ * traced. */
+#define API_TRACE_CALL_NS 2500.0
 
 /* 1 for GET and HEAD (the http module drops a HEAD answer's body). */
 int api__is_read(const struct http_request *req);

@@ -565,7 +565,7 @@ static void add_traced(const struct probe *p, json_t *out) {
     snprintf(buf, sizeof buf,
              "%s is a traced function: it is bound to %s (the \"mfa\" of its configuration), so "
              "the wrapper times it with erlang:trace, no span in the code. Tracing it cost %" PRIu64
-             " traced call%s (%s%s), about %.3g ms of the callers' CPU at ~%.1f µs per traced call "
+             " traced call%s (%s%s), about %.3g ms of the node's CPU at ~%.1f µs per traced call "
              "(docs/PERFORMANCE.md); the pattern is installed on %d node%s now%s.",
              p->name, p->mfa, ts.calls, ts.calls == 1 ? "" : "s", samp,
              ts.dropped ? ", some dropped open when the pattern was removed" : "", cost_ms,
