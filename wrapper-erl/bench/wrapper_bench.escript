@@ -147,14 +147,16 @@ main(Args) ->
     row("traced call, caller alone (tracer suspended)", TracedAlone, TracedAlone),
     row("with_span, caller alone (connection suspended)", WithAlone, WithAlone),
     io:format("  traced call on the caller: ~.1f ns over the untraced call (target <= 3000 ns);"
-              " CPU with the tracer's share: ~.1f ns; a manual span (with_span): ~.1f ns on the "
-              "caller, ~.1f ns CPU~n", [TracedCaller, element(4, Traced), WithAlone,
+              " probe-side CPU (caller and tracer): ~.1f ns; a manual span (with_span): ~.1f ns "
+              "on the caller, ~.1f ns probe-side CPU~n", [TracedCaller, element(4, Traced), WithAlone,
                                         element(4, With)]),
     io:format("  without a pattern: ~.1f ns vs ~.1f ns untraced, difference ~.1f ns; noise of the "
               "untraced call over the rounds ~.1f ns (target: difference within it)~n",
               [NoPat, Bare, NoPat - Bare, Noise]),
-    io:format("  scheduler utilisation while each ran (all ~b schedulers; the loop keeps one "
-              "busy):~n", [erlang:system_info(schedulers_online)]),
+    io:format("  scheduler utilisation while each ran (busy / wall time over the ~b normal and "
+              "~b dirty CPU schedulers; the calling loop keeps one busy):~n",
+              [erlang:system_info(schedulers_online),
+               erlang:system_info(dirty_cpu_schedulers_online)]),
     [io:format("    ~-10s ~5.1f %~n", [K, 100 * U]) || {K, U} <- Util],
     Ok = Stopped =< 100 andalso Ratio(Orig, End, 4) >= 3 andalso TracedCaller =< 3000
         andalso abs(NoPat - Bare) =< Noise,
