@@ -134,9 +134,8 @@ json_t *api__trace_json(const struct probe *p) {
         return json_null();
     }
     return json_pack("{s:i,s:I,s:I,s:f,s:o}", "installed", ts.installed, "calls",
-                     (json_int_t)ts.calls, "dropped", (json_int_t)ts.dropped, "sampling",
-                     ts.keep, "refused",
-                     p->trace.refused[0] ? json_string(p->trace.refused) : json_null());
+                     (json_int_t)ts.calls, "dropped", (json_int_t)ts.dropped, "sampling", ts.keep,
+                     "refused", p->trace.refused[0] ? json_string(p->trace.refused) : json_null());
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {

@@ -764,7 +764,7 @@ static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct cor
                 out[n].reason = legacy_mute_reason;
             } else {
                 out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
-                out[n].reason = out[n].applicable               ? NULL
+                out[n].reason = out[n].applicable             ? NULL
                                 : cmd->kind == WIRE_CMD_TRACE ? legacy_trace_reason
                                                               : legacy_clear_reason;
             }

@@ -1099,7 +1099,8 @@ static void test_parse_cmd(void) {
     char name[40];
     int bad = 0;
     for (int i = 0; i < 20000; i++) {
-        struct wire_cmd in = {(enum wire_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0, {NULL, 0}};
+        struct wire_cmd in = {
+            (enum wire_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0, {NULL, 0}};
         enum wire_dialect d = rnd() % 2 ? WIRE_V2 : WIRE_LEGACY;
         name[0] = (char)('a' + rnd() % 26);
         for (size_t j = 1; j < in.name.n; j++) {
@@ -1135,8 +1136,8 @@ static void test_trace(void) {
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         CHECK(wire_mfa_valid(good[i], strlen(good[i])));
     }
-    const char *bad[] = {"",       "m:f",     "m/1",    "M:f/1",  "m:F/1",   "m:f/256", "m:f/-1",
-                         "m:f/1x", "m:f.g/1", ":f/1",   "m:/1",   "m:f/",    "m:f/1000", "m:f/01",
+    const char *bad[] = {"",        "m:f",     "m/1",    "M:f/1",   "m:F/1",  "m:f/256",  "m:f/-1",
+                         "m:f/1x",  "m:f.g/1", ":f/1",   "m:/1",    "m:f/",   "m:f/1000", "m:f/01",
                          "m f:g/1", "m:f/1/2", "1m:f/1", "m:f:g/1", "m;x:f/1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(!wire_mfa_valid(bad[i], strlen(bad[i])));
@@ -1149,7 +1150,9 @@ static void test_trace(void) {
     CHECK(!wire_mfa_valid(longm, WIRE_MAX_MFA + 1));
 
     char out[WIRE_CMD_MAX];
-    struct wire_cmd cmd = {.kind = WIRE_CMD_TRACE, .name = {"stock_db", 8}, .ms = 64,
+    struct wire_cmd cmd = {.kind = WIRE_CMD_TRACE,
+                           .name = {"stock_db", 8},
+                           .ms = 64,
                            .mfa = {"dqs_shop:stock_db/1", 19}};
     int n = wire_format_cmd(out, sizeof out, WIRE_V2, &cmd);
     CHECK_INT(n, (int)strlen("trace;stock_db;64;dqs_shop:stock_db/1\n"));
@@ -1165,8 +1168,10 @@ static void test_trace(void) {
     memset(name, 'n', sizeof name);
     memset(longm, 'm', sizeof longm);
     memcpy(longm + WIRE_MAX_MFA - 6, ":f/255", 6);
-    struct wire_cmd big = {.kind = WIRE_CMD_TRACE, .name = {name, sizeof name},
-                           .ms = 999999999.999999, .mfa = {longm, WIRE_MAX_MFA}};
+    struct wire_cmd big = {.kind = WIRE_CMD_TRACE,
+                           .name = {name, sizeof name},
+                           .ms = 999999999.999999,
+                           .mfa = {longm, WIRE_MAX_MFA}};
     n = wire_format_cmd(out, sizeof out, WIRE_V2, &big);
     CHECK(n > 500 && n < WIRE_CMD_MAX && n + 4 < WIRE_MAX_LINE);
 
@@ -1175,8 +1180,9 @@ static void test_trace(void) {
     CHECK_INT(c.kind, WIRE_CMD_TRACE);
     CHECK(slice_eq(c.name, "p") && slice_eq(c.mfa, "m:f/2"));
     CHECK_NEAR(c.ms, 0.5, 0);
-    const char *badc[] = {"trace;p;0.5", "trace;p;0.5;", "trace;p;0.5;m:f", "trace;;1;m:f/1",
-                          "trace;p;0;m:f/1", "trace;p;1;m:f/1;x", "trace;p;x;m:f/1", "trace"};
+    const char *badc[] = {
+        "trace;p;0.5",     "trace;p;0.5;",      "trace;p;0.5;m:f", "trace;;1;m:f/1",
+        "trace;p;0;m:f/1", "trace;p;1;m:f/1;x", "trace;p;x;m:f/1", "trace"};
     for (size_t i = 0; i < sizeof badc / sizeof badc[0]; i++) {
         CHECK_INT(wire_parse_cmd(badc[i], strlen(badc[i]), &c), -1);
     }
