@@ -1042,11 +1042,14 @@ void core_trace_state(struct core *c, uint64_t link, const struct wire_msg *m) {
         v = trace_value(m->tdropped, p);
         pl->dropped = v.n ? slice_u64(v) : pl->dropped;
         v = trace_value(m->sampling, p);
-        double keep = 1.0;
-        if (v.n && wire_parse_ms(v.p, v.n, &keep) != 0) {
-            keep = 0.0; /* "0" */
+        pl->keep = 1.0;
+        if (v.n) { /* validated by the parser: 0 … 1 with at most 9 decimals */
+            char num[16];
+            size_t n = v.n < sizeof num - 1 ? v.n : sizeof num - 1;
+            memcpy(num, v.p, n);
+            num[n] = '\0';
+            pl->keep = strtod(num, NULL);
         }
-        pl->keep = keep;
         if (refused.n) {
             char why[sizeof tr->refused];
             size_t n = refused.n < sizeof why - 1 ? refused.n : sizeof why - 1;

@@ -851,6 +851,26 @@ int wire_mfa_valid(const char *s, size_t n) {
     return 1;
 }
 
+/* A fraction in [0, 1]: `0` or `1`, or either followed by '.' and 1 … 9 digits (all zeros
+ * after a 1). */
+static int fraction_valid(const char *p, size_t n) {
+    if (n == 0 || (p[0] != '0' && p[0] != '1')) {
+        return 0;
+    }
+    if (n == 1) {
+        return 1;
+    }
+    if (p[1] != '.' || n < 3 || n > 11) {
+        return 0;
+    }
+    for (size_t i = 2; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9' || (p[0] == '1' && p[i] != '0')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* A state line's tracer list: NAME=VALUE pairs, VALUE checked by kind. */
 enum tlist { TL_MFA, TL_COUNT, TL_FRACTION, TL_REASON };
 
@@ -858,7 +878,6 @@ static int tlist_valid(struct wire_slice it, enum tlist kind) {
     struct wire_slice k, v;
     int r;
     uint64_t u;
-    double ms;
     while ((r = wire_kv_next(&it, &k, &v)) == 1) {
         if (!wire_name_valid(k.p, k.n)) {
             return 0;
@@ -871,8 +890,8 @@ static int tlist_valid(struct wire_slice it, enum tlist kind) {
         case TL_COUNT:
             ok = v.n <= 20 && parse_u64(v.p, v.n, &u) == 0;
             break;
-        case TL_FRACTION: /* 0 … 1 with up to 9 decimals: read as a number of ms */
-            ok = (v.n == 1 && v.p[0] == '0') || (wire_parse_ms(v.p, v.n, &ms) == 0 && ms <= 1.0);
+        case TL_FRACTION: /* 0 … 1: "0", "0.0", "0.25", "1" (up to 9 decimals) */
+            ok = fraction_valid(v.p, v.n);
             break;
         case TL_REASON:
             ok = lower_word(v.p, v.n, 0) && v.n <= 64;

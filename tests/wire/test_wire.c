@@ -1213,6 +1213,8 @@ static void test_trace(void) {
     CHECK(m.tother == 0);
     CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=0", &m), WIRE_OK);
     CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=1", &m), WIRE_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=0.0", &m), WIRE_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=1.000,b=0.034", &m), WIRE_OK);
     const char *bads[] = {"state;running:1;probes:;traced:a=M:f/1",
                           "state;running:1;probes:;traced:",
                           "state;running:1;probes:;traced:a",
@@ -1220,6 +1222,9 @@ static void test_trace(void) {
                           "state;running:1;probes:;tcalls:a=1x",
                           "state;running:1;probes:;sampling:a=1.5",
                           "state;running:1;probes:;sampling:a=x",
+                          "state;running:1;probes:;sampling:a=1.01",
+                          "state;running:1;probes:;sampling:a=0.",
+                          "state;running:1;probes:;sampling:a=.5",
                           "state;running:1;probes:;tdropped:9a=1",
                           "state;running:1;probes:;trefused:a=Tail",
                           "state;running:1;probes:;trefused:a=",

@@ -288,23 +288,15 @@ apply_batch([], S) ->
     S;
 apply_batch(Batch, S) ->
     InOrder = lists:reverse(Batch),
-    Cmds = [Cmd || {Cmd, _} <- InOrder],
-    ok = dqd_wrapper_core:apply_commands(Cmds),
     %% Probes bound to functions: the tracer installs or removes their patterns. A
-    %% trace it refuses (see dqd_wrapper_trace) is not acknowledged, and its probe is
-    %% not left enabled; the reason goes out in the state line (trefused:NAME=WHY).
-    Refused = dqd_wrapper_trace:commands(Cmds),
-    Names = [N || {N, _} <- Refused],
-    _ = [dqd_wrapper_core:apply_command({clear_timeout, N}) || N <- Names],
-    Acked = [Line || {Cmd, Line} <- InOrder, not refused(Cmd, Names)],
+    %% trace it refuses is not acknowledged (dqd_wrapper_trace:apply/1).
+    Refused = dqd_wrapper_trace:apply([Cmd || {Cmd, _} <- InOrder]),
+    Acked = [Line || {Cmd, Line} <- InOrder, not lists:member(Cmd, Refused)],
     S1 = send_now(S, [dqd_wrapper_line:ack(Line) || Line <- Acked]),
     case Refused of
         [] -> S1;
         _ -> send_now(S1, state_line())
     end.
-
-refused({trace, N, _, _}, Names) -> lists:member(N, Names);
-refused(_, _) -> false.
 
 bump(K, St) -> St#{K := maps:get(K, St) + 1}.
 

@@ -206,14 +206,19 @@ clean_char(C) -> C.
 state(Running, Probes) -> state(Running, Probes, []).
 
 %% The same with the function tracer's fields appended (dqd_wrapper_trace:fields/0:
-%% ";traced:NAME=MOD:FUN/ARITY,..." and the like; [] when nothing is traced).
+%% ";traced:NAME=MOD:FUN/ARITY,..." and the like; [] when nothing is traced). They are
+%% left out when they would make the line longer than the protocol allows.
 -spec state(boolean(), #{binary() | atom() => pos_integer()}, iodata()) -> binary().
 state(Running, Probes, Extra) ->
     Pairs = lists:sort([<<N/binary, "=", (format_ms(Ns))/binary>>
                         || {N, Ns} <- maps:to_list(Probes), is_binary(N)]),
     R = case Running of true -> <<"1">>; false -> <<"0">> end,
-    iolist_to_binary([<<"state;running:">>, R, <<";probes:">>,
-                      lists:join(<<",">>, Pairs), Extra, <<"\n">>]).
+    Base = iolist_to_binary([<<"state;running:">>, R, <<";probes:">>,
+                             lists:join(<<",">>, Pairs)]),
+    case byte_size(Base) + iolist_size(Extra) < ?MAX_LINE of
+        true -> iolist_to_binary([Base, Extra, <<"\n">>]);
+        false -> <<Base/binary, "\n">>
+    end.
 
 -spec drop(pos_integer()) -> binary().
 drop(N) -> <<"drop;", (integer_to_binary(N))/binary, "\n">>.

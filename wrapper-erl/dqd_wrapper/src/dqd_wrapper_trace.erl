@@ -36,7 +36,7 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([start_link/1, commands/1, fields/0, info/0, bind/3, unbind/1, check_now/0,
+-export([start_link/1, apply/1, commands/1, fields/0, info/0, bind/3, unbind/1, check_now/0,
          tail_recursive/1]).
 -export([init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2]).
 
@@ -94,6 +94,21 @@
 -spec start_link(dqd_wrapper_config:config()) -> {ok, pid()} | {error, term()}.
 start_link(Config) ->
     gen_server:start_link({local, ?MODULE}, ?MODULE, Config, []).
+
+%% Applies a batch of dqd's commands, in order: to the probe table (one update), then
+%% to the tracer. Returns the trace commands the tracer refused: their probes are not
+%% left enabled, and the caller does not acknowledge them (the reason goes out in the
+%% state line, trefused:NAME=WHY).
+-spec apply([dqd_wrapper_line:command()]) -> [dqd_wrapper_line:command()].
+apply(Cmds) ->
+    ok = dqd_wrapper_core:apply_commands(Cmds),
+    case commands(Cmds) of
+        [] -> [];
+        Refused ->
+            Names = [N || {N, _} <- Refused],
+            ok = dqd_wrapper_core:apply_commands([{clear_timeout, N} || N <- Names]),
+            [C || {trace, N, _, _} = C <- Cmds, lists:member(N, Names)]
+    end.
 
 %% Applies what of a batch of dqd's commands concerns traced probes (start_stub,
 %% stop_stub, trace, clear_timeout); the others are ignored. Returns the commands the
