@@ -18,10 +18,13 @@
 %%     whose code calls themselves in tail position are refused (tail_recursive), and a
 %%     process whose traced call depth reaches max_depth stops being traced (its open
 %%     calls are dropped and counted): mutual recursion cannot grow it further.
-%%   - Cost: every traced call costs the caller a trace message (~1-2 us). A budget per
-%%     probe and per node (calls per second) turns the pattern on for only a fraction of
-%%     each slot once a function is hotter than its budget: `sampling:NAME=FRACTION` in
-%%     state. The calls started while the pattern is on are timed completely.
+%%   - Cost: every traced call costs the caller two trace messages (~1 us). A budget per
+%%     probe and per node (calls per second, over slots of trace_slot_ms) reads the
+%%     runtime's call counters and, once a probe has traced its share of a slot, sets
+%%     its bit of the trace control word, which its match spec tests: no more tracing
+%%     until the next slot (`sampling:NAME=FRACTION` in state). A slot that overshot is
+%%     paid back by the next ones. The calls started while tracing is on are timed
+%%     completely.
 %%   - Never traced: the modules of dqd_wrapper itself and the module erlang, and never
 %%     the wrapper's own processes (this tracer included).
 %%
@@ -113,7 +116,7 @@ apply(Cmds) ->
 %% Applies what of a batch of dqd's commands concerns traced probes (start_stub,
 %% stop_stub, trace, clear_timeout); the others are ignored. Returns the commands the
 %% tracer refused, with the reason.
--spec commands([dqd_wrapper_line:command()]) -> [{binary(), atom()}].
+-spec commands([dqd_wrapper_line:command()]) -> [{binary(), term()}].
 commands(Cmds) ->
     case [C || C <- Cmds, relevant(C)] of
         [] -> [];
