@@ -229,6 +229,9 @@ static int configure_probes(struct dqd *d) {
         if (p && po->auto_range >= 0) {
             core_set_auto_range(d->core, p, po->auto_range);
         }
+        if (p && po->mfa[0] && (rc = core_bind_probe(d->core, p, po->mfa)) != DQ_OK) {
+            return rc;
+        }
     }
     return DQ_OK;
 }

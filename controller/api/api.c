@@ -132,7 +132,20 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
+    json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());
+    json_object_set_new(o, "trace", api__trace_json(p));
     return o;
+}
+
+json_t *api__trace_json(const struct probe *p) {
+    struct core_trace_sum ts;
+    core_trace_sum(p, &ts);
+    if (!p->mfa[0] && p->trace.n_per == 0 && !p->trace.refused[0]) {
+        return json_null();
+    }
+    return json_pack("{s:i,s:I,s:I,s:f,s:o}", "installed", ts.installed, "calls",
+                     (json_int_t)ts.calls, "dropped", (json_int_t)ts.dropped, "sampling", ts.keep,
+                     "refused", p->trace.refused[0] ? json_string(p->trace.refused) : json_null());
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {

@@ -31,6 +31,16 @@ void api__iso8601(int64_t ns, char *buf, size_t cap);
  */
 json_t *api__silence_json(struct api *api, const struct probe *p);
 
+/* A probe's tracer figures as the API shows them ({"installed","calls","dropped",
+ * "sampling","refused"}), or JSON null for a probe never bound to a function. */
+json_t *api__trace_json(const struct probe *p);
+
+/* The CPU one traced call costs the node, in ns: the caller's share (~1 µs) plus the
+ * tracer's and the connection's, as the wrapper benchmark measured it (docs/PERFORMANCE.md,
+ * "Probes bound to functions"). The why of a traced probe multiplies it by the calls
+ * traced. */
+#define API_TRACE_CALL_NS 2500.0
+
 /* 1 for GET and HEAD (the http module drops a HEAD answer's body). */
 int api__is_read(const struct http_request *req);
 

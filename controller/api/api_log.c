@@ -540,6 +540,53 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     json_object_set_new(out, "last_change", run);
 }
 
+/*
+ * For a probe bound to a function, one sentence saying so and what tracing it cost: the
+ * calls the wrappers traced (their own count, from their state lines), the sampling, the
+ * calls dropped, and the CPU that makes at the benchmark's cost per traced call; another
+ * when a wrapper refused or lost it. out's "traced" holds the same figures (null for a
+ * probe not bound).
+ */
+static void add_traced(const struct probe *p, json_t *out) {
+    if (!p || !p->mfa[0]) {
+        json_object_set_new(out, "traced", json_null());
+        return;
+    }
+    struct core_trace_sum ts;
+    core_trace_sum(p, &ts);
+    double cost_ms = (double)ts.calls * API_TRACE_CALL_NS * 1e-6;
+    char buf[1024], samp[160] = "every call timed";
+    if (ts.keep < 1.0) {
+        snprintf(samp, sizeof samp,
+                 "its budget sampled %.1f %% of the calls in the last slot (the rest ran "
+                 "untraced)",
+                 100.0 * ts.keep);
+    }
+    snprintf(buf, sizeof buf,
+             "%s is a traced function: it is bound to %s (the \"mfa\" of its configuration), so "
+             "the wrapper times it with erlang:trace, no span in the code. Tracing it cost %" PRIu64
+             " traced call%s (%s%s), about %.3g ms of the node's CPU at ~%.1f µs per traced call "
+             "(docs/PERFORMANCE.md); the pattern is installed on %d node%s now%s.",
+             p->name, p->mfa, ts.calls, ts.calls == 1 ? "" : "s", samp,
+             ts.dropped ? ", some dropped open when the pattern was removed" : "", cost_ms,
+             API_TRACE_CALL_NS / 1000.0, ts.installed, ts.installed == 1 ? "" : "s",
+             ts.installed ? "" : " (none: disabled, or refused)");
+    json_t *sentences = json_object_get(out, "sentences");
+    json_array_append_new(sentences, json_string(buf));
+    if (p->trace.refused[0]) {
+        snprintf(buf, sizeof buf,
+                 "A wrapper did not trace %s: %s (docs/tracing.md says why a function is "
+                 "refused or its pattern lost).",
+                 p->mfa, p->trace.refused);
+        json_array_append_new(sentences, json_string(buf));
+    }
+    json_t *tj = api__trace_json(p);
+    json_object_set_new(tj, "mfa", json_string(p->mfa));
+    json_object_set_new(tj, "cost_ms", json_real(cost_ms));
+    json_object_set_new(tj, "dropped", json_integer((json_int_t)ts.dropped));
+    json_object_set_new(out, "traced", tj);
+}
+
 static void get_why(struct api *api, const char *probe, struct http_response *res) {
     struct probe *p = probes_find(core_probes(api->env.core), probe, strlen(probe));
     struct why_find w = {0};
@@ -568,6 +615,7 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
         json_t *out = json_pack("{s:s,s:b,s:n,s:[s]}", "probe", probe, "enabled", p && p->enabled,
                                 "enabled_by", "sentences", sentence);
         add_last_change(api, probe, p, out);
+        add_traced(p, out);
         add_silence(api, p, out);
         http_reply_data(res, out);
         return;
@@ -637,6 +685,7 @@ static void get_why(struct api *api, const char *probe, struct http_response *re
     why_sentences(out, probe, inv, chain, trigger, own, disable, check);
     json_decref(hyps);
     add_last_change(api, probe, p, out);
+    add_traced(p, out);
     add_silence(api, p, out);
     json_decref(chain);
     json_decref(inv);

@@ -980,6 +980,8 @@ static const char *cmd_name(enum wire_cmd_kind k) {
         return "set_timeout";
     case WIRE_CMD_CLEAR_TIMEOUT:
         return "clear_timeout";
+    case WIRE_CMD_TRACE:
+        return "trace";
     default:
         return "sync";
     }
@@ -997,6 +999,125 @@ static void change_grid(const struct core_change *ch, double *dmax_ms, int *n) {
         if (probes_grid(ch->dmax_ms, ch->bins > 0 ? ch->bins : p->n, &k, &nn) == DQ_OK) {
             *dmax_ms = ch->dmax_ms;
             *n = nn;
+        }
+    }
+}
+
+struct wire_cmd core_enable_cmd(const struct probe *p, double ms) {
+    struct wire_cmd cmd = {.kind = WIRE_CMD_SET_TIMEOUT, .name = {p->name, p->name_len}, .ms = ms};
+    if (p->mfa[0]) {
+        cmd.kind = WIRE_CMD_TRACE;
+        cmd.mfa.p = p->mfa;
+        cmd.mfa.n = strlen(p->mfa);
+    }
+    return cmd;
+}
+
+int core_bind_probe(struct core *c, struct probe *p, const char *mfa) {
+    (void)c;
+    size_t n = mfa ? strlen(mfa) : 0;
+    if (n > 0 && !wire_mfa_valid(mfa, n)) {
+        return dq_fail(DQ_EINVAL,
+                       "probe %s: \"%s\" is not a function MOD:FUN/ARITY (unquoted atoms, arity "
+                       "0 to 255, at most %d bytes)",
+                       p->name, mfa, WIRE_MAX_MFA);
+    }
+    memcpy(p->mfa, mfa ? mfa : "", n + 1);
+    return DQ_OK;
+}
+
+/* The value of NAME in a validated tracer list of a state line ("" slice: absent). */
+static struct wire_slice trace_value(struct wire_slice list, const struct probe *p) {
+    struct wire_slice it = list, k, v;
+    while (wire_kv_next(&it, &k, &v) == 1) {
+        if (k.n == p->name_len && memcmp(k.p, p->name, k.n) == 0) {
+            return v;
+        }
+    }
+    return (struct wire_slice){0};
+}
+
+static uint64_t slice_u64(struct wire_slice v) {
+    uint64_t x = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        x = x * 10 + (uint64_t)(v.p[i] - '0');
+    }
+    return x;
+}
+
+void core_trace_state(struct core *c, uint64_t link, const struct wire_msg *m) {
+    struct probe_table *t = &c->probes;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        struct wire_slice installed = trace_value(m->traced, p);
+        struct wire_slice refused = trace_value(m->trefused, p);
+        if (!p->mfa[0] && !installed.n && !refused.n) {
+            continue;
+        }
+        struct probe_trace *tr = &p->trace;
+        int j = 0;
+        while (j < tr->n_per && tr->per[j].link != link) {
+            j++;
+        }
+        if (j == tr->n_per) {
+            if (!installed.n && !refused.n) {
+                continue; /* nothing to say for this connection */
+            }
+            if (tr->n_per < PROBES_TRACE_LINKS) {
+                tr->n_per++;
+            } else {
+                j = PROBES_TRACE_LINKS - 1; /* the last slot is shared by the rest */
+            }
+            memset(&tr->per[j], 0, sizeof tr->per[j]);
+            tr->per[j].link = link;
+        }
+        struct probe_trace_link *pl = &tr->per[j];
+        if (installed.n && !pl->installed) {
+            LOG(LOG_INFO, "probe %s: the wrapper on link %" PRIu64 " traces %.*s", p->name, link,
+                (int)installed.n, installed.p);
+        }
+        pl->installed = installed.n > 0;
+        struct wire_slice v = trace_value(m->tcalls, p);
+        if (v.n || !pl->installed) {
+            pl->calls = v.n ? slice_u64(v) : pl->calls;
+        }
+        v = trace_value(m->tdropped, p);
+        pl->dropped = v.n ? slice_u64(v) : pl->dropped;
+        v = trace_value(m->sampling, p);
+        pl->keep = 1.0;
+        if (v.n) { /* validated by the parser: 0 … 1 with at most 9 decimals */
+            char num[16];
+            size_t n = v.n < sizeof num - 1 ? v.n : sizeof num - 1;
+            memcpy(num, v.p, n);
+            num[n] = '\0';
+            pl->keep = strtod(num, NULL);
+        }
+        if (refused.n) {
+            char why[sizeof tr->refused];
+            size_t n = refused.n < sizeof why - 1 ? refused.n : sizeof why - 1;
+            memcpy(why, refused.p, n);
+            why[n] = '\0';
+            if (strcmp(why, tr->refused) != 0) {
+                LOG(LOG_WARN,
+                    "probe %s: the wrapper on link %" PRIu64 " does not trace %s: %s (see "
+                    "docs/tracing.md)",
+                    p->name, link, p->mfa[0] ? p->mfa : "its function", why);
+                memcpy(tr->refused, why, n + 1);
+            }
+        }
+    }
+}
+
+void core_trace_sum(const struct probe *p, struct core_trace_sum *out) {
+    memset(out, 0, sizeof *out);
+    out->keep = 1.0;
+    for (int j = 0; j < p->trace.n_per; j++) {
+        const struct probe_trace_link *pl = &p->trace.per[j];
+        out->installed += pl->installed;
+        out->calls += pl->calls;
+        out->dropped += pl->dropped;
+        if (pl->installed && pl->keep < out->keep) {
+            out->keep = pl->keep;
         }
     }
 }
@@ -1023,6 +1144,9 @@ static struct wire_cmd change_cmd(const struct core_change *ch) {
         cmd.name.n = ch->probe->name_len;
         int n;
         change_grid(ch, &cmd.ms, &n);
+        if (cmd.kind == WIRE_CMD_SET_TIMEOUT) {
+            cmd = core_enable_cmd(ch->probe, cmd.ms);
+        }
     }
     return cmd;
 }
@@ -1102,9 +1226,12 @@ int core_change_record(struct core *c, struct core_change *ch) {
                                                  : ch->probe->enabled;
         result = save_row(c, ch->probe, enabled, dmax, n);
     }
-    char args[64] = "";
+    char args[64 + WIRE_MAX_MFA] = "";
     if (cmd.kind == WIRE_CMD_SET_TIMEOUT) {
         snprintf(args, sizeof args, "{\"dmax_ms\":%.9g}", cmd.ms);
+    } else if (cmd.kind == WIRE_CMD_TRACE) {
+        snprintf(args, sizeof args, "{\"dmax_ms\":%.9g,\"mfa\":\"%.*s\"}", cmd.ms, (int)cmd.mfa.n,
+                 cmd.mfa.p);
     }
     for (size_t i = 0; i < ch->n_sent; i++) {
         struct core_sent *s = &ch->sent[i];

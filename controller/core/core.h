@@ -101,6 +101,8 @@ struct probe_slot {
 
 struct probe_split; /* per-node moments of a probe (internal to probes.c) */
 
+#define PROBES_TRACE_LINKS 8 /* connections whose tracer figures a probe keeps */
+
 struct probe {
     char name[PROBES_NAME_MAX + 1];
     size_t name_len;
@@ -132,6 +134,22 @@ struct probe {
     struct dq_qta qta;
     int in_diagram; /* a node of the loaded diagram carries this probe */
     int servers;    /* servers of the station the probe measures (config), 0 = not set */
+
+    /* A probe bound to a function (config "mfa"): enabling it sends `trace` (the wrapper
+     * traces MOD:FUN/ARITY with erlang:trace) instead of set_timeout. "" = not bound.
+     * What the wrappers' state lines last said of it (kept in memory only): */
+    char mfa[WIRE_MAX_MFA + 1];
+    struct probe_trace {
+        struct probe_trace_link {
+            uint64_t link;    /* the source's id of the connection */
+            int installed;    /* its last state listed the pattern as installed */
+            uint64_t calls;   /* its last tcalls: calls traced since the wrapper bound it */
+            uint64_t dropped; /* its last tdropped */
+            double keep;      /* its last sampling fraction (1: every call traced) */
+        } per[PROBES_TRACE_LINKS];
+        int n_per;
+        char refused[65]; /* the last reason a wrapper refused or lost it, "" = none */
+    } trace;
 
     /* its quiet windows: the lowest-rate full windows seen (the low-load baseline of a
      * station's service time), kept across restarts in the store */
@@ -848,6 +866,34 @@ struct core_range_stats {
     uint64_t vetoed;  /* changes a decision asked for and the veto held back */
 };
 void core_get_range_stats(const struct core *c, struct core_range_stats *st);
+
+/*
+ * Binds p to a function MOD:FUN/ARITY (wire_mfa_valid; "" or NULL unbinds): from then on
+ * enabling p sends `trace;NAME;MS;MFA` (legacy links: not applied, they cannot trace).
+ * Takes effect at the next enable. DQ_EINVAL for a malformed function.
+ */
+int core_bind_probe(struct core *c, struct probe *p, const char *mfa);
+
+/* The command that enables p on the wrappers with dMax ms: trace for a probe bound to a
+ * function, set_timeout otherwise (slices point into p). */
+struct wire_cmd core_enable_cmd(const struct probe *p, double ms);
+
+/*
+ * What a v2 wrapper's state line says about probes bound to functions (msg: a WIRE_STATE;
+ * link: the source's id of the connection it came on, so each connection's figures
+ * replace its earlier ones). Updates each named probe's `trace` fields; logs a refusal
+ * or a lost pattern once per change.
+ */
+void core_trace_state(struct core *c, uint64_t link, const struct wire_msg *msg);
+
+/* A probe's tracer figures summed over the connections that reported them. */
+struct core_trace_sum {
+    int installed;    /* connections with the pattern installed now */
+    uint64_t calls;   /* calls traced, as the wrappers count them */
+    uint64_t dropped; /* open calls dropped */
+    double keep;      /* the smallest sampling fraction (1: every call traced) */
+};
+void core_trace_sum(const struct probe *p, struct core_trace_sum *out);
 
 /* Writes a probe's settings (dMax, bins, enabled, always-on, QTA) to the store. */
 int core_save_probe(struct core *c, const struct probe *p);

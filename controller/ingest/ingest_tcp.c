@@ -279,6 +279,9 @@ static const char *const legacy_mute_reason =
     "and loses lines";
 static const char *const legacy_clear_reason =
     "a legacy wrapper has no clear_timeout: it keeps reporting the probe";
+static const char *const legacy_trace_reason =
+    "the probe is bound to a function and a legacy wrapper cannot trace functions (the trace "
+    "command needs dqd's v2 wrapper, wrapper-erl): nothing was sent";
 
 /* 1 when dqd may write on the link: not an inbound legacy one unless the config says so. */
 static int link_writable(const struct link *l) {
@@ -354,9 +357,13 @@ static void link_push_state(struct link *l) {
         if (!p->enabled) {
             continue;
         }
-        struct wire_cmd cmd = {
-            .kind = WIRE_CMD_SET_TIMEOUT, .name = {p->name, p->name_len}, .ms = p->dmax_ms};
-        link_send_cmd(l, &cmd);
+        struct wire_cmd cmd = core_enable_cmd(p, p->dmax_ms);
+        if (link_send_cmd(l, &cmd) == DQ_EINVAL && cmd.kind == WIRE_CMD_TRACE) {
+            LOG(LOG_WARN,
+                "link %" PRIu64 " (%s): probe %s is bound to the function %s, which a legacy "
+                "wrapper cannot trace: not sent",
+                l->id, l->peer, p->name, p->mfa);
+        }
     }
     struct wire_cmd run = {.kind =
                                core_running(l->s->core) ? WIRE_CMD_START_STUB : WIRE_CMD_STOP_STUB};
@@ -538,6 +545,7 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         l->running = m.running;
         if (l->kind == LINK_V2) {
             reconcile_state(l, &m);
+            core_trace_state(l->s->core, l->id, &m);
         }
         break;
     case WIRE_CLOCK:
@@ -756,7 +764,9 @@ static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct cor
                 out[n].reason = legacy_mute_reason;
             } else {
                 out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
-                out[n].reason = out[n].applicable ? NULL : legacy_clear_reason;
+                out[n].reason = out[n].applicable             ? NULL
+                                : cmd->kind == WIRE_CMD_TRACE ? legacy_trace_reason
+                                                              : legacy_clear_reason;
             }
             snprintf(out[n].label, sizeof out[n].label, "%" PRIu64 " %s", l->id, l->peer);
         }

@@ -888,6 +888,20 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
                                (long long)n);
             }
             pc->servers = (int)n;
+        } else if (strcmp(key, "mfa") == 0) {
+            if (!json_is_string(v)) {
+                return wrong_type(sub, "a string \"MOD:FUN/ARITY\"", v);
+            }
+            const char *f = json_string_value(v);
+            size_t fn = json_string_length(v);
+            if (!wire_mfa_valid(f, fn)) {
+                return dq_fail(DQ_EINVAL,
+                               "%s: \"%.64s\" is not a function MOD:FUN/ARITY (MOD and FUN "
+                               "unquoted Erlang atoms: [a-z][A-Za-z0-9_@]*, MOD also '.'; "
+                               "ARITY 0 to 255; at most %d bytes), e.g. \"shop_db:stock/1\"",
+                               sub, f, WIRE_MAX_MFA);
+            }
+            memcpy(pc->mfa, f, fn + 1);
         } else if (strcmp(key, "auto_range") == 0) {
             if (!json_is_boolean(v)) {
                 return wrong_type(sub, "true or false", v);
@@ -896,7 +910,7 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
         } else {
             return dq_fail(DQ_EINVAL,
                            "%s: unknown key \"%s\" (expected dmax_ms, bins, enabled, qta, "
-                           "servers, auto_range)",
+                           "servers, auto_range, mfa)",
                            label, key);
         }
     }
@@ -1111,6 +1125,9 @@ static json_t *probe_to_json(const struct dqd_probe_config *pc) {
     }
     if (pc->auto_range >= 0) {
         json_object_set_new(o, "auto_range", json_boolean(pc->auto_range));
+    }
+    if (pc->mfa[0]) {
+        json_object_set_new(o, "mfa", json_string(pc->mfa));
     }
     if (pc->has_qta) {
         json_t *q = json_object(), *pts = json_array();
@@ -1500,6 +1517,10 @@ void settings_render_markdown(FILE *out) {
             "(a pool of workers, a connection pool, one process), how many requests it serves "
             "at once: the overload diagnosis's utilisation ρ = λ·S / servers (otherwise: one "
             "server for the busy-time estimate; see docs/diagnosis.md) |\n"
+            "| `mfa` | string `\"MOD:FUN/ARITY\"` | binds the probe to an Erlang function: "
+            "enabling it makes dqd's wrapper trace that function (erlang:trace, no code "
+            "change), each call an instance (docs/tracing.md); legacy wrappers cannot, and "
+            "record the command not applied |\n"
             "\n"
             "### `triggers`\n"
             "\n"

@@ -47,6 +47,7 @@ struct dqd_probe_config {
     struct dq_qta qta;            /* t in seconds; valid when has_qta */
     int servers;                  /* servers of the station it measures, 0 when not set */
     int auto_range;               /* 1 or 0, or −1 when not set (docs/configuration.md) */
+    char mfa[WIRE_MAX_MFA + 1];   /* the function it is bound to (MOD:FUN/ARITY), "" = none */
 };
 
 #define DQD_MAX_CFG_TRIGGERS 256 /* entries of "triggers" */

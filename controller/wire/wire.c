@@ -17,6 +17,7 @@
 #include "wire.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -814,9 +815,142 @@ static int parse_hello(const char *p, const char *e, struct wire_msg *m) {
     return WIRE_OK; /* anything after a ';' here is a newer field: skipped */
 }
 
+static int lower_word(const char *p, size_t n, int dot) {
+    if (n == 0 || !(p[0] >= 'a' && p[0] <= 'z')) {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        char ch = p[i];
+        if (!(in_class(C_NAME, ch) || ch == '@' || (dot && ch == '.'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int wire_mfa_valid(const char *s, size_t n) {
+    if (!s || n == 0 || n > WIRE_MAX_MFA) {
+        return 0;
+    }
+    const char *e = s + n;
+    const char *colon = memchr(s, ':', n);
+    if (!colon) {
+        return 0;
+    }
+    const char *slash = memchr(colon, '/', (size_t)(e - colon));
+    if (!slash || !lower_word(s, (size_t)(colon - s), 1) ||
+        !lower_word(colon + 1, (size_t)(slash - colon - 1), 0)) {
+        return 0;
+    }
+    size_t an = (size_t)(e - slash - 1);
+    uint64_t a;
+    if (an == 0 || an > 3 || (an > 1 && slash[1] == '0') || parse_u64(slash + 1, an, &a) != 0 ||
+        a > 255) {
+        return 0;
+    }
+    return 1;
+}
+
+/* A fraction in [0, 1]: `0` or `1`, or either followed by '.' and 1 … 9 digits (all zeros
+ * after a 1). */
+static int fraction_valid(const char *p, size_t n) {
+    if (n == 0 || (p[0] != '0' && p[0] != '1')) {
+        return 0;
+    }
+    if (n == 1) {
+        return 1;
+    }
+    if (p[1] != '.' || n < 3 || n > 11) {
+        return 0;
+    }
+    for (size_t i = 2; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9' || (p[0] == '1' && p[i] != '0')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A state line's tracer list: NAME=VALUE pairs, VALUE checked by kind. */
+enum tlist { TL_MFA, TL_COUNT, TL_FRACTION, TL_REASON };
+
+static int tlist_valid(struct wire_slice it, enum tlist kind) {
+    struct wire_slice k, v;
+    int r;
+    uint64_t u;
+    while ((r = wire_kv_next(&it, &k, &v)) == 1) {
+        if (!wire_name_valid(k.p, k.n)) {
+            return 0;
+        }
+        int ok = 0;
+        switch (kind) {
+        case TL_MFA:
+            ok = wire_mfa_valid(v.p, v.n);
+            break;
+        case TL_COUNT:
+            ok = v.n <= 20 && parse_u64(v.p, v.n, &u) == 0;
+            break;
+        case TL_FRACTION: /* 0 … 1: "0", "0.0", "0.25", "1" (up to 9 decimals) */
+            ok = fraction_valid(v.p, v.n);
+            break;
+        case TL_REASON:
+            ok = lower_word(v.p, v.n, 0) && v.n <= 64;
+            break;
+        }
+        if (!ok) {
+            return 0;
+        }
+    }
+    return r == 0;
+}
+
+/* The fields after a state line's probes list: p on the ';' before the first one. The
+ * tracer's are read; any other field (KEY:VALUE) is a newer one, skipped. */
+static int parse_state_tail(const char *p, const char *e, struct wire_msg *m) {
+    static const struct {
+        const char *key;
+        size_t n;
+        size_t off;
+        enum tlist kind;
+    } fields[] = {
+        {"traced:", 7, offsetof(struct wire_msg, traced), TL_MFA},
+        {"tcalls:", 7, offsetof(struct wire_msg, tcalls), TL_COUNT},
+        {"sampling:", 9, offsetof(struct wire_msg, sampling), TL_FRACTION},
+        {"tdropped:", 9, offsetof(struct wire_msg, tdropped), TL_COUNT},
+        {"trefused:", 9, offsetof(struct wire_msg, trefused), TL_REASON},
+    };
+    while (p < e) {
+        const char *seg = p + 1;
+        const char *semi = memchr(seg, ';', (size_t)(e - seg));
+        const char *se = semi ? semi : e;
+        int known = 0;
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+            if (has_prefix(seg, se, fields[i].key, fields[i].n)) {
+                struct wire_slice *out = (struct wire_slice *)((char *)m + fields[i].off);
+                out->p = seg + fields[i].n;
+                out->n = (size_t)(se - out->p);
+                if (out->n == 0 || !tlist_valid(*out, fields[i].kind)) {
+                    return WIRE_E_SYNTAX;
+                }
+                known = 1;
+                break;
+            }
+        }
+        if (!known && has_prefix(seg, se, "tother:", 7)) {
+            if (se - seg > 7 + 20 || parse_u64(seg + 7, (size_t)(se - seg - 7), &m->tother) != 0) {
+                return WIRE_E_SYNTAX;
+            }
+        }
+        p = se;
+    }
+    return WIRE_OK;
+}
+
 /* p is just past "state;". */
 static int parse_state(const char *p, const char *e, struct wire_msg *m) {
     m->kind = WIRE_STATE;
+    m->traced = m->tcalls = m->sampling = m->tdropped = m->trefused = (struct wire_slice){0};
+    m->tother = 0;
     if (!has_prefix(p, e, "running:", 8)) {
         return WIRE_E_FIELD;
     }
@@ -836,7 +970,7 @@ static int parse_state(const char *p, const char *e, struct wire_msg *m) {
     if (!probes_valid(m->probes)) {
         return WIRE_E_SYNTAX;
     }
-    return WIRE_OK;
+    return semi ? parse_state_tail(semi, e, m) : WIRE_OK;
 }
 
 int wire_parse(const char *line, size_t len, int64_t now_ns, struct wire_msg *msg) {
@@ -1116,6 +1250,26 @@ int wire_format_cmd(char *buf, size_t cap, enum wire_dialect d, const struct wir
                put(buf, cap, &at, cmd->name.p, cmd->name.n) | put(buf, cap, &at, ";", 1) |
                put(buf, cap, &at, num, nn) | put(buf, cap, &at, "\n", 1);
         break;
+    case WIRE_CMD_TRACE:
+        if (d == WIRE_LEGACY) {
+            return dq_fail(DQ_EINVAL, "a legacy wrapper has no trace command");
+        }
+        if (!cmd->name.p || !wire_name_valid(cmd->name.p, cmd->name.n)) {
+            return dq_fail(DQ_EINVAL, "bad probe name in command");
+        }
+        if (!wire_mfa_valid(cmd->mfa.p, cmd->mfa.n)) {
+            return dq_fail(DQ_EINVAL, "trace: bad function (MOD:FUN/ARITY)");
+        }
+        if (!(cmd->ms >= WIRE_MIN_CMD_MS) || cmd->ms > WIRE_MAX_CMD_MS) {
+            return dq_fail(DQ_EINVAL, "trace: %g ms is out of range [%g, %g]", cmd->ms,
+                           WIRE_MIN_CMD_MS, WIRE_MAX_CMD_MS);
+        }
+        nn = format_ms(num, sizeof num, d, cmd->ms);
+        fits = put(buf, cap, &at, "trace;", 6) | put(buf, cap, &at, cmd->name.p, cmd->name.n) |
+               put(buf, cap, &at, ";", 1) | put(buf, cap, &at, num, nn) |
+               put(buf, cap, &at, ";", 1) | put(buf, cap, &at, cmd->mfa.p, cmd->mfa.n) |
+               put(buf, cap, &at, "\n", 1);
+        break;
     default:
         return dq_fail(DQ_EINVAL, "unknown command kind %d", (int)cmd->kind);
     }
@@ -1136,6 +1290,8 @@ int wire_parse_cmd(const char *line, size_t len, struct wire_cmd *cmd) {
     cmd->name.p = NULL;
     cmd->name.n = 0;
     cmd->ms = 0;
+    cmd->mfa.p = NULL;
+    cmd->mfa.n = 0;
     if (slice_is(line, len, "start_stub")) {
         cmd->kind = WIRE_CMD_START_STUB;
         return 0;
@@ -1167,6 +1323,23 @@ int wire_parse_cmd(const char *line, size_t len, struct wire_cmd *cmd) {
             return -1;
         }
         return wire_parse_ms(semi + 1, (size_t)(e - semi - 1), &cmd->ms);
+    }
+    if (has_prefix(line, e, "trace;", 6)) {
+        const char *n = line + 6;
+        const char *s1 = memchr(n, ';', (size_t)(e - n));
+        const char *s2 = s1 ? memchr(s1 + 1, ';', (size_t)(e - s1 - 1)) : NULL;
+        if (!s2) {
+            return -1;
+        }
+        cmd->kind = WIRE_CMD_TRACE;
+        cmd->name.p = n;
+        cmd->name.n = (size_t)(s1 - n);
+        cmd->mfa.p = s2 + 1;
+        cmd->mfa.n = (size_t)(e - s2 - 1);
+        if (!wire_name_valid(cmd->name.p, cmd->name.n) || !wire_mfa_valid(cmd->mfa.p, cmd->mfa.n)) {
+            return -1;
+        }
+        return wire_parse_ms(s1 + 1, (size_t)(s2 - s1 - 1), &cmd->ms);
     }
     return -1;
 }

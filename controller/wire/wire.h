@@ -33,7 +33,8 @@
 #define WIRE_MAX_CMD_MS 1e9  /* largest dMax a set_timeout may carry, in ms */
 #define WIRE_CLOCK_SLACK_NS 86400000000000LL /* one day: the WIRE_E_CLOCK threshold */
 #define WIRE_SPLITTER_MIN_CAP (WIRE_MAX_LINE + 2)
-#define WIRE_CMD_MAX 300 /* a buffer this large holds any formatted command */
+#define WIRE_MAX_MFA 255 /* bytes of a function MOD:FUN/ARITY in a trace command */
+#define WIRE_CMD_MAX 600 /* a buffer this large holds any formatted command */
 
 /* A run of bytes inside someone else's buffer; not NUL-terminated. */
 struct wire_slice {
@@ -92,14 +93,16 @@ enum wire_cmd_kind {
     WIRE_CMD_STOP_STUB,
     WIRE_CMD_SET_TIMEOUT,   /* name, ms */
     WIRE_CMD_CLEAR_TIMEOUT, /* name; v2 only */
-    WIRE_CMD_SYNC           /* v2 only */
+    WIRE_CMD_SYNC,          /* v2 only */
+    WIRE_CMD_TRACE          /* name, ms, mfa: enable NAME by tracing the function MFA; v2 only */
 };
 
-/* A dqd → wrapper command. `name` is used by set_timeout and clear_timeout only. */
+/* A dqd → wrapper command. `name` is used by set_timeout, clear_timeout and trace only. */
 struct wire_cmd {
     enum wire_cmd_kind kind;
     struct wire_slice name;
-    double ms; /* set_timeout: dMax in milliseconds */
+    double ms;             /* set_timeout, trace: dMax in milliseconds */
+    struct wire_slice mfa; /* trace: the function, MOD:FUN/ARITY (wire_mfa_valid) */
 };
 
 /*
@@ -132,6 +135,15 @@ struct wire_msg {
     /* WIRE_STATE */
     int running;              /* 0 or 1 */
     struct wire_slice probes; /* "NAME=MS,NAME=MS", validated; iterate with wire_kv_next */
+    /* The function tracer's fields of a v2 state line (each empty when absent), lists of
+     * NAME=VALUE validated like `probes` (NAME a probe name, VALUE as described):
+     * traced: the patterns installed now (VALUE MOD:FUN/ARITY); tcalls: calls traced
+     * since bound (decimal); sampling: the fraction of calls traced, for probes over
+     * budget ("0.25"); tdropped: open calls dropped (decimal); trefused: bindings the
+     * wrapper refused or lost (VALUE a reason, [a-z_]+). tother: processes traced by
+     * another tool (0 when absent). */
+    struct wire_slice traced, tcalls, sampling, tdropped, trefused;
+    uint64_t tother;
     /* WIRE_CLOCK */
     int64_t clock_ns; /* the simulated time, ns since the epoch, > 0 */
 };
@@ -144,6 +156,13 @@ struct wire_msg {
  * is unspecified). Never allocates, never reads outside [line, line + len).
  */
 int wire_parse(const char *line, size_t len, int64_t now_ns, struct wire_msg *msg);
+
+/*
+ * 1 when s is a valid function for a trace command: MOD:FUN/ARITY, at most WIRE_MAX_MFA
+ * bytes, MOD [a-z][A-Za-z0-9_@.]*, FUN [a-z][A-Za-z0-9_@]* (unquoted Erlang atoms), ARITY
+ * 0 … 255 in decimal without leading zeros.
+ */
+int wire_mfa_valid(const char *s, size_t n);
 
 /* 1 when s is a valid probe NAME: [A-Za-z_][A-Za-z0-9_]*, 1 … 255 bytes. */
 int wire_name_valid(const char *s, size_t n);
@@ -238,9 +257,9 @@ size_t wire_splitter_pending(const struct wire_splitter *s);
  * returned length, though one is written when it fits). For set_timeout a legacy link
  * gets the integer ceil(ms) with a minimum of 1 (its wrapper keeps only the integer
  * part, and a dMax must not shrink to 0); a v2 link gets the decimal value with up to
- * 6 decimals and no trailing zeros ("0.25", "200"). Returns the length, or DQ_EINVAL
- * (bad name, ms not in [WIRE_MIN_CMD_MS, WIRE_MAX_CMD_MS], clear_timeout/sync on a
- * legacy link),
+ * 6 decimals and no trailing zeros ("0.25", "200"). trace is `trace;NAME;MS;MFA` (v2
+ * only). Returns the length, or DQ_EINVAL (bad name or function, ms not in
+ * [WIRE_MIN_CMD_MS, WIRE_MAX_CMD_MS], clear_timeout/sync/trace on a legacy link),
  * or DQ_EFULL when cap is too small (WIRE_CMD_MAX always suffices).
  */
 int wire_format_cmd(char *buf, size_t cap, enum wire_dialect d, const struct wire_cmd *cmd);

@@ -841,6 +841,7 @@ int sim_ctl_apply(struct sim_ctl *c, const char *line, size_t len, char *reply, 
         c->running = 0;
         break;
     case WIRE_CMD_SET_TIMEOUT:
+    case WIRE_CMD_TRACE: /* a simulated probe needs no trace pattern: enabled alike */
         (void)sim_ctl_set(c, cmd.name.p, cmd.name.n, cmd.ms); /* unknown: ack, ignore */
         break;
     case WIRE_CMD_CLEAR_TIMEOUT:

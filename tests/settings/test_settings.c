@@ -251,6 +251,7 @@ static const char good_json[] =
     "                 \"qta\": {\"points\": [[0.5, 0.05], [0.95, 0.15]], \"max_lost\": 0.01}},\n"
     "    \"payment\": {\"dmax_ms\": 0.25, \"bins\": 640, \"enabled\": false},\n"
     "    \"bare\": {},\n"
+    "    \"stock\": {\"mfa\": \"shop_db:stock/1\"},\n"
     "    \"noqta\": {\"qta\": null}\n"
     "  }\n"
     "}\n";
@@ -271,7 +272,9 @@ static void test_json(void) {
     CHECK_INT(cfg.n_wrappers, 2);
     CHECK_STR(cfg.wrappers[0], "127.0.0.1:8081");
     CHECK_STR(cfg.wrappers[1], "[::1]:8082");
-    CHECK_INT(cfg.n_probes, 4);
+    CHECK_INT(cfg.n_probes, 5);
+    const struct dqd_probe_config *st = settings_find_probe(&cfg, "stock");
+    CHECK(st && strcmp(st->mfa, "shop_db:stock/1") == 0 && st->enabled == -1);
     const struct dqd_probe_config *c = settings_find_probe(&cfg, "checkout");
     CHECK(c != NULL);
     if (c) {
@@ -289,7 +292,7 @@ static void test_json(void) {
     const struct dqd_probe_config *p = settings_find_probe(&cfg, "payment");
     CHECK(p && p->bins == 640 && p->enabled == 0 && p->dmax_ms == 0.25 && !p->has_qta);
     const struct dqd_probe_config *b = settings_find_probe(&cfg, "bare");
-    CHECK(b && b->bins == 0 && b->enabled == -1 && b->dmax_ms == 0 && !b->has_qta);
+    CHECK(b && b->bins == 0 && b->enabled == -1 && b->dmax_ms == 0 && !b->has_qta && !b->mfa[0]);
     CHECK(settings_find_probe(&cfg, "noqta") != NULL);
     CHECK(settings_find_probe(&cfg, "missing") == NULL);
 
@@ -353,6 +356,11 @@ static const struct bad_json bad_json[] = {
     {"{\"probes\": {\"\": {}}}", DQ_EINVAL, "probe \"\": not a valid probe name"},
     {"{\"probes\": {\"a\": 5}}", DQ_EINVAL, "probe \"a\": expected an object, got an integer"},
     {"{\"probes\": {\"a\": {\"dmax\": 5}}}", DQ_EINVAL, "probe \"a\": unknown key \"dmax\""},
+    {"{\"probes\": {\"a\": {\"mfa\": 5}}}", DQ_EINVAL, ".mfa: expected a string"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"Shop:f/1\"}}}", DQ_EINVAL,
+     "\"Shop:f/1\" is not a function MOD:FUN/ARITY"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"shop:f\"}}}", DQ_EINVAL, "is not a function"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"shop:f/256\"}}}", DQ_EINVAL, "is not a function"},
     {"{\"probes\": {\"a\": {\"dmax_ms\": 0}}}", DQ_ERANGE, "probe \"a\".dmax_ms: 0 is out of"},
     {"{\"probes\": {\"a\": {\"dmax_ms\": \"5\"}}}", DQ_EINVAL, ".dmax_ms: expected a number"},
     {"{\"probes\": {\"a\": {\"bins\": 0}}}", DQ_ERANGE, ".bins: 0 is out of range [1, 4096]"},
@@ -542,7 +550,7 @@ static void test_print_config_roundtrip(void) {
         CHECK(cfg2.default_dmax_ms == 0.1);
         CHECK_INT(cfg2.n_wrappers, 2);
         CHECK_STR(cfg2.wrappers[1], "[::1]:8082");
-        CHECK_INT(cfg2.n_probes, 4);
+        CHECK_INT(cfg2.n_probes, 5);
         for (int i = 0; i < cfg.n_probes; i++) {
             const struct dqd_probe_config *a = &cfg.probes[i];
             const struct dqd_probe_config *b = settings_find_probe(&cfg2, a->name);
@@ -551,6 +559,7 @@ static void test_print_config_roundtrip(void) {
                 continue;
             }
             CHECK(a->dmax_ms == b->dmax_ms && a->bins == b->bins && a->enabled == b->enabled);
+            CHECK_STR(a->mfa, b->mfa);
             CHECK_INT(a->has_qta, b->has_qta);
             CHECK_INT(a->qta.n, b->qta.n);
             for (int j = 0; j < a->qta.n; j++) {

@@ -35,16 +35,21 @@ static void roundtrip(const struct wire_cmd *c) {
         int n = wire_format_cmd(out, sizeof out, (enum wire_dialect)d, c);
         if (n < 0) {
             must(d == WIRE_LEGACY &&
-                 (c->kind == WIRE_CMD_SYNC || c->kind == WIRE_CMD_CLEAR_TIMEOUT));
+                 (c->kind == WIRE_CMD_SYNC || c->kind == WIRE_CMD_CLEAR_TIMEOUT ||
+                  c->kind == WIRE_CMD_TRACE));
             continue;
         }
         must(n > 0 && out[n - 1] == '\n');
         must(wire_parse_cmd(out, (size_t)n - 1, &back) == 0);
         must(back.kind == c->kind);
-        if (c->kind == WIRE_CMD_SET_TIMEOUT || c->kind == WIRE_CMD_CLEAR_TIMEOUT) {
+        if (c->kind != WIRE_CMD_START_STUB && c->kind != WIRE_CMD_STOP_STUB &&
+            c->kind != WIRE_CMD_SYNC) {
             must(back.name.n == c->name.n && memcmp(back.name.p, c->name.p, c->name.n) == 0);
         }
-        if (c->kind == WIRE_CMD_SET_TIMEOUT) {
+        if (c->kind == WIRE_CMD_TRACE) {
+            must(back.mfa.n == c->mfa.n && memcmp(back.mfa.p, c->mfa.p, c->mfa.n) == 0);
+        }
+        if (c->kind == WIRE_CMD_SET_TIMEOUT || c->kind == WIRE_CMD_TRACE) {
             if (d == WIRE_LEGACY) {
                 must(back.ms >= 1 && back.ms == floor(back.ms) && back.ms + 1e-6 >= c->ms);
             } else {
@@ -94,6 +99,21 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
             must(wire_parse_ms(v.p, v.n, &ms) == 0 && ms > 0);
         }
         must(r == 0);
+        /* the tracer's lists: inside the line, NAME=VALUE pairs with valid names, and a
+         * traced: value a valid function */
+        {
+            const struct wire_slice lists[] = {m.traced, m.tcalls, m.sampling, m.tdropped,
+                                               m.trefused};
+            for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+                inside(lists[i], line, len);
+                it = lists[i];
+                while ((r = wire_kv_next(&it, &k, &v)) == 1) {
+                    must(wire_name_valid(k.p, k.n));
+                    must(i != 0 || wire_mfa_valid(v.p, v.n));
+                }
+                must(r == 0);
+            }
+        }
         break;
     case WIRE_ACK:
         inside(m.command, line, len);

@@ -391,7 +391,7 @@ static void test_wirecol_example(void) {
 
     /* dqd's answer to the hello, in both dialects. */
     char out[WIRE_CMD_MAX];
-    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"checkout", 8}, 200};
+    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"checkout", 8}, 200, {NULL, 0}};
     CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), 25);
     CHECK_STR(out, "set_timeout;checkout;200\n");
     cmd.name.p = "payment";
@@ -779,7 +779,7 @@ static void test_splitter_every_split(void) {
 static void check_fmt(enum wire_dialect d, enum wire_cmd_kind kind, const char *name, double ms,
                       const char *want) {
     char out[WIRE_CMD_MAX];
-    struct wire_cmd cmd = {kind, {name, name ? strlen(name) : 0}, ms};
+    struct wire_cmd cmd = {kind, {name, name ? strlen(name) : 0}, ms, {NULL, 0}};
     int n = wire_format_cmd(out, sizeof out, d, &cmd);
     CHECK_MSG(n == (int)strlen(want) && memcmp(out, want, strlen(want)) == 0,
               "format(%g) gave %d \"%.*s\", want \"%s\"", ms, n, n > 0 ? n : 0, out, want);
@@ -1034,7 +1034,7 @@ static void test_format(void) {
     check_fmt(WIRE_LEGACY, WIRE_CMD_SET_TIMEOUT, "c", 1e9, "set_timeout;c;1000000000\n");
 
     char out[WIRE_CMD_MAX];
-    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"c", 1}, 0};
+    struct wire_cmd cmd = {WIRE_CMD_SET_TIMEOUT, {"c", 1}, 0, {NULL, 0}};
     const double bad_ms[] = {0, -1, 1e-7, 1e9 + 1, NAN, INFINITY};
     for (size_t i = 0; i < sizeof bad_ms / sizeof bad_ms[0]; i++) {
         cmd.ms = bad_ms[i];
@@ -1099,7 +1099,8 @@ static void test_parse_cmd(void) {
     char name[40];
     int bad = 0;
     for (int i = 0; i < 20000; i++) {
-        struct wire_cmd in = {(enum wire_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0};
+        struct wire_cmd in = {
+            (enum wire_cmd_kind)(rnd() % 5), {name, 1 + rnd() % 39}, 0, {NULL, 0}};
         enum wire_dialect d = rnd() % 2 ? WIRE_V2 : WIRE_LEGACY;
         name[0] = (char)('a' + rnd() % 26);
         for (size_t j = 1; j < in.name.n; j++) {
@@ -1128,6 +1129,112 @@ static void test_parse_cmd(void) {
     CHECK_INT(bad, 0);
 }
 
+/* Probes bound to functions (issue 18): the trace command, MFA validation, and the
+ * tracer's fields of a state line. */
+static void test_trace(void) {
+    const char *good[] = {"m:f/0", "dqs_shop:stock_db/1", "my.mod_1:f@x/255", "a:b/10"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK(wire_mfa_valid(good[i], strlen(good[i])));
+    }
+    const char *bad[] = {"",        "m:f",     "m/1",    "M:f/1",   "m:F/1",  "m:f/256",  "m:f/-1",
+                         "m:f/1x",  "m:f.g/1", ":f/1",   "m:/1",    "m:f/",   "m:f/1000", "m:f/01",
+                         "m f:g/1", "m:f/1/2", "1m:f/1", "m:f:g/1", "m;x:f/1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(!wire_mfa_valid(bad[i], strlen(bad[i])));
+    }
+    char longm[WIRE_MAX_MFA + 8];
+    memset(longm, 'm', sizeof longm);
+    memcpy(longm + WIRE_MAX_MFA - 4, ":f/1", 4);
+    CHECK(wire_mfa_valid(longm, WIRE_MAX_MFA));
+    memcpy(longm + WIRE_MAX_MFA - 3, ":f/1", 4);
+    CHECK(!wire_mfa_valid(longm, WIRE_MAX_MFA + 1));
+
+    char out[WIRE_CMD_MAX];
+    struct wire_cmd cmd = {.kind = WIRE_CMD_TRACE,
+                           .name = {"stock_db", 8},
+                           .ms = 64,
+                           .mfa = {"dqs_shop:stock_db/1", 19}};
+    int n = wire_format_cmd(out, sizeof out, WIRE_V2, &cmd);
+    CHECK_INT(n, (int)strlen("trace;stock_db;64;dqs_shop:stock_db/1\n"));
+    CHECK_STR(out, "trace;stock_db;64;dqs_shop:stock_db/1\n");
+    /* a legacy wrapper has no trace command: dqd records it as not applied */
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_LEGACY, &cmd), DQ_EINVAL);
+    cmd.mfa.n = 8; /* "dqs_shop" */
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
+    cmd.mfa.p = NULL;
+    CHECK_INT(wire_format_cmd(out, sizeof out, WIRE_V2, &cmd), DQ_EINVAL);
+    /* the longest trace command fits WIRE_CMD_MAX, and its ack a line */
+    char name[WIRE_MAX_NAME];
+    memset(name, 'n', sizeof name);
+    memset(longm, 'm', sizeof longm);
+    memcpy(longm + WIRE_MAX_MFA - 6, ":f/255", 6);
+    struct wire_cmd big = {.kind = WIRE_CMD_TRACE,
+                           .name = {name, sizeof name},
+                           .ms = 999999999.999999,
+                           .mfa = {longm, WIRE_MAX_MFA}};
+    n = wire_format_cmd(out, sizeof out, WIRE_V2, &big);
+    CHECK(n > 500 && n < WIRE_CMD_MAX && n + 4 < WIRE_MAX_LINE);
+
+    struct wire_cmd c;
+    CHECK_INT(wire_parse_cmd("trace;p;0.5;m:f/2", 17, &c), 0);
+    CHECK_INT(c.kind, WIRE_CMD_TRACE);
+    CHECK(slice_eq(c.name, "p") && slice_eq(c.mfa, "m:f/2"));
+    CHECK_NEAR(c.ms, 0.5, 0);
+    const char *badc[] = {
+        "trace;p;0.5",     "trace;p;0.5;",      "trace;p;0.5;m:f", "trace;;1;m:f/1",
+        "trace;p;0;m:f/1", "trace;p;1;m:f/1;x", "trace;p;x;m:f/1", "trace"};
+    for (size_t i = 0; i < sizeof badc / sizeof badc[0]; i++) {
+        CHECK_INT(wire_parse_cmd(badc[i], strlen(badc[i]), &c), -1);
+    }
+    /* round trip through a v2 ack */
+    struct wire_msg m;
+    CHECK_INT(parse_str("ack;trace;stock_db;64;dqs_shop:stock_db/1", &m), WIRE_OK);
+    CHECK_INT(m.kind, WIRE_ACK);
+    CHECK_INT(m.cmd.kind, WIRE_CMD_TRACE);
+    CHECK(slice_eq(m.cmd.mfa, "dqs_shop:stock_db/1"));
+
+    /* the tracer's fields of a state line */
+    CHECK_INT(parse_str("state;running:1;probes:a=64,b=2;traced:a=m:f/1,b=m:g/0;tcalls:a=12,b=0;"
+                        "sampling:a=0.25;tdropped:b=3;trefused:c=tail_recursive;tother:2;new:x",
+                        &m),
+              WIRE_OK);
+    CHECK(slice_eq(m.traced, "a=m:f/1,b=m:g/0"));
+    CHECK(slice_eq(m.tcalls, "a=12,b=0"));
+    CHECK(slice_eq(m.sampling, "a=0.25"));
+    CHECK(slice_eq(m.tdropped, "b=3"));
+    CHECK(slice_eq(m.trefused, "c=tail_recursive"));
+    CHECK(m.tother == 2);
+    struct wire_slice it = m.traced, k, v;
+    CHECK_INT(wire_kv_next(&it, &k, &v), 1);
+    CHECK(slice_eq(k, "a") && slice_eq(v, "m:f/1"));
+    /* absent fields are empty, also after an earlier line had them */
+    CHECK_INT(parse_str("state;running:1;probes:a=64", &m), WIRE_OK);
+    CHECK_INT(m.traced.n + m.tcalls.n + m.sampling.n + m.tdropped.n + m.trefused.n, 0);
+    CHECK(m.tother == 0);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=0", &m), WIRE_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=1", &m), WIRE_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=0.0", &m), WIRE_OK);
+    CHECK_INT(parse_str("state;running:1;probes:a=64;sampling:a=1.000,b=0.034", &m), WIRE_OK);
+    const char *bads[] = {"state;running:1;probes:;traced:a=M:f/1",
+                          "state;running:1;probes:;traced:",
+                          "state;running:1;probes:;traced:a",
+                          "state;running:1;probes:;tcalls:a=-1",
+                          "state;running:1;probes:;tcalls:a=1x",
+                          "state;running:1;probes:;sampling:a=1.5",
+                          "state;running:1;probes:;sampling:a=x",
+                          "state;running:1;probes:;sampling:a=1.01",
+                          "state;running:1;probes:;sampling:a=0.",
+                          "state;running:1;probes:;sampling:a=.5",
+                          "state;running:1;probes:;tdropped:9a=1",
+                          "state;running:1;probes:;trefused:a=Tail",
+                          "state;running:1;probes:;trefused:a=",
+                          "state;running:1;probes:;tother:x",
+                          "state;running:1;probes:;tother:123456789012345678901"};
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+        CHECK_INT(parse_str(bads[i], &m), WIRE_E_SYNTAX);
+    }
+}
+
 int main(int argc, char **argv) {
     test_err_names();
     test_legacy_instances();
@@ -1145,5 +1252,6 @@ int main(int argc, char **argv) {
     test_name_hash();
     test_format();
     test_parse_cmd();
+    test_trace();
     return check_done();
 }

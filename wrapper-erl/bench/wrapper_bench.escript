@@ -6,7 +6,12 @@
 %%     persistent_term (what the wrapper uses) and, for comparison, in ETS + atomics;
 %%   - enabled start+end, start+fail, and with_span around a no-op;
 %%   - the original design (dqsd_otel: one process per instance, erlang:send_after)
-%%     as the baseline, feeding the same encoder and connection.
+%%     as the baseline, feeding the same encoder and connection;
+%%   - probes bound to functions (dqd_wrapper_trace): a plain function call with no
+%%     pattern anywhere (untraced), the same with another function of the module traced
+%%     (a function without a pattern), the traced function (an instance per call), and
+%%     the traced function while its budget samples it out; with the schedulers'
+%%     utilisation while each runs.
 %% Enabled cases are timed until every line has been written to the socket of a
 %% sink in another OS process, so work done off the caller (sweeper, connection)
 %% is counted too.
@@ -30,7 +35,11 @@ main(Args) ->
     [application:set_env(dqd_wrapper, K, V)
      || {K, V} <- [{dqd_address, {"127.0.0.1", Port}}, {buffer_size, 4 * ?N_ON},
                    {running, false}, {probes, []}, {otel, false}, {telemetry, false},
-                   {sweep_interval_ms, 10}, {flush_interval_ms, 100}]],
+                   {sweep_interval_ms, 10}, {flush_interval_ms, 100},
+                   %% no sampling in the traced cases (and slots of an hour: the budget
+                   %% never changes the sampling bits the sampled case sets)
+                   {trace_probe_rate, 1000000000}, {trace_node_rate, 1000000000},
+                   {trace_slot_ms, 3600000}]],
     [os:unsetenv(V) || {_, V, _} <- dqd_wrapper_config:keys()],
     {ok, _} = application:ensure_all_started(dqd_wrapper),
     wait_connected(),
@@ -42,6 +51,17 @@ main(Args) ->
     ok = dqd_wrapper:set_timeout(<<"on">>, 60000),
     Off = fun() -> ok = dqd_wrapper:set_running(false) end,
     On = fun() -> ok = dqd_wrapper:set_running(true) end,
+    Target = {?MODULE, target, 0},
+    Unbound = fun() -> On(), _ = dqd_wrapper_trace:unbind(<<"target">>), ok end,
+    Bound = fun() ->
+                    On(),
+                    case maps:get(bindings, dqd_wrapper_trace:info()) of
+                        #{<<"target">> := _} -> ok;
+                        _ -> ok = dqd_wrapper_trace:bind(<<"target">>, 60000, Target)
+                    end,
+                    sample_bit(false)
+            end,
+    Sampled = fun() -> Bound(), sample_bit(true) end,
     Cases = [{empty, Off, off, fun() -> loop_empty(?N_OFF) end},
              {stopped, Off, off, fun() -> loop_probe(?N_OFF) end},
              {nodmax, On, off, fun() -> loop_probe(?N_OFF) end},
@@ -51,10 +71,22 @@ main(Args) ->
              {fail, On, on, fun() -> loop_fail(?N_ON) end},
              {with, On, on, fun() -> loop_with(?N_ON) end},
              {orig, On, on, fun() -> loop_orig(?N_ON, same) end},
-             {shipped, On, on, fun() -> loop_orig(?N_ON, shipped) end}],
+             {shipped, On, on, fun() -> loop_orig(?N_ON, shipped) end},
+             {untraced, Unbound, off, fun() -> loop_call(?N_OFF) end},
+             {no_pattern, Bound, off, fun() -> loop_other(?N_OFF) end},
+             {traced, Bound, on, fun() -> loop_call(?N_ON) end},
+             {traced_caller, Bound, suspended, fun() -> loop_call(?N_ON) end},
+             {with_caller, On, suspended, fun() -> loop_with(?N_ON) end},
+             {sampled, Sampled, off, fun() -> loop_call(?N_OFF) end}],
     ets_setup(),
     R = rounds(Cases, ?ROUNDS, #{}),
     ets_teardown(),
+    Util = [{K, utilisation(Setup, Loop, Kind)}
+            || {K, Setup, Kind, Loop} <- [{untraced, Unbound, off, fun() -> loop_call(?N_OFF) end},
+                                           {with, On, on, fun() -> loop_with(?N_ON) end},
+                                           {traced, Bound, on, fun() -> loop_call(?N_ON) end},
+                                           {sampled, Sampled, off, fun() -> loop_call(?N_OFF) end}]],
+    Unbound(),
     Get = fun(K) -> maps:get(K, R) end,
     {Empty, _, _, _} = Get(empty),
     {Stopped, _, _, _} = Get(stopped),
@@ -99,8 +131,81 @@ main(Args) ->
               "other processes, ~.1f us with 10000 idle processes~n", [Upd0, Upd10k]),
     io:format("lines written ~b, dropped ~b~n",
               [maps:get(sent, Stats), maps:get(dropped, Stats) + maps:get(unreported_drops, Stats)]),
-    Ok = Stopped =< 100 andalso Ratio(Orig, End, 4) >= 3,
+    {Bare, _, _, _} = Get(untraced),
+    {NoPat, _, _, _} = Get(no_pattern),
+    {Samp, _, _, _} = Get(sampled),
+    Traced = Get(traced),
+    Noise = noise(untraced),
+    {TracedAlone, _, _, _} = Get(traced_caller),
+    {WithAlone, _, _, _} = Get(with_caller),
+    TracedCaller = TracedAlone - Bare,
+    io:format("~nprobes bound to functions (ns per call)~n"),
+    row("untraced call (no pattern in the node)", Bare, Bare),
+    row("call without a pattern, another one traced", NoPat, NoPat),
+    erow("traced call (exception_trace, an instance each)", Traced),
+    row("traced function sampled out (budget spent)", Samp, Samp),
+    row("traced call, caller alone (tracer suspended)", TracedAlone, TracedAlone),
+    row("with_span, caller alone (connection suspended)", WithAlone, WithAlone),
+    io:format("  traced call on the caller: ~.1f ns over the untraced call (target <= 3000 ns);"
+              " probe-side CPU (caller and tracer): ~.1f ns; a manual span (with_span): ~.1f ns "
+              "on the caller, ~.1f ns probe-side CPU~n", [TracedCaller, element(4, Traced), WithAlone,
+                                        element(4, With)]),
+    io:format("  without a pattern: ~.1f ns vs ~.1f ns untraced, difference ~.1f ns; noise of the "
+              "untraced call over the rounds ~.1f ns (target: difference within it)~n",
+              [NoPat, Bare, NoPat - Bare, Noise]),
+    io:format("  scheduler utilisation while each ran (busy / wall time over the ~b normal and "
+              "~b dirty CPU schedulers; the calling loop keeps one busy):~n",
+              [erlang:system_info(schedulers_online),
+               erlang:system_info(dirty_cpu_schedulers_online)]),
+    [io:format("    ~-10s ~5.1f %~n", [K, 100 * U]) || {K, U} <- Util],
+    Ok = Stopped =< 100 andalso Ratio(Orig, End, 4) >= 3 andalso TracedCaller =< 3000
+        andalso abs(NoPat - Bare) =< Noise,
     io:format("targets: ~s~n", [case Ok of true -> "met"; false -> "NOT met" end]).
+
+%% The function the traced cases call, and another of the same module never traced.
+target() -> ok.
+other() -> ok.
+
+loop_call(N) when N =< 0 -> ok;
+loop_call(N) ->
+    target(),
+    loop_call(N - 1).
+
+loop_other(N) when N =< 0 -> ok;
+loop_other(N) ->
+    other(),
+    loop_other(N - 1).
+
+%% Sets or clears the trace control word's bit of the one binding (bit 0): what the
+%% budget does to a function over its budget.
+sample_bit(Off) ->
+    W = erlang:system_info(trace_control_word),
+    _ = erlang:system_flag(trace_control_word, case Off of
+                                                   true -> W bor 1;
+                                                   false -> W band bnot 1
+                                               end),
+    ok.
+
+%% The schedulers' utilisation (busy / wall time, all schedulers) while Loop runs once
+%% (for Kind on: until the connection has written its instances).
+utilisation(Setup, Loop, Kind) ->
+    Setup(),
+    erlang:system_flag(scheduler_wall_time, true),
+    S0 = lists:sort(erlang:statistics(scheduler_wall_time)),
+    S0s = sent(),
+    Loop(),
+    _ = Kind =:= on andalso wait_sent(S0s + ?N_ON),
+    S1 = lists:sort(erlang:statistics(scheduler_wall_time)),
+    erlang:system_flag(scheduler_wall_time, false),
+    {A, T} = lists:foldl(fun({{I, A0, T0}, {I, A1, T1}}, {AA, TT}) ->
+                                 {AA + A1 - A0, TT + T1 - T0}
+                         end, {0, 0}, lists:zip(S0, S1)),
+    A / max(1, T).
+
+%% The spread of a case's rounds (worst minus best), ns per call.
+noise(Name) ->
+    L = get({all, Name}),
+    lists:max(L) - lists:min(L).
 
 row(Label, Ns, _) ->
     io:format("~-47s ~9.1f ~9s ~9s ~9s~n", [Label, float(Ns), "-", "-", "-"]).
@@ -239,6 +344,10 @@ rounds(Cases, K, Acc) ->
            lists:foldl(fun({Name, Setup, Kind, Fun}, A) ->
                                Setup(),
                                T = measure(Kind, Fun),
+                               put({all, Name}, [element(1, T) | case get({all, Name}) of
+                                                                    undefined -> [];
+                                                                    L -> L
+                                                                end]),
                                maps:update_with(Name, fun(Best) -> min(Best, T) end, T, A)
                        end, Acc, Cases)).
 
@@ -251,6 +360,20 @@ measure(off, Fun) ->
     T0 = erlang:monotonic_time(nanosecond),
     Fun(),
     T = (erlang:monotonic_time(nanosecond) - T0) / ?N_OFF,
+    {T, T, T, T};
+measure(suspended, Fun) ->
+    %% The caller alone: the processes that take its messages (the tracer, the
+    %% connection) are suspended while it runs, so on a loaded machine they do not
+    %% compete with it for a CPU; the wall time per call is then the caller's cost.
+    Others = [P || P <- [whereis(dqd_wrapper_trace), whereis(dqd_wrapper_conn)], is_pid(P)],
+    garbage_collect(),
+    S0 = sent(),
+    [true = erlang:suspend_process(P) || P <- Others],
+    T0 = erlang:monotonic_time(nanosecond),
+    Fun(),
+    T = (erlang:monotonic_time(nanosecond) - T0) / ?N_ON,
+    [true = erlang:resume_process(P) || P <- Others],
+    wait_sent(S0 + ?N_ON),
     {T, T, T, T};
 measure(on, Fun) ->
     garbage_collect(),

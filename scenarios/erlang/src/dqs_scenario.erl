@@ -24,10 +24,16 @@
 %%                               the wrapper stamps instances with)
 %%   bench PROBE N               time N empty with_span calls of PROBE (enabled by dqd)
 %%                               and of a disabled probe, in this node under its load
+%%   traced MODULE               -> "OK traced {json}": the functions of MODULE with a trace
+%%                               pattern now (any tool's), the processes whose tracer is the
+%%                               wrapper's, and the probes the wrapper ever bound to functions
 %%   quit                        stop the node
 %% Scenario file (file:consult terms):
 %%   {rate, R}.  {pool, Name, Servers, QueueLimit}.  {cpu, Name, Cores}.
 %%   {leaf, Name, Work}.  {default_leaf, Work}.
+%%   {entry, Module, Function}: a request calls Module:Function() instead of walking the
+%%   diagram with spans (the traced scenario: plain functions, bound to probes by dqd's
+%%   config, that call leaf/1 for their work).
 %%   {background, CpuName, Leaf, Every, Jobs, Ms}: after every Every completions of
 %%   Leaf, a background task (a compaction, say) puts Jobs extra jobs on CpuName for Ms
 %%   milliseconds - work that grows with the load and slows every job there meanwhile.
@@ -40,7 +46,7 @@
 %%   any other kind, such as rate: every base term of that kind).
 -module(dqs_scenario).
 
--export([main/1, start/1]).
+-export([main/1, start/1, leaf/1]).
 
 -define(C_STARTED, 1).
 -define(C_OK, 2).
@@ -98,6 +104,7 @@ setup(TermsFile, DqFile, Variant) ->
             [dqs_pool:start(pool_name(N), S, Q) || {pool, N, S, Q} <- Terms],
             persistent_term:put(dqs_defs, Defs),
             persistent_term:put(dqs_root, Root),
+            persistent_term:put(dqs_entry, proplists:lookup(entry, Terms)),
             persistent_term:put(dqs_leaves, {Leaves, Default}),
             persistent_term:put(dqs_pools, [to_bin(N) || {pool, N, _, _} <- Terms]),
             %% cpu: {atomics [running jobs, jobs done, sum of slowdowns x 1000], cores}
@@ -172,6 +179,8 @@ command(["bench", Probe, N]) ->
             out("OK bench ~s", [json(bench(list_to_binary(Probe), Count))]);
         _ -> out("ERR bad count ~s", [N])
     end;
+command(["traced", Mod]) ->
+    out("OK traced ~s", [json(traced(list_to_atom(Mod)))]);
 command(["stats"]) ->
     out("STATS ~s", [json(stats())]);
 command(Words) ->
@@ -213,6 +222,23 @@ loop_n(_, 0) -> ok;
 loop_n(F, N) ->
     F(),
     loop_n(F, N - 1).
+
+traced(Mod) ->
+    _ = code:ensure_loaded(Mod),
+    Patterns = [iolist_to_binary(io_lib:format("~s/~b", [F, A]))
+                || {F, A} <- Mod:module_info(functions),
+                   erlang:trace_info({Mod, F, A}, traced) =/= {traced, false}],
+    Tracer = whereis(dqd_wrapper_trace),
+    Flagged = length([P || is_pid(Tracer), P <- processes(),
+                           erlang:trace_info(P, tracer) =:= {tracer, Tracer}]),
+    Info = dqd_wrapper_trace:info(),
+    #{patterns => list_join(Patterns), flagged_processes => Flagged,
+      bound => list_join([N || {N, _} <- maps:to_list(maps:get(bindings, Info))]),
+      ever_bound => list_join(maps:get(ever, Info)),
+      trace_control_word => erlang:system_info(trace_control_word)}.
+
+%% A list as one comma-separated string (the stats JSON encoder is flat).
+list_join(L) -> iolist_to_binary(lists:join(",", lists:sort(L))).
 
 num(S) ->
     case string:to_float(S) of
@@ -309,7 +335,11 @@ gap(_) -> 1000000.
 request() ->
     C = persistent_term:get(dqs_counters),
     counters:add(C, ?C_STARTED, 1),
-    try run_def(persistent_term:get(dqs_root)) of
+    Run = case persistent_term:get(dqs_entry) of
+              {entry, M, F} -> fun() -> M:F() end;
+              none -> fun() -> run_def(persistent_term:get(dqs_root)) end
+          end,
+    try Run() of
         _ -> counters:add(C, ?C_OK, 1)
     catch
         _:_ ->

@@ -26,7 +26,12 @@ keys() ->
      {running, "DQD_RUNNING", bool},
      {probes, "DQD_PROBES", probes},
      {otel, "DQD_OTEL", mode},
-     {telemetry, "DQD_TELEMETRY", mode}].
+     {telemetry, "DQD_TELEMETRY", mode},
+     {trace_probe_rate, "DQD_TRACE_PROBE_RATE", pos_int},
+     {trace_node_rate, "DQD_TRACE_NODE_RATE", pos_int},
+     {trace_max_depth, "DQD_TRACE_MAX_DEPTH", pos_int},
+     {trace_slot_ms, "DQD_TRACE_SLOT_MS", pos_int},
+     {trace_check_ms, "DQD_TRACE_CHECK_MS", pos_int}].
 
 -spec defaults() -> config().
 defaults() ->
@@ -34,7 +39,9 @@ defaults() ->
       reconnect_max_ms => 5000, connect_timeout_ms => 2000, buffer_size => 10000,
       batch_bytes => 16384, flush_interval_ms => 100, sweep_interval_ms => 10,
       keepalive_ms => 30000, legacy_listen => undefined, app_name => undefined,
-      running => false, probes => [], otel => auto, telemetry => auto}.
+      running => false, probes => [], otel => auto, telemetry => auto,
+      trace_probe_rate => 2000, trace_node_rate => 10000, trace_max_depth => 32,
+      trace_slot_ms => 200, trace_check_ms => 1000}.
 
 %% The effective configuration. A value that does not parse is reported with
 %% logger and replaced by the default: a typo must not stop the host application.

@@ -288,14 +288,21 @@ apply_batch([], S) ->
     S;
 apply_batch(Batch, S) ->
     InOrder = lists:reverse(Batch),
-    ok = dqd_wrapper_core:apply_commands([Cmd || {Cmd, _} <- InOrder]),
-    send_now(S, [dqd_wrapper_line:ack(Line) || {_, Line} <- InOrder]).
+    %% Probes bound to functions: the tracer installs or removes their patterns. A
+    %% trace it refuses is not acknowledged (dqd_wrapper_trace:apply/1).
+    Refused = dqd_wrapper_trace:apply([Cmd || {Cmd, _} <- InOrder]),
+    Acked = [Line || {Cmd, Line} <- InOrder, not lists:member(Cmd, Refused)],
+    S1 = send_now(S, [dqd_wrapper_line:ack(Line) || Line <- Acked]),
+    case Refused of
+        [] -> S1;
+        _ -> send_now(S1, state_line())
+    end.
 
 bump(K, St) -> St#{K := maps:get(K, St) + 1}.
 
 state_line() ->
     #st{running = R, probes = P} = persistent_term:get(?STATE_KEY, ?OFF),
-    dqd_wrapper_line:state(R, P).
+    dqd_wrapper_line:state(R, P, dqd_wrapper_trace:fields()).
 
 %%% Connection ----------------------------------------------------------------
 

@@ -30,7 +30,10 @@ apply_commands(Cmds) -> gen_server:call(?MODULE, {apply, Cmds}).
 -spec local(dqd_wrapper_line:command()) -> ok | {error, not_started}.
 local(Cmd) ->
     try gen_server:call(?MODULE, {apply, [Cmd]}) of
-        ok -> dqd_wrapper_conn:state_changed()
+        ok ->
+            %% start/stop and clear_timeout concern probes bound to functions too.
+            _ = dqd_wrapper_trace:commands([Cmd]),
+            dqd_wrapper_conn:state_changed()
     catch
         exit:{noproc, _} -> {error, not_started}
     end.
@@ -164,6 +167,9 @@ apply_to(start, St) -> St#st{running = true};
 apply_to(stop, St) -> St#st{running = false};
 apply_to(sync, St) -> St;
 apply_to({set_timeout, Name, Ns}, #st{probes = P} = St) ->
+    St#st{probes = put_probe(Name, Ns, P)};
+apply_to({trace, Name, Ns, _Mfa}, #st{probes = P} = St) ->
+    %% A probe bound to a function: enabled like any other; dqd_wrapper_trace times it.
     St#st{probes = put_probe(Name, Ns, P)};
 apply_to({clear_timeout, Name}, #st{probes = P} = St) ->
     P1 = maps:remove(Name, P),

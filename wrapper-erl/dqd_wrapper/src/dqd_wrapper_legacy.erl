@@ -88,7 +88,9 @@ command(Line) ->
     case dqd_wrapper_line:parse_command(Line) of
         {ok, sync} -> dqd_wrapper_conn:state_changed();
         {ok, Cmd} ->
-            ok = dqd_wrapper_core:apply_command(Cmd),
-            dqd_wrapper_conn:ack(Line);
+            case dqd_wrapper_trace:apply([Cmd]) of
+                [] -> dqd_wrapper_conn:ack(Line);
+                _ -> dqd_wrapper_conn:state_changed()
+            end;
         {error, _} -> ok
     end.

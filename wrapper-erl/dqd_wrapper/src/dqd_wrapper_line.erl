@@ -6,9 +6,10 @@
 
 -include("dqd_wrapper_int.hrl").
 
--export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, append_mono/7, hello/2, state/2, drop/1, ack/1]).
+-export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, append_mono/7, hello/2, state/2, state/3, drop/1, ack/1]).
 -export([decode_instance/1, parse_command/1]).
 -export([max_meta/0, format_ms/1, parse_ms/1, ms_to_ns/1, valid_name/1, attr_value/1]).
+-export([parse_mfa/1, format_mfa/1]).
 -export([split_init/0, split/2]).
 
 -export_type([status/0, command/0, instance/0, split_state/0]).
@@ -24,7 +25,11 @@
 -type status() :: ok | fa | to.
 -type command() :: start | stop | sync
                  | {set_timeout, binary(), pos_integer()}
-                 | {clear_timeout, binary()}.
+                 | {clear_timeout, binary()}
+                 | {trace, binary(), pos_integer(), mfa_bin()}.
+%% A function named on the wire, MOD:FUN/ARITY, before any atom exists for it.
+-type mfa_bin() :: {binary(), binary(), 0..255}.
+-export_type([mfa_bin/0]).
 -type instance() :: #{name := binary(), start := pos_integer(), 'end' := pos_integer(),
                       status := status(), id => binary(), trace => binary(),
                       parent => binary(), attrs => [{binary(), binary()}]}.
@@ -198,12 +203,22 @@ clean_char(C) -> C.
 
 %% `state;running:0|1;probes:NAME=MS,...` from the running flag and Name => ns.
 -spec state(boolean(), #{binary() | atom() => pos_integer()}) -> binary().
-state(Running, Probes) ->
+state(Running, Probes) -> state(Running, Probes, []).
+
+%% The same with the function tracer's fields appended (dqd_wrapper_trace:fields/0:
+%% ";traced:NAME=MOD:FUN/ARITY,..." and the like; [] when nothing is traced). They are
+%% left out when they would make the line longer than the protocol allows.
+-spec state(boolean(), #{binary() | atom() => pos_integer()}, iodata()) -> binary().
+state(Running, Probes, Extra) ->
     Pairs = lists:sort([<<N/binary, "=", (format_ms(Ns))/binary>>
                         || {N, Ns} <- maps:to_list(Probes), is_binary(N)]),
     R = case Running of true -> <<"1">>; false -> <<"0">> end,
-    iolist_to_binary([<<"state;running:">>, R, <<";probes:">>,
-                      lists:join(<<",">>, Pairs), <<"\n">>]).
+    Base = iolist_to_binary([<<"state;running:">>, R, <<";probes:">>,
+                             lists:join(<<",">>, Pairs)]),
+    case byte_size(Base) + iolist_size(Extra) < ?MAX_LINE of
+        true -> iolist_to_binary([Base, Extra, <<"\n">>]);
+        false -> <<Base/binary, "\n">>
+    end.
 
 -spec drop(pos_integer()) -> binary().
 drop(N) -> <<"drop;", (integer_to_binary(N))/binary, "\n">>.
@@ -281,12 +296,52 @@ parse_command(<<"set_timeout;", Rest/binary>>) ->
             end;
         _ -> {error, bad_arity}
     end;
+parse_command(<<"trace;", Rest/binary>>) ->
+    case binary:split(Rest, <<";">>, [global]) of
+        [Name, Ms, Mfa] ->
+            case {valid_name(Name), parse_ms(Ms), parse_mfa(Mfa)} of
+                {true, {ok, Ns}, {ok, F}} -> {ok, {trace, Name, Ns, F}};
+                {false, _, _} -> {error, bad_name};
+                {_, error, _} -> {error, bad_timeout};
+                {_, _, error} -> {error, bad_function}
+            end;
+        _ -> {error, bad_arity}
+    end;
 parse_command(<<"clear_timeout;", Name/binary>>) ->
     case valid_name(Name) of
         true -> {ok, {clear_timeout, Name}};
         false -> {error, bad_name}
     end;
 parse_command(_) -> {error, unknown_command}.
+
+%% MOD:FUN/ARITY as the protocol writes a function: MOD and FUN are unquoted atoms
+%% ([a-z][A-Za-z0-9_@]*, MOD also '.'), at most 255 bytes each; ARITY 0 ... 255.
+-spec parse_mfa(binary()) -> {ok, mfa_bin()} | error.
+parse_mfa(Bin) ->
+    case binary:split(Bin, <<":">>) of
+        [M, FA] ->
+            case binary:split(FA, <<"/">>) of
+                [F, A] ->
+                    case atom_text(M, true) andalso atom_text(F, false) andalso digits(A)
+                        andalso byte_size(A) =< 3 andalso binary_to_integer(A) =< 255 of
+                        true -> {ok, {M, F, binary_to_integer(A)}};
+                        false -> error
+                    end;
+                _ -> error
+            end;
+        _ -> error
+    end.
+
+-spec format_mfa(mfa_bin() | mfa()) -> binary().
+format_mfa({M, F, A}) when is_atom(M) ->
+    format_mfa({atom_to_binary(M, utf8), atom_to_binary(F, utf8), A});
+format_mfa({M, F, A}) ->
+    <<M/binary, ":", F/binary, "/", (integer_to_binary(A))/binary>>.
+
+atom_text(<<C, Rest/binary>> = B, Dot) when byte_size(B) =< 255, C >= $a, C =< $z ->
+    all_chars(Rest, fun(X) -> alnum(X) orelse X =:= $_ orelse X =:= $@
+                                  orelse (Dot andalso X =:= $.) end);
+atom_text(_, _) -> false.
 
 %%% Decoding instance lines ---------------------------------------------------
 

@@ -1,5 +1,5 @@
 %% Supervisor of the wrapper: the core (probe table, open instances, sweeper) first,
-%% then the connection, then the optional legacy listener. Children stop in reverse
+%% then the function tracer, then the connection, then the optional legacy listener. Children stop in reverse
 %% order, so the connection flushes while the core still exists.
 -module(dqd_wrapper_sup).
 -behaviour(supervisor).
@@ -16,6 +16,8 @@ init(Config0) ->
     Config = Config0#{counters => atomics:new(2, [{signed, true}])},
     Core = #{id => core, start => {dqd_wrapper_core, start_link, [Config]},
              shutdown => 5000},
+    Trace = #{id => trace, start => {dqd_wrapper_trace, start_link, [Config]},
+              shutdown => 5000},
     Conn = #{id => conn, start => {dqd_wrapper_conn, start_link, [Config]},
              shutdown => 10000},
     Legacy = case maps:get(legacy_listen, Config) of
@@ -25,4 +27,4 @@ init(Config0) ->
              end,
     %% rest_for_one: if the core restarts, the connection restarts after it and
     %% re-sends hello and state.
-    {ok, {#{strategy => rest_for_one, intensity => 10, period => 10}, [Core, Conn | Legacy]}}.
+    {ok, {#{strategy => rest_for_one, intensity => 10, period => 10}, [Core, Trace, Conn | Legacy]}}.

@@ -1,0 +1,388 @@
+%% EUnit and PropEr tests of probes bound to functions (dqd_wrapper_trace): pairing of
+%% call / return / exception under recursion, concurrency, process exit mid-call and
+%% pattern removal mid-call; dMax timeouts; the budget's sampling; what is refused; the
+%% sharp edges of OTP tracing (another tracer, dbg:ctp elsewhere, tail recursion, depth);
+%% and the trace command over the real TCP link, against dqd_fake.
+-module(dqd_wrapper_trace_tests).
+
+-include_lib("eunit/include/eunit.hrl").
+
+-define(T, dqd_trace_target).
+
+-define(WITH(Env, Body),
+        {foreach, fun() -> setup(Env) end, fun cleanup/1,
+         [fun(WITH_Arg__) -> {timeout, 60, fun() -> (Body)(WITH_Arg__) end} end]}).
+
+%%% Fixture -------------------------------------------------------------------
+
+setup(Env) ->
+    {ok, F, Port} = dqd_fake:start(),
+    Base = [{dqd_address, {"127.0.0.1", Port}}, {flush_interval_ms, 10},
+            {sweep_interval_ms, 5}, {reconnect_min_ms, 20}, {reconnect_max_ms, 80},
+            {running, true}, {probes, []}, {otel, false}, {telemetry, false},
+            {trace_check_ms, 100}],
+    _ = application:stop(dqd_wrapper),
+    [os:unsetenv(Var) || {_, Var, _} <- dqd_wrapper_config:keys()],
+    _ = application:load(dqd_wrapper),
+    [application:unset_env(dqd_wrapper, K) || {K, _, _} <- dqd_wrapper_config:keys()],
+    [application:set_env(dqd_wrapper, K, V) || {K, V} <- Base ++ Env],
+    {ok, _} = application:ensure_all_started(dqd_wrapper),
+    {ok, _} = dqd_fake:wait_line(F, fun(L) -> prefix(<<"state;">>, L) end, 5000),
+    {module, _} = code:ensure_loaded(?T),
+    F.
+
+cleanup(F) ->
+    _ = application:stop(dqd_wrapper),
+    dqd_fake:stop(F).
+
+prefix(P, L) -> binary:longest_common_prefix([P, L]) =:= byte_size(P).
+
+insts(F, Name) -> dqd_wrapper_trace_props:insts(F, Name).
+wait_insts(F, Name, N) -> dqd_wrapper_trace_props:wait_insts(F, Name, N).
+
+dur_ms(#{start := S, 'end' := E}) -> (E - S) / 1.0e6.
+
+our_pattern(Mfa) -> erlang:trace_info(Mfa, match_spec).
+
+%% No pattern of ours left and no process carrying our tracer.
+clean() ->
+    Tracer = whereis(dqd_wrapper_trace),
+    [P || P <- processes(), erlang:trace_info(P, tracer) =:= {tracer, Tracer}].
+
+bind(N, Ms, Mfa) -> ok = dqd_wrapper_trace:bind(N, Ms, Mfa).
+
+state_line() ->
+    iolist_to_binary([dqd_wrapper_line:state(true, #{}, dqd_wrapper_trace:fields())]).
+
+%%% Pairing -------------------------------------------------------------------
+
+call_return_test_() ->
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 500, {?T, work, 1}),
+                      ?assertMatch({match_spec, [_]}, our_pattern({?T, work, 1})),
+                      20 = ?T:work(20),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assertMatch(#{status := ok}, I),
+                      ?assert(dur_ms(I) >= 19.5),
+                      ?assert(dur_ms(I) < 200)
+              end).
+
+recursion_test_() ->
+    %% nest(3) -> nest(2) -> nest(1) -> nest(0): four instances, properly nested.
+    ?WITH([], fun(F) ->
+                      bind(<<"nest">>, 500, {?T, nest, 1}),
+                      3 = ?T:nest(3),
+                      Is = lists:sort(fun(A, B) -> dur_ms(A) >= dur_ms(B) end,
+                                      wait_insts(F, <<"nest">>, 4)),
+                      ?assertEqual(4, length(Is)),
+                      ?assert(lists:all(fun(#{status := S}) -> S =:= ok end, Is)),
+                      %% each inner call lies inside the one that called it
+                      Pairs = lists:zip(lists:droplast(Is), tl(Is)),
+                      ?assert(lists:all(fun({#{start := S1, 'end' := E1},
+                                             #{start := S2, 'end' := E2}}) ->
+                                                S1 =< S2 andalso E2 =< E1
+                                        end, Pairs)),
+                      ?assert(dur_ms(lists:last(Is)) >= 0.9)
+              end).
+
+concurrency_test_() ->
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 1000, {?T, work, 1}),
+                      Self = self(),
+                      Ms = [5 * I || I <- lists:seq(1, 20)],
+                      [spawn(fun() -> Self ! {done, ?T:work(M)} end) || M <- Ms],
+                      [receive {done, _} -> ok end || _ <- Ms],
+                      Is = wait_insts(F, <<"work">>, 20),
+                      ?assertEqual(20, length(Is)),
+                      Durs = lists:sort([dur_ms(I) || I <- Is]),
+                      %% every duration is at least its sleep and not much more
+                      ?assert(lists:all(fun({D, M}) -> D >= M - 0.5 andalso D < M + 60 end,
+                                        lists:zip(Durs, Ms)))
+              end).
+
+exception_test_() ->
+    ?WITH([], fun(F) ->
+                      bind(<<"fail">>, 500, {?T, fail, 1}),
+                      ?assertError(oops, ?T:fail(oops)),
+                      _ = (catch ?T:fail(again)),
+                      Is = wait_insts(F, <<"fail">>, 2),
+                      ?assertEqual([fa, fa], [S || #{status := S} <- Is])
+              end).
+
+process_exit_mid_call_test_() ->
+    %% A process killed inside a traced call: the call ends there, as failed.
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 2000, {?T, work, 1}),
+                      P = spawn(fun() -> ?T:work(1000) end),
+                      timer:sleep(30),
+                      exit(P, kill),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assertMatch(#{status := fa}, I),
+                      ?assert(dur_ms(I) >= 25 andalso dur_ms(I) < 900),
+                      ?assertEqual(0, maps:get(open, dqd_wrapper_trace:info()))
+              end).
+
+removal_mid_call_test_() ->
+    %% Disabling the probe while a call is open: the call is dropped and counted, its
+    %% late return reports nothing, and no pattern or call flag of ours remains.
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 2000, {?T, work, 1}),
+                      Self = self(),
+                      spawn(fun() -> Self ! {done, ?T:work(200)} end),
+                      timer:sleep(50),
+                      ok = dqd_wrapper_trace:unbind(<<"work">>),
+                      ?assertEqual({match_spec, false}, our_pattern({?T, work, 1})),
+                      receive {done, 200} -> ok end,
+                      timer:sleep(50),
+                      ?assertEqual([], insts(F, <<"work">>)),
+                      ?assertEqual([], clean()),
+                      ?assertEqual(#{}, maps:get(bindings, dqd_wrapper_trace:info())),
+                      %% the dropped call was counted in the state before the unbind
+                      ?assert(lists:any(fun(L) -> prefix(<<"state;">>, L) andalso
+                                                      binary:match(L, <<"traced:work=">>)
+                                                      =/= nomatch end,
+                                        dqd_fake:lines(F)))
+              end).
+
+removal_counted_test_() ->
+    ?WITH([], fun(_F) ->
+                      bind(<<"work">>, 2000, {?T, work, 1}),
+                      bind(<<"nest">>, 2000, {?T, nest, 1}),
+                      spawn(fun() -> ?T:work(300) end),
+                      spawn(fun() -> ?T:work(300) end),
+                      timer:sleep(50),
+                      ok = dqd_wrapper_trace:unbind(<<"work">>),
+                      %% nest stays bound, so the flags stay; work's two calls dropped
+                      timer:sleep(20),
+                      #{open := Open} = dqd_wrapper_trace:info(),
+                      ?assertEqual(2, Open),  % still on the stacks, to pair their returns
+                      timer:sleep(350),
+                      ?assertEqual(0, maps:get(open, dqd_wrapper_trace:info())),
+                      ?assertEqual(0, maps:get(unmatched, dqd_wrapper_trace:info()))
+              end).
+
+dropped_in_state_test() ->
+    %% The state line says how many open calls a binding lost when it was removed by
+    %% someone else (here: erlang:trace_pattern(..., false) as dbg:ctp() does).
+    F = setup([]),
+    try
+        bind(<<"work">>, 2000, {?T, work, 1}),
+        spawn(fun() -> ?T:work(300) end),
+        timer:sleep(30),
+        erlang:trace_pattern({?T, '_', '_'}, false, [local]),
+        ok = dqd_wrapper_trace:check_now(),
+        L = state_line(),
+        ?assertNotEqual(nomatch, binary:match(L, <<"trefused:work=removed_by_other">>)),
+        ?assertNotEqual(nomatch, binary:match(L, <<"tdropped:work=1">>)),
+        ?assertEqual(nomatch, binary:match(L, <<"traced:">>)),
+        %% dqd was told
+        {ok, _} = dqd_fake:wait_line(F, fun(X) -> prefix(<<"state;">>, X) andalso
+                                                      binary:match(X, <<"removed_by_other">>)
+                                                      =/= nomatch end, 3000),
+        timer:sleep(300),
+        ?assertEqual([], insts(F, <<"work">>)),
+        ?assertEqual([], clean())
+    after
+        cleanup(F)
+    end.
+
+timeout_test_() ->
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 40, {?T, work, 1}),
+                      120 = ?T:work(120),
+                      timer:sleep(50),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assertMatch(#{status := to}, I),
+                      ?assertEqual(40.0, dur_ms(I)),
+                      %% the late return did not report a second instance
+                      ?assertEqual(1, length(insts(F, <<"work">>))),
+                      ?assertEqual(0, maps:get(open, dqd_wrapper_trace:info()))
+              end).
+
+stopped_test_() ->
+    %% stop_stub removes the patterns; start_stub puts them back.
+    ?WITH([], fun(F) ->
+                      bind(<<"work">>, 500, {?T, work, 1}),
+                      ok = dqd_wrapper:set_running(false),
+                      ?assertEqual({match_spec, false}, our_pattern({?T, work, 1})),
+                      ?assertEqual([], clean()),
+                      5 = ?T:work(5),
+                      ok = dqd_wrapper:set_running(true),
+                      ?assertMatch({match_spec, [_]}, our_pattern({?T, work, 1})),
+                      6 = ?T:work(6),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assert(dur_ms(I) >= 5.5)
+              end).
+
+%%% Refusals and sharp edges ------------------------------------------------
+
+refused_test_() ->
+    ?WITH([], fun(_F) ->
+                      %% the wrapper's own code, erlang, tail recursion, unknown functions
+                      ?assertEqual({error, never_traced},
+                                   dqd_wrapper_trace:bind(<<"own">>, 100, {dqd_wrapper, state, 0})),
+                      ?assertEqual({error, never_traced},
+                                   dqd_wrapper_trace:bind(<<"own2">>, 100,
+                                                          {dqd_wrapper_trace, info, 0})),
+                      ?assertEqual({error, never_traced},
+                                   dqd_wrapper_trace:bind(<<"bif">>, 100, {erlang, now, 0})),
+                      ?assertEqual({error, tail_recursive},
+                                   dqd_wrapper_trace:bind(<<"loop">>, 100, {?T, loop, 1})),
+                      ?assertEqual({error, no_such_function},
+                                   dqd_wrapper_trace:bind(<<"nope">>, 100, {?T, nope, 7})),
+                      %% a refused probe is not left enabled
+                      ?assertEqual(#{}, maps:get(probes, dqd_wrapper:state())),
+                      L = state_line(),
+                      ?assertNotEqual(nomatch, binary:match(L, <<"trefused:">>)),
+                      ?assertNotEqual(nomatch, binary:match(L, <<"loop=tail_recursive">>)),
+                      ?assertEqual({match_spec, false}, our_pattern({?T, loop, 1})),
+                      ?assertEqual([], clean())
+              end).
+
+tail_recursive_test() ->
+    ?assert(dqd_wrapper_trace:tail_recursive({?T, loop, 1})),
+    ?assertNot(dqd_wrapper_trace:tail_recursive({?T, nest, 1})),
+    ?assertNot(dqd_wrapper_trace:tail_recursive({?T, work, 1})).
+
+depth_bound_test_() ->
+    %% Recursion deeper than trace_max_depth: the process stops being traced, its
+    %% open calls are dropped and counted, nothing grows without bound.
+    ?WITH([{trace_max_depth, 8}],
+          fun(F) ->
+                  bind(<<"deep">>, 2000, {?T, deep, 1}),
+                  P = spawn(fun() -> ?T:deep(100) end),
+                  Ref = monitor(process, P),
+                  receive {'DOWN', Ref, _, _, _} -> ok end,
+                  timer:sleep(50),
+                  Info = dqd_wrapper_trace:info(),
+                  ?assertEqual(1, maps:get(deep, Info)),
+                  ?assertEqual(0, maps:get(open, Info)),
+                  #{<<"deep">> := #{dropped := D}} = maps:get(bindings, Info),
+                  ?assertEqual(8, D),
+                  ?assertEqual([], insts(F, <<"deep">>)),
+                  %% another process within the bound is timed as usual
+                  3 = ?T:deep(3),
+                  ?assertEqual(4, length(wait_insts(F, <<"deep">>, 4)))
+          end).
+
+other_tracer_test_() ->
+    %% A process another tool traces keeps its tracer; it is counted and reported.
+    ?WITH([], fun(F) ->
+                      Other = spawn(fun() -> receive stop -> ok end end),
+                      Self = self(),
+                      P = spawn(fun() -> receive go -> Self ! {r, ?T:work(5)} end end),
+                      1 = erlang:trace(P, true, [call, {tracer, Other}]),
+                      bind(<<"work">>, 500, {?T, work, 1}),
+                      ?assertEqual({tracer, Other}, erlang:trace_info(P, tracer)),
+                      ?assertEqual(1, maps:get(others, dqd_wrapper_trace:info())),
+                      ?assertNotEqual(nomatch, binary:match(state_line(), <<";tother:1">>)),
+                      P ! go,
+                      receive {r, 5} -> ok end,
+                      7 = ?T:work(7),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assert(dur_ms(I) >= 6.5),
+                      Other ! stop
+              end).
+
+%%% Budget ----------------------------------------------------------------------
+
+%% What a budget cannot prevent: the calls a traced process makes before the tracer is
+%% scheduled to see their count, at most a few scheduling slices of a tight loop. Those
+%% bursts are paid back by the next slots; the tests allow one per probe.
+-define(BURST, 6000).
+
+probe_budget_test_() ->
+    %% A function called millions of times a second, budget 1000 calls/s: the wrapper
+    %% samples, says so in its state, and what it traces over 5 s stays within the budget
+    %% plus one burst.
+    ?WITH([{trace_probe_rate, 1000}, {trace_slot_ms, 100}],
+          fun(F) ->
+                  bind(<<"hot">>, 100, {?T, hot, 0}),
+                  Calls = ?T:spin(hot, 5000),
+                  timer:sleep(100),
+                  Sampling = binary:match(state_line(), <<";sampling:hot=">>),
+                  N = length(wait_insts(F, <<"hot">>, 1)),
+                  ?debugFmt("hot: ~b calls in 5 s, ~b traced (cap 1000/s)", [Calls, N]),
+                  ?assert(Calls > 100 * N),
+                  ?assert(N =< 1000 * 5 + ?BURST),
+                  ?assert(N >= 1000),
+                  ?assertNotEqual(nomatch, Sampling)
+          end).
+
+node_budget_test_() ->
+    %% Two hot probes with 5000/s each but a node budget of 1000/s: together they stay
+    %% within the node's budget plus one burst each.
+    ?WITH([{trace_probe_rate, 5000}, {trace_node_rate, 1000}, {trace_slot_ms, 100}],
+          fun(F) ->
+                  bind(<<"hot">>, 100, {?T, hot, 0}),
+                  bind(<<"hot2">>, 100, {?T, hot2, 0}),
+                  Self = self(),
+                  spawn(fun() -> Self ! {n, ?T:spin(hot, 5000)} end),
+                  spawn(fun() -> Self ! {n, ?T:spin(hot2, 5000)} end),
+                  [receive {n, _} -> ok end || _ <- [1, 2]],
+                  timer:sleep(100),
+                  N1 = length(insts(F, <<"hot">>)),
+                  N2 = length(insts(F, <<"hot2">>)),
+                  ?debugFmt("hot, hot2: ~b + ~b traced in 5 s (node cap 1000/s)", [N1, N2]),
+                  ?assert(N1 + N2 =< 1000 * 5 + 2 * ?BURST),
+                  ?assert(N1 > 0 andalso N2 > 0)
+          end).
+
+%%% The wire ----------------------------------------------------------------------
+
+trace_command_test_() ->
+    ?WITH([], fun(F) ->
+                      ok = dqd_fake:send(F, <<"trace;work;250;dqd_trace_target:work/1">>),
+                      {ok, _} = dqd_fake:wait_line(
+                                  F, fun(L) -> L =:= <<"ack;trace;work;250;dqd_trace_target:work/1">>
+                                     end, 3000),
+                      ok = dqd_fake:send(F, <<"sync">>),
+                      {ok, S} = dqd_fake:wait_line(
+                                  F, fun(L) -> prefix(<<"state;">>, L) andalso
+                                                   binary:match(L, <<"traced:">>) =/= nomatch
+                                     end, 3000),
+                      ?assertNotEqual(nomatch,
+                                      binary:match(S, <<";probes:work=250;traced:work=dqd_trace_target:work/1">>)),
+                      3 = ?T:work(3),
+                      [I] = wait_insts(F, <<"work">>, 1),
+                      ?assertMatch(#{status := ok}, I),
+                      %% refused: not acknowledged, the reason in the state line
+                      ok = dqd_fake:send(F, <<"trace;own;250;dqd_wrapper:state/0">>),
+                      {ok, R} = dqd_fake:wait_line(
+                                  F, fun(L) -> prefix(<<"state;">>, L) andalso
+                                                   binary:match(L, <<"own=never_traced">>) =/= nomatch
+                                     end, 3000),
+                      ?assertEqual(nomatch, binary:match(R, <<"probes:own">>)),
+                      %% a malformed function is a bad command, not applied, not acked
+                      ok = dqd_fake:send(F, <<"trace;x;250;Bad:f/1">>),
+                      ok = dqd_fake:send(F, <<"clear_timeout;work">>),
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;clear_timeout;work">> end,
+                                                   3000),
+                      ?assertEqual({match_spec, false}, our_pattern({?T, work, 1})),
+                      ?assertEqual([], clean()),
+                      Lines = dqd_fake:lines(F),
+                      ?assertNot(lists:member(<<"ack;trace;own;250;dqd_wrapper:state/0">>, Lines)),
+                      ?assertNot(lists:member(<<"ack;trace;x;250;Bad:f/1">>, Lines)),
+                      ?assertEqual(1, maps:get(bad_commands, dqd_wrapper:stats()))
+              end).
+
+parse_test() ->
+    ?assertEqual({ok, {trace, <<"p">>, 250000000, {<<"m">>, <<"f">>, 2}}},
+                 dqd_wrapper_line:parse_command(<<"trace;p;250;m:f/2">>)),
+    ?assertEqual({ok, {trace, <<"p">>, 500000, {<<"my.mod_1">>, <<"f@x">>, 255}}},
+                 dqd_wrapper_line:parse_command(<<"trace;p;0.5;my.mod_1:f@x/255">>)),
+    [?assertMatch({error, _}, dqd_wrapper_line:parse_command(L))
+     || L <- [<<"trace;p;250">>, <<"trace;p;250;m:f">>, <<"trace;p;250;m/1">>,
+              <<"trace;p;250;M:f/1">>, <<"trace;p;250;m:F/1">>, <<"trace;p;250;m:f/256">>,
+              <<"trace;p;250;m:f/-1">>, <<"trace;p;250;m:f/1x">>, <<"trace;p;250;m:f.g/1">>,
+              <<"trace;1p;250;m:f/1">>, <<"trace;p;0;m:f/1">>, <<"trace;p;250;m:f/1;x">>,
+              <<"trace;p;250;:f/1">>, <<"trace;p;250;m:/1">>, <<"trace;p;250;m:f/">>,
+              <<"trace;p;250;m:f/1000">>]].
+
+pairing_prop_test_() ->
+    ?WITH([{trace_probe_rate, 1000000}, {trace_node_rate, 1000000}],
+          fun(F) ->
+                  bind(<<"tree">>, 5000, {?T, run, 1}),
+                  ?assert(proper:quickcheck(dqd_wrapper_trace_props:prop_pairing(F), [{numtests, 40}, quiet,
+                                                              {to_file, user}]))
+          end).
