@@ -241,7 +241,9 @@ static int start_http(struct dqd *d) {
     struct api_env env = {.core = d->core, .adapt = d->adapt, .store = d->store};
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
-                             .api_token = d->opt.api_token,
+                             .api_token = d->opt.token,
+                             .allowed_hosts = d->opt.allowed_hosts,
+                             .public_reads = d->opt.public_reads,
                              .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
                              .lag_ms = d->opt.lag_ms};

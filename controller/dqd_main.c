@@ -55,6 +55,14 @@ int main(int argc, char **argv) {
         break;
     }
     log_current_level = cfg.log_level;
+    int token_warning = 0;
+    if (settings_resolve_token(&cfg, &token_warning) != DQ_OK) {
+        fprintf(stderr, "dqd: %s\n", dq_last_error());
+        return 2;
+    }
+    if (token_warning) {
+        LOG(LOG_WARN, "api_token: %s is readable by other users (chmod 600 it)", cfg.api_token);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     uv_loop_t loop;

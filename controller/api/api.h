@@ -5,8 +5,12 @@
  * the store; they never block and never write to a wrapper themselves (a change goes
  * through the core, which records it and hands its command to the sources).
  *
- * Changes (anything but GET and HEAD) need the api_token when one is set, and are refused
- * when the API listens beyond loopback without one.
+ * Every request's Host must be a loopback name, an IP address, this machine's name or one
+ * of allowed_hosts (DNS rebinding), else 403. Changes (anything but GET and HEAD) need the
+ * api_token when one is set, are refused when the API listens beyond loopback without one,
+ * are refused when their Origin is another site's (CSRF), and a body must say
+ * application/json (a text/plain or form POST is 415), except the .dq text of PUT
+ * /api/v1/diagram. Beyond loopback, reads need the token too unless public_reads.
  */
 #ifndef DQ_API_H
 #define DQ_API_H
@@ -31,7 +35,9 @@ struct api_env {
 struct api_options {
     const char *version;   /* "0.1.0" */
     const char *db;        /* the store's path */
-    const char *api_token; /* "" or NULL: none */
+    const char *api_token;     /* "" or NULL: none */
+    const char *allowed_hosts; /* extra Host names, comma-separated ("" or NULL: none) */
+    int public_reads;          /* 1: reads beyond loopback need no token */
     const char *clock;     /* "wall" or "sim" (--clock) */
     int64_t window_ms, lag_ms;
 };

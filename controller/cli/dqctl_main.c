@@ -11,6 +11,7 @@
 #include "dqctl.h"
 #include "dqctl_api.h"
 #include "dqctl_log.h"
+#include "dqctl_safe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,9 +135,18 @@ static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
     return 0;
 }
 
+static void close_safe_stdio(void) {
+    fclose(stdout); /* writes out a UTF-8 sequence the last write cut (escaped) */
+    fclose(stderr);
+}
+
 int main(int argc, char **argv) {
     struct globals g;
     int first;
+    /* text from dqd (and from whoever reached it) must not drive the terminal */
+    if (dqctl_safe_stdio() == 0) {
+        atexit(close_safe_stdio);
+    }
     if (parse_globals(argc, argv, &g, &first) < 0) {
         return DQCTL_EXIT_USAGE;
     }

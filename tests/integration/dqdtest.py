@@ -173,6 +173,11 @@ class Dqd:
         """(status, body bytes) of one HTTP request; never raises on HTTP errors."""
         data = body.encode() if isinstance(body, str) else body
         req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            # dqd takes a change's body only as JSON (a .dq diagram is text): urllib's
+            # default form type is what a cross-site page would send, and is refused
+            req.add_header("Content-Type", "text/plain" if path.startswith("/api/v1/diagram")
+                           else "application/json")
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.read()
