@@ -21,7 +21,7 @@ DESTDIR ?=
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus systemd git
+	curl procps python3 prometheus systemd git chromium
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check bench fuzz \
 	fuzz-build demo matrix install clean

@@ -898,7 +898,6 @@ static int http_is_loopback(const struct api *api) {
            strcmp(api->http_host, "localhost") == 0;
 }
 
-
 /* ---- who may ask ---------------------------------------------------------------------------
  *
  * A web page the operator opens must not be able to drive dqd: (1) DNS rebinding makes a

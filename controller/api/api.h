@@ -33,12 +33,12 @@ struct api_env {
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */
 struct api_options {
-    const char *version;   /* "0.1.0" */
-    const char *db;        /* the store's path */
+    const char *version;       /* "0.1.0" */
+    const char *db;            /* the store's path */
     const char *api_token;     /* "" or NULL: none */
     const char *allowed_hosts; /* extra Host names, comma-separated ("" or NULL: none) */
     int public_reads;          /* 1: reads beyond loopback need no token */
-    const char *clock;     /* "wall" or "sim" (--clock) */
+    const char *clock;         /* "wall" or "sim" (--clock) */
     int64_t window_ms, lag_ms;
 };
 

@@ -10,7 +10,13 @@
 
 #include "api.h"
 
-enum { API_REFUSED_HOST, API_REFUSED_ORIGIN, API_REFUSED_TYPE, API_REFUSED_TOKEN, API_REFUSED_KINDS };
+enum {
+    API_REFUSED_HOST,
+    API_REFUSED_ORIGIN,
+    API_REFUSED_TYPE,
+    API_REFUSED_TOKEN,
+    API_REFUSED_KINDS
+};
 
 struct api {
     struct api_env env;
@@ -19,7 +25,7 @@ struct api {
     char api_token[1024];
     char allowed_hosts[1024];
     int public_reads;
-    char hostname[256]; /* gethostname(): accepted as a Host */
+    char hostname[256];                  /* gethostname(): accepted as a Host */
     uint64_t refused[API_REFUSED_KINDS]; /* requests refused, by reason (/metrics) */
     char clock[8];
     int64_t window_ms, lag_ms;

@@ -131,8 +131,8 @@ static void post_diagnose(struct api *api, const struct http_request *req,
             json_decref(body);
             return;
         }
-        if (jw && !api__text_ok(res, "requested_by", json_string_value(jw),
-                                json_string_length(jw))) {
+        if (jw &&
+            !api__text_ok(res, "requested_by", json_string_value(jw), json_string_length(jw))) {
             json_decref(body);
             return;
         }

@@ -73,8 +73,8 @@ static const struct setting settings[] = {
      "DQD_API_TOKEN. The token itself is never a flag: a command line is readable by every "
      "user (/proc/PID/cmdline). With no token at all, changes are refused when --http is not "
      "a loopback address."},
-    {"allowed_hosts", "--allowed-hosts", ST_TEXT, FIELD(allowed_hosts), 0, 0, "", NULL,
-     SF_EMPTY_OK, 0,
+    {"allowed_hosts", "--allowed-hosts", ST_TEXT, FIELD(allowed_hosts), 0, 0, "", NULL, SF_EMPTY_OK,
+     0,
      "Comma-separated names a request's Host header may carry besides loopback names "
      "(localhost), IP addresses and this machine's host name: a reverse proxy's name, a "
      "Collector's service name, a DNS name Prometheus scrapes by (`name` for any port, "
@@ -153,8 +153,8 @@ static const struct setting settings[] = {
      0, "Further attempts per webhook event after a failure, with doubling backoff."},
     {"webhook_timeout", "--webhook-timeout", ST_MS, FIELD(webhook_timeout_ms), 100, 600000, "5000",
      NULL, 0, 0, "Timeout of one webhook POST in milliseconds."},
-    {"max_ingest_connections", "--max-ingest-connections", ST_INT,
-     FIELD(max_ingest_connections), 1, 65536, "512", NULL, 0, 0,
+    {"max_ingest_connections", "--max-ingest-connections", ST_INT, FIELD(max_ingest_connections), 1,
+     65536, "512", NULL, 0, 0,
      "Ingest connections open at once; a further one is closed at accept (counted). dqd also "
      "keeps 64 descriptors for the API: past its descriptor limit minus those, ingest "
      "connections are refused first."},
@@ -541,8 +541,7 @@ int settings_resolve_token(struct dqd_config *cfg, int *warning) {
         unsigned char c = (unsigned char)buf[i];
         if (c <= ' ' || c == 0x7f) {
             return dq_fail(DQ_EINVAL,
-                           "api_token: the token in %s has a blank or a control character",
-                           from);
+                           "api_token: the token in %s has a blank or a control character", from);
         }
     }
     memcpy(cfg->token, buf, n + 1);
@@ -1108,7 +1107,7 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         switch (s->type) {
         case ST_HOSTPORT:
         case ST_PATH:
-    case ST_TEXT:
+        case ST_TEXT:
             v = ((const char *)f)[0] == '\0' && (s->flags & SF_EMPTY_OK) ? json_null()
                                                                          : json_string(f);
             break;
