@@ -17,8 +17,11 @@
 #include <strings.h>
 
 #include "dq_error.h"
+#include "log.h"
 
 #define API_PREFIX "/api/v1/"
+#define API_MIN_DMAX_MS 0.001   /* the finest grid: 2^-10 ms bins */
+#define API_MAX_DMAX_MS 4194304.0 /* DQ_MAX_BINS bins of 2^10 ms */
 
 static json_t *num_or_null(double v) {
     return isfinite(v) ? json_real(v) : json_null();
@@ -390,6 +393,30 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
+    /* numbers are checked whole, before any narrowing: 4294967297 bins is not 1 bin */
+    double dmax_req = !jd ? 0 : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
+    if (jd && !(dmax_req >= API_MIN_DMAX_MS && dmax_req <= API_MAX_DMAX_MS)) {
+        http_reply_error(res, 422, "unprocessable",
+                         "dmax_ms %g is out of range [%g, %g] ms (the grid's finest and widest "
+                         "horizons)",
+                         dmax_req, API_MIN_DMAX_MS, API_MAX_DMAX_MS);
+        json_decref(body);
+        return;
+    }
+    if (jb && (json_integer_value(jb) < DQ_MIN_BINS || json_integer_value(jb) > DQ_MAX_BINS)) {
+        http_reply_error(res, 422, "unprocessable", "bins %" JSON_INTEGER_FORMAT
+                         " is out of range [%d, %d]",
+                         json_integer_value(jb), DQ_MIN_BINS, DQ_MAX_BINS);
+        json_decref(body);
+        return;
+    }
+    json_int_t servers = js && !json_is_null(js) ? json_integer_value(js) : 0;
+    if (js && !json_is_null(js) && (servers < 1 || servers > 100000)) {
+        http_reply_error(res, 422, "unprocessable",
+                         "servers must be an integer in [1, 100000], or null to unset");
+        json_decref(body);
+        return;
+    }
     struct dq_qta qta;
     if (jq && !json_is_null(jq) && core_qta_from_json(jq, &qta) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
@@ -407,16 +434,33 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
+    int created = !p;
     if (!p && probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
     }
+    /* the store must take the change, or it would be gone after a restart: try it first
+     * (a full disk refuses this write too), then check every step */
+    if (core_save_probe(core, p) != DQ_OK) {
+        http_reply_error(res, 503, "unavailable",
+                         "the store cannot record changes now (%s): nothing was changed",
+                         dq_last_error());
+        if (created) {
+            probes_remove(core_probes(core), p);
+        }
+        json_decref(body);
+        return;
+    }
     json_t *report = json_array(), *warnings = json_array();
     int commanded = 0; /* a change that sends commands was made */
+    int failed = 0;    /* a step the store refused (503) */
+    char why[320] = "";
     if (jd || jb) {
-        double dmax = !jd ? p->dmax_ms : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
+        double dmax = !jd ? p->dmax_ms : dmax_req;
         int bins = jb ? (int)json_integer_value(jb) : 0;
+        double old_dmax = p->dmax_ms;
+        int old_set = p->dmax_set, old_n = p->n, old_auto = p->auto_range;
         if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
             json_decref(body);
@@ -424,38 +468,50 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
             json_decref(warnings);
             return;
         }
-        if (p->enabled) {
-            struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
-            core_change_now(core, &ch);
-            commanded = 1;
+        struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
+        int rc = p->enabled ? core_change_now(core, &ch) : core_save_probe(core, p);
+        if (rc < 0) { /* not recorded: the grid goes back to what the store has */
+            snprintf(why, sizeof why, "dMax: %s", dq_last_error());
+            core_set_dmax(core, p, old_dmax, old_n);
+            p->dmax_set = old_set;
+            p->auto_range = old_auto;
+            failed = 1;
+        } else {
+            commanded |= p->enabled;
         }
     }
-    if (jq) {
-        core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
+    if (jq && !failed && core_set_qta(core, p, json_is_null(jq) ? NULL : &qta) != DQ_OK) {
+        snprintf(why, sizeof why, "QTA: %s", dq_last_error());
+        failed = 1;
     }
     if (p->has_qta && (jq || jd || jb)) {
         qta_warnings(p, warnings);
     }
-    if (js) {
-        json_int_t n = json_is_null(js) ? 0 : json_integer_value(js);
-        if (n < 0 || n > 100000 || (!json_is_null(js) && n == 0) ||
-            core_set_servers(core, p, (int)n) == DQ_ERANGE) {
-            http_reply_error(res, 422, "unprocessable",
-                             "servers must be an integer in [1, 100000], or null to unset");
-            json_decref(body);
-            json_decref(report);
-            json_decref(warnings);
-            return;
-        }
+    if (js && !failed && core_set_servers(core, p, (int)servers) != DQ_OK) {
+        snprintf(why, sizeof why, "servers: %s", dq_last_error());
+        failed = 1;
     }
-    if (je) {
+    if (je && !failed) {
         struct core_change ch = {
             .kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p, .report = report};
-        commanded |= core_change_needed(&ch);
-        core_change_now(core, &ch);
+        int needed = core_change_needed(&ch);
+        if (core_change_now(core, &ch) < 0) {
+            snprintf(why, sizeof why, "enabled: %s", dq_last_error());
+            failed = 1;
+        } else {
+            commanded |= needed;
+        }
     }
-    core_save_probe(core, p);
     json_decref(body);
+    if (failed) {
+        json_decref(report);
+        json_decref(warnings);
+        http_reply_error(res, 503, "unavailable",
+                         "the store did not take the change (%s); what is answered by GET "
+                         "/api/v1/probes/%s is what dqd has and keeps",
+                         why, name);
+        return;
+    }
     json_t *data = probe_summary(api, p);
     add_family(api, p, data);
     if (!commanded) {
@@ -549,6 +605,10 @@ static void diagram_reply(struct api *api, struct http_response *res) {
 static void wrapper_run(struct api *api, int run, struct http_response *res) {
     struct core_change ch = {.kind = run ? CORE_START : CORE_STOP};
     int sent = core_change_now(api->env.core, &ch);
+    if (sent == DQ_ESTORE || sent == DQ_ENOMEM) {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+        return;
+    }
     http_reply_data(res, json_pack("{s:b,s:i,s:I}", "running", run, "sent_to", sent < 0 ? 0 : sent,
                                    "not_applied", (json_int_t)ch.n_not_applied));
 }
@@ -801,6 +861,11 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_ingest_rejected_total{reason=\"late\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"future\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"probe_table_full\"} %" PRIu64 "\n"
+        "dqd_ingest_rejected_total{reason=\"new_name_rate\"} %" PRIu64 "\n"
+        "# HELP dqd_probes_evicted_total Probes only seen on the wire (never in the diagram, "
+        "enabled or configured) evicted to make room for new names.\n"
+        "# TYPE dqd_probes_evicted_total counter\n"
+        "dqd_probes_evicted_total %" PRIu64 "\n"
         "# HELP dqd_connections_total Wrapper connections accepted.\n"
         "# TYPE dqd_connections_total counter\n"
         "dqd_connections_total %" PRIu64 "\n"
@@ -818,7 +883,8 @@ static void metrics(struct api *api, struct http_response *res) {
         "# HELP dqd_store_errors_total Failed store writes.\n"
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
-        cs.instances_total, t->late, t->future, t->full, ss.connections_total, ss.connections_reset,
+        cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted,
+        ss.connections_total, ss.connections_reset,
         ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
     http_response_printf(res,
                          "# HELP dqd_http_refused_total API requests refused before their route: "
@@ -831,6 +897,44 @@ static void metrics(struct api *api, struct http_response *res) {
                          "dqd_http_refused_total{reason=\"token\"} %" PRIu64 "\n",
                          api->refused[API_REFUSED_HOST], api->refused[API_REFUSED_ORIGIN],
                          api->refused[API_REFUSED_TYPE], api->refused[API_REFUSED_TOKEN]);
+    struct http_server_stats hs = {0};
+    if (api->http) {
+        http_server_get_stats(api->http, &hs);
+    }
+    http_response_printf(
+        res,
+        "# HELP dqd_http_connections_open HTTP connections open now.\n"
+        "# TYPE dqd_http_connections_open gauge\n"
+        "dqd_http_connections_open %" PRIu64 "\n"
+        "# HELP dqd_http_connections_closed_total HTTP connections dqd closed or refused to "
+        "keep serving: shed (idle the longest, closed for a new client at the cap), rejected "
+        "(past the cap and its reserve: 503), reserve (a reserve connection that asked for "
+        "more than /-/healthy or /metrics: 503), unread (its unsent answers over the total "
+        "bound: a client that does not read), timeout (idle or request timeout).\n"
+        "# TYPE dqd_http_connections_closed_total counter\n"
+        "dqd_http_connections_closed_total{reason=\"shed\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"reserve\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"unread\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"timeout\"} %" PRIu64 "\n"
+        "# HELP dqd_http_pending_bytes Answer bytes queued for HTTP clients, not yet sent.\n"
+        "# TYPE dqd_http_pending_bytes gauge\n"
+        "dqd_http_pending_bytes %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
+        "rejected (over max_ingest_connections), junk (no valid line within "
+        "ingest_junk_timeout).\n"
+        "# TYPE dqd_ingest_connections_closed_total counter\n"
+        "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
+        hs.connections_open, hs.connections_shed, hs.connections_rejected, hs.reserve_refused,
+        hs.unread_dropped, hs.timeouts, hs.pending_bytes, ss.connections_rejected,
+        ss.connections_junk);
+    http_response_printf(res,
+                         "# HELP dqd_log_suppressed_total Log lines not written because their "
+                         "call site wrote %d already that second (the log says how many).\n"
+                         "# TYPE dqd_log_suppressed_total counter\n"
+                         "dqd_log_suppressed_total %" PRIu64 "\n",
+                         LOG_SITE_BURST, log_suppressed_total());
     metrics_alerting(api, res);
 }
 
@@ -1229,6 +1333,10 @@ void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port
     snprintf(api->http_host, sizeof api->http_host, "%s", http_host);
     api->ingest_port = ingest_port;
     api->http_port = http_port;
+}
+
+void api_set_server(struct api *api, const struct http_server *http) {
+    api->http = http;
 }
 
 void api_destroy(struct api *api) {

@@ -50,6 +50,9 @@ int api_create(const struct api_env *env, const struct api_options *o, struct ap
 void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port,
                        const char *http_host, int http_port);
 
+/* The server that serves the API (borrowed; NULL: none): its counters go to /metrics. */
+void api_set_server(struct api *api, const struct http_server *http);
+
 /* Frees the API. NULL is a no-op. */
 void api_destroy(struct api *api);
 

@@ -42,7 +42,12 @@ struct http_limits {
     size_t max_query_params;     /* name=value pairs in the query (32) -> 400 */
     size_t max_response_bytes;   /* response body (64 MiB) -> handler's reply becomes 500 */
     size_t max_pending_write;    /* per connection: stop parsing while more is unsent (1 MiB) */
-    unsigned max_connections;    /* open connections; further ones are closed at once (1024) */
+    unsigned max_connections;    /* open connections (1024): past it the connection idle the
+                                    longest is closed for the new one, else 503 */
+    unsigned reserve_connections; /* more beyond max_connections for reserve_paths only (16) */
+    const char *const *reserve_paths; /* NULL-terminated; default {"/-/healthy", "/metrics"} */
+    size_t max_total_pending;    /* unsent answers of all connections (64 MiB): past it the
+                                    connections that do not read are closed, largest first */
     uint64_t idle_timeout_ms;    /* no request in progress and nothing read (30000) */
     uint64_t request_timeout_ms; /* first byte of a request to its last (30000) -> 408 */
 };
@@ -268,6 +273,11 @@ struct http_server_stats {
     uint64_t requests;             /* requests handed to the handler */
     uint64_t bad_requests;         /* parse errors and caps (400/413/414/431) */
     uint64_t timeouts;             /* idle and request timeouts */
+    uint64_t connections_shed;     /* idle connections closed to make room for a new one */
+    uint64_t reserve_refused;      /* reserve connections that asked for another path (503) */
+    uint64_t unread_dropped;       /* connections closed because their unsent answers were
+                                      past max_total_pending (a client that does not read) */
+    uint64_t pending_bytes;        /* unsent answer bytes now, all connections */
 };
 
 typedef void (*http_server_closed_fn)(void *arg);

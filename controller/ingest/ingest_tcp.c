@@ -47,6 +47,8 @@ struct link {
     char node[WIRE_MAX_LABEL + 1];
     char app[WIRE_MAX_LABEL + 1];
     int running; /* last state line: 0/1, −1 unknown */
+    int valid;   /* a valid line came (a connection that sends none is closed in time) */
+    int inbound; /* counted in the source's n_inbound */
     /* outbound target and backoff */
     char host[64];
     int port;
@@ -86,7 +88,9 @@ struct tcp_source {
     struct link *links;
     size_t n_links;
     uint64_t next_link_id;
-    uint64_t connections_total, connections_rejected;
+    uint64_t connections_total, connections_rejected, connections_junk;
+    size_t n_inbound; /* inbound connections open */
+    struct log_limit reject_limit;
     uint64_t connections_reset, reset_written_bytes;
     uint64_t errors[WIRE_E_COUNT];
     /* shutdown */
@@ -221,6 +225,10 @@ static void link_close_tcp(struct link *l) {
 }
 
 static void link_destroy(struct link *l) {
+    if (l->inbound) {
+        l->inbound = 0;
+        l->s->n_inbound--;
+    }
     link_origin_close(l);
     l->closing = 1;
     l->connected = 0;
@@ -393,6 +401,19 @@ static void slice_copy(char *dst, size_t cap, struct wire_slice s) {
     dst[n] = '\0';
 }
 
+static void on_junk_timeout(uv_timer_t *t) {
+    struct link *l = t->data;
+    if (l->valid || l->closing) {
+        return;
+    }
+    l->s->connections_junk++;
+    LOG(LOG_WARN,
+        "link %" PRIu64 " (%s): no valid line within %lld ms of its start: closed (so that "
+        "connections that send nothing or junk cannot hold slots wrappers need)",
+        l->id, l->peer, (long long)l->s->opt.junk_timeout_ms);
+    link_destroy(l);
+}
+
 static void link_become(struct link *l, enum link_kind kind) {
     if (l->kind != LINK_UNKNOWN) {
         return;
@@ -400,6 +421,11 @@ static void link_become(struct link *l, enum link_kind kind) {
     l->kind = kind;
     if (l->timer_open) {
         uv_timer_stop(&l->timer);
+        if (l->inbound && !l->valid && l->s->opt.junk_timeout_ms > 0) {
+            uint64_t wait = (uint64_t)l->s->opt.junk_timeout_ms;
+            wait = wait > INGEST_HELLO_WAIT_MS ? wait - INGEST_HELLO_WAIT_MS : 1;
+            uv_timer_start(&l->timer, on_junk_timeout, wait, 0);
+        }
     }
     link_push_state(l);
 }
@@ -426,6 +452,7 @@ static void reconcile_state(struct link *l, const struct wire_msg *m) {
 
 /* An instance line, parsed (by wire_parse() or the splitter's fast path). */
 static inline void link_instance(struct link *l, const struct wire_msg *m) {
+    l->valid = 1;
     if (l->kind == LINK_UNKNOWN) {
         link_become(l, LINK_LEGACY);
     }
@@ -501,6 +528,7 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         link_count_error(l, rc, line, len);
         return;
     }
+    l->valid = 1;
     switch (m.kind) {
     case WIRE_INSTANCE:
         link_instance(l, &m);
@@ -626,7 +654,17 @@ static void on_connection(uv_stream_t *server, int status) {
     if (status < 0 || s->closing) {
         return;
     }
-    struct link *l = link_new(s, LINK_UNKNOWN);
+    int over = s->opt.max_connections > 0 && s->n_inbound >= (size_t)s->opt.max_connections;
+    if (over) {
+        uint64_t held;
+        if (log_limit_allow(&s->reject_limit, (int64_t)uv_now(s->loop), 1, &held)) {
+            LOG(LOG_WARN,
+                "ingest: %zu connections open, the most max_ingest_connections allows: a new "
+                "one is closed%s",
+                s->n_inbound, held ? " (and more since the last message)" : "");
+        }
+    }
+    struct link *l = over ? NULL : link_new(s, LINK_UNKNOWN);
     if (!l || uv_tcp_init(s->loop, &l->tcp) != 0) {
         /* accept and drop so the listener does not spin on the pending connection */
         uv_tcp_t *tmp = malloc(sizeof *tmp);
@@ -649,9 +687,12 @@ static void on_connection(uv_stream_t *server, int status) {
     }
     s->connections_total++;
     l->connected = 1;
+    l->inbound = 1;
+    s->n_inbound++;
     peer_name(&l->tcp, l->peer, sizeof l->peer);
     link_origin_open(l);
     uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, INGEST_KEEPALIVE_S); /* a peer that vanished is noticed */
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
     if (uv_timer_init(s->loop, &l->timer) == 0) {
         l->timer_open = 1;
@@ -693,6 +734,7 @@ static void on_outbound_connected(uv_connect_t *req, int status) {
     }
     l->connected = 1;
     l->backoff_ms = 0;
+    uv_tcp_keepalive(&l->tcp, 1, INGEST_KEEPALIVE_S);
     link_origin_open(l);
     LOG(LOG_INFO, "wrapper %s: connected to its command listener", l->peer);
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
@@ -819,6 +861,7 @@ static void tcp_stats(void *src, struct core_source_stats *st) {
     struct tcp_source *s = src;
     st->connections_total = s->connections_total;
     st->connections_rejected = s->connections_rejected;
+    st->connections_junk = s->connections_junk;
     st->connections_reset = s->connections_reset;
     st->reset_written_bytes = s->reset_written_bytes;
     memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
