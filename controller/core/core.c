@@ -746,6 +746,7 @@ static int summary_row(struct core *c, const struct probe *p, const struct dq *q
     int rc = store_window_put(c->store, &row);
     if (rc != DQ_OK) {
         c->store_errors++;
+        LOG(LOG_ERROR, "store: window of %s not recorded: %s", p->name, dq_last_error());
     }
     return rc;
 }
