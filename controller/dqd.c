@@ -151,6 +151,9 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         d->http = NULL;
     }
     if (d->webhooks) {
+        if (d->api) {
+            api_set_webhooks(d->api, NULL); /* no /metrics from a closing sender */
+        }
         d->pending_closes++;
         webhooks_close(d->webhooks, on_part_closed, d);
         d->webhooks = NULL;
@@ -314,6 +317,7 @@ static int start_http(struct dqd *d) {
     if (!rc) {
         d->http_port = http_server_port(d->http);
         api_set_server(d->api, d->http);
+        api_set_webhooks(d->api, d->webhooks);
         api_set_addresses(d->api, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest),
                           d->http_host, d->http_port);
     }

@@ -929,6 +929,26 @@ static void metrics(struct api *api, struct http_response *res) {
         hs.connections_open, hs.connections_shed, hs.connections_rejected, hs.reserve_refused,
         hs.unread_dropped, hs.timeouts, hs.pending_bytes, ss.connections_rejected,
         ss.connections_junk);
+    struct webhook_stats ws = {0};
+    if (api->webhooks) {
+        webhooks_get_stats(api->webhooks, &ws);
+    }
+    http_response_printf(res,
+                         "# HELP dqd_webhook_events_total Webhook events by outcome: delivered "
+                         "(a 2xx answer), failed (given up after the last retry), dropped "
+                         "(pushed out of a full queue).\n"
+                         "# TYPE dqd_webhook_events_total counter\n"
+                         "dqd_webhook_events_total{outcome=\"delivered\"} %" PRIu64 "\n"
+                         "dqd_webhook_events_total{outcome=\"failed\"} %" PRIu64 "\n"
+                         "dqd_webhook_events_total{outcome=\"dropped\"} %" PRIu64 "\n"
+                         "# HELP dqd_webhook_retries_total Webhook attempts that failed and "
+                         "were tried again.\n"
+                         "# TYPE dqd_webhook_retries_total counter\n"
+                         "dqd_webhook_retries_total %" PRIu64 "\n"
+                         "# HELP dqd_webhook_pending Webhook events waiting or in flight.\n"
+                         "# TYPE dqd_webhook_pending gauge\n"
+                         "dqd_webhook_pending %" PRIu64 "\n",
+                         ws.delivered, ws.failed, ws.dropped, ws.retried, ws.pending);
     http_response_printf(res,
                          "# HELP dqd_log_suppressed_total Log lines not written because their "
                          "call site wrote %d already that second (the log says how many).\n"
@@ -1337,6 +1357,10 @@ void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port
 
 void api_set_server(struct api *api, const struct http_server *http) {
     api->http = http;
+}
+
+void api_set_webhooks(struct api *api, const struct webhooks *w) {
+    api->webhooks = w;
 }
 
 void api_destroy(struct api *api) {

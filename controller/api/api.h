@@ -21,6 +21,7 @@
 #include "core.h"
 #include "http.h"
 #include "store.h"
+#include "webhook.h"
 
 struct api;
 
@@ -52,6 +53,9 @@ void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port
 
 /* The server that serves the API (borrowed; NULL: none): its counters go to /metrics. */
 void api_set_server(struct api *api, const struct http_server *http);
+
+/* The webhooks' sender (borrowed; NULL: none): its counters go to /metrics. */
+void api_set_webhooks(struct api *api, const struct webhooks *w);
 
 /* Frees the API. NULL is a no-op. */
 void api_destroy(struct api *api);

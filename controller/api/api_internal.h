@@ -28,6 +28,7 @@ struct api {
     char hostname[256];                  /* gethostname(): accepted as a Host */
     uint64_t refused[API_REFUSED_KINDS]; /* requests refused, by reason (/metrics) */
     const struct http_server *http;      /* for its counters; may be NULL */
+    const struct webhooks *webhooks;     /* for its counters; may be NULL */
     char clock[8];
     int64_t window_ms, lag_ms;
     char ingest_host[64], http_host[64];
