@@ -87,6 +87,7 @@ struct tcp_source {
     int server_open;
     struct link *links;
     size_t n_links;
+    struct link *send_hint; /* the link tcp_send found last (NULL once it is freed) */
     uint64_t next_link_id;
     uint64_t connections_total, connections_rejected, connections_junk;
     size_t n_inbound; /* inbound connections open */
@@ -160,6 +161,9 @@ static void link_free_if_closed(struct link *l) {
     }
     if (l->next) {
         l->next->prev = l->prev;
+    }
+    if (s->send_hint == l) {
+        s->send_hint = NULL;
     }
     s->n_links--;
     free(l->readbuf);
@@ -809,10 +813,20 @@ static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct cor
 
 static int tcp_send(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_t row) {
     struct tcp_source *s = src;
-    struct link *l = s->links;
-    while (l && l->id != dest) {
-        l = l->next;
+    /* a change goes to the links in the order tcp_destinations listed them: the one after
+     * the last found is nearly always the next (without the hint, 5,000 links cost
+     * 12.5 million steps per change, 0.12 s of the loop) */
+    struct link *h = s->send_hint;
+    struct link *l = h && h->next && h->next->id == dest ? h->next
+                     : h && h->id == dest                 ? h
+                                                          : NULL;
+    if (!l) {
+        l = s->links;
+        while (l && l->id != dest) {
+            l = l->next;
+        }
     }
+    s->send_hint = l;
     if (!l || !link_takes_commands(l)) {
         return dq_fail(DQ_ESTATE, "wrapper link %" PRIu64 " is gone", dest);
     }
