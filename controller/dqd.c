@@ -250,8 +250,7 @@ static void descriptor_budget(struct dqd *d) {
     }
     d->http_cap = (int)(http > 8 ? http : 8);
     d->ingest_cap = (int)(ingest > 1 ? ingest : 1);
-    if (d->ingest_cap < d->opt.max_ingest_connections ||
-        d->http_cap < (int)lim.max_connections) {
+    if (d->ingest_cap < d->opt.max_ingest_connections || d->http_cap < (int)lim.max_connections) {
         LOG(LOG_WARN,
             "only %lu file descriptors (ulimit -n): at most %d ingest and %d HTTP connections "
             "(raise the limit, e.g. LimitNOFILE= in the systemd unit)",

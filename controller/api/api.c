@@ -20,7 +20,7 @@
 #include "log.h"
 
 #define API_PREFIX "/api/v1/"
-#define API_MIN_DMAX_MS 0.001   /* the finest grid: 2^-10 ms bins */
+#define API_MIN_DMAX_MS 0.001     /* the finest grid: 2^-10 ms bins */
 #define API_MAX_DMAX_MS 4194304.0 /* DQ_MAX_BINS bins of 2^10 ms */
 
 static json_t *num_or_null(double v) {
@@ -404,8 +404,8 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         return;
     }
     if (jb && (json_integer_value(jb) < DQ_MIN_BINS || json_integer_value(jb) > DQ_MAX_BINS)) {
-        http_reply_error(res, 422, "unprocessable", "bins %" JSON_INTEGER_FORMAT
-                         " is out of range [%d, %d]",
+        http_reply_error(res, 422, "unprocessable",
+                         "bins %" JSON_INTEGER_FORMAT " is out of range [%d, %d]",
                          json_integer_value(jb), DQ_MIN_BINS, DQ_MAX_BINS);
         json_decref(body);
         return;
@@ -884,8 +884,8 @@ static void metrics(struct api *api, struct http_response *res) {
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted,
-        ss.connections_total, ss.connections_reset,
-        ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
+        ss.connections_total, ss.connections_reset, ss.reset_written_bytes, cs.windows_closed,
+        cs.store_errors);
     http_response_printf(res,
                          "# HELP dqd_http_refused_total API requests refused before their route: "
                          "a Host that is not dqd's, another site's Origin on a change, a change "

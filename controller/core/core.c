@@ -125,8 +125,7 @@ int core_set_servers(struct core *c, struct probe *p, int servers) {
 static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     struct core *c = ctx;
     struct probe *p = NULL;
-    if (!sp->enabled && !sp->always_on && !(sp->dmax_ms > 0) && !sp->qta_json &&
-        sp->servers <= 0) {
+    if (!sp->enabled && !sp->always_on && !(sp->dmax_ms > 0) && !sp->qta_json && sp->servers <= 0) {
         /* a name only seen on the wire (an older dqd stored those): not loaded, so junk
          * names sent once cannot fill the table for good */
         return 0;
@@ -1224,8 +1223,7 @@ int core_change_now(struct core *c, struct core_change *ch) {
         snprintf(why, sizeof why, "%s", dq_last_error());
         core_change_release(ch); /* store_commit rolled back */
         LOG(LOG_ERROR, "store: %s; the change is not made", why);
-        return dq_fail(DQ_ESTORE, "the store cannot record the change (%s): it is not made",
-                       why);
+        return dq_fail(DQ_ESTORE, "the store cannot record the change (%s): it is not made", why);
     }
     int sent = core_change_apply(c, ch);
     core_change_release(ch);

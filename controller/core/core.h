@@ -127,10 +127,10 @@ struct probe {
     int range_shrink; /* windows in a row that asked for a finer grid */
     int has_qta;
     struct dq_qta qta;
-    int in_diagram; /* a node of the loaded diagram carries this probe */
-    int from_wire;  /* registered by an instance, not by the diagram, config or a person */
+    int in_diagram;   /* a node of the loaded diagram carries this probe */
+    int from_wire;    /* registered by an instance, not by the diagram, config or a person */
     int64_t last_wid; /* window of its newest instance (eviction takes the oldest first) */
-    int servers;    /* servers of the station the probe measures (config), 0 = not set */
+    int servers;      /* servers of the station the probe measures (config), 0 = not set */
 
     /* its quiet windows: the lowest-rate full windows seen (the low-load baseline of a
      * station's service time), kept across restarts in the store */
@@ -223,9 +223,9 @@ struct probe_table {
     struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
-    uint64_t late;   /* END in a window already closed */
-    uint64_t future; /* END too far ahead to have an open window */
-    uint64_t full;   /* a new name but the table is full (and nothing could be evicted) */
+    uint64_t late;      /* END in a window already closed */
+    uint64_t future;    /* END too far ahead to have an open window */
+    uint64_t full;      /* a new name but the table is full (and nothing could be evicted) */
     uint64_t name_rate; /* a new name over its source's new_names_per_second */
     uint64_t evicted;   /* wire-only probes evicted to make room */
     /* new names per source (probes_set_name_limit) */
@@ -517,8 +517,8 @@ struct core_options {
     int retention_hours;    /* window summaries older than this are pruned (0: never) */
     int auto_range;         /* 1: probes without a dMax of their own auto-range (0: off) */
     double auto_range_min_ms, auto_range_max_ms; /* their dMax's range (0: 1 ms, 60 s) */
-    double new_names_per_second; /* new probe names per source (0: no limit) */
-    double new_names_burst;      /* … after a burst of this many */
+    double new_names_per_second;                 /* new probe names per source (0: no limit) */
+    double new_names_burst;                      /* … after a burst of this many */
 };
 
 /* Counters of the daemon as a whole (for status and /metrics). */

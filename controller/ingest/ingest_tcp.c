@@ -817,9 +817,7 @@ static int tcp_send(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_
      * the last found is nearly always the next (without the hint, 5,000 links cost
      * 12.5 million steps per change, 0.12 s of the loop) */
     struct link *h = s->send_hint;
-    struct link *l = h && h->next && h->next->id == dest ? h->next
-                     : h && h->id == dest                 ? h
-                                                          : NULL;
+    struct link *l = h && h->next && h->next->id == dest ? h->next : h && h->id == dest ? h : NULL;
     if (!l) {
         l = s->links;
         while (l && l->id != dest) {

@@ -1122,9 +1122,10 @@ static void test_server_unread_bound(void) {
     client_free(c);
     server_stop(&t); /* its counters are taken on the loop, the pipeliners still connected */
     struct http_server_stats *st = &t.final_stats;
-    CHECK_MSG(st->pending_bytes <= lim.max_total_pending + 1000100,
-              "pending %llu over the bound", (unsigned long long)st->pending_bytes);
-    CHECK_MSG(st->unread_dropped >= 1, "unread_dropped %llu", (unsigned long long)st->unread_dropped);
+    CHECK_MSG(st->pending_bytes <= lim.max_total_pending + 1000100, "pending %llu over the bound",
+              (unsigned long long)st->pending_bytes);
+    CHECK_MSG(st->unread_dropped >= 1, "unread_dropped %llu",
+              (unsigned long long)st->unread_dropped);
     for (int i = 0; i < N; i++) {
         client_free(cs[i]);
     }
