@@ -966,6 +966,9 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
                 from_file[strcspn(from_file, "\r\n")] = '\0';
             }
             fclose(tf);
+        } else {
+            fprintf(stderr, "dqctl: DQD_TOKEN_FILE: cannot read %s: %s (sending no token)\n",
+                    token_file, strerror(errno));
         }
         token = from_file;
     }

@@ -1065,19 +1065,20 @@ static int reserve_path(const struct http_server *s, const char *path) {
 
 /*
  * Makes room for `need` more unsent bytes under max_total_pending: closes the connections
- * that stopped reading (back-pressured), the most unsent first, never `keep`. 1 when the
- * bytes fit afterwards.
+ * that pipelined answers they do not read (more than one answer unsent, or paused by
+ * back-pressure), the most unsent first, never `keep`; a client waiting for one large
+ * answer is not one of them. 1 when the bytes fit afterwards.
  */
 static int make_room(struct http_server *s, struct http_conn *keep, size_t need) {
     while (s->stats.pending_bytes - s->doomed_bytes + need > s->lim.max_total_pending) {
         struct http_conn *worst = NULL;
         for (struct http_conn *c = s->conns; c; c = c->next) {
-            if (c != keep && !c->closing && c->pending_bytes > 0 &&
+            if (c != keep && !c->closing && (c->pending_writes > 1 || c->backpressure) &&
                 (!worst || c->pending_bytes > worst->pending_bytes)) {
                 worst = c;
             }
         }
-        if (!worst || worst->pending_bytes < s->lim.max_pending_write / 4) {
+        if (!worst) {
             return 0; /* only clients that are reading: nothing to blame */
         }
         s->stats.unread_dropped++;

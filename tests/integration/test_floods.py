@@ -94,6 +94,12 @@ def names_phase(c, dqd_bin, work):
     junk_windows = db.execute("SELECT count(*) FROM windows WHERE probe LIKE 'j%'").fetchone()[0]
     db.close()
     c.eq((junk_rows, junk_windows), (0, 0), "junk names are not persisted (probe rows, windows)")
+    # what an older dqd stored: bare probe rows of junk names, not loaded any more
+    db = sqlite3.connect(d.db)
+    db.executemany("INSERT INTO probes (name, created_ns, updated_ns) VALUES (?, 1, 1)",
+                   [("old_junk_%05d" % i,) for i in range(12000)])
+    db.commit()
+    db.close()
     d2 = Dqd(dqd_bin, work, db=d.db, window_ms=1000, lag_ms=1000)
     n = d2.status()["probes"]
     c.check(n <= 45, "after a restart the table holds the diagram's probes, not junk: %d" % n)
