@@ -517,6 +517,18 @@ int settings_resolve_token(struct dqd_config *cfg, int *warning) {
         }
     } else {
         const char *env = getenv("DQD_API_TOKEN");
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        if ((!env || !*env) && creds && *creds) {
+            /* systemd's LoadCredential=api_token:FILE: the file dqd's user may read */
+            char path[DQD_PATH_MAX];
+            snprintf(path, sizeof path, "%s/api_token", creds);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                fclose(f);
+                snprintf(cfg->api_token, sizeof cfg->api_token, "%s", path);
+                return settings_resolve_token(cfg, warning);
+            }
+        }
         if (!env || !*env) {
             return 0;
         }

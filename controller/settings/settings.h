@@ -170,7 +170,9 @@ int settings_finish(struct dqd_config *cfg);
 
 /*
  * Fills cfg->token: the first line of the file cfg->api_token names (trailing CR/LF and
- * blanks dropped), else the environment variable DQD_API_TOKEN, else "". DQ_EIO when the
+ * blanks dropped), else the environment variable DQD_API_TOKEN, else the file api_token
+ * of systemd's $CREDENTIALS_DIRECTORY (LoadCredential=api_token:FILE; cfg->api_token then
+ * names it), else "". DQ_EIO when the
  * file cannot be read, DQ_EINVAL for an empty token, one with blanks or control
  * characters, or one of DQD_TOKEN_MAX bytes or more; the message names the file. When the
  * file is readable by other users, *warning (may be NULL) is set to 1.

@@ -60,6 +60,22 @@ def body(c):
     c.check(r.returncode in (0, 1) and "unauthorized" not in r.stderr,
             "DQD_API_TOKEN: dqctl with it: %r" % r.stderr)
     de.stop(c)
+    # systemd's LoadCredential=api_token:FILE: $CREDENTIALS_DIRECTORY/api_token
+    creds = os.path.join(work, "creds")
+    os.makedirs(creds)
+    with open(os.path.join(creds, "api_token"), "w") as f:
+        f.write("fromcreds\n")
+    os.chmod(os.path.join(creds, "api_token"), 0o600)
+    os.environ["CREDENTIALS_DIRECTORY"] = creds
+    try:
+        dc = Dqd(dqd_bin, work)
+    finally:
+        del os.environ["CREDENTIALS_DIRECTORY"]
+    c.eq(dc.api("POST", "/api/v1/wrapper/stop")[0], 401, "a systemd credential: a change without it")
+    r = subprocess.run([dqctl, "stop", "--server", dc.url], capture_output=True, text=True,
+                       env=dict(os.environ, DQD_TOKEN="fromcreds"), timeout=30)
+    c.check(r.returncode in (0, 1), "a systemd credential: dqctl with it: %r" % r.stderr)
+    dc.stop(c)
     # a token file readable by others: a warning in the log
     os.chmod(tok, 0o644)
     dw = Dqd(dqd_bin, work, extra=["--api-token", tok])
