@@ -685,7 +685,11 @@ static void on_connection(uv_stream_t *server, int status) {
         return;
     }
     l->tcp_open = 1;
-    if (uv_accept(server, (uv_stream_t *)&l->tcp) != 0) {
+    int arc = uv_accept(server, (uv_stream_t *)&l->tcp);
+    if (arc != 0) {
+        /* e.g. reset by the peer while it waited in the backlog: counted, not silent */
+        s->connections_rejected++;
+        LOG(LOG_DEBUG, "ingest: accept: %s", uv_strerror(arc));
         link_destroy(l);
         return;
     }
@@ -903,7 +907,7 @@ static int tcp_start(struct ingest_source *base) {
     s->server.data = s;
     int e = uv_tcp_bind(&s->server, (struct sockaddr *)&ss, 0);
     if (!e) {
-        e = uv_listen((uv_stream_t *)&s->server, 511, on_connection);
+        e = uv_listen((uv_stream_t *)&s->server, SOMAXCONN, on_connection); /* bursts */
     }
     if (e) {
         return dq_fail(DQ_ENET, "cannot listen on %s: %s", s->listen, uv_strerror(e));

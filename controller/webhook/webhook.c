@@ -122,7 +122,8 @@ static void check_done(struct webhooks *w) {
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&j);
         long code = 0;
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
-        int ok = msg->data.result == CURLE_OK && code >= 200 && code < 300;
+        CURLcode result = msg->data.result; /* msg goes with the easy handle below */
+        int ok = result == CURLE_OK && code >= 200 && code < 300;
         curl_multi_remove_handle(w->multi, easy);
         curl_easy_cleanup(easy);
         w->inflight--;
@@ -142,8 +143,7 @@ static void check_done(struct webhooks *w) {
             /* the hook by its place in the config: a URL may carry credentials */
             LOG(LOG_WARN, "webhook %d: an event given up after %d attempts (last: %s, HTTP %ld)",
                 j->hook + 1, j->attempts,
-                msg->data.result == CURLE_OK ? "answered" : curl_easy_strerror(msg->data.result),
-                code);
+                result == CURLE_OK ? "answered" : curl_easy_strerror(result), code);
             unlink_job(w, j);
             job_free(j);
         } else {
