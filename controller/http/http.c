@@ -33,6 +33,7 @@
 #define HTTP_ERROR_MSG_MAX 1024 /* error envelope message cap */
 #define HTTP_HEAD_MAX (HTTP_RESPONSE_MAX_EXTRA + 512)
 #define HTTP_NO_VALUE UINT32_MAX
+#define HTTP_SMALL_ANSWER 65536 /* answers this small are sent past max_total_pending */
 
 /* ---- limits ------------------------------------------------------------------------ */
 
@@ -1027,6 +1028,10 @@ static void conn_send(struct http_conn *c, struct http_response *res, int keep_a
     char *body = NULL;
     size_t body_len = 0;
     if (!head_only && res->len) {
+        if (res->cap - res->len > 65536) { /* doubling left up to half unused: give it back */
+            char *fit = realloc(res->body, res->len);
+            res->body = fit ? fit : res->body;
+        }
         body = res->body;
         body_len = res->len;
         res->body = NULL;
@@ -1086,7 +1091,10 @@ static int make_room(struct http_server *s, struct http_conn *keep, size_t need)
         s->doomed_bytes += worst->pending_bytes;
         conn_close(worst);
     }
-    return 1;
+    /* the closed connections' answers are freed only when the loop has run their close
+     * callbacks: until then this answer waits (a 503), or many connections read in the
+     * same turn would each hold a large answer at once */
+    return s->stats.pending_bytes + need <= s->lim.max_total_pending;
 }
 
 static int on_request(void *ctx, const struct http_request *req) {
@@ -1096,6 +1104,7 @@ static int on_request(void *ctx, const struct http_request *req) {
     http_response_init(&res, s->lim.max_response_bytes);
     s->stats.requests++;
     c->last_active = uv_now(s->loop);
+    int full = 0;
     if (c->reserve && !reserve_path(s, req->path)) {
         s->stats.reserve_refused++;
         http_reply_error(&res, 503, "unavailable",
@@ -1103,13 +1112,26 @@ static int on_request(void *ctx, const struct http_request *req) {
                          "/metrics",
                          s->lim.reserve_connections);
         res.close = 1;
+    } else if (s->stats.pending_bytes >= s->lim.max_total_pending && !reserve_path(s, req->path)) {
+        full = 1; /* not even built: the unread answers already fill the bound */
     } else {
         s->handler(s->ctx, req, &res);
     }
-    if (!res.overflow && !make_room(s, c, res.len)) {
+    /* a small answer always goes (health checks answer whatever the others do); a large
+     * one only within the bound, else a 503 that ends the connection, so a pipelining
+     * client costs at most one answer built in vain */
+    if (full) {
+        res.close = 1;
+        s->stats.unread_dropped++;
         http_reply_error(&res, 503, "unavailable",
                          "dqd holds %zu bytes of answers its clients have not read: try later",
                          (size_t)s->stats.pending_bytes);
+    } else if (!res.overflow && !make_room(s, c, res.len) && res.len > HTTP_SMALL_ANSWER) {
+        s->stats.unread_dropped++;
+        http_reply_error(&res, 503, "unavailable",
+                         "dqd holds %zu bytes of answers its clients have not read: try later",
+                         (size_t)s->stats.pending_bytes);
+        res.close = 1;
     }
     if (c->closing) {
         http_response_release(&res);

@@ -47,7 +47,9 @@ struct http_limits {
     unsigned reserve_connections; /* more beyond max_connections for reserve_paths only (16) */
     const char *const *reserve_paths; /* NULL-terminated; default {"/-/healthy", "/metrics"} */
     size_t max_total_pending;         /* unsent answers of all connections (64 MiB): past it the
-                                         connections that do not read are closed, largest first */
+                                         connections that pipelined answers they do not read are
+                                         closed, largest first; an answer over 64 KiB that still
+                                         does not fit is a 503 that ends its connection */
     uint64_t idle_timeout_ms;         /* no request in progress and nothing read (30000) */
     uint64_t request_timeout_ms;      /* first byte of a request to its last (30000) -> 408 */
 };
@@ -275,8 +277,9 @@ struct http_server_stats {
     uint64_t timeouts;             /* idle and request timeouts */
     uint64_t connections_shed;     /* idle connections closed to make room for a new one */
     uint64_t reserve_refused;      /* reserve connections that asked for another path (503) */
-    uint64_t unread_dropped;       /* connections closed because their unsent answers were
-                                      past max_total_pending (a client that does not read) */
+    uint64_t unread_dropped;       /* connections closed because the unsent answers were
+                                      past max_total_pending (a client that does not read),
+                                      or answered 503 and ended for it */
     uint64_t pending_bytes;        /* unsent answer bytes now, all connections */
 };
 
