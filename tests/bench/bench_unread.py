@@ -14,6 +14,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+import os
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from dqdtest import pipeliner  # noqa: E402
 
 
 def rss_mb(pid):
@@ -42,17 +46,8 @@ def main():
     url = "http://127.0.0.1:%d" % http
     size = len(urllib.request.urlopen(url + "/metrics").read())
     base = rss_mb(p.pid)
-    req = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 400
     for _ in range(40):
-        c = socket.socket()
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        c.connect(("127.0.0.1", http))
-        c.setblocking(False)
-        try:
-            c.send(req)
-        except OSError:
-            pass
-        held.append(c)
+        held.append(pipeliner(http))
     peak = base
     for _ in range(20):
         time.sleep(0.5)

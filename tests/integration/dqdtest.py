@@ -563,3 +563,21 @@ class HeldSim:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+def pipeliner(port, path="/metrics", n=400):
+    """A client that pipelines n GET path on a 4 KiB receive window and never reads (the
+    socket, for the caller to close); OSError when it cannot connect."""
+    req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode() * n
+    p = socket.socket()
+    p.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        p.connect(("127.0.0.1", port))
+        p.setblocking(False)
+        p.send(req)
+    except BlockingIOError:
+        pass
+    except OSError:
+        p.close()
+        raise
+    return p

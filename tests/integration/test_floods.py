@@ -22,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dqdtest import Dqd, make_workdir, remove_workdir, run_script
+from dqdtest import Dqd, make_workdir, pipeliner, remove_workdir, run_script
 
 RSS_BOUND_MB = 160  # the bound docs/running.md states for this soak's load
 FD_LIMIT = 256
@@ -242,18 +242,9 @@ def soak_phase(c, dqd_bin, work):
         except OSError:
             break
     # clients that pipeline GET /metrics and never read, with a tiny receive window
-    req = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 400
     for _ in range(40):
         try:
-            p = socket.socket()
-            p.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            p.connect(("127.0.0.1", d.http_port))
-            p.setblocking(False)
-            try:
-                p.send(req)
-            except OSError:
-                pass
-            held.append(p)
+            held.append(pipeliner(d.http_port))
         except OSError:
             break
     scrapes = 0
