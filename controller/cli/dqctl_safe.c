@@ -106,6 +106,15 @@ size_t dqctl_escape_stream(struct dqctl_esc *st, const char *in, size_t n, char 
             i++;
             continue;
         }
+        int tail_ok = 1; /* what the chunk holds of its tail are continuation bytes */
+        for (size_t k = i + 1; k < n && k < i + len; k++) {
+            tail_ok &= ((unsigned char)in[k] & 0xc0) == 0x80;
+        }
+        if (i + len > n && !tail_ok) {
+            o += put_hex(out + o, c); /* a lead byte without its tail: not UTF-8 */
+            i++;
+            continue;
+        }
         if (i + len > n) { /* cut by the end of the chunk: keep it */
             st->need = len;
             st->npend = n - i;

@@ -50,5 +50,8 @@ int main(void) {
     EXPECT("\xe2\x94z", "\\xe2\\x94z");
     EXPECT("\xc0\xaf", "\\xc0\\xaf");          /* overlong */
     EXPECT("\xed\xa0\x80", "\\xed\\xa0\\x80"); /* a surrogate */
+    EXPECT("\xe2"
+           "d\x1b",
+           "\\xe2d\\x1b"); /* a lead byte, then ASCII (found by the fuzzer) */
     return check_done();
 }
