@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "adapt.h"
 #include "api.h"
@@ -46,6 +47,7 @@ struct dqd {
     int http_port;
     uv_timer_t window_timer;
     int window_timer_open;
+    int ingest_cap, http_cap; /* connections, within the descriptor limit */
     /* shutdown */
     int closing, pending_closes;
     void (*on_closed)(void *);
@@ -69,6 +71,7 @@ static void on_window(void *ctx, int64_t wid) {
 static void close_due(struct dqd *d) {
     core_close_due(d->core, clock_now(&d->clock), on_window, d);
     core_prune_if_due(d->core);
+    log_report_suppressed(); /* repeated lines held back in the last second */
 }
 
 static void schedule_window_timer(struct dqd *d);
@@ -188,6 +191,9 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         d->otlp = NULL;
     }
     if (d->webhooks) {
+        if (d->api) {
+            api_set_webhooks(d->api, NULL); /* no /metrics from a closing sender */
+        }
         d->pending_closes++;
         webhooks_close(d->webhooks, on_part_closed, d);
         d->webhooks = NULL;
@@ -263,6 +269,45 @@ static int create_adapt(struct dqd *d) {
     return rc;
 }
 
+/*
+ * Splits the descriptors dqd may open between its connections: the soft limit is raised to
+ * the hard one, DQD_FD_RESERVE stay for the store, stdio, the listeners and webhooks, the
+ * API gets its connections and their reserve first (so /-/healthy and /metrics answer
+ * whatever the wrappers do), the ingest port what is left (at most max_ingest_connections).
+ */
+static void descriptor_budget(struct dqd *d) {
+    struct rlimit rl;
+    rlim_t avail = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+        if (rl.rlim_cur < want) {
+            rl.rlim_cur = want;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        avail = rl.rlim_cur;
+    }
+    struct http_limits lim;
+    http_limits_default(&lim);
+    long budget = avail > DQD_FD_RESERVE + 32 ? (long)(avail - DQD_FD_RESERVE) : 32;
+    long http = (long)lim.max_connections;
+    if (http > budget / 2) {
+        http = budget / 2;
+    }
+    long ingest = budget - http - (long)lim.reserve_connections;
+    if (ingest > d->opt.max_ingest_connections) {
+        ingest = d->opt.max_ingest_connections;
+    }
+    d->http_cap = (int)(http > 8 ? http : 8);
+    d->ingest_cap = (int)(ingest > 1 ? ingest : 1);
+    if (d->ingest_cap < d->opt.max_ingest_connections || d->http_cap < (int)lim.max_connections) {
+        LOG(LOG_WARN,
+            "only %lu file descriptors (ulimit -n): at most %d ingest and %d HTTP connections "
+            "(raise the limit, e.g. LimitNOFILE= in the systemd unit)",
+            (unsigned long)avail, d->ingest_cap, d->http_cap);
+    }
+}
+
 static int start_ingest(struct dqd *d) {
     const char *wrappers[DQD_MAX_WRAPPERS];
     for (int i = 0; i < d->opt.n_wrappers; i++) {
@@ -273,6 +318,8 @@ static int start_ingest(struct dqd *d) {
         .wrappers = wrappers,
         .n_wrappers = d->opt.n_wrappers,
         .legacy_commands = d->opt.legacy_commands,
+        .max_connections = d->ingest_cap,
+        .junk_timeout_ms = d->opt.ingest_junk_timeout_ms,
         .on_clock = d->opt.clock == DQD_CLOCK_SIM ? on_sim_clock : NULL,
         .clock_ctx = d,
     };
@@ -291,7 +338,7 @@ static int start_ingest(struct dqd *d) {
 static int start_otlp(struct dqd *d) {
     const struct dqd_config *o = &d->opt;
     struct otlp_options oo = {.listen = o->otlp,
-                              .api_token = o->api_token,
+                              .api_token = o->token, /* read from api_token's file */
                               .silence_ns = o->otlp_silence_ms * 1000000,
                               .max_body = (size_t)o->otlp_max_body,
                               .max_spans_per_second = o->otlp_max_spans_per_second,
@@ -316,7 +363,9 @@ static int start_http(struct dqd *d) {
                           .otlp = d->otlp};
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
-                             .api_token = d->opt.api_token,
+                             .api_token = d->opt.token,
+                             .allowed_hosts = d->opt.allowed_hosts,
+                             .public_reads = d->opt.public_reads,
                              .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
                              .lag_ms = close_lag_ms(&d->opt)};
@@ -329,6 +378,7 @@ static int start_http(struct dqd *d) {
     }
     struct http_limits lim;
     http_limits_default(&lim);
+    lim.max_connections = (unsigned)d->http_cap;
     if (!rc) {
         rc = http_server_create(d->loop, &lim, api_handle, d->api, &d->http);
     }
@@ -341,6 +391,8 @@ static int start_http(struct dqd *d) {
     if (!rc) {
         core_set_observer(d->core, on_probe_change, d);
         d->http_port = http_server_port(d->http);
+        api_set_server(d->api, d->http);
+        api_set_webhooks(d->api, d->webhooks);
         api_set_addresses(d->api, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest),
                           d->http_host, d->http_port);
     }
@@ -390,6 +442,8 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .retention_hours = o->retention_hours,
                                   .auto_range = o->auto_range,
                                   .auto_range_min_ms = o->auto_range_min_ms,
+                                  .new_names_per_second = o->new_names_per_second,
+                                  .new_names_burst = o->new_names_burst,
                                   .auto_range_max_ms = o->auto_range_max_ms};
         rc = core_create(&co, d->store, &d->clock, &d->core);
         if (rc) {
@@ -416,6 +470,7 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         rc = create_adapt(d);
     }
     if (!rc) {
+        descriptor_budget(d);
         rc = start_ingest(d);
     }
     if (!rc && o->otlp[0]) {

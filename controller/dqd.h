@@ -18,6 +18,7 @@
 #endif
 #define DQD_VERSION DQ_VERSION
 #define DQD_MAX_PROBES 10000 /* probes one daemon tracks */
+#define DQD_FD_RESERVE 64    /* descriptors kept for the store, stdio, listeners, webhooks */
 
 struct dqd;
 

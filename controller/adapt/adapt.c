@@ -194,6 +194,10 @@ static int commit_round(struct plan *pl, int64_t wid) {
         if (rc != DQ_ENOMEM) {
             core_count_store_error(a->env.core);
         }
+        LOG(LOG_ERROR,
+            "store: window %lld and its decisions not recorded (%s): nothing was sent; the "
+            "window is decided again",
+            (long long)wid, dq_last_error());
         adapt__plan_drop(pl);
         return rc;
     }

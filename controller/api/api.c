@@ -12,11 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <strings.h>
 
 #include "dq_error.h"
 #include "web.h"
+#include "log.h"
 
 #define API_PREFIX "/api/v1/"
+#define API_MIN_DMAX_MS 0.001     /* the finest grid: 2^-10 ms bins */
+#define API_MAX_DMAX_MS 4194304.0 /* DQ_MAX_BINS bins of 2^10 ms */
 
 static json_t *num_or_null(double v) {
     return isfinite(v) ? json_real(v) : json_null();
@@ -511,6 +517,30 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
+    /* numbers are checked whole, before any narrowing: 4294967297 bins is not 1 bin */
+    double dmax_req = !jd ? 0 : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
+    if (jd && !(dmax_req >= API_MIN_DMAX_MS && dmax_req <= API_MAX_DMAX_MS)) {
+        http_reply_error(res, 422, "unprocessable",
+                         "dmax_ms %g is out of range [%g, %g] ms (the grid's finest and widest "
+                         "horizons)",
+                         dmax_req, API_MIN_DMAX_MS, API_MAX_DMAX_MS);
+        json_decref(body);
+        return;
+    }
+    if (jb && (json_integer_value(jb) < DQ_MIN_BINS || json_integer_value(jb) > DQ_MAX_BINS)) {
+        http_reply_error(res, 422, "unprocessable",
+                         "bins %" JSON_INTEGER_FORMAT " is out of range [%d, %d]",
+                         json_integer_value(jb), DQ_MIN_BINS, DQ_MAX_BINS);
+        json_decref(body);
+        return;
+    }
+    json_int_t servers = js && !json_is_null(js) ? json_integer_value(js) : 0;
+    if (js && !json_is_null(js) && (servers < 1 || servers > 100000)) {
+        http_reply_error(res, 422, "unprocessable",
+                         "servers must be an integer in [1, 100000], or null to unset");
+        json_decref(body);
+        return;
+    }
     struct dq_qta qta;
     if (jq && !json_is_null(jq) && core_qta_from_json(jq, &qta) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
@@ -528,16 +558,33 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
         json_decref(body);
         return;
     }
+    int created = !p;
     if (!p && probes_get(core_probes(core), name, strlen(name), &p) != DQ_OK) {
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         json_decref(body);
         return;
     }
+    /* the store must take the change, or it would be gone after a restart: try it first
+     * (a full disk refuses this write too), then check every step */
+    if (core_save_probe(core, p) != DQ_OK) {
+        http_reply_error(res, 503, "unavailable",
+                         "the store cannot record changes now (%s): nothing was changed",
+                         dq_last_error());
+        if (created) {
+            probes_remove(core_probes(core), p);
+        }
+        json_decref(body);
+        return;
+    }
     json_t *report = json_array(), *warnings = json_array();
     int commanded = 0; /* a change that sends commands was made */
+    int failed = 0;    /* a step the store refused (503) */
+    char why[320] = "";
     if (jd || jb) {
-        double dmax = !jd ? p->dmax_ms : json_is_string(jd) ? dmax_s * 1e3 : json_number_value(jd);
+        double dmax = !jd ? p->dmax_ms : dmax_req;
         int bins = jb ? (int)json_integer_value(jb) : 0;
+        double old_dmax = p->dmax_ms;
+        int old_set = p->dmax_set, old_n = p->n, old_auto = p->auto_range;
         if (core_set_dmax(core, p, dmax, bins) != DQ_OK) {
             http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
             json_decref(body);
@@ -545,38 +592,50 @@ static void put_probe(struct api *api, const char *name, const struct http_reque
             json_decref(warnings);
             return;
         }
-        if (p->enabled) {
-            struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
-            core_change_now(core, &ch);
-            commanded = 1;
+        struct core_change ch = {.kind = CORE_RESEND, .probe = p, .report = report};
+        int rc = p->enabled ? core_change_now(core, &ch) : core_save_probe(core, p);
+        if (rc < 0) { /* not recorded: the grid goes back to what the store has */
+            snprintf(why, sizeof why, "dMax: %s", dq_last_error());
+            core_set_dmax(core, p, old_dmax, old_n);
+            p->dmax_set = old_set;
+            p->auto_range = old_auto;
+            failed = 1;
+        } else {
+            commanded |= p->enabled;
         }
     }
-    if (jq) {
-        core_set_qta(core, p, json_is_null(jq) ? NULL : &qta);
+    if (jq && !failed && core_set_qta(core, p, json_is_null(jq) ? NULL : &qta) != DQ_OK) {
+        snprintf(why, sizeof why, "QTA: %s", dq_last_error());
+        failed = 1;
     }
     if (p->has_qta && (jq || jd || jb)) {
         qta_warnings(p, warnings);
     }
-    if (js) {
-        json_int_t n = json_is_null(js) ? 0 : json_integer_value(js);
-        if (n < 0 || n > 100000 || (!json_is_null(js) && n == 0) ||
-            core_set_servers(core, p, (int)n) == DQ_ERANGE) {
-            http_reply_error(res, 422, "unprocessable",
-                             "servers must be an integer in [1, 100000], or null to unset");
-            json_decref(body);
-            json_decref(report);
-            json_decref(warnings);
-            return;
-        }
+    if (js && !failed && core_set_servers(core, p, (int)servers) != DQ_OK) {
+        snprintf(why, sizeof why, "servers: %s", dq_last_error());
+        failed = 1;
     }
-    if (je) {
+    if (je && !failed) {
         struct core_change ch = {
             .kind = json_is_true(je) ? CORE_ENABLE : CORE_DISABLE, .probe = p, .report = report};
-        commanded |= core_change_needed(&ch);
-        core_change_now(core, &ch);
+        int needed = core_change_needed(&ch);
+        if (core_change_now(core, &ch) < 0) {
+            snprintf(why, sizeof why, "enabled: %s", dq_last_error());
+            failed = 1;
+        } else {
+            commanded |= needed;
+        }
     }
-    core_save_probe(core, p);
     json_decref(body);
+    if (failed) {
+        json_decref(report);
+        json_decref(warnings);
+        http_reply_error(res, 503, "unavailable",
+                         "the store did not take the change (%s); what is answered by GET "
+                         "/api/v1/probes/%s is what dqd has and keeps",
+                         why, name);
+        return;
+    }
     json_t *data = probe_summary(api, p);
     add_family(api, p, data);
     if (!commanded) {
@@ -692,6 +751,10 @@ static void diagram_reply(struct api *api, struct http_response *res) {
 static void wrapper_run(struct api *api, int run, struct http_response *res) {
     struct core_change ch = {.kind = run ? CORE_START : CORE_STOP};
     int sent = core_change_now(api->env.core, &ch);
+    if (sent == DQ_ESTORE || sent == DQ_ENOMEM) {
+        http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
+        return;
+    }
     http_reply_data(res, json_pack("{s:b,s:i,s:I}", "running", run, "sent_to", sent < 0 ? 0 : sent,
                                    "not_applied", (json_int_t)ch.n_not_applied));
 }
@@ -1005,6 +1068,11 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_ingest_rejected_total{reason=\"late\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"future\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"probe_table_full\"} %" PRIu64 "\n"
+        "dqd_ingest_rejected_total{reason=\"new_name_rate\"} %" PRIu64 "\n"
+        "# HELP dqd_probes_evicted_total Probes only seen on the wire (never in the diagram, "
+        "enabled or configured) evicted to make room for new names.\n"
+        "# TYPE dqd_probes_evicted_total counter\n"
+        "dqd_probes_evicted_total %" PRIu64 "\n"
         "# HELP dqd_connections_total Wrapper connections accepted.\n"
         "# TYPE dqd_connections_total counter\n"
         "dqd_connections_total %" PRIu64 "\n"
@@ -1022,8 +1090,78 @@ static void metrics(struct api *api, struct http_response *res) {
         "# HELP dqd_store_errors_total Failed store writes.\n"
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
-        cs.instances_total, t->late, t->future, t->full, ss.connections_total, ss.connections_reset,
-        ss.reset_written_bytes, cs.windows_closed, cs.store_errors);
+        cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted,
+        ss.connections_total, ss.connections_reset, ss.reset_written_bytes, cs.windows_closed,
+        cs.store_errors);
+    http_response_printf(res,
+                         "# HELP dqd_http_refused_total API requests refused before their route: "
+                         "a Host that is not dqd's, another site's Origin on a change, a change "
+                         "without a JSON Content-Type, a missing or wrong token.\n"
+                         "# TYPE dqd_http_refused_total counter\n"
+                         "dqd_http_refused_total{reason=\"host\"} %" PRIu64 "\n"
+                         "dqd_http_refused_total{reason=\"origin\"} %" PRIu64 "\n"
+                         "dqd_http_refused_total{reason=\"content_type\"} %" PRIu64 "\n"
+                         "dqd_http_refused_total{reason=\"token\"} %" PRIu64 "\n",
+                         api->refused[API_REFUSED_HOST], api->refused[API_REFUSED_ORIGIN],
+                         api->refused[API_REFUSED_TYPE], api->refused[API_REFUSED_TOKEN]);
+    struct http_server_stats hs = {0};
+    if (api->http) {
+        http_server_get_stats(api->http, &hs);
+    }
+    http_response_printf(
+        res,
+        "# HELP dqd_http_connections_open HTTP connections open now.\n"
+        "# TYPE dqd_http_connections_open gauge\n"
+        "dqd_http_connections_open %" PRIu64 "\n"
+        "# HELP dqd_http_connections_closed_total HTTP connections dqd closed or refused to "
+        "keep serving: shed (idle the longest, closed for a new client at the cap), rejected "
+        "(past the cap and its reserve: 503), reserve (a reserve connection that asked for "
+        "more than /-/healthy or /metrics: 503), unread (its unsent answers over the total "
+        "bound: a client that does not read), timeout (idle or request timeout).\n"
+        "# TYPE dqd_http_connections_closed_total counter\n"
+        "dqd_http_connections_closed_total{reason=\"shed\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"reserve\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"unread\"} %" PRIu64 "\n"
+        "dqd_http_connections_closed_total{reason=\"timeout\"} %" PRIu64 "\n"
+        "# HELP dqd_http_pending_bytes Answer bytes queued for HTTP clients, not yet sent.\n"
+        "# TYPE dqd_http_pending_bytes gauge\n"
+        "dqd_http_pending_bytes %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
+        "rejected (over max_ingest_connections), junk (no valid line within "
+        "ingest_junk_timeout).\n"
+        "# TYPE dqd_ingest_connections_closed_total counter\n"
+        "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
+        hs.connections_open, hs.connections_shed, hs.connections_rejected, hs.reserve_refused,
+        hs.unread_dropped, hs.timeouts, hs.pending_bytes, ss.connections_rejected,
+        ss.connections_junk);
+    struct webhook_stats ws = {0};
+    if (api->webhooks) {
+        webhooks_get_stats(api->webhooks, &ws);
+    }
+    http_response_printf(res,
+                         "# HELP dqd_webhook_events_total Webhook events by outcome: delivered "
+                         "(a 2xx answer), failed (given up after the last retry), dropped "
+                         "(pushed out of a full queue).\n"
+                         "# TYPE dqd_webhook_events_total counter\n"
+                         "dqd_webhook_events_total{outcome=\"delivered\"} %" PRIu64 "\n"
+                         "dqd_webhook_events_total{outcome=\"failed\"} %" PRIu64 "\n"
+                         "dqd_webhook_events_total{outcome=\"dropped\"} %" PRIu64 "\n"
+                         "# HELP dqd_webhook_retries_total Webhook attempts that failed and "
+                         "were tried again.\n"
+                         "# TYPE dqd_webhook_retries_total counter\n"
+                         "dqd_webhook_retries_total %" PRIu64 "\n"
+                         "# HELP dqd_webhook_pending Webhook events waiting or in flight.\n"
+                         "# TYPE dqd_webhook_pending gauge\n"
+                         "dqd_webhook_pending %" PRIu64 "\n",
+                         ws.delivered, ws.failed, ws.dropped, ws.retried, ws.pending);
+    http_response_printf(res,
+                         "# HELP dqd_log_suppressed_total Log lines not written because their "
+                         "call site wrote %d already that second (the log says how many).\n"
+                         "# TYPE dqd_log_suppressed_total counter\n"
+                         "dqd_log_suppressed_total %" PRIu64 "\n",
+                         LOG_SITE_BURST, log_suppressed_total());
     if (api->env.otlp) {
         metrics_otlp(api->env.otlp, res);
     }
@@ -1141,31 +1279,235 @@ static int http_is_loopback(const struct api *api) {
            strcmp(api->http_host, "localhost") == 0;
 }
 
-/* Changes need the api_token when one is set, and are refused beyond loopback without. */
-static int authorized(const struct api *api, const struct http_request *req,
-                      struct http_response *res) {
-    if (strcmp(req->method_name, "GET") == 0 || strcmp(req->method_name, "HEAD") == 0) {
+/* ---- who may ask ---------------------------------------------------------------------------
+ *
+ * A web page the operator opens must not be able to drive dqd: (1) DNS rebinding makes a
+ * page's own name resolve to 127.0.0.1, so the Host header names the attacker's domain:
+ * every request must carry a Host dqd knows as its own; (2) a page on another site can
+ * send a POST without asking (text/plain or a form): a change whose Origin is another
+ * site's is refused, and a body must say application/json, which a browser does not send
+ * across sites without a CORS preflight dqd never grants.
+ */
+
+/* Case-insensitive equality of a[0, n) and the string b. */
+static int eq_n(const char *a, size_t n, const char *b) {
+    return strlen(b) == n && strncasecmp(a, b, n) == 0;
+}
+
+/* 1 when host[0, n) (no port, no brackets) is an IP address literal. */
+static int is_ip_literal(const char *host, size_t n, int bracketed) {
+    char buf[64];
+    if (n == 0 || n >= sizeof buf) {
+        return 0;
+    }
+    memcpy(buf, host, n);
+    buf[n] = '\0';
+    unsigned char addr[16];
+    return bracketed ? inet_pton(AF_INET6, buf, addr) == 1 : inet_pton(AF_INET, buf, addr) == 1;
+}
+
+/* Whether one allowed_hosts entry e[0, en) matches host[0, hn) with the Host's full value
+ * full[0, fn) (host plus ":port"). */
+static int entry_matches(const char *e, size_t en, const char *host, size_t hn, const char *full,
+                         size_t fn) {
+    if (en == 1 && e[0] == '*') {
         return 1;
     }
-    const char *token = api->api_token;
-    if (!token[0]) {
-        if (http_is_loopback(api)) {
+    if (en > 1 && e[0] == '.') { /* every name under a domain */
+        return hn > en && strncasecmp(host + hn - en, e, en) == 0;
+    }
+    if (memchr(e, ':', en) && e[0] != '[') { /* name:port */
+        return en == fn && strncasecmp(full, e, en) == 0;
+    }
+    return en == hn && strncasecmp(host, e, en) == 0;
+}
+
+int api__host_allowed(const struct api *api, const char *value) {
+    size_t fn = strlen(value);
+    const char *host = value;
+    size_t hn = fn;
+    int bracketed = 0;
+    if (fn > 0 && value[0] == '[') {
+        const char *close = memchr(value, ']', fn);
+        if (!close) {
+            return 0;
+        }
+        host = value + 1;
+        hn = (size_t)(close - host);
+        bracketed = 1;
+    } else {
+        const char *colon = memchr(value, ':', fn);
+        if (colon) {
+            hn = (size_t)(colon - value);
+        }
+    }
+    if (hn == 0) {
+        return 0;
+    }
+    if (hn > 0 && host[hn - 1] == '.' && !bracketed) {
+        hn--; /* "localhost." is "localhost" */
+    }
+    if (is_ip_literal(host, hn, bracketed) || eq_n(host, hn, "localhost") ||
+        (hn > 10 && strncasecmp(host + hn - 10, ".localhost", 10) == 0) ||
+        (api->hostname[0] && eq_n(host, hn, api->hostname))) {
+        return 1;
+    }
+    const char *e = api->allowed_hosts;
+    while (*e) {
+        size_t en = strcspn(e, ",");
+        const char *x = e;
+        size_t xn = en;
+        while (xn && (*x == ' ' || *x == '\t')) {
+            x++, xn--;
+        }
+        while (xn && (x[xn - 1] == ' ' || x[xn - 1] == '\t')) {
+            xn--;
+        }
+        if (xn && entry_matches(x, xn, host, hn, value, fn)) {
             return 1;
         }
+        e += en + (e[en] == ',');
+    }
+    return 0;
+}
+
+int api__text_ok(struct http_response *res, const char *field, const char *s, size_t len) {
+    if (len > API_TEXT_MAX) {
+        http_reply_error(res, 422, "unprocessable", "%s is %zu bytes long; at most %d", field, len,
+                         API_TEXT_MAX);
+        return 0;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int c1 = c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+                 (unsigned char)s[i + 1] <= 0x9f;
+        if (c < 0x20 || c == 0x7f || c1) {
+            http_reply_error(res, 422, "unprocessable",
+                             "%s has a control character at byte %zu (a terminal would act on it)",
+                             field, i);
+            return 0;
+        }
+    }
+    json_t *utf8 = json_stringn(s, len); /* NULL for bytes that are not UTF-8 */
+    if (!utf8) {
+        http_reply_error(res, 422, "unprocessable", "%s is not UTF-8", field);
+        return 0;
+    }
+    json_decref(utf8);
+    return 1;
+}
+
+/* 1 when the Content-Type value is application/json (parameters allowed). */
+static int is_json_type(const char *ct) {
+    static const char aj[] = "application/json";
+    if (!ct || strncasecmp(ct, aj, sizeof aj - 1) != 0) {
+        return 0;
+    }
+    char after = ct[sizeof aj - 1];
+    return after == '\0' || after == ';' || after == ' ' || after == '\t';
+}
+
+/* The Origin is "http://" or "https://" followed by the Host. */
+static int same_origin(const char *origin, const char *host) {
+    const char *rest = strncasecmp(origin, "http://", 7) == 0    ? origin + 7
+                       : strncasecmp(origin, "https://", 8) == 0 ? origin + 8
+                                                                 : NULL;
+    return rest && host && strcasecmp(rest, host) == 0;
+}
+
+/* Paths a read beyond loopback may ask for without the token: the health check (for load
+ * balancers and orchestrators) and the dashboard's static files (a browser loads those
+ * before the page can send a token). */
+static int open_path(const char *path) {
+    return strcmp(path, "/-/healthy") == 0 || strcmp(path, "/") == 0 ||
+           strncmp(path, "/assets/", 8) == 0;
+}
+
+static int token_ok(const struct api *api, const struct http_request *req) {
+    const char *auth = http_request_header(req, "Authorization");
+    const char *token = api->api_token;
+    size_t tl = strlen(token);
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tl) {
+        return 0;
+    }
+    unsigned char diff = 0; /* the same time whatever the first differing byte */
+    for (size_t i = 0; i < tl; i++) {
+        diff |= (unsigned char)(auth[7 + i] ^ token[i]);
+    }
+    return diff == 0;
+}
+
+static void refuse_token(struct http_response *res, const char *what) {
+    http_reply_error(res, 401, "unauthorized",
+                     "%s needs the header `Authorization: Bearer <api_token>` (dqctl sends "
+                     "$DQD_TOKEN; Prometheus: authorization.credentials_file)",
+                     what);
+    http_response_add_header(res, "WWW-Authenticate", "Bearer");
+}
+
+/* Host, Origin, Content-Type and the token: 1 when the request may go on, else res holds
+ * the refusal (counted in api->refused). */
+static int authorized(struct api *api, const struct http_request *req, struct http_response *res) {
+    const char *host = http_request_header(req, "Host");
+    int read = api__is_read(req);
+    if (host ? !api__host_allowed(api, host) : (req->http_major == 1 && req->http_minor >= 1)) {
+        api->refused[API_REFUSED_HOST]++;
+        char shown[96];
+        snprintf(shown, sizeof shown, "%s", host ? host : "");
+        http_reply_error(res, host ? 403 : 400, host ? "forbidden" : "bad_data",
+                         host ? "Host \"%s\" is not one of dqd's names (a loopback name, an IP "
+                                "address, this machine's name); a proxy, a Collector or a DNS "
+                                "name must be listed in allowed_hosts"
+                              : "an HTTP/1.1 request needs a Host header%s",
+                         shown);
+        return 0;
+    }
+    int loopback = http_is_loopback(api);
+    if (read) {
+        if (loopback || !api->api_token[0] || api->public_reads || open_path(req->path) ||
+            token_ok(api, req)) {
+            return 1;
+        }
+        api->refused[API_REFUSED_TOKEN]++;
+        refuse_token(res, "a read through an API bound beyond loopback");
+        return 0;
+    }
+    const char *origin = http_request_header(req, "Origin");
+    if (origin && !same_origin(origin, host)) {
+        api->refused[API_REFUSED_ORIGIN]++;
+        char shown[96];
+        snprintf(shown, sizeof shown, "%s", origin);
         http_reply_error(res, 403, "forbidden",
-                         "changes through an API bound to %s need an api_token (set it in the "
-                         "config or with --api-token, and DQD_TOKEN for dqctl)",
+                         "a change from the web page of another site (Origin %s) is refused",
+                         shown);
+        return 0;
+    }
+    const char *ct = http_request_header(req, "Content-Type");
+    int text_body = req->method == HTTP_PUT && strcmp(req->path, API_PREFIX "diagram") == 0;
+    if (!text_body && !is_json_type(ct) && (req->body_len > 0 || ct)) {
+        api->refused[API_REFUSED_TYPE]++;
+        char shown[96];
+        snprintf(shown, sizeof shown, "%s", ct ? ct : "none");
+        http_reply_error(res, 415, "bad_data",
+                         "a change's body must be JSON with `Content-Type: application/json` "
+                         "(got %s)",
+                         shown);
+        return 0;
+    }
+    if (!api->api_token[0]) {
+        if (loopback) {
+            return 1;
+        }
+        api->refused[API_REFUSED_TOKEN]++;
+        http_reply_error(res, 403, "forbidden",
+                         "changes through an API bound to %s need an api_token (a file named "
+                         "by --api-token or the config, or DQD_API_TOKEN; DQD_TOKEN for dqctl)",
                          api->http_host);
         return 0;
     }
-    const char *auth = http_request_header(req, "Authorization");
-    size_t tl = strlen(token);
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tl ||
-        memcmp(auth + 7, token, tl) != 0) {
-        http_reply_error(res, 401, "unauthorized",
-                         "this change needs the header `Authorization: Bearer <api_token>` "
-                         "(dqctl sends $DQD_TOKEN)");
-        http_response_add_header(res, "WWW-Authenticate", "Bearer");
+    if (!token_ok(api, req)) {
+        api->refused[API_REFUSED_TOKEN]++;
+        refuse_token(res, "this change");
         return 0;
     }
     return 1;
@@ -1262,6 +1604,12 @@ int api_create(const struct api_env *env, const struct api_options *o, struct ap
     snprintf(api->version, sizeof api->version, "%s", o->version ? o->version : "");
     snprintf(api->db, sizeof api->db, "%s", o->db ? o->db : "");
     snprintf(api->api_token, sizeof api->api_token, "%s", o->api_token ? o->api_token : "");
+    snprintf(api->allowed_hosts, sizeof api->allowed_hosts, "%s",
+             o->allowed_hosts ? o->allowed_hosts : "");
+    api->public_reads = o->public_reads;
+    if (gethostname(api->hostname, sizeof api->hostname - 1) != 0) {
+        api->hostname[0] = '\0';
+    }
     snprintf(api->clock, sizeof api->clock, "%s", o->clock ? o->clock : "wall");
     api->window_ms = o->window_ms;
     api->lag_ms = o->lag_ms;
@@ -1275,6 +1623,14 @@ void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port
     snprintf(api->http_host, sizeof api->http_host, "%s", http_host);
     api->ingest_port = ingest_port;
     api->http_port = http_port;
+}
+
+void api_set_server(struct api *api, const struct http_server *http) {
+    api->http = http;
+}
+
+void api_set_webhooks(struct api *api, const struct webhooks *w) {
+    api->webhooks = w;
 }
 
 void api_destroy(struct api *api) {

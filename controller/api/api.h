@@ -5,10 +5,14 @@
  * the store; they never block and never write to a wrapper themselves (a change goes
  * through the core, which records it and hands its command to the sources).
  *
- * Changes (anything but GET and HEAD) need the api_token when one is set, and are refused
- * when the API listens beyond loopback without one. GET / and /assets/… serve the
- * dashboard's embedded files (web.h); GET /api/v1/events is the live event stream
- * (events.h).
+ * Every request's Host must be a loopback name, an IP address, this machine's name or one
+ * of allowed_hosts (DNS rebinding), else 403. Changes (anything but GET and HEAD) need the
+ * api_token when one is set, are refused when the API listens beyond loopback without one,
+ * are refused when their Origin is another site's (CSRF), and a body must say
+ * application/json (a text/plain or form POST is 415), except the .dq text of PUT
+ * /api/v1/diagram. Beyond loopback, reads need the token too unless public_reads. GET / and
+ * /assets/… serve the dashboard's embedded files (web.h); GET /api/v1/events is the live
+ * event stream (events.h).
  */
 #ifndef DQ_API_H
 #define DQ_API_H
@@ -21,6 +25,7 @@
 #include "http.h"
 #include "otlp.h"
 #include "store.h"
+#include "webhook.h"
 
 struct api;
 
@@ -35,10 +40,12 @@ struct api_env {
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */
 struct api_options {
-    const char *version;   /* "0.1.0" */
-    const char *db;        /* the store's path */
-    const char *api_token; /* "" or NULL: none */
-    const char *clock;     /* "wall" or "sim" (--clock) */
+    const char *version;       /* "0.1.0" */
+    const char *db;            /* the store's path */
+    const char *api_token;     /* "" or NULL: none */
+    const char *allowed_hosts; /* extra Host names, comma-separated ("" or NULL: none) */
+    int public_reads;          /* 1: reads beyond loopback need no token */
+    const char *clock;         /* "wall" or "sim" (--clock) */
     int64_t window_ms, lag_ms;
 };
 
@@ -49,6 +56,12 @@ int api_create(const struct api_env *env, const struct api_options *o, struct ap
  * whether changes need a token). */
 void api_set_addresses(struct api *api, const char *ingest_host, int ingest_port,
                        const char *http_host, int http_port);
+
+/* The server that serves the API (borrowed; NULL: none): its counters go to /metrics. */
+void api_set_server(struct api *api, const struct http_server *http);
+
+/* The webhooks' sender (borrowed; NULL: none): its counters go to /metrics. */
+void api_set_webhooks(struct api *api, const struct webhooks *w);
 
 /* Frees the API. NULL is a no-op. */
 void api_destroy(struct api *api);

@@ -10,11 +10,25 @@
 
 #include "api.h"
 
+enum {
+    API_REFUSED_HOST,
+    API_REFUSED_ORIGIN,
+    API_REFUSED_TYPE,
+    API_REFUSED_TOKEN,
+    API_REFUSED_KINDS
+};
+
 struct api {
     struct api_env env;
     char version[32];
     char db[1024];
     char api_token[1024];
+    char allowed_hosts[1024];
+    int public_reads;
+    char hostname[256];                  /* gethostname(): accepted as a Host */
+    uint64_t refused[API_REFUSED_KINDS]; /* requests refused, by reason (/metrics) */
+    const struct http_server *http;      /* for its counters; may be NULL */
+    const struct webhooks *webhooks;     /* for its counters; may be NULL */
     char clock[8];
     int64_t window_ms, lag_ms;
     char ingest_host[64], http_host[64];
@@ -40,6 +54,19 @@ json_t *api__trace_json(const struct probe *p);
  * "Probes bound to functions"). The why of a traced probe multiplies it by the calls
  * traced. */
 #define API_TRACE_CALL_NS 2500.0
+
+/* 1 when a Host header value (name or address, optional :port) is one dqd answers to:
+ * loopback names, IP literals, the machine's name, allowed_hosts. */
+int api__host_allowed(const struct api *api, const char *value);
+
+#define API_TEXT_MAX 200 /* bytes of a free-text field (requested_by) */
+
+/*
+ * 1 when a free-text field a person sends (requested_by) is at most API_TEXT_MAX bytes of
+ * UTF-8 without control characters (C0, DEL, C1: what a terminal would act on); else 0
+ * with a 422 in res naming the field.
+ */
+int api__text_ok(struct http_response *res, const char *field, const char *s, size_t len);
 
 /* 1 for GET and HEAD (the http module drops a HEAD answer's body). */
 int api__is_read(const struct http_request *req);

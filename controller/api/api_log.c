@@ -131,6 +131,11 @@ static void post_diagnose(struct api *api, const struct http_request *req,
             json_decref(body);
             return;
         }
+        if (jw &&
+            !api__text_ok(res, "requested_by", json_string_value(jw), json_string_length(jw))) {
+            json_decref(body);
+            return;
+        }
         overload = json_is_true(jo);
         node = json_string_value(jn);
         strategy = json_string_value(js);
@@ -220,6 +225,9 @@ static void delete_investigation(struct api *api, const char *idtext,
         return;
     }
     const char *who = http_request_query(req, "requested_by");
+    if (who && !api__text_ok(res, "requested_by", who, strlen(who))) {
+        return;
+    }
     int rc = adapt_abort(api->env.adapt, id, who && *who ? who : "a person (DELETE)");
     if (rc == DQ_ENOTFOUND) {
         http_reply_error(res, 404, "not_found", "%s", dq_last_error());

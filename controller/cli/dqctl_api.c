@@ -966,9 +966,28 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     if (payload) {
         hdrs = curl_slist_append(hdrs, body ? "Content-Type: application/json"
                                             : "Content-Type: text/plain; charset=utf-8");
+    } else {
+        /* no body: no type either (libcurl's default is a form's, which dqd refuses) */
+        hdrs = curl_slist_append(hdrs, "Content-Type:");
     }
-    /* dqd bound beyond loopback wants its api_token on changes: DQD_TOKEN carries it */
+    /* dqd wants its api_token on changes (and on reads beyond loopback): DQD_TOKEN carries
+     * it, or the first line of the file DQD_TOKEN_FILE names */
     const char *token = getenv("DQD_TOKEN");
+    char from_file[512] = "";
+    const char *token_file = getenv("DQD_TOKEN_FILE");
+    if ((!token || !*token) && token_file && *token_file) {
+        FILE *tf = fopen(token_file, "r");
+        if (tf) {
+            if (fgets(from_file, sizeof from_file, tf)) {
+                from_file[strcspn(from_file, "\r\n")] = '\0';
+            }
+            fclose(tf);
+        } else {
+            fprintf(stderr, "dqctl: DQD_TOKEN_FILE: cannot read %s: %s (sending no token)\n",
+                    token_file, strerror(errno));
+        }
+        token = from_file;
+    }
     char auth[600];
     if (token && *token && strlen(token) < 512) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);

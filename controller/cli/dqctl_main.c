@@ -12,6 +12,7 @@
 #include "dqctl_api.h"
 #include "dqctl_log.h"
 #include "dqctl_watch.h"
+#include "dqctl_safe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,9 +138,18 @@ static int parse_globals(int argc, char **argv, struct globals *g, int *next) {
     return 0;
 }
 
+static void close_safe_stdio(void) {
+    fclose(stdout); /* writes out a UTF-8 sequence the last write cut (escaped) */
+    fclose(stderr);
+}
+
 int main(int argc, char **argv) {
     struct globals g;
     int first;
+    /* text from dqd (and from whoever reached it) must not drive the terminal */
+    if (dqctl_safe_stdio() == 0) {
+        atexit(close_safe_stdio);
+    }
     if (parse_globals(argc, argv, &g, &first) < 0) {
         return DQCTL_EXIT_USAGE;
     }

@@ -121,19 +121,29 @@ int core_set_servers(struct core *c, struct probe *p, int servers) {
         return dq_fail(DQ_ERANGE, "probe %s: servers %d not in [1, 100000] (0: not set)", p->name,
                        servers);
     }
+    int old = p->servers;
     p->servers = servers;
     int rc = core_save_probe(c, p);
     if (rc == DQ_OK && store_probe_set_servers(c->store, p->name, servers) != DQ_OK) {
         c->store_errors++;
         LOG(LOG_ERROR, "store: saving probe %s: %s", p->name, dq_last_error());
+        rc = DQ_ESTORE;
+    }
+    if (rc) { /* the store did not take it: not made */
+        p->servers = old;
         return DQ_ESTORE;
     }
-    return rc;
+    return DQ_OK;
 }
 
 static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     struct core *c = ctx;
     struct probe *p = NULL;
+    if (!sp->enabled && !sp->always_on && !(sp->dmax_ms > 0) && !sp->qta_json && sp->servers <= 0) {
+        /* a name only seen on the wire (an older dqd stored those): not loaded, so junk
+         * names sent once cannot fill the table for good */
+        return 0;
+    }
     if (probes_get(&c->probes, sp->name, strlen(sp->name), &p) != DQ_OK) {
         return 0;
     }
@@ -169,6 +179,7 @@ int core_create(const struct core_options *o, struct store *store, const struct 
         if (o->line_lag_ns > 0) {
             probes_set_line_lag(&c->probes, o->line_lag_ns);
         }
+        probes_set_name_limit(&c->probes, o->new_names_per_second, o->new_names_burst);
         rc = probes_set_auto_range(&c->probes, o->auto_range,
                                    o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
@@ -279,6 +290,8 @@ void core_set_range_veto(struct core *c, int (*in_use)(void *ctx, const struct p
                          void *ctx) {
     c->range_veto = in_use;
     c->range_veto_ctx = ctx;
+    c->probes.evict_veto = in_use;
+    c->probes.evict_ctx = ctx;
 }
 
 void core_get_range_stats(const struct core *c, struct core_range_stats *st) {
@@ -321,13 +334,20 @@ int core_save_probe(struct core *c, const struct probe *p) {
 }
 
 int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta) {
+    int had = p->has_qta;
+    struct dq_qta old = p->qta;
     p->has_qta = qta != NULL;
     if (qta) {
         p->qta = *qta;
     }
     int rc = core_save_probe(c, p);
+    if (rc) { /* the store did not take it: not made */
+        p->has_qta = had;
+        p->qta = old;
+        return DQ_ESTORE;
+    }
     tell(c, p, "qta");
-    return rc;
+    return DQ_OK;
 }
 
 int core_configure_probe(struct core *c, const char *name, double dmax_ms, int bins, int enabled,
@@ -766,6 +786,7 @@ static int summary_row(struct core *c, const struct probe *p, const struct dq *q
     int rc = store_window_put(c->store, &row);
     if (rc != DQ_OK) {
         c->store_errors++;
+        LOG(LOG_ERROR, "store: window of %s not recorded: %s", p->name, dq_last_error());
     }
     return rc;
 }
@@ -774,6 +795,9 @@ int core_persist_window(struct core *c, int64_t wid) {
     int result = DQ_OK;
     for (size_t i = 0; i < c->probes.count; i++) {
         struct probe *p = c->probes.probes[i];
+        if (probes_evictable(&c->probes, p)) {
+            continue; /* only seen on the wire: not persisted (it may be evicted any time) */
+        }
         struct probe_window *w = probes_ring_find(p, wid);
         int rc = DQ_OK;
         if (w && w->observed) {
@@ -954,6 +978,7 @@ void core_sources_stats(struct core *c, struct core_source_stats *st) {
         c->sources[i].ops->stats(c->sources[i].src, &one);
         st->connections_total += one.connections_total;
         st->connections_rejected += one.connections_rejected;
+        st->connections_junk += one.connections_junk;
         st->connections_reset += one.connections_reset;
         st->reset_written_bytes += one.reset_written_bytes;
         for (int e = 0; e < WIRE_E_COUNT; e++) {
@@ -1345,25 +1370,34 @@ int core_change_now(struct core *c, struct core_change *ch) {
         return 0;
     }
     int own = !store_in_transaction(c->store);
-    int began = own && store_begin(c->store) == DQ_OK;
-    if (own && !began) {
+    if (own && store_begin(c->store) != DQ_OK) {
         c->store_errors++;
-        LOG(LOG_ERROR, "store: %s; the change is made but not recorded", dq_last_error());
+        LOG(LOG_ERROR, "store: %s; the change is not made", dq_last_error());
+        return dq_fail(DQ_ESTORE, "the store cannot record the change (%s): it is not made",
+                       dq_last_error());
     }
     int rc = core_change_record(c, ch);
+    if (rc != DQ_OK && own) {
+        /* a change the store did not take would be gone after a restart: not made */
+        char why[256];
+        snprintf(why, sizeof why, "%s", dq_last_error());
+        store_rollback(c->store);
+        core_change_release(ch);
+        LOG(LOG_ERROR, "store: %s; the change is not made", why);
+        return dq_fail(rc == DQ_ENOMEM ? DQ_ENOMEM : DQ_ESTORE,
+                       "the store cannot record the change (%s): it is not made", why);
+    }
     if (rc == DQ_ENOMEM) {
-        if (began) {
-            store_rollback(c->store);
-        }
         core_change_release(ch);
         return rc;
     }
-    if (began && store_commit(c->store) != DQ_OK) {
+    if (own && store_commit(c->store) != DQ_OK) {
         c->store_errors++;
-        LOG(LOG_ERROR, "store: %s; the change is made but not recorded", dq_last_error());
-        for (size_t i = 0; i < ch->n_sent; i++) {
-            ch->sent[i].row = 0; /* rolled back: no row to update on an ack */
-        }
+        char why[256];
+        snprintf(why, sizeof why, "%s", dq_last_error());
+        core_change_release(ch); /* store_commit rolled back */
+        LOG(LOG_ERROR, "store: %s; the change is not made", why);
+        return dq_fail(DQ_ESTORE, "the store cannot record the change (%s): it is not made", why);
     }
     int sent = core_change_apply(c, ch);
     core_change_release(ch);

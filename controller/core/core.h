@@ -132,8 +132,10 @@ struct probe {
     int range_shrink; /* windows in a row that asked for a finer grid */
     int has_qta;
     struct dq_qta qta;
-    int in_diagram; /* a node of the loaded diagram carries this probe */
-    int servers;    /* servers of the station the probe measures (config), 0 = not set */
+    int in_diagram;   /* a node of the loaded diagram carries this probe */
+    int from_wire;    /* registered by an instance, not by the diagram, config or a person */
+    int64_t last_wid; /* window of its newest instance (eviction takes the oldest first) */
+    int servers;      /* servers of the station the probe measures (config), 0 = not set */
 
     /* A probe bound to a function (config "mfa"): enabling it sends `trace` (the wrapper
      * traces MOD:FUN/ARITY with erlang:trace) instead of set_timeout. "" = not bound.
@@ -193,6 +195,12 @@ struct probe {
     int64_t last_has_wid;   /* the newest closed window with an instance; 0 = none */
 };
 
+/* How many probe names never seen before a source may still register (a token bucket). */
+struct probe_name_bucket {
+    double tokens;
+    int64_t at_ns; /* when tokens was computed; 0 = full */
+};
+
 /* One connection of a source (internal to the table; read with probes_origin_get). */
 struct probe_origin {
     int used;           /* the entry is in use (connected, or still named by a probe) */
@@ -203,6 +211,7 @@ struct probe_origin {
     int64_t silence_ns; /* > 0: a passive origin (probes_origin_set_passive) */
     char label[PROBES_LABEL_MAX];
     char app[WIRE_MAX_LABEL + 1];
+    struct probe_name_bucket names; /* new names, when the origin has no node */
 };
 
 /* A node name, interned (internal to the table). */
@@ -210,6 +219,7 @@ struct probe_node_name {
     int pinned;       /* a probe keeps it (first node, or one it is split by): never freed */
     uint32_t origins; /* origins naming it */
     char name[WIRE_MAX_LABEL + 1];
+    struct probe_name_bucket names; /* new probe names its origins may register */
 };
 
 struct probe_table {
@@ -236,9 +246,16 @@ struct probe_table {
     struct probe *recent[64];
     uint64_t scratch[DQ_MAX_BINS]; /* counts widened for the engine at close */
     /* rejected instances */
-    uint64_t late;        /* END in a window already closed */
-    uint64_t future;      /* END too far ahead to have an open window */
-    uint64_t full;        /* a new name but the table is full */
+    uint64_t late;      /* END in a window already closed */
+    uint64_t future;    /* END too far ahead to have an open window */
+    uint64_t full;      /* a new name but the table is full (and nothing could be evicted) */
+    uint64_t name_rate; /* a new name over its source's new_names_per_second */
+    uint64_t evicted;   /* wire-only probes evicted to make room */
+    /* new names per source (probes_set_name_limit) */
+    double name_rate_per_s, name_burst;
+    /* what may not be evicted besides the table's own rules (an investigation's probes) */
+    int (*evict_veto)(void *ctx, const struct probe *p);
+    void *evict_ctx;
     uint64_t passive_new; /* probes a passive origin made passive (the core stores them) */
     /* the line protocol's own lateness allowance when windows close later for spans
      * (probes_set_line_lag): windows before line_floor are closed to it */
@@ -270,10 +287,29 @@ void probes_release(struct probe_table *t);
 struct probe *probes_find(struct probe_table *t, const char *name, size_t len);
 
 /*
- * The probe called name, registered with the default settings when new. DQ_EINVAL for an
- * invalid name, DQ_EFULL when the table is full (counted in t->full), DQ_ENOMEM.
+ * The probe called name, registered with the default settings when new. When the table is
+ * full, the evictable probe (probes_evictable) heard from least recently makes room
+ * (counted in t->evicted): a name the diagram, the config or a person registers always
+ * gets a slot while names only seen on the wire hold any. DQ_EINVAL for an invalid name,
+ * DQ_EFULL when the table is full of probes that cannot be evicted (counted in t->full),
+ * DQ_ENOMEM.
  */
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out);
+
+/*
+ * 1 when p may be evicted to make room: registered by an instance only (from_wire) and
+ * never given anything since: not enabled nor always on, no dMax set, no QTA, not in the
+ * diagram, no servers, and not vetoed (evict_veto). Such probes are not persisted either.
+ */
+int probes_evictable(const struct probe_table *t, const struct probe *p);
+
+/*
+ * New probe names per source: a source (an origin's node, else the origin) may register
+ * `burst` names at once and `per_second` more each second (its origin's last_rx_ns is the
+ * clock); instances of further new names are refused (DQ_EFULL, counted in t->name_rate).
+ * per_second <= 0: no limit (the default).
+ */
+void probes_set_name_limit(struct probe_table *t, double per_second, double burst);
 
 /*
  * Removes p from the table and frees it (its windows, ring and per-node moments; the
@@ -538,6 +574,8 @@ struct core_options {
     int retention_hours;    /* window summaries older than this are pruned (0: never) */
     int auto_range;         /* 1: probes without a dMax of their own auto-range (0: off) */
     double auto_range_min_ms, auto_range_max_ms; /* their dMax's range (0: 1 ms, 60 s) */
+    double new_names_per_second;                 /* new probe names per source (0: no limit) */
+    double new_names_burst;                      /* … after a burst of this many */
 };
 
 /* Counters of the daemon as a whole (for status and /metrics). */
@@ -677,7 +715,8 @@ struct core_link_info {
 /* Totals of a source. */
 struct core_source_stats {
     uint64_t connections_total;    /* connections accepted */
-    uint64_t connections_rejected; /* refused (no memory, closing) */
+    uint64_t connections_rejected; /* refused (over the connection cap, no memory, closing) */
+    uint64_t connections_junk;     /* closed for sending no valid line in time */
     uint64_t connections_reset;    /* closed by a reset from the peer (TCP RST): the lines
                                       it sent that dqd had not read yet are lost, how many
                                       cannot be known */
@@ -828,9 +867,10 @@ void core_change_release(struct core_change *ch);
 
 /*
  * Both steps at once, for a person's change through the API or the config: records in a
- * transaction of its own (unless the caller has one open), then applies, even when the
- * store failed (the failure is counted and logged: the person's change is made). Returns
- * the number of destinations reached, or a negative DQ_E* when the change is impossible.
+ * transaction of its own (unless the caller has one open), then applies. When the store
+ * does not take it (a full disk, an I/O error) the change is not made, nothing is sent,
+ * the failure is counted and logged, and DQ_ESTORE says so: an answered change survives a
+ * restart. Returns the number of destinations reached, or a negative DQ_E*.
  */
 int core_change_now(struct core *c, struct core_change *ch);
 
@@ -855,7 +895,7 @@ void core_set_auto_range(struct core *c, struct probe *p, int on);
 /*
  * Who may veto a grid change: in_use(ctx, p) returns 1 while something relies on p's grid
  * (the adaptive loop: an investigation uses the probe), and auto-ranging then leaves p as
- * it is. NULL removes it.
+ * it is, nor is p evicted to make room in the probe table. NULL removes it.
  */
 void core_set_range_veto(struct core *c, int (*in_use)(void *ctx, const struct probe *p),
                          void *ctx);
@@ -898,7 +938,8 @@ void core_trace_sum(const struct probe *p, struct core_trace_sum *out);
 /* Writes a probe's settings (dMax, bins, enabled, always-on, QTA) to the store. */
 int core_save_probe(struct core *c, const struct probe *p);
 
-/* Sets (qta non-NULL, copied) or removes (NULL) a probe's QTA, and saves the probe. */
+/* Sets (qta non-NULL, copied) or removes (NULL) a probe's QTA, and saves the probe;
+ * DQ_ESTORE when the store did not take it (the QTA is then as it was). */
 int core_set_qta(struct core *c, struct probe *p, const struct dq_qta *qta);
 
 /*
@@ -949,7 +990,8 @@ int core_qta_from_json_text(const char *text, struct dq_qta *q);
 /* A probe's QTA as JSON (new reference), or JSON null when it has none. */
 json_t *core_qta_json(const struct probe *p);
 
-/* Sets the servers of p's station (1 … 100000; 0 = not set) and saves it. DQ_ERANGE. */
+/* Sets the servers of p's station (1 … 100000; 0 = not set) and saves it. DQ_ERANGE;
+ * DQ_ESTORE when the store did not take it (servers is then as it was). */
 int core_set_servers(struct core *c, struct probe *p, int servers);
 
 /* p's quiet windows as JSON (new reference): [{"wid","rate","n","mean","busy"}]. */

@@ -319,7 +319,70 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len) {
     return found ? t->probes[t->index[i]] : NULL;
 }
 
+int probes_evictable(const struct probe_table *t, const struct probe *p) {
+    return p->from_wire && !p->enabled && !p->always_on && !p->dmax_set && !p->has_qta &&
+           !p->in_diagram && !p->servers && !(t->evict_veto && t->evict_veto(t->evict_ctx, p));
+}
+
+void probes_set_name_limit(struct probe_table *t, double per_second, double burst) {
+    t->name_rate_per_s = per_second;
+    t->name_burst = burst < 1 ? 1 : burst;
+}
+
+/* Makes room: removes the evictable probe heard from least recently. 0, or −1 when none. */
+static int evict_one(struct probe_table *t) {
+    struct probe *victim = NULL;
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *q = t->probes[i];
+        if ((!victim || q->last_wid < victim->last_wid) && probes_evictable(t, q)) {
+            victim = q;
+        }
+    }
+    if (!victim) {
+        return -1;
+    }
+    t->evicted++;
+    probes_remove(t, victim);
+    return 0;
+}
+
+/* Whether the source of `origin` may register one more new name now (takes a token). */
+static int name_allowed(struct probe_table *t, uint32_t origin) {
+    if (t->name_rate_per_s <= 0 || origin == 0 || origin >= t->n_origins ||
+        !t->origins[origin].used) {
+        return 1;
+    }
+    struct probe_origin *o = &t->origins[origin];
+    struct probe_name_bucket *b =
+        o->node && o->node < t->n_nodes ? &t->nodes[o->node].names : &o->names;
+    int64_t now = o->last_rx_ns;
+    if (b->at_ns == 0) {
+        b->tokens = t->name_burst;
+    } else if (now > b->at_ns) {
+        b->tokens += (double)(now - b->at_ns) * 1e-9 * t->name_rate_per_s;
+        if (b->tokens > t->name_burst) {
+            b->tokens = t->name_burst;
+        }
+    }
+    if (now > b->at_ns || b->at_ns == 0) {
+        b->at_ns = now > 0 ? now : 1;
+    }
+    if (b->tokens < 1) {
+        return 0;
+    }
+    b->tokens -= 1;
+    return 1;
+}
+
+static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
+                          uint32_t origin, struct probe **out);
+
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
+    return probe_register(t, name, len, 0, 0, out);
+}
+
+static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
+                          uint32_t origin, struct probe **out) {
     if (!name_valid(name, len)) {
         return dq_fail(DQ_EINVAL,
                        "invalid probe name (want [A-Za-z_][A-Za-z0-9_]*, at most "
@@ -333,9 +396,17 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
         *out = t->probes[t->index[i]];
         return DQ_OK;
     }
+    if (from_wire && !name_allowed(t, origin)) {
+        t->name_rate++;
+        return dq_fail(DQ_EFULL, "over new_names_per_second for this source");
+    }
     if (t->count >= t->cap) {
-        t->full++;
-        return dq_fail(DQ_EFULL, "probe table full (%zu probes)", t->cap);
+        if (evict_one(t) < 0) {
+            t->full++;
+            return dq_fail(DQ_EFULL, "probe table full (%zu probes, none only seen on the wire)",
+                           t->cap);
+        }
+        i = slot_of(t, h, name, len, &found); /* the index was rebuilt */
     }
     struct probe *p = calloc(1, sizeof *p);
     if (!p) {
@@ -346,6 +417,8 @@ int probes_get(struct probe_table *t, const char *name, size_t len, struct probe
     p->hash = h;
     p->index = (int)t->count;
     p->dmax_ms = t->default_dmax_ms;
+    p->from_wire = from_wire;
+    p->last_wid = t->next_close;
     p->busy_prev_wid = INT64_MIN;
     p->k = t->default_k;
     p->n = t->default_n;
@@ -606,7 +679,7 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         p = NULL;
     }
     if (!p) {
-        int rc = probes_get(t, name, len, &p);
+        int rc = probe_register(t, name, len, 1, origin, &p);
         if (rc) {
             return rc;
         }
@@ -638,6 +711,7 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         t->future++;
         return DQ_ESTATE;
     }
+    p->last_wid = wid;
     if (si < 0) {
         si = (int)(wid % t->nslots);
         t->cur_wid = wid;

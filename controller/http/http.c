@@ -41,6 +41,7 @@
 #define HTTP_ERROR_MSG_MAX 1024 /* error envelope message cap */
 #define HTTP_HEAD_MAX (HTTP_RESPONSE_MAX_EXTRA + 512)
 #define HTTP_NO_VALUE UINT32_MAX
+#define HTTP_SMALL_ANSWER 65536 /* answers this small are sent past max_total_pending */
 
 /* ---- limits ------------------------------------------------------------------------ */
 
@@ -52,7 +53,11 @@ void http_limits_default(struct http_limits *lim) {
     lim->max_query_params = 32;
     lim->max_response_bytes = 64u * 1024 * 1024;
     lim->max_pending_write = 1024 * 1024;
+    static const char *const reserve[] = {"/-/healthy", "/metrics", NULL};
     lim->max_connections = 1024;
+    lim->reserve_connections = 16;
+    lim->reserve_paths = reserve;
+    lim->max_total_pending = 64u * 1024 * 1024;
     lim->idle_timeout_ms = 30000;
     lim->request_timeout_ms = 30000;
 }
@@ -603,6 +608,11 @@ static int on_headers_complete(http_parser *hp) {
         fail(p, 400, "invalid request target");
         return -1;
     }
+    if (u.field_set & ((1u << UF_SCHEMA) | (1u << UF_HOST))) {
+        /* an absolute-form target names a host of its own: for a proxy, which dqd is not */
+        fail(p, 400, "the request target must be a path (origin form), not an absolute URL");
+        return -1;
+    }
     size_t max = decoded_max(&p->lim);
     p->path_off = (uint32_t)p->decoded.len;
     int rc;
@@ -614,8 +624,6 @@ static int on_headers_complete(http_parser *hp) {
             return -1;
         }
         rc = pct_decode(path, n, 0, &p->decoded, max);
-    } else if (u.field_set & (1u << UF_HOST)) {
-        rc = pct_decode("/", 1, 0, &p->decoded, max); /* absolute form without a path */
     } else {
         fail(p, 400, "invalid request target");
         return -1;
@@ -794,6 +802,9 @@ struct http_conn {
     int backpressure;               /* paused until pending_bytes drains */
     int stream;                     /* the answer is a stream: no more requests */
     struct http_stream_spec spec;   /* the stream's owner (when stream) */
+    int reserve;                    /* accepted past max_connections: reserve_paths only */
+    int doomed;                     /* closed for its unread answers (srv->doomed_bytes) */
+    uint64_t last_active;           /* loop time (ms) of its last request or read */
     int timer_request;              /* timer armed for the request numbered timer_for */
     uint64_t timer_for;             /* parser.requests when the request timer was armed */
     size_t pending_bytes;           /* queued by uv_write, not yet completed */
@@ -811,6 +822,7 @@ struct http_server {
     struct http_conn *conns; /* open connections */
     unsigned n_conns;        /* length of conns */
     unsigned stray_handles;  /* rejected sockets still closing */
+    size_t doomed_bytes;     /* pending bytes of connections closed by make_room, not yet freed */
     int listener_open;       /* listener not yet closed */
     int port;                /* bound port */
     int closing;             /* http_server_close called */
@@ -971,6 +983,10 @@ static void on_write(uv_write_t *req, int status) {
     struct http_conn *c = w->conn;
     c->pending_writes--;
     c->pending_bytes -= w->total;
+    c->srv->stats.pending_bytes -= w->total;
+    if (c->doomed) {
+        c->srv->doomed_bytes -= w->total;
+    }
     free(w->body);
     free(w);
     if (c->closing) {
@@ -1026,6 +1042,7 @@ static int conn_write(struct http_conn *c, const char *head, size_t head_len, ch
     }
     c->pending_writes++;
     c->pending_bytes += w->total;
+    c->srv->stats.pending_bytes += w->total;
     return DQ_OK;
 }
 
@@ -1037,6 +1054,10 @@ static void conn_send(struct http_conn *c, struct http_response *res, int keep_a
     char *body = NULL;
     size_t body_len = 0;
     if (!head_only && res->len) {
+        if (res->cap - res->len > 65536) { /* doubling left up to half unused: give it back */
+            char *fit = realloc(res->body, res->len);
+            res->body = fit ? fit : res->body;
+        }
         body = res->body;
         body_len = res->len;
         res->body = NULL;
@@ -1134,17 +1155,88 @@ void http_stream_close(struct http_stream *st) {
     conn_maybe_shutdown(c);
 }
 
+/* 1 when path is one of the reserve's paths. */
+static int reserve_path(const struct http_server *s, const char *path) {
+    for (const char *const *r = s->lim.reserve_paths; r && *r; r++) {
+        if (strcmp(*r, path) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Makes room for `need` more unsent bytes under max_total_pending: closes the connections
+ * that pipelined answers they do not read (more than one answer unsent, or paused by
+ * back-pressure), the most unsent first, never `keep`; a client waiting for one large
+ * answer is not one of them, nor a stream (each has its own bound on unsent bytes). 1 when the
+ * bytes fit afterwards.
+ */
+static int make_room(struct http_server *s, struct http_conn *keep, size_t need) {
+    while (s->stats.pending_bytes - s->doomed_bytes + need > s->lim.max_total_pending) {
+        struct http_conn *worst = NULL;
+        for (struct http_conn *c = s->conns; c; c = c->next) {
+            if (c != keep && !c->closing && !c->stream &&
+                (c->pending_writes > 1 || c->backpressure) &&
+                (!worst || c->pending_bytes > worst->pending_bytes)) {
+                worst = c;
+            }
+        }
+        if (!worst) {
+            return 0; /* only clients that are reading: nothing to blame */
+        }
+        s->stats.unread_dropped++;
+        worst->doomed = 1; /* its bytes are freed once its writes are cancelled */
+        s->doomed_bytes += worst->pending_bytes;
+        conn_close(worst);
+    }
+    /* the closed connections' answers are freed only when the loop has run their close
+     * callbacks: until then this answer waits (a 503), or many connections read in the
+     * same turn would each hold a large answer at once */
+    return s->stats.pending_bytes + need <= s->lim.max_total_pending;
+}
+
 static int on_request(void *ctx, const struct http_request *req) {
     struct http_conn *c = ctx;
     struct http_server *s = c->srv;
     struct http_response res;
     http_response_init(&res, s->lim.max_response_bytes);
     s->stats.requests++;
-    s->handler(s->ctx, req, &res);
+    c->last_active = uv_now(s->loop);
+    int full = 0;
+    if (c->reserve && !reserve_path(s, req->path)) {
+        s->stats.reserve_refused++;
+        http_reply_error(&res, 503, "unavailable",
+                         "too many connections: the last %u are kept for health checks and "
+                         "/metrics",
+                         s->lim.reserve_connections);
+        res.close = 1;
+    } else if (s->stats.pending_bytes >= s->lim.max_total_pending && !reserve_path(s, req->path)) {
+        full = 1; /* not even built: the unread answers already fill the bound */
+    } else {
+        s->handler(s->ctx, req, &res);
+    }
     int stream = res.streaming && res.status == 200 && req->method == HTTP_GET && !s->closing &&
                  !c->closing && !res.overflow;
     if (res.streaming && !stream) {
         res.stream.closed(res.stream.ctx, NULL); /* not a stream after all */
+    }
+    /* a small answer always goes (health checks answer whatever the others do); a large
+     * one only within the bound, else a 503 that ends the connection, so a pipelining
+     * client costs at most one answer built in vain (a stream has its own bound) */
+    if (full) {
+        res.close = 1;
+        s->stats.unread_dropped++;
+        http_reply_error(&res, 503, "unavailable",
+                         "dqd holds %zu bytes of answers its clients have not read: try later",
+                         (size_t)s->stats.pending_bytes);
+    } else if (!stream && !res.overflow && !make_room(s, c, res.len) &&
+               res.len > HTTP_SMALL_ANSWER) {
+        s->stats.unread_dropped++;
+        http_reply_error(&res, 503, "unavailable",
+                         "dqd holds %zu bytes of answers its clients have not read: try later",
+                         (size_t)s->stats.pending_bytes);
+        res.close = 1;
     }
     if (c->closing) {
         http_response_release(&res);
@@ -1235,6 +1327,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     c->rend = c->rstart + (size_t)nread;
+    c->last_active = uv_now(c->srv->loop);
     conn_process(c);
 }
 
@@ -1293,14 +1386,41 @@ static void server_reject(struct http_server *s) {
     uv_close((uv_handle_t *)t, on_stray_closed);
 }
 
+/*
+ * At the connection cap: closes the connection idle the longest (no request in progress,
+ * nothing unsent, not ending, not a stream: that waits for events) so that a new client is
+ * served instead of the one that holds
+ * a slot doing nothing. 1 when one was closed.
+ */
+static int shed_idle(struct http_server *s) {
+    struct http_conn *oldest = NULL;
+    for (struct http_conn *c = s->conns; c; c = c->next) {
+        if (!c->closing && !c->close_after_write && !c->pending_writes && !c->stream &&
+            !http_conn_parser_busy(&c->parser) && c->rstart == c->rend &&
+            (!oldest || c->last_active < oldest->last_active)) {
+            oldest = c;
+        }
+    }
+    if (!oldest) {
+        return 0;
+    }
+    s->stats.connections_shed++;
+    conn_close(oldest);
+    return 1;
+}
+
 static void on_connection(uv_stream_t *listener, int status) {
     struct http_server *s = listener->data;
     if (status < 0 || s->closing) {
         return;
     }
-    if (s->n_conns >= s->lim.max_connections) {
-        server_reject(s);
-        return;
+    int reserve = 0;
+    if (s->n_conns >= s->lim.max_connections && !shed_idle(s)) {
+        if (s->n_conns >= s->lim.max_connections + s->lim.reserve_connections) {
+            server_reject(s);
+            return;
+        }
+        reserve = 1; /* for a health check or a scrape only */
     }
     struct http_conn *c = malloc(sizeof *c);
     if (!c) {
@@ -1331,6 +1451,8 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     s->stats.connections_accepted++;
+    c->reserve = reserve;
+    c->last_active = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);
     conn_read_start(c);
     conn_arm_after_activity(c);

@@ -40,6 +40,7 @@ struct ingest_source {
 /* ---- the TCP source ------------------------------------------------------------------- */
 
 #define INGEST_HELLO_WAIT_MS 200           /* a connection silent this long is legacy */
+#define INGEST_KEEPALIVE_S 30              /* TCP keepalive idle time of wrapper links */
 #define INGEST_MAX_PENDING_WRITE (1 << 20) /* bytes queued to one wrapper before we stop */
 #define INGEST_READ_BUFFER 65536           /* bytes of a connection's read buffer */
 
@@ -58,6 +59,12 @@ struct ingest_tcp_options {
      * NULL such lines are counted as protocol errors (kind "unknown"). */
     void (*on_clock)(void *ctx, int64_t ns);
     void *clock_ctx;
+    /* Inbound connections open at once (0: no cap); a further one is closed at accept and
+     * counted in connections_rejected. */
+    int max_connections;
+    /* An inbound connection that sent no valid line (instance, hello, ping, …) within this
+     * many ms is closed and counted in connections_junk (0: never). */
+    int64_t junk_timeout_ms;
 };
 
 /*

@@ -47,6 +47,8 @@ struct link {
     char node[WIRE_MAX_LABEL + 1];
     char app[WIRE_MAX_LABEL + 1];
     int running; /* last state line: 0/1, −1 unknown */
+    int valid;   /* a valid line came (a connection that sends none is closed in time) */
+    int inbound; /* counted in the source's n_inbound */
     /* outbound target and backoff */
     char host[64];
     int port;
@@ -85,8 +87,11 @@ struct tcp_source {
     int server_open;
     struct link *links;
     size_t n_links;
+    struct link *send_hint; /* the link tcp_send found last (NULL once it is freed) */
     uint64_t next_link_id;
-    uint64_t connections_total, connections_rejected;
+    uint64_t connections_total, connections_rejected, connections_junk;
+    size_t n_inbound; /* inbound connections open */
+    struct log_limit reject_limit;
     uint64_t connections_reset, reset_written_bytes;
     uint64_t errors[WIRE_E_COUNT];
     /* shutdown */
@@ -157,6 +162,9 @@ static void link_free_if_closed(struct link *l) {
     if (l->next) {
         l->next->prev = l->prev;
     }
+    if (s->send_hint == l) {
+        s->send_hint = NULL;
+    }
     s->n_links--;
     free(l->readbuf);
     free(l);
@@ -221,6 +229,10 @@ static void link_close_tcp(struct link *l) {
 }
 
 static void link_destroy(struct link *l) {
+    if (l->inbound) {
+        l->inbound = 0;
+        l->s->n_inbound--;
+    }
     link_origin_close(l);
     l->closing = 1;
     l->connected = 0;
@@ -400,6 +412,19 @@ static void slice_copy(char *dst, size_t cap, struct wire_slice s) {
     dst[n] = '\0';
 }
 
+static void on_junk_timeout(uv_timer_t *t) {
+    struct link *l = t->data;
+    if (l->valid || l->closing) {
+        return;
+    }
+    l->s->connections_junk++;
+    LOG(LOG_WARN,
+        "link %" PRIu64 " (%s): no valid line within %lld ms of its start: closed (so that "
+        "connections that send nothing or junk cannot hold slots wrappers need)",
+        l->id, l->peer, (long long)l->s->opt.junk_timeout_ms);
+    link_destroy(l);
+}
+
 static void link_become(struct link *l, enum link_kind kind) {
     if (l->kind != LINK_UNKNOWN) {
         return;
@@ -407,6 +432,11 @@ static void link_become(struct link *l, enum link_kind kind) {
     l->kind = kind;
     if (l->timer_open) {
         uv_timer_stop(&l->timer);
+        if (l->inbound && !l->valid && l->s->opt.junk_timeout_ms > 0) {
+            uint64_t wait = (uint64_t)l->s->opt.junk_timeout_ms;
+            wait = wait > INGEST_HELLO_WAIT_MS ? wait - INGEST_HELLO_WAIT_MS : 1;
+            uv_timer_start(&l->timer, on_junk_timeout, wait, 0);
+        }
     }
     link_push_state(l);
 }
@@ -433,6 +463,7 @@ static void reconcile_state(struct link *l, const struct wire_msg *m) {
 
 /* An instance line, parsed (by wire_parse() or the splitter's fast path). */
 static inline void link_instance(struct link *l, const struct wire_msg *m) {
+    l->valid = 1;
     if (l->kind == LINK_UNKNOWN) {
         link_become(l, LINK_LEGACY);
     }
@@ -508,6 +539,7 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
         link_count_error(l, rc, line, len);
         return;
     }
+    l->valid = 1;
     switch (m.kind) {
     case WIRE_INSTANCE:
         link_instance(l, &m);
@@ -634,7 +666,17 @@ static void on_connection(uv_stream_t *server, int status) {
     if (status < 0 || s->closing) {
         return;
     }
-    struct link *l = link_new(s, LINK_UNKNOWN);
+    int over = s->opt.max_connections > 0 && s->n_inbound >= (size_t)s->opt.max_connections;
+    if (over) {
+        uint64_t held;
+        if (log_limit_allow(&s->reject_limit, (int64_t)uv_now(s->loop), 1, &held)) {
+            LOG(LOG_WARN,
+                "ingest: %zu connections open, the most max_ingest_connections allows: a new "
+                "one is closed%s",
+                s->n_inbound, held ? " (and more since the last message)" : "");
+        }
+    }
+    struct link *l = over ? NULL : link_new(s, LINK_UNKNOWN);
     if (!l || uv_tcp_init(s->loop, &l->tcp) != 0) {
         /* accept and drop so the listener does not spin on the pending connection */
         uv_tcp_t *tmp = malloc(sizeof *tmp);
@@ -651,15 +693,22 @@ static void on_connection(uv_stream_t *server, int status) {
         return;
     }
     l->tcp_open = 1;
-    if (uv_accept(server, (uv_stream_t *)&l->tcp) != 0) {
+    int arc = uv_accept(server, (uv_stream_t *)&l->tcp);
+    if (arc != 0) {
+        /* e.g. reset by the peer while it waited in the backlog: counted, not silent */
+        s->connections_rejected++;
+        LOG(LOG_DEBUG, "ingest: accept: %s", uv_strerror(arc));
         link_destroy(l);
         return;
     }
     s->connections_total++;
     l->connected = 1;
+    l->inbound = 1;
+    s->n_inbound++;
     peer_name(&l->tcp, l->peer, sizeof l->peer);
     link_origin_open(l);
     uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, INGEST_KEEPALIVE_S); /* a peer that vanished is noticed */
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
     if (uv_timer_init(s->loop, &l->timer) == 0) {
         l->timer_open = 1;
@@ -701,6 +750,7 @@ static void on_outbound_connected(uv_connect_t *req, int status) {
     }
     l->connected = 1;
     l->backoff_ms = 0;
+    uv_tcp_keepalive(&l->tcp, 1, INGEST_KEEPALIVE_S);
     link_origin_open(l);
     LOG(LOG_INFO, "wrapper %s: connected to its command listener", l->peer);
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
@@ -777,10 +827,18 @@ static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct cor
 
 static int tcp_send(void *src, uint64_t dest, const struct wire_cmd *cmd, int64_t row) {
     struct tcp_source *s = src;
-    struct link *l = s->links;
-    while (l && l->id != dest) {
-        l = l->next;
+    /* a change goes to the links in the order tcp_destinations listed them: the one after
+     * the last found is nearly always the next (without the hint, 5,000 links cost
+     * 12.5 million steps per change, 0.12 s of the loop) */
+    struct link *h = s->send_hint;
+    struct link *l = h && h->next && h->next->id == dest ? h->next : h && h->id == dest ? h : NULL;
+    if (!l) {
+        l = s->links;
+        while (l && l->id != dest) {
+            l = l->next;
+        }
     }
+    s->send_hint = l;
     if (!l || !link_takes_commands(l)) {
         return dq_fail(DQ_ESTATE, "wrapper link %" PRIu64 " is gone", dest);
     }
@@ -829,6 +887,7 @@ static void tcp_stats(void *src, struct core_source_stats *st) {
     struct tcp_source *s = src;
     st->connections_total = s->connections_total;
     st->connections_rejected = s->connections_rejected;
+    st->connections_junk = s->connections_junk;
     st->connections_reset = s->connections_reset;
     st->reset_written_bytes = s->reset_written_bytes;
     memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
@@ -858,7 +917,7 @@ static int tcp_start(struct ingest_source *base) {
     s->server.data = s;
     int e = uv_tcp_bind(&s->server, (struct sockaddr *)&ss, 0);
     if (!e) {
-        e = uv_listen((uv_stream_t *)&s->server, 511, on_connection);
+        e = uv_listen((uv_stream_t *)&s->server, SOMAXCONN, on_connection); /* bursts */
     }
     if (e) {
         return dq_fail(DQ_ENET, "cannot listen on %s: %s", s->listen, uv_strerror(e));

@@ -14,12 +14,22 @@ extern int log_current_level;
 /* Parses "error", "warn", "info", "debug"; −1 when unknown. */
 int log_level_parse(const char *s);
 
-/* Writes one line "TIME LEVEL message" to stderr. Use the LOG macro. */
+#define LOG_SITE_BURST 20 /* lines per second one call site (format string) may write */
+
+/* Writes one line "TIME LEVEL message" to stderr. Use the LOG macro. Each call site (its
+ * format string) writes at most LOG_SITE_BURST lines a second; the rest are counted
+ * (log_suppressed_total) and reported by the site's next line or log_report_suppressed. */
 void log_write(int level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Lines not written because their call site was over its rate, since start. */
+uint64_t log_suppressed_total(void);
+
+/* Writes, for every call site that held lines back in an earlier second, how many. */
+void log_report_suppressed(void);
 
 #define LOG(level, ...)                                                                            \
     do {                                                                                           \

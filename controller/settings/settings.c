@@ -13,6 +13,7 @@
 #include "settings.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 enum setting_type {
     ST_HOSTPORT, /* "HOST:PORT" string */
     ST_PATH,     /* file path string */
+    ST_TEXT,     /* free string (a comma-separated list) */
     ST_INT,      /* int */
     ST_MS,       /* int64_t milliseconds */
     ST_DOUBLE,   /* double */
@@ -65,9 +67,23 @@ static const struct setting settings[] = {
     {"db", "--db", ST_PATH, FIELD(db), 0, 0, "./dqd.db", NULL, 0, 0,
      "SQLite store file, created when missing."},
     {"api_token", "--api-token", ST_PATH, FIELD(api_token), 0, 0, "", NULL, SF_EMPTY_OK, 0,
-     "Bearer token required on PUT/POST/DELETE requests to the API (header `Authorization: "
-     "Bearer TOKEN`; dqctl sends $DQD_TOKEN). Without one, such requests are refused "
-     "when --http is not a loopback address."},
+     "File holding the bearer token (its first line) required on PUT/POST/DELETE requests to "
+     "the API, and beyond loopback on reads too (header `Authorization: Bearer TOKEN`; dqctl "
+     "sends $DQD_TOKEN). Without it, dqd takes the token from the environment variable "
+     "DQD_API_TOKEN. The token itself is never a flag: a command line is readable by every "
+     "user (/proc/PID/cmdline). With no token at all, changes are refused when --http is not "
+     "a loopback address."},
+    {"allowed_hosts", "--allowed-hosts", ST_TEXT, FIELD(allowed_hosts), 0, 0, "", NULL, SF_EMPTY_OK,
+     0,
+     "Comma-separated names a request's Host header may carry besides loopback names "
+     "(localhost), IP addresses and this machine's host name: a reverse proxy's name, a "
+     "Collector's service name, a DNS name Prometheus scrapes by (`name` for any port, "
+     "`name:port` for one, `.example.com` for every name under it, `*` for any). Other "
+     "Hosts get 403: a web page cannot reach dqd through DNS rebinding."},
+    {"public_reads", "--public-reads", ST_ENUM, FIELD(public_reads), 0, 0, "off", off_on, 0, 0,
+     "Whether reads (GET, HEAD) beyond loopback are open without the token when one is set: "
+     "off (the default) asks for it on every request but /-/healthy and the dashboard's "
+     "static files; on leaves reads open. On loopback, reads are always open."},
     {"diagram", "--diagram", ST_PATH, FIELD(diagram), 0, 0, "", NULL, SF_EMPTY_OK, 0,
      "Outcome diagram (.dq file) loaded at start. Without it, dqd loads the diagram the "
      "store recorded last (from an earlier --diagram or PUT /api/v1/diagram), if any; with "
@@ -160,6 +176,25 @@ static const struct setting settings[] = {
      "65536", NULL, 0, 0,
      "Spans kept (the newest) with their trace, span and parent ids for `dqctl diagram "
      "--infer` (0: none)."},
+    {"max_ingest_connections", "--max-ingest-connections", ST_INT, FIELD(max_ingest_connections), 1,
+     65536, "512", NULL, 0, 0,
+     "Ingest connections open at once; a further one is closed at accept (counted). dqd also "
+     "keeps 64 descriptors for the API: past its descriptor limit minus those, ingest "
+     "connections are refused first."},
+    {"ingest_junk_timeout", "--ingest-junk-timeout", ST_MS, FIELD(ingest_junk_timeout_ms), 100,
+     3600000, "10000", NULL, 0, 0,
+     "An ingest connection that sent no valid line (instance, hello, ping) within this many "
+     "milliseconds of its start is closed, so connections that send nothing or junk cannot "
+     "hold slots real wrappers need. Connections get TCP keepalive, so a vanished peer is "
+     "noticed."},
+    {"new_names_per_second", "--new-names-per-second", ST_DOUBLE, FIELD(new_names_per_second),
+     0.001, 1e9, "10", NULL, 0, 0,
+     "Probe names never seen before that one source (a node: a v2 hello's node, else the "
+     "peer's host) may register per second, after a burst of new_names_burst; instances of "
+     "further new names are rejected and counted (reason new_name_rate). Known names are "
+     "never limited."},
+    {"new_names_burst", "--new-names-burst", ST_INT, FIELD(new_names_burst), 1, 1000000, "1000",
+     NULL, 0, 0, "New probe names a source may register at once (see new_names_per_second)."},
     {"log_level", "--log-level", ST_ENUM, FIELD(log_level), 0, 0, "info", log_levels, 0, 0,
      "Least severe log messages written to stderr."},
     {"config", "--config", ST_PATH, FIELD(config), 0, 0, "", NULL, SF_CLI_ONLY | SF_EMPTY_OK, 0,
@@ -213,6 +248,8 @@ static const char *metavar(const struct setting *s) {
         return "HOST:PORT";
     case ST_PATH:
         return "PATH";
+    case ST_TEXT:
+        return "LIST";
     case ST_INT:
         return "N";
     case ST_MS:
@@ -233,6 +270,8 @@ static const char *type_doc(const struct setting *s) {
         return "host:port";
     case ST_PATH:
         return "path";
+    case ST_TEXT:
+        return "list";
     case ST_INT:
         return "integer";
     case ST_MS:
@@ -425,6 +464,7 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
     }
     case ST_HOSTPORT:
     case ST_PATH:
+    case ST_TEXT:
     case ST_ENUM:
         return store_string(cfg, s, v, label);
     case ST_ACTION:
@@ -467,6 +507,80 @@ int settings_set(struct dqd_config *cfg, const char *name, const char *value) {
         return dq_fail(DQ_ENOTFOUND, "unknown setting \"%s\"", name);
     }
     return set_text(cfg, s, value, name);
+}
+
+int settings_resolve_token(struct dqd_config *cfg, int *warning) {
+    char buf[DQD_TOKEN_MAX + 2];
+    size_t n = 0;
+    const char *from = "DQD_API_TOKEN";
+    if (warning) {
+        *warning = 0;
+    }
+    cfg->token[0] = '\0';
+    if (cfg->api_token[0]) {
+        from = cfg->api_token;
+        FILE *f = fopen(cfg->api_token, "r");
+        if (!f) {
+            return dq_fail(DQ_EIO,
+                           "api_token: cannot read the token file %s: %s (api_token names a "
+                           "file holding the token, not the token itself)",
+                           cfg->api_token, strerror(errno));
+        }
+        struct stat st;
+        if (warning && fstat(fileno(f), &st) == 0 && (st.st_mode & 0044)) {
+            *warning = 1;
+        }
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *nl = memchr(buf, '\n', n);
+        if (nl) {
+            *nl = '\0';
+            n = (size_t)(nl - buf);
+        }
+    } else {
+        const char *env = getenv("DQD_API_TOKEN");
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        if ((!env || !*env) && creds && *creds) {
+            /* systemd's LoadCredential=api_token:FILE: the file dqd's user may read */
+            char path[DQD_PATH_MAX];
+            snprintf(path, sizeof path, "%s/api_token", creds);
+            FILE *f = fopen(path, "r");
+            if (f) {
+                fclose(f);
+                snprintf(cfg->api_token, sizeof cfg->api_token, "%s", path);
+                return settings_resolve_token(cfg, warning);
+            }
+        }
+        if (!env || !*env) {
+            return 0;
+        }
+        n = strlen(env);
+        if (n >= sizeof buf) {
+            n = sizeof buf - 1;
+        }
+        memcpy(buf, env, n);
+        buf[n] = '\0';
+    }
+    while (n > 0 && (buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t')) {
+        buf[--n] = '\0';
+    }
+    if (n == 0) {
+        return dq_fail(DQ_EINVAL, "api_token: %s holds no token", from);
+    }
+    if (n >= DQD_TOKEN_MAX) {
+        return dq_fail(DQ_EINVAL, "api_token: the token in %s is longer than %d bytes", from,
+                       DQD_TOKEN_MAX - 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c <= ' ' || c == 0x7f) {
+            return dq_fail(DQ_EINVAL,
+                           "api_token: the token in %s has a blank or a control character", from);
+        }
+    }
+    memcpy(cfg->token, buf, n + 1);
+    return 0;
 }
 
 int settings_finish(struct dqd_config *cfg) {
@@ -565,6 +679,7 @@ static int set_json(struct dqd_config *cfg, const struct setting *s, json_t *v, 
         return store_double(cfg, s, json_number_value(v), label);
     case ST_HOSTPORT:
     case ST_PATH:
+    case ST_TEXT:
     case ST_ENUM:
         if (json_is_null(v) && (s->flags & SF_EMPTY_OK)) {
             return store_string(cfg, s, "", label);
@@ -1157,6 +1272,7 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         switch (s->type) {
         case ST_HOSTPORT:
         case ST_PATH:
+        case ST_TEXT:
             v = ((const char *)f)[0] == '\0' && (s->flags & SF_EMPTY_OK) ? json_null()
                                                                          : json_string(f);
             break;
@@ -1363,6 +1479,7 @@ static void range_text(const struct setting *s, char *buf, size_t cap) {
         snprintf(buf, cap, "%s", "port 0 … 65535");
         break;
     case ST_PATH:
+    case ST_TEXT:
     case ST_ACTION:
         snprintf(buf, cap, "%s", "");
         break;

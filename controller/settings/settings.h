@@ -27,6 +27,7 @@
 
 #define DQD_HOSTPORT_MAX 300           /* bytes of a "HOST:PORT" string, NUL included */
 #define DQD_PATH_MAX 1024              /* bytes of a path, NUL included */
+#define DQD_TOKEN_MAX 512              /* bytes of the API token, NUL included */
 #define DQD_MAX_WRAPPERS 64            /* entries of "wrappers" */
 #define DQD_MAX_CFG_PROBES 256         /* entries of "probes" */
 #define DQD_CONFIG_MAX_BYTES (4 << 20) /* largest config file read */
@@ -90,21 +91,28 @@ struct dqd_otlp_rule {
 
 /* The effective configuration. Fill with settings_defaults() before anything else. */
 struct dqd_config {
-    char listen[DQD_HOSTPORT_MAX]; /* ingest address, "HOST:PORT" */
-    char http[DQD_HOSTPORT_MAX];   /* HTTP API address, "HOST:PORT" */
-    char db[DQD_PATH_MAX];         /* SQLite store path */
-    char diagram[DQD_PATH_MAX];    /* outcome diagram (.dq) path, "" for none */
-    char config[DQD_PATH_MAX];     /* the config file that was read, "" for none */
-    char api_token[DQD_PATH_MAX];  /* bearer token for changes through the API, "" none */
-    int64_t window_ms;             /* window length */
-    int64_t lag_ms;                /* how long a window stays open after its end */
-    int clock;                     /* enum dqd_clock_mode */
-    int legacy_commands;           /* 1: write commands on inbound legacy connections */
-    int ring;                      /* closed ΔQs kept per probe */
-    double default_dmax_ms;        /* dMax of a probe enabled without one */
-    int default_bins;              /* bins of a probe enabled without a setting */
-    int auto_range;                /* 1: probes without a dMax of their own auto-range */
-    double auto_range_min_ms;      /* … between these dMax */
+    char listen[DQD_HOSTPORT_MAX];    /* ingest address, "HOST:PORT" */
+    char http[DQD_HOSTPORT_MAX];      /* HTTP API address, "HOST:PORT" */
+    char db[DQD_PATH_MAX];            /* SQLite store path */
+    char diagram[DQD_PATH_MAX];       /* outcome diagram (.dq) path, "" for none */
+    char config[DQD_PATH_MAX];        /* the config file that was read, "" for none */
+    char api_token[DQD_PATH_MAX];     /* file holding the API's bearer token, "" none */
+    char token[DQD_TOKEN_MAX];        /* the token itself (settings_resolve_token), "" none */
+    char allowed_hosts[DQD_PATH_MAX]; /* extra Host names the API accepts, comma-separated */
+    int public_reads;                 /* 1: reads beyond loopback need no token */
+    int max_ingest_connections;       /* ingest connections open at once */
+    int64_t ingest_junk_timeout_ms;   /* no valid line within this: the connection is closed */
+    double new_names_per_second;      /* new probe names per source and second */
+    int new_names_burst;              /* … after a burst of this many */
+    int64_t window_ms;                /* window length */
+    int64_t lag_ms;                   /* how long a window stays open after its end */
+    int clock;                        /* enum dqd_clock_mode */
+    int legacy_commands;              /* 1: write commands on inbound legacy connections */
+    int ring;                         /* closed ΔQs kept per probe */
+    double default_dmax_ms;           /* dMax of a probe enabled without one */
+    int default_bins;                 /* bins of a probe enabled without a setting */
+    int auto_range;                   /* 1: probes without a dMax of their own auto-range */
+    double auto_range_min_ms;         /* … between these dMax */
     double auto_range_max_ms;
     int log_level;                                     /* enum dqd_log_level */
     int n_wrappers;                                    /* entries used in wrappers */
@@ -185,6 +193,17 @@ int settings_load_file(struct dqd_config *cfg, const char *path);
  * an unset lag to the window, refuses the same non-zero port for --listen and --http.
  */
 int settings_finish(struct dqd_config *cfg);
+
+/*
+ * Fills cfg->token: the first line of the file cfg->api_token names (trailing CR/LF and
+ * blanks dropped), else the environment variable DQD_API_TOKEN, else the file api_token
+ * of systemd's $CREDENTIALS_DIRECTORY (LoadCredential=api_token:FILE; cfg->api_token then
+ * names it), else "". DQ_EIO when the
+ * file cannot be read, DQ_EINVAL for an empty token, one with blanks or control
+ * characters, or one of DQD_TOKEN_MAX bytes or more; the message names the file. When the
+ * file is readable by other users, *warning (may be NULL) is set to 1.
+ */
+int settings_resolve_token(struct dqd_config *cfg, int *warning);
 
 /*
  * Writes the effective configuration as a JSON config file (every setting that a file

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "log.h"
 
 #define WEBHOOK_MAX_INFLIGHT 4
 #define WEBHOOK_BACKOFF_MS 250
@@ -121,7 +122,8 @@ static void check_done(struct webhooks *w) {
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&j);
         long code = 0;
         curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
-        int ok = msg->data.result == CURLE_OK && code >= 200 && code < 300;
+        CURLcode result = msg->data.result; /* msg goes with the easy handle below */
+        int ok = result == CURLE_OK && code >= 200 && code < 300;
         curl_multi_remove_handle(w->multi, easy);
         curl_easy_cleanup(easy);
         w->inflight--;
@@ -138,6 +140,10 @@ static void check_done(struct webhooks *w) {
             job_free(j);
         } else if (j->attempts > w->retries) {
             w->st.failed++;
+            /* the hook by its place in the config: a URL may carry credentials */
+            LOG(LOG_WARN, "webhook %d: an event given up after %d attempts (last: %s, HTTP %ld)",
+                j->hook + 1, j->attempts,
+                result == CURLE_OK ? "answered" : curl_easy_strerror(result), code);
             unlink_job(w, j);
             job_free(j);
         } else {
@@ -348,11 +354,15 @@ void webhooks_emit(struct webhooks *w, unsigned event_bit, const char *event, js
             }
             if (!victim) {
                 w->st.dropped++;
+                LOG(LOG_WARN, "webhook %d: queue full (%d events): the new %s event is dropped",
+                    i + 1, w->queue_cap, event);
                 continue;
             }
             unlink_job(w, victim);
             job_free(victim);
             w->st.dropped++;
+            LOG(LOG_WARN, "webhook queue full (%d events): the oldest event is dropped",
+                w->queue_cap);
         }
         struct job *j = calloc(1, sizeof *j);
         char *copy = j ? strdup(body) : NULL;

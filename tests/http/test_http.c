@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1084,10 +1085,28 @@ static void test_server_many_connections(void) {
     CHECK_INT(t.final_stats.connections_rejected, 0);
 }
 
+/* 1 when the server closed c (EOF or reset within ~1 s). */
+static int client_closed(struct client *c) {
+    for (int i = 0; i < 50; i++) {
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 20) > 0) {
+            char b[256];
+            ssize_t n = recv(c->fd, b, sizeof b, 0);
+            if (n <= 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 static void test_server_connection_cap(void) {
+    static const char *const reserve_paths[] = {"/echo", NULL};
     struct http_limits lim;
     http_limits_default(&lim);
     lim.max_connections = 4;
+    lim.reserve_connections = 1;
+    lim.reserve_paths = reserve_paths;
     struct test_server t;
     server_start(&t, &lim);
     struct client *cs[4];
@@ -1095,37 +1114,57 @@ static void test_server_connection_cap(void) {
     for (int i = 0; i < 4; i++) {
         cs[i] = client_new(t.port);
         send_str(cs[i]->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
-        CHECK_INT(client_read(cs[i], &r), 0); /* accepted and served */
+        CHECK_INT(client_read(cs[i], &r), 0); /* accepted and served, then idle */
         resp_free(&r);
+        sleep_ms(5);
     }
+    /* at the cap with idle connections: the one idle the longest makes room */
     struct client *extra = client_new(t.port);
+    send_str(extra->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
     CHECK_INT(client_read(extra, &r), 0);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    CHECK(client_closed(cs[0])); /* the oldest idle one went */
+    client_free(cs[0]);
+    cs[0] = extra;
+    /* connections in the middle of a request are not idle: the next one is a reserve
+     * connection, served only for the reserve's paths */
+    for (int i = 0; i < 4; i++) {
+        send_str(cs[i]->fd, "GET /hello HTTP/1.1\r\n"); /* a request begun, not ended */
+    }
+    sleep_ms(50);
+    struct client *res1 = client_new(t.port);
+    send_str(res1->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(client_read(res1, &r), 0);
+    CHECK_INT(r.status, 503);
+    CHECK(r.body && strstr(r.body, "kept for health checks") != NULL);
+    resp_free(&r);
+    client_free(res1);
+    sleep_ms(50);
+    struct client *res2 = client_new(t.port);
+    send_str(res2->fd, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(client_read(res2, &r), 0);
+    CHECK_INT(r.status, 200); /* a health check still answers */
+    resp_free(&r);
+    send_str(res2->fd, "GET /echo HTTP/1.1\r\n"); /* busy too: nothing is idle now */
+    sleep_ms(50);
+    /* past the cap and the reserve: refused at once */
+    struct client *over = client_new(t.port);
+    CHECK_INT(client_read(over, &r), 0);
     CHECK_INT(r.status, 503);
     CHECK(strstr(r.body, "too many connections") != NULL);
     json_t *j = json_loadb(r.body, r.body_len, 0, NULL); /* the canned body is valid JSON */
     CHECK(j != NULL);
     json_decref(j);
     resp_free(&r);
-    client_free(extra);
-
-    /* a slot frees up when a client leaves */
-    client_free(cs[0]);
-    int served = 0;
-    for (int attempt = 0; attempt < 50 && !served; attempt++) {
-        sleep_ms(20);
-        struct client *c = client_new(t.port);
-        send_str(c->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
-        if (client_read(c, &r) == 0 && r.status == 200) {
-            served = 1;
-        }
-        resp_free(&r);
-        client_free(c);
-    }
-    CHECK(served);
-    for (int i = 1; i < 4; i++) {
+    client_free(over);
+    client_free(res2);
+    for (int i = 0; i < 4; i++) {
         client_free(cs[i]);
     }
     server_stop(&t);
+    CHECK(t.final_stats.connections_shed >= 1);
+    CHECK(t.final_stats.reserve_refused >= 1);
     CHECK(t.final_stats.connections_rejected >= 1);
 }
 
@@ -1247,6 +1286,46 @@ static void test_server_streams(void) {
     CHECK_INT(t.final_stats.streams_open, 1);
 }
 
+/* Clients that pipeline requests and never read: the unsent answers of all connections
+ * stay under max_total_pending (the worst is closed), while a reading client is served. */
+static void test_server_unread_bound(void) {
+    struct http_limits lim;
+    http_limits_default(&lim);
+    lim.max_pending_write = 64 * 1024;
+    lim.max_total_pending = 4u * 1024 * 1024;
+    struct test_server t;
+    server_start(&t, &lim);
+    enum { N = 8 };
+    struct client *cs[N];
+    char req[64];
+    int rl = snprintf(req, sizeof req, "GET /big?n=1000000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    for (int i = 0; i < N; i++) {
+        cs[i] = client_new(t.port);
+        int bufsz = 4096; /* a small receive window: the answers stay in dqd's memory */
+        setsockopt(cs[i]->fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof bufsz);
+        for (int k = 0; k < 20; k++) {
+            send(cs[i]->fd, req, (size_t)rl, MSG_NOSIGNAL);
+        }
+    }
+    sleep_ms(500);
+    struct client *c = client_new(t.port); /* a client that reads is served all the same */
+    send_str(c->fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    struct resp r;
+    CHECK_INT(client_read(c, &r), 0);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    client_free(c);
+    server_stop(&t); /* its counters are taken on the loop, the pipeliners still connected */
+    struct http_server_stats *st = &t.final_stats;
+    CHECK_MSG(st->pending_bytes <= lim.max_total_pending + 1000100, "pending %llu over the bound",
+              (unsigned long long)st->pending_bytes);
+    CHECK_MSG(st->unread_dropped >= 1, "unread_dropped %llu",
+              (unsigned long long)st->unread_dropped);
+    for (int i = 0; i < N; i++) {
+        client_free(cs[i]);
+    }
+}
+
 static void test_listen_errors(void) {
     uv_loop_t loop;
     uv_loop_init(&loop);
@@ -1281,5 +1360,6 @@ int main(void) {
     test_server_many_connections();
     test_server_connection_cap();
     test_server_streams();
+    test_server_unread_bound();
     return check_done();
 }

@@ -174,6 +174,11 @@ class Dqd:
         """(status, body bytes) of one HTTP request; never raises on HTTP errors."""
         data = body.encode() if isinstance(body, str) else body
         req = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            # dqd takes a change's body only as JSON (a .dq diagram is text): urllib's
+            # default form type is what a cross-site page would send, and is refused
+            req.add_header("Content-Type", "text/plain" if path.startswith("/api/v1/diagram")
+                           else "application/json")
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.status, r.read()
@@ -559,3 +564,21 @@ class HeldSim:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+def pipeliner(port, path="/metrics", n=400):
+    """A client that pipelines n GET path on a 4 KiB receive window and never reads (the
+    socket, for the caller to close); OSError when it cannot connect."""
+    req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode() * n
+    p = socket.socket()
+    p.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        p.connect(("127.0.0.1", port))
+        p.setblocking(False)
+        p.send(req)
+    except BlockingIOError:
+        pass
+    except OSError:
+        p.close()
+        raise
+    return p

@@ -98,6 +98,19 @@ def body(c):
                  "PUT enabled not boolean")
     expect_error("PUT", "/api/v1/probes/a", '{"dmax_ms": -5, "enabled": true}', 422,
                  "unprocessable", "PUT negative dMax")
+    # issue 14: numbers checked whole, before narrowing (each was stored as 1 bin, or a
+    # dMax no grid holds was accepted, shown enabled and never reached the wrapper)
+    before = d.get("/api/v1/probes/a")
+    for bad in ('{"bins": 4294967297}', '{"bins": -4294967295}', '{"bins": 9223372036854775807}',
+                '{"bins": 0}', '{"bins": 4097}'):
+        expect_error("PUT", "/api/v1/probes/a", bad, 422, "unprocessable", "PUT " + bad, "bins")
+    for bad in ('{"dmax_ms": 1e-300, "enabled": true}', '{"dmax_ms": 1e300}',
+                '{"dmax_ms": 0.0005}', '{"dmax_ms": "1e-300s"}'):
+        expect_error("PUT", "/api/v1/probes/a", bad, 422, "unprocessable", "PUT " + bad,
+                     "dmax_ms")
+    after = d.get("/api/v1/probes/a")
+    c.eq((after["enabled"], after["dmax_ms"], after["bins"]),
+         (before["enabled"], before["dmax_ms"], before["bins"]), "refused PUTs changed nothing")
     expect_error("PUT", "/api/v1/probes/a", '{"bins": 99999}', 422, "unprocessable",
                  "PUT too many bins")
     expect_error("PUT", "/api/v1/probes/a",

@@ -235,11 +235,11 @@ def body(c):
     start_ns = wt * WINDOW_MS * MS
     rows = db.execute("SELECT n, n_ok, n_fa, n_to, p50, lost FROM windows WHERE probe='lg' "
                       "AND kind='observed' AND start_ns=?", (start_ns,)).fetchall()
-    c.eq(len(rows), 1, "one stored row for lg's window")
-    if rows:
-        c.eq(rows[0][:4], (80, 70, 5, 5), "stored lg counts")
-        c.near(rows[0][4], 0.010, 1e-9, "stored lg p50")
-        c.near(rows[0][5], 0.125, 1e-9, "stored lg lost")
+    # lg was only seen on the wire (not in the diagram, never enabled): not persisted, so
+    # junk names cannot fill the store or come back after a restart (issue 14)
+    c.eq(len(rows), 0, "no stored row for lg, a name only seen on the wire")
+    c.eq(db.execute("SELECT count(*) FROM probes WHERE name='lg'").fetchone()[0], 0,
+         "no probe row for lg")
     rows = db.execute("SELECT p50 FROM windows WHERE probe='pipeline' AND kind='calculated' "
                       "AND start_ns=?", (start_ns,)).fetchall()
     c.check(len(rows) == 1 and abs(rows[0][0] - 0.031) < 1e-9,

@@ -346,7 +346,7 @@ def run_fed(c, d, ctl, rd, v2, wd, src):
                              ("GET", "/api/v1/diagnose", "POST"),
                              ("POST", "/api/v1/probes/pipe", "GET, HEAD, PUT, DELETE")]:
         req = urllib.request.Request(d.url + r, data=b"" if method != "GET" else None,
-                                     method=method)
+                                     method=method, headers={"Content-Type": "application/json"})
         try:
             urllib.request.urlopen(req, timeout=10)
             c.check(False, "%s %s answered 2xx" % (method, r))

@@ -111,10 +111,44 @@ def body(c):
     st = d.get("/api/v1/triggers")
     c.check(len(st) == 1 and st[0]["kind"] == "load" and st[0]["fired"] is False,
             "the trigger is stored and clear: %r" % st)
+    m = d.metrics()
+    c.check(m.value("dqd_webhook_events_total", outcome="delivered") >= 3 and
+            m.value("dqd_webhook_retries_total") >= 1,
+            "deliveries and retries in /metrics")
     s.close()
     d.stop(c)
     flaky.stop()
     down.stop()
+    # issue 14: a receiver that never answers, no retries, a queue of one: what is given up
+    # and what is dropped is counted in /metrics and logged
+    mute = socket.socket()  # listens, never answers: each POST waits for its timeout
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(64)
+    with open(cfg, "w") as f:
+        json.dump({"webhook_retries": 0, "webhook_queue": 1, "webhook_timeout": 1000,
+                   "webhooks": [{"url": "http://127.0.0.1:%d/hook" % mute.getsockname()[1]}],
+                   "triggers": [{"probe": "front", "kind": "load", "threshold": 20,
+                                 "fire_after": 1, "clear_after": 1}]}, f)
+    d = Dqd(dqd_bin, work, window_ms=100, lag_ms=100, config=cfg)
+    s = connect(d.ingest_port)
+    for k in range(12):  # fired and cleared by turns: an event per window or so
+        t = now_ns()
+        n = 60 if k % 2 == 0 else 2
+        s.sendall("".join(legacy_line("front", t - 1_000_000, t) for _ in range(n)).encode())
+        time.sleep(0.12)
+    c.check(d.wait_until(lambda: (d.metrics().value("dqd_webhook_events_total",
+                                                    outcome="failed") or 0) >= 1, timeout=10),
+            "a webhook event given up is counted")
+    m = d.metrics()
+    c.check(m.value("dqd_webhook_events_total", outcome="dropped") >= 1,
+            "events pushed out of the full queue are counted: %r"
+            % m.value("dqd_webhook_events_total", outcome="dropped"))
+    s.close()
+    d.stop(c)
+    log = d.stderr()
+    c.check("webhook 1: an event given up" in log, "the log says an event was given up")
+    c.check("queue full" in log, "the log says events were dropped")
+    mute.close()
     remove_workdir(work)
 
 

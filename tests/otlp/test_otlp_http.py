@@ -162,8 +162,13 @@ def body(c):
     c.eq(st, 403, "beyond loopback without an api_token: 403")
     c.check(b"api_token" in b, "says what is needed")
     d2.stop(c)
-    d3 = Dqd(DQD, tempfile.mkdtemp(prefix="dqd-otlp-tok-"), window_ms=1000, lag_ms=1000,
-             extra=["--otlp", "0.0.0.0:0", "--api-token", "s3cret"])
+    wd3 = tempfile.mkdtemp(prefix="dqd-otlp-tok-")
+    token_path = os.path.join(wd3, "token")  # the token comes from a file, never argv
+    with open(token_path, "w") as f:
+        f.write("s3cret\n")
+    os.chmod(token_path, 0o600)
+    d3 = Dqd(DQD, wd3, window_ms=1000, lag_ms=1000,
+             extra=["--otlp", "0.0.0.0:0", "--api-token", token_path])
     conn = http.client.HTTPConnection("127.0.0.1", d3.otlp_port, timeout=10)
     st, h, b = post(conn, spans_json(1))
     c.eq(st, 401, "without the bearer token: 401")

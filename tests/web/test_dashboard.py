@@ -103,8 +103,12 @@ def main(c):
     cfg_path = os.path.join(work, "dqd.json")
     with open(cfg_path, "w") as f:
         json.dump(cfg, f)
+    token_path = os.path.join(work, "token")  # the token comes from a file, never argv
+    with open(token_path, "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod(token_path, 0o600)
     d = Dqd(dqd_bin, work, window_ms=1000, lag_ms=100, diagram=diagram, config=cfg_path,
-            extra=["--clock", "sim", "--api-token", TOKEN])
+            extra=["--clock", "sim", "--api-token", token_path])
     sim = HeldSim(dqsim_bin, diagram, d.ingest_port, rate=300, extra=["--leaf-mean", "2:2"])
     browser = None
     try:
