@@ -6,7 +6,10 @@
    restart.
 2. Logs: hello and state lines at line rate write a bounded log, with the count of what was
    held back.
-3. The soak (about 25 s): under a descriptor limit of 256, idle and pipelining HTTP clients,
+3. Keepalive: dqd's end of a wrapper link has TCP keepalive armed (the kernel's timer on
+   the socket, read from /proc/net/tcp), so a peer that vanishes without a FIN or RST is
+   noticed.
+4. The soak (about 25 s): under a descriptor limit of 256, idle and pipelining HTTP clients,
    idle ingest connections and junk names at their caps while a valid wrapper streams:
    /-/healthy answers throughout, /metrics scrapes, no valid instance is lost, a wrapper
    that connects late gets in once the junk connections time out, and dqd's RSS stays under
@@ -302,9 +305,52 @@ def soak_phase(c, dqd_bin, work):
     d.stop(c)
 
 
+KEEPALIVE_S = 30  # INGEST_KEEPALIVE_S (controller/ingest/ingest.h)
+
+
+def tcp_timers(local_port, remote_port):
+    """(timer kind, seconds until it fires) of the IPv4 socket local_port -> remote_port
+    from /proc/net/tcp: kind 0 none, 1 retransmit, 2 keepalive (or another), 3 TIME_WAIT,
+    4 zero window probe; None when the socket is not listed."""
+    hz = os.sysconf("SC_CLK_TCK")
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            lp = int(p[1].split(":")[1], 16)
+            rp = int(p[2].split(":")[1], 16)
+            if lp == local_port and rp == remote_port:
+                kind, when = p[5].split(":")
+                return int(kind, 16), int(when, 16) / hz
+    return None
+
+
+def keepalive_phase(c, dqd_bin, work):
+    d = Dqd(dqd_bin, work, window_ms=1000, lag_ms=1000)
+    s = socket.create_connection(("127.0.0.1", d.ingest_port))
+    s.sendall(b"hello;2;node=ka@h;app=ka\n")
+    time.sleep(0.3)
+    mine = s.getsockname()[1]
+    dqd_side = tcp_timers(d.ingest_port, mine)  # dqd's socket: local ingest port
+    client_side = tcp_timers(mine, d.ingest_port)  # ours: no keepalive asked for
+    c.check(dqd_side is not None, "dqd's end of the link is in /proc/net/tcp")
+    if dqd_side:
+        c.eq(dqd_side[0], 2, "dqd's end of the link has the keepalive timer armed (%r)" %
+             (dqd_side,))
+        c.check(0 < dqd_side[1] <= KEEPALIVE_S + 1,
+                "it fires within the keepalive idle time of %d s (%.1f s)" %
+                (KEEPALIVE_S, dqd_side[1]))
+    c.check(client_side is not None and client_side[0] == 0,
+            "the client's end, without keepalive, has no timer (the reading tells them "
+            "apart: %r)" % (client_side,))
+    s.close()
+    d.stop(c)
+
+
 def body(c):
     dqd_bin = sys.argv[1]
     work = make_workdir("dqd-floods-")
+    keepalive_phase(c, dqd_bin, work)
     names_phase(c, dqd_bin, work)
     log_phase(c, dqd_bin, work)
     soak_phase(c, dqd_bin, work)
