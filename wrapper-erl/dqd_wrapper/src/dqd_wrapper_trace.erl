@@ -19,12 +19,14 @@
 %%     process whose traced call depth reaches max_depth stops being traced (its open
 %%     calls are dropped and counted): mutual recursion cannot grow it further.
 %%   - Cost: every traced call costs the caller two trace messages (~1 us). A budget per
-%%     probe and per node (calls per second, over slots of trace_slot_ms) reads the
-%%     runtime's call counters and, once a probe has traced its share of a slot, sets
+%%     probe and per node, in calls per second: what is reported is capped exactly per
+%%     second of monotonic time (admit/3: calls beyond the second's cap are sampled
+%%     out); the trace messages are bounded by reading the runtime's call counters over
+%%     slots of trace_slot_ms and, once a probe has traced its share of a slot, setting
 %%     its bit of the trace control word, which its match spec tests: no more tracing
 %%     until the next slot (`sampling:NAME=FRACTION` in state). A slot that overshot is
-%%     paid back by the next ones. The calls started while tracing is on are timed
-%%     completely.
+%%     paid back by the next ones of its second. The calls started while tracing is on
+%%     are timed completely.
 %%   - Never traced: the modules of dqd_wrapper itself and the module erlang, and never
 %%     the wrapper's own processes (this tracer included).
 %%
@@ -727,10 +729,14 @@ win_add(_, {W, N, P}) -> {W, N, P + 1}.
 floor_div(A, B) when A >= 0 -> A div B;
 floor_div(A, B) -> -((-A + B - 1) div B).
 
-%% The first slot boundary after Now (ns) on the grid of SlotMs.
-next_boundary(Now, SlotMs) ->
+%% The end of a slot starting at Now (ns): slots of up to a second follow the grid of
+%% SlotMs (so that, when SlotMs divides a second, a slot starts with each second, as
+%% the admission's seconds do); longer ones last SlotMs from now.
+next_boundary(Now, SlotMs) when SlotMs =< 1000 ->
     Ns = SlotMs * 1000000,
-    (floor_div(Now, Ns) + 1) * Ns.
+    (floor_div(Now, Ns) + 1) * Ns;
+next_boundary(Now, SlotMs) ->
+    Now + SlotMs * 1000000.
 
 %% Milliseconds from Now until End (ns), rounded up: a timer set so never fires early.
 ms_until(End, Now) -> max(1, (End - Now + 999999) div 1000000).
