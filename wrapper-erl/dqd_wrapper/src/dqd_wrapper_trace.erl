@@ -692,8 +692,8 @@ count_dropped(Frames, T) ->
 %% cap, and over any run of whole seconds at most the cap per second: no burst. The
 %% switch-off below bounds how many trace messages this costs; it cannot be exact,
 %% since the tracer only sees a count once the traced process's scheduler lets it run
-%% (a tight loop makes a time slice of calls, ~1000, after its pattern goes on; those
-%% are paid back by the next slots, so the messages average the cap too, in bursts).
+%% (a tight loop makes a time slice of calls, ~1000, after its pattern goes on): per
+%% second, the cap plus one such burst, which slot/1 pays back within the second.
 admit(Start, #b{win = PW0} = B, #t{nwin = NW0, cfg = Cfg} = T) ->
     #{trace_probe_rate := PCap, trace_node_rate := NCap} = Cfg,
     X = floor_div(Start, 1000000000),
@@ -826,14 +826,14 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
     Overloaded = QLen > 4 * NodeCap,
     T1 = T#t{slot_start = Now, slot_end = next_boundary(Now, SlotMs), node_allowed = NodeAllowed,
              overload = T#t.overload + case Overloaded of true -> 1; false -> 0 end},
-    %% What this second still admits (admit/3): a probe goes on again only when its
-    %% last burst would fit in it (a tight loop traces a time slice of calls, however
-    %% small its allowance: calls that would only be sampled out).
+    %% What this second still admits (admit/3): a probe goes on again only when at
+    %% least half its last burst would fit in it (a tight loop traces a time slice of
+    %% calls, however small its allowance: calls that would only be sampled out).
     Sec = floor_div(Now, 1000000000),
     NodeLeft = NCap - used_now(Sec, T#t.nwin),
     maps:fold(fun(N, #b{status = on} = B, TT) ->
                       Left = min(PCap - used_now(Sec, B#b.win), NodeLeft),
-                      Fits = Left >= max(1, min(B#b.burst, min(PCap, NCap))),
+                      Fits = 2 * Left >= max(1, min(B#b.burst, min(PCap, NCap))),
                       B1 = B#b{allowed = case Fits of
                                              true -> min(Left, maps:get(N, Allowed));
                                              false -> 0

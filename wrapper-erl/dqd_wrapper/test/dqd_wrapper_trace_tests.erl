@@ -390,6 +390,49 @@ node_budget_test_() ->
                   ?assert(N1 > 0 andalso N2 > 0)
           end).
 
+paced_budget_test_() ->
+    %% A function called ~4 000 times a second (bursts of 8 calls, ~2 ms apart), budget
+    %% 1000 calls/s: at most 1000 reported in any second, and the sample is spread over
+    %% the slots of each second (not one burst per second as for a tight loop).
+    ?WITH([{trace_probe_rate, 1000}, {trace_slot_ms, ?SLOT_MS}],
+          fun(F) ->
+                  bind(<<"hot">>, 100, {?T, hot, 0}),
+                  T0 = erlang:monotonic_time(nanosecond),
+                  Calls = paced(8, erlang:monotonic_time(millisecond) + 5200, 0),
+                  T1 = erlang:monotonic_time(nanosecond),
+                  timer:sleep(300),
+                  Is = insts(F, <<"hot">>),
+                  Counts = seconds(Is),
+                  Run = run_seconds(T0, T1),
+                  Secs = length(Run),
+                  N = sum(Run, Counts),
+                  Off = erlang:time_offset(nanosecond),
+                  Slots = lists:usort([floor_div(S - Off, ?SLOT_MS * 1000000)
+                                       || #{start := S} <- Is,
+                                          lists:member(floor_div(S - Off, ?SEC), Run)]),
+                  ?debugFmt("paced: ~b calls in 5.2 s; over the ~b whole s after the first slot "
+                            "~b reported = ~.1f/s (cap 1000/s), at most ~b in a second, in ~b "
+                            "of the ~b slots", [Calls, Secs, N, N / Secs,
+                                                lists:max(maps:values(Counts)), length(Slots),
+                                                Secs * 1000 div ?SLOT_MS]),
+                  ?assert(Secs >= 4),
+                  ?assert(Calls > 2000 * 5),
+                  ?assert(N =< 1000 * Secs),
+                  ?assert(lists:max(maps:values(Counts)) =< 1000),
+                  ?assert(N >= 500 * Secs),
+                  ?assert(length(Slots) >= 5 * Secs)
+          end).
+
+%% Calls hot/0 K times a millisecond until Until (ms); returns the calls made.
+paced(K, Until, N) ->
+    case erlang:monotonic_time(millisecond) >= Until of
+        true -> N;
+        false ->
+            [?T:hot() || _ <- lists:seq(1, K)],
+            timer:sleep(1),
+            paced(K, Until, N + K)
+    end.
+
 %%% The wire ----------------------------------------------------------------------
 
 trace_command_test_() ->
