@@ -104,6 +104,7 @@
     slot_end = 0 :: integer(),
     node_allowed = 1 :: integer(),          % calls all probes may trace in this slot
     nwin = none :: none | win(),            % the same for all probes together
+    gone = #{} :: #{binary() => win()},     % the windows of probes unbound this second
     guard = 0 :: non_neg_integer(),         % call messages since the last budget check
     cfg :: map(),
     last = <<>> :: binary(),                % fields last published
@@ -307,9 +308,12 @@ add(#b{name = Name, mfa = Mfa} = B0, #t{binds = Bs, by_mfa = ByMfa} = T) ->
         [Free | _] -> add1(B0#b{bit = Free}, T, Bs, ByMfa, Name, Mfa)
     end.
 
-add1(B, T, Bs, ByMfa, Name, Mfa) ->
+add1(B0, T, Bs, ByMfa, Name, Mfa) ->
     Ever = lists:sublist([Name | lists:delete(Name, T#t.ever)], 256),
-    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}, ever = Ever},
+    %% Bound again within the same second: what it reported then still counts.
+    B = B0#b{win = maps:get(Name, T#t.gone, none)},
+    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}, ever = Ever,
+             gone = maps:remove(Name, T#t.gone)},
     case T1#t.running of
         true -> {ok, resume(T1)};
         false -> {ok, T1}
@@ -320,6 +324,10 @@ remove(#b{name = Name, mfa = Mfa} = B, #t{binds = Bs, by_mfa = ByMfa} = T) ->
     uninstall(B),
     T1 = drop_frames(Mfa, T),
     T1#t{binds = maps:remove(Name, Bs),
+         gone = case B#b.win of
+                    none -> T1#t.gone;
+                    Win -> (T1#t.gone)#{Name => Win}
+                end,
          by_mfa = case maps:find(Mfa, ByMfa) of
                       {ok, Name} -> maps:remove(Mfa, ByMfa);
                       _ -> ByMfa
@@ -824,7 +832,11 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
     {_, QLen} = process_info(self(), message_queue_len),
     %% Our own queue holds several slots' worth of messages: skip this slot.
     Overloaded = QLen > 4 * NodeCap,
+    %% (the windows of unbound probes matter for a second at most)
+    Gone = maps:filter(fun(_, {W, _, _}) -> W >= floor_div(Now, 1000000000) - 1 end,
+                       T#t.gone),
     T1 = T#t{slot_start = Now, slot_end = next_boundary(Now, SlotMs), node_allowed = NodeAllowed,
+             gone = Gone,
              overload = T#t.overload + case Overloaded of true -> 1; false -> 0 end},
     %% What this second still admits (admit/3): a probe goes on again only when at
     %% least half its last burst would fit in it (a tight loop traces a time slice of

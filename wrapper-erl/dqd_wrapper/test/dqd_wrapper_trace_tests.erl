@@ -423,6 +423,30 @@ paced_budget_test_() ->
                   ?assert(length(Slots) >= 5 * Secs)
           end).
 
+rebind_budget_test_() ->
+    %% Unbound and bound again within one second: what it reported before still counts
+    %% against that second's cap (1000), so the second holds at most 1000, not twice.
+    ?WITH([{trace_probe_rate, 1000}, {trace_slot_ms, ?SLOT_MS}],
+          fun(F) ->
+                  %% start just after a second begins, so both runs fall in that second
+                  Now = erlang:monotonic_time(nanosecond),
+                  Sec = floor_div(Now, ?SEC) + 1,
+                  timer:sleep((Sec * ?SEC - Now) div 1000000 + 20),
+                  bind(<<"hot">>, 100, {?T, hot, 0}),
+                  _ = ?T:spin(hot, 250),
+                  ok = dqd_wrapper_trace:unbind(<<"hot">>),
+                  bind(<<"hot">>, 100, {?T, hot, 0}),
+                  _ = ?T:spin(hot, 250),
+                  T1 = erlang:monotonic_time(nanosecond),
+                  timer:sleep(300),
+                  Counts = seconds(insts(F, <<"hot">>)),
+                  ?debugFmt("rebind: ~b reported in the second of both runs (cap 1000/s)",
+                            [maps:get(Sec, Counts, 0)]),
+                  ?assertEqual(Sec, floor_div(T1, ?SEC)),
+                  ?assert(maps:get(Sec, Counts, 0) > 0),
+                  ?assert(lists:max(maps:values(Counts)) =< 1000)
+          end).
+
 %% Calls hot/0 K times a millisecond until Until (ms); returns the calls made.
 paced(K, Until, N) ->
     case erlang:monotonic_time(millisecond) >= Until of
