@@ -19,12 +19,14 @@
 %%     process whose traced call depth reaches max_depth stops being traced (its open
 %%     calls are dropped and counted): mutual recursion cannot grow it further.
 %%   - Cost: every traced call costs the caller two trace messages (~1 us). A budget per
-%%     probe and per node (calls per second, over slots of trace_slot_ms) reads the
-%%     runtime's call counters and, once a probe has traced its share of a slot, sets
+%%     probe and per node, in calls per second: what is reported is capped exactly per
+%%     second of monotonic time (admit/3: calls beyond the second's cap are sampled
+%%     out); the trace messages are bounded by reading the runtime's call counters over
+%%     slots of trace_slot_ms and, once a probe has traced its share of a slot, setting
 %%     its bit of the trace control word, which its match spec tests: no more tracing
 %%     until the next slot (`sampling:NAME=FRACTION` in state). A slot that overshot is
-%%     paid back by the next ones. The calls started while tracing is on are timed
-%%     completely.
+%%     paid back by the next ones of its second. The calls started while tracing is on
+%%     are timed completely.
 %%   - Never traced: the modules of dqd_wrapper itself and the module erlang, and never
 %%     the wrapper's own processes (this tracer included).
 %%
@@ -53,6 +55,9 @@
 -define(MS(Bit), [{'_', [{'=:=', {'band', {get_tcw}, 1 bsl Bit}, 0}], [{exception_trace}]}]).
 -define(MAX_BINDS, 32).
 
+%% {W, N, P}: the newest admission window W, the calls admitted in it (N) and in W - 1 (P).
+-type win() :: {integer(), non_neg_integer(), non_neg_integer()}.
+
 %% One bound probe.
 -record(b, {
     name :: binary(),
@@ -62,12 +67,22 @@
     pattern = false :: boolean(),     % our pattern is installed right now
     bit = 0 :: 0..31,                 % its bit of the trace control word
     sampled = false :: boolean(),     % its bit is set: calls are not traced now
-    keep = 1.0 :: float(),            % traced / all calls in the last slot
+    keep = 1.0 :: float(),            % reported / all calls in the last second
     rate = 0.0 :: float(),            % all calls per second in the last slot
-    calls = 0 :: non_neg_integer(),   % traced calls since bound
+    calls = 0 :: non_neg_integer(),   % calls timed (admitted) since bound
+    win = none :: none | win(),       % its newest admission window, calls admitted
+    skipped = 0 :: non_neg_integer(), % traced calls sampled out by the hard cap (since bound)
+    %% keep is measured over seconds: calls admitted, all calls, whether any call went
+    %% untimed (switched off, or sampled out) since second acc_sec began
+    took = 0 :: non_neg_integer(),
+    acc_all = 0 :: non_neg_integer(),
+    acc_cut = false :: boolean(),
+    acc_sec = 0 :: integer(),
+    skip0 = 0 :: non_neg_integer(),   % skipped at the start of this slot
     base = 0 :: non_neg_integer(),    % the VM's call count at the start of the slot
     allowed = 1 :: integer(),         % calls it may trace in this slot (< 1: none)
     last = 0 :: non_neg_integer(),    % calls it traced in the last slot
+    burst = 0 :: non_neg_integer(),   % calls it traced in the last slot it was on
     traced = 0 :: non_neg_integer(),  % calls it traced in this slot (the VM's count)
     reported = 0 :: non_neg_integer(),
     dropped = 0 :: non_neg_integer()  % open calls dropped (unbound, lost, too deep)
@@ -88,6 +103,8 @@
     slot_start = 0 :: integer(),
     slot_end = 0 :: integer(),
     node_allowed = 1 :: integer(),          % calls all probes may trace in this slot
+    nwin = none :: none | win(),            % the same for all probes together
+    gone = #{} :: #{binary() => win()},     % the windows of probes unbound this second
     guard = 0 :: non_neg_integer(),         % call messages since the last budget check
     cfg :: map(),
     last = <<>> :: binary(),                % fields last published
@@ -189,12 +206,12 @@ init(Config) ->
                      trace_check_ms, sweep_interval_ms], Config),
     Now = erlang:monotonic_time(nanosecond),
     SlotMs = maps:get(trace_slot_ms, Cfg),
-    erlang:send_after(SlotMs, self(), slot),
+    erlang:send_after(ms_until(next_boundary(Now, SlotMs), Now), self(), slot),
     erlang:send_after(maps:get(trace_check_ms, Cfg), self(), check),
     erlang:send_after(maps:get(sweep_interval_ms, Cfg), self(), sweep),
     #st{running = R} = persistent_term:get(?STATE_KEY, ?OFF),
     {ok, #t{tmo = ets:new(dqd_wrapper_trace_tmo, [ordered_set, private]), cfg = Cfg,
-            running = R, slot_start = Now, slot_end = Now + SlotMs * 1000000,
+            running = R, slot_start = Now, slot_end = next_boundary(Now, SlotMs),
             node_allowed = max(1, maps:get(trace_node_rate, Cfg) * SlotMs div 1000)}}.
 
 handle_call({commands, Cmds}, _From, T) ->
@@ -223,9 +240,11 @@ handle_info({trace_ts, Pid, exception_from, Mfa, _Exc, Ts}, T) ->
 handle_info(sweep, #t{cfg = #{sweep_interval_ms := Ms}} = T) ->
     erlang:send_after(Ms, self(), sweep),
     {noreply, sweep(erlang:monotonic_time(nanosecond), T)};
-handle_info(slot, #t{cfg = #{trace_slot_ms := Ms}} = T) ->
-    erlang:send_after(Ms, self(), slot),
-    {noreply, budget(T)};
+handle_info(slot, T) ->
+    %% One timer at a time, firing at the next slot boundary.
+    #t{slot_end = End} = T1 = budget(T),
+    erlang:send_after(ms_until(End, erlang:monotonic_time(nanosecond)), self(), slot),
+    {noreply, T1};
 handle_info(check, #t{cfg = #{trace_check_ms := Ms}} = T) ->
     erlang:send_after(Ms, self(), check),
     T1 = publish(check(T)),
@@ -289,9 +308,12 @@ add(#b{name = Name, mfa = Mfa} = B0, #t{binds = Bs, by_mfa = ByMfa} = T) ->
         [Free | _] -> add1(B0#b{bit = Free}, T, Bs, ByMfa, Name, Mfa)
     end.
 
-add1(B, T, Bs, ByMfa, Name, Mfa) ->
+add1(B0, T, Bs, ByMfa, Name, Mfa) ->
     Ever = lists:sublist([Name | lists:delete(Name, T#t.ever)], 256),
-    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}, ever = Ever},
+    %% Bound again within the same second: what it reported then still counts.
+    B = B0#b{win = maps:get(Name, T#t.gone, none)},
+    T1 = T#t{binds = Bs#{Name => B}, by_mfa = ByMfa#{Mfa => Name}, ever = Ever,
+             gone = maps:remove(Name, T#t.gone)},
     case T1#t.running of
         true -> {ok, resume(T1)};
         false -> {ok, T1}
@@ -302,6 +324,10 @@ remove(#b{name = Name, mfa = Mfa} = B, #t{binds = Bs, by_mfa = ByMfa} = T) ->
     uninstall(B),
     T1 = drop_frames(Mfa, T),
     T1#t{binds = maps:remove(Name, Bs),
+         gone = case B#b.win of
+                    none -> T1#t.gone;
+                    Win -> (T1#t.gone)#{Name => Win}
+                end,
          by_mfa = case maps:find(Mfa, ByMfa) of
                       {ok, Name} -> maps:remove(Mfa, ByMfa);
                       _ -> ByMfa
@@ -531,12 +557,18 @@ call(Pid, Mfa, Ts, #t{by_mfa = ByMfa} = T) ->
                     too_deep(Pid, Frames, T);
                 false ->
                     Start = erlang:convert_time_unit(Ts, native, nanosecond),
-                    Seq = T#t.seq + 1,
-                    Deadline = Start + B#b.ns,
-                    ets:insert(T#t.tmo, {{Deadline, Seq}, Pid}),
-                    put(K, [{Mfa, Name, Start, Seq, open} | Frames]),
-                    T1 = put_bind(B#b{calls = B#b.calls + 1}, T#t{seq = Seq}),
-                    guard(T1)
+                    case admit(Start, B, T) of
+                        {true, B1, T1} ->
+                            Seq = T1#t.seq + 1,
+                            Deadline = Start + B1#b.ns,
+                            ets:insert(T1#t.tmo, {{Deadline, Seq}, Pid}),
+                            put(K, [{Mfa, Name, Start, Seq, open} | Frames]),
+                            guard(put_bind(B1, T1#t{seq = Seq}));
+                        {false, B1, T1} ->
+                            %% Sampled out: its frame only pairs its return.
+                            put(K, [{Mfa, Name, Start, 0, sampled} | Frames]),
+                            guard(put_bind(B1, T1))
+                    end
             end;
         _ ->
             %% A call of a function no longer bound (its message was on its way).
@@ -659,7 +691,65 @@ count_dropped(Frames, T) ->
 
 %%% Budget ----------------------------------------------------------------------
 
-%% Every 32 call messages: end the slot when it is over, and turn off the pattern of
+%% The hard cap on what is reported. Time is cut into seconds on the grid of monotonic
+%% time (window W covers [W, W + 1) s). A traced call is timed (and reported) only
+%% when its start falls in the newest window seen (or the one before it) and neither
+%% its probe nor the node has used that second's quota (trace_probe_rate,
+%% trace_node_rate); otherwise it is sampled out (counted, its return paired and
+%% ignored). So the calls reported with their start in any second number at most the
+%% cap, and over any run of whole seconds at most the cap per second: no burst. The
+%% switch-off below bounds how many trace messages this costs; it cannot be exact,
+%% since the tracer only sees a count once the traced process's scheduler lets it run
+%% (a tight loop makes a time slice of calls, ~1000, after its pattern goes on): per
+%% second, the cap plus one such burst, which slot/1 pays back within the second.
+admit(Start, #b{win = PW0} = B, #t{nwin = NW0, cfg = Cfg} = T) ->
+    #{trace_probe_rate := PCap, trace_node_rate := NCap} = Cfg,
+    X = floor_div(Start, 1000000000),
+    PW = win_shift(X, PW0),
+    NW = win_shift(X, NW0),
+    case win_used(X, PW) < PCap andalso win_used(X, NW) < NCap of
+        true ->
+            {true, B#b{win = win_add(X, PW), took = B#b.took + 1, calls = B#b.calls + 1},
+             T#t{nwin = win_add(X, NW)}};
+        false ->
+            {false, B#b{win = PW, skipped = B#b.skipped + 1}, T#t{nwin = NW}}
+    end.
+
+%% A call of window X moves the newest window on; the one before stays open for the
+%% calls of other processes whose messages arrive a little out of order. Older windows
+%% are closed (their calls sampled out): no window ever exceeds its quota.
+win_shift(X, none) -> {X, 0, 0};
+win_shift(X, {W, N, _}) when X =:= W + 1 -> {X, 0, N};
+win_shift(X, {W, _, _}) when X > W -> {X, 0, 0};
+win_shift(_, Win) -> Win.
+
+win_used(X, {X, N, _}) -> N;
+win_used(X, {W, _, P}) when X =:= W - 1 -> P;
+win_used(_, _) -> infinity.
+
+%% Calls admitted so far in second Sec (those still queued are not counted yet).
+used_now(Sec, {Sec, N, _}) -> N;
+used_now(_, _) -> 0.
+
+win_add(X, {X, N, P}) -> {X, N + 1, P};
+win_add(_, {W, N, P}) -> {W, N, P + 1}.
+
+floor_div(A, B) when A >= 0 -> A div B;
+floor_div(A, B) -> -((-A + B - 1) div B).
+
+%% The end of a slot starting at Now (ns): slots of up to a second follow the grid of
+%% SlotMs (so that, when SlotMs divides a second, a slot starts with each second, as
+%% the admission's seconds do); longer ones last SlotMs from now.
+next_boundary(Now, SlotMs) when SlotMs =< 1000 ->
+    Ns = SlotMs * 1000000,
+    (floor_div(Now, Ns) + 1) * Ns;
+next_boundary(Now, SlotMs) ->
+    Now + SlotMs * 1000000.
+
+%% Milliseconds from Now until End (ns), rounded up: a timer set so never fires early.
+ms_until(End, Now) -> max(1, (End - Now + 999999) div 1000000).
+
+%% Every 4 call messages: end the slot when it is over, and turn off the pattern of
 %% every probe that has traced what it may in this slot. Checked here as well as on
 %% the timers because under a flood of calls the timer messages wait behind the trace
 %% messages; the VM's call counts and the clock are read now, so the patterns go off
@@ -668,8 +758,7 @@ guard(#t{guard = G} = T) when G < 3 -> T#t{guard = G + 1};
 guard(T) -> budget(T#t{guard = 0}).
 
 budget(#t{slot_end = End} = T) ->
-    %% (a timer may fire a little early: within 2 ms of the end counts as the end)
-    case erlang:monotonic_time(nanosecond) >= End - 2000000 of
+    case erlang:monotonic_time(nanosecond) >= End of
         true -> slot(T);
         false -> enforce(T)
     end.
@@ -683,7 +772,9 @@ enforce(#t{binds = Bs, node_allowed = NodeAllowed} = T) ->
     T#t{binds = maps:map(fun(_, #b{status = on, pattern = true, sampled = false, traced = Tr,
                                    allowed = A} = B) when Tr >= A; NodeTraced >= NodeAllowed ->
                                  tcw(B#b.bit, true),
-                                 B#b{sampled = true};
+                                 %% Read again now that the bit is set: the calls traced
+                                 %% while we were deciding count too (the debt is whole).
+                                 B#b{sampled = true, traced = call_count(B) - B#b.base};
                             (_, B) -> B
                          end, Counted)}.
 
@@ -704,12 +795,15 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
                                              false -> All;
                                              true -> min(All, B#b.traced)
                                          end,
-                                B#b{rate = All / Secs, last = Traced,
-                                    keep = case All of
-                                               0 -> 1.0;
-                                               _ -> min(1.0, Traced / All)
-                                           end,
-                                    base = C, traced = 0};
+                                keep(Now, B#b{rate = All / Secs, last = Traced, base = C,
+                                              burst = case Traced of
+                                                          0 -> B#b.burst;
+                                                          _ -> Traced
+                                                      end,
+                                              traced = 0, skip0 = B#b.skipped,
+                                              acc_all = B#b.acc_all + All,
+                                              acc_cut = B#b.acc_cut orelse B#b.sampled
+                                                  orelse B#b.skipped > B#b.skip0});
                            (_, B) -> B
                         end, Bs),
     %% What each would trace at most in the next slot, at the rate of the last one.
@@ -717,12 +811,18 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
             || #b{name = N, status = on, rate = R} <- maps:values(Measured)],
     Sum = lists:sum([W || {_, W} <- Want]),
     %% A slot that traced more than it was allowed (the traced process runs on until its
-    %% scheduler lets this one see the count) is paid back by the next ones: over any
-    %% run of slots the calls traced stay within the budget plus one slot's overshoot.
+    %% scheduler lets this one see the count) is paid back by the next ones of the same
+    %% second; a new second starts afresh (what is reported is capped per second by
+    %% admit/3, and beyond it the overshoot is only trace messages): per second and
+    %% probe the calls traced stay within the budget plus one overshoot.
+    Debt = case floor_div(Now, 1000000000) =:= floor_div(Start0, 1000000000) of
+               true -> fun(Allowed, Traced) -> min(0, Allowed - Traced) end;
+               false -> fun(_, _) -> 0 end
+           end,
     NodeTraced = lists:sum([L || #b{status = on, last = L} <- maps:values(Measured)]),
-    NodeAllowed = NodeCap + min(0, T#t.node_allowed - NodeTraced),
+    NodeAllowed = NodeCap + Debt(T#t.node_allowed, NodeTraced),
     Allowed = maps:from_list(
-                [{N, Share + min(0, B#b.allowed - B#b.last)}
+                [{N, Share + Debt(B#b.allowed, B#b.last)}
                  || {N, W} <- Want,
                     #{N := B} <- [Measured],
                     Share <- [case Sum > NodeCap of
@@ -732,10 +832,24 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
     {_, QLen} = process_info(self(), message_queue_len),
     %% Our own queue holds several slots' worth of messages: skip this slot.
     Overloaded = QLen > 4 * NodeCap,
-    T1 = T#t{slot_start = Now, slot_end = Now + SlotMs * 1000000, node_allowed = NodeAllowed,
+    %% (the windows of unbound probes matter for a second at most)
+    Gone = maps:filter(fun(_, {W, _, _}) -> W >= floor_div(Now, 1000000000) - 1 end,
+                       T#t.gone),
+    T1 = T#t{slot_start = Now, slot_end = next_boundary(Now, SlotMs), node_allowed = NodeAllowed,
+             gone = Gone,
              overload = T#t.overload + case Overloaded of true -> 1; false -> 0 end},
+    %% What this second still admits (admit/3): a probe goes on again only when at
+    %% least half its last burst would fit in it (a tight loop traces a time slice of
+    %% calls, however small its allowance: calls that would only be sampled out).
+    Sec = floor_div(Now, 1000000000),
+    NodeLeft = NCap - used_now(Sec, T#t.nwin),
     maps:fold(fun(N, #b{status = on} = B, TT) ->
-                      B1 = B#b{allowed = maps:get(N, Allowed)},
+                      Left = min(PCap - used_now(Sec, B#b.win), NodeLeft),
+                      Fits = 2 * Left >= max(1, min(B#b.burst, min(PCap, NCap))),
+                      B1 = B#b{allowed = case Fits of
+                                             true -> min(Left, maps:get(N, Allowed));
+                                             false -> 0
+                                         end},
                       case Overloaded orelse B1#b.allowed < 1 orelse NodeAllowed < 1 of
                           true ->
                               tcw(B1#b.bit, true),
@@ -748,6 +862,20 @@ slot(#t{binds = Bs, cfg = Cfg, slot_start = Start0} = T) ->
                       end;
                  (_, _, TT) -> TT
               end, T1, Measured).
+
+%% At the first slot end in a new second: the fraction of the calls reported over the
+%% last second (1.0 when every call was timed), and a new second begins.
+keep(Now, #b{acc_sec = Sec} = B) ->
+    case floor_div(Now, 1000000000) of
+        Sec -> B;
+        Sec1 ->
+            Keep = case B of
+                       #b{acc_cut = false} -> 1.0;
+                       #b{acc_all = 0} -> 1.0;
+                       #b{took = Took, acc_all = All} -> min(1.0, Took / All)
+                   end,
+            B#b{keep = Keep, acc_sec = Sec1, took = 0, acc_all = 0, acc_cut = false}
+    end.
 
 %%% Checks ----------------------------------------------------------------------
 
@@ -801,7 +929,7 @@ state_fields(#t{binds = Bs} = T) ->
            end,
     [List("traced", [[N, "=", dqd_wrapper_line:format_mfa(M)] || #b{name = N, mfa = M} <- On]),
      List("tcalls", [[N, "=", integer_to_binary(C)] || #b{name = N, calls = C} <- On]),
-     List("sampling", [[N, "=", float_to_binary(K, [{decimals, 3}, compact])]
+     List("sampling", [[N, "=", float_to_binary(K, [{decimals, 6}, compact])]
                        || #b{name = N, keep = K} <- On, K < 1.0]),
      List("tdropped", [[N, "=", integer_to_binary(D)] || #b{name = N, dropped = D} <- L,
                                                          D > 0]),
@@ -822,6 +950,7 @@ info(T) ->
                                      pattern => B#b.pattern, sampled => B#b.sampled,
                                      keep => B#b.keep,
                                      rate => B#b.rate, calls => B#b.calls,
+                                     skipped => B#b.skipped,
                                      reported => B#b.reported, dropped => B#b.dropped}
                            end, T#t.binds),
       flags => T#t.flags, others => T#t.others, unmatched => T#t.unmatched,
