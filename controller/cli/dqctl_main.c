@@ -44,7 +44,10 @@ static const struct dqctl_command commands[] = {
     {"set-timeout", "set a probe's dMax: set-timeout PROBE 250 (ms) or 1.5s",
      dqctl_set_timeout_main, 0},
     {"qta", "set, show or clear a probe's QTA: qta PROBE 0.95@250 (ms) …", dqctl_qta_main, 0},
-    {"diagram", "the loaded outcome diagram; `diagram FILE.dq` loads one", dqctl_diagram_main, 0},
+    {"diagram",
+     "the loaded outcome diagram; `diagram FILE.dq` loads one, `diagram --infer` writes one "
+     "from OTLP spans",
+     dqctl_diagram_main, 0},
     {"start", "tell the connected wrappers to start", dqctl_start_main, 0},
     {"stop", "tell the connected wrappers to stop", dqctl_stop_main, 0},
     {"diagnose", "find where a problem at a node comes from; --wait follows it to a verdict",
