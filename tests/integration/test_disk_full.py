@@ -3,12 +3,14 @@ file size limit of dqd lowered under its database and WAL, SIGXFSZ ignored, so e
 that would grow them fails with EFBIG as on a full disk), every change dqd answers 200
 survives a restart, every one it refuses says so (503) and is not made; store errors are
 counted and logged (rate-limited); nothing crashes; once the store can write again
-changes work. Usage: test_disk_full.py DQD"""
+changes work. A change to many wrapper links writes its command rows as one batch (one
+transaction): all of them with a 200, none with a 503. Usage: test_disk_full.py DQD"""
 
 import os
 import resource
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -68,9 +70,51 @@ def limit_writes(pid, nbytes):
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard if nbytes is None else nbytes, hard))
 
 
+N_LINKS = 40
+
+
+def command_rows(db, probe):
+    """Wrappers with a command row for probe (read beside the running dqd)."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+    try:
+        return con.execute("SELECT count(*), count(DISTINCT wrapper) FROM commands "
+                           "WHERE probe = ?", (probe,)).fetchone()
+    finally:
+        con.close()
+
+
+def links_phase(c, dqd_bin, work):
+    """One change to N_LINKS v2 links: its rows are one batch, all there or none."""
+    d = PipedDqd(dqd_bin, work, window_ms=200, lag_ms=200)
+    links = []
+    for i in range(N_LINKS):
+        s = socket.create_connection(("127.0.0.1", d.ingest_port), timeout=5)
+        s.sendall(("h:2;node:n%02d@h;app:a\n" % i).encode())
+        links.append(s)
+    deadline = time.time() + 10
+    while time.time() < deadline and len(d.get("/api/v1/status").get("wrappers", [])) < N_LINKS:
+        time.sleep(0.1)
+    st, _ = d.api("PUT", "/api/v1/probes/batch_ok?create=1", {"enabled": True, "dmax_ms": 50})
+    c.eq(st, 200, "a change to %d links with a working store" % N_LINKS)
+    c.eq(command_rows(d.db, "batch_ok"), (N_LINKS, N_LINKS),
+         "one command row per link, all of them")
+    limit_writes(d.proc.pid, 4096)
+    st, env = d.api("PUT", "/api/v1/probes/batch_ok", {"enabled": True, "dmax_ms": 80})
+    rows = command_rows(d.db, "batch_ok")[0] - N_LINKS
+    c.check((st, rows) in ((503, 0), (200, N_LINKS)),
+            "the second change's rows are one batch that matches its answer: %d and %d rows "
+            "(%r)" % (st, rows, env.get("error")))
+    c.eq(st, 503, "with the store full, the change to %d links is refused" % N_LINKS)
+    limit_writes(d.proc.pid, None)
+    for s in links:
+        s.close()
+    d.stop(c)
+
+
 def body(c):
     dqd_bin = sys.argv[1]
     work = make_workdir("dqd-disk-full-")
+    links_phase(c, dqd_bin, make_workdir("dqd-disk-full-links-"))
     diagram = os.path.join(work, "d.dq")
     with open(diagram, "w") as f:
         f.write("root = " + " -> ".join("p%02d" % i for i in range(N_PROBES)) + ";\n")
