@@ -337,11 +337,15 @@ int dq_from_counts(int k, int n, const uint64_t *counts, uint64_t n_failed, uint
     return DQ_OK;
 }
 
-int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
+/* The checks dq_from_pdf and dq_from_points share: an output pointer, masses, a valid
+ * grid, count masses each finite and ≥ 0 (`where` names their index: "in bin", "at grid
+ * time"), summing to at most 1. */
+static int check_masses(int k, int n, const double *m, int count, const char *where,
+                        struct dq **out) {
     if (!out) {
         return dq_fail(DQ_EINVAL, "missing output pointer");
     }
-    if (!pdf) {
+    if (!m) {
         return dq_fail(DQ_EINVAL, "no masses given");
     }
     int rc = dq_check_grid(k, n);
@@ -349,14 +353,22 @@ int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
         return rc;
     }
     double sum = 0.0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(pdf[i]) || pdf[i] < 0.0) {
-            return dq_fail(DQ_EINVAL, "mass %g in bin %d is not a finite value ≥ 0", pdf[i], i);
+    for (int i = 0; i < count; i++) {
+        if (!isfinite(m[i]) || m[i] < 0.0) {
+            return dq_fail(DQ_EINVAL, "mass %g %s %d is not a finite value ≥ 0", m[i], where, i);
         }
-        sum += pdf[i];
+        sum += m[i];
     }
     if (sum > 1.0 + DQ_EPS) {
         return dq_fail(DQ_EINVAL, "masses sum to %.12g, more than 1", sum);
+    }
+    return DQ_OK;
+}
+
+int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
+    int rc = check_masses(k, n, pdf, n, "in bin", out);
+    if (rc) {
+        return rc;
     }
     struct dq *d = NULL;
     if ((rc = new_dq(k, n, &d))) {
@@ -370,26 +382,9 @@ int dq_from_pdf(int k, int n, const double *pdf, struct dq **out) {
 }
 
 int dq_from_points(int k, int n, const double *mass, struct dq **out) {
-    if (!out) {
-        return dq_fail(DQ_EINVAL, "missing output pointer");
-    }
-    if (!mass) {
-        return dq_fail(DQ_EINVAL, "no masses given");
-    }
-    int rc = dq_check_grid(k, n);
+    int rc = check_masses(k, n, mass, n + 1, "at grid time", out);
     if (rc) {
         return rc;
-    }
-    double sum = 0.0;
-    for (int j = 0; j <= n; j++) {
-        if (!isfinite(mass[j]) || mass[j] < 0.0) {
-            return dq_fail(DQ_EINVAL, "mass %g at grid time %d is not a finite value ≥ 0", mass[j],
-                           j);
-        }
-        sum += mass[j];
-    }
-    if (sum > 1.0 + DQ_EPS) {
-        return dq_fail(DQ_EINVAL, "masses sum to %.12g, more than 1", sum);
     }
     struct dq *d = NULL;
     if ((rc = new_dq(k, n, &d))) {

@@ -11,6 +11,7 @@
  * commands of dqctl_log.c through dqctl_api.h.
  */
 #include "dqctl_api.h"
+#include "dqctl_set_err.h"
 #include "dqctl_infer.h"
 
 #include <errno.h>
@@ -88,21 +89,6 @@ void dqctl_complain(const char *fmt, ...) {
 }
 
 /* ---- options ---------------------------------------------------------------------- */
-
-static int set_err(char *err, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* Option names with a value, and the bit that enables each. */
 static const struct {
@@ -210,7 +196,7 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
         }
         if (only_pos || a[0] != '-' || a[1] == '\0') {
             if (o->npos == DQCTL_MAX_POS) {
-                return set_err(err, err_cap, "%s: too many arguments", cmd);
+                return dqctl_set_err(err, err_cap, "%s: too many arguments", cmd);
             }
             o->pos[o->npos++] = a;
             continue;
@@ -227,8 +213,8 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
             }
         }
         if (k == n_opts) {
-            return set_err(err, err_cap, "%s: unknown option %.*s (see dqctl %s --help)", cmd,
-                           (int)name_len, a, cmd);
+            return dqctl_set_err(err, err_cap, "%s: unknown option %.*s (see dqctl %s --help)", cmd,
+                                 (int)name_len, a, cmd);
         }
         const char *value = NULL;
         if (option_table[k].has_value) {
@@ -237,11 +223,12 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
             } else if (i + 1 < argc) {
                 value = argv[++i];
             } else {
-                return set_err(err, err_cap, "%s: option %s needs a value", cmd,
-                               option_table[k].name);
+                return dqctl_set_err(err, err_cap, "%s: option %s needs a value", cmd,
+                                     option_table[k].name);
             }
         } else if (eq) {
-            return set_err(err, err_cap, "%s: option %s takes no value", cmd, option_table[k].name);
+            return dqctl_set_err(err, err_cap, "%s: option %s takes no value", cmd,
+                                 option_table[k].name);
         }
         apply_option(o, option_table[k].name, value);
     }
@@ -252,25 +239,25 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
         return 0;
     }
     if (strcmp(o->kind, "observed") != 0 && strcmp(o->kind, "calculated") != 0) {
-        return set_err(err, err_cap, "%s: --kind must be observed or calculated, not \"%s\"", cmd,
-                       o->kind);
+        return dqctl_set_err(err, err_cap, "%s: --kind must be observed or calculated, not \"%s\"",
+                             cmd, o->kind);
     }
     if (strcmp(o->window, "latest") != 0) {
         char *end = NULL;
         errno = 0;
         long w = strtol(o->window, &end, 10);
         if (end == o->window || *end != '\0' || errno || w < 0 || w > 1000000) {
-            return set_err(err, err_cap,
-                           "%s: --window must be latest or N >= 0 (0 = latest), not \"%s\"", cmd,
-                           o->window);
+            return dqctl_set_err(err, err_cap,
+                                 "%s: --window must be latest or N >= 0 (0 = latest), not \"%s\"",
+                                 cmd, o->window);
         }
     }
     if (o->npos < min_pos) {
-        return set_err(err, err_cap, "%s: missing argument (see dqctl %s --help)", cmd, cmd);
+        return dqctl_set_err(err, err_cap, "%s: missing argument (see dqctl %s --help)", cmd, cmd);
     }
     if (o->npos > max_pos) {
-        return set_err(err, err_cap, "%s: unexpected argument \"%s\" (see dqctl %s --help)", cmd,
-                       o->pos[max_pos], cmd);
+        return dqctl_set_err(err, err_cap, "%s: unexpected argument \"%s\" (see dqctl %s --help)",
+                             cmd, o->pos[max_pos], cmd);
     }
     return 0;
 }
@@ -310,23 +297,23 @@ int dqctl_parse_fraction(const char *s, double *out) {
 int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size_t err_cap) {
     const char *at = strchr(s, '@');
     if (!at) {
-        return set_err(err, err_cap, "QTA point \"%s\" is not P@T (e.g. 0.95@250ms)", s);
+        return dqctl_set_err(err, err_cap, "QTA point \"%s\" is not P@T (e.g. 0.95@250ms)", s);
     }
     char pbuf[64];
     size_t n = (size_t)(at - s);
     if (n == 0 || n >= sizeof pbuf) {
-        return set_err(err, err_cap, "QTA point \"%s\": missing or long probability", s);
+        return dqctl_set_err(err, err_cap, "QTA point \"%s\": missing or long probability", s);
     }
     memcpy(pbuf, s, n);
     pbuf[n] = '\0';
     if (dqctl_parse_fraction(pbuf, p) < 0 || *p <= 0) {
-        return set_err(err, err_cap, "QTA point \"%s\": probability must be in (0, 1]", s);
+        return dqctl_set_err(err, err_cap, "QTA point \"%s\": probability must be in (0, 1]", s);
     }
     if (dqctl_parse_duration(at + 1, 1e-3, t_s) < 0 || *t_s <= 0) {
-        return set_err(err, err_cap,
-                       "QTA point \"%s\": time must be > 0, in milliseconds or with a unit "
-                       "ns, us, ms, s or m (0.95@250, 0.95@250ms, 0.95@0.25s)",
-                       s);
+        return dqctl_set_err(err, err_cap,
+                             "QTA point \"%s\": time must be > 0, in milliseconds or with a unit "
+                             "ns, us, ms, s or m (0.95@250, 0.95@250ms, 0.95@0.25s)",
+                             s);
     }
     return 0;
 }
@@ -335,7 +322,7 @@ json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, c
                        size_t err_cap) {
     double p[DQCTL_MAX_QTA_POINTS], t[DQCTL_MAX_QTA_POINTS];
     if (n < 1 || n > DQCTL_MAX_QTA_POINTS) {
-        set_err(err, err_cap, "a QTA has 1 to %d points, not %d", DQCTL_MAX_QTA_POINTS, n);
+        dqctl_set_err(err, err_cap, "a QTA has 1 to %d points, not %d", DQCTL_MAX_QTA_POINTS, n);
         return NULL;
     }
     for (int i = 0; i < n; i++) {
@@ -357,22 +344,22 @@ json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, c
     }
     for (int i = 1; i < n; i++) {
         if (t[i] == t[i - 1]) {
-            set_err(err, err_cap, "two QTA points at the same time %g s", t[i]);
+            dqctl_set_err(err, err_cap, "two QTA points at the same time %g s", t[i]);
             return NULL;
         }
         if (p[i] < p[i - 1]) {
-            set_err(err, err_cap,
-                    "QTA probabilities must not decrease with time (%g at %g s, %g at %g s)",
-                    p[i - 1], t[i - 1], p[i], t[i]);
+            dqctl_set_err(err, err_cap,
+                          "QTA probabilities must not decrease with time (%g at %g s, %g at %g s)",
+                          p[i - 1], t[i - 1], p[i], t[i]);
             return NULL;
         }
     }
     double lost = 1.0 - p[n - 1];
     if (max_lost && dqctl_parse_fraction(max_lost, &lost) < 0) {
-        set_err(err, err_cap,
-                "--max-lost must be a fraction in [0, 1] (e.g. 0.01 or 1%%), not "
-                "\"%s\"",
-                max_lost);
+        dqctl_set_err(err, err_cap,
+                      "--max-lost must be a fraction in [0, 1] (e.g. 0.01 or 1%%), not "
+                      "\"%s\"",
+                      max_lost);
         return NULL;
     }
     json_t *pts = json_array();
@@ -381,7 +368,7 @@ json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, c
     }
     json_t *body = json_pack("{s:{s:o,s:f}}", "qta", "points", pts, "max_lost", lost);
     if (!body) {
-        set_err(err, err_cap, "out of memory");
+        dqctl_set_err(err, err_cap, "out of memory");
     }
     return body;
 }
@@ -491,7 +478,7 @@ static double dq_lost_of(const json_t *dq) {
 int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap) {
     const json_t *pts = json_object_get(qta, "points");
     if (!json_is_array(pts) || json_array_size(pts) == 0) {
-        return set_err(why, why_cap, "QTA without points");
+        return dqctl_set_err(why, why_cap, "QTA without points");
     }
     double worst = INFINITY;
     char worst_desc[160] = "";
@@ -501,7 +488,7 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
         double t = json_number_value(json_array_get(pt, 1));
         double f = cdf_bound_at(dq, t); /* never passes on rounding (docs/engine.md) */
         if (!json_is_array(pt) || json_array_size(pt) != 2 || isnan(f)) {
-            return set_err(why, why_cap, "malformed ΔQ or QTA point");
+            return dqctl_set_err(why, why_cap, "malformed ΔQ or QTA point");
         }
         if (f - p < worst) {
             worst = f - p;
@@ -525,8 +512,8 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
                  worst < -1e-9 ? ">" : "<=", max_lost * 100);
     }
     int ok = worst >= -1e-9;
-    set_err(why, why_cap, "%s (worst margin %+.4g: %s)", ok ? "met" : "VIOLATED", worst,
-            worst_desc);
+    dqctl_set_err(why, why_cap, "%s (worst margin %+.4g: %s)", ok ? "met" : "VIOLATED", worst,
+                  worst_desc);
     return ok;
 }
 
@@ -933,19 +920,19 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
         sl--;
     }
     if (snprintf(url, sizeof url, "%.*s%s", (int)sl, o->server, path) >= (int)sizeof url) {
-        set_err(msg, msg_cap, "URL too long");
+        dqctl_set_err(msg, msg_cap, "URL too long");
         return DQCTL_EXIT_USAGE;
     }
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (body && !payload) {
-        set_err(msg, msg_cap, "out of memory");
+        dqctl_set_err(msg, msg_cap, "out of memory");
         return DQCTL_EXIT_USAGE;
     }
     size_t payload_len = payload ? strlen(payload) : 0;
     if (!body && raw) {
         payload = malloc(raw_len + 1);
         if (!payload) {
-            set_err(msg, msg_cap, "out of memory");
+            dqctl_set_err(msg, msg_cap, "out of memory");
             return DQCTL_EXIT_USAGE;
         }
         memcpy(payload, raw, raw_len);
@@ -955,7 +942,7 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     CURL *c = curl_easy_init();
     if (!c) {
         free(payload);
-        set_err(msg, msg_cap, "cannot initialise libcurl");
+        dqctl_set_err(msg, msg_cap, "cannot initialise libcurl");
         return DQCTL_EXIT_USAGE;
     }
     struct fetch f = {0};
@@ -1018,14 +1005,14 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     int result = DQCTL_EXIT_USAGE;
     if (rc != CURLE_OK) {
         if (f.over) {
-            set_err(msg, msg_cap, "the answer of dqd at %.*s is larger than %u MiB", (int)sl,
-                    o->server, DQCTL_MAX_RESPONSE >> 20);
+            dqctl_set_err(msg, msg_cap, "the answer of dqd at %.*s is larger than %u MiB", (int)sl,
+                          o->server, DQCTL_MAX_RESPONSE >> 20);
         } else {
             const char *why =
                 os_errno ? strerror((int)os_errno) : (errbuf[0] ? errbuf : curl_easy_strerror(rc));
-            set_err(msg, msg_cap,
-                    "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
-                    (int)sl, o->server, why);
+            dqctl_set_err(msg, msg_cap,
+                          "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or DQD_URL.",
+                          (int)sl, o->server, why);
         }
         snprintf(failure->type, sizeof failure->type, "unreachable");
         free(f.data);
@@ -1036,21 +1023,23 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     const char *st = jstr(env, "status", NULL);
     failure->http_status = status;
     if (!json_is_object(env) || !st) {
-        set_err(msg, msg_cap, "%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)",
-                method, path, status, (int)sl, o->server);
+        dqctl_set_err(msg, msg_cap,
+                      "%s %s: HTTP %ld without the API's JSON envelope (is %.*s a dqd?)", method,
+                      path, status, (int)sl, o->server);
         snprintf(failure->type, sizeof failure->type, "bad_answer");
     } else if (strcmp(st, "success") != 0 || status >= 400) {
-        set_err(msg, msg_cap, "%s (HTTP %ld, %s)", jstr(env, "error", "error without a message"),
-                status, jstr(env, "errorType", "?"));
+        dqctl_set_err(msg, msg_cap, "%s (HTTP %ld, %s)",
+                      jstr(env, "error", "error without a message"), status,
+                      jstr(env, "errorType", "?"));
         snprintf(failure->type, sizeof failure->type, "%s", jstr(env, "errorType", "internal"));
         if (json_errors) { /* the API's own message, without dqctl's decoration */
-            set_err(msg, msg_cap, "%s", jstr(env, "error", "error without a message"));
+            dqctl_set_err(msg, msg_cap, "%s", jstr(env, "error", "error without a message"));
         }
     } else {
         *data = json_incref(json_object_get(env, "data"));
         result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
         if (!*data) {
-            set_err(msg, msg_cap, "%s %s: the answer has no data", method, path);
+            dqctl_set_err(msg, msg_cap, "%s %s: the answer has no data", method, path);
         }
     }
     json_decref(env);

@@ -10,6 +10,7 @@
  * capped (DQCTL_DIST_MAX_DEPTH) so that no input makes the recursion deep.
  */
 #include "dqctl_dist.h"
+#include "dqctl_set_err.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,21 +24,6 @@
 #define EXP_TAIL_LN 20.72326583694 /* ln(1e9): the exponential bound leaves 1e-9 out */
 #define SHOW 60                    /* bytes of a DIST quoted in a message */
 #define TIME_EPS 1e-6              /* seconds: window boundaries in JSON are rounded */
-
-static int fail(char *err, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int fail(char *err, size_t cap, const char *fmt, ...) {
-    if (cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- parsing -------------------------------------------------------------------------- */
 
@@ -165,29 +151,32 @@ static int parse_probe(struct slice x, enum dqctl_dist_kind kind, struct dqctl_d
     const char *form = kind == DQCTL_DIST_PROBE ? "probe" : "calculated";
     size_t nl = name_len(x);
     if (nl == 0 || (nl < x.n && x.s[nl] != '@')) {
-        return fail(err, cap,
-                    "%s:NAME needs a probe name (letters, digits and _, not starting with a "
-                    "digit), as in %s:db; got `%s:%.*s`",
-                    form, form, form, (int)(x.n > SHOW ? SHOW : x.n), x.s);
+        return dqctl_set_err(
+            err, cap,
+            "%s:NAME needs a probe name (letters, digits and _, not starting with a "
+            "digit), as in %s:db; got `%s:%.*s`",
+            form, form, form, (int)(x.n > SHOW ? SHOW : x.n), x.s);
     }
     if (nl > DQCTL_DIST_NAME_MAX) {
-        return fail(err, cap, "%s:NAME: a probe name has at most %d bytes (this one has %zu)", form,
-                    DQCTL_DIST_NAME_MAX, nl);
+        return dqctl_set_err(err, cap,
+                             "%s:NAME: a probe name has at most %d bytes (this one has %zu)", form,
+                             DQCTL_DIST_NAME_MAX, nl);
     }
     long long w = 0;
     if (nl < x.n) {
         struct slice ws = {x.s + nl + 1, x.n - nl - 1};
         int latest = ws.n == 6 && memcmp(ws.s, "latest", 6) == 0;
         if (!latest && parse_whole(ws, DQCTL_DIST_MAX_WINDOW, &w) < 0) {
-            return fail(err, cap,
-                        "%s:NAME@W: W is the window back from the latest (0 or `latest` = the "
-                        "latest, 1 the one before, … up to %d); got `%.*s`",
-                        form, DQCTL_DIST_MAX_WINDOW, (int)(ws.n > SHOW ? SHOW : ws.n), ws.s);
+            return dqctl_set_err(
+                err, cap,
+                "%s:NAME@W: W is the window back from the latest (0 or `latest` = the "
+                "latest, 1 the one before, … up to %d); got `%.*s`",
+                form, DQCTL_DIST_MAX_WINDOW, (int)(ws.n > SHOW ? SHOW : ws.n), ws.s);
         }
     }
     struct dqctl_dist *d = new_dist(kind);
     if (!d) {
-        return fail(err, cap, "out of memory");
+        return dqctl_set_err(err, cap, "out of memory");
     }
     memcpy(d->name, x.s, nl);
     d->name[nl] = '\0';
@@ -205,19 +194,19 @@ static int parse_snapshot(struct slice x, struct dqctl_dist **out, char *err, si
     long long id = 0;
     struct slice ids = {x.s, colon ? (size_t)(colon - x.s) : x.n};
     if (!colon || parse_whole(ids, INT64_MAX, &id) < 0 || id < 1) {
-        return fail(err, cap, "%s; got `snapshot:%.*s`", usage, (int)(x.n > SHOW ? SHOW : x.n),
-                    x.s);
+        return dqctl_set_err(err, cap, "%s; got `snapshot:%.*s`", usage,
+                             (int)(x.n > SHOW ? SHOW : x.n), x.s);
     }
     struct slice rest = {colon + 1, x.n - ids.n - 1};
     size_t nl = name_len(rest);
     if (nl == 0 || (nl < rest.n && rest.s[nl] != ':')) {
-        return fail(err, cap, "%s; got `snapshot:%.*s`", usage, (int)(x.n > SHOW ? SHOW : x.n),
-                    x.s);
+        return dqctl_set_err(err, cap, "%s; got `snapshot:%.*s`", usage,
+                             (int)(x.n > SHOW ? SHOW : x.n), x.s);
     }
     if (nl > DQCTL_DIST_NAME_MAX) {
-        return fail(err, cap,
-                    "snapshot:ID:NAME: a probe name has at most %d bytes (this one has %zu)",
-                    DQCTL_DIST_NAME_MAX, nl);
+        return dqctl_set_err(
+            err, cap, "snapshot:ID:NAME: a probe name has at most %d bytes (this one has %zu)",
+            DQCTL_DIST_NAME_MAX, nl);
     }
     int before = 0;
     if (nl < rest.n) {
@@ -225,15 +214,16 @@ static int parse_snapshot(struct slice x, struct dqctl_dist **out, char *err, si
         if (side.n == 6 && memcmp(side.s, "before", 6) == 0) {
             before = 1;
         } else if (!(side.n == 5 && memcmp(side.s, "after", 5) == 0)) {
-            return fail(err, cap,
-                        "snapshot:ID:NAME:SIDE: SIDE is `before` or `after` (the default) the "
-                        "firing; got `%.*s`",
-                        (int)(side.n > SHOW ? SHOW : side.n), side.s);
+            return dqctl_set_err(
+                err, cap,
+                "snapshot:ID:NAME:SIDE: SIDE is `before` or `after` (the default) the "
+                "firing; got `%.*s`",
+                (int)(side.n > SHOW ? SHOW : side.n), side.s);
         }
     }
     struct dqctl_dist *d = new_dist(DQCTL_DIST_SNAPSHOT);
     if (!d) {
-        return fail(err, cap, "out of memory");
+        return dqctl_set_err(err, cap, "out of memory");
     }
     memcpy(d->name, rest.s, nl);
     d->name[nl] = '\0';
@@ -261,18 +251,19 @@ static int parse_transform(struct slice whole, struct slice args, enum dqctl_dis
     }
     double v = 0.0;
     if (!comma) {
-        return fail(err, cap, "%s; got `%.*s`", usage, (int)(whole.n > SHOW ? SHOW : whole.n),
-                    whole.s);
+        return dqctl_set_err(err, cap, "%s; got `%.*s`", usage,
+                             (int)(whole.n > SHOW ? SHOW : whole.n), whole.s);
     }
     struct slice inner = {args.s, (size_t)(comma - args.s)};
     struct slice num = {comma + 1, args.n - inner.n - 1};
     if ((scale ? parse_number(num, &v) : parse_time(num, 1, &v)) < 0 || (scale && v < 0.0)) {
         struct slice t = trim(num);
-        return fail(err, cap, "%s; got `%.*s` for %s", usage, (int)(t.n > SHOW ? SHOW : t.n), t.s,
-                    scale ? "K" : "S");
+        return dqctl_set_err(err, cap, "%s; got `%.*s` for %s", usage,
+                             (int)(t.n > SHOW ? SHOW : t.n), t.s, scale ? "K" : "S");
     }
     if (depth + 1 > DQCTL_DIST_MAX_DEPTH) {
-        return fail(err, cap, "transformations nested more than %d deep", DQCTL_DIST_MAX_DEPTH);
+        return dqctl_set_err(err, cap, "transformations nested more than %d deep",
+                             DQCTL_DIST_MAX_DEPTH);
     }
     struct dqctl_dist *in = NULL;
     if (parse_at(inner, depth + 1, &in, err, cap) < 0) {
@@ -281,7 +272,7 @@ static int parse_transform(struct slice whole, struct slice args, enum dqctl_dis
     struct dqctl_dist *d = new_dist(kind);
     if (!d) {
         dqctl_dist_free(in);
-        return fail(err, cap, "out of memory");
+        return dqctl_set_err(err, cap, "out of memory");
     }
     d->a = v;
     d->inner = in;
@@ -295,20 +286,21 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
     x = trim(x);
     int show = (int)(x.n > SHOW ? SHOW : x.n);
     if (x.n == 0) {
-        return fail(err, cap,
-                    "empty distribution: use wait(T), uniform(A,B), exponential(RATE), never, "
-                    "samples(PATH), probe:NAME, snapshot:ID:NAME, scale(DIST,K) or "
-                    "shift(DIST,S)");
+        return dqctl_set_err(
+            err, cap,
+            "empty distribution: use wait(T), uniform(A,B), exponential(RATE), never, "
+            "samples(PATH), probe:NAME, snapshot:ID:NAME, scale(DIST,K) or "
+            "shift(DIST,S)");
     }
     if (x.n == 5 && memcmp(x.s, "never", 5) == 0) {
         d = new_dist(DQCTL_DIST_NEVER);
     } else if (call_form(x, "wait", &args)) {
         double t;
         if (parse_time(args, 0, &t) < 0) {
-            return fail(err, cap,
-                        "wait(T) needs one time T ≥ 0, in seconds or with a unit, as in "
-                        "wait(0.25) or wait(250ms); got `%.*s`",
-                        show, x.s);
+            return dqctl_set_err(err, cap,
+                                 "wait(T) needs one time T ≥ 0, in seconds or with a unit, as in "
+                                 "wait(0.25) or wait(250ms); got `%.*s`",
+                                 show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_WAIT)) != NULL) {
             d->a = t;
@@ -319,10 +311,11 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
         struct slice sa = {args.s, comma ? (size_t)(comma - args.s) : 0};
         struct slice sb = {comma ? comma + 1 : args.s, comma ? args.n - sa.n - 1 : 0};
         if (!comma || parse_time(sa, 0, &a) < 0 || parse_time(sb, 0, &b) < 0 || b < a) {
-            return fail(err, cap,
-                        "uniform(A,B) needs two times 0 ≤ A ≤ B, in seconds or with a unit, as "
-                        "in uniform(1,2) or uniform(5ms,20ms); got `%.*s`",
-                        show, x.s);
+            return dqctl_set_err(
+                err, cap,
+                "uniform(A,B) needs two times 0 ≤ A ≤ B, in seconds or with a unit, as "
+                "in uniform(1,2) or uniform(5ms,20ms); got `%.*s`",
+                show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_UNIFORM)) != NULL) {
             d->a = a;
@@ -331,24 +324,26 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
     } else if (call_form(x, "exponential", &args)) {
         double r;
         if (parse_number(args, &r) < 0 || !(r > 0.0)) {
-            return fail(err, cap,
-                        "exponential(RATE) needs a rate > 0 per second, as in exponential(10) "
-                        "(mean 0.1 s); got `%.*s`",
-                        show, x.s);
+            return dqctl_set_err(
+                err, cap,
+                "exponential(RATE) needs a rate > 0 per second, as in exponential(10) "
+                "(mean 0.1 s); got `%.*s`",
+                show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_EXPONENTIAL)) != NULL) {
             d->a = r;
         }
     } else if (call_form(x, "samples", &args)) {
         if (args.n == 0 || args.n >= 4096) {
-            return fail(err, cap, "samples(PATH) needs a file path (under 4096 bytes); got `%.*s`",
-                        show, x.s);
+            return dqctl_set_err(err, cap,
+                                 "samples(PATH) needs a file path (under 4096 bytes); got `%.*s`",
+                                 show, x.s);
         }
         if ((d = new_dist(DQCTL_DIST_SAMPLES)) != NULL) {
             d->path = malloc(args.n + 1);
             if (!d->path) {
                 free(d);
-                return fail(err, cap, "out of memory");
+                return dqctl_set_err(err, cap, "out of memory");
             }
             memcpy(d->path, args.s, args.n);
             d->path[args.n] = '\0';
@@ -369,18 +364,19 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
                                           "samples(", "scale(",   "shift("};
         for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
             if (starts(x, fns[i])) {
-                return fail(err, cap, "`%.*s` does not end with the `)` that closes %s…)", show,
-                            x.s, fns[i]);
+                return dqctl_set_err(err, cap, "`%.*s` does not end with the `)` that closes %s…)",
+                                     show, x.s, fns[i]);
             }
         }
-        return fail(err, cap,
-                    "unknown distribution `%.*s`; use wait(T), uniform(A,B), exponential(RATE), "
-                    "never, samples(PATH), probe:NAME, calculated:NAME, snapshot:ID:NAME, "
-                    "scale(DIST,K) or shift(DIST,S)",
-                    show, x.s);
+        return dqctl_set_err(
+            err, cap,
+            "unknown distribution `%.*s`; use wait(T), uniform(A,B), exponential(RATE), "
+            "never, samples(PATH), probe:NAME, calculated:NAME, snapshot:ID:NAME, "
+            "scale(DIST,K) or shift(DIST,S)",
+            show, x.s);
     }
     if (!d) {
-        return fail(err, cap, "out of memory");
+        return dqctl_set_err(err, cap, "out of memory");
     }
     *out = d;
     return 0;
@@ -388,7 +384,7 @@ static int parse_at(struct slice x, int depth, struct dqctl_dist **out, char *er
 
 int dqctl_dist_parse(const char *text, struct dqctl_dist **out, char *err, size_t err_cap) {
     if (!text || !out) {
-        return fail(err, err_cap, "no distribution");
+        return dqctl_set_err(err, err_cap, "no distribution");
     }
     struct slice x = {text, strlen(text)};
     return parse_at(x, 0, out, err, err_cap);
@@ -776,7 +772,7 @@ int dqctl_dist_build(const struct dqctl_dist *d, int k, int n, struct dq **out, 
     case DQCTL_DIST_CALCULATED:
     case DQCTL_DIST_SNAPSHOT:
         if (!d->measured) {
-            return fail(err, err_cap, "the ΔQ of %s was not fetched", d->name);
+            return dqctl_set_err(err, err_cap, "the ΔQ of %s was not fetched", d->name);
         }
         rc = dq_reexpress(d->measured, k, n, out);
         break;
@@ -793,7 +789,7 @@ int dqctl_dist_build(const struct dqctl_dist *d, int k, int n, struct dq **out, 
             src = own;
         }
         if (!src) {
-            return fail(err, err_cap, "the ΔQ of %s was not fetched", d->inner->name);
+            return dqctl_set_err(err, err_cap, "the ΔQ of %s was not fetched", d->inner->name);
         }
         if (d->kind == DQCTL_DIST_SCALE) {
             rc = dqctl_dq_map(src, d->a, 0.0, k, n, out);
@@ -805,7 +801,7 @@ int dqctl_dist_build(const struct dqctl_dist *d, int k, int n, struct dq **out, 
     }
     }
     if (rc) {
-        return fail(err, err_cap, "%s", dq_last_error());
+        return dqctl_set_err(err, err_cap, "%s", dq_last_error());
     }
     return 0;
 }
@@ -816,7 +812,7 @@ int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err
     const json_t *jw = json_object_get(obj, "bin_width");
     const json_t *jn = json_object_get(obj, "bins");
     if (!json_is_object(obj) || !json_is_number(jw) || !json_is_number(jn)) {
-        return fail(err, err_cap, "a ΔQ without bin_width and bins");
+        return dqctl_set_err(err, err_cap, "a ΔQ without bin_width and bins");
     }
     double w = json_number_value(jw), bins = json_number_value(jn);
     int k = DQ_MIN_K;
@@ -824,21 +820,23 @@ int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err
         k++;
     }
     if (k > DQ_MAX_K) {
-        return fail(err, err_cap, "a ΔQ with bin width %g s, not 0.001 s times a power of two", w);
+        return dqctl_set_err(err, err_cap,
+                             "a ΔQ with bin width %g s, not 0.001 s times a power of two", w);
     }
     if (!(bins >= DQ_MIN_BINS && bins <= DQ_MAX_BINS) || bins != floor(bins)) {
-        return fail(err, err_cap, "a ΔQ with %g bins (1 … %d)", bins, DQ_MAX_BINS);
+        return dqctl_set_err(err, err_cap, "a ΔQ with %g bins (1 … %d)", bins, DQ_MAX_BINS);
     }
     int n = (int)bins;
     const json_t *pdf = json_object_get(obj, "pdf");
     const json_t *cdf = json_object_get(obj, "cdf");
     const json_t *arr = json_is_array(pdf) ? pdf : cdf;
     if (!json_is_array(arr) || json_array_size(arr) != (size_t)n) {
-        return fail(err, err_cap, "a ΔQ of %d bins whose pdf (or cdf) is not %d numbers", n, n);
+        return dqctl_set_err(err, err_cap, "a ΔQ of %d bins whose pdf (or cdf) is not %d numbers",
+                             n, n);
     }
     double *m = malloc((size_t)n * sizeof *m);
     if (!m) {
-        return fail(err, err_cap, "out of memory");
+        return dqctl_set_err(err, err_cap, "out of memory");
     }
     double prev = 0.0;
     for (int i = 0; i < n; i++) {
@@ -846,8 +844,8 @@ int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err
         double x = json_is_number(v) ? json_number_value(v) : NAN;
         if (!isfinite(x) || x < 0.0 || x > 1.0 + DQ_EPS) {
             free(m);
-            return fail(err, err_cap, "a ΔQ whose %s[%d] is not a mass in [0, 1]",
-                        arr == pdf ? "pdf" : "cdf", i);
+            return dqctl_set_err(err, err_cap, "a ΔQ whose %s[%d] is not a mass in [0, 1]",
+                                 arr == pdf ? "pdf" : "cdf", i);
         }
         if (arr == pdf) {
             m[i] = x;
@@ -859,7 +857,7 @@ int dqctl_dq_from_json(const json_t *obj, struct dq **out, char *err, size_t err
     int rc = dq_from_pdf(k, n, m, out);
     free(m);
     if (rc) {
-        return fail(err, err_cap, "a ΔQ dqd sent is not valid: %s", dq_last_error());
+        return dqctl_set_err(err, err_cap, "a ΔQ dqd sent is not valid: %s", dq_last_error());
     }
     /* a calculated ΔQ's lower bound reads `lag` bins earlier (docs/engine.md) */
     const json_t *lag = json_object_get(obj, "lag");
@@ -876,7 +874,7 @@ const json_t *dqctl_snapshot_pick(const json_t *snap, const char *probe, int bef
     const json_t *jid = json_object_get(snap, "id");
     long long id = json_is_integer(jid) ? (long long)json_integer_value(jid) : 0;
     if (!json_is_array(dqs) || !json_is_number(jt)) {
-        fail(err, err_cap, "the answer for snapshot %lld has no time and dqs list", id);
+        dqctl_set_err(err, err_cap, "the answer for snapshot %lld has no time and dqs list", id);
         return NULL;
     }
     double t = json_number_value(jt);
@@ -918,14 +916,14 @@ const json_t *dqctl_snapshot_pick(const json_t *snap, const char *probe, int bef
         return best;
     }
     if (!any) {
-        fail(err, err_cap, "snapshot %lld holds no observed ΔQ of probe %s (%s%s)", id, probe,
-             olen ? "it holds: " : "it holds none", others);
+        dqctl_set_err(err, err_cap, "snapshot %lld holds no observed ΔQ of probe %s (%s%s)", id,
+                      probe, olen ? "it holds: " : "it holds none", others);
         return NULL;
     }
     int complete = json_is_true(json_object_get(snap, "complete"));
-    fail(err, err_cap, "snapshot %lld has no observed ΔQ of %s %s its firing%s; try %s", id, probe,
-         before ? "before" : "after",
-         before || complete ? "" : " yet (it is still collecting the windows after it)",
-         before ? "snapshot:ID:NAME:after" : "snapshot:ID:NAME:before");
+    dqctl_set_err(err, err_cap, "snapshot %lld has no observed ΔQ of %s %s its firing%s; try %s",
+                  id, probe, before ? "before" : "after",
+                  before || complete ? "" : " yet (it is still collecting the windows after it)",
+                  before ? "snapshot:ID:NAME:after" : "snapshot:ID:NAME:before");
     return NULL;
 }

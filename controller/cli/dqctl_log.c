@@ -11,6 +11,7 @@
  * tested on canned answers.
  */
 #include "dqctl_log.h"
+#include "dqctl_set_err.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -882,21 +883,6 @@ int dqctl_render_triggers(FILE *out, const json_t *list) {
     return fired;
 }
 
-static int set_err(char *err, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* An integer in [lo, hi] from the whole of s. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
     char *end = NULL;
@@ -933,7 +919,7 @@ json_t *dqctl_trigger_body(const json_t *current, const char *threshold, const c
                            const char *clear_after, int disable, char *err, size_t err_cap) {
     json_t *body = json_object();
     if (!body) {
-        set_err(err, err_cap, "out of memory");
+        dqctl_set_err(err, err_cap, "out of memory");
         return NULL;
     }
     /* what is not given keeps its current value (the API would reset it to the default) */
@@ -952,9 +938,10 @@ json_t *dqctl_trigger_body(const json_t *current, const char *threshold, const c
             json_object_set_new(body, "threshold", json_real(th));
         } else {
             json_decref(body);
-            set_err(err, err_cap,
-                    "--threshold must be a number >= 0 (5%% = 0.05) or \"default\", not \"%s\"",
-                    threshold);
+            dqctl_set_err(
+                err, err_cap,
+                "--threshold must be a number >= 0 (5%% = 0.05) or \"default\", not \"%s\"",
+                threshold);
             return NULL;
         }
     }
@@ -967,9 +954,9 @@ json_t *dqctl_trigger_body(const json_t *current, const char *threshold, const c
         }
         if (parse_int(counts[i], 1, 1000, &v) < 0) {
             json_decref(body);
-            set_err(err, err_cap,
-                    "--%s must be a whole number of windows from 1 to 1000, not \"%s\"",
-                    i == 0 ? "fire-after" : "clear-after", counts[i]);
+            dqctl_set_err(err, err_cap,
+                          "--%s must be a whole number of windows from 1 to 1000, not \"%s\"",
+                          i == 0 ? "fire-after" : "clear-after", counts[i]);
             return NULL;
         }
         json_object_set_new(body, names[i], json_integer(v));

@@ -90,6 +90,16 @@ int otlp_status_index(int status) {
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
+/* Appends o as compact JSON to res and drops the reference (NULL appends nothing). */
+static void append_json(struct http_response *res, json_t *o) {
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (text) {
+        http_response_append(res, text, strlen(text));
+    }
+    free(text);
+    json_decref(o);
+}
+
 /* A google.rpc.Status reply (gRPC code from the HTTP status) in the request's encoding. */
 static void reply_status(struct http_response *res, enum otlp_format fmt, int status,
                          const char *msg) {
@@ -115,13 +125,7 @@ static void reply_status(struct http_response *res, enum otlp_format fmt, int st
         }
         http_response_set_type(res, "application/x-protobuf");
     } else {
-        json_t *o = json_pack("{s:i,s:s}", "code", grpc, "message", msg);
-        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (text) {
-            http_response_append(res, text, strlen(text));
-        }
-        free(text);
-        json_decref(o);
+        append_json(res, json_pack("{s:i,s:s}", "code", grpc, "message", msg));
         http_response_set_type(res, "application/json");
     }
 }
@@ -150,14 +154,8 @@ static void reply_ok(struct http_response *res, enum otlp_format fmt, uint64_t r
         if (rejected) {
             char num[32];
             snprintf(num, sizeof num, "%llu", (unsigned long long)rejected);
-            json_t *o = json_pack("{s:{s:s,s:s}}", "partialSuccess", "rejectedSpans", num,
-                                  "errorMessage", why);
-            char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-            if (text) {
-                http_response_append(res, text, strlen(text));
-            }
-            free(text);
-            json_decref(o);
+            append_json(res, json_pack("{s:{s:s,s:s}}", "partialSuccess", "rejectedSpans", num,
+                                       "errorMessage", why));
         } else {
             http_response_append(res, "{}", 2);
         }
