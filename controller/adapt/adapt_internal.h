@@ -1,15 +1,20 @@
 /*
  * adapt_internal.h: what the adaptive loop's files share. Nothing outside controller/adapt/
- * includes it.
+ * includes it. The decisions themselves are search/'s (dq_search.h): these files gather
+ * the statistics they need from the core's windows, ask search, and record and act on the
+ * answer.
  *
  *   adapt.c        the round: decide → persist → act, retries, silent sources, person
  *                  actions (diagnose, abort)
  *   plan.c         a round's next state and its effects; persisting and acting on them
- *   triggers.c     triggers with hysteresis (decide)
- *   snapshots.c    ΔQs around a firing (decide)
- *   stats.c        a probe's statistics over windows; the node check (decide)
- *   investigate.c  investigations: observe, search, verdicts, the node split (decide)
- *   deescalate.c   after the verdict: release, de-escalation, a cause that moves (decide)
+ *   triggers.c     triggers with hysteresis
+ *   snapshots.c    ΔQs around a firing
+ *   gather.c       a probe's statistics over windows, the node check's inputs, the search
+ *                  input of an investigation's focus, the node split's
+ *   investigate.c  investigations: open, observe, characterise, one search step
+ *   verdict.c      recording a step's outcome: descend, verdicts and their evidence
+ *   overload.c     overload investigations: the stages' measurements, one overload step
+ *   deescalate.c   after the verdict: release, de-escalation, a cause that moves
  *   resume.c       the state rebuilt from the store at start
  */
 #ifndef DQ_ADAPT_INTERNAL_H
@@ -27,17 +32,8 @@
 #define ADAPT_MAX_SNAPSHOTS 16
 #define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
 #define ADAPT_SNAPSHOT_PROBES 16
-#define ADAPT_MAX_PROBLEMS 5
 
-/* The node check and the verdicts (docs/diagnosis.md, "The decision table"). */
-#define ADAPT_RECENT_WINDOWS 5    /* what a node looks like now */
-#define ADAPT_BASELINE_WINDOWS 30 /* windows with data a baseline needs, before those */
-#define ADAPT_BASELINE_SPAN 60    /* ... looked for among this many */
-#define ADAPT_Z 3.0               /* a change this many standard errors away is significant */
-#define ADAPT_CONFIRM 2           /* evaluations in a row a verdict must hold */
-#define ADAPT_MIN_EFFECT                                                                           \
-    0.10 /* no reference: the largest contributor leads its                                        \
-            runner-up by this share of the node's total */
+_Static_assert(PROBES_NAME_MAX == SEARCH_NAME_MAX, "a stage's name is a probe's name");
 
 enum trigger_kind { TRIG_QTA, TRIG_LOAD, TRIG_LOST, TRIG_DIVERGENCE, TRIG_CV, TRIG_KIND_COUNT };
 
@@ -63,10 +59,6 @@ struct snapshot {
 
 enum inv_state { INV_SEARCHING, INV_CLOSED };
 
-/* A person's investigation first looks at its node (OBSERVE) until the node has the
- * samples to tell what is abnormal; then it searches. A trigger's starts searching. */
-enum inv_phase { PHASE_SEARCH = 0, PHASE_OBSERVE };
-
 /* One investigation in memory; its log is in the store. */
 struct investigation {
     int64_t id; /* provisional (< 0) until its round commits */
@@ -74,9 +66,13 @@ struct investigation {
     char node[PROBES_NAME_MAX + 1];  /* where the problem was seen */
     char focus[PROBES_NAME_MAX + 1]; /* the node being refined now */
     char verdict_node[PROBES_NAME_MAX + 1];
-    char verdict[16]; /* closed: its verdict */
-    enum search_problem problem;
-    int characterised; /* 0 while a person's investigation decides its problem from data */
+    char verdict[16];            /* closed: its verdict */
+    enum search_problem problem; /* meaningful once mode is not OBSERVE */
+    /* what it does (dq_search.h): a person's starts by observing its node (OBSERVE) until
+     * the node has the samples to tell what is abnormal; a trigger's starts searching */
+    enum search_mode mode;
+    int overload_asked; /* opened as an overload investigation (a person asked, or a load
+                           trigger): it weighs the stages once its problem is decided */
     enum search_strategy_id strategy;
     int64_t trigger_id; /* 0: started by a person */
     int64_t hyp_id;     /* the current hypothesis (at focus) */
@@ -88,16 +84,10 @@ struct investigation {
                                            explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int paused;
-    enum inv_phase phase;
-    int contributor; /* no reference (QTA, baseline): it follows the largest contributor */
-    int overload;    /* an overload investigation: stages, utilisation, saturation */
-    struct overload_prev *ov_prev; /* … the stages of the levels above its focus (shared) */
+    struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
     int released;                  /* its probes were released (or handed over): it is done */
-    /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
-    int pending_verdict, pending_child, pending_count;
-    int64_t pending_from; /* … and the windows since it was first seen say the same */
-    int fresh_child;
-    char also[160]; /* other problems the node check saw ("variance, divergence") */
+    struct search_confirm confirm; /* the verdict waiting for confirmation */
+    char also[160];                /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -269,7 +259,7 @@ void adapt__snapshot_start(struct plan *pl, const struct trigger *t, int64_t inv
 /* Adds window pl->wid to every snapshot being collected; completes those that are done. */
 void adapt__run_snapshots(struct plan *pl);
 
-/* ---- stats.c ------------------------------------------------------------------------------ */
+/* ---- gather.c ----------------------------------------------------------------------------- */
 
 struct node_stats {
     struct search_stats s;
@@ -287,55 +277,45 @@ struct node_stats {
 void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns);
 void adapt__node_stats_release(struct node_stats *ns);
 
-/* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
- * over windows from ≤ wid < to, and the ok instances behind them. */
-void adapt__within(const struct probe *p, int64_t from, int64_t to, double *mean, double *var,
-                   double *n);
-
 /* A node's statistics as JSON (new reference). */
 json_t *adapt__stats_json(const char *name, const struct search_stats *s);
 
-struct adapt_problem {
-    enum search_problem kind;
-    double z; /* how significant */
-    char why[200];
+/* The node check (search_check) of probe p over its windows since `from`: the last
+ * SEARCH_RECENT_WINDOWS before pl->upto, then twice and four times as many when those show
+ * nothing (three looks, each at search_z_looks(3)), each against the baseline before it;
+ * with no baseline before them, up to SEARCH_BASELINE_WINDOWS of "now". */
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
+                       struct search_check *c);
+json_t *adapt__check_json(const char *node, const struct search_check *c);
+
+/* search_load_rose over p's windows before pl->upto (search_rate_latency_z of their rates
+ * and means), with the check c (may be NULL) and `looks` as there. */
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
+                     int looks, char *why, size_t cap);
+
+/* The search input for the focus of an investigation. */
+struct focus_input {
+    struct search_input in;
+    struct search_child kids[SEARCH_MAX_CHILDREN];
+    struct node_stats kstats[SEARCH_MAX_CHILDREN];
+    struct node_stats xstats;
+    int kid_nodes[SEARCH_MAX_CHILDREN];
 };
 
-/* What the node check found at a node (stats.c explains the rules). */
-struct adapt_check {
-    int has_qta, has_baseline, has_calculated;
-    double zt;                    /* the z a problem needed */
-    struct search_stats recent;   /* the node over its recent windows (no ΔQs) */
-    struct search_stats baseline; /* … and over the windows before them */
-    int n;
-    struct adapt_problem p[ADAPT_MAX_PROBLEMS]; /* most significant first */
-};
+/* Fills fi for inv's focus over windows ≥ from (DQ_ENOTFOUND, DQ_EINVAL); release with
+ * adapt__focus_input_release. */
+int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
+                       struct focus_input *fi);
+void adapt__focus_input_release(struct focus_input *fi);
 
-/* Checks probe p over its windows since `from` (the last ADAPT_RECENT_WINDOWS before
- * pl->upto, then twice and four times as many when those show nothing; with no baseline
- * before them, up to ADAPT_BASELINE_WINDOWS) against its QTA, its baseline and its
- * calculated ΔQ. */
-void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
-json_t *adapt__check_json(const char *node, const struct adapt_check *c);
+#define ADAPT_MAX_SPLIT (PROBES_MAX_NODES + 1)
 
-/* How clearly p's latency rises with its arrival rate over its windows (Spearman's rank
- * correlation of the windows' rates and means, as a z; 0 with fewer than 10 windows). */
-double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
-/* The z from which it counts when the caller looks `looks` times (≥ 1) at data that
- * grows between looks: the one-look false alarm rate (as the node check's) shared among
- * the looks (Bonferroni; conservative, since successive looks share most windows). */
-double adapt__rate_latency_zt(int looks);
-/* 1 when p's latency went up with its load: its windows' means rise with their rates
- * (adapt__rate_latency_z), or (with a baseline in c; c may be NULL) its arrivals per
- * window rose by a fifth or more against the baseline, significantly; `looks` as for
- * adapt__rate_latency_zt (3 for a decision taken once, as the node check's three
- * horizons; the windows a step may wait for one taken at every window). why: the sentence. */
-int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, int looks,
-                     char *why, size_t cap);
-/* 1 for a problem kind a load can cause, which turns into an overload investigation when
- * the latency rises with the arrivals: latency, QTA, variance (a queue stretches the
- * tail). Lost and divergence stay what they are. */
-int adapt__load_shaped(int problem);
+/* The nodes (Erlang nodes, hosts) that report probe `name`, as children of a search input
+ * for the node split over windows ≥ from: each node's statistics, weights by instances,
+ * and `include` set for those with params.min_instances. Returns the number of nodes
+ * (0 when the probe is not split). */
+int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct search_child *kids,
+                        unsigned char *include, int *weighed);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 
@@ -349,15 +329,6 @@ struct adapt_open {
     int64_t follows;    /* the investigation this one supersedes, 0 none */
     const char *why;    /* … and why */
     int overload;       /* an overload investigation (a person asked, or a load trigger) */
-};
-
-/* The search input for the focus of an investigation. */
-struct focus_input {
-    struct search_input in;
-    struct search_child kids[SEARCH_MAX_CHILDREN];
-    struct node_stats kstats[SEARCH_MAX_CHILDREN];
-    struct node_stats xstats;
-    int kid_nodes[SEARCH_MAX_CHILDREN];
 };
 
 /* The problem kind of inv as stored ("unknown" until it is decided). */
@@ -385,72 +356,54 @@ void adapt__step(struct plan *pl, struct investigation *inv);
  * closed yet). */
 void adapt__focus_on(struct adapt *a, struct investigation *inv, const char *node, int64_t hyp,
                      int64_t upto);
-/* Fills fi for inv's focus over windows ≥ from (DQ_ENOTFOUND, DQ_EINVAL); release with
- * adapt__focus_input_release. */
-int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
-                       struct focus_input *fi);
-void adapt__focus_input_release(struct focus_input *fi);
+/* SEARCH_ENABLE: expand the focus with the step's children, unless the budget says pause. */
+void adapt__expand(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                   const struct search_step *step);
+/* 1 when a round's step of inv has the window it needs: the focus and its enabled children
+ * had data (else the search waits, and the window does not count); counts the window. */
+int adapt__window_counts(struct plan *pl, struct investigation *inv, const struct focus_input *fi);
+
+/* ---- verdict.c ------------------------------------------------------------------------------ */
+
 /* Closes inv with a verdict (node: where, NULL for none) and its evidence (taken). */
 void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
                   json_t *evidence);
+/* Closes inv "aborted" with dq_last_error() and releases what it enabled. */
+void adapt__aborted_on_error(struct plan *pl, struct investigation *inv);
+/* Closes inv healthy (reason: one sentence) and releases what it enabled at once. */
+void adapt__healthy(struct plan *pl, struct investigation *inv, const char *reason,
+                    json_t *evidence);
+/* A search verdict of inv's focus (search_result r over fi): descend, or close with it. */
+void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                    const struct search_result *r);
+/* The attribution behind r as JSON (new reference). */
+json_t *adapt__attribution_json(const struct search_input *in, const struct search_result *r);
+/* Inconclusive without data at inv's node: the sentence (with the check's counts). */
+void adapt__inconclusive_no_data(struct plan *pl, struct investigation *inv,
+                                 const struct search_check *c);
 
 /* ---- overload.c ---------------------------------------------------------------------------- */
-
-/* One stage of an overload evaluation (overload.c explains the estimators). */
-struct overload_stage {
-    char name[PROBES_NAME_MAX + 1];
-    char parent[PROBES_NAME_MAX + 1]; /* the node whose child it is */
-    int64_t to;                       /* first window after those it was measured over */
-    double lambda;                    /* its arrivals per second over those windows */
-    double share;                     /* λ / the investigation node's λ */
-    double w;                         /* its mean sojourn, s */
-    double service;                   /* S, s */
-    int servers;                      /* c */
-    const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
-    double rho, rho_lo, rho_hi;
-    double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
-    double sat;                  /* c/S: the arrivals per second that saturate it */
-    double sat_root;             /* … in arrivals of the investigation's node: sat / share */
-    const char *method;          /* "busy", "baseline", "mmc" */
-    int has_children;            /* it has finer probes */
-    int co;                      /* a co-bottleneck: its ρ interval reaches the bottleneck's */
-    struct dq *obs; /* its observed ΔQ over those windows (owned by whoever holds it) */
-};
 
 /* The stages an overload investigation weighed at the levels above its focus (all but the
  * one it descended into), shared between copies of the investigation (immutable). */
 struct overload_prev {
     int refs;
     int n;
-    struct overload_stage st[];
+    struct search_stage st[];
 };
 struct overload_prev *adapt__overload_prev_ref(struct overload_prev *p);
 void adapt__overload_prev_unref(struct overload_prev *p);
-
-struct overload_result {
-    int n;                     /* stages: the earlier levels' (first), then the focus's */
-    int first_current;         /* index of the first of the focus's children */
-    struct overload_stage *st; /* n entries (owned; their obs borrowed) */
-    int bottleneck, n_co;
-    double lambda_root; /* the investigation node's arrivals per second */
-    double saturation;  /* … at which the first (co-)bottleneck saturates */
-    double qta_rate;    /* … at which its QTA fails; NAN when unknown */
-    double onset;       /* … from which its observed and calculated diverge; NAN: unknown */
-};
-
-/* Weighs inv's stages: its focus's children (whose statistics fi holds) and the stages of
- * the levels above. DQ_ESTATE when a child has no statistics yet; DQ_ENOMEM. */
-int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
-                    struct overload_result *r);
-void adapt__overload_result_release(struct overload_result *r);
-/* The stages to carry down when inv descends into r's bottleneck: every stage of r but
- * that one (a new reference; NULL on no memory). */
-struct overload_prev *adapt__overload_carry(const struct overload_result *r);
 /* The stages of an "overload" object (a descent's, as stored) but `descended`, without
  * their ΔQs: what a resumed investigation carries down (NULL on no memory). */
 struct overload_prev *adapt__overload_prev_from_json(const json_t *overload, const char *descended);
-/* The verdict's "overload" object (new reference). */
-json_t *adapt__overload_json(const struct overload_result *r);
+
+/*
+ * One step of an overload investigation: the focus's children (enabled as the `children`
+ * strategy does, with SEARCH_OVERLOAD_MIN_WINDOWS windows each) are its stages, weighed
+ * with the stages of the levels above; a lone bottleneck with finer probes is descended
+ * into, otherwise the verdict is `overload`, with every stage's numbers.
+ */
+void adapt__overload_step(struct plan *pl, struct investigation *inv, struct focus_input *fi);
 
 /* ---- deescalate.c ------------------------------------------------------------------------- */
 

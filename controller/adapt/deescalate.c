@@ -61,8 +61,7 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv) {
             include[j] = 1;
             if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
                 attr->c[j].included) {
-                double mid = 0.5 * (inv->verdict_value + inv->runner_value);
-                holds = attr->c[j].value > mid;
+                holds = search_still_holds(attr->c[j].value, inv->verdict_value, inv->runner_value);
             }
             break;
         }
@@ -192,7 +191,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
              * trigger's condition is still bad: a trigger on its way to clearing is not a
              * cause that moved. */
             if (t->bad > 0 && verdict_holds(pl, inv) == 0) {
-                if (++inv->unexplained >= ADAPT_CONFIRM) {
+                if (++inv->unexplained >= SEARCH_CONFIRM) {
                     supersede(pl, inv, t);
                 }
             } else {
