@@ -493,6 +493,7 @@ static const struct setting *find_by_flag(const char *flag, size_t n) {
 
 void settings_defaults(struct dqd_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
+    search_params_init(&cfg->search); /* what the table below does not set */
     for (size_t i = 0; i < N_SETTINGS; i++) {
         if (settings[i].type != ST_ACTION) {
             /* Cannot fail: test_settings checks every default through this path. */
