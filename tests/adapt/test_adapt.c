@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "adapt.h"
+#include "dq_search.h"
 #include "clock.h"
 #include "core.h"
 #include "dq_error.h"
@@ -112,6 +113,7 @@ struct case_def {
     char nodes[8][64]; /* wrapper nodes the traffic names; nodes[0] is the default */
     int n_nodes;
     struct adapt_options opt;
+    struct search_params search; /* opt.search points here */
     struct probe_cfg probes[MAX_CFG];
     int n_probes;
     struct trigger_cfg triggers[MAX_CFG];
@@ -295,6 +297,8 @@ static void parse_set(struct case_def *c, char **w, int n, int line) {
         c->opt.min_instances = (int)v;
     } else if (strcmp(k, "min_windows") == 0) {
         c->opt.min_windows = (int)v;
+    } else if (strcmp(k, "near_tie_margin") == 0) {
+        c->search.min_lead = v;
     } else if (strcmp(k, "max_enabled") == 0) {
         c->opt.max_enabled_probes = (int)v;
     } else if (strcmp(k, "max_rate") == 0) {
@@ -440,6 +444,8 @@ static void case_defaults(struct case_def *c) {
     c->window_ms = 1000;
     c->lag_ms = 0;
     c->ring = 60;
+    search_params_init(&c->search);
+    c->opt.search = &c->search;
     c->opt.min_instances = 30;
     c->opt.min_windows = 2;
     c->opt.max_enabled_probes = 0;
