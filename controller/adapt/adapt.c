@@ -170,6 +170,7 @@ static void decide_window(struct plan *pl) {
         }
     }
     adapt__sweep(st);
+    adapt__episodes_sweep(pl);
 }
 
 /*

@@ -32,6 +32,8 @@
 #define ADAPT_MAX_SNAPSHOTS 16
 #define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
 #define ADAPT_SNAPSHOT_PROBES 16
+#define ADAPT_MAX_EPISODES                                                                         \
+    32 /* problems remembered: open ones, and closed ones still in the rings */
 
 _Static_assert(PROBES_NAME_MAX == SEARCH_NAME_MAX, "a stage's name is a probe's name");
 
@@ -46,6 +48,35 @@ struct trigger {
     int fire_after, clear_after;
     int enabled, fired, bad, good;
     int64_t last_wid; /* last window evaluated */
+    int64_t bad_from; /* the first window of the current run of bad ones */
+};
+
+/* The baselines of a problem's probes as they were when it began (baseline.c): immutable,
+ * shared between copies of the state. */
+struct base_snap {
+    char probe[PROBES_NAME_MAX + 1];
+    struct search_stats s; /* pooled windows before the problem (s.observed = obs) */
+    struct dq *obs;        /* their aggregated observed ΔQ */
+    double means[SEARCH_MAX_WINDOW_MEANS];
+    int n_means;
+};
+struct base_set {
+    int refs;
+    int n;
+    struct base_snap snap[];
+};
+
+/*
+ * A problem at `node` (a fired trigger's, or a person's investigation's) from window `from`
+ * until `to` (INT64_MAX while open): the windows in between, of node and everything below
+ * it in the diagram, are never baseline, and while it is open the baselines of those
+ * probes are the ones they had when it began (bases; NULL once closed).
+ */
+struct episode {
+    char node[PROBES_NAME_MAX + 1];
+    int64_t from, to;
+    int64_t trigger_id, inv_id; /* who holds it open (one of them) */
+    struct base_set *bases;
 };
 
 /* The ΔQs of a probe and its neighbours around a trigger, being collected. */
@@ -100,6 +131,8 @@ struct adapt_state {
     int n_snaps;
     struct investigation *inv[ADAPT_MAX_INVESTIGATIONS];
     int n_inv;
+    struct episode episodes[ADAPT_MAX_EPISODES];
+    int n_episodes;
     uint64_t last_instances; /* instances_total at the previous window */
     double rate;             /* instances per second over the last window */
     int congested;
@@ -275,6 +308,9 @@ struct node_stats {
  * p gives empty statistics. Release with adapt__node_stats_release.
  */
 void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns);
+/* The same without the windows for which skip(ctx, wid) says 1. */
+void adapt__gather_where(const struct probe *p, int64_t from, int64_t to,
+                         int (*skip)(void *ctx, int64_t wid), void *ctx, struct node_stats *ns);
 void adapt__node_stats_release(struct node_stats *ns);
 
 /* A node's statistics as JSON (new reference). */
@@ -283,9 +319,10 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s);
 /* The node check (search_check) of probe p over its windows since `from`: the last
  * SEARCH_RECENT_WINDOWS before pl->upto, then twice and four times as many when those show
  * nothing (three looks, each at search_z_looks(3)), each against the baseline before it;
- * with no baseline before them, up to SEARCH_BASELINE_WINDOWS of "now". */
-void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
-                       struct search_check *c);
+ * with no baseline before them, up to SEARCH_BASELINE_WINDOWS of "now". Baselines are
+ * adapt__baseline's. rfrom (may be NULL): the first window of the range c judged. */
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom);
 json_t *adapt__check_json(const char *node, const struct search_check *c);
 
 /* search_load_rose over p's windows before pl->upto (search_rate_latency_z of their rates
@@ -419,6 +456,37 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
 void adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Removes the released investigations from st. */
 void adapt__sweep(struct adapt_state *st);
+
+/* ---- baseline.c ------------------------------------------------------------------------ */
+
+/* Opens the problem of trigger_id or inv_id (one of them non-zero) at node from window
+ * `from`, taking the baselines of node and the enabled probes below it as they are; once
+ * per owner. */
+void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
+                         int64_t inv_id);
+/* The problem of a trigger found fired at start (the rings are empty: no baselines). */
+void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t from,
+                           int64_t trigger_id);
+/* Closes it (its windows stay out of baselines while the rings hold them). */
+void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id);
+/* The first window of the open problem of trigger_id or inv_id; −1 when none. */
+int64_t adapt__episode_from(const struct adapt_state *st, int64_t trigger_id, int64_t inv_id);
+/* Forgets closed problems whose windows have left every ring. */
+void adapt__episodes_sweep(struct plan *pl);
+/* Releases the references of a state's episodes (state copies take their own). */
+void adapt__episodes_release(struct adapt_state *st);
+void adapt__episodes_ref(struct adapt_state *st);
+
+/*
+ * The baseline of probe p for a range that starts at window `end`: when an open problem
+ * covers p (at p or above it) and began before `end`, p's baseline from when it began
+ * (none when p had none then: a probe enabled after the problem began is judged against its
+ * siblings); otherwise p's windows in [end − SEARCH_BASELINE_SPAN, end) that no problem
+ * covered. Fills ns (release with adapt__node_stats_release) and, when means is not NULL,
+ * the windows' means (at most SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
+ */
+int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct node_stats *ns,
+                    double *means, int *n_means);
 
 /* ---- resume.c ----------------------------------------------------------------------------- */
 

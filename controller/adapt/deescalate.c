@@ -106,6 +106,7 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
         release[n++] = p;
     }
     inv->released = 1;
+    adapt__episode_close(pl, 0, inv->id);
     if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
         json_decref(names);
         return;

@@ -68,6 +68,11 @@ static void gather_tests(const struct probe *p, struct node_stats *ns, struct dq
 }
 
 void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns) {
+    adapt__gather_where(p, from, to, NULL, NULL, ns);
+}
+
+void adapt__gather_where(const struct probe *p, int64_t from, int64_t to,
+                         int (*skip)(void *ctx, int64_t wid), void *ctx, struct node_stats *ns) {
     memset(ns, 0, sizeof *ns);
     search_stats_init(&ns->s);
     if (!p) {
@@ -81,7 +86,7 @@ void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_
             break;
         }
         uint64_t n = w->ok + w->fa + w->to + w->out;
-        if (w->wid >= to || n == 0) {
+        if (w->wid >= to || n == 0 || (skip && skip(ctx, w->wid))) {
             continue;
         }
         search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
@@ -128,47 +133,29 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
 
 /* ---- the node check ------------------------------------------------------------------------ */
 
-/* The windows' own means (windows with successes), now (from ≤ wid < to) and before
- * (bfrom ≤ wid < from), newest first, at most SEARCH_MAX_WINDOW_MEANS a side. */
-static void window_means(const struct probe *p, int64_t bfrom, int64_t from, int64_t to,
-                         double *now, int *n_now, double *before, int *n_before) {
-    int na = 0, nb = 0;
-    for (int k = 0; p && k < p->ring_len; k++) {
+/* The windows' own means (windows with successes) over from ≤ wid < to, newest first, at
+ * most SEARCH_MAX_WINDOW_MEANS. */
+static int recent_means(const struct probe *p, int64_t from, int64_t to, double *now) {
+    int na = 0;
+    for (int k = 0; p && k < p->ring_len && na < SEARCH_MAX_WINDOW_MEANS; k++) {
         const struct probe_window *w = probes_ring_get((struct probe *)p, k);
-        if (w->wid < bfrom) {
+        if (w->wid < from) {
             break;
         }
-        if (w->ok == 0 || w->wid >= to) {
-            continue;
-        }
-        if (w->wid >= from && na < SEARCH_MAX_WINDOW_MEANS) {
+        if (w->ok > 0 && w->wid < to) {
             now[na++] = w->mean;
-        } else if (w->wid < from && nb < SEARCH_MAX_WINDOW_MEANS) {
-            before[nb++] = w->mean;
         }
     }
-    *n_now = na;
-    *n_before = nb;
+    return na;
 }
 
 /* The check over the last `horizon` windows (since `from`) against the baseline before
  * them, with z threshold zt. */
 static void check_range(struct plan *pl, const struct probe *p, int64_t from, int horizon,
-                        double zt, struct search_check *c) {
+                        double zt, struct search_check *c, int64_t *rfrom_out) {
     int64_t upto = pl->upto;
     int64_t rfrom = from > upto - horizon ? from : upto - horizon;
     struct node_stats r, b;
-    adapt__gather(p, rfrom - SEARCH_BASELINE_SPAN, rfrom, &b);
-    if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS)) {
-        /* no baseline to split the history from: all of it (since `from`, at most
-         * SEARCH_BASELINE_WINDOWS windows) is "now", which gives the absolute tests (lost
-         * mass, QTA) the most samples */
-        adapt__node_stats_release(&b);
-        int64_t longest = upto - SEARCH_BASELINE_WINDOWS;
-        rfrom = from > longest ? from : longest;
-        adapt__gather(p, rfrom - SEARCH_BASELINE_SPAN, rfrom, &b);
-    }
-    adapt__gather(p, rfrom, upto, &r);
     double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
     struct search_check_input in = {.recent = &r.s,
                                     .baseline = &b.s,
@@ -176,15 +163,28 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
                                     .recent_means = now,
                                     .base_means = before,
                                     .zt = zt};
-    window_means(p, rfrom - SEARCH_BASELINE_SPAN, rfrom, upto, now, &in.n_recent_means, before,
-                 &in.n_base_means);
+    adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
+    if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS)) {
+        /* no baseline to split the history from: all of it (since `from`, at most
+         * SEARCH_BASELINE_WINDOWS windows) is "now", which gives the absolute tests (lost
+         * mass, QTA) the most samples */
+        adapt__node_stats_release(&b);
+        int64_t longest = upto - SEARCH_BASELINE_WINDOWS;
+        rfrom = from > longest ? from : longest;
+        adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
+    }
+    adapt__gather(p, rfrom, upto, &r);
+    in.n_recent_means = recent_means(p, rfrom, upto, now);
+    if (rfrom_out) {
+        *rfrom_out = rfrom;
+    }
     search_check(&in, &pl->a->params, c);
     adapt__node_stats_release(&r);
     adapt__node_stats_release(&b);
 }
 
-void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
-                       struct search_check *c) {
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom) {
     /* "now" at three horizons (a change of a few windows ago, or of a few tens), each
      * against the baseline before it; the first that shows a problem is kept. Three looks:
      * each at the threshold that keeps their joint false alarms at one look's. */
@@ -193,13 +193,17 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from,
     const int looks = (int)(sizeof horizons / sizeof horizons[0]);
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
-    check_range(pl, p, from, horizons[0], zt, c);
+    check_range(pl, p, from, horizons[0], zt, c, rfrom);
     for (int k = 1;
          longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
          k++) {
-        check_range(pl, p, from, horizons[k], zt, longer);
+        int64_t longer_from = 0;
+        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
         if (longer->n > 0 && longer->has_baseline) {
             *c = *longer;
+            if (rfrom) {
+                *rfrom = longer_from;
+            }
         }
     }
     free(longer);
@@ -282,9 +286,10 @@ static void choice_weights(const struct dq_diagram *g, const struct dq_diagram_n
  * SEARCH_BASELINE_SPAN of them), when there are SEARCH_BASELINE_WINDOWS with data. When
  * every child has one, the search weighs each child's excess over it.
  */
-static void set_baseline(const struct probe *p, int64_t from, struct search_stats *s) {
+static void set_baseline(struct plan *pl, const struct probe *p, int64_t from,
+                         struct search_stats *s) {
     struct node_stats b;
-    adapt__gather(p, from - SEARCH_BASELINE_SPAN, from, &b);
+    adapt__baseline(pl, p, from, &b, NULL, NULL);
     if (b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS && b.s.n_ok > 1) {
         s->has_baseline = 1;
         s->base_mean = b.s.mean;
@@ -308,7 +313,7 @@ static void gather_child(struct plan *pl, const struct dq_diagram *g, struct foc
     c->weight = 0.0;
     adapt__gather(c->enabled ? kp : NULL, from, pl->upto, &fi->kstats[j]);
     if (c->enabled) {
-        set_baseline(kp, from, &fi->kstats[j].s);
+        set_baseline(pl, kp, from, &fi->kstats[j].s);
     }
     c->stats = fi->kstats[j].s;
 }
@@ -329,7 +334,7 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
     }
     struct probe *fp = adapt__probe(a, inv->focus);
     adapt__gather(fp, from, pl->upto, &fi->xstats);
-    set_baseline(fp, from, &fi->xstats.s);
+    set_baseline(pl, fp, from, &fi->xstats.s);
     for (size_t j = 0; j < n; j++) {
         gather_child(pl, g, fi, j, from);
     }

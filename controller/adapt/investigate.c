@@ -146,7 +146,7 @@ struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o) {
     }
     struct probe *p = adapt__probe(pl->a, o->node);
     struct search_check c;
-    adapt__check_node(pl, p, 0, &c);
+    adapt__check_node(pl, p, 0, &c, NULL);
     set_also(inv, &c);
     json_t *stats = opening_stats(pl, inv, o, p, &c);
     int64_t hyp = adapt__hypothesis(pl, inv, 0, o->node, "root", NULL, stats, NULL);
@@ -228,7 +228,7 @@ int adapt__observe_start(struct plan *pl, struct investigation *inv) {
     struct adapt *a = pl->a;
     struct probe *p = adapt__probe(a, inv->node);
     struct search_check c;
-    adapt__check_node(pl, p, 0, &c);
+    adapt__check_node(pl, p, 0, &c, NULL);
     if (p && adapt__plan_enabled(pl, p) && adapt__check_enough(pl, &c.recent)) {
         inv->eval_from = 0; /* the check picks its windows from the node's history */
         return 1;           /* the node has data: it can be characterised now */
@@ -573,7 +573,8 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
 }
 
 /* The node has the samples: decide what it follows, or that it is healthy. */
-static void characterise(struct plan *pl, struct investigation *inv, const struct search_check *c) {
+static void characterise(struct plan *pl, struct investigation *inv, const struct search_check *c,
+                         int64_t rfrom) {
     json_t *check = adapt__check_json(inv->node, c);
     char load_why[200] = "";
     int needs = search_followed_needs(c, inv->overload_asked);
@@ -581,6 +582,8 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
                                               3, load_why, sizeof load_why);
     enum search_mode mode = search_followed(c, inv->overload_asked, rose);
     if (c->n > 0) {
+        /* the problem began with the range the check found it in: baselines end there */
+        adapt__episode_open(pl, inv->node, rfrom, 0, inv->id);
         follow_problem(pl, inv, c, mode, load_why, check);
     } else if (mode == SEARCH_MODE_OVERLOAD) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
@@ -627,10 +630,11 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
 static void observe(struct plan *pl, struct investigation *inv) {
     struct probe *p = adapt__probe(pl->a, inv->node);
     struct search_check c;
-    adapt__check_node(pl, p, inv->eval_from, &c);
+    int64_t rfrom = pl->upto;
+    adapt__check_node(pl, p, inv->eval_from, &c, &rfrom);
     int exhausted = inv->windows_waited + 1 >= pl->a->opt.investigation_windows;
     if (search_observe_ready(adapt__check_enough(pl, &c.recent), &c, exhausted)) {
-        characterise(pl, inv, &c);
+        characterise(pl, inv, &c, rfrom);
         return;
     }
     if (adapt__no_data(pl, inv->node)) {

@@ -15,7 +15,14 @@
 
 static int load_trigger(void *ctx, const struct store_trigger *row) {
     struct adapt *a = ctx;
-    return adapt__trigger_load(&a->st, row);
+    int rc = adapt__trigger_load(&a->st, row);
+    struct trigger *t = a->st.n_triggers > 0 ? &a->st.triggers[a->st.n_triggers - 1] : NULL;
+    if (rc == DQ_OK && t && t->id == row->id && row->fired && row->fired_ns > 0) {
+        /* still fired: its problem goes on, from its first bad window */
+        t->bad_from = core_window_of(a->env.core, row->fired_ns) - (t->fire_after - 1);
+        adapt__episode_resume(&a->st, t->probe, t->bad_from, t->id);
+    }
+    return rc;
 }
 
 /* Adds (add = 1) or removes the probes named in a hypothesis's JSON list. */
