@@ -38,6 +38,13 @@
  *              stage, so the conditional rate is each stage's own failure probability.
  *   divergence each child's own observed-vs-calculated KS distance (leaves have none:
  *              contribution 0). When X diverges and no child does, the children interact.
+ *   shape      when every weighed child has a baseline ΔQ: each child's own one-sided KS
+ *              distance D+ against it (how much of its mass moved later), unweighted, so
+ *              that a rarely taken branch whose whole ΔQ moved stands out; otherwise, on a
+ *              sequence, each child's qta_p-quantile (qta_p: the level at which X's mass
+ *              moved); on a choice, each branch's weight × its mass beyond X's
+ *              qta_p-quantile now (the branch that puts mass where X's moved); elsewhere as
+ *              latency.
  * Every contribution carries a 95 % half-width (z = params.z): mean z·sqrt(var/n),
  * variance z·var·sqrt(2/(n−1)), proportion z·sqrt(p(1−p)/n), KS distance z·0.5/sqrt(n)
  * (the widest standard error of an empirical CDF), a baseline excess the root-sum-square
@@ -87,6 +94,7 @@ enum search_problem {
     SEARCH_VARIANCE = 2,
     SEARCH_LOST = 3,
     SEARCH_DIVERGENCE = 4,
+    SEARCH_SHAPE = 5, /* the whole ΔQ moved against its baseline (the node check's test) */
 };
 
 enum search_verdict {
@@ -121,7 +129,7 @@ enum search_strategy_id {
     SEARCH_BISECT = 1,   /* halve a long sequence, inferring the unobserved half */
 };
 
-/* "latency", "qta", "variance", "lost", "divergence"; "?" out of range. */
+/* "latency", "qta", "variance", "lost", "divergence", "shape"; "?" out of range. */
 const char *search_problem_name(enum search_problem p);
 
 /* Parses a name above into *p; DQ_EINVAL for anything else (message says which). */
@@ -171,15 +179,16 @@ void search_params_init(struct search_params *p);
  */
 struct search_stats {
     int present;
-    uint64_t n_ok, n_fa, n_to;   /* instances by status (successes past dMax count in n_to) */
-    uint32_t windows;            /* windows aggregated */
-    double mean;                 /* exact mean of successful durations, seconds */
-    double variance;             /* exact variance of successful durations (÷ n_ok), s² */
-    const struct dq *observed;   /* optional: the aggregated observed ΔQ (borrowed) */
-    const struct dq *calculated; /* optional: X's calculated ΔQ from its children */
-    double ks_d, ks_p;           /* optional: KS of observed vs calculated (NAN: unknown) */
-    double qta_hazard;           /* optional: size of the QTA hazard, 0 = none (NAN) */
-    int has_baseline;            /* 1 when the base_* fields hold quiet-time figures */
+    uint64_t n_ok, n_fa, n_to;      /* instances by status (successes past dMax count in n_to) */
+    uint32_t windows;               /* windows aggregated */
+    double mean;                    /* exact mean of successful durations, seconds */
+    double variance;                /* exact variance of successful durations (÷ n_ok), s² */
+    const struct dq *observed;      /* optional: the aggregated observed ΔQ (borrowed) */
+    const struct dq *calculated;    /* optional: X's calculated ΔQ from its children */
+    const struct dq *base_observed; /* optional: the baseline's aggregated ΔQ (shape) */
+    double ks_d, ks_p;              /* optional: KS of observed vs calculated (NAN: unknown) */
+    double qta_hazard;              /* optional: size of the QTA hazard, 0 = none (NAN) */
+    int has_baseline;               /* 1 when the base_* fields hold quiet-time figures */
     double base_mean, base_variance, base_lost;
     uint64_t base_n; /* instances behind the baseline; 0 = treat it as exact */
     /* Between-window dispersion (batch means), kept by search_stats_add_window: instances
@@ -263,7 +272,8 @@ struct search_input {
     enum dq_node_kind kind; /* SEQUENCE, FIRST, ALL, CHOICE (REFERENCE = sequence) */
     enum search_problem problem;
     /* QTA: p[worst] of dq_qta_eval's worst point, 0 = use means (when worst = −1, the
-     * lost mass is what violates the QTA: pass problem "lost" instead) */
+     * lost mass is what violates the QTA: pass problem "lost" instead); shape: the level at
+     * which the mass moved (search_found.level) */
     double qta_p;
     struct search_stats stats;           /* X's own statistics (may be absent: totals are summed) */
     const struct search_child *children; /* in written order (a sequence's order) */
@@ -288,7 +298,13 @@ struct search_attribution {
     enum search_problem problem;
     int baseline_mode; /* 1 when values are excesses over the children's baselines */
     int quantile_mode; /* 1 when values are qta_p-quantiles */
-    double total;      /* X's own quantity (its mean, variance; NAN when unknown) */
+    /* shape: 1 when values are each child's own D+ against its baseline ΔQ (every weighed
+     * child has one); 2 when they are the mass of each branch beyond the node's qta_p-
+     * quantile, weighted by the choice (a choice, no such baselines); 0 otherwise (a sequence
+     * in quantile_mode, or means as for latency) */
+    int shape_mode;
+    double shape_at; /* shape_mode 2: the node's qta_p-quantile now, s */
+    double total;    /* X's own quantity (its mean, variance; NAN when unknown) */
     double total_half_width;
     /* What the children account for: Σ of the included contributions. Shares are of
      * this sum, so they add up to 100 % by construction; remainder = total − explained
@@ -422,6 +438,16 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
  *               the time the node spends beyond what its children account for grew
  *               against the baseline, significantly and by half a baseline sd
+ *   shape       the whole ΔQ moved later against the baseline's: the one-sided two-sample
+ *               KS distance D+ = max_t (F_base(t) − F_now(t)) (lost mass counts as never
+ *               arriving) is significant with each side's effective size (its instances
+ *               over the batch-means inflation of its mean's variance: correlated
+ *               instances count as fewer), and practically large: at least
+ *               SEARCH_SHAPE_MASS of the mass moved (D+), by SEARCH_SHAPE_TIME of the
+ *               baseline's median (and two bins) on average (W1+ / D+, where W1+ = ∫
+ *               (F_base − F_now)+ dt is the delay added in all, mass × time). Found is the
+ *               level where most mass moved (search_found.level): the search follows that
+ *               part of the distribution down.
  *
  * Standard errors are batch-means aware (search_stats_mean_se and friends). A z-score of
  * SEARCH_Z (3) is "significant" for one look (about one false alarm in 700 per kind); a
@@ -434,6 +460,8 @@ int search_step(const struct search_input *in, const struct search_params *p,
 #define SEARCH_MAX_PROBLEMS 5
 #define SEARCH_MAX_WINDOW_MEANS (SEARCH_BASELINE_SPAN + 64) /* per side of the rank test */
 #define SEARCH_MAX_RATE_WINDOWS 128 /* windows the rate-latency correlation weighs */
+#define SEARCH_SHAPE_MASS 0.05      /* shape: the least mass that moved … */
+#define SEARCH_SHAPE_TIME 0.10      /* … by at least this share of the baseline's median */
 
 /* The z-score of a one-sided p-value (p = P(Z > z)); 40 for p = 0, 0 for p ≥ 0.5. */
 double search_z_of_p(double p);
@@ -445,6 +473,7 @@ double search_z_looks(int looks);
 struct search_found {
     enum search_problem kind;
     double z;      /* how significant */
+    double level;  /* shape: the probability level at which most mass moved (0: n/a) */
     char why[200]; /* the sentence ("mean 12 ms against 8 ms before") */
 };
 

@@ -52,7 +52,8 @@ static double batch_autocorr(const struct search_batch *b) {
     return r < 0.0 ? 0.0 : (r > 0.8 ? 0.8 : r);
 }
 
-static const char *const problem_names[] = {"latency", "qta", "variance", "lost", "divergence"};
+static const char *const problem_names[] = {"latency", "qta",        "variance",
+                                            "lost",    "divergence", "shape"};
 static const char *const verdict_names[] = {"need_samples", "descend", "localized", "diffuse",
                                             "inconclusive", "healthy", "overload"};
 static const char *const mode_names[] = {"observe", "problem", "contributor", "overload"};
@@ -75,7 +76,8 @@ int search_problem_parse(const char *name, enum search_problem *p) {
         }
     }
     return dq_fail(DQ_EINVAL,
-                   "unknown problem kind \"%.64s\" (latency, qta, variance, lost, divergence)",
+                   "unknown problem kind \"%.64s\" (latency, qta, variance, lost, divergence, "
+                   "shape)",
                    name);
 }
 

@@ -109,7 +109,7 @@ static double rss(double a, double b) {
  * neighbouring delays move together; a quantile's interval from the raw count would be
  * as much too narrow as the mean's.
  */
-static double effective_n(const struct search_stats *s) {
+double search__effective_n(const struct search_stats *s) {
     double n = (double)search_stats_instances(s);
     if (s->n_ok < 2 || !(s->variance > 0.0)) {
         return n;
@@ -347,6 +347,7 @@ static int baseline_ok(const struct search_stats *s, enum search_problem prob) {
     switch (prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         return isfinite(s->base_mean) && isfinite(s->base_variance);
     case SEARCH_VARIANCE:
         return isfinite(s->base_variance);
@@ -365,6 +366,7 @@ static void own_quantity(const struct search_stats *s, enum search_problem prob,
     switch (prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         *v = s->n_ok > 0 ? s->mean : 0.0;
         *hw = mean_hw(s, z);
         if (excess) {
@@ -409,7 +411,7 @@ static int validate(const struct search_input *in, const struct search_params *p
         return dq_fail(DQ_EINVAL, "a node under investigation needs 1 to %d children (has %zu)",
                        SEARCH_MAX_CHILDREN, in ? in->n_children : 0);
     }
-    if ((unsigned)in->problem > SEARCH_DIVERGENCE) {
+    if ((unsigned)in->problem > SEARCH_SHAPE) {
         return dq_fail(DQ_EINVAL, "unknown problem kind %d", (int)in->problem);
     }
     switch (in->kind) {
@@ -436,6 +438,8 @@ struct attr {
     enum dq_node_kind kind; /* a reference is a sequence */
     double z;
     int excess, quant; /* values are excesses over baselines / qta_p-quantiles */
+    int shape;         /* shape_mode (struct search_attribution) */
+    double shape_at;
     double crit[SEARCH_MAX_CHILDREN], part[SEARCH_MAX_CHILDREN];
     uint64_t n_crit;
     double mix_mean; /* choice: the weighted mean of the weighed branches */
@@ -464,6 +468,48 @@ static int attr_include(struct attr *t, const unsigned char *include) {
     return DQ_OK;
 }
 
+/* Child s's own one-sided KS distance D+ against its baseline ΔQ (how much of its mass
+ * moved later) and its half-width; NAN when the two are not on one grid. */
+static double own_shift(const struct search_stats *s, double z, double *hw) {
+    const struct dq *now = s->observed, *base = s->base_observed;
+    *hw = 0.0;
+    if (!now || !base || now->k != base->k || now->n != base->n) {
+        return NAN;
+    }
+    double fb = 0, fr = 0, d = 0;
+    for (int i = 0; i < now->n; i++) {
+        fb += base->pdf[i];
+        fr += now->pdf[i];
+        d = fb - fr > d ? fb - fr : d;
+    }
+    double nr = search__effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;
+    *hw = nr > 0 ? z * 0.5 * sqrt(1.0 / nr + 1.0 / nb) : 0.0;
+    return d;
+}
+
+/* The shape attribution's mode (struct search_attribution.shape_mode); *at: mode 2's time. */
+static int shape_mode(const struct attr *t, double *at) {
+    const struct search_input *in = t->in;
+    int own = 1;
+    for (size_t i = 0; i < in->n_children && own; i++) {
+        double hw;
+        own = !t->inc[i] || isfinite(own_shift(&in->children[i].stats, t->z, &hw));
+    }
+    if (own) {
+        return 1;
+    }
+    int tail =
+        t->kind == DQ_NODE_CHOICE && in->qta_p > 0.0 && in->qta_p <= 1.0 && in->stats.observed;
+    for (size_t i = 0; i < in->n_children && tail; i++) {
+        tail = !t->inc[i] || in->children[i].stats.observed;
+    }
+    if (!tail) {
+        return 0;
+    }
+    *at = quantile_or_horizon(in->stats.observed, in->qta_p);
+    return 2;
+}
+
 /* Excesses only when every weighed child has a baseline (mixing excesses with raw values
  * would rank unlike quantities); quantiles of a violated QTA point on sequences, when every
  * child has a ΔQ. */
@@ -475,8 +521,12 @@ static void attr_modes(struct attr *t) {
             t->excess = 0;
         }
     }
-    t->quant =
-        t->prob == SEARCH_QTA && t->kind == DQ_NODE_SEQUENCE && in->qta_p > 0.0 && in->qta_p <= 1.0;
+    t->shape = t->prob == SEARCH_SHAPE ? shape_mode(t, &t->shape_at) : 0;
+    if (t->shape) {
+        t->excess = 0;
+    }
+    t->quant = (t->prob == SEARCH_QTA || (t->prob == SEARCH_SHAPE && !t->shape)) &&
+               t->kind == DQ_NODE_SEQUENCE && in->qta_p > 0.0 && in->qta_p <= 1.0;
     for (size_t i = 0; t->quant && i < in->n_children; i++) {
         if (t->inc[i] && !in->children[i].stats.observed) {
             t->quant = 0;
@@ -487,6 +537,8 @@ static void attr_modes(struct attr *t) {
     }
     t->out->baseline_mode = t->excess;
     t->out->quantile_mode = t->quant;
+    t->out->shape_mode = t->shape;
+    t->out->shape_at = t->shape ? t->shape_at : NAN;
 }
 
 /* Criticality on all/first-to-finish nodes (1 elsewhere), and a choice's weighted mean. */
@@ -557,14 +609,22 @@ static void attr_child(struct attr *t, size_t i) {
     const double z = t->z;
     c->included = 1;
     double v = 0.0, hw = 0.0;
-    if (t->prob == SEARCH_DIVERGENCE) {
+    if (t->shape == 1) {
+        v = own_shift(s, z, &hw);
+    } else if (t->shape == 2) {
+        /* the branch's mass beyond the node's level, weighted by the choice */
+        double n = search__effective_n(s);
+        double beyond = 1.0 - dq_cdf_at(s->observed, t->shape_at);
+        v = ch->weight * beyond;
+        hw = n > 0 ? ch->weight * z * sqrt(beyond * (1.0 - beyond) / n) : 0.0;
+    } else if (t->prob == SEARCH_DIVERGENCE) {
         double pv;
         double d = ch->has_children ? child_ks(s, &pv) : NAN;
         v = isfinite(d) ? d : 0.0;
         uint64_t n = search_stats_instances(s);
         hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
     } else if (t->quant) {
-        double n = effective_n(s);
+        double n = search__effective_n(s);
         double q = t->in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / n) : 0.0;
         v = quantile_or_horizon(s->observed, q);
         double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);
@@ -600,9 +660,20 @@ static void attr_total(struct attr *t) {
     const struct search_stats *x = &t->in->stats;
     struct search_attribution *out = t->out;
     int x_ok = x->present && x->n_ok > 0;
+    if (t->shape == 2 && x->observed) {
+        out->total = 1.0 - dq_cdf_at(x->observed, t->shape_at);
+        return;
+    }
+    if (t->shape == 1) {
+        double hw;
+        out->total = own_shift(x, t->z, &hw);
+        out->total_half_width = hw;
+        return;
+    }
     switch (t->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         if (t->quant && x->present && x->observed) {
             out->total = quantile_or_horizon(x->observed, t->in->qta_p);
         } else if (x_ok && !t->quant) {
@@ -639,11 +710,12 @@ static void attr_total(struct attr *t) {
 static void attr_shares(struct attr *t) {
     struct search_attribution *out = t->out;
     enum search_problem prob = t->prob;
-    out->explained = prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE ? t->sum_abs : t->sum_v;
+    out->explained =
+        prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE || t->shape ? t->sum_abs : t->sum_v;
     out->remainder = NAN;
     out->remainder_half_width = NAN;
-    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA) && !t->quant && isfinite(out->total) &&
-        t->m == t->in->n_children) {
+    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA || (prob == SEARCH_SHAPE && !t->shape)) &&
+        !t->quant && isfinite(out->total) && t->m == t->in->n_children) {
         out->remainder = out->total - t->sum_v;
         double th = isfinite(out->total_half_width) ? out->total_half_width : 0.0;
         out->remainder_half_width = sqrt(th * th + t->sum_hw2);
@@ -733,12 +805,16 @@ int search_attribute(const struct search_input *in, const struct search_params *
 
 struct fmt {
     enum search_problem prob;
+    int shape; /* the attribution's shape_mode */
+    double shape_at;
     double factor; /* seconds → display unit */
     const char *unit;
 };
 
 static void fmt_init(struct fmt *f, const struct search_attribution *a) {
     f->prob = a->problem;
+    f->shape = a->problem == SEARCH_SHAPE ? a->shape_mode : 0;
+    f->shape_at = a->shape_at;
     f->factor = 1.0;
     f->unit = "";
     double scale = 0.0;
@@ -750,16 +826,22 @@ static void fmt_init(struct fmt *f, const struct search_attribution *a) {
     }
     if (f->prob == SEARCH_VARIANCE) {
         f->unit = search__time_unit(sqrt(scale), &f->factor);
-    } else if (f->prob == SEARCH_LATENCY || f->prob == SEARCH_QTA) {
+    } else if (f->prob == SEARCH_LATENCY || f->prob == SEARCH_QTA ||
+               (f->prob == SEARCH_SHAPE && !f->shape)) {
         f->unit = search__time_unit(scale, &f->factor);
     }
 }
 
 /* "12.3 ms ± 0.8", "4.10 ms² ± 0.62", "8.0 % ± 1.2", "D = 0.31 ± 0.05". */
 static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size_t cap) {
+    if (f->shape) {
+        snprintf(buf, cap, "%.3g %% ± %.2g", 100.0 * v, 100.0 * hw);
+        return;
+    }
     switch (f->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         snprintf(buf, cap, "%.3g %s ± %.2g", v * f->factor, f->unit, hw * f->factor);
         return;
     case SEARCH_VARIANCE:
@@ -778,9 +860,14 @@ static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size
 }
 
 static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
+    if (f->shape) {
+        snprintf(buf, cap, "%.3g %%", 100.0 * v);
+        return;
+    }
     switch (f->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         snprintf(buf, cap, "%.3g %s", v * f->factor, f->unit);
         return;
     case SEARCH_VARIANCE:
@@ -795,9 +882,19 @@ static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
 static void quantity(const struct search_input *in, const struct search_attribution *a, char *buf,
                      size_t cap) {
     const char *ex = a->baseline_mode ? "excess " : "";
+    if (a->problem == SEARCH_SHAPE && a->shape_mode == 1) {
+        snprintf(buf, cap, "mass moved later, each against its own baseline,");
+        return;
+    }
+    if (a->problem == SEARCH_SHAPE && a->shape_mode == 2) {
+        snprintf(buf, cap, "mass beyond %.3g ms (where %s's mass moved)", a->shape_at * 1e3,
+                 in->name ? in->name : "the node");
+        return;
+    }
     switch (a->problem) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         if (a->quantile_mode) {
             snprintf(buf, cap, "%g %%-quantile latency", 100.0 * in->qta_p);
         } else {
@@ -826,12 +923,19 @@ static void describe_child(const struct search_input *in, const struct search_at
     search__child_name(in, i, name, sizeof name);
     fmt_amount(f, c->value, c->half_width, amount, sizeof amount);
     buf[0] = '\0';
+    if (f->shape == 1) { /* each child against its own past: no shares of a whole */
+        search__append(buf, cap,
+                       "%s of %s's mass moved later against its own baseline (one-sided "
+                       "KS D)",
+                       amount, name);
+        return;
+    }
     if (with_total) {
         quantity(in, a, what, sizeof what);
         search__append(buf, cap, "%s holds %.0f %% of the %s of %s's children (%s", name,
                        100.0 * c->share, what, node_name(in), amount);
         if (isfinite(a->explained) && a->problem != SEARCH_LOST &&
-            a->problem != SEARCH_DIVERGENCE) {
+            a->problem != SEARCH_DIVERGENCE && !f->shape) {
             fmt_total(f, a->explained, total, sizeof total);
             search__append(buf, cap, " of %s", total);
         }
@@ -839,7 +943,7 @@ static void describe_child(const struct search_input *in, const struct search_at
         search__append(buf, cap, "%s holds %.0f %% (%s", name, 100.0 * c->share, amount);
     }
     if ((in->kind == DQ_NODE_ALL || in->kind == DQ_NODE_FIRST) && a->problem != SEARCH_LOST &&
-        a->problem != SEARCH_DIVERGENCE) {
+        a->problem != SEARCH_DIVERGENCE && !f->shape) {
         search__append(buf, cap, ", %s to finish in %.0f %% of instances",
                        in->kind == DQ_NODE_ALL ? "last" : "first", 100.0 * c->criticality);
     }
@@ -955,6 +1059,10 @@ static void describe_runner(const struct search_input *in, const struct search_a
     char rname[DQ_DIAGRAM_MAX_NAME + 1], amount[96];
     search__child_name(in, (size_t)a->runner_up, rname, sizeof rname);
     fmt_amount(f, r->value, r->half_width, amount, sizeof amount);
+    if (f->shape == 1) {
+        snprintf(buf, cap, "the runner-up %s: %s of its mass", rname, amount);
+        return;
+    }
     snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dq_search.h"
+#include "search_internal.h"
 
 double search_z_of_p(double p) {
     if (!(p > 0.0)) {
@@ -308,6 +309,46 @@ static void check_divergence(const struct search_stats *r, const struct search_s
     }
 }
 
+/* The whole ΔQ: how far mass moved later against the baseline (dq_search.h, "shape"). */
+static void check_shape(const struct search_stats *r, const struct search_stats *b,
+                        struct search_check *c) {
+    const struct dq *now = r->observed, *base = b->observed;
+    if (!now || !base || now->k != base->k || now->n != base->n) {
+        return; /* another grid (a dMax change in between): not comparable bin by bin */
+    }
+    double fb = 0, fr = 0, d = 0, w1 = 0, at_b = 0, at_r = 0, med = NAN;
+    double tb = dq_tangible(base);
+    for (int i = 0; i < now->n; i++) {
+        fb += base->pdf[i];
+        fr += now->pdf[i];
+        double gap = fb - fr;
+        if (gap > d) {
+            d = gap, at_b = fb, at_r = fr;
+        }
+        w1 += gap > 0 ? gap * now->width : 0.0;
+        if (isnan(med) && tb > 0 && fb >= 0.5 * tb) {
+            med = (i + 1) * now->width;
+        }
+    }
+    double nr = search__effective_n(r), nb = search__effective_n(b);
+    if (!(d >= SEARCH_SHAPE_MASS) || !(nr > 0) || !(nb > 0)) {
+        return;
+    }
+    double moved = w1 / d;
+    double need = fmax(2.0 * now->width, SEARCH_SHAPE_TIME * (isnan(med) ? 0.0 : med));
+    double m = nr * nb / (nr + nb);
+    double z = search_z_of_p(exp(-2.0 * m * d * d)); /* one-sided KS tail */
+    if (z < c->zt || moved < need) {
+        return;
+    }
+    add_problem(c, SEARCH_SHAPE, z,
+                "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
+                "instances), %.3g ms of delay in all (W1+: that mass later by %.3g ms on "
+                "average; its median before %.3g ms)",
+                100.0 * d, d, nr, nb, w1 * 1e3, moved * 1e3, isnan(med) ? 0.0 : med * 1e3);
+    c->p[c->n - 1].level = 0.5 * (at_b + at_r);
+}
+
 void search_check(const struct search_check_input *in, const struct search_params *params,
                   struct search_check *c) {
     memset(c, 0, sizeof *c);
@@ -336,7 +377,19 @@ void search_check(const struct search_check_input *in, const struct search_param
         check_tail(r, b, c);
     }
     check_divergence(r, b, params, c);
-    qsort(c->p, (size_t)c->n, sizeof c->p[0], cmp_problem);
+    if (c->has_baseline) {
+        check_shape(r, b, c);
+    }
+    /* most significant first, a QTA before all; equal ones in the order found (stable) */
+    for (int i = 1; i < c->n; i++) {
+        struct search_found x = c->p[i];
+        int j = i - 1;
+        while (j >= 0 && cmp_problem(&c->p[j], &x) > 0) {
+            c->p[j + 1] = c->p[j];
+            j--;
+        }
+        c->p[j + 1] = x;
+    }
 }
 
 /* ---- load --------------------------------------------------------------------------------- */

@@ -120,6 +120,7 @@ struct investigation {
     struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
     int released;                  /* its probes were released (or handed over): it is done */
     struct search_confirm confirm; /* the verdict waiting for confirmation */
+    double shape_level;            /* shape: the level at which the node's mass moved */
     char also[160];                /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
@@ -300,6 +301,7 @@ struct node_stats {
     struct search_stats s;
     struct dq *obs;  /* aggregated observed ΔQ (owned) */
     struct dq *calc; /* aggregated calculated ΔQ (owned) */
+    struct dq *base; /* the baseline's aggregated observed ΔQ, when set (owned) */
 };
 
 /*

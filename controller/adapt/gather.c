@@ -20,7 +20,8 @@
 void adapt__node_stats_release(struct node_stats *ns) {
     dq_destroy(ns->obs);
     dq_destroy(ns->calc);
-    ns->obs = ns->calc = NULL;
+    dq_destroy(ns->base);
+    ns->obs = ns->calc = ns->base = NULL;
 }
 
 /* Adds w·src into *acc (created on first use on src's grid; other grids are skipped). */
@@ -212,9 +213,12 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
 json_t *adapt__check_json(const char *node, const struct search_check *c) {
     json_t *problems = json_array();
     for (int i = 0; i < c->n; i++) {
-        json_array_append_new(problems,
-                              json_pack("{s:s,s:f,s:s}", "kind", search_problem_name(c->p[i].kind),
-                                        "z", c->p[i].z, "why", c->p[i].why));
+        json_t *o = json_pack("{s:s,s:f,s:s}", "kind", search_problem_name(c->p[i].kind), "z",
+                              c->p[i].z, "why", c->p[i].why);
+        if (c->p[i].level > 0) {
+            json_object_set_new(o, "level", json_real(c->p[i].level));
+        }
+        json_array_append_new(problems, o);
     }
     json_t *o = json_pack("{s:o,s:{s:b,s:b,s:b},s:o}", "node", adapt__stats_json(node, &c->recent),
                           "references", "qta", c->has_qta, "baseline", c->has_baseline,
@@ -287,15 +291,19 @@ static void choice_weights(const struct dq_diagram *g, const struct dq_diagram_n
  * every child has one, the search weighs each child's excess over it.
  */
 static void set_baseline(struct plan *pl, const struct probe *p, int64_t from,
-                         struct search_stats *s) {
+                         struct node_stats *ns) {
     struct node_stats b;
     adapt__baseline(pl, p, from, &b, NULL, NULL);
+    struct search_stats *s = &ns->s;
     if (b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS && b.s.n_ok > 1) {
         s->has_baseline = 1;
         s->base_mean = b.s.mean;
         s->base_variance = b.s.variance;
         s->base_lost = search_stats_lost(&b.s);
         s->base_n = b.s.n_ok;
+        ns->base = b.obs; /* its ΔQ, for the shape of the distribution */
+        b.obs = NULL;
+        s->base_observed = ns->base;
     }
     adapt__node_stats_release(&b);
 }
@@ -313,7 +321,7 @@ static void gather_child(struct plan *pl, const struct dq_diagram *g, struct foc
     c->weight = 0.0;
     adapt__gather(c->enabled ? kp : NULL, from, pl->upto, &fi->kstats[j]);
     if (c->enabled) {
-        set_baseline(pl, kp, from, &fi->kstats[j].s);
+        set_baseline(pl, kp, from, &fi->kstats[j]);
     }
     c->stats = fi->kstats[j].s;
 }
@@ -334,7 +342,7 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
     }
     struct probe *fp = adapt__probe(a, inv->focus);
     adapt__gather(fp, from, pl->upto, &fi->xstats);
-    set_baseline(pl, fp, from, &fi->xstats.s);
+    set_baseline(pl, fp, from, &fi->xstats);
     for (size_t j = 0; j < n; j++) {
         gather_child(pl, g, fi, j, from);
     }
@@ -344,6 +352,9 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
         if (dq_qta_eval(fi->xstats.obs, &fp->qta, &q) == DQ_OK && !q.ok && q.worst >= 0) {
             fi->in.qta_p = fp->qta.p[q.worst];
         }
+    }
+    if (inv->problem == SEARCH_SHAPE) {
+        fi->in.qta_p = inv->shape_level; /* the part of the distribution that moved */
     }
     if (node->kind == DQ_NODE_CHOICE && node->weights) {
         choice_weights(g, node, fi, n);

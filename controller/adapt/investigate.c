@@ -550,6 +550,7 @@ static void start_search(struct plan *pl, struct investigation *inv, int64_t hyp
 static void follow_problem(struct plan *pl, struct investigation *inv, const struct search_check *c,
                            enum search_mode mode, const char *load_why, json_t *check) {
     inv->problem = c->p[0].kind;
+    inv->shape_level = c->p[0].level;
     int asked = inv->overload_asked;
     inv->mode = mode;
     set_also(inv, c);

@@ -42,7 +42,7 @@
 #define MAX_WRAPPER 256
 #define T0_S 1800000000LL /* 2027-01-15: the first window starts here */
 
-enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX, D_SUM, D_MAX, D_MIN };
+enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX, D_SUM, D_MAX, D_MIN, D_PICK };
 #define MAX_PARTS 8
 
 /* What a probe reports in every window from `from` on (until a later spec replaces it). */
@@ -386,15 +386,19 @@ static void parse_spec(struct case_def *c, char **w, int n, int line, int64_t fr
         s->a = num(w[4], c->path, line);
         s->b = num(w[5], c->path, line);
         s->c = num(w[6], c->path, line);
-    } else if ((strcmp(d, "sum") == 0 || strcmp(d, "max") == 0 || strcmp(d, "min") == 0) &&
+    } else if ((strcmp(d, "sum") == 0 || strcmp(d, "max") == 0 || strcmp(d, "min") == 0 ||
+                strcmp(d, "pick") == 0) &&
                n >= 5 && n - 4 <= MAX_PARTS) {
-        s->dist = d[1] == 'u' ? D_SUM : (d[1] == 'a' ? D_MAX : D_MIN);
+        s->dist = strcmp(d, "sum") == 0   ? D_SUM
+                  : strcmp(d, "max") == 0 ? D_MAX
+                  : strcmp(d, "min") == 0 ? D_MIN
+                                          : D_PICK;
         for (int i = 4; i < n; i++) {
             snprintf(s->parts[s->n_parts++], PROBES_NAME_MAX + 1, "%s", w[i]);
         }
     } else {
         die("%s:%d: distribution: const MS | uniform LO HI | exp MEAN [SHIFT] | mix P A B | "
-            "sum|max|min PROBE…",
+            "sum|max|min|pick PROBE…",
             c->path, line);
     }
 }
@@ -1056,7 +1060,29 @@ static double part_ms(const struct case_def *c, int64_t w, int part, const char 
     return duration_ms(c, w, o, (int)((int64_t)i * o->n / n));
 }
 
+/* pick: instance i of the node is one of its parts' instances, the parts taking turns in
+ * proportion to their counts (a choice among them, as the parts report it). */
+static double pick_ms(const struct case_def *c, int64_t w, const struct spec *s, int i) {
+    int total = 0;
+    for (int j = 0; j < s->n_parts; j++) {
+        const struct spec *o = active_ok(c, s->parts[j], s->node, w);
+        total += o ? o->n : 0;
+    }
+    int at = total > 0 ? (int)((int64_t)i * total / s->n) : 0;
+    for (int j = 0; j < s->n_parts; j++) {
+        const struct spec *o = active_ok(c, s->parts[j], s->node, w);
+        if (o && at < o->n) {
+            return duration_ms(c, w, o, at);
+        }
+        at -= o ? o->n : 0;
+    }
+    return 0.0;
+}
+
 static double duration_ms(const struct case_def *c, int64_t w, const struct spec *s, int i) {
+    if (s->dist == D_PICK) {
+        return pick_ms(c, w, s, i);
+    }
     if (s->dist == D_SUM || s->dist == D_MAX || s->dist == D_MIN) {
         double acc = s->dist == D_SUM ? 0.0 : (s->dist == D_MAX ? 0.0 : 1e300);
         for (int j = 0; j < s->n_parts; j++) {

@@ -246,6 +246,89 @@ static void test_divergence(void) {
     CHECK_INT(f.c.n, 0);
 }
 
+/* A ΔQ of 0.5 ms bins: mass `frac` uniform over [a, b) ms, the rest over [c, d) ms. */
+static struct dq *two_bumps(double frac, double a, double b, double c, double d) {
+    double pdf[512] = {0};
+    for (int i = (int)(a * 2); i < (int)(b * 2); i++) {
+        pdf[i] += frac / ((b - a) * 2);
+    }
+    for (int i = (int)(c * 2); i < (int)(d * 2); i++) {
+        pdf[i] += (1 - frac) / ((d - c) * 2);
+    }
+    struct dq *q = NULL;
+    CHECK_INT(dq_from_pdf(-1, 512, pdf, &q), DQ_OK);
+    return q;
+}
+
+static void test_shape(void) {
+    /* a fifth of the mass (a rare branch) moves from 40-60 ms to 52-72 ms: the mean moves
+     * 2.4 ms against a within-window sd of 20 ms (no latency problem); shape sees it */
+    struct fixture f;
+    fixture(&f, 0.0124, 0.020, 0.0, 1);
+    f.base.mean = 0.010;
+    struct dq *b = two_bumps(0.8, 1, 5, 40, 60), *r = two_bumps(0.8, 1, 5, 52, 72);
+    f.base.observed = b;
+    f.recent.observed = r;
+    /* the baseline's windows: 30 × 100 of sd 20 ms */
+    search_stats_init(&f.base);
+    for (int w = 0; w < 30; w++) {
+        search_stats_add_window(&f.base, 100, 0, 0, 0.010, 0.020 * 0.020);
+    }
+    f.base.observed = b;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_LATENCY));
+    CHECK(has(&f.c, SEARCH_SHAPE));
+    for (int i = 0; i < f.c.n; i++) {
+        if (f.c.p[i].kind == SEARCH_SHAPE) {
+            /* the bumps overlap: at most 12 % of the mass is later than before at any time,
+             * 2.4 ms of delay in all (0.2 × 12 ms), as if those 12 % moved 20 ms */
+            CHECK_MSG(strstr(f.c.p[i].why, "12 % of its mass moved later (one-sided KS D 0.12") &&
+                          strstr(f.c.p[i].why, "2.4 ms of delay in all") &&
+                          strstr(f.c.p[i].why, "later by 20 ms on average"),
+                      "%s", f.c.p[i].why);
+            CHECK(f.c.p[i].level > 0.8 && f.c.p[i].level < 1.0); /* the upper fifth */
+        }
+    }
+    /* the same ΔQ both sides: nothing */
+    f.recent.observed = b;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* mass that moved earlier is no problem */
+    struct dq *e = two_bumps(0.8, 1, 5, 28, 48);
+    f.recent.observed = e;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* moved by a hair (one bin): not practically large */
+    struct dq *h = two_bumps(0.8, 1, 5, 40.5, 60.5);
+    f.recent.observed = h;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* correlated instances count as fewer: 5 windows whose means scatter widely leave a
+     * small moved mass short of significance */
+    struct dq *s5 = two_bumps(0.88, 1, 5, 52, 72), *b5 = two_bumps(1.0, 1, 5, 40, 60);
+    struct fixture g;
+    fixture(&g, 0.0124, 0.020, 0.0, 1);
+    g.base.observed = b5;
+    g.recent.observed = s5;
+    search_check(&g.in, &P, &g.c);
+    int independent = has(&g.c, SEARCH_SHAPE);
+    search_stats_init(&g.recent);
+    static const double wm[5] = {0.002, 0.030, 0.004, 0.040, 0.001};
+    for (int w = 0; w < 5; w++) {
+        search_stats_add_window(&g.recent, 100, 0, 0, wm[w], 0.020 * 0.020);
+    }
+    g.recent.observed = s5;
+    search_check(&g.in, &P, &g.c);
+    CHECK(independent);
+    CHECK(!has(&g.c, SEARCH_SHAPE));
+    dq_destroy(b);
+    dq_destroy(r);
+    dq_destroy(e);
+    dq_destroy(h);
+    dq_destroy(s5);
+    dq_destroy(b5);
+}
+
 static void test_spearman(void) {
     double rate[20], mean[20];
     for (int i = 0; i < 20; i++) {
@@ -300,6 +383,7 @@ int main(void) {
     test_qta_first();
     test_tail();
     test_divergence();
+    test_shape();
     test_spearman();
     test_load_rose();
     return check_done();
