@@ -32,6 +32,7 @@
 #define ADAPT_MAX_SNAPSHOTS 16
 #define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
 #define ADAPT_SNAPSHOT_PROBES 16
+#define ADAPT_MAX_CULPRITS 4 /* culprits one investigation names */
 #define ADAPT_MAX_EPISODES                                                                         \
     32 /* problems remembered: open ones, and closed ones still in the rings */
 
@@ -121,7 +122,13 @@ struct investigation {
     int released;                  /* its probes were released (or handed over): it is done */
     struct search_confirm confirm; /* the verdict waiting for confirmation */
     double shape_level;            /* shape: the level at which the node's mass moved */
-    char also[160];                /* other problems the node check saw ("variance, divergence") */
+    /* every culprit (culprits.c): those found so far, each with the sibling it is judged
+     * against when it has no baseline of its own ("" when it has one) */
+    char culprits[ADAPT_MAX_CULPRITS][PROBES_NAME_MAX + 1];
+    char culprit_ref[ADAPT_MAX_CULPRITS][PROBES_NAME_MAX + 1];
+    int n_culprits;
+    char culprit_parent[PROBES_NAME_MAX + 1]; /* the first culprit's parent */
+    char also[160]; /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -349,6 +356,10 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
                        struct focus_input *fi);
 void adapt__focus_input_release(struct focus_input *fi);
 
+/* An evaluator of the diagram with every probe on its own grid (NULL: no diagram, no
+ * probe, or no memory). */
+struct dq_eval *adapt__what_if_eval(struct adapt *a, const struct dq_diagram *g);
+
 #define ADAPT_MAX_SPLIT (PROBES_MAX_NODES + 1)
 
 /* The nodes (Erlang nodes, hosts) that report probe `name`, as children of a search input
@@ -461,7 +472,32 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Removes the released investigations from st. */
 void adapt__sweep(struct adapt_state *st);
 
+/* ---- culprits.c --------------------------------------------------------------------------- */
+
+/*
+ * A localized verdict at `culprit` (its runner-up sibling `runner`, the reference when it
+ * has no baseline of its own): how much of the change at inv's node the culprits found so
+ * far explain, through the diagram with each put back to its reference (a what-if). When a
+ * material part remains unexplained, the search goes on from the node for another culprit
+ * (a "culprit" hypothesis; returns 1); otherwise ev gets "culprits" (each with the share it
+ * explains) and "unexplained", reason a sentence, and the verdict closes (returns 0).
+ */
+int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
+                         const char *runner, json_t *ev, char *reason, size_t cap);
+/* The search found nothing more after culprits: ev and reason say which were found; returns
+ * the first culprit (the verdict's node), or NULL when there are none. */
+const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, json_t *ev,
+                                  char *reason, size_t cap);
+/* While inv searches for another culprit: each child's mean in fi less what the culprits
+ * found put into it (the what-if's difference), weighed as a latency problem, so that the
+ * search weighs the rest. */
+void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
+                            struct focus_input *fi);
+
 /* ---- baseline.c ------------------------------------------------------------------------ */
+
+/* 1 when probe `name` is node i of diagram g or below it. */
+int adapt__below(const struct dq_diagram *g, int i, const char *name);
 
 /* Opens the problem of trigger_id or inv_id (one of them non-zero) at node from window
  * `from`, taking the baselines of node and the enabled probes below it as they are; once

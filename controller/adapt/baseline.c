@@ -48,6 +48,12 @@ void adapt__episodes_release(struct adapt_state *st) {
 
 /* ---- the diagram below a node -------------------------------------------------------------- */
 
+static int below(const struct dq_diagram *g, int i, const char *name, int depth);
+
+int adapt__below(const struct dq_diagram *g, int i, const char *name) {
+    return below(g, i, name, 0);
+}
+
 /* 1 when `name` is node i or one of the probes below it. */
 static int below(const struct dq_diagram *g, int i, const char *name, int depth) {
     const struct dq_diagram_node *n = dq_diagram_node(g, i);

@@ -409,3 +409,27 @@ int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct 
     }
     return n;
 }
+
+/* ---- what-ifs ---------------------------------------------------------------------------- */
+
+/* An evaluator of the diagram with every probe on its own grid. */
+struct dq_eval *adapt__what_if_eval(struct adapt *a, const struct dq_diagram *g) {
+    struct dq_eval *ev = NULL;
+    const struct probe *any = NULL;
+    size_t nn = dq_diagram_node_count(g);
+    for (size_t i = 0; i < nn && !any; i++) {
+        const char *name = dq_diagram_node(g, (int)i)->name;
+        any = name ? adapt__probe(a, name) : NULL; /* anonymous nodes have no probe */
+    }
+    if (!any || dq_eval_create(g, any->k, any->n, &ev) != DQ_OK) {
+        return NULL;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const char *name = dq_diagram_node(g, (int)i)->name;
+        const struct probe *p = name ? adapt__probe(a, name) : NULL;
+        if (p) {
+            dq_eval_set_grid(ev, (int)i, p->k, p->n);
+        }
+    }
+    return ev;
+}

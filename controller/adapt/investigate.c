@@ -364,6 +364,7 @@ static int fresh_verdict(struct plan *pl, struct investigation *inv,
     struct search_params fp;
     search_fresh_params(params, &fp);
     if (fi && r && out && adapt__build_input(pl, inv, inv->confirm.from, fi) == DQ_OK) {
+        adapt__culprits_adjust(pl, inv, fi);
         fi->in.exhausted = 0;
         if (inv->mode == SEARCH_MODE_CONTRIBUTOR) {
             fi->in.problem = SEARCH_LATENCY;
@@ -475,6 +476,7 @@ static void search(struct plan *pl, struct investigation *inv) {
         adapt__aborted_on_error(pl, inv);
     } else {
         share_children(pl, inv, fi);
+        adapt__culprits_adjust(pl, inv, fi);
         if (adapt__window_counts(pl, inv, fi)) {
             fi->in.exhausted = inv->windows_waited >= pl->a->opt.investigation_windows;
             maybe_overload(pl, inv);

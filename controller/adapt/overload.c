@@ -103,26 +103,6 @@ static void stage_obs(struct plan *pl, const struct probe *p, int64_t from, doub
     o->lambda_root = lambda_root;
 }
 
-/* An evaluator of the diagram with every probe on its own grid. */
-static struct dq_eval *what_if_eval(struct adapt *a, const struct dq_diagram *g) {
-    struct dq_eval *ev = NULL;
-    const struct probe *any = NULL;
-    size_t nn = dq_diagram_node_count(g);
-    for (size_t i = 0; i < nn && !any; i++) {
-        any = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
-    }
-    if (!any || dq_eval_create(g, any->k, any->n, &ev) != DQ_OK) {
-        return NULL;
-    }
-    for (size_t i = 0; i < nn; i++) {
-        const struct probe *p = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
-        if (p) {
-            dq_eval_set_grid(ev, (int)i, p->k, p->n);
-        }
-    }
-    return ev;
-}
-
 /* The root arrivals at which its QTA fails (search_qta_rate; NAN when unknown). */
 static double qta_rate(struct plan *pl, const struct investigation *inv,
                        const struct search_overload *r, const struct dq_qta *qta) {
@@ -131,7 +111,7 @@ static double qta_rate(struct plan *pl, const struct investigation *inv,
     if (root < 0 || !(r->lambda_root > 0) || !isfinite(r->saturation)) {
         return NAN;
     }
-    struct dq_eval *ev = what_if_eval(pl->a, g);
+    struct dq_eval *ev = adapt__what_if_eval(pl->a, g);
     if (!ev) {
         return NAN;
     }

@@ -272,6 +272,56 @@ static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char
     record_verdict(pl, inv, sick[0] ? "localized" : "diffuse", inv->focus, reason, ev);
 }
 
+/* 1 when `name` is one of inv's culprits. */
+static int is_culprit(const struct investigation *inv, const char *name) {
+    for (int k = 0; name && k < inv->n_culprits; k++) {
+        if (strcmp(inv->culprits[k], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The search after a culprit found no other: localized at the culprits found. */
+static void close_culprits(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
+                           size_t cap) {
+    const char *at = adapt__culprits_close(pl, inv, ev, reason, cap);
+    char node[PROBES_NAME_MAX + 1];
+    snprintf(node, sizeof node, "%s", at);
+    snprintf(inv->focus, sizeof inv->focus, "%s", inv->culprit_parent); /* re-checks look there */
+    record_verdict(pl, inv, "localized", node, reason, ev);
+}
+
+/* A localized verdict at child c: the first culprit keeps the numbers re-checks compare
+ * with; every culprit asks whether the node's change is explained (or the search goes on). */
+static void localized(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                      const struct search_result *r, json_t *ev, char *reason, size_t cap) {
+    int child = r->child;
+    const char *child_name = fi->kids[child].name;
+    if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more */
+        close_culprits(pl, inv, ev, reason, cap);
+        return;
+    }
+    if (inv->n_culprits == 0) {
+        inv->verdict_value = r->attr.c[child].value;
+        inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
+        snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
+    }
+    const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
+    if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
+        return; /* ev taken: the search goes on for another culprit */
+    }
+    char sick[PROBES_LABEL_MAX];
+    add_node_split(pl, inv, child_name, ev, reason, cap, sick, sizeof sick);
+    const char *at = inv->n_culprits > 0 ? inv->culprits[0] : child_name;
+    char node[PROBES_NAME_MAX + 1];
+    snprintf(node, sizeof node, "%s", at);
+    if (inv->n_culprits > 1) {
+        snprintf(inv->focus, sizeof inv->focus, "%s", inv->culprit_parent);
+    }
+    record_verdict(pl, inv, "localized", node, reason, ev);
+}
+
 void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                     const struct search_result *r) {
     json_t *ev = adapt__attribution_json(&fi->in, r);
@@ -293,11 +343,9 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
         adapt__focus_on(pl->a, inv, child_name, hyp ? hyp : inv->hyp_id, pl->upto);
         adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s", child_name);
     } else if (r->verdict == SEARCH_LOCALIZED) {
-        inv->verdict_value = r->attr.c[child].value;
-        inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
-        char sick[PROBES_LABEL_MAX];
-        add_node_split(pl, inv, child_name, ev, reason, sizeof reason, sick, sizeof sick);
-        record_verdict(pl, inv, "localized", child_name, reason, ev);
+        localized(pl, inv, fi, r, ev, reason, sizeof reason);
+    } else if (inv->n_culprits > 0) {
+        close_culprits(pl, inv, ev, reason, sizeof reason);
     } else if (r->verdict == SEARCH_DIFFUSE) {
         diffuse(pl, inv, ev, reason, sizeof reason);
     } else {
