@@ -289,7 +289,8 @@ struct search_contribution {
     int included;       /* 0 when the child was not weighed (no stats, or not asked) */
     double value;       /* in the problem's unit: s, s², fraction, KS D */
     double half_width;  /* 95 % sampling uncertainty of value */
-    double share;       /* value / Σ values of the included children */
+    double share;       /* max(value, 0) / Σ of the included children's positive values: in
+                           [0, 1], 0 for all when no value is positive */
     double criticality; /* all/first-to-finish: P(last)/P(first); 1 otherwise */
     int deviates;       /* baseline mode: 1 when value − half_width > 0, else 0; −1 n/a */
 };
@@ -306,8 +307,9 @@ struct search_attribution {
     double shape_at; /* shape_mode 2: the node's qta_p-quantile now, s */
     double total;    /* X's own quantity (its mean, variance; NAN when unknown) */
     double total_half_width;
-    /* What the children account for: Σ of the included contributions. Shares are of
-     * this sum, so they add up to 100 % by construction; remainder = total − explained
+    /* What the children account for: Σ of the included contributions (in baseline mode Σ
+     * of the positive excesses: what rose). Shares are of the positive part, so they lie in
+     * [0, 1] and add up to 100 % when any is positive; remainder = total − Σ contributions
      * (latency: X's own time outside its children, or dependence between them; NAN when
      * not meaningful), with its half-width. */
     double explained;

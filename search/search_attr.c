@@ -723,10 +723,18 @@ static void attr_shares(struct attr *t) {
         out->remainder = out->covariance;
         out->remainder_half_width = out->covariance_half_width;
     }
-    double denom = out->explained;
+    /* shares of a positive whole: an excess below its baseline holds none of the rise, so
+     * every share lies in [0, 1] and they add up to 100 % (or all are 0: nothing rose) */
+    double denom = 0.0;
+    for (size_t i = 0; i < t->in->n_children; i++) {
+        denom += out->c[i].included && out->c[i].value > 0.0 ? out->c[i].value : 0.0;
+    }
+    if (t->excess) {
+        out->explained = denom;
+    }
     for (size_t i = 0; i < t->in->n_children; i++) {
         struct search_contribution *c = &out->c[i];
-        c->share = c->included && denom > 0.0 ? c->value / denom : 0.0;
+        c->share = c->included && denom > 0.0 && c->value > 0.0 ? c->value / denom : 0.0;
     }
 }
 
@@ -1185,6 +1193,15 @@ int search__decide(const struct search_input *in, const struct search_params *p,
                                                        : "no child deviates from its baseline",
                        node_name(in));
         append_remainder(in, a, &f, r, cap);
+        return DQ_OK;
+    }
+    if (a->baseline_mode && !(a->explained > 0.0)) {
+        /* nothing rose: no share to give; say so rather than "0 % of 0 ms" */
+        search__append(r, cap,
+                       "diffuse at %s: none of its children is above its baseline (the largest, "
+                       "%s: %s)",
+                       node_name(in), in->children[a->best].name ? in->children[a->best].name : "?",
+                       best);
         return DQ_OK;
     }
     char what[96];

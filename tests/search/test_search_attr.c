@@ -961,6 +961,49 @@ static void test_shape(void) {
     free(now);
 }
 
+/* Shares are of what rose: children below their baselines hold none, every share lies in
+ * [0, 1]; when nothing rose the sentence says so (issue 24: -204 % and 270 % were seen). */
+static void test_shares_bounded(void) {
+    struct sim s;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 4, SIM_NORMAL, 0.005, 0.0005);
+    struct sim_result *res = calloc(1, sizeof *res);
+    sim_run(&s, 21, 6, 200, 0, res);
+    struct search_input in = sim_input(&s, res, SEARCH_LATENCY, "node");
+    static const double base[4] = {0.004, 0.0062, 0.0051, 0.0049}; /* one rose, one fell */
+    for (size_t i = 0; i < 4; i++) {
+        res->ch[i].stats.has_baseline = 1;
+        res->ch[i].stats.base_mean = base[i];
+        res->ch[i].stats.base_variance = 0.0005 * 0.0005;
+        res->ch[i].stats.base_n = 2000;
+    }
+    in.stats.has_baseline = 1;
+    in.stats.base_mean = 0.0202;
+    in.stats.base_variance = 0.001 * 0.001;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.baseline_mode);
+    double sum = 0.0;
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(R.attr.c[i].share >= 0.0 && R.attr.c[i].share <= 1.0);
+        sum += R.attr.c[i].share;
+    }
+    CHECK_NEAR(sum, 1.0, 1e-9);
+    CHECK(R.attr.c[1].value < 0 && R.attr.c[1].share == 0.0);       /* below its baseline */
+    CHECK_MSG(strstr(R.reason, "holds -") == NULL, "%s", R.reason); /* no negative share */
+    /* nothing rose */
+    for (size_t i = 0; i < 4; i++) {
+        res->ch[i].stats.base_mean = 0.0065;
+    }
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_NEAR(R.attr.c[i].share, 0.0, 0);
+    }
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK_MSG(strstr(R.reason, "none of its children is above its baseline") != NULL, "%s",
+              R.reason);
+    sim_free(res);
+    free(res);
+}
+
 int main(void) {
     search_params_init(&P);
     test_names();
@@ -985,6 +1028,7 @@ int main(void) {
     test_series_se();
     test_imprecise_waits();
     test_shape();
+    test_shares_bounded();
     dq_engine_cleanup();
     return check_done();
 }
