@@ -618,7 +618,8 @@ int search_still_holds(double now, double at_verdict, double runner_at_verdict);
  *             and half their disagreement.
  *
  * The servers come from the configuration; without, a quiet baseline infers a pool when
- * λ·S clearly exceeds the busy fraction: c ≥ λ·S / busy, a lower bound. Else one server is
+ * λ·S clearly exceeds the busy fraction: c ≥ λ·S / busy, a lower bound; else instances that
+ * overtake one another show concurrency (search_servers_observed). Else one server is
  * assumed, and said. A stage saturates at c/S arrivals per second; the investigation's node
  * saturates when its arrivals, of which the stage sees the share λ/λ_root, bring the
  * stage there. The bottleneck is the stage with the highest ρ; stages whose ρ is not
@@ -652,8 +653,19 @@ struct search_stage_obs {
     double w, w_se;                       /* mean sojourn (NAN: none), its standard error */
     double quiet_w, quiet_se, quiet_rate; /* quiet windows' sojourn, se, rate (NAN: none) */
     int servers;                          /* configured servers, 0: none */
-    double lambda_root;                   /* the investigation node's arrivals per second */
+    int servers_observed; /* concurrency the instances show (search_servers_observed), 0 none */
+    double lambda_root;   /* the investigation node's arrivals per second */
 };
+
+/*
+ * Concurrency from a stage's own instances: a single FIFO server never lets a later arrival
+ * leave first, so instances overtaken (begun before one that ended earlier) show several
+ * servers (at least 3 of them, 1 % of the instances or more). Their number is then at least
+ * 2, and at least the mean number in the station while it is busy, λ·W / busy (rounded).
+ * 0 when the instances show none.
+ */
+int search_servers_observed(double overtaken, double instances, double lambda, double w,
+                            double busy);
 
 struct search_stage {
     char name[SEARCH_NAME_MAX + 1];
@@ -664,7 +676,8 @@ struct search_stage {
     double w;                         /* its mean sojourn, s */
     double service;                   /* S, s */
     int servers;                      /* c */
-    const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
+    const char *servers_from;         /* "config", "inferred" (quiet windows: a lower bound),
+                                         "observed" (overtaking: search_servers_observed), "assumed" */
     double rho, rho_lo, rho_hi;
     double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
     double sat;                  /* c/S: the arrivals per second that saturate it */

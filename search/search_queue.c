@@ -117,6 +117,16 @@ static void estimate_mmc(const struct search_stage_obs *o, double z, struct sear
     st->service = st->lambda > 0 ? st->rho * st->servers / st->lambda : NAN;
 }
 
+int search_servers_observed(double overtaken, double instances, double lambda, double w,
+                            double busy) {
+    if (!(overtaken >= 3) || !(instances > 0) || overtaken < 0.01 * instances) {
+        return 0;
+    }
+    double in_station = busy > 0 && lambda > 0 && w > 0 ? lambda * w / busy : 0.0;
+    int c = (int)floor(in_station + 0.5);
+    return c > 2 ? c : 2;
+}
+
 void search_stage_estimate(const struct search_stage_obs *o, double z, struct search_stage *st) {
     st->lambda = o->lambda;
     st->rho_busy = st->rho_little = NAN;
@@ -135,6 +145,10 @@ void search_stage_estimate(const struct search_stage_obs *o, double z, struct se
             st->servers = (int)ceil(ratio - 0.1);
             st->servers_from = "inferred";
         }
+    }
+    if (o->servers <= 0 && st->servers == 1 && o->servers_observed >= 2) {
+        st->servers = o->servers_observed;
+        st->servers_from = "observed";
     }
     if (st->servers == 1) {
         /* one FIFO server is busy exactly while a request is in the station */
@@ -363,6 +377,7 @@ void search_stage_words(const struct search_stage *st, char *buf, size_t cap) {
              st->servers, st->servers == 1 ? "" : "s",
              strcmp(st->servers_from, "config") == 0     ? ""
              : strcmp(st->servers_from, "inferred") == 0 ? " inferred"
+             : strcmp(st->servers_from, "observed") == 0 ? " observed"
                                                          : " assumed",
              st->service * 1e3, st->lambda);
 }

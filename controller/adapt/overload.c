@@ -101,6 +101,18 @@ static void stage_obs(struct plan *pl, const struct probe *p, int64_t from, doub
     quiet_of(p, &o->quiet_w, &o->quiet_se, &o->quiet_rate);
     o->servers = p->servers;
     o->lambda_root = lambda_root;
+    double overtaken = 0.0, instances = 0.0;
+    for (int i = 0; i < p->ring_len; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < pl->upto) {
+            overtaken += (double)w->overtaken;
+            instances += (double)(w->ok + w->fa);
+        }
+    }
+    o->servers_observed = search_servers_observed(overtaken, instances, o->lambda, o->w, o->busy);
 }
 
 /* The root arrivals at which its QTA fails (search_qta_rate; NAN when unknown). */
@@ -237,7 +249,7 @@ static double num_or_nan(const json_t *o, const char *key) {
 struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
                                                      const char *descended) {
     static const char *const methods[] = {"busy", "baseline", "mmc"};
-    static const char *const sources[] = {"config", "inferred", "assumed"};
+    static const char *const sources[] = {"config", "inferred", "observed", "assumed"};
     const json_t *stages = json_object_get(overload, "stages");
     size_t n = json_array_size(stages);
     struct overload_prev *p = calloc(1, sizeof *p + (n ? n : 1) * sizeof p->st[0]);
@@ -267,7 +279,7 @@ struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
         st->sat_root = num_or_nan(o, "root_saturation_per_s");
         st->share = st->sat > 0 && st->sat_root > 0 ? st->sat / st->sat_root : NAN;
         st->method = known(json_string_value(json_object_get(o, "method")), methods, 3);
-        st->servers_from = known(json_string_value(json_object_get(o, "servers_from")), sources, 3);
+        st->servers_from = known(json_string_value(json_object_get(o, "servers_from")), sources, 4);
     }
     return p;
 }

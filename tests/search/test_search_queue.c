@@ -98,6 +98,32 @@ static void stage_at(struct search_stage *st, const char *name, double rho, doub
     st->servers_from = "assumed";
 }
 
+static void test_observed_servers(void) {
+    /* no overtaking, or too little of it: nothing shown */
+    CHECK_INT(search_servers_observed(0, 1000, 100, 0.01, 0.5), 0);
+    CHECK_INT(search_servers_observed(2, 1000, 100, 0.01, 0.5), 0);
+    CHECK_INT(search_servers_observed(5, 1000, 100, 0.01, 0.5), 0); /* under 1 % */
+    /* overtaking: at least 2, at least the mean number in the station while busy */
+    CHECK_INT(search_servers_observed(50, 1000, 100, 0.01, 0.9), 2);  /* λW/B = 1.1 */
+    CHECK_INT(search_servers_observed(50, 1000, 400, 0.01, 0.95), 4); /* λW/B = 4.2 */
+    /* a stage that shows it is a pool: used, and said, unless configured */
+    struct search_stage st;
+    memset(&st, 0, sizeof st);
+    struct search_stage_obs o = obs_of(150.0, 0.6, 0);
+    o.servers_observed = 3;
+    search_stage_estimate(&o, 1.96, &st);
+    CHECK_INT(st.servers, 3);
+    CHECK_STR(st.servers_from, "observed");
+    CHECK_STR(st.method, "mmc");
+    char buf[300];
+    search_stage_words(&st, buf, sizeof buf);
+    CHECK(strstr(buf, "3 servers observed") != NULL);
+    o.servers = 2; /* configured wins */
+    search_stage_estimate(&o, 1.96, &st);
+    CHECK_INT(st.servers, 2);
+    CHECK_STR(st.servers_from, "config");
+}
+
 static void test_weigh(void) {
     struct search_stage st[3];
     struct search_overload r = {.n = 3, .st = st, .lambda_root = 100.0};
@@ -238,6 +264,7 @@ static void test_words(void) {
 int main(void) {
     test_mmc();
     test_stage();
+    test_observed_servers();
     test_weigh();
     test_next();
     test_what_if();
