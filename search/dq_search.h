@@ -441,8 +441,9 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *               the time the node spends beyond what its children account for grew
  *               against the baseline, significantly and by half a baseline sd
  *   shape       the whole ΔQ moved later against the baseline's: the one-sided two-sample
- *               KS distance D+ = max_t (F_base(t) − F_now(t)) (lost mass counts as never
- *               arriving) is significant with each side's effective size (its instances
+ *               KS distance D+ = max_t (F_base(t) − F_now(t)) between the delays of the
+ *               instances that arrived (each CDF over its tangible mass: lost mass has its
+ *               own test) is significant with each side's effective size (its instances
  *               over the batch-means inflation of its mean's variance: correlated
  *               instances count as fewer), and practically large: at least
  *               SEARCH_SHAPE_MASS of the mass moved (D+), by SEARCH_SHAPE_TIME of the

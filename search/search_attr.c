@@ -476,10 +476,13 @@ static double own_shift(const struct search_stats *s, double z, double *hw) {
     if (!now || !base || now->k != base->k || now->n != base->n) {
         return NAN;
     }
-    double fb = 0, fr = 0, d = 0;
-    for (int i = 0; i < now->n; i++) {
-        fb += base->pdf[i];
-        fr += now->pdf[i];
+    double fb = 0, fr = 0, d = 0, tb = dq_tangible(base), tr = dq_tangible(now);
+    if (!(tb > 0) || !(tr > 0)) {
+        return NAN;
+    }
+    for (int i = 0; i < now->n; i++) { /* the delays of what arrived, as the node check's */
+        fb += base->pdf[i] / tb;
+        fr += now->pdf[i] / tr;
         d = fb - fr > d ? fb - fr : d;
     }
     double nr = search__effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;

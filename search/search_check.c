@@ -316,17 +316,21 @@ static void check_shape(const struct search_stats *r, const struct search_stats 
     if (!now || !base || now->k != base->k || now->n != base->n) {
         return; /* another grid (a dMax change in between): not comparable bin by bin */
     }
+    /* the delays of the instances that arrived: lost mass has a test of its own */
     double fb = 0, fr = 0, d = 0, w1 = 0, at_b = 0, at_r = 0, med = NAN;
-    double tb = dq_tangible(base);
+    double tb = dq_tangible(base), tr = dq_tangible(now);
+    if (!(tb > 0) || !(tr > 0)) {
+        return;
+    }
     for (int i = 0; i < now->n; i++) {
-        fb += base->pdf[i];
-        fr += now->pdf[i];
+        fb += base->pdf[i] / tb;
+        fr += now->pdf[i] / tr;
         double gap = fb - fr;
         if (gap > d) {
             d = gap, at_b = fb, at_r = fr;
         }
         w1 += gap > 0 ? gap * now->width : 0.0;
-        if (isnan(med) && tb > 0 && fb >= 0.5 * tb) {
+        if (isnan(med) && fb >= 0.5) {
             med = (i + 1) * now->width;
         }
     }
