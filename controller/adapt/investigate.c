@@ -88,9 +88,15 @@ static void set_also(struct investigation *inv, const struct search_check *c) {
 /* The root hypothesis's statistics of a new investigation. */
 static json_t *opening_stats(struct plan *pl, struct investigation *inv, const struct adapt_open *o,
                              const struct probe *p, const struct search_check *c) {
-    json_t *stats = json_pack("{s:o,s:s,s:s,s:o}", "node", adapt__stats_json(o->node, &c->recent),
-                              "origin", o->trigger_id ? "trigger" : "person", "problem",
-                              adapt__problem_name(inv), "check", adapt__check_json(o->node, c));
+    /* a trigger's: the node over the windows that fired it (its QTA hazard among them) */
+    int64_t bad_from = o->trigger_id ? adapt__episode_from(&pl->next, o->trigger_id, 0) : -1;
+    struct node_stats fired;
+    adapt__gather(bad_from >= 0 ? p : NULL, bad_from, pl->upto, &fired);
+    json_t *node = adapt__stats_json(o->node, fired.s.present ? &fired.s : &c->recent);
+    adapt__node_stats_release(&fired);
+    json_t *stats =
+        json_pack("{s:o,s:s,s:s,s:o}", "node", node, "origin", o->trigger_id ? "trigger" : "person",
+                  "problem", adapt__problem_name(inv), "check", adapt__check_json(o->node, c));
     if (o->who) {
         json_object_set_new(stats, "requested_by", json_string(o->who));
     }
