@@ -246,7 +246,8 @@ static int create_adapt(struct dqd *d) {
     const struct dqd_config *o = &d->opt;
     struct adapt_env env = {
         .core = d->core, .store = d->store, .clock = &d->clock, .emit = on_event, .emit_ctx = d};
-    struct adapt_options ao = {.min_instances = o->min_instances,
+    struct adapt_options ao = {.search = &o->search,
+                               .min_instances = o->min_instances,
                                .min_windows = o->min_windows,
                                .max_enabled_probes = o->max_enabled_probes,
                                .max_instances_per_second = o->max_instances_per_second,

@@ -38,6 +38,13 @@
  *              stage, so the conditional rate is each stage's own failure probability.
  *   divergence each child's own observed-vs-calculated KS distance (leaves have none:
  *              contribution 0). When X diverges and no child does, the children interact.
+ *   shape      when every weighed child has a baseline ΔQ: each child's own one-sided KS
+ *              distance D+ against it (how much of its mass moved later), unweighted, so
+ *              that a rarely taken branch whose whole ΔQ moved stands out; otherwise, on a
+ *              sequence, each child's qta_p-quantile (qta_p: the level at which X's mass
+ *              moved); on a choice, each branch's weight × its mass beyond X's
+ *              qta_p-quantile now (the branch that puts mass where X's moved); elsewhere as
+ *              latency.
  * Every contribution carries a 95 % half-width (z = params.z): mean z·sqrt(var/n),
  * variance z·var·sqrt(2/(n−1)), proportion z·sqrt(p(1−p)/n), KS distance z·0.5/sqrt(n)
  * (the widest standard error of an empirical CDF), a baseline excess the root-sum-square
@@ -87,6 +94,7 @@ enum search_problem {
     SEARCH_VARIANCE = 2,
     SEARCH_LOST = 3,
     SEARCH_DIVERGENCE = 4,
+    SEARCH_SHAPE = 5, /* the whole ΔQ moved against its baseline (the node check's test) */
 };
 
 enum search_verdict {
@@ -95,6 +103,25 @@ enum search_verdict {
     SEARCH_LOCALIZED = 2,    /* the dominant child is a leaf: found */
     SEARCH_DIFFUSE = 3,      /* no child dominates, or the children interact */
     SEARCH_INCONCLUSIVE = 4, /* out of samples or time before a decision */
+    SEARCH_HEALTHY = 5,      /* nothing abnormal, or balanced with nothing to judge against */
+    SEARCH_OVERLOAD = 6,     /* the traffic is the cause: the stages' utilisation */
+};
+
+/*
+ * What an investigation is doing (one state, docs/diagnosis.md "The decision table"):
+ *   OBSERVE      a person's investigation decides its problem from the node's data (the
+ *                node check) before it searches;
+ *   PROBLEM      it follows a known problem kind down the diagram (a trigger's, or the
+ *                node check's most significant);
+ *   CONTRIBUTOR  nothing to judge the node against (no QTA, no baseline): it follows the
+ *                largest contributor to the time or the spread, balanced is healthy;
+ *   OVERLOAD     it weighs the stages' utilisation: where does the node saturate?
+ */
+enum search_mode {
+    SEARCH_MODE_OBSERVE = 0,
+    SEARCH_MODE_PROBLEM = 1,
+    SEARCH_MODE_CONTRIBUTOR = 2,
+    SEARCH_MODE_OVERLOAD = 3,
 };
 
 enum search_strategy_id {
@@ -102,14 +129,18 @@ enum search_strategy_id {
     SEARCH_BISECT = 1,   /* halve a long sequence, inferring the unobserved half */
 };
 
-/* "latency", "qta", "variance", "lost", "divergence"; "?" out of range. */
+/* "latency", "qta", "variance", "lost", "divergence", "shape"; "?" out of range. */
 const char *search_problem_name(enum search_problem p);
 
 /* Parses a name above into *p; DQ_EINVAL for anything else (message says which). */
 int search_problem_parse(const char *name, enum search_problem *p);
 
-/* "need_samples", "descend", "localized", "diffuse", "inconclusive"; "?" otherwise. */
+/* "need_samples", "descend", "localized", "diffuse", "inconclusive", "healthy",
+ * "overload"; "?" otherwise. */
 const char *search_verdict_name(enum search_verdict v);
+
+/* "observe", "problem", "contributor", "overload"; "?" otherwise. */
+const char *search_mode_name(enum search_mode m);
 
 /* "children", "bisect"; "?" otherwise. */
 const char *search_strategy_name(enum search_strategy_id s);
@@ -148,15 +179,16 @@ void search_params_init(struct search_params *p);
  */
 struct search_stats {
     int present;
-    uint64_t n_ok, n_fa, n_to;   /* instances by status (successes past dMax count in n_to) */
-    uint32_t windows;            /* windows aggregated */
-    double mean;                 /* exact mean of successful durations, seconds */
-    double variance;             /* exact variance of successful durations (÷ n_ok), s² */
-    const struct dq *observed;   /* optional: the aggregated observed ΔQ (borrowed) */
-    const struct dq *calculated; /* optional: X's calculated ΔQ from its children */
-    double ks_d, ks_p;           /* optional: KS of observed vs calculated (NAN: unknown) */
-    double qta_hazard;           /* optional: size of the QTA hazard, 0 = none (NAN) */
-    int has_baseline;            /* 1 when the base_* fields hold quiet-time figures */
+    uint64_t n_ok, n_fa, n_to;      /* instances by status (successes past dMax count in n_to) */
+    uint32_t windows;               /* windows aggregated */
+    double mean;                    /* exact mean of successful durations, seconds */
+    double variance;                /* exact variance of successful durations (÷ n_ok), s² */
+    const struct dq *observed;      /* optional: the aggregated observed ΔQ (borrowed) */
+    const struct dq *calculated;    /* optional: X's calculated ΔQ from its children */
+    const struct dq *base_observed; /* optional: the baseline's aggregated ΔQ (shape) */
+    double ks_d, ks_p;              /* optional: KS of observed vs calculated (NAN: unknown) */
+    double qta_hazard;              /* optional: size of the QTA hazard, 0 = none (NAN) */
+    int has_baseline;               /* 1 when the base_* fields hold quiet-time figures */
     double base_mean, base_variance, base_lost;
     uint64_t base_n; /* instances behind the baseline; 0 = treat it as exact */
     /* Between-window dispersion (batch means), kept by search_stats_add_window: instances
@@ -240,7 +272,8 @@ struct search_input {
     enum dq_node_kind kind; /* SEQUENCE, FIRST, ALL, CHOICE (REFERENCE = sequence) */
     enum search_problem problem;
     /* QTA: p[worst] of dq_qta_eval's worst point, 0 = use means (when worst = −1, the
-     * lost mass is what violates the QTA: pass problem "lost" instead) */
+     * lost mass is what violates the QTA: pass problem "lost" instead); shape: the level at
+     * which the mass moved (search_found.level) */
     double qta_p;
     struct search_stats stats;           /* X's own statistics (may be absent: totals are summed) */
     const struct search_child *children; /* in written order (a sequence's order) */
@@ -256,7 +289,8 @@ struct search_contribution {
     int included;       /* 0 when the child was not weighed (no stats, or not asked) */
     double value;       /* in the problem's unit: s, s², fraction, KS D */
     double half_width;  /* 95 % sampling uncertainty of value */
-    double share;       /* value / Σ values of the included children */
+    double share;       /* max(value, 0) / Σ of the included children's positive values: in
+                           [0, 1], 0 for all when no value is positive */
     double criticality; /* all/first-to-finish: P(last)/P(first); 1 otherwise */
     int deviates;       /* baseline mode: 1 when value − half_width > 0, else 0; −1 n/a */
 };
@@ -265,10 +299,17 @@ struct search_attribution {
     enum search_problem problem;
     int baseline_mode; /* 1 when values are excesses over the children's baselines */
     int quantile_mode; /* 1 when values are qta_p-quantiles */
-    double total;      /* X's own quantity (its mean, variance; NAN when unknown) */
+    /* shape: 1 when values are each child's own D+ against its baseline ΔQ (every weighed
+     * child has one); 2 when they are the mass of each branch beyond the node's qta_p-
+     * quantile, weighted by the choice (a choice, no such baselines); 0 otherwise (a sequence
+     * in quantile_mode, or means as for latency) */
+    int shape_mode;
+    double shape_at; /* shape_mode 2: the node's qta_p-quantile now, s */
+    double total;    /* X's own quantity (its mean, variance; NAN when unknown) */
     double total_half_width;
-    /* What the children account for: Σ of the included contributions. Shares are of
-     * this sum, so they add up to 100 % by construction; remainder = total − explained
+    /* What the children account for: Σ of the included contributions (in baseline mode Σ
+     * of the positive excesses: what rose). Shares are of the positive part, so they lie in
+     * [0, 1] and add up to 100 % when any is positive; remainder = total − Σ contributions
      * (latency: X's own time outside its children, or dependence between them; NAN when
      * not meaningful), with its half-width. */
     double explained;
@@ -373,5 +414,343 @@ const struct search_strategy *search_strategy_get(enum search_strategy_id id);
  */
 int search_step(const struct search_input *in, const struct search_params *p,
                 struct search_state *st, struct search_step *out);
+
+/* ---- the node check ------------------------------------------------------------------- */
+
+/*
+ * What is abnormal at a node, judged against its references (docs/diagnosis.md, "The
+ * decision table"). A node's references are its QTA and its baseline (its own earlier
+ * windows, once there are SEARCH_BASELINE_WINDOWS of them); its calculated ΔQ (from its
+ * children) is checked too, but it is not a reference by itself: a part can be slow since
+ * the start and the whole still add up. The check lists every problem it finds with a
+ * z-score, most significant first (a broken QTA first of all):
+ *
+ *   qta         the observed ΔQ crosses the QTA (a hazard, significant as a binomial
+ *               proportion at the worst point), or loses more than it allows
+ *   lost        the lost fraction rose against the baseline (by more than
+ *               params.lost_threshold), or, with no baseline, lies significantly above
+ *               params.lost_threshold
+ *   latency     the mean rose against the baseline, significantly (the pooled means, or the
+ *               windows' own means ranked against the baseline's: Mann-Whitney) and by at
+ *               least half a baseline standard deviation
+ *   variance    the spread within windows grew by half or more beyond what the mean's
+ *               growth explains, significantly; or rare, very slow instances pile up beyond
+ *               the baseline's 99.9 % (and, with 10,000 baseline instances, 99.99 %) point
+ *               moved with the median (an exact binomial test)
+ *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
+ *               the time the node spends beyond what its children account for grew
+ *               against the baseline, significantly and by half a baseline sd
+ *   shape       the whole ΔQ moved later against the baseline's: the one-sided two-sample
+ *               KS distance D+ = max_t (F_base(t) − F_now(t)) between the delays of the
+ *               instances that arrived (each CDF over its tangible mass: lost mass has its
+ *               own test) is significant with each side's effective size (its instances
+ *               over the batch-means inflation of its mean's variance: correlated
+ *               instances count as fewer), and practically large: at least
+ *               SEARCH_SHAPE_MASS of the mass moved (D+), by SEARCH_SHAPE_TIME of the
+ *               baseline's median (and two bins) on average (W1+ / D+, where W1+ = ∫
+ *               (F_base − F_now)+ dt is the delay added in all, mass × time). Found is the
+ *               level where most mass moved (search_found.level): the search follows that
+ *               part of the distribution down.
+ *
+ * Standard errors are batch-means aware (search_stats_mean_se and friends). A z-score of
+ * SEARCH_Z (3) is "significant" for one look (about one false alarm in 700 per kind); a
+ * caller that looks several times shares that rate among the looks (search_z_looks).
+ */
+#define SEARCH_Z 3.0               /* a change this many standard errors away is significant */
+#define SEARCH_RECENT_WINDOWS 5    /* what a node looks like now */
+#define SEARCH_BASELINE_WINDOWS 30 /* windows with data a baseline needs, before those */
+#define SEARCH_BASELINE_SPAN 60    /* ... looked for among this many */
+#define SEARCH_MAX_PROBLEMS 5
+#define SEARCH_MAX_WINDOW_MEANS (SEARCH_BASELINE_SPAN + 64) /* per side of the rank test */
+#define SEARCH_MAX_RATE_WINDOWS 128 /* windows the rate-latency correlation weighs */
+#define SEARCH_SHAPE_MASS 0.05      /* shape: the least mass that moved … */
+#define SEARCH_SHAPE_TIME 0.10      /* … by at least this share of the baseline's median */
+
+/* The z-score of a one-sided p-value (p = P(Z > z)); 40 for p = 0, 0 for p ≥ 0.5. */
+double search_z_of_p(double p);
+
+/* The z from which a change counts when a caller looks `looks` (≥ 1) times: SEARCH_Z's
+ * one-sided false alarm rate shared among the looks (Bonferroni). */
+double search_z_looks(int looks);
+
+struct search_found {
+    enum search_problem kind;
+    double z;      /* how significant */
+    double level;  /* shape: the probability level at which most mass moved (0: n/a) */
+    char why[200]; /* the sentence ("mean 12 ms against 8 ms before") */
+};
+
+/*
+ * The statistics the check judges: the node now and its baseline, each pooled over its
+ * windows with the aggregated ΔQs (observed, calculated; borrowed), and the windows' own
+ * means (windows with successes; any order) for the rank test.
+ */
+struct search_check_input {
+    const struct search_stats *recent;
+    const struct search_stats *baseline; /* not present: none */
+    const struct dq_qta *qta;            /* NULL: the node has none */
+    const double *recent_means;
+    int n_recent_means; /* at most SEARCH_MAX_WINDOW_MEANS */
+    const double *base_means;
+    int n_base_means; /* at most SEARCH_MAX_WINDOW_MEANS */
+    double zt;        /* the z a problem needs (search_z_looks) */
+};
+
+struct search_check {
+    int has_qta, has_baseline, has_calculated;
+    double zt;
+    struct search_stats recent;   /* the node now (ΔQs not kept) */
+    struct search_stats baseline; /* … and before (ΔQs not kept) */
+    int n;
+    struct search_found p[SEARCH_MAX_PROBLEMS]; /* most significant first */
+};
+
+/* Runs the tests above; the baseline counts when it has SEARCH_BASELINE_WINDOWS windows. */
+void search_check(const struct search_check_input *in, const struct search_params *params,
+                  struct search_check *out);
+
+/*
+ * Load. search_rate_latency_z: how clearly latency rises with the arrivals over n windows
+ * (rate[i], mean[i]; the first SEARCH_MAX_RATE_WINDOWS count): Spearman's rank correlation
+ * as a z (ρ·√(n−1)); 0 with fewer than 10 windows. Values within a relative 1e-6 are ties.
+ * search_load_rose: 1 when the latency went up with the load: rz ≥ search_z_looks(looks),
+ * or (c with a baseline; c may be NULL) the arrivals per window rose by a fifth or more
+ * against the baseline, at that z. why: the sentence ("" when 0).
+ * search_load_shaped: a problem a load can cause (latency, QTA, variance), which becomes an
+ * overload investigation when the latency rises with the arrivals.
+ */
+double search_rate_latency_z(const double *rate, const double *mean, int n);
+int search_load_rose(double rz, const struct search_check *c, int looks, char *why, size_t cap);
+int search_load_shaped(enum search_problem p);
+
+/* ---- the policy ------------------------------------------------------------------------ */
+
+/*
+ * Confirmation: a verdict is acted on once the same verdict (and child) held
+ * SEARCH_CONFIRM evaluations in a row. An inconclusive verdict needs none (time is up);
+ * an evaluation without a new window (a person's action) confirms nothing. `from` is the
+ * first window after the evaluation that first saw the pending verdict: the windows from
+ * there on must say the same on their own (search_fresh_judge).
+ */
+#define SEARCH_CONFIRM 2
+
+struct search_confirm {
+    int verdict, child, count;
+    int64_t from;
+};
+
+/* Forgets the pending verdict. */
+void search_confirm_reset(struct search_confirm *c);
+
+/* Counts this evaluation (has_window: it came with a new window; upto: the first window
+ * not closed yet); 1 when the verdict is confirmed. */
+int search_confirm_step(struct search_confirm *c, int verdict, int child, int has_window,
+                        int64_t upto);
+
+/*
+ * The fresh-window check of a confirmed verdict (the `children` strategy, not yet out of
+ * time): the verdict of the windows since it was first seen, evaluated alone with
+ * search_fresh_params, must be the same verdict at the same child, or the evidence of the
+ * whole range was one burst (a queue). WAIT: those windows are too few yet.
+ */
+enum search_fresh { SEARCH_FRESH_WAIT = 0, SEARCH_FRESH_AGREES = 1, SEARCH_FRESH_DISAGREES = 2 };
+void search_fresh_params(const struct search_params *p, struct search_params *out);
+enum search_fresh search_fresh_judge(int verdict, int child, int fresh_verdict, int fresh_child);
+/* 1 when a confirmed verdict needs the fresh-window check. */
+int search_fresh_needed(int verdict, enum search_strategy_id strategy, int exhausted);
+
+/*
+ * The no-reference fallback (mode CONTRIBUTOR): follow where the focus's time goes. `lat`
+ * is the latency evaluation of `in` (problem latency). The largest contributor to its mean,
+ * or, when the focus lost instances, to its lost mass (whichever is the more concentrated
+ * in one child: the leader over the runner-up), every child with at least 4 windows; only
+ * when the time is balanced does the spread speak (each branch's own spread on a choice);
+ * balanced in all → SEARCH_HEALTHY with "where the time goes". Returns the verdict, with
+ * the result to act on in *out and the problem it followed in *followed. DQ errors of the
+ * evaluations leave the latency verdict.
+ */
+int search_contributor(const struct search_input *in, const struct search_params *p,
+                       const struct search_result *lat, struct search_result *out,
+                       enum search_problem *followed);
+
+/* "a 34 %, b 33 %, c 33 %": where a node's time goes, largest first (at most 6). */
+void search_where_it_goes(const struct search_input *in, const struct search_attribution *a,
+                          char *buf, size_t cap);
+
+/*
+ * What a person's investigation follows once the node check ran (c) — the mode it
+ * searches in, or SEARCH_MODE_OBSERVE for "healthy, nothing to search":
+ *   a problem found: PROBLEM, or OVERLOAD when asked for or when it is load-shaped and
+ *     load_rose_with_c (search_load_rose with c);
+ *   nothing found: OVERLOAD when asked for or load_rose (without c: more traffic alone is
+ *     no overload), else healthy when there is a reference (QTA or baseline), else
+ *     CONTRIBUTOR.
+ * The caller computes only the load flag the case reads (search_followed_needs says which).
+ */
+enum search_mode search_followed(const struct search_check *c, int overload_asked, int load_rose);
+/* 1: load_rose is search_load_rose with c; 0: without c; −1: not read. */
+int search_followed_needs(const struct search_check *c, int overload_asked);
+
+/* 1 when an observing investigation can decide its problem now: the node has the
+ * samples (enough) and shows a problem, has SEARCH_RECENT_WINDOWS windows, or is out of
+ * time. */
+int search_observe_ready(int enough, const struct search_check *c, int exhausted);
+
+/* 1 when a localized culprit still holds the problem: its value now above the midpoint
+ * between its value at the verdict and the runner-up's then. */
+int search_still_holds(double now, double at_verdict, double runner_at_verdict);
+
+/* ---- queues: where a node saturates ------------------------------------------------------ */
+
+/*
+ * Each child of an overload investigation's focus is a *stage*: a station with an arrival
+ * rate λ (its instances per second), a mean sojourn W (waiting and service), c servers and
+ * a service time S. Its utilisation ρ = λ·S / c comes from, in this order of preference:
+ *
+ *   busy      one server (configured, or assumed when nothing says otherwise): the
+ *             fraction of the time it had a request in progress. A single FIFO server is
+ *             busy exactly then, whatever its service law; S = busy time / completions.
+ *   baseline  several servers and quiet windows (its lowest-rate windows) at under half
+ *             today's rate: S = their mean sojourn (at low load there is hardly any wait).
+ *   mmc       several servers and no such baseline: the M/M/c model read twice, from the
+ *             busy fraction (1 − P0(c, ρ)) and from the mean number in it (Little's law,
+ *             L = λ·W = cρ + C(c, cρ)·ρ/(1 − ρ), Erlang's C the probability of waiting),
+ *             each solved for ρ; the mean of the two, the interval from the mean's error
+ *             and half their disagreement.
+ *
+ * The servers come from the configuration; without, a quiet baseline infers a pool when
+ * λ·S clearly exceeds the busy fraction: c ≥ λ·S / busy, a lower bound; else instances that
+ * overtake one another show concurrency (search_servers_observed). Else one server is
+ * assumed, and said. A stage saturates at c/S arrivals per second; the investigation's node
+ * saturates when its arrivals, of which the stage sees the share λ/λ_root, bring the
+ * stage there. The bottleneck is the stage with the highest ρ; stages whose ρ is not
+ * clearly below it (by SEARCH_Z standard errors of the difference) are co-bottlenecks.
+ */
+#define SEARCH_NAME_MAX 255            /* bytes of a probe name (core's PROBES_NAME_MAX) */
+#define SEARCH_OVERLOAD_PRECISION 0.07 /* the bottleneck's ρ half-width a verdict needs */
+#define SEARCH_OVERLOAD_MIN_WINDOWS 6  /* … and the windows each stage is measured over */
+
+/* Erlang's C: the probability that an arrival waits at c servers with offered load a = λS
+ * (a < c; 1 at or beyond). */
+double search_erlang_c(int c, double a);
+/* The probability that an M/M/c station at utilisation rho holds any request. */
+double search_mmc_busy(int c, double rho);
+/* The M/M/c utilisation at which the station holds a request a fraction `busy` of the time. */
+double search_mmc_rho_of_busy(int c, double busy);
+/* The mean number in an M/M/c station at utilisation rho (INFINITY at 1). */
+double search_mmc_l(int c, double rho);
+/* The M/M/c utilisation whose mean number in the station is l. */
+double search_mmc_rho_of_l(int c, double l);
+/* The M/M/c queueing factor of the wait: Wq = S·g(c, ρ), g = C(c, cρ) / (c (1 − ρ)). */
+double search_mmc_wait_factor(int c, double rho);
+
+/* What was measured of one stage over its windows. */
+struct search_stage_obs {
+    double window_s;                      /* a window's length, s */
+    double lambda, lambda_se;             /* arrivals per second, its standard error */
+    double busy, busy_se;                 /* mean busy fraction over the windows, its se */
+    double completions;                   /* ok + failed instances */
+    double windows;                       /* windows counted (an empty one was idle) */
+    double w, w_se;                       /* mean sojourn (NAN: none), its standard error */
+    double quiet_w, quiet_se, quiet_rate; /* quiet windows' sojourn, se, rate (NAN: none) */
+    int servers;                          /* configured servers, 0: none */
+    int servers_observed; /* concurrency the instances show (search_servers_observed), 0 none */
+    double lambda_root;   /* the investigation node's arrivals per second */
+};
+
+/*
+ * Concurrency from a stage's own instances: a single FIFO server never lets a later arrival
+ * leave first, so instances overtaken (begun before one that ended earlier) show several
+ * servers (at least 3 of them, 1 % of the instances or more). Their number is then at least
+ * 2, and at least the mean number in the station while it is busy, λ·W / busy (rounded).
+ * 0 when the instances show none.
+ */
+int search_servers_observed(double overtaken, double instances, double lambda, double w,
+                            double busy);
+
+struct search_stage {
+    char name[SEARCH_NAME_MAX + 1];
+    char parent[SEARCH_NAME_MAX + 1]; /* the node whose child it is */
+    int64_t to;                       /* first window after those it was measured over */
+    double lambda;                    /* its arrivals per second over those windows */
+    double share;                     /* λ / the investigation node's λ */
+    double w;                         /* its mean sojourn, s */
+    double service;                   /* S, s */
+    int servers;                      /* c */
+    const char *servers_from;         /* "config", "inferred" (quiet windows: a lower bound),
+                                         "observed" (overtaking: search_servers_observed), "assumed" */
+    double rho, rho_lo, rho_hi;
+    double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
+    double sat;                  /* c/S: the arrivals per second that saturate it */
+    double sat_root;             /* … in arrivals of the investigation's node: sat / share */
+    const char *method;          /* "busy", "baseline", "mmc" */
+    int has_children;            /* it has finer probes */
+    int co;                      /* a co-bottleneck: its ρ not clearly below the bottleneck's */
+    struct dq *obs;              /* its observed ΔQ over those windows (the caller's) */
+};
+
+/* Estimates a stage's ρ, interval, service time, servers and saturation (z: the
+ * intervals' normal quantile). Leaves name, parent, to, has_children, co and obs alone. */
+void search_stage_estimate(const struct search_stage_obs *o, double z, struct search_stage *st);
+
+/* The stages an overload step weighs: the earlier levels' first, then the focus's. */
+struct search_overload {
+    int n;
+    int first_current;       /* index of the first of the focus's children */
+    struct search_stage *st; /* n entries (the caller's) */
+    int bottleneck, n_co;    /* set by search_overload_weigh */
+    double lambda_root;      /* the investigation node's arrivals per second */
+    double saturation;       /* … at which the first (co-)bottleneck saturates */
+    double qta_rate;         /* … at which its QTA fails; NAN when unknown */
+    double onset;            /* … from which its observed and calculated diverge; NAN */
+};
+
+/* Names the bottleneck (highest finite ρ) and the co-bottlenecks, and the saturation rate.
+ * DQ_ESTATE when no stage has a ρ. */
+int search_overload_weigh(struct search_overload *r, double z);
+
+/* How much a stage's mean sojourn grows when its utilisation goes from ρ now to rho_then:
+ * its measured wait scaled by the M/M/c wait factor; INFINITY at saturation. */
+double search_sojourn_growth(const struct search_stage *st, double rho_then);
+
+/* ΔQ d with every delay stretched by k (mass at grid time t moves to k·t; past the horizon
+ * it is lost). DQ_ENOMEM. */
+int search_stretch(const struct dq *d, double k, struct dq **out);
+
+/*
+ * The root arrivals at which the root's QTA fails (NAN: it holds up to saturation, or
+ * cannot be told): every stage's observed ΔQ stretched as its model says its sojourn grows
+ * at that rate, composed by `ev` (an evaluator of the diagram, every probe on its own grid)
+ * up to node `root`; bisection between today's rate and the saturation rate.
+ */
+double search_qta_rate(struct dq_eval *ev, int root, const struct search_overload *r,
+                       const struct dq_qta *qta);
+
+/* The lowest arrival rate from which windows mostly diverge: rate[i] and div[i] (1: its
+ * observed and calculated differ) of n windows, sorted in place by rate; the first
+ * diverging one from which at least half do. NAN when fewer than three diverge. */
+double search_divergence_onset(double *rate, int *div, int n);
+
+/* Where an overload verdict sits: the bottleneck; co-bottlenecks, at the focus when they
+ * are all its children, else at the investigation's node. */
+const char *search_overload_at(const char *node, const char *focus,
+                               const struct search_overload *r);
+
+/* "worker_2: ρ 0.81 (0.74 – 0.88; busy time, 1 server assumed), service 4.05 ms, 198/s". */
+void search_stage_words(const struct search_stage *st, char *buf, size_t cap);
+
+/* The sentence of an overload verdict or descent at investigation node `node`. */
+void search_overload_reason(const char *node, const char *focus, const struct search_overload *r,
+                            char *buf, size_t cap);
+
+/*
+ * What an overload step does once every stage has its samples and r is weighed: WAIT while
+ * the bottleneck's ρ is not known to ±SEARCH_OVERLOAD_PRECISION (unless exhausted: out of
+ * time); DESCEND into a lone bottleneck of the focus's children that has finer probes;
+ * else VERDICT (overload at search_overload_at). The confirmation child is the bottleneck's
+ * index among the focus's children (r->bottleneck − r->first_current).
+ */
+enum search_overload_next { SEARCH_OV_WAIT = 0, SEARCH_OV_DESCEND = 1, SEARCH_OV_VERDICT = 2 };
+enum search_overload_next search_overload_next(const struct search_overload *r, int exhausted);
 
 #endif /* DQ_SEARCH_H */

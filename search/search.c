@@ -52,9 +52,11 @@ static double batch_autocorr(const struct search_batch *b) {
     return r < 0.0 ? 0.0 : (r > 0.8 ? 0.8 : r);
 }
 
-static const char *const problem_names[] = {"latency", "qta", "variance", "lost", "divergence"};
+static const char *const problem_names[] = {"latency", "qta",        "variance",
+                                            "lost",    "divergence", "shape"};
 static const char *const verdict_names[] = {"need_samples", "descend", "localized", "diffuse",
-                                            "inconclusive"};
+                                            "inconclusive", "healthy", "overload"};
+static const char *const mode_names[] = {"observe", "problem", "contributor", "overload"};
 static const char *const strategy_names[] = {"children", "bisect"};
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -74,12 +76,17 @@ int search_problem_parse(const char *name, enum search_problem *p) {
         }
     }
     return dq_fail(DQ_EINVAL,
-                   "unknown problem kind \"%.64s\" (latency, qta, variance, lost, divergence)",
+                   "unknown problem kind \"%.64s\" (latency, qta, variance, lost, divergence, "
+                   "shape)",
                    name);
 }
 
 const char *search_verdict_name(enum search_verdict v) {
     return (unsigned)v < COUNT_OF(verdict_names) ? verdict_names[v] : "?";
+}
+
+const char *search_mode_name(enum search_mode m) {
+    return (unsigned)m < COUNT_OF(mode_names) ? mode_names[m] : "?";
 }
 
 const char *search_strategy_name(enum search_strategy_id s) {

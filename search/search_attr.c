@@ -109,7 +109,7 @@ static double rss(double a, double b) {
  * neighbouring delays move together; a quantile's interval from the raw count would be
  * as much too narrow as the mean's.
  */
-static double effective_n(const struct search_stats *s) {
+double search__effective_n(const struct search_stats *s) {
     double n = (double)search_stats_instances(s);
     if (s->n_ok < 2 || !(s->variance > 0.0)) {
         return n;
@@ -347,6 +347,7 @@ static int baseline_ok(const struct search_stats *s, enum search_problem prob) {
     switch (prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         return isfinite(s->base_mean) && isfinite(s->base_variance);
     case SEARCH_VARIANCE:
         return isfinite(s->base_variance);
@@ -365,6 +366,7 @@ static void own_quantity(const struct search_stats *s, enum search_problem prob,
     switch (prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         *v = s->n_ok > 0 ? s->mean : 0.0;
         *hw = mean_hw(s, z);
         if (excess) {
@@ -409,7 +411,7 @@ static int validate(const struct search_input *in, const struct search_params *p
         return dq_fail(DQ_EINVAL, "a node under investigation needs 1 to %d children (has %zu)",
                        SEARCH_MAX_CHILDREN, in ? in->n_children : 0);
     }
-    if ((unsigned)in->problem > SEARCH_DIVERGENCE) {
+    if ((unsigned)in->problem > SEARCH_SHAPE) {
         return dq_fail(DQ_EINVAL, "unknown problem kind %d", (int)in->problem);
     }
     switch (in->kind) {
@@ -425,223 +427,324 @@ static int validate(const struct search_input *in, const struct search_params *p
     return DQ_OK;
 }
 
-int search_attribute(const struct search_input *in, const struct search_params *p,
-                     const unsigned char *include, struct search_attribution *out) {
-    int rc = validate(in, p);
-    if (rc != DQ_OK) {
-        return rc;
-    }
-    if (!out) {
-        return dq_fail(DQ_EINVAL, "missing attribution output");
-    }
+/* One attribution under way: the input, which children are weighed and how. */
+struct attr {
+    const struct search_input *in;
+    const struct search_params *p;
+    struct search_attribution *out;
     unsigned char inc[SEARCH_MAX_CHILDREN];
-    size_t m = 0;
+    size_t m; /* children weighed */
+    enum search_problem prob;
+    enum dq_node_kind kind; /* a reference is a sequence */
+    double z;
+    int excess, quant; /* values are excesses over baselines / qta_p-quantiles */
+    int shape;         /* shape_mode (struct search_attribution) */
+    double shape_at;
+    double crit[SEARCH_MAX_CHILDREN], part[SEARCH_MAX_CHILDREN];
+    uint64_t n_crit;
+    double mix_mean; /* choice: the weighted mean of the weighed branches */
+    /* sums over the weighed children */
+    double explained, explained_hw2, sum_abs, sum_v, sum_hw2;
+};
+
+/* The children weighed (include NULL = all), each with statistics. */
+static int attr_include(struct attr *t, const unsigned char *include) {
+    const struct search_input *in = t->in;
+    t->m = 0;
     for (size_t i = 0; i < in->n_children; i++) {
-        inc[i] = include ? (include[i] != 0) : 1;
-        if (inc[i]) {
+        t->inc[i] = include ? (include[i] != 0) : 1;
+        if (t->inc[i]) {
             if (!in->children[i].stats.present) {
                 char name[64];
                 search__child_name(in, i, name, sizeof name);
                 return dq_fail(DQ_EINVAL, "child %s has no statistics to attribute with", name);
             }
-            m++;
+            t->m++;
         }
     }
-    if (m == 0) {
+    if (t->m == 0) {
         return dq_fail(DQ_EINVAL, "no child included in the attribution");
     }
+    return DQ_OK;
+}
 
-    const enum search_problem prob = in->problem;
-    const struct search_stats *x = &in->stats;
-    const double z = p->z;
-    const enum dq_node_kind kind = in->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : in->kind;
+/* Child s's own one-sided KS distance D+ against its baseline ΔQ (how much of its mass
+ * moved later) and its half-width; NAN when the two are not on one grid. */
+static double own_shift(const struct search_stats *s, double z, double *hw) {
+    const struct dq *now = s->observed, *base = s->base_observed;
+    *hw = 0.0;
+    if (!now || !base || now->k != base->k || now->n != base->n) {
+        return NAN;
+    }
+    double fb = 0, fr = 0, d = 0, tb = dq_tangible(base), tr = dq_tangible(now);
+    if (!(tb > 0) || !(tr > 0)) {
+        return NAN;
+    }
+    for (int i = 0; i < now->n; i++) { /* the delays of what arrived, as the node check's */
+        fb += base->pdf[i] / tb;
+        fr += now->pdf[i] / tr;
+        d = fb - fr > d ? fb - fr : d;
+    }
+    double nr = search__effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;
+    *hw = nr > 0 ? z * 0.5 * sqrt(1.0 / nr + 1.0 / nb) : 0.0;
+    return d;
+}
 
-    memset(out, 0, sizeof *out);
-    out->problem = prob;
-    out->n = in->n_children;
-    out->total = NAN;
-    out->total_half_width = NAN;
-    out->covariance = NAN;
-    out->covariance_half_width = NAN;
-    out->best = -1;
-    out->runner_up = -1;
+/* The shape attribution's mode (struct search_attribution.shape_mode); *at: mode 2's time. */
+static int shape_mode(const struct attr *t, double *at) {
+    const struct search_input *in = t->in;
+    int own = 1;
+    for (size_t i = 0; i < in->n_children && own; i++) {
+        double hw;
+        own = !t->inc[i] || isfinite(own_shift(&in->children[i].stats, t->z, &hw));
+    }
+    if (own) {
+        return 1;
+    }
+    int tail =
+        t->kind == DQ_NODE_CHOICE && in->qta_p > 0.0 && in->qta_p <= 1.0 && in->stats.observed;
+    for (size_t i = 0; i < in->n_children && tail; i++) {
+        tail = !t->inc[i] || in->children[i].stats.observed;
+    }
+    if (!tail) {
+        return 0;
+    }
+    *at = quantile_or_horizon(in->stats.observed, in->qta_p);
+    return 2;
+}
 
-    /* Excesses only when every weighed child has a baseline: mixing excesses with raw
-     * values would rank unlike quantities. */
-    int excess = prob != SEARCH_DIVERGENCE;
+/* Excesses only when every weighed child has a baseline (mixing excesses with raw values
+ * would rank unlike quantities); quantiles of a violated QTA point on sequences, when every
+ * child has a ΔQ. */
+static void attr_modes(struct attr *t) {
+    const struct search_input *in = t->in;
+    t->excess = t->prob != SEARCH_DIVERGENCE;
     for (size_t i = 0; i < in->n_children; i++) {
-        if (inc[i] && !baseline_ok(&in->children[i].stats, prob)) {
-            excess = 0;
+        if (t->inc[i] && !baseline_ok(&in->children[i].stats, t->prob)) {
+            t->excess = 0;
         }
     }
-    /* Quantiles of a violated QTA point: on sequences, when every child has a ΔQ. */
-    int quant =
-        prob == SEARCH_QTA && kind == DQ_NODE_SEQUENCE && in->qta_p > 0.0 && in->qta_p <= 1.0;
-    for (size_t i = 0; quant && i < in->n_children; i++) {
-        if (inc[i] && !in->children[i].stats.observed) {
-            quant = 0;
+    t->shape = t->prob == SEARCH_SHAPE ? shape_mode(t, &t->shape_at) : 0;
+    if (t->shape) {
+        t->excess = 0;
+    }
+    t->quant = (t->prob == SEARCH_QTA || (t->prob == SEARCH_SHAPE && !t->shape)) &&
+               t->kind == DQ_NODE_SEQUENCE && in->qta_p > 0.0 && in->qta_p <= 1.0;
+    for (size_t i = 0; t->quant && i < in->n_children; i++) {
+        if (t->inc[i] && !in->children[i].stats.observed) {
+            t->quant = 0;
         }
     }
-    if (quant) {
-        excess = 0;
+    if (t->quant) {
+        t->excess = 0;
     }
-    out->baseline_mode = excess;
-    out->quantile_mode = quant;
+    t->out->baseline_mode = t->excess;
+    t->out->quantile_mode = t->quant;
+    t->out->shape_mode = t->shape;
+    t->out->shape_at = t->shape ? t->shape_at : NAN;
+}
 
-    double crit[SEARCH_MAX_CHILDREN], part[SEARCH_MAX_CHILDREN];
-    uint64_t n_crit = UINT64_MAX;
+/* Criticality on all/first-to-finish nodes (1 elsewhere), and a choice's weighted mean. */
+static int attr_weights(struct attr *t) {
+    const struct search_input *in = t->in;
+    t->n_crit = UINT64_MAX;
     for (size_t i = 0; i < in->n_children; i++) {
-        crit[i] = 1.0;
-        part[i] = NAN;
-        if (inc[i] && in->children[i].stats.n_ok < n_crit) {
-            n_crit = in->children[i].stats.n_ok;
+        t->crit[i] = 1.0;
+        t->part[i] = NAN;
+        if (t->inc[i] && in->children[i].stats.n_ok < t->n_crit) {
+            t->n_crit = in->children[i].stats.n_ok;
         }
     }
-    if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST &&
-        prob != SEARCH_DIVERGENCE) {
-        rc = criticality(in, inc, kind == DQ_NODE_FIRST, crit, part, &n_crit);
+    if ((t->kind == DQ_NODE_ALL || t->kind == DQ_NODE_FIRST) && t->prob != SEARCH_LOST &&
+        t->prob != SEARCH_DIVERGENCE) {
+        int rc = criticality(in, t->inc, t->kind == DQ_NODE_FIRST, t->crit, t->part, &t->n_crit);
         if (rc != DQ_OK) {
             return rc;
         }
     }
-
-    /* Choice: the weighted mean of the included branches, for the variance between them. */
     double mix_mean = 0.0, wsum = 0.0;
-    if (kind == DQ_NODE_CHOICE) {
+    if (t->kind == DQ_NODE_CHOICE) {
         for (size_t i = 0; i < in->n_children; i++) {
             const struct search_stats *s = &in->children[i].stats;
-            if (inc[i] && s->n_ok > 0) {
+            if (t->inc[i] && s->n_ok > 0) {
                 mix_mean += in->children[i].weight * s->mean;
                 wsum += in->children[i].weight;
             }
         }
         mix_mean = wsum > 0.0 ? mix_mean / wsum : 0.0;
     }
+    t->mix_mean = mix_mean;
+    return DQ_OK;
+}
 
-    double explained = 0.0, explained_hw2 = 0.0, sum_abs = 0.0, sum_v = 0.0, sum_hw2 = 0.0;
-    for (size_t i = 0; i < in->n_children; i++) {
-        struct search_contribution *c = &out->c[i];
-        c->criticality = crit[i];
-        c->deviates = -1;
-        if (!inc[i]) {
-            continue;
-        }
-        const struct search_child *ch = &in->children[i];
-        const struct search_stats *s = &ch->stats;
-        c->included = 1;
-        double v = 0.0, hw = 0.0;
-        if (prob == SEARCH_DIVERGENCE) {
-            double pv;
-            double d = ch->has_children ? child_ks(s, &pv) : NAN;
-            v = isfinite(d) ? d : 0.0;
-            uint64_t n = search_stats_instances(s);
-            hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
-        } else if (quant) {
-            double n = effective_n(s);
-            double q = in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / n) : 0.0;
-            v = quantile_or_horizon(s->observed, q);
-            double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);
-            double b = quantile_or_horizon(s->observed, q + dlt < 1.0 ? q + dlt : 1.0);
-            hw = 0.5 * (b - a);
+/* Child i's own quantity weighed by its node's operator: a choice's weight (with the
+ * spread between branches), all/first-to-finish criticality. */
+static void attr_operator(const struct attr *t, size_t i, double *v, double *hw) {
+    const struct search_child *ch = &t->in->children[i];
+    const struct search_stats *s = &ch->stats;
+    if (t->kind == DQ_NODE_CHOICE) {
+        double w = ch->weight;
+        if (t->prob == SEARCH_VARIANCE && !t->excess && s->n_ok > 0 && !t->in->own_spread) {
+            double dm = s->mean - t->mix_mean;
+            *hw = w * rss(*hw, 2.0 * fabs(dm) * mean_hw(s, t->z));
+            *v = w * (*v + dm * dm);
         } else {
-            own_quantity(s, prob, excess, z, &v, &hw);
-            if (excess) {
-                c->deviates = v - hw > 0.0;
-            }
-            if (kind == DQ_NODE_CHOICE) {
-                double w = ch->weight;
-                if (prob == SEARCH_VARIANCE && !excess && s->n_ok > 0 && !in->own_spread) {
-                    double dm = s->mean - mix_mean;
-                    hw = w * rss(hw, 2.0 * fabs(dm) * mean_hw(s, z));
-                    v = w * (v + dm * dm);
-                } else {
-                    v *= w;
-                    hw *= w;
-                }
-            } else if ((kind == DQ_NODE_ALL || kind == DQ_NODE_FIRST) && prob != SEARCH_LOST) {
-                /* Latency (not excess): the branch's exact share of E[max] / E[min], i.e.
-                 * criticality × its mean when critical; otherwise criticality × value. */
-                double hc = prop_hw(crit[i], n_crit, z);
-                double when =
-                    prob != SEARCH_VARIANCE && !excess && crit[i] > 0.0 ? part[i] / crit[i] : v;
-                hw = rss(crit[i] * hw, when * hc);
-                v = crit[i] * when;
-            }
+            *v *= w;
+            *hw *= w;
         }
-        c->value = v;
-        c->half_width = hw;
-        sum_abs += fabs(v);
-        sum_v += v;
-        sum_hw2 += hw * hw;
-        if (prob == SEARCH_VARIANCE) {
-            /* The covariance compares raw variances, whatever the ranking used. */
-            double raw = s->n_ok > 0 ? s->variance : 0.0, rhw = var_hw(raw, s->n_ok, z);
-            if (kind == DQ_NODE_CHOICE && s->n_ok > 0) {
-                double dm = s->mean - mix_mean;
-                raw = ch->weight * (raw + dm * dm);
-                rhw *= ch->weight;
-            }
-            explained += raw;
-            explained_hw2 += rhw * rhw;
-        }
+    } else if ((t->kind == DQ_NODE_ALL || t->kind == DQ_NODE_FIRST) && t->prob != SEARCH_LOST) {
+        /* Latency (not excess): the branch's exact share of E[max] / E[min], i.e.
+         * criticality × its mean when critical; otherwise criticality × value. */
+        double hc = prop_hw(t->crit[i], t->n_crit, t->z);
+        double when = t->prob != SEARCH_VARIANCE && !t->excess && t->crit[i] > 0.0
+                          ? t->part[i] / t->crit[i]
+                          : *v;
+        *hw = rss(t->crit[i] * *hw, when * hc);
+        *v = t->crit[i] * when;
     }
+}
 
-    /* X's own quantity (the shares are of what the children account for). */
+/* Child i's contribution and its half-width, added to the sums. */
+static void attr_child(struct attr *t, size_t i) {
+    const struct search_child *ch = &t->in->children[i];
+    const struct search_stats *s = &ch->stats;
+    struct search_contribution *c = &t->out->c[i];
+    const double z = t->z;
+    c->included = 1;
+    double v = 0.0, hw = 0.0;
+    if (t->shape == 1) {
+        v = own_shift(s, z, &hw);
+    } else if (t->shape == 2) {
+        /* the branch's mass beyond the node's level, weighted by the choice */
+        double n = search__effective_n(s);
+        double beyond = 1.0 - dq_cdf_at(s->observed, t->shape_at);
+        v = ch->weight * beyond;
+        hw = n > 0 ? ch->weight * z * sqrt(beyond * (1.0 - beyond) / n) : 0.0;
+    } else if (t->prob == SEARCH_DIVERGENCE) {
+        double pv;
+        double d = ch->has_children ? child_ks(s, &pv) : NAN;
+        v = isfinite(d) ? d : 0.0;
+        uint64_t n = search_stats_instances(s);
+        hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
+    } else if (t->quant) {
+        double n = search__effective_n(s);
+        double q = t->in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / n) : 0.0;
+        v = quantile_or_horizon(s->observed, q);
+        double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);
+        double b = quantile_or_horizon(s->observed, q + dlt < 1.0 ? q + dlt : 1.0);
+        hw = 0.5 * (b - a);
+    } else {
+        own_quantity(s, t->prob, t->excess, z, &v, &hw);
+        if (t->excess) {
+            c->deviates = v - hw > 0.0;
+        }
+        attr_operator(t, i, &v, &hw);
+    }
+    c->value = v;
+    c->half_width = hw;
+    t->sum_abs += fabs(v);
+    t->sum_v += v;
+    t->sum_hw2 += hw * hw;
+    if (t->prob == SEARCH_VARIANCE) {
+        /* The covariance compares raw variances, whatever the ranking used. */
+        double raw = s->n_ok > 0 ? s->variance : 0.0, rhw = var_hw(raw, s->n_ok, z);
+        if (t->kind == DQ_NODE_CHOICE && s->n_ok > 0) {
+            double dm = s->mean - t->mix_mean;
+            raw = ch->weight * (raw + dm * dm);
+            rhw *= ch->weight;
+        }
+        t->explained += raw;
+        t->explained_hw2 += rhw * rhw;
+    }
+}
+
+/* X's own quantity (the shares are of what the children account for). */
+static void attr_total(struct attr *t) {
+    const struct search_stats *x = &t->in->stats;
+    struct search_attribution *out = t->out;
     int x_ok = x->present && x->n_ok > 0;
-    switch (prob) {
+    if (t->shape == 2 && x->observed) {
+        out->total = 1.0 - dq_cdf_at(x->observed, t->shape_at);
+        return;
+    }
+    if (t->shape == 1) {
+        double hw;
+        out->total = own_shift(x, t->z, &hw);
+        out->total_half_width = hw;
+        return;
+    }
+    switch (t->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
-        if (quant && x->present && x->observed) {
-            out->total = quantile_or_horizon(x->observed, in->qta_p);
-        } else if (x_ok && !quant) {
+    case SEARCH_SHAPE:
+        if (t->quant && x->present && x->observed) {
+            out->total = quantile_or_horizon(x->observed, t->in->qta_p);
+        } else if (x_ok && !t->quant) {
             out->total = x->mean;
-            out->total_half_width = mean_hw(x, z);
-            if (excess) {
-                out->total = baseline_ok(x, prob) ? x->mean - x->base_mean : NAN;
+            out->total_half_width = mean_hw(x, t->z);
+            if (t->excess) {
+                out->total = baseline_ok(x, t->prob) ? x->mean - x->base_mean : NAN;
             }
         }
         break;
     case SEARCH_VARIANCE:
         if (x_ok) {
             out->total = x->variance;
-            out->total_half_width = var_hw(x->variance, x->n_ok, z);
-            if (kind == DQ_NODE_SEQUENCE || kind == DQ_NODE_CHOICE) {
-                out->covariance = x->variance - explained;
+            out->total_half_width = var_hw(x->variance, x->n_ok, t->z);
+            if (t->kind == DQ_NODE_SEQUENCE || t->kind == DQ_NODE_CHOICE) {
+                out->covariance = x->variance - t->explained;
                 out->covariance_half_width =
-                    sqrt(out->total_half_width * out->total_half_width + explained_hw2);
+                    sqrt(out->total_half_width * out->total_half_width + t->explained_hw2);
             }
-            if (excess) {
-                out->total = baseline_ok(x, prob) ? x->variance - x->base_variance : NAN;
+            if (t->excess) {
+                out->total = baseline_ok(x, t->prob) ? x->variance - x->base_variance : NAN;
             }
         }
         break;
     case SEARCH_LOST:
     case SEARCH_DIVERGENCE:
-        out->total = sum_abs; /* shares of the children's failures / divergences */
+        out->total = t->sum_abs; /* shares of the children's failures / divergences */
         break;
     }
-    /* Shares are of what the children account for, so they add up to 100 %; what X
-     * holds beyond that is the remainder (for latency: its own time, or dependence). */
-    out->explained = prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE ? sum_abs : sum_v;
+}
+
+/* Shares are of what the children account for, so they add up to 100 %; what X holds
+ * beyond that is the remainder (for latency: its own time, or dependence). */
+static void attr_shares(struct attr *t) {
+    struct search_attribution *out = t->out;
+    enum search_problem prob = t->prob;
+    out->explained =
+        prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE || t->shape ? t->sum_abs : t->sum_v;
     out->remainder = NAN;
     out->remainder_half_width = NAN;
-    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA) && !quant && isfinite(out->total) &&
-        m == in->n_children) {
-        out->remainder = out->total - sum_v;
+    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA || (prob == SEARCH_SHAPE && !t->shape)) &&
+        !t->quant && isfinite(out->total) && t->m == t->in->n_children) {
+        out->remainder = out->total - t->sum_v;
         double th = isfinite(out->total_half_width) ? out->total_half_width : 0.0;
-        out->remainder_half_width = sqrt(th * th + sum_hw2);
+        out->remainder_half_width = sqrt(th * th + t->sum_hw2);
     } else if (prob == SEARCH_VARIANCE && isfinite(out->covariance)) {
         out->remainder = out->covariance;
         out->remainder_half_width = out->covariance_half_width;
     }
-    double denom = out->explained;
-    for (size_t i = 0; i < in->n_children; i++) {
-        struct search_contribution *c = &out->c[i];
-        c->share = c->included && denom > 0.0 ? c->value / denom : 0.0;
+    /* shares of a positive whole: an excess below its baseline holds none of the rise, so
+     * every share lies in [0, 1] and they add up to 100 % (or all are 0: nothing rose) */
+    double denom = 0.0;
+    for (size_t i = 0; i < t->in->n_children; i++) {
+        denom += out->c[i].included && out->c[i].value > 0.0 ? out->c[i].value : 0.0;
     }
+    if (t->excess) {
+        out->explained = denom;
+    }
+    for (size_t i = 0; i < t->in->n_children; i++) {
+        struct search_contribution *c = &out->c[i];
+        c->share = c->included && denom > 0.0 && c->value > 0.0 ? c->value / denom : 0.0;
+    }
+}
 
-    /* Dominance: the largest against the runner-up, with non-overlapping intervals. */
-    for (size_t i = 0; i < in->n_children; i++) {
+/* Dominance: the largest against the runner-up, with non-overlapping intervals. */
+static void attr_dominance(struct attr *t) {
+    struct search_attribution *out = t->out;
+    for (size_t i = 0; i < t->in->n_children; i++) {
         if (!out->c[i].included) {
             continue;
         }
@@ -656,28 +759,73 @@ int search_attribute(const struct search_input *in, const struct search_params *
     int above_zero = b->value - b->half_width > 0.0;
     if (out->runner_up < 0) {
         /* a sole child holds whatever its parent's children hold, by construction */
-        out->dominant = above_zero || (in->n_children == 1 && prob != SEARCH_DIVERGENCE);
+        out->dominant = above_zero || (t->in->n_children == 1 && t->prob != SEARCH_DIVERGENCE);
     } else {
         const struct search_contribution *r = &out->c[out->runner_up];
         /* clear of the runner-up's interval, and not a near-tie: close shares (the leader
          * within min_lead of the runner-up) are diffuse however many samples say so */
         int clear = b->value - r->value > b->half_width + r->half_width;
-        int close = r->value > 0.0 && b->value < (1.0 + p->min_lead) * r->value;
+        int close = r->value > 0.0 && b->value < (1.0 + t->p->min_lead) * r->value;
         out->dominant = above_zero && clear && !close;
     }
-    return DQ_OK;
+}
+
+int search_attribute(const struct search_input *in, const struct search_params *p,
+                     const unsigned char *include, struct search_attribution *out) {
+    int rc = validate(in, p);
+    if (rc != DQ_OK) {
+        return rc;
+    }
+    if (!out) {
+        return dq_fail(DQ_EINVAL, "missing attribution output");
+    }
+    struct attr attr = {0}, *t = &attr;
+    t->in = in;
+    t->p = p;
+    t->out = out;
+    rc = attr_include(t, include);
+    if (rc == DQ_OK) {
+        t->prob = in->problem;
+        t->z = p->z;
+        t->kind = in->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : in->kind;
+        memset(out, 0, sizeof *out);
+        out->problem = t->prob;
+        out->n = in->n_children;
+        out->total = out->total_half_width = NAN;
+        out->covariance = out->covariance_half_width = NAN;
+        out->best = out->runner_up = -1;
+        attr_modes(t);
+        rc = attr_weights(t);
+    }
+    if (rc == DQ_OK) {
+        for (size_t i = 0; i < in->n_children; i++) {
+            out->c[i].criticality = t->crit[i];
+            out->c[i].deviates = -1;
+            if (t->inc[i]) {
+                attr_child(t, i);
+            }
+        }
+        attr_total(t);
+        attr_shares(t);
+        attr_dominance(t);
+    }
+    return rc;
 }
 
 /* ---- reasons --------------------------------------------------------------------------- */
 
 struct fmt {
     enum search_problem prob;
+    int shape; /* the attribution's shape_mode */
+    double shape_at;
     double factor; /* seconds → display unit */
     const char *unit;
 };
 
 static void fmt_init(struct fmt *f, const struct search_attribution *a) {
     f->prob = a->problem;
+    f->shape = a->problem == SEARCH_SHAPE ? a->shape_mode : 0;
+    f->shape_at = a->shape_at;
     f->factor = 1.0;
     f->unit = "";
     double scale = 0.0;
@@ -689,16 +837,22 @@ static void fmt_init(struct fmt *f, const struct search_attribution *a) {
     }
     if (f->prob == SEARCH_VARIANCE) {
         f->unit = search__time_unit(sqrt(scale), &f->factor);
-    } else if (f->prob == SEARCH_LATENCY || f->prob == SEARCH_QTA) {
+    } else if (f->prob == SEARCH_LATENCY || f->prob == SEARCH_QTA ||
+               (f->prob == SEARCH_SHAPE && !f->shape)) {
         f->unit = search__time_unit(scale, &f->factor);
     }
 }
 
 /* "12.3 ms ± 0.8", "4.10 ms² ± 0.62", "8.0 % ± 1.2", "D = 0.31 ± 0.05". */
 static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size_t cap) {
+    if (f->shape) {
+        snprintf(buf, cap, "%.3g %% ± %.2g", 100.0 * v, 100.0 * hw);
+        return;
+    }
     switch (f->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         snprintf(buf, cap, "%.3g %s ± %.2g", v * f->factor, f->unit, hw * f->factor);
         return;
     case SEARCH_VARIANCE:
@@ -717,9 +871,14 @@ static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size
 }
 
 static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
+    if (f->shape) {
+        snprintf(buf, cap, "%.3g %%", 100.0 * v);
+        return;
+    }
     switch (f->prob) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         snprintf(buf, cap, "%.3g %s", v * f->factor, f->unit);
         return;
     case SEARCH_VARIANCE:
@@ -734,9 +893,19 @@ static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
 static void quantity(const struct search_input *in, const struct search_attribution *a, char *buf,
                      size_t cap) {
     const char *ex = a->baseline_mode ? "excess " : "";
+    if (a->problem == SEARCH_SHAPE && a->shape_mode == 1) {
+        snprintf(buf, cap, "mass moved later, each against its own baseline,");
+        return;
+    }
+    if (a->problem == SEARCH_SHAPE && a->shape_mode == 2) {
+        snprintf(buf, cap, "mass beyond %.3g ms (where %s's mass moved)", a->shape_at * 1e3,
+                 in->name ? in->name : "the node");
+        return;
+    }
     switch (a->problem) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
+    case SEARCH_SHAPE:
         if (a->quantile_mode) {
             snprintf(buf, cap, "%g %%-quantile latency", 100.0 * in->qta_p);
         } else {
@@ -765,12 +934,19 @@ static void describe_child(const struct search_input *in, const struct search_at
     search__child_name(in, i, name, sizeof name);
     fmt_amount(f, c->value, c->half_width, amount, sizeof amount);
     buf[0] = '\0';
+    if (f->shape == 1) { /* each child against its own past: no shares of a whole */
+        search__append(buf, cap,
+                       "%s of %s's mass moved later against its own baseline (one-sided "
+                       "KS D)",
+                       amount, name);
+        return;
+    }
     if (with_total) {
         quantity(in, a, what, sizeof what);
         search__append(buf, cap, "%s holds %.0f %% of the %s of %s's children (%s", name,
                        100.0 * c->share, what, node_name(in), amount);
         if (isfinite(a->explained) && a->problem != SEARCH_LOST &&
-            a->problem != SEARCH_DIVERGENCE) {
+            a->problem != SEARCH_DIVERGENCE && !f->shape) {
             fmt_total(f, a->explained, total, sizeof total);
             search__append(buf, cap, " of %s", total);
         }
@@ -778,7 +954,7 @@ static void describe_child(const struct search_input *in, const struct search_at
         search__append(buf, cap, "%s holds %.0f %% (%s", name, 100.0 * c->share, amount);
     }
     if ((in->kind == DQ_NODE_ALL || in->kind == DQ_NODE_FIRST) && a->problem != SEARCH_LOST &&
-        a->problem != SEARCH_DIVERGENCE) {
+        a->problem != SEARCH_DIVERGENCE && !f->shape) {
         search__append(buf, cap, ", %s to finish in %.0f %% of instances",
                        in->kind == DQ_NODE_ALL ? "last" : "first", 100.0 * c->criticality);
     }
@@ -894,6 +1070,10 @@ static void describe_runner(const struct search_input *in, const struct search_a
     char rname[DQ_DIAGRAM_MAX_NAME + 1], amount[96];
     search__child_name(in, (size_t)a->runner_up, rname, sizeof rname);
     fmt_amount(f, r->value, r->half_width, amount, sizeof amount);
+    if (f->shape == 1) {
+        snprintf(buf, cap, "the runner-up %s: %s of its mass", rname, amount);
+        return;
+    }
     snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
 }
 
@@ -1016,6 +1196,15 @@ int search__decide(const struct search_input *in, const struct search_params *p,
                                                        : "no child deviates from its baseline",
                        node_name(in));
         append_remainder(in, a, &f, r, cap);
+        return DQ_OK;
+    }
+    if (a->baseline_mode && !(a->explained > 0.0)) {
+        /* nothing rose: no share to give; say so rather than "0 % of 0 ms" */
+        search__append(r, cap,
+                       "diffuse at %s: none of its children is above its baseline (the largest, "
+                       "%s: %s)",
+                       node_name(in), in->children[a->best].name ? in->children[a->best].name : "?",
+                       best);
         return DQ_OK;
     }
     char what[96];

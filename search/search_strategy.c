@@ -215,6 +215,180 @@ static void range_name(const struct search_input *in, size_t lo, size_t hi, char
     snprintf(buf, cap, "%s … %s", a, b);
 }
 
+/* What one turn of bisect_step's loop came to: return (out is set; *rc says what to
+ * return), out of budget or time (inconclusive), or narrowed (go on). */
+enum bis { BIS_RETURN, BIS_OUT, BIS_NARROWED };
+
+/* One suspect left: measure it, then decide among the measured children. */
+static enum bis bisect_last(const struct search_input *in, const struct search_params *p,
+                            struct search_state *st, const unsigned char *measured,
+                            struct search_step *out, int *rc) {
+    size_t lo = st->lo;
+    *rc = DQ_OK;
+    if (!in->children[lo].enabled) {
+        if (in->exhausted) {
+            return BIS_OUT;
+        }
+        out->enable[0] = lo;
+        out->n_enable = 1;
+        out->action = SEARCH_ENABLE;
+        st->steps++;
+        reason_enable(in, out,
+                      "bisection narrowed the problem to it; confirm it with its own numbers");
+        return BIS_RETURN;
+    }
+    if (!measured[lo]) {
+        unsigned char only[SEARCH_MAX_CHILDREN] = {0};
+        only[lo] = 1;
+        search__check_samples(in, p, only, &out->result);
+        finish(out);
+        return BIS_RETURN;
+    }
+    *rc = search__decide(in, p, measured, &out->result);
+    if (*rc == DQ_OK) {
+        finish(out);
+    }
+    return BIS_RETURN;
+}
+
+/* Inferring the second half [mid, hi) needs X and every child outside it measured; those
+ * outside the range normally are (see the invariant above), unless a probe was disabled
+ * meanwhile. BIS_NARROWED when they are (nothing to do), else what to do first. */
+static enum bis bisect_others(const struct search_input *in, const struct search_params *p,
+                              struct search_state *st, const unsigned char *measured,
+                              struct search_step *out, const char *xname) {
+    unsigned char need[SEARCH_MAX_CHILDREN] = {0};
+    size_t k = 0, n_need = 0;
+    for (size_t i = 0; i < in->n_children; i++) {
+        if ((i < st->lo || i >= st->hi) && !measured[i]) {
+            need[i] = 1;
+            n_need++;
+            if (!in->children[i].enabled) {
+                out->enable[k++] = i;
+            }
+        }
+    }
+    if (k > 0 && !in->exhausted) {
+        out->n_enable = k;
+        out->action = SEARCH_ENABLE;
+        st->steps++;
+        reason_enable(in, out,
+                      "bisection infers the suspects from the others, which must all be "
+                      "measured");
+        return BIS_RETURN;
+    }
+    if (n_need > 0) {
+        search__check_samples(in, p, need, &out->result);
+        finish(out);
+        return BIS_RETURN;
+    }
+    if (!search__enough(&in->stats, p)) {
+        out->result.verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
+        snprintf(out->result.reason, sizeof out->result.reason,
+                 "%s at %s: it has too few samples itself to infer the unmeasured half",
+                 in->exhausted ? "inconclusive" : "waiting for samples", xname);
+        finish(out);
+        return BIS_RETURN;
+    }
+    return BIS_NARROWED;
+}
+
+/* The halves [lo, mid) and [mid, hi) compared by their per-child averages (so that the
+ * halves of an odd range compare fairly): the range moves to the worse one, or a tie is
+ * diffuse at X (waiting for more windows first). */
+static enum bis bisect_compare(const struct search_input *in, const struct search_params *p,
+                               struct search_state *st, const unsigned char *measured,
+                               struct search_step *out, const char *xname, int *rc) {
+    size_t lo = st->lo, hi = st->hi, mid = lo + (hi - lo) / 2;
+    double ta, ha, tb, hb;
+    int ia, ib;
+    *rc = block_total(in, p, measured, lo, mid, &ta, &ha, &ia);
+    if (*rc == DQ_OK) {
+        *rc = block_total(in, p, measured, mid, hi, &tb, &hb, &ib);
+    }
+    if (*rc != DQ_OK) {
+        return BIS_RETURN;
+    }
+    double na = (double)(mid - lo), nb = (double)(hi - mid);
+    double aa = ta / na, ab = tb / nb, haa = ha / na, hab = hb / nb;
+    if (aa - ab > haa + hab) {
+        st->hi = mid;
+        return BIS_NARROWED;
+    }
+    if (ab - aa > haa + hab) {
+        st->lo = mid;
+        return BIS_NARROWED;
+    }
+    uint32_t w = in->stats.windows;
+    for (size_t i = lo; i < mid; i++) {
+        w = in->children[i].stats.windows < w ? in->children[i].stats.windows : w;
+    }
+    char ra[2 * DQ_DIAGRAM_MAX_NAME + 8], rb[2 * DQ_DIAGRAM_MAX_NAME + 8];
+    char va[96], vb[96];
+    range_name(in, lo, mid, ra, sizeof ra);
+    range_name(in, mid, hi, rb, sizeof rb);
+    fmt_avg(in, aa, haa, va, sizeof va);
+    fmt_avg(in, ab, hab, vb, sizeof vb);
+    int wait = !in->exhausted && w < p->diffuse_min_windows;
+    out->result.verdict = wait ? SEARCH_NEED_SAMPLES : SEARCH_DIFFUSE;
+    out->result.reason[0] = '\0';
+    search__append(out->result.reason, sizeof out->result.reason,
+                   "%s at %s: neither half dominates its %s: %s average %s per child%s, %s "
+                   "average %s per child%s; their 95 %% intervals overlap",
+                   wait ? "waiting for more windows" : "diffuse", xname,
+                   search_problem_name(in->problem), ra, va, ia ? " (inferred)" : "", rb, vb,
+                   ib ? " (inferred)" : "");
+    finish(out);
+    return BIS_RETURN;
+}
+
+/* One turn: the range [lo, hi) with more than one suspect. */
+static enum bis bisect_turn(const struct search_input *in, const struct search_params *p,
+                            struct search_state *st, const unsigned char *measured,
+                            struct search_step *out, const char *xname, int *rc) {
+    size_t lo = st->lo, hi = st->hi, mid = lo + (hi - lo) / 2;
+    *rc = DQ_OK;
+    /* The first half must be measured directly. */
+    if (list_disabled(in, lo, mid, out) > 0) {
+        if (in->exhausted) {
+            return BIS_OUT;
+        }
+        out->action = SEARCH_ENABLE;
+        st->steps++;
+        char r[2 * DQ_DIAGRAM_MAX_NAME + 8], why[2 * DQ_DIAGRAM_MAX_NAME + 96];
+        range_name(in, mid, hi, r, sizeof r);
+        why[0] = '\0';
+        search__append(why, sizeof why,
+                       "bisection: the first half of the suspects; %s is inferred from %s "
+                       "minus the measured children",
+                       r, xname);
+        reason_enable(in, out, why);
+        return BIS_RETURN;
+    }
+    unsigned char need[SEARCH_MAX_CHILDREN] = {0};
+    size_t n_need = 0;
+    for (size_t i = lo; i < mid; i++) {
+        need[i] = 1;
+        n_need += !measured[i];
+    }
+    if (n_need > 0) {
+        search__check_samples(in, p, need, &out->result);
+        finish(out);
+        return BIS_RETURN;
+    }
+    int second_all = 1;
+    for (size_t i = mid; i < hi; i++) {
+        second_all &= measured[i];
+    }
+    if (!second_all) {
+        enum bis b = bisect_others(in, p, st, measured, out, xname);
+        if (b != BIS_NARROWED) {
+            return b;
+        }
+    }
+    return bisect_compare(in, p, st, measured, out, xname, rc);
+}
+
 static int bisect_step(const struct search_input *in, const struct search_params *p,
                        struct search_state *st, struct search_step *out) {
     if (!bisectable(in, p)) {
@@ -226,144 +400,14 @@ static int bisect_step(const struct search_input *in, const struct search_params
         measured[i] = (unsigned char)search__enough(&in->children[i].stats, p);
     }
     for (;;) {
-        size_t lo = st->lo, hi = st->hi;
-        if (hi - lo == 1) {
-            /* One suspect left: measure it, then decide among the measured children. */
-            if (!in->children[lo].enabled) {
-                if (in->exhausted) {
-                    break;
-                }
-                out->enable[0] = lo;
-                out->n_enable = 1;
-                out->action = SEARCH_ENABLE;
-                st->steps++;
-                reason_enable(in, out,
-                              "bisection narrowed the problem to it; confirm it "
-                              "with its own numbers");
-                return DQ_OK;
-            }
-            if (!measured[lo]) {
-                unsigned char only[SEARCH_MAX_CHILDREN] = {0};
-                only[lo] = 1;
-                search__check_samples(in, p, only, &out->result);
-                finish(out);
-                return DQ_OK;
-            }
-            int rc = search__decide(in, p, measured, &out->result);
-            if (rc == DQ_OK) {
-                finish(out);
-            }
+        int rc = DQ_OK;
+        enum bis b = st->hi - st->lo == 1 ? bisect_last(in, p, st, measured, out, &rc)
+                                          : bisect_turn(in, p, st, measured, out, xname, &rc);
+        if (b == BIS_RETURN) {
             return rc;
         }
-        size_t mid = lo + (hi - lo) / 2;
-        /* The first half must be measured directly. */
-        if (list_disabled(in, lo, mid, out) > 0) {
-            if (in->exhausted) {
-                break;
-            }
-            out->action = SEARCH_ENABLE;
-            st->steps++;
-            char r[2 * DQ_DIAGRAM_MAX_NAME + 8], why[2 * DQ_DIAGRAM_MAX_NAME + 96];
-            range_name(in, mid, hi, r, sizeof r);
-            why[0] = '\0';
-            search__append(why, sizeof why,
-                           "bisection: the first half of the suspects; %s is "
-                           "inferred from %s minus the measured children",
-                           r, xname);
-            reason_enable(in, out, why);
-            return DQ_OK;
-        }
-        unsigned char need[SEARCH_MAX_CHILDREN] = {0};
-        size_t n_need = 0;
-        for (size_t i = lo; i < mid; i++) {
-            need[i] = 1;
-            n_need += !measured[i];
-        }
-        if (n_need > 0) {
-            search__check_samples(in, p, need, &out->result);
-            finish(out);
-            return DQ_OK;
-        }
-        int second_all = 1;
-        for (size_t i = mid; i < hi; i++) {
-            second_all &= measured[i];
-        }
-        if (!second_all) {
-            /* Inferring the second half needs X and every child outside it measured;
-             * those outside the range normally are (see the invariant above), unless a
-             * probe was disabled meanwhile. */
-            memset(need, 0, sizeof need);
-            size_t k = 0;
-            for (size_t i = 0; i < in->n_children; i++) {
-                if ((i < lo || i >= hi) && !measured[i]) {
-                    need[i] = 1;
-                    n_need++;
-                    if (!in->children[i].enabled) {
-                        out->enable[k++] = i;
-                    }
-                }
-            }
-            if (k > 0 && !in->exhausted) {
-                out->n_enable = k;
-                out->action = SEARCH_ENABLE;
-                st->steps++;
-                reason_enable(in, out,
-                              "bisection infers the suspects from the others, "
-                              "which must all be measured");
-                return DQ_OK;
-            }
-            if (n_need > 0) {
-                search__check_samples(in, p, need, &out->result);
-                finish(out);
-                return DQ_OK;
-            }
-            if (!search__enough(&in->stats, p)) {
-                out->result.verdict = in->exhausted ? SEARCH_INCONCLUSIVE : SEARCH_NEED_SAMPLES;
-                snprintf(out->result.reason, sizeof out->result.reason,
-                         "%s at %s: it has too few samples itself to infer the unmeasured "
-                         "half",
-                         in->exhausted ? "inconclusive" : "waiting for samples", xname);
-                finish(out);
-                return DQ_OK;
-            }
-        }
-        double ta, ha, tb, hb;
-        int ia, ib, rc = block_total(in, p, measured, lo, mid, &ta, &ha, &ia);
-        if (rc == DQ_OK) {
-            rc = block_total(in, p, measured, mid, hi, &tb, &hb, &ib);
-        }
-        if (rc != DQ_OK) {
-            return rc;
-        }
-        /* Per-child averages, so that the halves of an odd range compare fairly. */
-        double na = (double)(mid - lo), nb = (double)(hi - mid);
-        double aa = ta / na, ab = tb / nb, haa = ha / na, hab = hb / nb;
-        if (aa - ab > haa + hab) {
-            st->hi = mid;
-        } else if (ab - aa > haa + hab) {
-            st->lo = mid;
-        } else {
-            uint32_t w = in->stats.windows;
-            for (size_t i = lo; i < mid; i++) {
-                w = in->children[i].stats.windows < w ? in->children[i].stats.windows : w;
-            }
-            char ra[2 * DQ_DIAGRAM_MAX_NAME + 8], rb[2 * DQ_DIAGRAM_MAX_NAME + 8];
-            char va[96], vb[96];
-            range_name(in, lo, mid, ra, sizeof ra);
-            range_name(in, mid, hi, rb, sizeof rb);
-            fmt_avg(in, aa, haa, va, sizeof va);
-            fmt_avg(in, ab, hab, vb, sizeof vb);
-            int wait = !in->exhausted && w < p->diffuse_min_windows;
-            out->result.verdict = wait ? SEARCH_NEED_SAMPLES : SEARCH_DIFFUSE;
-            out->result.reason[0] = '\0';
-            search__append(out->result.reason, sizeof out->result.reason,
-                           "%s at %s: neither half dominates its %s: %s average %s per child%s, "
-                           "%s average %s per child%s; their 95 %% intervals overlap",
-                           wait ? "waiting for more windows" : "diffuse", xname,
-                           search_problem_name(in->problem), ra, va, ia ? " (inferred)" : "", rb,
-                           vb, ib ? " (inferred)" : "");
-            finish(out);
-            return DQ_OK;
+        if (b == BIS_OUT) {
+            break;
         }
         st->steps++;
     }

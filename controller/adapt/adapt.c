@@ -29,7 +29,11 @@ int adapt_create(const struct adapt_env *env, const struct adapt_options *o, str
     a->env = *env;
     a->opt = *o;
     a->pending_wid = -1;
-    search_params_init(&a->params);
+    if (o->search) {
+        a->params = *o->search;
+    } else {
+        search_params_init(&a->params);
+    }
     a->params.min_instances = (uint64_t)o->min_instances;
     a->params.min_windows = (uint32_t)o->min_windows;
     int rc = adapt__resume(a);
@@ -166,6 +170,7 @@ static void decide_window(struct plan *pl) {
         }
     }
     adapt__sweep(st);
+    adapt__episodes_sweep(pl);
 }
 
 /*

@@ -53,13 +53,15 @@ struct adapt_env {
 
 /* Settings (their meaning and defaults are in settings.h / docs/configuration.md). */
 struct adapt_options {
-    int min_instances;               /* instances a new probe needs before a decision */
-    int min_windows;                 /* windows a new probe needs before a decision */
-    int max_enabled_probes;          /* budget: probes enabled at once (0: no limit) */
-    double max_instances_per_second; /* budget: expansions pause above half of it (0: none) */
-    int deescalate_windows;          /* quiet windows before an investigation's probes go */
-    int investigation_windows;       /* windows one search step may wait before giving up */
-    int snapshot_windows;            /* windows kept before and after a trigger fired */
+    const struct search_params *search; /* the search's tunables (copied; NULL: the defaults
+                                           of search_params_init) */
+    int min_instances;                  /* instances a new probe needs before a decision */
+    int min_windows;                    /* windows a new probe needs before a decision */
+    int max_enabled_probes;             /* budget: probes enabled at once (0: no limit) */
+    double max_instances_per_second;    /* budget: expansions pause above half of it (0: none) */
+    int deescalate_windows;             /* quiet windows before an investigation's probes go */
+    int investigation_windows;          /* windows one search step may wait before giving up */
+    int snapshot_windows;               /* windows kept before and after a trigger fired */
 };
 
 /* Counters (for tests and /metrics). */

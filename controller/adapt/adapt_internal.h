@@ -1,15 +1,20 @@
 /*
  * adapt_internal.h: what the adaptive loop's files share. Nothing outside controller/adapt/
- * includes it.
+ * includes it. The decisions themselves are search/'s (dq_search.h): these files gather
+ * the statistics they need from the core's windows, ask search, and record and act on the
+ * answer.
  *
  *   adapt.c        the round: decide → persist → act, retries, silent sources, person
  *                  actions (diagnose, abort)
  *   plan.c         a round's next state and its effects; persisting and acting on them
- *   triggers.c     triggers with hysteresis (decide)
- *   snapshots.c    ΔQs around a firing (decide)
- *   stats.c        a probe's statistics over windows; the node check (decide)
- *   investigate.c  investigations: observe, search, verdicts, the node split (decide)
- *   deescalate.c   after the verdict: release, de-escalation, a cause that moves (decide)
+ *   triggers.c     triggers with hysteresis
+ *   snapshots.c    ΔQs around a firing
+ *   gather.c       a probe's statistics over windows, the node check's inputs, the search
+ *                  input of an investigation's focus, the node split's
+ *   investigate.c  investigations: open, observe, characterise, one search step
+ *   verdict.c      recording a step's outcome: descend, verdicts and their evidence
+ *   overload.c     overload investigations: the stages' measurements, one overload step
+ *   deescalate.c   after the verdict: release, de-escalation, a cause that moves
  *   resume.c       the state rebuilt from the store at start
  */
 #ifndef DQ_ADAPT_INTERNAL_H
@@ -27,17 +32,11 @@
 #define ADAPT_MAX_SNAPSHOTS 16
 #define ADAPT_MAX_OWNED 1024 /* probes one investigation may have enabled */
 #define ADAPT_SNAPSHOT_PROBES 16
-#define ADAPT_MAX_PROBLEMS 5
+#define ADAPT_MAX_CULPRITS 4 /* culprits one investigation names */
+#define ADAPT_MAX_EPISODES                                                                         \
+    32 /* problems remembered: open ones, and closed ones still in the rings */
 
-/* The node check and the verdicts (docs/diagnosis.md, "The decision table"). */
-#define ADAPT_RECENT_WINDOWS 5    /* what a node looks like now */
-#define ADAPT_BASELINE_WINDOWS 30 /* windows with data a baseline needs, before those */
-#define ADAPT_BASELINE_SPAN 60    /* ... looked for among this many */
-#define ADAPT_Z 3.0               /* a change this many standard errors away is significant */
-#define ADAPT_CONFIRM 2           /* evaluations in a row a verdict must hold */
-#define ADAPT_MIN_EFFECT                                                                           \
-    0.10 /* no reference: the largest contributor leads its                                        \
-            runner-up by this share of the node's total */
+_Static_assert(PROBES_NAME_MAX == SEARCH_NAME_MAX, "a stage's name is a probe's name");
 
 enum trigger_kind { TRIG_QTA, TRIG_LOAD, TRIG_LOST, TRIG_DIVERGENCE, TRIG_CV, TRIG_KIND_COUNT };
 
@@ -50,6 +49,35 @@ struct trigger {
     int fire_after, clear_after;
     int enabled, fired, bad, good;
     int64_t last_wid; /* last window evaluated */
+    int64_t bad_from; /* the first window of the current run of bad ones */
+};
+
+/* The baselines of a problem's probes as they were when it began (baseline.c): immutable,
+ * shared between copies of the state. */
+struct base_snap {
+    char probe[PROBES_NAME_MAX + 1];
+    struct search_stats s; /* pooled windows before the problem (s.observed = obs) */
+    struct dq *obs;        /* their aggregated observed ΔQ */
+    double means[SEARCH_MAX_WINDOW_MEANS];
+    int n_means;
+};
+struct base_set {
+    int refs;
+    int n;
+    struct base_snap snap[];
+};
+
+/*
+ * A problem at `node` (a fired trigger's, or a person's investigation's) from window `from`
+ * until `to` (INT64_MAX while open): the windows in between, of node and everything below
+ * it in the diagram, are never baseline, and while it is open the baselines of those
+ * probes are the ones they had when it began (bases; NULL once closed).
+ */
+struct episode {
+    char node[PROBES_NAME_MAX + 1];
+    int64_t from, to;
+    int64_t trigger_id, inv_id; /* who holds it open (one of them) */
+    struct base_set *bases;
 };
 
 /* The ΔQs of a probe and its neighbours around a trigger, being collected. */
@@ -63,10 +91,6 @@ struct snapshot {
 
 enum inv_state { INV_SEARCHING, INV_CLOSED };
 
-/* A person's investigation first looks at its node (OBSERVE) until the node has the
- * samples to tell what is abnormal; then it searches. A trigger's starts searching. */
-enum inv_phase { PHASE_SEARCH = 0, PHASE_OBSERVE };
-
 /* One investigation in memory; its log is in the store. */
 struct investigation {
     int64_t id; /* provisional (< 0) until its round commits */
@@ -74,9 +98,13 @@ struct investigation {
     char node[PROBES_NAME_MAX + 1];  /* where the problem was seen */
     char focus[PROBES_NAME_MAX + 1]; /* the node being refined now */
     char verdict_node[PROBES_NAME_MAX + 1];
-    char verdict[16]; /* closed: its verdict */
-    enum search_problem problem;
-    int characterised; /* 0 while a person's investigation decides its problem from data */
+    char verdict[16];            /* closed: its verdict */
+    enum search_problem problem; /* meaningful once mode is not OBSERVE */
+    /* what it does (dq_search.h): a person's starts by observing its node (OBSERVE) until
+     * the node has the samples to tell what is abnormal; a trigger's starts searching */
+    enum search_mode mode;
+    int overload_asked; /* opened as an overload investigation (a person asked, or a load
+                           trigger): it weighs the stages once its problem is decided */
     enum search_strategy_id strategy;
     int64_t trigger_id; /* 0: started by a person */
     int64_t hyp_id;     /* the current hypothesis (at focus) */
@@ -87,16 +115,19 @@ struct investigation {
     int unexplained;                    /* closed: windows in a row its verdict no longer
                                            explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
+    int64_t recheck_wid;                /* closed: when its verdict was last re-checked */
+    int recheck_holds;                  /* … and what that said (1 holds, 0 not) */
     int paused;
-    enum inv_phase phase;
-    int contributor; /* no reference (QTA, baseline): it follows the largest contributor */
-    int overload;    /* an overload investigation: stages, utilisation, saturation */
-    struct overload_prev *ov_prev; /* … the stages of the levels above its focus (shared) */
+    struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
     int released;                  /* its probes were released (or handed over): it is done */
-    /* a verdict is acted on once it held ADAPT_CONFIRM evaluations in a row */
-    int pending_verdict, pending_child, pending_count;
-    int64_t pending_from; /* … and the windows since it was first seen say the same */
-    int fresh_child;
+    struct search_confirm confirm; /* the verdict waiting for confirmation */
+    double shape_level;            /* shape: the level at which the node's mass moved */
+    /* every culprit (culprits.c): those found so far, each with the sibling it is judged
+     * against when it has no baseline of its own ("" when it has one) */
+    char culprits[ADAPT_MAX_CULPRITS][PROBES_NAME_MAX + 1];
+    char culprit_ref[ADAPT_MAX_CULPRITS][PROBES_NAME_MAX + 1];
+    int n_culprits;
+    char culprit_parent[PROBES_NAME_MAX + 1]; /* the first culprit's parent */
     char also[160]; /* other problems the node check saw ("variance, divergence") */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
@@ -110,6 +141,8 @@ struct adapt_state {
     int n_snaps;
     struct investigation *inv[ADAPT_MAX_INVESTIGATIONS];
     int n_inv;
+    struct episode episodes[ADAPT_MAX_EPISODES];
+    int n_episodes;
     uint64_t last_instances; /* instances_total at the previous window */
     double rate;             /* instances per second over the last window */
     int congested;
@@ -269,12 +302,13 @@ void adapt__snapshot_start(struct plan *pl, const struct trigger *t, int64_t inv
 /* Adds window pl->wid to every snapshot being collected; completes those that are done. */
 void adapt__run_snapshots(struct plan *pl);
 
-/* ---- stats.c ------------------------------------------------------------------------------ */
+/* ---- gather.c ----------------------------------------------------------------------------- */
 
 struct node_stats {
     struct search_stats s;
     struct dq *obs;  /* aggregated observed ΔQ (owned) */
     struct dq *calc; /* aggregated calculated ΔQ (owned) */
+    struct dq *base; /* the baseline's aggregated observed ΔQ, when set (owned) */
 };
 
 /*
@@ -285,57 +319,55 @@ struct node_stats {
  * p gives empty statistics. Release with adapt__node_stats_release.
  */
 void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns);
+/* The same without the windows for which skip(ctx, wid) says 1. */
+void adapt__gather_where(const struct probe *p, int64_t from, int64_t to,
+                         int (*skip)(void *ctx, int64_t wid), void *ctx, struct node_stats *ns);
 void adapt__node_stats_release(struct node_stats *ns);
-
-/* Mean and within-window variance (ok-weighted mean of the windows' own variances) of p
- * over windows from ≤ wid < to, and the ok instances behind them. */
-void adapt__within(const struct probe *p, int64_t from, int64_t to, double *mean, double *var,
-                   double *n);
 
 /* A node's statistics as JSON (new reference). */
 json_t *adapt__stats_json(const char *name, const struct search_stats *s);
 
-struct adapt_problem {
-    enum search_problem kind;
-    double z; /* how significant */
-    char why[200];
+/* The node check (search_check) of probe p over its windows since `from`: the last
+ * SEARCH_RECENT_WINDOWS before pl->upto, then twice and four times as many when those show
+ * nothing (three looks, each at search_z_looks(3)), each against the baseline before it;
+ * with no baseline before them, up to SEARCH_BASELINE_WINDOWS of "now". Baselines are
+ * adapt__baseline's. rfrom (may be NULL): the first window of the range c judged. */
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom);
+json_t *adapt__check_json(const char *node, const struct search_check *c);
+
+/* search_load_rose over p's windows before pl->upto (search_rate_latency_z of their rates
+ * and means), with the check c (may be NULL) and `looks` as there. */
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
+                     int looks, char *why, size_t cap);
+
+/* The search input for the focus of an investigation. */
+struct focus_input {
+    struct search_input in;
+    struct search_child kids[SEARCH_MAX_CHILDREN];
+    struct node_stats kstats[SEARCH_MAX_CHILDREN];
+    struct node_stats xstats;
+    int kid_nodes[SEARCH_MAX_CHILDREN];
 };
 
-/* What the node check found at a node (stats.c explains the rules). */
-struct adapt_check {
-    int has_qta, has_baseline, has_calculated;
-    double zt;                    /* the z a problem needed */
-    struct search_stats recent;   /* the node over its recent windows (no ΔQs) */
-    struct search_stats baseline; /* … and over the windows before them */
-    int n;
-    struct adapt_problem p[ADAPT_MAX_PROBLEMS]; /* most significant first */
-};
+/* Fills fi for inv's focus over windows ≥ from (DQ_ENOTFOUND, DQ_EINVAL); release with
+ * adapt__focus_input_release. */
+int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
+                       struct focus_input *fi);
+void adapt__focus_input_release(struct focus_input *fi);
 
-/* Checks probe p over its windows since `from` (the last ADAPT_RECENT_WINDOWS before
- * pl->upto, then twice and four times as many when those show nothing; with no baseline
- * before them, up to ADAPT_BASELINE_WINDOWS) against its QTA, its baseline and its
- * calculated ΔQ. */
-void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct adapt_check *c);
-json_t *adapt__check_json(const char *node, const struct adapt_check *c);
+/* An evaluator of the diagram with every probe on its own grid (NULL: no diagram, no
+ * probe, or no memory). */
+struct dq_eval *adapt__what_if_eval(struct adapt *a, const struct dq_diagram *g);
 
-/* How clearly p's latency rises with its arrival rate over its windows (Spearman's rank
- * correlation of the windows' rates and means, as a z; 0 with fewer than 10 windows). */
-double adapt__rate_latency_z(struct plan *pl, const struct probe *p);
-/* The z from which it counts when the caller looks `looks` times (≥ 1) at data that
- * grows between looks: the one-look false alarm rate (as the node check's) shared among
- * the looks (Bonferroni; conservative, since successive looks share most windows). */
-double adapt__rate_latency_zt(int looks);
-/* 1 when p's latency went up with its load: its windows' means rise with their rates
- * (adapt__rate_latency_z), or (with a baseline in c; c may be NULL) its arrivals per
- * window rose by a fifth or more against the baseline, significantly; `looks` as for
- * adapt__rate_latency_zt (3 for a decision taken once, as the node check's three
- * horizons; the windows a step may wait for one taken at every window). why: the sentence. */
-int adapt__load_rose(struct plan *pl, const struct probe *p, const struct adapt_check *c, int looks,
-                     char *why, size_t cap);
-/* 1 for a problem kind a load can cause, which turns into an overload investigation when
- * the latency rises with the arrivals: latency, QTA, variance (a queue stretches the
- * tail). Lost and divergence stay what they are. */
-int adapt__load_shaped(int problem);
+#define ADAPT_MAX_SPLIT (PROBES_MAX_NODES + 1)
+
+/* The nodes (Erlang nodes, hosts) that report probe `name`, as children of a search input
+ * for the node split over windows ≥ from: each node's statistics, weights by instances,
+ * and `include` set for those with params.min_instances. Returns the number of nodes
+ * (0 when the probe is not split). */
+int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct search_child *kids,
+                        unsigned char *include, int *weighed);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 
@@ -349,15 +381,6 @@ struct adapt_open {
     int64_t follows;    /* the investigation this one supersedes, 0 none */
     const char *why;    /* … and why */
     int overload;       /* an overload investigation (a person asked, or a load trigger) */
-};
-
-/* The search input for the focus of an investigation. */
-struct focus_input {
-    struct search_input in;
-    struct search_child kids[SEARCH_MAX_CHILDREN];
-    struct node_stats kstats[SEARCH_MAX_CHILDREN];
-    struct node_stats xstats;
-    int kid_nodes[SEARCH_MAX_CHILDREN];
 };
 
 /* The problem kind of inv as stored ("unknown" until it is decided). */
@@ -385,72 +408,54 @@ void adapt__step(struct plan *pl, struct investigation *inv);
  * closed yet). */
 void adapt__focus_on(struct adapt *a, struct investigation *inv, const char *node, int64_t hyp,
                      int64_t upto);
-/* Fills fi for inv's focus over windows ≥ from (DQ_ENOTFOUND, DQ_EINVAL); release with
- * adapt__focus_input_release. */
-int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
-                       struct focus_input *fi);
-void adapt__focus_input_release(struct focus_input *fi);
+/* SEARCH_ENABLE: expand the focus with the step's children, unless the budget says pause. */
+void adapt__expand(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                   const struct search_step *step);
+/* 1 when a round's step of inv has the window it needs: the focus and its enabled children
+ * had data (else the search waits, and the window does not count); counts the window. */
+int adapt__window_counts(struct plan *pl, struct investigation *inv, const struct focus_input *fi);
+
+/* ---- verdict.c ------------------------------------------------------------------------------ */
+
 /* Closes inv with a verdict (node: where, NULL for none) and its evidence (taken). */
 void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
                   json_t *evidence);
+/* Closes inv "aborted" with dq_last_error() and releases what it enabled. */
+void adapt__aborted_on_error(struct plan *pl, struct investigation *inv);
+/* Closes inv healthy (reason: one sentence) and releases what it enabled at once. */
+void adapt__healthy(struct plan *pl, struct investigation *inv, const char *reason,
+                    json_t *evidence);
+/* A search verdict of inv's focus (search_result r over fi): descend, or close with it. */
+void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                    const struct search_result *r);
+/* The attribution behind r as JSON (new reference). */
+json_t *adapt__attribution_json(const struct search_input *in, const struct search_result *r);
+/* Inconclusive without data at inv's node: the sentence (with the check's counts). */
+void adapt__inconclusive_no_data(struct plan *pl, struct investigation *inv,
+                                 const struct search_check *c);
 
 /* ---- overload.c ---------------------------------------------------------------------------- */
-
-/* One stage of an overload evaluation (overload.c explains the estimators). */
-struct overload_stage {
-    char name[PROBES_NAME_MAX + 1];
-    char parent[PROBES_NAME_MAX + 1]; /* the node whose child it is */
-    int64_t to;                       /* first window after those it was measured over */
-    double lambda;                    /* its arrivals per second over those windows */
-    double share;                     /* λ / the investigation node's λ */
-    double w;                         /* its mean sojourn, s */
-    double service;                   /* S, s */
-    int servers;                      /* c */
-    const char *servers_from;         /* "config", "inferred" (a lower bound), "assumed" (1) */
-    double rho, rho_lo, rho_hi;
-    double rho_busy, rho_little; /* mmc: its two readings (NAN otherwise) */
-    double sat;                  /* c/S: the arrivals per second that saturate it */
-    double sat_root;             /* … in arrivals of the investigation's node: sat / share */
-    const char *method;          /* "busy", "baseline", "mmc" */
-    int has_children;            /* it has finer probes */
-    int co;                      /* a co-bottleneck: its ρ interval reaches the bottleneck's */
-    struct dq *obs; /* its observed ΔQ over those windows (owned by whoever holds it) */
-};
 
 /* The stages an overload investigation weighed at the levels above its focus (all but the
  * one it descended into), shared between copies of the investigation (immutable). */
 struct overload_prev {
     int refs;
     int n;
-    struct overload_stage st[];
+    struct search_stage st[];
 };
 struct overload_prev *adapt__overload_prev_ref(struct overload_prev *p);
 void adapt__overload_prev_unref(struct overload_prev *p);
-
-struct overload_result {
-    int n;                     /* stages: the earlier levels' (first), then the focus's */
-    int first_current;         /* index of the first of the focus's children */
-    struct overload_stage *st; /* n entries (owned; their obs borrowed) */
-    int bottleneck, n_co;
-    double lambda_root; /* the investigation node's arrivals per second */
-    double saturation;  /* … at which the first (co-)bottleneck saturates */
-    double qta_rate;    /* … at which its QTA fails; NAN when unknown */
-    double onset;       /* … from which its observed and calculated diverge; NAN: unknown */
-};
-
-/* Weighs inv's stages: its focus's children (whose statistics fi holds) and the stages of
- * the levels above. DQ_ESTATE when a child has no statistics yet; DQ_ENOMEM. */
-int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
-                    struct overload_result *r);
-void adapt__overload_result_release(struct overload_result *r);
-/* The stages to carry down when inv descends into r's bottleneck: every stage of r but
- * that one (a new reference; NULL on no memory). */
-struct overload_prev *adapt__overload_carry(const struct overload_result *r);
 /* The stages of an "overload" object (a descent's, as stored) but `descended`, without
  * their ΔQs: what a resumed investigation carries down (NULL on no memory). */
 struct overload_prev *adapt__overload_prev_from_json(const json_t *overload, const char *descended);
-/* The verdict's "overload" object (new reference). */
-json_t *adapt__overload_json(const struct overload_result *r);
+
+/*
+ * One step of an overload investigation: the focus's children (enabled as the `children`
+ * strategy does, with SEARCH_OVERLOAD_MIN_WINDOWS windows each) are its stages, weighed
+ * with the stages of the levels above; a lone bottleneck with finer probes is descended
+ * into, otherwise the verdict is `overload`, with every stage's numbers.
+ */
+void adapt__overload_step(struct plan *pl, struct investigation *inv, struct focus_input *fi);
 
 /* ---- deescalate.c ------------------------------------------------------------------------- */
 
@@ -466,6 +471,62 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
 void adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Removes the released investigations from st. */
 void adapt__sweep(struct adapt_state *st);
+
+/* ---- culprits.c --------------------------------------------------------------------------- */
+
+/*
+ * A localized verdict at `culprit` (its runner-up sibling `runner`, the reference when it
+ * has no baseline of its own): how much of the change at inv's node the culprits found so
+ * far explain, through the diagram with each put back to its reference (a what-if). When a
+ * material part remains unexplained, the search goes on from the node for another culprit
+ * (a "culprit" hypothesis; returns 1); otherwise ev gets "culprits" (each with the share it
+ * explains) and "unexplained", reason a sentence, and the verdict closes (returns 0).
+ */
+int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
+                         const char *runner, json_t *ev, char *reason, size_t cap);
+/* The search found nothing more after culprits: ev and reason say which were found; returns
+ * the first culprit (the verdict's node), or NULL when there are none. */
+const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, json_t *ev,
+                                  char *reason, size_t cap);
+/* While inv searches for another culprit: each child's mean in fi less what the culprits
+ * found put into it (the what-if's difference), weighed as a latency problem, so that the
+ * search weighs the rest. */
+void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
+                            struct focus_input *fi);
+
+/* ---- baseline.c ------------------------------------------------------------------------ */
+
+/* 1 when probe `name` is node i of diagram g or below it. */
+int adapt__below(const struct dq_diagram *g, int i, const char *name);
+
+/* Opens the problem of trigger_id or inv_id (one of them non-zero) at node from window
+ * `from`, taking the baselines of node and the enabled probes below it as they are; once
+ * per owner. */
+void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
+                         int64_t inv_id);
+/* The problem of a trigger found fired at start (the rings are empty: no baselines). */
+void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t from,
+                           int64_t trigger_id);
+/* Closes it (its windows stay out of baselines while the rings hold them). */
+void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id);
+/* The first window of the open problem of trigger_id or inv_id; −1 when none. */
+int64_t adapt__episode_from(const struct adapt_state *st, int64_t trigger_id, int64_t inv_id);
+/* Forgets closed problems whose windows have left every ring. */
+void adapt__episodes_sweep(struct plan *pl);
+/* Releases the references of a state's episodes (state copies take their own). */
+void adapt__episodes_release(struct adapt_state *st);
+void adapt__episodes_ref(struct adapt_state *st);
+
+/*
+ * The baseline of probe p for a range that starts at window `end`: when an open problem
+ * covers p (at p or above it) and began before `end`, p's baseline from when it began
+ * (none when p had none then: a probe enabled after the problem began is judged against its
+ * siblings); otherwise p's windows in [end − SEARCH_BASELINE_SPAN, end) that no problem
+ * covered. Fills ns (release with adapt__node_stats_release) and, when means is not NULL,
+ * the windows' means (at most SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
+ */
+int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct node_stats *ns,
+                    double *means, int *n_means);
 
 /* ---- resume.c ----------------------------------------------------------------------------- */
 

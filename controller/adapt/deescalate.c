@@ -37,7 +37,7 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
  * verdict and the runner-up's then; 0 when it does not; −1 when that cannot be told
  * (another verdict, a restart without those numbers, or too few samples).
  */
-static int verdict_holds(struct plan *pl, const struct investigation *inv) {
+static int verdict_holds(struct plan *pl, const struct investigation *inv, double *now) {
     if (strcmp(inv->verdict, "localized") != 0 || !inv->verdict_node[0] ||
         !core_diagram(pl->a->env.core) || !isfinite(inv->verdict_value) ||
         !isfinite(inv->runner_value)) {
@@ -61,8 +61,8 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv) {
             include[j] = 1;
             if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
                 attr->c[j].included) {
-                double mid = 0.5 * (inv->verdict_value + inv->runner_value);
-                holds = attr->c[j].value > mid;
+                holds = search_still_holds(attr->c[j].value, inv->verdict_value, inv->runner_value);
+                *now = attr->c[j].value;
             }
             break;
         }
@@ -78,13 +78,98 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv) {
     return holds;
 }
 
-/* 1 when the problem of closed investigation inv is still there (see the top). */
-static int problem_persists(struct plan *pl, const struct investigation *inv) {
+/* "12 ms" (the unit of the problem an attribution value is in). */
+static void value_words(enum search_problem p, double v, char *buf, size_t cap) {
+    if (p == SEARCH_LOST) {
+        snprintf(buf, cap, "%.2g %% lost", 100.0 * v);
+    } else if (p == SEARCH_VARIANCE) {
+        snprintf(buf, cap, "%.3g ms²", v * 1e6);
+    } else if (p == SEARCH_DIVERGENCE) {
+        snprintf(buf, cap, "KS D %.2g", v);
+    } else {
+        snprintf(buf, cap, "%.3g ms", v * 1e3);
+    }
+}
+
+/*
+ * Records that a closed investigation's verdict was re-checked (a "recheck" hypothesis and
+ * a log line): when the verdict first holds (or stops holding) after it was given, and then
+ * every investigation_windows windows while that stays so. why: what was checked.
+ */
+static void recheck(struct plan *pl, struct investigation *inv, int holds, const char *why) {
+    int changed = inv->recheck_wid == 0 || inv->recheck_holds != holds;
+    if (!changed && pl->upto - inv->recheck_wid < pl->a->opt.investigation_windows) {
+        return;
+    }
+    inv->recheck_wid = pl->upto;
+    inv->recheck_holds = holds;
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->verdict_node[0] ? inv->verdict_node : inv->node,
+                      "recheck", NULL, json_pack("{s:s,s:b}", "reason", why, "holds", holds), NULL);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
+}
+
+/* The re-check of a localized verdict: its culprit against what it had at the verdict. */
+static int recheck_culprit(struct plan *pl, struct investigation *inv, const char *keep,
+                           int record) {
+    double now = NAN;
+    int holds = verdict_holds(pl, inv, &now);
+    if (holds < 0 || !record) {
+        return holds;
+    }
+    char v[48], at[48], mid[48], why[PROBES_NAME_MAX * 2 + 400];
+    value_words(inv->problem, now, v, sizeof v);
+    value_words(inv->problem, inv->verdict_value, at, sizeof at);
+    value_words(inv->problem, 0.5 * (inv->verdict_value + inv->runner_value), mid, sizeof mid);
+    snprintf(why, sizeof why,
+             holds ? "%s still holds the problem (%s now, %s at the verdict; it would be back "
+                     "to normal below %s, midway to the runner-up's then): %s"
+                   : "%s is back to normal (%s now, %s at the verdict, below %s, midway to the "
+                     "runner-up's then)%s",
+             inv->verdict_node, v, at, mid, holds ? keep : "");
+    recheck(pl, inv, holds, why);
+    return holds;
+}
+
+/* A person's investigation whose node had a reference: is the node still abnormal against
+ * its baseline from before the problem? 1 yes, 0 no (with the check's sentence in why). */
+static int node_still_abnormal(struct plan *pl, const struct investigation *inv, char *why,
+                               size_t cap) {
+    struct search_check c;
+    adapt__check_node(pl, adapt__probe(pl->a, inv->node), pl->upto - SEARCH_RECENT_WINDOWS, &c,
+                      NULL);
+    if (c.n > 0) {
+        snprintf(why, cap,
+                 "%s is still abnormal against its baseline from before the problem "
+                 "(%s: %s): the investigation keeps its probes",
+                 inv->node, search_problem_name(c.p[0].kind), c.p[0].why);
+        return 1;
+    }
+    snprintf(why, cap,
+             "%s is back to normal against its baseline from before the problem "
+             "(mean %.3g ms against %.3g ms before, %.2g %% lost against %.2g %%)",
+             inv->node, c.recent.mean * 1e3, c.baseline.mean * 1e3,
+             100.0 * search_stats_lost(&c.recent), 100.0 * search_stats_lost(&c.baseline));
+    return 0;
+}
+
+/* 1 when the problem of closed investigation inv is still there (see the top); record: say
+ * so (recheck). */
+static int problem_persists(struct plan *pl, struct investigation *inv, int record) {
     if (inv->trigger_id) {
         const struct trigger *t = trigger_of(pl, inv);
         return t && t->fired;
     }
-    return verdict_holds(pl, inv) == 1;
+    if (strcmp(inv->verdict, "localized") == 0 && adapt__episode_from(&pl->next, 0, inv->id) >= 0) {
+        /* localized, and its node had a reference: the culprit's path is kept until the
+         * node is back to normal */
+        char why[PROBES_NAME_MAX + 600];
+        int abnormal = node_still_abnormal(pl, inv, why, sizeof why);
+        if (record) {
+            recheck(pl, inv, abnormal, why);
+        }
+        return abnormal;
+    }
+    return recheck_culprit(pl, inv, "the investigation keeps its probes", record) == 1;
 }
 
 void adapt__release(struct plan *pl, struct investigation *inv, const char *reason) {
@@ -98,7 +183,7 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
         for (int j = 0; j < st->n_inv; j++) {
             struct investigation *o = st->inv[j];
             shared |= o != inv && !o->released && adapt__owns(o, inv->owned[i]) &&
-                      (o->state == INV_SEARCHING || problem_persists(pl, o));
+                      (o->state == INV_SEARCHING || problem_persists(pl, o, 0));
         }
         if (!p || !adapt__plan_enabled(pl, p) || p->always_on || shared) {
             continue;
@@ -107,6 +192,7 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
         release[n++] = p;
     }
     inv->released = 1;
+    adapt__episode_close(pl, 0, inv->id);
     if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
         json_decref(names);
         return;
@@ -191,8 +277,13 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             /* still explained by the verdict? (−1: cannot tell, assume so). Only while the
              * trigger's condition is still bad: a trigger on its way to clearing is not a
              * cause that moved. */
-            if (t->bad > 0 && verdict_holds(pl, inv) == 0) {
-                if (++inv->unexplained >= ADAPT_CONFIRM) {
+            char keep[PROBES_NAME_MAX + 128];
+            snprintf(keep, sizeof keep,
+                     "the %s trigger on %s stays fired and the verdict stands: no new "
+                     "investigation",
+                     adapt__trigger_kind_name(t->kind), t->probe);
+            if (recheck_culprit(pl, inv, keep, 1) == 0 && t->bad > 0) {
+                if (++inv->unexplained >= SEARCH_CONFIRM) {
                     supersede(pl, inv, t);
                 }
             } else {
@@ -200,7 +291,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             }
             return;
         }
-    } else if (problem_persists(pl, inv)) {
+    } else if (problem_persists(pl, inv, 1)) {
         inv->quiet = 0;
         return;
     }

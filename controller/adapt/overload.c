@@ -1,40 +1,12 @@
 /*
- * overload.c: where a node saturates. Each child of an overload investigation's focus is
- * a *stage*: a station with an arrival rate λ (its instances per second), a mean sojourn
- * W (waiting and service), c servers and a service time S. Its utilisation ρ = λ·S / c
- * comes from, in this order of preference:
+ * overload.c: overload investigations (where does a node saturate?). The maths and the
+ * rules are search/'s (dq_search.h, "queues"); here the loop measures each stage over its
+ * windows (arrivals, busy fraction, completions, quiet windows, configured servers), lets
+ * search estimate and weigh them, carries the stages of the levels above down a descent
+ * (and back from the store after a restart), and records the step: wait, descend into a
+ * lone bottleneck with finer probes, or the `overload` verdict with every stage's numbers.
  *
- *   busy      one server (configured, or assumed when nothing says otherwise): the
- *             fraction of the time it had a request in progress (the union of its
- *             instances' intervals, kept per window by the core). A single FIFO server is
- *             busy exactly then, whatever its service law; S = busy time / completions.
- *   baseline  several servers and quiet windows (its lowest-rate windows, kept across
- *             restarts) at under half today's rate: S = their mean sojourn (at low load
- *             there is hardly any wait).
- *   mmc       several servers and no such baseline: the M/M/c model read twice, from
- *             the busy fraction (the time the station holds any request: 1 − P0(c, ρ))
- *             and from the mean number in it (Little's law, L = λ·W = cρ + C(c, cρ)·ρ/
- *             (1 − ρ), Erlang's C the probability of waiting), each solved for ρ; the
- *             mean of the two, the interval from the mean's error and half their
- *             disagreement. It assumes Poisson arrivals and exponential service; their
- *             departures pull the two readings apart in opposite directions.
- *
- * The servers come from the configuration; without, a quiet baseline infers a pool when
- * λ·S (servers in service on average) clearly exceeds the busy fraction (the time any is
- * in service): c ≥ λ·S / busy, a lower bound. Else one server is assumed, and said.
- *
- * A stage saturates at c/S arrivals per second; the investigation's node (the root)
- * saturates when its arrivals, of which the stage sees the share λ_stage/λ_root, bring
- * the stage there. The bottleneck is the stage with the highest ρ, over the focus's
- * children and the stages of the levels above it (an investigation descends into a lone
- * bottleneck that has finer probes); stages whose ρ is not clearly below the bottleneck's
- * (by ADAPT_Z standard errors of the difference) are co-bottlenecks. With a QTA on the root, the
- * rate at which it will fail is found by evaluating the diagram over the stages' observed ΔQs, each
- * stretched as its queueing model says its sojourn grows at that rate (a what-if on live data). The
- * onset of divergence is the lowest rate from which the root's observed and calculated ΔQs mostly
- * differ, when its windows show it.
- *
- * Everything here only computes: no effect, no I/O.
+ * Everything here only decides: it changes the round's next state and adds effects.
  */
 #include "adapt_internal.h"
 
@@ -45,92 +17,7 @@
 
 #include "dq_error.h"
 
-/* Erlang's C: the probability that an arrival waits at c servers with offered load a =
- * λS (a < c). */
-static double erlang_c(int c, double a) {
-    if (!(a > 0.0)) {
-        return 0.0;
-    }
-    if (a >= (double)c) {
-        return 1.0;
-    }
-    double term = 1.0, sum = 1.0; /* Σ_{k<c} a^k/k! */
-    for (int k = 1; k < c; k++) {
-        term *= a / (double)k;
-        sum += term;
-    }
-    double last = term * a / (double)c; /* a^c/c! */
-    double top = last * (double)c / ((double)c - a);
-    return top / (sum + top);
-}
-
-/* The probability that an M/M/c station at utilisation rho holds any request. */
-static double mmc_busy(int c, double rho) {
-    if (rho >= 1.0) {
-        return 1.0;
-    }
-    double a = (double)c * rho, term = 1.0, sum = 1.0;
-    for (int k = 1; k < c; k++) {
-        term *= a / (double)k;
-        sum += term;
-    }
-    double last = term * a / (double)c / (1.0 - rho); /* a^c / (c! (1 − ρ)) */
-    return 1.0 - 1.0 / (sum + last);
-}
-
-/* The M/M/c utilisation at which the station holds a request a fraction `busy` of the
- * time (bisection). */
-static double mmc_rho_of_busy(int c, double busy) {
-    if (!(busy > 0.0)) {
-        return 0.0;
-    }
-    if (busy >= 1.0) {
-        return 1.0;
-    }
-    double lo = 0.0, hi = 1.0;
-    for (int i = 0; i < 60; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (mmc_busy(c, mid) < busy) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return 0.5 * (lo + hi);
-}
-
-/* The mean number in an M/M/c station at utilisation rho. */
-static double mmc_l(int c, double rho) {
-    if (rho >= 1.0) {
-        return INFINITY;
-    }
-    return (double)c * rho + erlang_c(c, (double)c * rho) * rho / (1.0 - rho);
-}
-
-/* The M/M/c utilisation whose mean number in the station is l (bisection). */
-static double mmc_rho_of_l(int c, double l) {
-    if (!(l > 0.0)) {
-        return 0.0;
-    }
-    double lo = 0.0, hi = 1.0;
-    for (int i = 0; i < 60; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (mmc_l(c, mid) < l) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return 0.5 * (lo + hi);
-}
-
-/* The M/M/c queueing factor of the wait: Wq = S·g(c, ρ), g = C(c, cρ) / (c (1 − ρ)). */
-static double wait_factor(int c, double rho) {
-    if (rho >= 1.0) {
-        return INFINITY;
-    }
-    return erlang_c(c, (double)c * rho) / ((double)c * (1.0 - rho));
-}
+/* ---- measuring a stage --------------------------------------------------------------------- */
 
 /* Arrivals over windows from ≤ wid < to (every window of the range counts, empty or not),
  * and the busy fraction's mean and standard error over those windows. */
@@ -201,217 +88,56 @@ static void quiet_of(const struct probe *p, double *w, double *se, double *rate)
     *rate = r / p->n_quiet;
 }
 
-/* One stage's estimate over the windows from ≤ wid < pl->upto. */
-static void stage_of(struct plan *pl, const struct probe *p, int64_t from, double lambda_root,
-                     const struct search_stats *s, struct overload_stage *st) {
-    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
-    double z = pl->a->params.z;
-    double busy, busy_se, done;
-    double nw, lam_se;
-    rates_of(p, from, pl->upto, window_s, &st->lambda, &busy, &busy_se, &done, &nw, &lam_se);
-    st->to = pl->upto;
-    st->rho_busy = st->rho_little = NAN;
-    st->w = s->n_ok > 0 ? s->mean : NAN;
-    st->share = lambda_root > 0 ? st->lambda / lambda_root : NAN;
-    /* the quiet windows are a low-load baseline only when their load was well below now's */
-    double wq, wq_se, qrate;
-    quiet_of(p, &wq, &wq_se, &qrate);
-    int quiet = isfinite(wq) && qrate <= 0.5 * st->lambda;
-    st->servers = p->servers > 0 ? p->servers : 1;
-    st->servers_from = p->servers > 0 ? "config" : "assumed";
-    if (p->servers <= 0 && quiet && busy > 0.05) {
-        /* servers in service on average (λ·S) over the time any is busy: no fewer than
-         * that many servers; clearly above one, it is a pool */
-        double ratio = st->lambda * wq / busy;
-        if (ratio >= 1.5) {
-            st->servers = (int)ceil(ratio - 0.1);
-            st->servers_from = "inferred";
+/* What was measured of stage p over the windows from ≤ wid < pl->upto (s: its statistics
+ * over those windows). */
+static void stage_obs(struct plan *pl, const struct probe *p, int64_t from, double lambda_root,
+                      const struct search_stats *s, struct search_stage_obs *o) {
+    memset(o, 0, sizeof *o);
+    o->window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
+    rates_of(p, from, pl->upto, o->window_s, &o->lambda, &o->busy, &o->busy_se, &o->completions,
+             &o->windows, &o->lambda_se);
+    o->w = s->n_ok > 0 ? s->mean : NAN;
+    o->w_se = search_stats_mean_se(s);
+    quiet_of(p, &o->quiet_w, &o->quiet_se, &o->quiet_rate);
+    o->servers = p->servers;
+    o->lambda_root = lambda_root;
+    double overtaken = 0.0, instances = 0.0;
+    for (int i = 0; i < p->ring_len; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < pl->upto) {
+            overtaken += (double)w->overtaken;
+            instances += (double)(w->ok + w->fa);
         }
     }
-    if (st->servers == 1) {
-        /* one FIFO server is busy exactly while a request is in the station */
-        st->method = "busy";
-        st->rho = busy;
-        double hw = z * busy_se; /* the windows' own scatter: a queue's load comes in bursts */
-        st->rho_lo = busy - hw;
-        st->rho_hi = busy + hw;
-        st->service = done > 0 ? busy * nw * window_s / done : NAN;
-    } else if (quiet) {
-        st->method = "baseline";
-        st->service = wq;
-        st->rho = st->lambda * wq / st->servers;
-        double rel = hypot(wq > 0 ? wq_se / wq : 0, st->lambda > 0 ? lam_se / st->lambda : 0);
-        st->rho_lo = st->rho * (1 - z * rel);
-        st->rho_hi = st->rho * (1 + z * rel);
-    } else {
-        /* two readings of the M/M/c model: the time the station holds any request (its
-         * busy fraction) is 1 − P0(c, ρ), and the mean number in it (Little's law, L =
-         * λW) is cρ + C(c, cρ)·ρ/(1 − ρ). Arrivals more regular than Poisson leave the
-         * station empty less often (the first reads high) and queue less (the second reads
-         * low); a queue's length also wanders for seconds near saturation, so its mean
-         * over a few windows is noisy. The estimate is their mean; its half-width adds the
-         * mean's own error and half their disagreement (as the model's), in quadrature. */
-        st->method = "mmc";
-        double w_se = search_stats_mean_se(s);
-        double rb = mmc_rho_of_busy(st->servers, busy);
-        double rl = mmc_rho_of_l(st->servers, st->lambda * st->w);
-        double lb = mmc_rho_of_busy(st->servers, busy - z * busy_se);
-        double hb = mmc_rho_of_busy(st->servers, busy + z * busy_se);
-        double ll = mmc_rho_of_l(st->servers, st->lambda * (st->w - z * w_se));
-        double hl = mmc_rho_of_l(st->servers, st->lambda * (st->w + z * w_se));
-        st->rho = 0.5 * (rb + rl);
-        st->rho_busy = rb;
-        st->rho_little = rl;
-        /* the mean's own error, and the readings' disagreement as the model's */
-        double se_b = (hb - lb) / (2.0 * z), se_l = (hl - ll) / (2.0 * z);
-        double hw = hypot(z * 0.5 * hypot(se_b, se_l), 0.5 * (rb - rl));
-        st->rho_lo = st->rho - hw;
-        st->rho_hi = st->rho + hw > 1.0 ? 1.0 : st->rho + hw;
-        st->service = st->lambda > 0 ? st->rho * st->servers / st->lambda : NAN;
-    }
-    st->rho_lo = st->rho_lo > 0 ? st->rho_lo : 0;
-    st->sat = st->service > 0 ? st->servers / st->service : NAN;
-    st->sat_root = st->share > 0 ? st->sat / st->share : NAN;
+    o->servers_observed = search_servers_observed(overtaken, instances, o->lambda, o->w, o->busy);
 }
 
-/* ΔQ d with every delay stretched by k (mass at grid time t moves to k·t; past the
- * horizon it is lost). */
-static int stretch(const struct dq *d, double k, struct dq **out) {
-    int rc = dq_never(d->k, d->n, out);
-    if (rc) {
-        return rc;
-    }
-    for (int i = 0; i < d->n; i++) {
-        double j = floor((double)i * k + 0.5);
-        if (j < (double)d->n) {
-            (*out)->pdf[(int)j] += d->pdf[i];
-        }
-    }
-    return DQ_OK;
-}
-
-/* How much a stage's mean sojourn grows when its utilisation goes from ρ now to ρ then:
- * its measured wait (sojourn − service) scaled by the M/M/c wait factor (for one server,
- * the Pollaczek–Khinchine ratio, whatever the service law); INFINITY at saturation. */
-static double sojourn_growth(const struct overload_stage *st, double rho_then) {
-    if (rho_then >= 1.0) {
-        return INFINITY;
-    }
-    double now = st->rho < 0.999 ? st->rho : 0.999;
-    double wait = st->w - st->service;
-    double g_now = wait_factor(st->servers, now), g_then = wait_factor(st->servers, rho_then);
-    double then;
-    if (wait > 0 && g_now > 0) {
-        then = st->service + wait * g_then / g_now;
-    } else {
-        then = st->service * (1.0 + g_then);
-    }
-    return st->w > 0 ? then / st->w : 1.0;
-}
-
-/* An evaluator of the diagram with every probe on its own grid. */
-static struct dq_eval *what_if_eval(struct adapt *a, const struct dq_diagram *g) {
-    struct dq_eval *ev = NULL;
-    const struct probe *any = NULL;
-    size_t nn = dq_diagram_node_count(g);
-    for (size_t i = 0; i < nn && !any; i++) {
-        any = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
-    }
-    if (!any || dq_eval_create(g, any->k, any->n, &ev) != DQ_OK) {
-        return NULL;
-    }
-    for (size_t i = 0; i < nn; i++) {
-        const struct probe *p = adapt__probe(a, dq_diagram_node(g, (int)i)->name);
-        if (p) {
-            dq_eval_set_grid(ev, (int)i, p->k, p->n);
-        }
-    }
-    return ev;
-}
-
-/*
- * 1 when the root's QTA fails at root arrivals lambda, 0 when it holds, −1 when it cannot
- * be told: every stage's observed ΔQ is stretched as its model says its sojourn grows at
- * that rate, and the diagram composes them up to the root.
- */
-static int qta_fails_at(struct dq_eval *ev, int root, const struct overload_result *r,
-                        const struct dq_qta *qta, double lambda) {
-    struct dq **made = calloc((size_t)r->n, sizeof *made);
-    if (!made) {
-        return -1;
-    }
-    int fails = -1;
-    dq_eval_clear_observed(ev);
-    for (int j = 0; j < r->n; j++) {
-        const struct overload_stage *st = &r->st[j];
-        if (!st->obs || !(st->service > 0) || !isfinite(st->rho)) {
-            goto out;
-        }
-        double k = sojourn_growth(st, st->rho * lambda / r->lambda_root);
-        int rc = isfinite(k) ? stretch(st->obs, k, &made[j])
-                             : dq_never(st->obs->k, st->obs->n, &made[j]);
-        if (rc || dq_eval_set_observed_by_name(ev, st->name, made[j]) != DQ_OK) {
-            goto out;
-        }
-    }
-    if (dq_eval_run(ev) == DQ_OK) {
-        const struct dq *d = dq_eval_calculated(ev, root);
-        struct dq_qta_result q;
-        if (d && dq_qta_eval(d, qta, &q) == DQ_OK) {
-            fails = !q.ok;
-        }
-    }
-out:
-    dq_eval_clear_observed(ev);
-    for (int j = 0; j < r->n; j++) {
-        dq_destroy(made[j]);
-    }
-    free(made);
-    return fails;
-}
-
-/* The root arrivals at which its QTA fails (NAN: it holds up to saturation, or cannot be
- * told): bisection between today's rate and the saturation rate. */
+/* The root arrivals at which its QTA fails (search_qta_rate; NAN when unknown). */
 static double qta_rate(struct plan *pl, const struct investigation *inv,
-                       const struct overload_result *r, const struct dq_qta *qta) {
+                       const struct search_overload *r, const struct dq_qta *qta) {
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
     int root = g ? dq_diagram_find(g, inv->node) : -1;
     if (root < 0 || !(r->lambda_root > 0) || !isfinite(r->saturation)) {
         return NAN;
     }
-    struct dq_eval *ev = what_if_eval(pl->a, g);
+    struct dq_eval *ev = adapt__what_if_eval(pl->a, g);
     if (!ev) {
         return NAN;
     }
-    double rate = NAN;
-    int now = qta_fails_at(ev, root, r, qta, r->lambda_root);
-    if (now == 1) {
-        rate = r->lambda_root; /* failing already */
-    } else if (now == 0 && qta_fails_at(ev, root, r, qta, r->saturation * 0.999) == 1) {
-        double lo = r->lambda_root, hi = r->saturation * 0.999;
-        for (int i = 0; i < 30 && hi - lo > 1e-3 * hi; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (qta_fails_at(ev, root, r, qta, mid) == 1) {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        rate = hi;
-    }
+    double rate = search_qta_rate(ev, root, r, qta);
     dq_eval_destroy(ev);
     return rate;
 }
 
-/*
- * The lowest arrival rate of p from which its windows' observed and calculated ΔQs mostly
- * diverge (KS D over 0.1 and p under alpha): windows sorted by rate, the first diverging
- * one from which at least half do. NAN when fewer than three diverge.
- */
+/* The lowest arrival rate of p from which its windows' observed and calculated ΔQs mostly
+ * diverge (KS D over 0.1 and p under alpha): search_divergence_onset of its windows. */
 static double divergence_onset(struct plan *pl, const struct probe *p) {
     double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
     double rate[256];
-    int div[256], n = 0, total = 0;
+    int div[256], n = 0;
     for (int i = 0; p && i < p->ring_len && n < 256; i++) {
         const struct probe_window *w = probes_ring_get((struct probe *)p, i);
         uint64_t cnt = w->ok + w->fa + w->to + w->out;
@@ -424,35 +150,12 @@ static double divergence_onset(struct plan *pl, const struct probe *p) {
         }
         rate[n] = (double)cnt / window_s;
         div[n] = d > 0.1 && pv < pl->a->params.alpha;
-        total += div[n];
         n++;
     }
-    if (total < 3) {
-        return NAN;
-    }
-    for (int i = 1; i < n; i++) { /* by rate (insertion: at most a ring) */
-        double r = rate[i];
-        int v = div[i], j = i - 1;
-        while (j >= 0 && rate[j] > r) {
-            rate[j + 1] = rate[j];
-            div[j + 1] = div[j];
-            j--;
-        }
-        rate[j + 1] = r;
-        div[j + 1] = v;
-    }
-    int above = 0,
-        diverging = 0; /* from the top down: the lowest start of a mostly-diverging tail */
-    double onset = NAN;
-    for (int i = n - 1; i >= 0; i--) {
-        above++;
-        diverging += div[i];
-        if (div[i] && 2 * diverging >= above) {
-            onset = rate[i];
-        }
-    }
-    return onset;
+    return search_divergence_onset(rate, div, n);
 }
+
+/* ---- the stages above the focus ------------------------------------------------------------- */
 
 struct overload_prev *adapt__overload_prev_ref(struct overload_prev *p) {
     if (p) {
@@ -470,13 +173,9 @@ void adapt__overload_prev_unref(struct overload_prev *p) {
     }
 }
 
-void adapt__overload_result_release(struct overload_result *r) {
-    free(r->st);
-    r->st = NULL;
-    r->n = 0;
-}
-
-struct overload_prev *adapt__overload_carry(const struct overload_result *r) {
+/* The stages to carry down when inv descends into r's bottleneck: every stage of r but that
+ * one, with copies of their ΔQs (a new reference; NULL on no memory). */
+static struct overload_prev *overload_carry(const struct search_overload *r) {
     struct overload_prev *p = calloc(1, sizeof *p + (size_t)r->n * sizeof p->st[0]);
     if (!p) {
         return NULL;
@@ -486,7 +185,7 @@ struct overload_prev *adapt__overload_carry(const struct overload_result *r) {
         if (j == r->bottleneck) {
             continue;
         }
-        struct overload_stage *st = &p->st[p->n++];
+        struct search_stage *st = &p->st[p->n++];
         *st = r->st[j];
         st->co = 0;
         st->obs = NULL;
@@ -498,94 +197,15 @@ struct overload_prev *adapt__overload_carry(const struct overload_result *r) {
     return p;
 }
 
-/*
- * 1 when stage j's ρ is clearly below the bottleneck b's: their difference beyond ADAPT_Z
- * standard errors of it (each stage's from its interval, z standard errors a side). A
- * lone bottleneck is a culprit named: it takes the adaptive loop's evidence for any claim,
- * not only intervals that miss each other (two identical M/M/1/K stations at ρ 0.8, whose
- * busy fractions over 7 windows differed by 0.11 — about 3.2 standard errors of the difference, as
- * the service times drawn happened to fall — were once told apart that way).
- */
-static int clearly_below(const struct overload_stage *j, const struct overload_stage *b, double z) {
-    double sj = (j->rho_hi - j->rho_lo) / (2.0 * z), sb = (b->rho_hi - b->rho_lo) / (2.0 * z);
-    if (!isfinite(sj) || !isfinite(sb)) {
-        return j->rho_hi < b->rho_lo;
-    }
-    return b->rho - j->rho > ADAPT_Z * hypot(sj, sb);
-}
-
-int adapt__overload(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
-                    struct overload_result *r) {
-    memset(r, 0, sizeof *r);
-    r->bottleneck = -1;
-    r->qta_rate = r->onset = r->saturation = NAN;
-    struct adapt *a = pl->a;
-    const struct probe *root = adapt__probe(a, inv->node);
-    double window_s = (double)core_window_ns(a->env.core) * 1e-9;
-    double busy, busy_se, done;
-    double nw, lam_se;
-    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done, &nw,
-             &lam_se);
-    int n_prev = inv->ov_prev ? inv->ov_prev->n : 0;
-    int n_kids = (int)fi->in.n_children;
-    r->st = calloc((size_t)(n_prev + n_kids), sizeof *r->st);
-    if (!r->st) {
-        return dq_fail(DQ_ENOMEM, "no memory for the stages");
-    }
-    for (int j = 0; j < n_prev; j++) {
-        r->st[j] = inv->ov_prev->st[j];
-    }
-    r->first_current = n_prev;
-    r->n = n_prev + n_kids;
-    for (int j = 0; j < n_kids; j++) {
-        const struct probe *kp = adapt__probe(a, fi->kids[j].name);
-        if (!kp || !fi->kids[j].stats.present) {
-            adapt__overload_result_release(r);
-            return dq_fail(DQ_ESTATE, "%s has no statistics yet", fi->kids[j].name);
-        }
-        struct overload_stage *st = &r->st[n_prev + j];
-        snprintf(st->name, sizeof st->name, "%s", kp->name);
-        snprintf(st->parent, sizeof st->parent, "%s", inv->focus);
-        stage_of(pl, kp, inv->eval_from, r->lambda_root, &fi->kids[j].stats, st);
-        st->has_children = fi->kids[j].has_children;
-        st->obs = fi->kstats[j].obs;
-    }
-    for (int j = 0; j < r->n; j++) {
-        if (isfinite(r->st[j].rho) &&
-            (r->bottleneck < 0 || r->st[j].rho > r->st[r->bottleneck].rho)) {
-            r->bottleneck = j;
-        }
-    }
-    if (r->bottleneck < 0) {
-        adapt__overload_result_release(r);
-        return dq_fail(DQ_ESTATE, "no stage to weigh");
-    }
-    const struct overload_stage *b = &r->st[r->bottleneck];
-    r->saturation = b->sat_root;
-    for (int j = 0; j < r->n; j++) {
-        struct overload_stage *st = &r->st[j];
-        st->co = j != r->bottleneck && !clearly_below(st, b, pl->a->params.z);
-        r->n_co += st->co;
-        if (st->co && st->sat_root < r->saturation) {
-            r->saturation = st->sat_root;
-        }
-    }
-    if (root && root->has_qta) {
-        r->qta_rate = qta_rate(pl, inv, r, &root->qta);
-    }
-    r->onset = divergence_onset(pl, root);
-    return DQ_OK;
-}
-
 static json_t *num_or_null(double v) {
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-json_t *adapt__overload_json(const struct overload_result *r) {
+static json_t *overload_json(const struct search_overload *r) {
     json_t *stages = json_array();
     json_t *co = json_array();
     for (int j = 0; j < r->n; j++) {
-        const struct overload_stage *st = &r->st[j];
+        const struct search_stage *st = &r->st[j];
         json_t *o =
             json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:o,s:s,s:o}", "probe", st->name,
                       "parent", st->parent, "rho", num_or_null(st->rho), "rho_low",
@@ -629,7 +249,7 @@ static double num_or_nan(const json_t *o, const char *key) {
 struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
                                                      const char *descended) {
     static const char *const methods[] = {"busy", "baseline", "mmc"};
-    static const char *const sources[] = {"config", "inferred", "assumed"};
+    static const char *const sources[] = {"config", "inferred", "observed", "assumed"};
     const json_t *stages = json_object_get(overload, "stages");
     size_t n = json_array_size(stages);
     struct overload_prev *p = calloc(1, sizeof *p + (n ? n : 1) * sizeof p->st[0]);
@@ -643,7 +263,7 @@ struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
         if (!name || strcmp(name, descended) == 0) {
             continue;
         }
-        struct overload_stage *st = &p->st[p->n++];
+        struct search_stage *st = &p->st[p->n++];
         snprintf(st->name, sizeof st->name, "%s", name);
         const char *parent = json_string_value(json_object_get(o, "parent"));
         snprintf(st->parent, sizeof st->parent, "%s", parent ? parent : "");
@@ -659,7 +279,167 @@ struct overload_prev *adapt__overload_prev_from_json(const json_t *overload,
         st->sat_root = num_or_nan(o, "root_saturation_per_s");
         st->share = st->sat > 0 && st->sat_root > 0 ? st->sat / st->sat_root : NAN;
         st->method = known(json_string_value(json_object_get(o, "method")), methods, 3);
-        st->servers_from = known(json_string_value(json_object_get(o, "servers_from")), sources, 3);
+        st->servers_from = known(json_string_value(json_object_get(o, "servers_from")), sources, 4);
     }
     return p;
+}
+
+/* ---- weighing ----------------------------------------------------------------------------------
+ */
+
+static void overload_release(struct search_overload *r) {
+    free(r->st);
+    r->st = NULL;
+    r->n = 0;
+}
+
+/* Weighs inv's stages: its focus's children (whose statistics fi holds) and the stages of
+ * the levels above. DQ_ESTATE when a child has no statistics yet or none has a ρ;
+ * DQ_ENOMEM. */
+static int weigh(struct plan *pl, const struct investigation *inv, const struct focus_input *fi,
+                 struct search_overload *r) {
+    memset(r, 0, sizeof *r);
+    r->bottleneck = -1;
+    r->qta_rate = r->onset = r->saturation = NAN;
+    struct adapt *a = pl->a;
+    const struct probe *root = adapt__probe(a, inv->node);
+    double window_s = (double)core_window_ns(a->env.core) * 1e-9;
+    double busy, busy_se, done, nw, lam_se;
+    rates_of(root, inv->eval_from, pl->upto, window_s, &r->lambda_root, &busy, &busy_se, &done, &nw,
+             &lam_se);
+    int n_prev = inv->ov_prev ? inv->ov_prev->n : 0;
+    int n_kids = (int)fi->in.n_children;
+    r->st = calloc((size_t)(n_prev + n_kids), sizeof *r->st);
+    if (!r->st) {
+        return dq_fail(DQ_ENOMEM, "no memory for the stages");
+    }
+    for (int j = 0; j < n_prev; j++) {
+        r->st[j] = inv->ov_prev->st[j];
+    }
+    r->first_current = n_prev;
+    r->n = n_prev + n_kids;
+    for (int j = 0; j < n_kids; j++) {
+        const struct probe *kp = adapt__probe(a, fi->kids[j].name);
+        if (!kp || !fi->kids[j].stats.present) {
+            overload_release(r);
+            return dq_fail(DQ_ESTATE, "%s has no statistics yet", fi->kids[j].name);
+        }
+        struct search_stage *st = &r->st[n_prev + j];
+        snprintf(st->name, sizeof st->name, "%s", kp->name);
+        snprintf(st->parent, sizeof st->parent, "%s", inv->focus);
+        struct search_stage_obs o;
+        stage_obs(pl, kp, inv->eval_from, r->lambda_root, &fi->kids[j].stats, &o);
+        search_stage_estimate(&o, pl->a->params.z, st);
+        st->to = pl->upto;
+        st->has_children = fi->kids[j].has_children;
+        st->obs = fi->kstats[j].obs;
+    }
+    if (search_overload_weigh(r, pl->a->params.z) != DQ_OK) {
+        overload_release(r);
+        return DQ_ESTATE;
+    }
+    if (root && root->has_qta) {
+        r->qta_rate = qta_rate(pl, inv, r, &root->qta);
+    }
+    r->onset = divergence_onset(pl, root);
+    return DQ_OK;
+}
+
+/* ---- one step ----------------------------------------------------------------------------------
+ */
+
+/* 1 when every stage (child of the focus) has the samples an overload step needs. */
+static int stages_ready(const struct focus_input *fi, const struct search_params *params) {
+    int ready = fi->in.n_children > 0;
+    for (size_t j = 0; j < fi->in.n_children && ready; j++) {
+        const struct search_stats *ks = &fi->kids[j].stats;
+        ready = ks->present && search_stats_instances(ks) >= params->min_instances &&
+                ks->windows >= (uint32_t)params->min_windows;
+    }
+    return ready;
+}
+
+/* Descends into r's bottleneck (the reason and the stages, ov, as the descent's evidence). */
+static void descend(struct plan *pl, struct investigation *inv, const struct search_overload *r,
+                    const char *reason, json_t *ov) {
+    struct overload_prev *carry = overload_carry(r);
+    if (!carry) {
+        json_decref(ov);
+        pl->failed = 1;
+        return;
+    }
+    adapt__overload_prev_unref(inv->ov_prev);
+    inv->ov_prev = carry;
+    char bname[PROBES_NAME_MAX + 1];
+    snprintf(bname, sizeof bname, "%s", r->st[r->bottleneck].name);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, bname, "descend", json_array(),
+                                    json_pack("{s:s,s:o}", "reason", reason, "overload", ov), NULL);
+    adapt__focus_on(pl->a, inv, bname, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into the bottleneck %s", bname);
+}
+
+/* The weighed stages' outcome: wait, or (once confirmed) descend or the overload verdict. */
+static void act_on(struct plan *pl, struct investigation *inv, const struct search_overload *r,
+                   int exhausted) {
+    enum search_overload_next next = search_overload_next(r, exhausted);
+    if (next == SEARCH_OV_WAIT ||
+        !search_confirm_step(&inv->confirm,
+                             next == SEARCH_OV_DESCEND ? SEARCH_DESCEND : SEARCH_OVERLOAD,
+                             r->bottleneck - r->first_current, pl->wid >= 0, pl->upto)) {
+        return;
+    }
+    char reason[SEARCH_REASON_MAX + 600];
+    search_overload_reason(inv->node, inv->focus, r, reason, sizeof reason);
+    json_t *ov = overload_json(r);
+    if (next == SEARCH_OV_DESCEND) {
+        descend(pl, inv, r, reason, ov);
+        return;
+    }
+    const char *at = search_overload_at(inv->node, inv->focus, r);
+    json_t *ev =
+        json_pack("{s:s,s:s,s:O}", "verdict", "overload", "reason", reason, "overload", ov);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "overload");
+    adapt__hypothesis(pl, inv, inv->hyp_id, at, "verdict", NULL,
+                      json_pack("{s:s,s:o}", "reason", reason, "overload", ov), "overload");
+    adapt__close(pl, inv, "overload", at, ev);
+}
+
+void adapt__overload_step(struct plan *pl, struct investigation *inv, struct focus_input *fi) {
+    struct search_step *step = calloc(1, sizeof *step);
+    if (!step) {
+        pl->failed = 1;
+        return;
+    }
+    struct search_params params = pl->a->params;
+    params.min_windows = params.min_windows < SEARCH_OVERLOAD_MIN_WINDOWS
+                             ? SEARCH_OVERLOAD_MIN_WINDOWS
+                             : params.min_windows;
+    struct search_state st = inv->st;
+    st.strategy = SEARCH_CHILDREN;
+    fi->in.problem = SEARCH_LATENCY;
+    if (search_step(&fi->in, &params, &st, step) != DQ_OK) {
+        adapt__aborted_on_error(pl, inv);
+        free(step);
+        return;
+    }
+    inv->st = st;
+    struct search_overload r;
+    if (step->action == SEARCH_ENABLE) {
+        adapt__expand(pl, inv, fi, step);
+    } else if (!stages_ready(fi, &params)) {
+        /* the stages are weighed once each has its samples, whatever the search would make
+         * of their shares (two identical stages never dominate one another) */
+        if (fi->in.exhausted && step->action == SEARCH_DECIDED) {
+            adapt__decided(pl, inv, fi, &step->result);
+        }
+    } else if (weigh(pl, inv, fi, &r) != DQ_OK) {
+        if (fi->in.exhausted) {
+            adapt__decided(pl, inv, fi, &step->result);
+        }
+    } else {
+        act_on(pl, inv, &r, fi->in.exhausted);
+        overload_release(&r);
+    }
+    free(step);
 }

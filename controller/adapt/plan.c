@@ -99,6 +99,7 @@ static struct investigation *inv_copy(const struct investigation *src) {
 }
 
 void adapt__state_release(struct adapt_state *s) {
+    adapt__episodes_release(s);
     free(s->triggers);
     for (int i = 0; i < s->n_inv; i++) {
         adapt__inv_free(s->inv[i]);
@@ -108,6 +109,7 @@ void adapt__state_release(struct adapt_state *s) {
 
 int adapt__state_copy(struct adapt_state *dst, const struct adapt_state *src) {
     *dst = *src;
+    adapt__episodes_ref(dst);
     dst->triggers = NULL;
     dst->cap_triggers = 0;
     dst->n_inv = 0;
@@ -564,6 +566,10 @@ static void patch_state(struct plan *pl) {
     }
     for (int i = 0; i < s->n_snaps; i++) {
         s->snaps[i].id = resolve(pl, s->snaps[i].id);
+    }
+    for (int i = 0; i < s->n_episodes; i++) {
+        s->episodes[i].inv_id = resolve(pl, s->episodes[i].inv_id);
+        s->episodes[i].trigger_id = resolve(pl, s->episodes[i].trigger_id);
     }
 }
 

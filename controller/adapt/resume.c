@@ -15,7 +15,14 @@
 
 static int load_trigger(void *ctx, const struct store_trigger *row) {
     struct adapt *a = ctx;
-    return adapt__trigger_load(&a->st, row);
+    int rc = adapt__trigger_load(&a->st, row);
+    struct trigger *t = a->st.n_triggers > 0 ? &a->st.triggers[a->st.n_triggers - 1] : NULL;
+    if (rc == DQ_OK && t && t->id == row->id && row->fired && row->fired_ns > 0) {
+        /* still fired: its problem goes on, from its first bad window */
+        t->bad_from = core_window_of(a->env.core, row->fired_ns) - (t->fire_after - 1);
+        adapt__episode_resume(&a->st, t->probe, t->bad_from, t->id);
+    }
+    return rc;
 }
 
 /* Adds (add = 1) or removes the probes named in a hypothesis's JSON list. */
@@ -46,8 +53,11 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         inv->hyp_id = h->id;
         json_error_t err;
         json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
-        if (strcmp(h->action, "root") == 0) { /* asked for as an overload investigation */
-            inv->overload = json_is_true(json_object_get(st, "overload"));
+        if (strcmp(h->action, "root") == 0 && json_is_true(json_object_get(st, "overload"))) {
+            /* opened as an overload investigation: one that knew its problem weighs stages */
+            inv->overload_asked = 1;
+            inv->mode =
+                inv->mode == SEARCH_MODE_OBSERVE ? SEARCH_MODE_OBSERVE : SEARCH_MODE_OVERLOAD;
         }
         const json_t *ov = json_object_get(st, "overload");
         if (json_is_object(ov)) { /* an overload descent: the stages weighed above */
@@ -61,12 +71,16 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     } else if (strcmp(h->action, "check") == 0) {
         /* the problem was decided here: the search starts from this hypothesis */
         inv->hyp_id = h->id;
-        inv->phase = PHASE_SEARCH;
         json_error_t err;
         json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
         const char *mode = json_string_value(json_object_get(st, "mode"));
-        inv->contributor = mode && strcmp(mode, "contributor") == 0;
-        inv->overload |= mode && strcmp(mode, "overload") == 0;
+        if (mode && strcmp(mode, "contributor") == 0) {
+            inv->mode = SEARCH_MODE_CONTRIBUTOR;
+        } else if ((mode && strcmp(mode, "overload") == 0) || inv->overload_asked) {
+            inv->mode = SEARCH_MODE_OVERLOAD;
+        } else {
+            inv->mode = SEARCH_MODE_PROBLEM;
+        }
         json_decref(st);
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
@@ -89,9 +103,9 @@ static struct investigation *rebuild(struct adapt *a, const struct store_investi
     inv->id = row->id;
     snprintf(inv->node, sizeof inv->node, "%s", row->node);
     /* "unknown": a person's investigation still deciding its problem; "none": healthy */
-    inv->characterised = search_problem_parse(row->problem, &inv->problem) == DQ_OK ||
-                         strcmp(row->problem, "none") == 0;
-    inv->phase = inv->characterised ? PHASE_SEARCH : PHASE_OBSERVE;
+    int decided = search_problem_parse(row->problem, &inv->problem) == DQ_OK ||
+                  strcmp(row->problem, "none") == 0;
+    inv->mode = decided ? SEARCH_MODE_PROBLEM : SEARCH_MODE_OBSERVE;
     search_strategy_parse(row->strategy, &inv->strategy);
     inv->trigger_id = row->trigger_id;
     store_hypotheses_of_investigation(a->env.store, inv->id, replay_hypothesis, inv);

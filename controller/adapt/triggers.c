@@ -271,6 +271,9 @@ void adapt__run_triggers(struct plan *pl) {
         t->last_wid = pl->wid;
         int was = t->fired;
         if (bad) {
+            if (t->bad == 0) {
+                t->bad_from = pl->wid;
+            }
             t->bad++;
             t->good = 0;
             if (!t->fired && t->bad >= t->fire_after) {
@@ -285,9 +288,12 @@ void adapt__run_triggers(struct plan *pl) {
         }
         adapt__fx_trigger_state(pl, t);
         if (t->fired && !was) {
+            /* the problem began with the first bad window: baselines end there */
+            adapt__episode_open(pl, t->probe, t->bad_from, t->id, 0);
             /* opening an investigation may not move the array: t stays valid */
             fired(pl, t);
         } else if (!t->fired && was) {
+            adapt__episode_close(pl, t->id, 0);
             adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
                           trigger_names[t->kind], t->probe, t->good);
             adapt__fx_webhook(pl, "trigger_cleared",

@@ -76,6 +76,9 @@ struct probe_window {
                               the intervals of the ok and failed instances that ended in
                               the window (at most the window): a single FIFO server's busy
                               time, whatever its service law */
+    uint64_t overtaken;    /* ok and failed instances that began before one that had ended
+                              earlier, begun later: concurrency (a single FIFO server never
+                              lets a later arrival leave first) */
     struct dq *observed;   /* owned; NULL when the window had no instance */
     struct dq *calculated; /* owned; set by the caller after the diagram ran, or NULL */
 };
@@ -96,7 +99,8 @@ struct probe_slot {
     int64_t busy_seg[PROBES_BUSY_SEGMENTS][2];
     int busy_n;
     int64_t busy_ns;
-    uint32_t *counts; /* n entries */
+    uint64_t overtaken; /* as struct probe_window */
+    uint32_t *counts;   /* n entries */
 };
 
 struct probe_split; /* per-node moments of a probe (internal to probes.c) */
@@ -168,6 +172,9 @@ struct probe {
      * window that began before it counts only from there (its wait overlapped the busy time
      * of instances that ended before the boundary, already counted) */
     int64_t busy_prev_wid, busy_prev_hi;
+    /* the instance seen with the latest start (overtaking: one that began earlier and ended
+     * later was overtaken by it) */
+    int64_t last_start, last_start_end;
 
     /* open windows */
     struct probe_slot *slots; /* table->nslots entries */

@@ -134,6 +134,7 @@ static void slot_clear(struct probe_slot *s, int n) {
     s->sum = s->sumsq = s->min = s->max = 0.0;
     s->busy_n = 0;
     s->busy_ns = 0;
+    s->overtaken = 0;
     if (s->counts) {
         memset(s->counts, 0, sizeof(uint32_t) * (size_t)n);
     }
@@ -420,6 +421,7 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
     p->from_wire = from_wire;
     p->last_wid = t->next_close;
     p->busy_prev_wid = INT64_MIN;
+    p->last_start = INT64_MIN;
     p->k = t->default_k;
     p->n = t->default_n;
     p->slots = calloc((size_t)t->nslots, sizeof *p->slots);
@@ -738,6 +740,12 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         if (lo < end_ns) {
             busy_add(s, lo, end_ns);
         }
+        if (start_ns > p->last_start) {
+            p->last_start = start_ns;
+            p->last_start_end = end_ns;
+        } else if (end_ns > p->last_start_end) {
+            s->overtaken++; /* began before it, ended after it */
+        }
     }
     struct node_acc *na = p->split ? &p->split->open[si * NODE_ROWS + p->node_slot] : NULL;
     if (status == PROBE_FA) {
@@ -974,7 +982,12 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         if (!has) {
             continue;
         }
-        struct probe_window w = {.wid = wid, .ok = s->ok, .fa = s->fa, .to = s->to, .out = s->out};
+        struct probe_window w = {.wid = wid,
+                                 .ok = s->ok,
+                                 .fa = s->fa,
+                                 .to = s->to,
+                                 .out = s->out,
+                                 .overtaken = s->overtaken};
         int64_t busy = s->busy_ns;
         for (int k = 0; k < s->busy_n; k++) {
             busy += s->busy_seg[k][1] - s->busy_seg[k][0];

@@ -128,6 +128,11 @@ static const struct setting settings[] = {
      "Instances a newly enabled probe needs before the adaptive loop decides on it."},
     {"min_windows", "--min-windows", ST_INT, FIELD(min_windows), 1, 1000, "2", NULL, 0, 0,
      "Windows a newly enabled probe needs before the adaptive loop decides on it."},
+    {"near_tie_margin", "--near-tie-margin", ST_DOUBLE, FIELD(search.min_lead), 0, 1, "0.1", NULL,
+     0, 0,
+     "How far a child's contribution must lead the runner-up's, as a fraction of the "
+     "runner-up's, for the adaptive loop to name that child (0.1: by 10 %): closer shares are "
+     "a near-tie, and no child is named however many samples tell them apart."},
     {"max_enabled_probes", "--max-enabled-probes", ST_INT, FIELD(max_enabled_probes), 0, 1000000,
      "0", NULL, 0, 0,
      "Budget: probes enabled at once; the adaptive loop pauses instead of exceeding it "
@@ -493,6 +498,7 @@ static const struct setting *find_by_flag(const char *flag, size_t n) {
 
 void settings_defaults(struct dqd_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
+    search_params_init(&cfg->search); /* what the table below does not set */
     for (size_t i = 0; i < N_SETTINGS; i++) {
         if (settings[i].type != ST_ACTION) {
             /* Cannot fail: test_settings checks every default through this path. */

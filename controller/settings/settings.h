@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "dq.h"
+#include "dq_search.h"
 #include "wire.h"
 
 #define DQD_HOSTPORT_MAX 300           /* bytes of a "HOST:PORT" string, NUL included */
@@ -120,6 +121,8 @@ struct dqd_config {
     int n_probes;                                      /* entries used in probes */
     struct dqd_probe_config probes[DQD_MAX_CFG_PROBES];
     /* the adaptive loop */
+    struct search_params search;     /* the search's tunables (dq_search.h); min_instances and
+                                        min_windows are the two below */
     int min_instances;               /* instances a new probe needs before a decision */
     int min_windows;                 /* windows a new probe needs before a decision */
     int max_enabled_probes;          /* budget: probes enabled at once (0: no limit) */

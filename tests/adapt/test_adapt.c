@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "adapt.h"
+#include "dq_search.h"
 #include "clock.h"
 #include "core.h"
 #include "dq_error.h"
@@ -41,7 +42,7 @@
 #define MAX_WRAPPER 256
 #define T0_S 1800000000LL /* 2027-01-15: the first window starts here */
 
-enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX, D_SUM, D_MAX, D_MIN };
+enum dist { D_CONST, D_UNIFORM, D_EXP, D_MIX, D_SUM, D_MAX, D_MIN, D_PICK };
 #define MAX_PARTS 8
 
 /* What a probe reports in every window from `from` on (until a later spec replaces it). */
@@ -112,6 +113,7 @@ struct case_def {
     char nodes[8][64]; /* wrapper nodes the traffic names; nodes[0] is the default */
     int n_nodes;
     struct adapt_options opt;
+    struct search_params search; /* opt.search points here */
     struct probe_cfg probes[MAX_CFG];
     int n_probes;
     struct trigger_cfg triggers[MAX_CFG];
@@ -295,6 +297,8 @@ static void parse_set(struct case_def *c, char **w, int n, int line) {
         c->opt.min_instances = (int)v;
     } else if (strcmp(k, "min_windows") == 0) {
         c->opt.min_windows = (int)v;
+    } else if (strcmp(k, "near_tie_margin") == 0) {
+        c->search.min_lead = v;
     } else if (strcmp(k, "max_enabled") == 0) {
         c->opt.max_enabled_probes = (int)v;
     } else if (strcmp(k, "max_rate") == 0) {
@@ -382,15 +386,19 @@ static void parse_spec(struct case_def *c, char **w, int n, int line, int64_t fr
         s->a = num(w[4], c->path, line);
         s->b = num(w[5], c->path, line);
         s->c = num(w[6], c->path, line);
-    } else if ((strcmp(d, "sum") == 0 || strcmp(d, "max") == 0 || strcmp(d, "min") == 0) &&
+    } else if ((strcmp(d, "sum") == 0 || strcmp(d, "max") == 0 || strcmp(d, "min") == 0 ||
+                strcmp(d, "pick") == 0) &&
                n >= 5 && n - 4 <= MAX_PARTS) {
-        s->dist = d[1] == 'u' ? D_SUM : (d[1] == 'a' ? D_MAX : D_MIN);
+        s->dist = strcmp(d, "sum") == 0   ? D_SUM
+                  : strcmp(d, "max") == 0 ? D_MAX
+                  : strcmp(d, "min") == 0 ? D_MIN
+                                          : D_PICK;
         for (int i = 4; i < n; i++) {
             snprintf(s->parts[s->n_parts++], PROBES_NAME_MAX + 1, "%s", w[i]);
         }
     } else {
         die("%s:%d: distribution: const MS | uniform LO HI | exp MEAN [SHIFT] | mix P A B | "
-            "sum|max|min PROBE…",
+            "sum|max|min|pick PROBE…",
             c->path, line);
     }
 }
@@ -440,6 +448,8 @@ static void case_defaults(struct case_def *c) {
     c->window_ms = 1000;
     c->lag_ms = 0;
     c->ring = 60;
+    search_params_init(&c->search);
+    c->opt.search = &c->search;
     c->opt.min_instances = 30;
     c->opt.min_windows = 2;
     c->opt.max_enabled_probes = 0;
@@ -723,6 +733,11 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
                      json_string_value(json_object_get(st, "method")),
                      json_number_value(json_object_get(st, "root_saturation_per_s")));
         }
+    } else if (strcmp(h->action, "recheck") == 0 || strcmp(h->action, "culprit") == 0) {
+        const char *why = json_string_value(json_object_get(stats, "reason"));
+        snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s%s%s", h->investigation,
+                 h->action, h->node, l->r->c->show_reasons && why ? ": " : "",
+                 l->r->c->show_reasons && why ? why : "");
     } else {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s", h->investigation, h->action,
                  h->node);
@@ -1045,7 +1060,29 @@ static double part_ms(const struct case_def *c, int64_t w, int part, const char 
     return duration_ms(c, w, o, (int)((int64_t)i * o->n / n));
 }
 
+/* pick: instance i of the node is one of its parts' instances, the parts taking turns in
+ * proportion to their counts (a choice among them, as the parts report it). */
+static double pick_ms(const struct case_def *c, int64_t w, const struct spec *s, int i) {
+    int total = 0;
+    for (int j = 0; j < s->n_parts; j++) {
+        const struct spec *o = active_ok(c, s->parts[j], s->node, w);
+        total += o ? o->n : 0;
+    }
+    int at = total > 0 ? (int)((int64_t)i * total / s->n) : 0;
+    for (int j = 0; j < s->n_parts; j++) {
+        const struct spec *o = active_ok(c, s->parts[j], s->node, w);
+        if (o && at < o->n) {
+            return duration_ms(c, w, o, at);
+        }
+        at -= o ? o->n : 0;
+    }
+    return 0.0;
+}
+
 static double duration_ms(const struct case_def *c, int64_t w, const struct spec *s, int i) {
+    if (s->dist == D_PICK) {
+        return pick_ms(c, w, s, i);
+    }
     if (s->dist == D_SUM || s->dist == D_MAX || s->dist == D_MIN) {
         double acc = s->dist == D_SUM ? 0.0 : (s->dist == D_MAX ? 0.0 : 1e300);
         for (int j = 0; j < s->n_parts; j++) {

@@ -249,8 +249,29 @@ static void test_boundaries(void) {
     }
 }
 
+/* Overtaking (issue 24: concurrency from the instances): a FIFO server's instances, in any
+ * arrival order, never show it; one that began before another and ended after it does. */
+static void test_overtaking(void) {
+    struct probe_table t;
+    table(&t);
+    struct probe *f = probe(&t, "fifo"), *p = probe(&t, "pool");
+    rec(&t, "fifo", 0, 10);
+    rec(&t, "fifo", 5, 20); /* waited, then served: later start, later end */
+    rec(&t, "fifo", 30, 40);
+    rec(&t, "fifo", 25, 28); /* arrived late on the wire, but began and ended earlier */
+    rec(&t, "pool", 0, 50);  /* one long request … */
+    rec(&t, "pool", 10, 20); /* … overtaken by two short ones on other servers */
+    rec(&t, "pool", 20, 30);
+    rec(&t, "pool", 5, 60); /* began before [20, 30] and ended after it: overtaken */
+    CHECK_INT(probes_close_window(&t, W0), 0);
+    CHECK_INT(probes_ring_find(f, W0)->overtaken, 0);
+    CHECK_INT(probes_ring_find(p, W0)->overtaken, 1);
+    probes_release(&t);
+}
+
 int main(void) {
     test_out_of_order();
+    test_overtaking();
     test_reach_back();
     test_stations();
     test_boundaries();

@@ -30,7 +30,7 @@ struct srng {
     uint64_t s;
 };
 
-static uint64_t srng_next(struct srng *r) {
+static inline uint64_t srng_next(struct srng *r) {
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -38,17 +38,17 @@ static uint64_t srng_next(struct srng *r) {
 }
 
 /* Uniform in [0, 1). */
-static double srng_unit(struct srng *r) {
+static inline double srng_unit(struct srng *r) {
     return (double)(srng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Exponential with the given mean. */
-static double srng_exp(struct srng *r, double mean) {
+static inline double srng_exp(struct srng *r, double mean) {
     return -mean * log1p(-srng_unit(r));
 }
 
 /* Approximately standard normal: the sum of 12 uniforms minus 6 (Irwin–Hall). */
-static double srng_normal(struct srng *r) {
+static inline double srng_normal(struct srng *r) {
     double s = 0.0;
     for (int i = 0; i < 12; i++) {
         s += srng_unit(r);
@@ -94,7 +94,7 @@ struct sim_result {
     uint64_t crit_total;
 };
 
-static double sim_draw(struct srng *r, const struct sim_stage *s, double shared) {
+static inline double sim_draw(struct srng *r, const struct sim_stage *s, double shared) {
     double d = s->dist == SIM_NORMAL ? s->mean + s->sd * srng_normal(r) : srng_exp(r, s->mean);
     if (s->spike_p > 0.0 && srng_unit(r) < s->spike_p) {
         d += s->spike_add;
@@ -103,7 +103,7 @@ static double sim_draw(struct srng *r, const struct sim_stage *s, double shared)
     return d > 0.0 ? d : 0.0;
 }
 
-static void acc_ok(struct sim_acc *a, double d) {
+static inline void acc_ok(struct sim_acc *a, double d) {
     a->wok++;
     a->wsum += d;
     a->wsumsq += d * d;
@@ -118,7 +118,7 @@ static void acc_ok(struct sim_acc *a, double d) {
 }
 
 /* Closes a window the way controller/core/probes.c does and pools it into *st. */
-static void acc_close(struct sim_acc *a, struct search_stats *st) {
+static inline void acc_close(struct sim_acc *a, struct search_stats *st) {
     double mean = 0.0, var = 0.0;
     if (a->wok > 0) {
         mean = a->wsum / (double)a->wok;
@@ -133,7 +133,7 @@ static void acc_close(struct sim_acc *a, struct search_stats *st) {
     a->wsum = a->wsumsq = 0.0;
 }
 
-static void sim_free(struct sim_result *res) {
+static inline void sim_free(struct sim_result *res) {
     for (size_t i = 0; i <= SIM_MAX; i++) {
         free(res->acc[i].samples);
         dq_destroy(res->dq[i]);
@@ -146,8 +146,8 @@ static void sim_free(struct sim_result *res) {
  * parent's and every child's statistics (children named s0, s1, …, enabled, leaves),
  * and with ΔQs when with_dq.
  */
-static void sim_run(const struct sim *s, uint64_t seed, int windows, int per_window, int with_dq,
-                    struct sim_result *res) {
+static inline void sim_run(const struct sim *s, uint64_t seed, int windows, int per_window,
+                           int with_dq, struct sim_result *res) {
     struct srng r = {seed};
     memset(res, 0, sizeof *res);
     search_stats_init(&res->x);
@@ -247,8 +247,8 @@ static void sim_run(const struct sim *s, uint64_t seed, int windows, int per_win
 }
 
 /* A search input over a simulation's result. */
-static struct search_input sim_input(const struct sim *s, struct sim_result *res,
-                                     enum search_problem prob, const char *name) {
+static inline struct search_input sim_input(const struct sim *s, struct sim_result *res,
+                                            enum search_problem prob, const char *name) {
     struct search_input in;
     memset(&in, 0, sizeof in);
     in.name = name;
@@ -261,8 +261,8 @@ static struct search_input sim_input(const struct sim *s, struct sim_result *res
 }
 
 /* n identical stages of the given distribution. */
-static void sim_uniform(struct sim *s, enum dq_node_kind kind, size_t n, enum sim_dist dist,
-                        double mean, double sd) {
+static inline void sim_uniform(struct sim *s, enum dq_node_kind kind, size_t n, enum sim_dist dist,
+                               double mean, double sd) {
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->n = n;

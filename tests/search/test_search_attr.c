@@ -902,6 +902,108 @@ static void test_series_se(void) {
     CHECK_NEAR(search_series_se(NULL, 5), 0.0, 0.0);
 }
 
+/* The shape of the distribution (issue 24): children judged by how much of their own mass
+ * moved against their own baselines (a rare branch whose whole ΔQ moved wins, though it
+ * holds little of the time); without baselines, on a choice, by their mass beyond where the
+ * node's mass moved. */
+static void test_shape(void) {
+    struct sim s = {.kind = DQ_NODE_CHOICE, .n = 2};
+    s.st[0] = (struct sim_stage){SIM_NORMAL, 0.002, 0.0003, 0, 0, 0, 0.8};
+    s.st[1] = (struct sim_stage){SIM_NORMAL, 0.010, 0.0005, 0, 0, 0, 0.2};
+    struct sim_result *before = calloc(1, sizeof *before), *now = calloc(1, sizeof *now);
+    sim_run(&s, 11, 30, 200, 1, before);
+    s.st[1].mean = 0.022; /* the rare branch slows by 12 ms */
+    sim_run(&s, 12, 6, 200, 1, now);
+    struct search_input in = sim_input(&s, now, SEARCH_SHAPE, "pick");
+    for (size_t i = 0; i < 2; i++) {
+        now->ch[i].stats.base_observed = before->ch[i].stats.observed;
+        now->ch[i].stats.has_baseline = 1;
+        now->ch[i].stats.base_mean = before->ch[i].stats.mean;
+        now->ch[i].stats.base_variance = before->ch[i].stats.variance;
+        now->ch[i].stats.base_n = before->ch[i].stats.n_ok;
+    }
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.attr.shape_mode, 1);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 1);
+    CHECK(R.attr.c[1].value > 0.95);          /* its whole ΔQ moved */
+    CHECK_NEAR(R.attr.c[0].value, 0.0, 0.05); /* the other did not */
+    CHECK_MSG(strstr(R.reason, "of s1's mass moved later against its own baseline") != NULL, "%s",
+              R.reason);
+    /* no baselines: the mass beyond the node's upper 10 % (where its mass moved) */
+    for (size_t i = 0; i < 2; i++) {
+        now->ch[i].stats.base_observed = NULL;
+        now->ch[i].stats.has_baseline = 0;
+    }
+    in = sim_input(&s, now, SEARCH_SHAPE, "pick");
+    in.qta_p = 0.9;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.attr.shape_mode, 2);
+    CHECK(R.attr.shape_at > 0.015);
+    CHECK_INT(R.verdict, SEARCH_LOCALIZED);
+    CHECK_INT(R.child, 1);
+    CHECK_MSG(strstr(R.reason, "mass beyond") != NULL, "%s", R.reason);
+    /* a sequence without baselines: the level's quantile, as a QTA */
+    struct sim q = {.kind = DQ_NODE_SEQUENCE, .n = 2};
+    q.st[0] = (struct sim_stage){SIM_NORMAL, 0.002, 0.0003, 0, 0, 0, 0};
+    q.st[1] = (struct sim_stage){SIM_NORMAL, 0.002, 0.0003, 0, 0.2, 0.012, 0};
+    sim_free(now);
+    sim_run(&q, 13, 6, 200, 1, now);
+    in = sim_input(&q, now, SEARCH_SHAPE, "seq");
+    in.qta_p = 0.9;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.attr.shape_mode, 0);
+    CHECK_INT(R.attr.quantile_mode, 1);
+    CHECK_INT(R.child, 1);
+    sim_free(before);
+    sim_free(now);
+    free(before);
+    free(now);
+}
+
+/* Shares are of what rose: children below their baselines hold none, every share lies in
+ * [0, 1]; when nothing rose the sentence says so (issue 24: -204 % and 270 % were seen). */
+static void test_shares_bounded(void) {
+    struct sim s;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 4, SIM_NORMAL, 0.005, 0.0005);
+    struct sim_result *res = calloc(1, sizeof *res);
+    sim_run(&s, 21, 6, 200, 0, res);
+    struct search_input in = sim_input(&s, res, SEARCH_LATENCY, "node");
+    static const double base[4] = {0.004, 0.0062, 0.0051, 0.0049}; /* one rose, one fell */
+    for (size_t i = 0; i < 4; i++) {
+        res->ch[i].stats.has_baseline = 1;
+        res->ch[i].stats.base_mean = base[i];
+        res->ch[i].stats.base_variance = 0.0005 * 0.0005;
+        res->ch[i].stats.base_n = 2000;
+    }
+    in.stats.has_baseline = 1;
+    in.stats.base_mean = 0.0202;
+    in.stats.base_variance = 0.001 * 0.001;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.baseline_mode);
+    double sum = 0.0;
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(R.attr.c[i].share >= 0.0 && R.attr.c[i].share <= 1.0);
+        sum += R.attr.c[i].share;
+    }
+    CHECK_NEAR(sum, 1.0, 1e-9);
+    CHECK(R.attr.c[1].value < 0 && R.attr.c[1].share == 0.0);       /* below its baseline */
+    CHECK_MSG(strstr(R.reason, "holds -") == NULL, "%s", R.reason); /* no negative share */
+    /* nothing rose */
+    for (size_t i = 0; i < 4; i++) {
+        res->ch[i].stats.base_mean = 0.0065;
+    }
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_NEAR(R.attr.c[i].share, 0.0, 0);
+    }
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK_MSG(strstr(R.reason, "none of its children is above its baseline") != NULL, "%s",
+              R.reason);
+    sim_free(res);
+    free(res);
+}
+
 int main(void) {
     search_params_init(&P);
     test_names();
@@ -925,6 +1027,8 @@ int main(void) {
     test_runner_up_zero();
     test_series_se();
     test_imprecise_waits();
+    test_shape();
+    test_shares_bounded();
     dq_engine_cleanup();
     return check_done();
 }

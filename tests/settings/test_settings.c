@@ -48,6 +48,7 @@ static const char *temp_file(int slot, const char *text, size_t len) {
 }
 
 static void test_defaults(void) {
+    enum settings_action act_of_margin;
     settings_defaults(&cfg);
     CHECK_STR(cfg.listen, "127.0.0.1:7400");
     CHECK_STR(cfg.http, "127.0.0.1:7401");
@@ -63,8 +64,18 @@ static void test_defaults(void) {
     CHECK_INT(cfg.legacy_commands, 0);
     CHECK_INT(cfg.n_wrappers, 0);
     CHECK_INT(cfg.n_probes, 0);
+    /* the search's tunables: the table's defaults are search_params_init's */
+    struct search_params sp;
+    search_params_init(&sp);
+    CHECK_NEAR(cfg.search.min_lead, sp.min_lead, 0);
+    CHECK_NEAR(cfg.search.z, sp.z, 0);
     CHECK_INT(settings_finish(&cfg), 0);
     CHECK_INT(cfg.lag_ms, 1000);
+    const char *margin[] = {"--near-tie-margin", "0.25", NULL};
+    CHECK_INT(run_args(&cfg, &act_of_margin, margin), 0);
+    CHECK_NEAR(cfg.search.min_lead, 0.25, 0);
+    CHECK(settings_set(&cfg, "near_tie_margin", "1.5") < 0); /* 0 … 1 */
+    CHECK_NEAR(cfg.search.min_lead, 0.25, 0);
 
     enum settings_action act = SETTINGS_HELP;
     const char *none[] = {NULL};

@@ -1,0 +1,335 @@
+/*
+ * culprits.c: every culprit. After a localized verdict, how much of the change at the
+ * investigation's node does the culprit explain? The diagram answers (a what-if): the
+ * node's ΔQ calculated from its parts' observed ΔQs, once as they are and once with the
+ * culprits put back to their references (their baselines from before the problem, or,
+ * without one, the runner-up sibling they were judged against). When a material part of
+ * the node's change remains (a quarter of it, and beyond SEARCH_Z standard errors), the
+ * search goes on from the node, each child weighed by its own mean less what the culprits
+ * found put into it; the verdict names every culprit with the share of the change it
+ * explains (the what-if with it alone put back), the shares scaled to add up to at most
+ * what all of them explain together.
+ *
+ * Everything here only decides: it changes the round's next state and adds effects.
+ */
+#include "adapt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+#define UNEXPLAINED_SHARE 0.25 /* a remainder this share of the change goes on searching */
+
+/* The diagram's what-if over windows [from, pl->upto). */
+struct what_if {
+    const struct dq_diagram *g;
+    struct dq_eval *ev;
+    size_t nn;
+    struct dq **obs;      /* per node: its observed ΔQ over the range (owned), or NULL */
+    unsigned char *above; /* per node: above a culprit (its calculated ΔQ is used) */
+    struct dq *ref[ADAPT_MAX_CULPRITS]; /* the culprits' references (owned) */
+    int cnode[ADAPT_MAX_CULPRITS];
+    int n;
+};
+
+static void wi_release(struct what_if *w) {
+    for (size_t i = 0; w->obs && i < w->nn; i++) {
+        dq_destroy(w->obs[i]);
+    }
+    for (int k = 0; k < w->n; k++) {
+        dq_destroy(w->ref[k]);
+    }
+    free(w->obs);
+    free(w->above);
+    dq_eval_destroy(w->ev);
+    memset(w, 0, sizeof *w);
+}
+
+/* The reference ΔQ of culprit k: its baseline's, else its reference sibling's observed one. */
+static struct dq *reference(struct plan *pl, const struct investigation *inv, int k,
+                            const struct what_if *w, int64_t from) {
+    struct node_stats b;
+    adapt__baseline(pl, adapt__probe(pl->a, inv->culprits[k]), from, &b, NULL, NULL);
+    struct dq *ref = NULL;
+    if (b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS && b.obs) {
+        ref = b.obs;
+        b.obs = NULL;
+    } else if (inv->culprit_ref[k][0]) {
+        int r = dq_diagram_find(w->g, inv->culprit_ref[k]);
+        if (r >= 0 && w->obs[r]) {
+            dq_clone(w->obs[r], &ref);
+        }
+    }
+    adapt__node_stats_release(&b);
+    return ref;
+}
+
+/* Sets up the what-if of inv's culprits over [from, pl->upto); DQ_ESTATE when it cannot be
+ * told (no diagram, a culprit without a reference), DQ_ENOMEM. */
+static int wi_init(struct plan *pl, const struct investigation *inv, int64_t from,
+                   struct what_if *w) {
+    memset(w, 0, sizeof *w);
+    w->g = core_diagram(pl->a->env.core);
+    w->nn = w->g ? dq_diagram_node_count(w->g) : 0;
+    w->ev = w->g ? adapt__what_if_eval(pl->a, w->g) : NULL;
+    w->obs = calloc(w->nn + 1, sizeof *w->obs);
+    w->above = calloc(w->nn + 1, 1);
+    if (!w->ev || !w->obs || !w->above) {
+        wi_release(w);
+        return w->g ? dq_fail(DQ_ENOMEM, "no memory for a what-if") : DQ_ESTATE;
+    }
+    for (size_t i = 0; i < w->nn; i++) {
+        const struct dq_diagram_node *nd = dq_diagram_node(w->g, (int)i);
+        const struct probe *p = nd && nd->name ? adapt__probe(pl->a, nd->name) : NULL;
+        for (int k = 0; k < inv->n_culprits && nd && nd->name; k++) {
+            w->above[i] |= strcmp(nd->name, inv->culprits[k]) != 0 &&
+                           adapt__below(w->g, (int)i, inv->culprits[k]);
+        }
+        if (p && p->enabled) {
+            struct node_stats ns;
+            adapt__gather(p, from, pl->upto, &ns);
+            w->obs[i] = ns.obs;
+            ns.obs = NULL;
+            adapt__node_stats_release(&ns);
+        }
+    }
+    for (int k = 0; k < inv->n_culprits; k++) {
+        w->cnode[k] = dq_diagram_find(w->g, inv->culprits[k]);
+        w->ref[k] = reference(pl, inv, k, w, from);
+        w->n = k + 1;
+        if (w->cnode[k] < 0 || !w->ref[k] || !w->obs[w->cnode[k]]) {
+            wi_release(w);
+            return DQ_ESTATE;
+        }
+    }
+    return DQ_OK;
+}
+
+/* Runs the diagram with the culprits in `mask` (bit k) put back to their references; means
+ * (per node, NAN when unknown) and lost fractions into mean[] and lost[]. */
+static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) {
+    dq_eval_clear_observed(w->ev);
+    for (size_t i = 0; i < w->nn; i++) {
+        if (w->obs[i] && !w->above[i]) {
+            dq_eval_set_observed(w->ev, (int)i, w->obs[i]);
+        }
+    }
+    for (int k = 0; k < w->n; k++) {
+        if (mask & (1u << k)) {
+            dq_eval_set_observed(w->ev, w->cnode[k], w->ref[k]);
+        }
+    }
+    int rc = dq_eval_run(w->ev);
+    for (size_t i = 0; i < w->nn; i++) {
+        const struct dq *d = rc == DQ_OK ? dq_eval_effective(w->ev, (int)i) : NULL;
+        struct dq_moments m;
+        mean[i] = d && dq_moments(d, &m) == DQ_OK ? m.mean : NAN;
+        lost[i] = d ? dq_lost(d) : NAN;
+    }
+    dq_eval_clear_observed(w->ev);
+    return rc;
+}
+
+/* The change at inv's node over [from, upto) against its baseline (mean, or lost fraction
+ * for a lost problem) and its standard error; NAN when it has no baseline. */
+static double node_change(struct plan *pl, const struct investigation *inv, int64_t from,
+                          double *se) {
+    const struct probe *p = adapt__probe(pl->a, inv->node);
+    struct node_stats r, b;
+    adapt__gather(p, from, pl->upto, &r);
+    adapt__baseline(pl, p, from, &b, NULL, NULL);
+    double d = NAN;
+    *se = NAN;
+    if (r.s.present && b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS) {
+        if (inv->problem == SEARCH_LOST) {
+            d = search_stats_lost(&r.s) - search_stats_lost(&b.s);
+            *se = hypot(search_stats_lost_se(&r.s), search_stats_lost_se(&b.s));
+        } else if (r.s.n_ok > 1 && b.s.n_ok > 1) {
+            d = r.s.mean - b.s.mean;
+            *se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
+        }
+    }
+    adapt__node_stats_release(&r);
+    adapt__node_stats_release(&b);
+    return d;
+}
+
+/* What the culprits explain of the change at inv's node: together (*all) and each alone
+ * (share[k], scaled so that they add up to at most *all), as fractions of the change
+ * `change` (clipped to [0, 1]). DQ_ESTATE when it cannot be told. */
+static int explained(struct plan *pl, const struct investigation *inv, int64_t from, double change,
+                     double *all, double *share) {
+    struct what_if w;
+    int rc = wi_init(pl, inv, from, &w);
+    if (rc) {
+        return rc;
+    }
+    int root = dq_diagram_find(w.g, inv->node);
+    double *mean = calloc(2 * (w.nn + 1), sizeof *mean);
+    if (!mean || root < 0) {
+        free(mean);
+        wi_release(&w);
+        return root < 0 ? DQ_ESTATE : dq_fail(DQ_ENOMEM, "no memory for a what-if");
+    }
+    double *lost = mean + w.nn + 1;
+    int lostp = inv->problem == SEARCH_LOST;
+    rc = wi_run(&w, 0, mean, lost);
+    double now = lostp ? lost[root] : mean[root];
+    unsigned every = (1u << w.n) - 1;
+    double sum = 0.0;
+    if (rc == DQ_OK && wi_run(&w, every, mean, lost) == DQ_OK) {
+        double e = now - (lostp ? lost[root] : mean[root]);
+        *all = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
+    }
+    for (int k = 0; rc == DQ_OK && k < w.n; k++) {
+        share[k] = NAN;
+        if (wi_run(&w, 1u << k, mean, lost) == DQ_OK) {
+            double e = now - (lostp ? lost[root] : mean[root]);
+            share[k] = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
+            sum += isfinite(share[k]) ? share[k] : 0.0;
+        }
+    }
+    for (int k = 0; k < w.n && sum > *all && sum > 0; k++) {
+        share[k] *= *all / sum; /* overlapping what-ifs: no more than all of them explain */
+    }
+    free(mean);
+    wi_release(&w);
+    return rc == DQ_OK && isfinite(*all) ? DQ_OK : DQ_ESTATE;
+}
+
+/* "fb (62 % of root's change), sb (35 %)" into ev ("culprits") and buf. */
+static void name_culprits(const struct investigation *inv, const double *share, double all,
+                          double change, json_t *ev, char *buf, size_t cap) {
+    json_t *list = json_array();
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < inv->n_culprits; k++) {
+        json_t *o = json_pack("{s:s,s:s}", "probe", inv->culprits[k], "reference",
+                              inv->culprit_ref[k][0] ? inv->culprit_ref[k] : "its baseline");
+        if (isfinite(share[k])) {
+            json_object_set_new(o, "share", json_real(share[k]));
+        }
+        json_array_append_new(list, o);
+        int n = snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "", inv->culprits[k],
+                         isfinite(share[k]) ? 100.0 * share[k] : 0.0);
+        len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : len;
+    }
+    json_object_set_new(ev, "culprits", list);
+    json_object_set_new(ev, "explained", json_real(all));
+    json_object_set_new(ev, "change", json_real(change));
+}
+
+int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
+                         const char *runner, json_t *ev, char *reason, size_t cap) {
+    if (inv->mode != SEARCH_MODE_PROBLEM || inv->n_culprits >= ADAPT_MAX_CULPRITS) {
+        return 0;
+    }
+    int k = inv->n_culprits++;
+    snprintf(inv->culprits[k], sizeof inv->culprits[k], "%s", culprit);
+    snprintf(inv->culprit_ref[k], sizeof inv->culprit_ref[k], "%s", runner ? runner : "");
+    int64_t from = inv->eval_from;
+    double se, change = node_change(pl, inv, from, &se), all = NAN;
+    double share[ADAPT_MAX_CULPRITS];
+    if (!(change > 0) || !(se >= 0) || explained(pl, inv, from, change, &all, share) != DQ_OK) {
+        return 0; /* no change to explain (no baseline), or no what-if: one culprit */
+    }
+    char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
+    name_culprits(inv, share, all, change, ev, names, sizeof names);
+    double rest = change * (1.0 - all);
+    const char *unit = inv->problem == SEARCH_LOST ? "%" : "ms";
+    double f = inv->problem == SEARCH_LOST ? 100.0 : 1e3;
+    size_t len = strlen(reason);
+    int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
+                  inv->problem == SEARCH_SHAPE;
+    if (by_mean && rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se &&
+        inv->n_culprits < ADAPT_MAX_CULPRITS) {
+        char why[sizeof names + 2 * PROBES_NAME_MAX + 400];
+        snprintf(why, sizeof why,
+                 "%s explain%s %.0f %% of %s's change (%.3g %s of %.3g %s against its baseline); "
+                 "%.3g %s ± %.2g remain unexplained: the search goes on from %s for another "
+                 "culprit",
+                 inv->n_culprits == 1 ? culprit : names, inv->n_culprits == 1 ? "s" : "",
+                 100.0 * all, inv->node, all * change * f, unit, change * f, unit, rest * f, unit,
+                 se * f, inv->node);
+        adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
+        int64_t hyp =
+            adapt__hypothesis(pl, inv, inv->hyp_id, culprit, "culprit", NULL,
+                              json_pack("{s:s,s:O}", "reason", why, "evidence", ev), NULL);
+        adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", why);
+        adapt__focus_on(pl->a, inv, inv->node, hyp ? hyp : inv->hyp_id, pl->upto);
+        json_decref(ev);
+        return 1;
+    }
+    if (inv->n_culprits == 1) {
+        snprintf(reason + len, cap - len,
+                 "; %s explains %.0f %% of %s's change (%.3g %s of %.3g %s)", culprit, 100.0 * all,
+                 inv->node, all * change * f, unit, change * f, unit);
+        return 0;
+    }
+    char *last = strdup(reason);
+    snprintf(reason, cap,
+             "localized at %d culprits: %s explain %.0f %% of %s's change together (%.3g %s of "
+             "%.3g %s); the last found: %s",
+             inv->n_culprits, names, 100.0 * all, inv->node, all * change * f, unit, change * f,
+             unit, last ? last : "");
+    free(last);
+    return 0;
+}
+
+const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, json_t *ev,
+                                  char *reason, size_t cap) {
+    if (inv->n_culprits == 0) {
+        return NULL;
+    }
+    double se, change = node_change(pl, inv, inv->eval_from, &se), all = NAN;
+    double share[ADAPT_MAX_CULPRITS];
+    for (int k = 0; k < ADAPT_MAX_CULPRITS; k++) {
+        share[k] = NAN;
+    }
+    if (change > 0) {
+        explained(pl, inv, inv->eval_from, change, &all, share);
+    }
+    char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
+    name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);
+    char *before = strdup(reason);
+    snprintf(reason, cap,
+             "localized at %s: %s; the rest of %s's change is not localized (the search went "
+             "on and found %s)",
+             names, isfinite(all) ? "" : "their shares unknown", inv->node,
+             before ? before : "nothing more");
+    free(before);
+    return inv->culprits[0];
+}
+
+void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
+                            struct focus_input *fi) {
+    if (inv->n_culprits == 0 || inv->mode != SEARCH_MODE_PROBLEM) {
+        return;
+    }
+    /* the rest is weighed by the children's means, less what the culprits put into them */
+    fi->in.problem = SEARCH_LATENCY;
+    fi->in.qta_p = 0.0;
+    struct what_if w;
+    if (wi_init(pl, inv, inv->eval_from, &w) != DQ_OK) {
+        return;
+    }
+    double *a = calloc(4 * (w.nn + 1), sizeof *a);
+    if (a) {
+        double *la = a + w.nn + 1, *b = la + w.nn + 1, *lb = b + w.nn + 1;
+        if (wi_run(&w, 0, a, la) == DQ_OK && wi_run(&w, (1u << w.n) - 1, b, lb) == DQ_OK) {
+            for (size_t j = 0; j < fi->in.n_children; j++) {
+                int i = fi->kid_nodes[j];
+                double d = a[i] - b[i];
+                struct search_child *c = &fi->kids[j];
+                if (c->stats.present && c->stats.n_ok > 0 && isfinite(d) && d > 0) {
+                    c->stats.mean = c->stats.mean - d > 0 ? c->stats.mean - d : 0.0;
+                }
+            }
+        }
+    }
+    free(a);
+    wi_release(&w);
+}

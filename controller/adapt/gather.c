@@ -1,0 +1,435 @@
+/*
+ * gather.c: what the adaptive loop reads from the core's windows for search/ to decide
+ * on: a probe's statistics over a range of its closed windows (moments and aggregated
+ * ΔQs), the node check's ranges (now and the baseline before), the windows' rates and
+ * means for the load test, the search input of an investigation's focus (its children,
+ * their baselines, a choice's weights) and the per-node statistics of the node split.
+ * Nothing here decides.
+ */
+#include "adapt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+/* ---- a probe's windows -------------------------------------------------------------------- */
+
+void adapt__node_stats_release(struct node_stats *ns) {
+    dq_destroy(ns->obs);
+    dq_destroy(ns->calc);
+    dq_destroy(ns->base);
+    ns->obs = ns->calc = ns->base = NULL;
+}
+
+/* Adds w·src into *acc (created on first use on src's grid; other grids are skipped). */
+static void mix_into(struct dq **acc, const struct dq *src, double w) {
+    if (!src || w <= 0.0) {
+        return;
+    }
+    if (!*acc) {
+        if (dq_never(src->k, src->n, acc) != DQ_OK) {
+            return;
+        }
+    }
+    if ((*acc)->k != src->k || (*acc)->n != src->n) {
+        return;
+    }
+    for (int i = 0; i < src->n; i++) {
+        (*acc)->pdf[i] += w * src->pdf[i];
+    }
+}
+
+/* Divides a mixture built with raw weights by their total. */
+static void mix_normalise(struct dq *acc, double total) {
+    for (int i = 0; acc && total > 0.0 && i < acc->n; i++) {
+        acc->pdf[i] /= total;
+    }
+}
+
+/* The KS distance of the paired windows' observed and calculated ΔQs, and the QTA hazard
+ * of the observed one, into ns->s. */
+static void gather_tests(const struct probe *p, struct node_stats *ns, struct dq *obs_pair,
+                         double total_pair) {
+    if (obs_pair && ns->calc) {
+        double dd, pv;
+        if (dq_ks(obs_pair, ns->calc, (uint64_t)total_pair, 0, &dd, &pv) == DQ_OK) {
+            ns->s.ks_d = dd;
+            ns->s.ks_p = pv;
+        }
+    }
+    if (ns->obs && p->has_qta) {
+        struct dq_qta_result r;
+        if (dq_qta_eval(ns->obs, &p->qta, &r) == DQ_OK) {
+            ns->s.qta_hazard = r.hazard;
+        }
+    }
+}
+
+void adapt__gather(const struct probe *p, int64_t from, int64_t to, struct node_stats *ns) {
+    adapt__gather_where(p, from, to, NULL, NULL, ns);
+}
+
+void adapt__gather_where(const struct probe *p, int64_t from, int64_t to,
+                         int (*skip)(void *ctx, int64_t wid), void *ctx, struct node_stats *ns) {
+    memset(ns, 0, sizeof *ns);
+    search_stats_init(&ns->s);
+    if (!p) {
+        return;
+    }
+    double total_n = 0.0, total_pair = 0.0;
+    struct dq *obs_pair = NULL;
+    for (int b = 0; b < p->ring_len; b++) {
+        struct probe_window *w = probes_ring_get((struct probe *)p, b);
+        if (w->wid < from) {
+            break;
+        }
+        uint64_t n = w->ok + w->fa + w->to + w->out;
+        if (w->wid >= to || n == 0 || (skip && skip(ctx, w->wid))) {
+            continue;
+        }
+        search_stats_add_window(&ns->s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+        if (!w->observed || w->observed->k != p->k || w->observed->n != p->n) {
+            continue;
+        }
+        total_n += (double)n;
+        mix_into(&ns->obs, w->observed, (double)n);
+        if (w->calculated) {
+            total_pair += (double)n;
+            mix_into(&ns->calc, w->calculated, (double)n);
+            mix_into(&obs_pair, w->observed, (double)n);
+        }
+    }
+    mix_normalise(ns->obs, total_n);
+    mix_normalise(ns->calc, total_pair);
+    mix_normalise(obs_pair, total_pair);
+    ns->s.observed = ns->obs;
+    ns->s.calculated = ns->calc;
+    gather_tests(p, ns, obs_pair, total_pair);
+    dq_destroy(obs_pair);
+}
+
+json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
+    if (!s->present) {
+        return json_pack("{s:s,s:b}", "node", name, "present", 0);
+    }
+    json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:i,s:f}", "node", name, "ok", (json_int_t)s->n_ok,
+                          "fa", (json_int_t)s->n_fa, "to", (json_int_t)s->n_to, "windows",
+                          (int)s->windows, "lost", search_stats_lost(s));
+    if (isfinite(s->mean)) {
+        json_object_set_new(o, "mean", json_real(s->mean));
+        json_object_set_new(o, "sd", json_real(sqrt(s->variance > 0 ? s->variance : 0)));
+    }
+    if (isfinite(s->ks_d)) {
+        json_object_set_new(o, "ks_d", json_real(s->ks_d));
+        json_object_set_new(o, "ks_p", json_real(s->ks_p));
+    }
+    if (isfinite(s->qta_hazard)) {
+        json_object_set_new(o, "qta_hazard", json_real(s->qta_hazard));
+    }
+    return o;
+}
+
+/* ---- the node check ------------------------------------------------------------------------ */
+
+/* The windows' own means (windows with successes) over from ≤ wid < to, newest first, at
+ * most SEARCH_MAX_WINDOW_MEANS. */
+static int recent_means(const struct probe *p, int64_t from, int64_t to, double *now) {
+    int na = 0;
+    for (int k = 0; p && k < p->ring_len && na < SEARCH_MAX_WINDOW_MEANS; k++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, k);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->ok > 0 && w->wid < to) {
+            now[na++] = w->mean;
+        }
+    }
+    return na;
+}
+
+/* The check over the last `horizon` windows (since `from`) against the baseline before
+ * them, with z threshold zt. */
+static void check_range(struct plan *pl, const struct probe *p, int64_t from, int horizon,
+                        double zt, struct search_check *c, int64_t *rfrom_out) {
+    int64_t upto = pl->upto;
+    int64_t rfrom = from > upto - horizon ? from : upto - horizon;
+    struct node_stats r, b;
+    double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
+    struct search_check_input in = {.recent = &r.s,
+                                    .baseline = &b.s,
+                                    .qta = p && p->has_qta ? &p->qta : NULL,
+                                    .recent_means = now,
+                                    .base_means = before,
+                                    .zt = zt};
+    adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
+    if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS)) {
+        /* no baseline to split the history from: all of it (since `from`, at most
+         * SEARCH_BASELINE_WINDOWS windows) is "now", which gives the absolute tests (lost
+         * mass, QTA) the most samples */
+        adapt__node_stats_release(&b);
+        int64_t longest = upto - SEARCH_BASELINE_WINDOWS;
+        rfrom = from > longest ? from : longest;
+        adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
+    }
+    adapt__gather(p, rfrom, upto, &r);
+    in.n_recent_means = recent_means(p, rfrom, upto, now);
+    if (rfrom_out) {
+        *rfrom_out = rfrom;
+    }
+    search_check(&in, &pl->a->params, c);
+    adapt__node_stats_release(&r);
+    adapt__node_stats_release(&b);
+}
+
+void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom) {
+    /* "now" at three horizons (a change of a few windows ago, or of a few tens), each
+     * against the baseline before it; the first that shows a problem is kept. Three looks:
+     * each at the threshold that keeps their joint false alarms at one look's. */
+    static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
+                                   4 * SEARCH_RECENT_WINDOWS};
+    const int looks = (int)(sizeof horizons / sizeof horizons[0]);
+    double zt = search_z_looks(looks);
+    struct search_check *longer = malloc(sizeof *longer);
+    check_range(pl, p, from, horizons[0], zt, c, rfrom);
+    for (int k = 1;
+         longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
+         k++) {
+        int64_t longer_from = 0;
+        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
+        if (longer->n > 0 && longer->has_baseline) {
+            *c = *longer;
+            if (rfrom) {
+                *rfrom = longer_from;
+            }
+        }
+    }
+    free(longer);
+}
+
+json_t *adapt__check_json(const char *node, const struct search_check *c) {
+    json_t *problems = json_array();
+    for (int i = 0; i < c->n; i++) {
+        json_t *o = json_pack("{s:s,s:f,s:s}", "kind", search_problem_name(c->p[i].kind), "z",
+                              c->p[i].z, "why", c->p[i].why);
+        if (c->p[i].level > 0) {
+            json_object_set_new(o, "level", json_real(c->p[i].level));
+        }
+        json_array_append_new(problems, o);
+    }
+    json_t *o = json_pack("{s:o,s:{s:b,s:b,s:b},s:o}", "node", adapt__stats_json(node, &c->recent),
+                          "references", "qta", c->has_qta, "baseline", c->has_baseline,
+                          "calculated", c->has_calculated, "problems", problems);
+    if (c->baseline.present) {
+        json_object_set_new(o, "baseline", adapt__stats_json(node, &c->baseline));
+    }
+    return o;
+}
+
+/* ---- load ----------------------------------------------------------------------------------- */
+
+int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
+                     int looks, char *why, size_t cap) {
+    double rate[SEARCH_MAX_RATE_WINDOWS], mean[SEARCH_MAX_RATE_WINDOWS];
+    int n = 0;
+    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
+    for (int i = 0; p && i < p->ring_len && n < SEARCH_MAX_RATE_WINDOWS; i++) {
+        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
+        if (w->wid >= pl->upto || w->ok < 10) {
+            continue;
+        }
+        rate[n] = (double)(w->ok + w->fa + w->to + w->out) / window_s;
+        mean[n] = w->mean;
+        n++;
+    }
+    return search_load_rose(search_rate_latency_z(rate, mean, n), c, looks, why, cap);
+}
+
+/* ---- the search input ------------------------------------------------------------------------ */
+
+void adapt__focus_input_release(struct focus_input *fi) {
+    adapt__node_stats_release(&fi->xstats);
+    for (size_t i = 0; i < fi->in.n_children; i++) {
+        adapt__node_stats_release(&fi->kstats[i]);
+    }
+}
+
+/* A choice's weights: a branch's weight goes to every probe on that branch (a chain
+ * branch has several). */
+static void choice_weights(const struct dq_diagram *g, const struct dq_diagram_node *node,
+                           struct focus_input *fi, size_t n) {
+    for (size_t b = 0; b < node->n_children; b++) {
+        int br = node->children[b];
+        int on[SEARCH_MAX_CHILDREN];
+        size_t non = 0;
+        const struct dq_diagram_node *bn = dq_diagram_node(g, br);
+        if (bn && bn->name && bn->kind != DQ_NODE_REFERENCE) {
+            on[non++] = br;
+        } else {
+            non = dq_diagram_probe_children(g, br, on, SEARCH_MAX_CHILDREN);
+            if (bn && bn->kind == DQ_NODE_REFERENCE) {
+                on[0] = bn->target;
+                non = 1;
+            }
+        }
+        for (size_t k = 0; k < non && k < SEARCH_MAX_CHILDREN; k++) {
+            for (size_t j = 0; j < n; j++) {
+                if (fi->kid_nodes[j] == on[k]) {
+                    fi->kids[j].weight = node->weights[b];
+                }
+            }
+        }
+    }
+}
+
+/*
+ * A node's baseline for the attribution: its own windows before `from` (up to
+ * SEARCH_BASELINE_SPAN of them), when there are SEARCH_BASELINE_WINDOWS with data. When
+ * every child has one, the search weighs each child's excess over it.
+ */
+static void set_baseline(struct plan *pl, const struct probe *p, int64_t from,
+                         struct node_stats *ns) {
+    struct node_stats b;
+    adapt__baseline(pl, p, from, &b, NULL, NULL);
+    struct search_stats *s = &ns->s;
+    if (b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS && b.s.n_ok > 1) {
+        s->has_baseline = 1;
+        s->base_mean = b.s.mean;
+        s->base_variance = b.s.variance;
+        s->base_lost = search_stats_lost(&b.s);
+        s->base_n = b.s.n_ok;
+        ns->base = b.obs; /* its ΔQ, for the shape of the distribution */
+        b.obs = NULL;
+        s->base_observed = ns->base;
+    }
+    adapt__node_stats_release(&b);
+}
+
+/* Child j of the focus: its name, finer probes, whether enabled, statistics since from. */
+static void gather_child(struct plan *pl, const struct dq_diagram *g, struct focus_input *fi,
+                         size_t j, int64_t from) {
+    const struct dq_diagram_node *kid = dq_diagram_node(g, fi->kid_nodes[j]);
+    struct probe *kp = adapt__probe(pl->a, kid->name);
+    struct search_child *c = &fi->kids[j];
+    memset(c, 0, sizeof *c);
+    c->name = kid->name;
+    c->has_children = dq_diagram_probe_children(g, fi->kid_nodes[j], NULL, 0) > 0;
+    c->enabled = kp && adapt__plan_enabled(pl, kp);
+    c->weight = 0.0;
+    adapt__gather(c->enabled ? kp : NULL, from, pl->upto, &fi->kstats[j]);
+    if (c->enabled) {
+        set_baseline(pl, kp, from, &fi->kstats[j]);
+    }
+    c->stats = fi->kstats[j].s;
+}
+
+int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
+                       struct focus_input *fi) {
+    struct adapt *a = pl->a;
+    const struct dq_diagram *g = core_diagram(a->env.core);
+    memset(&fi->in, 0, sizeof fi->in);
+    int i = g ? dq_diagram_find(g, inv->focus) : -1;
+    if (i < 0) {
+        return dq_fail(DQ_ENOTFOUND, "%s is no longer in the diagram", inv->focus);
+    }
+    const struct dq_diagram_node *node = dq_diagram_node(g, i);
+    size_t n = dq_diagram_probe_children(g, i, fi->kid_nodes, SEARCH_MAX_CHILDREN);
+    if (n == 0 || n > SEARCH_MAX_CHILDREN) {
+        return dq_fail(DQ_EINVAL, "%s has %zu children", inv->focus, n);
+    }
+    struct probe *fp = adapt__probe(a, inv->focus);
+    adapt__gather(fp, from, pl->upto, &fi->xstats);
+    set_baseline(pl, fp, from, &fi->xstats);
+    for (size_t j = 0; j < n; j++) {
+        gather_child(pl, g, fi, j, from);
+    }
+    /* a QTA problem: attribute the violated quantile (sequences) */
+    if (inv->problem == SEARCH_QTA && fp && fp->has_qta && fi->xstats.obs) {
+        struct dq_qta_result q;
+        if (dq_qta_eval(fi->xstats.obs, &fp->qta, &q) == DQ_OK && !q.ok && q.worst >= 0) {
+            fi->in.qta_p = fp->qta.p[q.worst];
+        }
+    }
+    if (inv->problem == SEARCH_SHAPE) {
+        fi->in.qta_p = inv->shape_level; /* the part of the distribution that moved */
+    }
+    if (node->kind == DQ_NODE_CHOICE && node->weights) {
+        choice_weights(g, node, fi, n);
+    }
+    fi->in.name = inv->focus;
+    fi->in.kind = node->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : node->kind;
+    fi->in.problem = inv->problem;
+    fi->in.stats = fi->xstats.s;
+    fi->in.children = fi->kids;
+    fi->in.n_children = n;
+    fi->in.exhausted = inv->windows_waited >= a->opt.investigation_windows;
+    return DQ_OK;
+}
+
+/* ---- several nodes, one probe ---------------------------------------------------------- */
+
+int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct search_child *kids,
+                        unsigned char *include, int *weighed) {
+    struct probe_table *t = core_probes(pl->a->env.core);
+    struct probe *p = adapt__probe(pl->a, name);
+    int n = p ? probes_node_count(p) : 0;
+    if (n < 2) {
+        return 0;
+    }
+    n = n > ADAPT_MAX_SPLIT ? ADAPT_MAX_SPLIT : n;
+    memset(kids, 0, (size_t)n * sizeof *kids);
+    for (int i = 0; i < n; i++) {
+        kids[i].name = probes_node_name(t, p, i);
+        kids[i].enabled = 1;
+        search_stats_init(&kids[i].stats);
+        for (int64_t w = from; w < pl->upto; w++) {
+            struct probe_node_moments m;
+            if (probes_node_moments(p, i, w, &m) == DQ_OK && m.ok + m.fa + m.to + m.out > 0) {
+                search_stats_add_window(&kids[i].stats, m.ok, m.fa, m.to + m.out, m.mean,
+                                        m.variance);
+            }
+        }
+    }
+    /* weights by instances: for a spread, each node's part of the pooled variance (a choice
+     * among the nodes: w·(σ² + (μ − μ̄)²)), so a node that is slower, not more erratic,
+     * still stands out */
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+        total += (double)search_stats_instances(&kids[i].stats);
+    }
+    *weighed = 0;
+    for (int i = 0; i < n; i++) {
+        kids[i].weight = total > 0 ? (double)search_stats_instances(&kids[i].stats) / total : 0.0;
+        include[i] = kids[i].stats.present &&
+                     search_stats_instances(&kids[i].stats) >= pl->a->params.min_instances;
+        *weighed += include[i];
+    }
+    return n;
+}
+
+/* ---- what-ifs ---------------------------------------------------------------------------- */
+
+/* An evaluator of the diagram with every probe on its own grid. */
+struct dq_eval *adapt__what_if_eval(struct adapt *a, const struct dq_diagram *g) {
+    struct dq_eval *ev = NULL;
+    const struct probe *any = NULL;
+    size_t nn = dq_diagram_node_count(g);
+    for (size_t i = 0; i < nn && !any; i++) {
+        const char *name = dq_diagram_node(g, (int)i)->name;
+        any = name ? adapt__probe(a, name) : NULL; /* anonymous nodes have no probe */
+    }
+    if (!any || dq_eval_create(g, any->k, any->n, &ev) != DQ_OK) {
+        return NULL;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const char *name = dq_diagram_node(g, (int)i)->name;
+        const struct probe *p = name ? adapt__probe(a, name) : NULL;
+        if (p) {
+            dq_eval_set_grid(ev, (int)i, p->k, p->n);
+        }
+    }
+    return ev;
+}

@@ -1,0 +1,355 @@
+/*
+ * verdict.c: recording what a search step decided: a descent into a child, or a verdict
+ * (localized, diffuse, inconclusive, healthy, aborted) with its evidence: the attribution
+ * numbers, the sentence, the node split (a probe reported by several Erlang nodes or
+ * hosts: is it one node's problem?) and, for a node that never reported, the hint that it
+ * may not be instrumented. The closing writes the investigation's summary, its log line
+ * and its webhook.
+ *
+ * Everything here only decides: it changes the round's next state and adds effects.
+ */
+#include "adapt_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_error.h"
+
+json_t *adapt__attribution_json(const struct search_input *in, const struct search_result *r) {
+    json_t *kids = json_array();
+    for (size_t i = 0; i < in->n_children; i++) {
+        const struct search_contribution *c = &r->attr.c[i];
+        json_t *o = adapt__stats_json(in->children[i].name, &in->children[i].stats);
+        if (c->included) {
+            json_object_set_new(o, "contribution", json_real(c->value));
+            json_object_set_new(o, "half_width", json_real(c->half_width));
+            json_object_set_new(o, "share", json_real(c->share));
+        }
+        json_array_append_new(kids, o);
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o}", "verdict", search_verdict_name(r->verdict),
+                          "problem", search_problem_name(r->attr.problem), "reason", r->reason,
+                          "focus", adapt__stats_json(in->name, &in->stats), "children", kids);
+    if (r->attr.best >= 0 && r->attr.best < (int)in->n_children) {
+        json_object_set_new(o, "best", json_string(in->children[r->attr.best].name));
+        json_object_set_new(o, "dominant", json_boolean(r->attr.dominant));
+    }
+    if (isfinite(r->attr.explained)) {
+        json_object_set_new(o, "explained", json_real(r->attr.explained));
+    }
+    if (isfinite(r->attr.remainder)) {
+        json_object_set_new(o, "remainder", json_real(r->attr.remainder));
+        json_object_set_new(o, "remainder_half_width", json_real(r->attr.remainder_half_width));
+    }
+    if (isfinite(r->attr.covariance)) {
+        json_object_set_new(o, "covariance", json_real(r->attr.covariance));
+    }
+    return o;
+}
+
+void adapt__close(struct plan *pl, struct investigation *inv, const char *verdict, const char *node,
+                  json_t *evidence) {
+    json_t *summary =
+        json_pack("{s:s,s:s,s:o}", "verdict", verdict, "node", node ? node : inv->focus, "evidence",
+                  evidence ? evidence : json_null());
+    if (inv->also[0]) {
+        json_object_set_new(summary, "also", json_string(inv->also));
+    }
+    if (inv->mode == SEARCH_MODE_CONTRIBUTOR) {
+        json_object_set_new(summary, "mode", json_string("contributor"));
+    }
+    const char *on =
+        json_string_value(json_object_get(json_object_get(evidence, "node_split"), "node"));
+    if (on) {
+        json_object_set_new(summary, "on_node", json_string(on));
+    }
+    /* the webhook carries the summary as stored (same rounding), not the live object */
+    char *text = summary ? json_dumps(summary, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    json_error_t jerr;
+    json_t *stored = text ? json_loads(text, 0, &jerr) : NULL;
+    free(text);
+    json_t *wh = json_pack("{s:s,s:s,s:o}", "node", inv->node, "verdict", verdict, "summary",
+                           stored ? stored : json_null());
+    adapt__fx_inv_close(pl, inv->id, verdict, node, summary);
+    inv->state = INV_CLOSED;
+    inv->quiet = 0;
+    snprintf(inv->verdict_node, sizeof inv->verdict_node, "%s", node ? node : "");
+    snprintf(inv->verdict, sizeof inv->verdict, "%s", verdict);
+    adapt__fx_log(pl, LOG_WARN, inv->id, " at %s: %s%s%s", inv->node, verdict, node ? " at " : "",
+                  node ? node : "");
+    adapt__fx_webhook(pl, "verdict", wh, 1, inv->id);
+}
+
+void adapt__aborted_on_error(struct plan *pl, struct investigation *inv) {
+    adapt__close(pl, inv, "aborted", NULL, json_pack("{s:s}", "error", dq_last_error()));
+    adapt__release(pl, inv, "aborted on an error: releasing what it enabled");
+}
+
+void adapt__healthy(struct plan *pl, struct investigation *inv, const char *reason,
+                    json_t *evidence) {
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "healthy");
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->focus, "verdict", NULL,
+                      json_pack("{s:s,s:O}", "reason", reason, "evidence", evidence), "healthy");
+    json_object_set_new(evidence, "reason", json_string(reason));
+    adapt__close(pl, inv, "healthy", inv->focus, evidence);
+    adapt__release(pl, inv, "the verdict is healthy: releasing what the investigation enabled");
+}
+
+/* ---- several nodes, one probe ---------------------------------------------------------- */
+
+/* "on node n2: db's mean latency there is 12 ms ± 1, against 4 ms ± 0.5 on n1 (the next
+ * node)": the sentence of a node that dominates a node split. */
+static void node_split_words(const struct search_input *in, const struct search_attribution *a,
+                             char *why, size_t why_cap) {
+    const struct search_contribution *b = &a->c[a->best];
+    const struct search_child *kids = in->children;
+    double f = in->problem == SEARCH_LOST ? 100.0 : (in->problem == SEARCH_VARIANCE ? 1e6 : 1e3);
+    const char *unit =
+        in->problem == SEARCH_LOST ? "%" : (in->problem == SEARCH_VARIANCE ? "ms²" : "ms");
+    const char *what = in->problem == SEARCH_LOST ? "lost"
+                       : in->problem == SEARCH_VARIANCE ? "part of the spread (w·(σ² + (μ − μ̄)²))"
+                                                        : "mean latency";
+    if (a->runner_up >= 0) {
+        const struct search_contribution *r = &a->c[a->runner_up];
+        snprintf(why, why_cap,
+                 "on node %s: %s's %s there is %.3g %s ± %.2g, against %.3g %s ± %.2g on %s "
+                 "(the next node)",
+                 kids[a->best].name, in->name, what, b->value * f, unit, b->half_width * f,
+                 r->value * f, unit, r->half_width * f, kids[a->runner_up].name);
+    }
+}
+
+/*
+ * When several nodes (Erlang nodes, hosts) report probe `name`, its problem split by node
+ * over windows ≥ from: each node's own mean, spread or lost fraction, compared by the
+ * dominance rule. Returns the per-node numbers as JSON (NULL when the probe is not split)
+ * and, when one node dominates, its name in `sick` and a sentence in `why`.
+ */
+static json_t *node_split(struct plan *pl, const char *name, enum search_problem prob, int64_t from,
+                          char *sick, size_t sick_cap, char *why, size_t why_cap) {
+    sick[0] = why[0] = '\0';
+    struct search_child kids[ADAPT_MAX_SPLIT];
+    unsigned char include[ADAPT_MAX_SPLIT];
+    int weighed = 0;
+    int n = adapt__gather_nodes(pl, name, from, kids, include, &weighed);
+    if (n < 2) {
+        return NULL;
+    }
+    struct search_input in = {
+        .name = name,
+        .kind = prob == SEARCH_VARIANCE ? DQ_NODE_CHOICE : DQ_NODE_SEQUENCE,
+        .problem = prob == SEARCH_QTA || prob == SEARCH_DIVERGENCE ? SEARCH_LATENCY : prob,
+        .children = kids,
+        .n_children = (size_t)n};
+    search_stats_init(&in.stats);
+    json_t *nodes = json_array();
+    struct search_attribution *a = weighed >= 2 ? calloc(1, sizeof *a) : NULL;
+    if (a && search_attribute(&in, &pl->a->params, include, a) == DQ_OK && a->dominant) {
+        snprintf(sick, sick_cap, "%s", kids[a->best].name);
+        node_split_words(&in, a, why, why_cap);
+    }
+    for (int i = 0; i < n; i++) {
+        json_t *o = adapt__stats_json(kids[i].name, &kids[i].stats);
+        if (a && a->c[i].included) {
+            json_object_set_new(o, "contribution", json_real(a->c[i].value));
+            json_object_set_new(o, "half_width", json_real(a->c[i].half_width));
+        }
+        json_array_append_new(nodes, o);
+    }
+    free(a);
+    return nodes;
+}
+
+/* Adds the node split of `probe` to a verdict's evidence (and its sentence to reason). */
+static void add_node_split(struct plan *pl, struct investigation *inv, const char *probe,
+                           json_t *ev, char *reason, size_t cap, char *sick, size_t sick_cap) {
+    char why[600];
+    json_t *nodes =
+        node_split(pl, probe, inv->problem, inv->eval_from, sick, sick_cap, why, sizeof why);
+    if (!nodes) {
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:o}", "probe", probe, "nodes", nodes);
+    if (sick[0]) {
+        json_object_set_new(o, "node", json_string(sick));
+        size_t len = strlen(reason);
+        snprintf(reason + len, cap - len, "; %s", why);
+    }
+    json_object_set_new(ev, "node_split", o);
+}
+
+/* ---- never reported --------------------------------------------------------------------- */
+
+/* 1 when dqd knows `name` but no instance of it arrived since it started (or it is not
+ * even a probe dqd knows). */
+static int never_reported(struct plan *pl, const char *name) {
+    const struct probe *p = adapt__probe(pl->a, name);
+    return !p || p->total_ok + p->total_fa + p->total_to + p->late == 0;
+}
+
+/*
+ * "b never reported any instance: is it instrumented? " in front of an inconclusive reason,
+ * for the children of the focus (or the node itself when fi is NULL) that never reported:
+ * an outcome of the diagram that no wrapper measures can never give statistics, and
+ * waiting for them is not the problem to report.
+ */
+static void say_never_reported(struct plan *pl, const struct focus_input *fi, const char *node,
+                               char *reason, size_t cap) {
+    char names[600] = "";
+    size_t len = 0, n = 0;
+    if (fi) {
+        for (size_t i = 0; i < fi->in.n_children; i++) {
+            if (fi->kids[i].name && never_reported(pl, fi->kids[i].name)) {
+                int w = snprintf(names + len, sizeof names - len, "%s%s", n ? ", " : "",
+                                 fi->kids[i].name);
+                len = w > 0 && len + (size_t)w < sizeof names ? len + (size_t)w : len;
+                n++;
+            }
+        }
+    } else if (never_reported(pl, node)) {
+        snprintf(names, sizeof names, "%s", node);
+        n = 1;
+    }
+    if (n == 0) {
+        return;
+    }
+    char *old = strdup(reason);
+    if (!old) {
+        return;
+    }
+    snprintf(reason, cap,
+             "%s never reported any instance since dqd started: %s instrumented? (a node of the "
+             "diagram that no wrapper reports can give no statistics) %s",
+             names, n == 1 ? "is it" : "are they", old);
+    free(old);
+}
+
+void adapt__inconclusive_no_data(struct plan *pl, struct investigation *inv,
+                                 const struct search_check *c) {
+    char reason[1400];
+    snprintf(reason, sizeof reason,
+             "inconclusive at %s: it has %llu instances in %u window%s after %d windows "
+             "(needs %llu in %u); no data to decide its problem from",
+             inv->node, (unsigned long long)search_stats_instances(&c->recent), c->recent.windows,
+             c->recent.windows == 1 ? "" : "s", inv->windows_waited,
+             (unsigned long long)pl->a->params.min_instances, pl->a->params.min_windows);
+    say_never_reported(pl, NULL, inv->node, reason, sizeof reason);
+    json_t *ev = json_pack("{s:s,s:o}", "reason", reason, "check", adapt__check_json(inv->node, c));
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "inconclusive");
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "verdict", NULL,
+                      json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), "inconclusive");
+    adapt__close(pl, inv, "inconclusive", inv->node, ev);
+    adapt__release(pl, inv, "inconclusive without data: releasing what it enabled");
+}
+
+/* ---- a search verdict ---------------------------------------------------------------------- */
+
+/* The verdict hypothesis and the closing of a verdict at `node`. */
+static void record_verdict(struct plan *pl, struct investigation *inv, const char *verdict,
+                           const char *node, const char *reason, json_t *ev) {
+    json_object_set_new(ev, "reason", json_string(reason));
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, verdict);
+    adapt__hypothesis(pl, inv, inv->hyp_id, node, "verdict", NULL,
+                      json_pack("{s:s,s:O}", "reason", reason, "evidence", ev), verdict);
+    adapt__close(pl, inv, verdict, node, ev);
+}
+
+/* Diffuse over the children, but maybe held by one node: then it is that node's. */
+static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
+                    size_t cap) {
+    char sick[PROBES_LABEL_MAX];
+    char *before = strdup(reason);
+    add_node_split(pl, inv, inv->focus, ev, reason, cap, sick, sizeof sick);
+    if (sick[0] && before) {
+        const char *on = strstr(reason, "; on node ");
+        const char *rest = strstr(before, ": ");
+        snprintf(reason, cap, "localized at %s, on node %s; over all nodes, %s", inv->focus,
+                 on ? on + 10 : sick, rest ? rest + 2 : before);
+    }
+    free(before);
+    record_verdict(pl, inv, sick[0] ? "localized" : "diffuse", inv->focus, reason, ev);
+}
+
+/* 1 when `name` is one of inv's culprits. */
+static int is_culprit(const struct investigation *inv, const char *name) {
+    for (int k = 0; name && k < inv->n_culprits; k++) {
+        if (strcmp(inv->culprits[k], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The search after a culprit found no other: localized at the culprits found. */
+static void close_culprits(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
+                           size_t cap) {
+    const char *at = adapt__culprits_close(pl, inv, ev, reason, cap);
+    char node[PROBES_NAME_MAX + 1];
+    snprintf(node, sizeof node, "%s", at);
+    snprintf(inv->focus, sizeof inv->focus, "%s", inv->culprit_parent); /* re-checks look there */
+    record_verdict(pl, inv, "localized", node, reason, ev);
+}
+
+/* A localized verdict at child c: the first culprit keeps the numbers re-checks compare
+ * with; every culprit asks whether the node's change is explained (or the search goes on). */
+static void localized(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                      const struct search_result *r, json_t *ev, char *reason, size_t cap) {
+    int child = r->child;
+    const char *child_name = fi->kids[child].name;
+    if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more */
+        close_culprits(pl, inv, ev, reason, cap);
+        return;
+    }
+    if (inv->n_culprits == 0) {
+        inv->verdict_value = r->attr.c[child].value;
+        inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
+        snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
+    }
+    const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
+    if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
+        return; /* ev taken: the search goes on for another culprit */
+    }
+    char sick[PROBES_LABEL_MAX];
+    add_node_split(pl, inv, child_name, ev, reason, cap, sick, sizeof sick);
+    const char *at = inv->n_culprits > 0 ? inv->culprits[0] : child_name;
+    char node[PROBES_NAME_MAX + 1];
+    snprintf(node, sizeof node, "%s", at);
+    if (inv->n_culprits > 1) {
+        snprintf(inv->focus, sizeof inv->focus, "%s", inv->culprit_parent);
+    }
+    record_verdict(pl, inv, "localized", node, reason, ev);
+}
+
+void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
+                    const struct search_result *r) {
+    json_t *ev = adapt__attribution_json(&fi->in, r);
+    int child = r->child;
+    const char *child_name = child >= 0 ? fi->kids[child].name : NULL;
+    char reason[SEARCH_REASON_MAX + 900];
+    snprintf(reason, sizeof reason, "%s%s",
+             inv->mode == SEARCH_MODE_CONTRIBUTOR && r->verdict == SEARCH_LOCALIZED
+                 ? "the largest contributor, nothing to judge it against (no QTA, no baseline "
+                   "yet): "
+                 : "",
+             r->reason);
+    json_object_set_new(ev, "reason", json_string(reason));
+    if (r->verdict == SEARCH_DESCEND) {
+        adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
+        int64_t hyp =
+            adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
+                              json_pack("{s:s,s:o}", "reason", reason, "evidence", ev), NULL);
+        adapt__focus_on(pl->a, inv, child_name, hyp ? hyp : inv->hyp_id, pl->upto);
+        adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s", child_name);
+    } else if (r->verdict == SEARCH_LOCALIZED) {
+        localized(pl, inv, fi, r, ev, reason, sizeof reason);
+    } else if (inv->n_culprits > 0) {
+        close_culprits(pl, inv, ev, reason, sizeof reason);
+    } else if (r->verdict == SEARCH_DIFFUSE) {
+        diffuse(pl, inv, ev, reason, sizeof reason);
+    } else {
+        say_never_reported(pl, fi, inv->focus, reason, sizeof reason);
+        record_verdict(pl, inv, "inconclusive", inv->focus, reason, ev);
+    }
+}

@@ -1,0 +1,465 @@
+/*
+ * search_check.c: the node check (what is abnormal at a node against its QTA, its
+ * baseline and its calculated ΔQ) and the load tests (does latency rise with the
+ * arrivals?). Pure functions of statistics: the caller picks the windows.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dq_search.h"
+#include "search_internal.h"
+
+double search_z_of_p(double p) {
+    if (!(p > 0.0)) {
+        return 40.0;
+    }
+    if (p >= 0.5) {
+        return 0.0;
+    }
+    double lo = 0.0, hi = 40.0; /* 0.5·erfc(z/√2) falls from 0.5 to 0: bisect */
+    for (int i = 0; i < 80; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(mid / sqrt(2.0)) > p) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return 0.5 * (lo + hi);
+}
+
+double search_z_looks(int looks) {
+    return search_z_of_p(0.5 * erfc(SEARCH_Z / sqrt(2.0)) / (looks > 1 ? looks : 1));
+}
+
+static void add_problem(struct search_check *c, enum search_problem kind, double z, const char *fmt,
+                        ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static void add_problem(struct search_check *c, enum search_problem kind, double z, const char *fmt,
+                        ...) {
+    if (c->n >= SEARCH_MAX_PROBLEMS) {
+        return;
+    }
+    struct search_found *p = &c->p[c->n++];
+    p->kind = kind;
+    p->z = z;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->why, sizeof p->why, fmt, ap);
+    va_end(ap);
+}
+
+static int cmp_problem(const void *a, const void *b) {
+    const struct search_found *x = a, *y = b;
+    if (x->kind == SEARCH_QTA || y->kind == SEARCH_QTA) { /* a broken requirement first */
+        return (y->kind == SEARCH_QTA) - (x->kind == SEARCH_QTA);
+    }
+    return x->z < y->z ? 1 : (x->z > y->z ? -1 : 0);
+}
+
+/* P(X ≥ k) for X ~ Binomial(n, q), summed in logs. */
+static double binomial_tail(int n, int k, double q) {
+    if (k <= 0) {
+        return 1.0;
+    }
+    if (k > n || !(q > 0.0)) {
+        return 0.0;
+    }
+    if (!(q < 1.0)) {
+        return 1.0;
+    }
+    double sum = 0.0;
+    for (int i = k; i <= n; i++) {
+        double lt = lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) + i * log(q) +
+                    (n - i) * log1p(-q);
+        sum += exp(lt);
+    }
+    return sum < 1.0 ? sum : 1.0;
+}
+
+/* One level of the tail check: the share of instances beyond the baseline's q point
+ * (moved with the median), now against before, as a binomial z (the count now, given how
+ * many there are in all, is binomial with the share of instances now: an exact test that
+ * also carries the baseline's own uncertainty about its tail); 0 when it cannot tell.
+ * *pr, *pb, *at, *moved: the shares, the point and its move (s), for the sentence. */
+static double tail_z(const struct search_stats *r, const struct search_stats *b, double q,
+                     double *pr, double *pb, double *at, double *moved) {
+    double tb = dq_tangible(b->observed), tr = dq_tangible(r->observed);
+    double t, mb, mr;
+    if (!(tb > 0.0) || !(tr > 0.0) || dq_quantile(b->observed, q * tb, &t) != DQ_OK ||
+        dq_quantile(b->observed, 0.5 * tb, &mb) != DQ_OK ||
+        dq_quantile(r->observed, 0.5 * tr, &mr) != DQ_OK) {
+        return 0.0;
+    }
+    /* the point moved with the median, as a shift or as a change of scale, whichever moves
+     * it more: a node slower as a whole (a shift) or stretched (a queue) is not a tail
+     * problem */
+    double shift = mr > mb ? mr - mb : 0.0;
+    double scaled = mb > 0.0 && mr > mb ? t * (mr / mb) - t : 0.0;
+    shift = scaled > shift ? scaled : shift;
+    double nb = (double)b->n_ok, nr = (double)r->n_ok;
+    *pb = (tb - dq_cdf_at(b->observed, t)) / tb;
+    *pr = (tr - dq_cdf_at(r->observed, t + shift)) / tr;
+    *at = t + shift;
+    *moved = shift;
+    int kb = (int)floor(*pb * nb + 0.5), kr = (int)floor(*pr * nr + 0.5);
+    if (kr < 1 || !(*pr > 2.0 * *pb) || kb + kr > 1000000) {
+        return 0.0;
+    }
+    return search_z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
+}
+
+/*
+ * The tail: rare, very slow instances, counted beyond two points of the baseline, its
+ * 99.9 % and (when the baseline holds ten thousand instances or more, so that the point
+ * rests on a few of them) its 99.99 % point. A rare pass ten or a hundred times slower
+ * than usual shows beyond both, but beyond the farther one against almost nothing. Two
+ * levels are two looks: each at the threshold that keeps their joint false alarms at one's.
+ */
+static void check_tail(const struct search_stats *r, const struct search_stats *b,
+                       struct search_check *c) {
+    static const double levels[] = {0.999, 0.9999};
+    const int n_levels = b->n_ok >= 10000 ? 2 : 1;
+    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / n_levels);
+    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0;
+    for (int k = 0; k < n_levels; k++) {
+        double pr = 0, pb = 0, at = 0, moved = 0;
+        double z = tail_z(r, b, levels[k], &pr, &pb, &at, &moved);
+        if (z > best) {
+            best = z, bpr = pr, bpb = pb, bat = at, bmoved = moved, bq = levels[k];
+        }
+    }
+    if (best >= zt) {
+        add_problem(c, SEARCH_VARIANCE, best,
+                    "%.2g %% of instances beyond %.3g ms (the baseline's %.4g %% point%s) "
+                    "against %.2g %% before: rare, very slow passes",
+                    100.0 * bpr, bat * 1e3, 100.0 * bq, bmoved > 0 ? ", moved with the median" : "",
+                    100.0 * bpb);
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/*
+ * The windows' own means, now against before: the Mann-Whitney z that now's windows are
+ * slower (ties count half). It sees a shift that a queue's bursts hide from a test of the
+ * pooled means: every window slower than nearly every window before is telling, however
+ * much each one scatters. 0 with fewer than 5 windows on a side.
+ */
+static double window_rank_z(const double *now, int na, const double *before, int nb) {
+    if (na < 5 || nb < 5) {
+        return 0.0;
+    }
+    double b[SEARCH_MAX_WINDOW_MEANS];
+    nb = nb > SEARCH_MAX_WINDOW_MEANS ? SEARCH_MAX_WINDOW_MEANS : nb;
+    na = na > SEARCH_MAX_WINDOW_MEANS ? SEARCH_MAX_WINDOW_MEANS : na;
+    memcpy(b, before, (size_t)nb * sizeof b[0]);
+    qsort(b, (size_t)nb, sizeof b[0], cmp_double);
+    double u = 0.0; /* pairs (now, before) with now slower */
+    for (int i = 0; i < na; i++) {
+        int lo = 0, hi = nb; /* how many before are below now[i], and equal */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (b[mid] < now[i]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        int below = lo, eq = 0;
+        while (below + eq < nb && b[below + eq] == now[i]) {
+            eq++;
+        }
+        u += below + 0.5 * eq;
+    }
+    double n1 = na, n2 = nb;
+    double sd = sqrt(n1 * n2 * (n1 + n2 + 1.0) / 12.0);
+    return sd > 0 ? (u - n1 * n2 / 2.0) / sd : 0.0;
+}
+
+/* 1 when a node's variance is known and positive. */
+static int vb_ok(const struct search_stats *s) {
+    return s->n_ok > 1 && s->variance > 0.0;
+}
+
+/* The QTA: a hazard, significant at the worst point (a binomial proportion). */
+static void check_qta(const struct dq_qta *qta, const struct search_stats *r,
+                      struct search_check *c) {
+    struct dq_qta_result q;
+    if (!r->observed || dq_qta_eval(r->observed, qta, &q) != DQ_OK || q.ok) {
+        return;
+    }
+    double n = (double)search_stats_instances(r);
+    double target = q.worst >= 0 ? qta->p[q.worst] : 1.0 - qta->max_lost;
+    double se = sqrt(target * (1.0 - target) / (n > 0 ? n : 1.0));
+    double z = se > 0 ? q.hazard / se : 40.0;
+    if (z < c->zt) {
+        return; /* a crossing within the sampling noise */
+    }
+    if (q.worst >= 0) {
+        add_problem(c, SEARCH_QTA, z,
+                    "the QTA wants %.0f %% within %.3g ms; %.1f points short over %.0f instances",
+                    100.0 * qta->p[q.worst], qta->t[q.worst] * 1e3, 100.0 * q.hazard, n);
+    } else {
+        add_problem(c, SEARCH_QTA, z, "the QTA allows %.2g %% lost; %.2g %% more were lost",
+                    100.0 * qta->max_lost, 100.0 * q.hazard);
+    }
+}
+
+/* Mean of a ΔQ's successes, NAN when it has none. */
+static double dq_mean_or_nan(const struct dq *q) {
+    struct dq_moments m;
+    return q && dq_moments(q, &m) == DQ_OK ? m.mean : NAN;
+}
+
+/* Within-window variance (the ok-weighted mean of the windows' own variances) and its
+ * standard error (batch means, else Var(s²) ≈ 2σ⁴/n). */
+static void within_variance(const struct search_stats *s, double *v, double *se) {
+    const struct search_batch *b = &s->b_var;
+    *v = b->w > 0.0 ? b->ref + b->wd / b->w : NAN;
+    double n = (double)s->n_ok;
+    double iid = isfinite(*v) && n > 1.0 ? *v * sqrt(2.0 / (n - 1.0)) : NAN;
+    *se = search_stats_variance_se(s, iid);
+}
+
+/* Lost mass: against the baseline, else against the threshold. */
+static void check_lost(const struct search_stats *r, const struct search_stats *b,
+                       const struct search_params *params, struct search_check *c) {
+    double lr = search_stats_lost(r), lb = search_stats_lost(b);
+    if (c->has_baseline) {
+        double se = hypot(search_stats_lost_se(r), search_stats_lost_se(b));
+        double z = se > 0 ? (lr - lb) / se : (lr > lb ? 40.0 : 0.0);
+        if (lr - lb > params->lost_threshold && z >= c->zt) {
+            add_problem(c, SEARCH_LOST, z, "%.2g %% lost against %.2g %% before", 100.0 * lr,
+                        100.0 * lb);
+        }
+    } else if (lr > params->lost_threshold) {
+        double se = search_stats_lost_se(r);
+        double z = se > 0 ? (lr - params->lost_threshold) / se : 40.0;
+        if (z >= c->zt) {
+            add_problem(c, SEARCH_LOST, z, "%.2g %% lost (more than %.2g %%)", 100.0 * lr,
+                        100.0 * params->lost_threshold);
+        }
+    }
+}
+
+/* Latency and spread against the baseline; the spread is the within-window variance, so
+ * that a level shift inside a range does not count as spread. */
+static void check_moments(const struct search_check_input *in, struct search_check *c) {
+    const struct search_stats *r = in->recent, *b = in->baseline;
+    double vr, ser, vb, seb;
+    within_variance(r, &vr, &ser);
+    within_variance(b, &vb, &seb);
+    double shift = r->mean - b->mean;
+    double se = hypot(search_stats_mean_se(r), search_stats_mean_se(b));
+    double z = se > 0 ? shift / se : 0.0;
+    double zw =
+        window_rank_z(in->recent_means, in->n_recent_means, in->base_means, in->n_base_means);
+    z = zw > z ? zw : z;
+    if (z >= c->zt && vb > 0 && shift > 0.5 * sqrt(vb)) {
+        add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r->mean * 1e3,
+                    b->mean * 1e3);
+    }
+    if (vb > 0 && vr > 0 && isfinite(ser) && isfinite(seb) && r->mean > 0 && b->mean > 0) {
+        /* the spread beyond what the mean explains: a node whose delays grew in scale (a
+         * queue) keeps its relative spread and is a latency problem; an erratic one
+         * spreads while its mean stays */
+        double scale = (r->mean / b->mean) * (r->mean / b->mean);
+        double ratio = vr / vb / (scale > 1.0 ? scale : 1.0);
+        double sl = hypot(ser / vr, seb / vb); /* se of log(ratio) */
+        double zv = sl > 0 ? log(ratio) / sl : 0.0;
+        if (ratio >= 1.5 && zv >= c->zt) {
+            add_problem(c, SEARCH_VARIANCE, zv,
+                        "spread (sd) %.3g ms against %.3g ms before (%.2g against %.2g of "
+                        "the mean)",
+                        sqrt(vr) * 1e3, sqrt(vb) * 1e3, sqrt(vr) / r->mean, sqrt(vb) / b->mean);
+        }
+    }
+}
+
+/* Observed against calculated: the distributions differ, or the time the node spends
+ * beyond what its children account for grew against the baseline. */
+static void check_divergence(const struct search_stats *r, const struct search_stats *b,
+                             const struct search_params *params, struct search_check *c) {
+    if (isfinite(r->ks_d) && r->ks_d > 0.1 && r->ks_p < params->alpha) {
+        add_problem(c, SEARCH_DIVERGENCE, search_z_of_p(r->ks_p),
+                    "observed and calculated differ (KS D %.3g, p %.2g)", r->ks_d, r->ks_p);
+    }
+    double gr = dq_mean_or_nan(r->observed) - dq_mean_or_nan(r->calculated);
+    double gb = dq_mean_or_nan(b->observed) - dq_mean_or_nan(b->calculated);
+    if (c->has_baseline && isfinite(gr) && isfinite(gb)) {
+        /* each gap has the uncertainty of an observed mean on both sides */
+        double se = sqrt(2.0) * hypot(search_stats_mean_se(r), search_stats_mean_se(b));
+        double z = se > 0 ? (gr - gb) / se : 0.0;
+        if (z >= c->zt && vb_ok(b) && gr - gb > 0.5 * sqrt(b->variance)) {
+            add_problem(c, SEARCH_DIVERGENCE, z,
+                        "%.3g ms more than its children account for, against %.3g ms before",
+                        gr * 1e3, gb * 1e3);
+        }
+    }
+}
+
+/* The whole ΔQ: how far mass moved later against the baseline (dq_search.h, "shape"). */
+static void check_shape(const struct search_stats *r, const struct search_stats *b,
+                        struct search_check *c) {
+    const struct dq *now = r->observed, *base = b->observed;
+    if (!now || !base || now->k != base->k || now->n != base->n) {
+        return; /* another grid (a dMax change in between): not comparable bin by bin */
+    }
+    /* the delays of the instances that arrived: lost mass has a test of its own */
+    double fb = 0, fr = 0, d = 0, w1 = 0, at_b = 0, at_r = 0, med = NAN;
+    double tb = dq_tangible(base), tr = dq_tangible(now);
+    if (!(tb > 0) || !(tr > 0)) {
+        return;
+    }
+    for (int i = 0; i < now->n; i++) {
+        fb += base->pdf[i] / tb;
+        fr += now->pdf[i] / tr;
+        double gap = fb - fr;
+        if (gap > d) {
+            d = gap, at_b = fb, at_r = fr;
+        }
+        w1 += gap > 0 ? gap * now->width : 0.0;
+        if (isnan(med) && fb >= 0.5) {
+            med = (i + 1) * now->width;
+        }
+    }
+    double nr = search__effective_n(r), nb = search__effective_n(b);
+    if (!(d >= SEARCH_SHAPE_MASS) || !(nr > 0) || !(nb > 0)) {
+        return;
+    }
+    double moved = w1 / d;
+    double need = fmax(2.0 * now->width, SEARCH_SHAPE_TIME * (isnan(med) ? 0.0 : med));
+    double m = nr * nb / (nr + nb);
+    double z = search_z_of_p(exp(-2.0 * m * d * d)); /* one-sided KS tail */
+    if (z < c->zt || moved < need) {
+        return;
+    }
+    add_problem(c, SEARCH_SHAPE, z,
+                "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
+                "instances), %.3g ms of delay in all (W1+: that mass later by %.3g ms on "
+                "average; its median before %.3g ms)",
+                100.0 * d, d, nr, nb, w1 * 1e3, moved * 1e3, isnan(med) ? 0.0 : med * 1e3);
+    c->p[c->n - 1].level = 0.5 * (at_b + at_r);
+}
+
+void search_check(const struct search_check_input *in, const struct search_params *params,
+                  struct search_check *c) {
+    memset(c, 0, sizeof *c);
+    c->zt = in->zt;
+    const struct search_stats *r = in->recent, *b = in->baseline;
+    c->recent = *r;
+    c->recent.observed = c->recent.calculated = NULL;
+    c->baseline = *b;
+    c->baseline.observed = c->baseline.calculated = NULL;
+    c->has_qta = in->qta != NULL;
+    c->has_baseline = b->present && b->windows >= SEARCH_BASELINE_WINDOWS;
+    c->has_calculated = r->calculated != NULL;
+    if (!r->present) {
+        return;
+    }
+    if (c->has_qta) {
+        check_qta(in->qta, r, c);
+    }
+    check_lost(r, b, params, c);
+    if (c->has_baseline && r->n_ok > 10 && b->n_ok > 10) {
+        check_moments(in, c);
+    }
+    /* the tail: rare, very slow instances (an erratic part) barely move a variance
+     * estimated over a few windows, but they pile up beyond the baseline's 99.9 % point */
+    if (c->has_baseline && r->observed && b->observed) {
+        check_tail(r, b, c);
+    }
+    check_divergence(r, b, params, c);
+    if (c->has_baseline) {
+        check_shape(r, b, c);
+    }
+    /* most significant first, a QTA before all; equal ones in the order found (stable) */
+    for (int i = 1; i < c->n; i++) {
+        struct search_found x = c->p[i];
+        int j = i - 1;
+        while (j >= 0 && cmp_problem(&c->p[j], &x) > 0) {
+            c->p[j + 1] = c->p[j];
+            j--;
+        }
+        c->p[j + 1] = x;
+    }
+}
+
+/* ---- load --------------------------------------------------------------------------------- */
+
+/* Ranks of x[0 … n) into r (ties share their mean rank; values within a relative 1e-6
+ * are ties: the same durations, rounded to nanoseconds or summed in another order, differ
+ * in their last digits, and no measurement is finer than that). */
+static void ranks_of(const double *x, int n, double *r) {
+    for (int i = 0; i < n; i++) {
+        int less = 0, eq = 0;
+        for (int j = 0; j < n; j++) {
+            double tol = 1e-6 * fmax(fabs(x[i]), fabs(x[j]));
+            int same = fabs(x[j] - x[i]) <= tol;
+            less += !same && x[j] < x[i];
+            eq += same;
+        }
+        r[i] = less + 0.5 * (eq + 1);
+    }
+}
+
+double search_rate_latency_z(const double *rate, const double *mean, int n) {
+    if (n < 10) {
+        return 0.0;
+    }
+    n = n > SEARCH_MAX_RATE_WINDOWS ? SEARCH_MAX_RATE_WINDOWS : n;
+    double rr[SEARCH_MAX_RATE_WINDOWS], rm[SEARCH_MAX_RATE_WINDOWS];
+    ranks_of(rate, n, rr);
+    ranks_of(mean, n, rm);
+    double mr = 0.5 * (n + 1.0), sxy = 0, sxx = 0, syy = 0;
+    for (int i = 0; i < n; i++) {
+        sxy += (rr[i] - mr) * (rm[i] - mr);
+        sxx += (rr[i] - mr) * (rr[i] - mr);
+        syy += (rm[i] - mr) * (rm[i] - mr);
+    }
+    double rho = sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0.0;
+    return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
+}
+
+int search_load_rose(double rz, const struct search_check *c, int looks, char *why, size_t cap) {
+    double zt = search_z_looks(looks);
+    if (rz >= zt) {
+        snprintf(why, cap, "its latency rises with its arrivals (Spearman z %.1f over its windows)",
+                 rz);
+        return 1;
+    }
+    /* against its baseline: more arrivals per window now, significantly and by a fifth */
+    if (c && c->has_baseline && c->recent.windows > 0 && c->baseline.windows > 0) {
+        double wr = c->recent.windows, wb = c->baseline.windows;
+        double r = (double)search_stats_instances(&c->recent) / wr;
+        double b = (double)search_stats_instances(&c->baseline) / wb;
+        double se = sqrt(r / wr + b / wb);
+        double z = se > 0 ? (r - b) / se : 0.0;
+        if (b > 0 && r >= 1.2 * b && z >= zt) {
+            snprintf(why, cap,
+                     "its arrivals rose %.2f× against its baseline (%.0f against %.0f a window, "
+                     "z %.1f) with its latency",
+                     r / b, r, b, z);
+            return 1;
+        }
+    }
+    if (cap > 0) {
+        why[0] = '\0';
+    }
+    return 0;
+}
+
+int search_load_shaped(enum search_problem p) {
+    return p == SEARCH_LATENCY || p == SEARCH_QTA || p == SEARCH_VARIANCE;
+}

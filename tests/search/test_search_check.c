@@ -1,0 +1,390 @@
+/*
+ * test_search_check.c: the node check (search_check) and the load tests of search/: each
+ * problem kind found against a baseline (and not found without a change), the absolute
+ * tests without one, a QTA first whatever its z, the windows' rank test, the tail beyond
+ * the baseline's 99.9 % point, Spearman's z and search_load_rose.
+ */
+#include "check.h"
+
+#include "search_test_util.h"
+
+static struct search_params P;
+
+/* Statistics of `windows` windows of n ok instances each (mean m s, sd s s, lost fraction
+ * lost), with per-window means drawn around m with sd `wsd` (0: all equal). */
+static void windows_of(struct search_stats *st, double *means, int *n_means, int windows, int n,
+                       double m, double sd, double lost, double wsd, uint64_t seed) {
+    struct srng r = {seed};
+    search_stats_init(st);
+    for (int w = 0; w < windows; w++) {
+        double wm = m + wsd * srng_normal(&r);
+        uint64_t fa = (uint64_t)floor(lost * n + 0.5);
+        search_stats_add_window(st, (uint64_t)n - fa, fa, 0, wm, sd * sd);
+        if (means) {
+            means[(*n_means)++] = wm;
+        }
+    }
+}
+
+struct fixture {
+    struct search_stats recent, base;
+    double rm[SEARCH_MAX_WINDOW_MEANS], bm[SEARCH_MAX_WINDOW_MEANS];
+    struct search_check_input in;
+    struct search_check c;
+};
+
+static void fixture(struct fixture *f, double rmean, double rsd, double rlost, int with_base) {
+    memset(f, 0, sizeof *f);
+    windows_of(&f->recent, f->rm, &f->in.n_recent_means, 5, 100, rmean, rsd, rlost, 0.0002, 1);
+    if (with_base) {
+        windows_of(&f->base, f->bm, &f->in.n_base_means, 30, 100, 0.010, 0.002, 0.0, 0.0002, 2);
+    } else {
+        search_stats_init(&f->base);
+    }
+    f->in.recent = &f->recent;
+    f->in.baseline = &f->base;
+    f->in.recent_means = f->rm;
+    f->in.base_means = f->bm;
+    f->in.zt = search_z_looks(3);
+}
+
+static int has(const struct search_check *c, enum search_problem k) {
+    for (int i = 0; i < c->n; i++) {
+        if (c->p[i].kind == k) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void test_z(void) {
+    CHECK_NEAR(search_z_of_p(0.5 * erfc(3.0 / sqrt(2.0))), 3.0, 1e-9);
+    CHECK_NEAR(search_z_of_p(0.025), 1.959964, 1e-5);
+    CHECK_NEAR(search_z_of_p(0.0), 40.0, 0);
+    CHECK_NEAR(search_z_of_p(0.7), 0.0, 0);
+    CHECK_NEAR(search_z_looks(1), SEARCH_Z, 1e-9);
+    CHECK_NEAR(search_z_looks(0), SEARCH_Z, 1e-9);
+    /* three looks share the one-look rate: P(Z > z3) = P(Z > 3) / 3 */
+    double z3 = search_z_looks(3);
+    CHECK_NEAR(0.5 * erfc(z3 / sqrt(2.0)), 0.5 * erfc(3.0 / sqrt(2.0)) / 3.0, 1e-12);
+    CHECK(z3 > SEARCH_Z);
+}
+
+static void test_nothing(void) {
+    struct fixture f;
+    fixture(&f, 0.010, 0.002, 0.0, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 0);
+    CHECK_INT(f.c.has_baseline, 1);
+    CHECK_INT(f.c.has_qta, 0);
+    CHECK_INT(f.c.has_calculated, 0);
+    CHECK_INT(f.c.recent.windows, 5);
+    CHECK(f.c.recent.observed == NULL && f.c.baseline.observed == NULL);
+    /* 29 windows are no baseline */
+    struct search_stats b29;
+    windows_of(&b29, NULL, NULL, 29, 100, 0.010, 0.002, 0.0, 0, 3);
+    f.in.baseline = &b29;
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.has_baseline, 0);
+    /* absent now: nothing to judge */
+    struct search_stats none;
+    search_stats_init(&none);
+    f.in.recent = &none;
+    f.in.baseline = &f.base;
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 0);
+}
+
+static void test_latency(void) {
+    struct fixture f;
+    fixture(&f, 0.015, 0.002, 0.0, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 1);
+    CHECK_INT(f.c.p[0].kind, SEARCH_LATENCY);
+    CHECK(f.c.p[0].z >= f.c.zt);
+    CHECK_MSG(strstr(f.c.p[0].why, "mean 15") == f.c.p[0].why &&
+                  strstr(f.c.p[0].why, " ms before") != NULL,
+              "%s", f.c.p[0].why);
+    /* significant but smaller than half a baseline sd (1 ms): not a problem */
+    fixture(&f, 0.0105, 0.002, 0.0, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_LATENCY));
+}
+
+static void test_rank(void) {
+    /* windows that scatter (a queue's bursts) leave the pooled means' test short of the
+     * threshold; the ranks still see that every window now is slower than every window
+     * before (the most 5 windows against 30 can say: z 3.54) */
+    struct fixture f;
+    memset(&f, 0, sizeof f);
+    search_stats_init(&f.base);
+    search_stats_init(&f.recent);
+    for (int w = 0; w < 30; w++) {
+        double m = w % 2 ? 0.014 : 0.006;
+        search_stats_add_window(&f.base, 100, 0, 0, m, 0.002 * 0.002);
+        f.bm[f.in.n_base_means++] = m;
+    }
+    static const double now[5] = {0.0145, 0.016, 0.019, 0.022, 0.025};
+    for (int w = 0; w < 5; w++) {
+        search_stats_add_window(&f.recent, 100, 0, 0, now[w], 0.002 * 0.002);
+        f.rm[f.in.n_recent_means++] = now[w];
+    }
+    f.in.recent = &f.recent;
+    f.in.baseline = &f.base;
+    f.in.recent_means = f.rm;
+    f.in.base_means = f.bm;
+    f.in.zt = search_z_looks(3);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 1);
+    CHECK_INT(f.c.p[0].kind, SEARCH_LATENCY);
+    CHECK_NEAR(f.c.p[0].z, 75.0 / sqrt(450.0), 1e-9); /* (u − n1·n2/2) / sd, u = 150 */
+    /* the same without the windows' means: the pooled test alone stays below */
+    f.in.n_recent_means = f.in.n_base_means = 0;
+    struct search_check c2;
+    search_check(&f.in, &P, &c2);
+    CHECK_INT(c2.n, 0);
+}
+
+static void test_lost(void) {
+    struct fixture f;
+    fixture(&f, 0.010, 0.002, 0.10, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 1);
+    CHECK_INT(f.c.p[0].kind, SEARCH_LOST);
+    CHECK(strstr(f.c.p[0].why, "against 0 % before") != NULL);
+    /* no baseline: against the threshold (1 %) */
+    fixture(&f, 0.010, 0.002, 0.10, 0);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.has_baseline, 0);
+    CHECK_INT(f.c.n, 1);
+    CHECK_INT(f.c.p[0].kind, SEARCH_LOST);
+    CHECK(strstr(f.c.p[0].why, "more than 1 %") != NULL);
+    /* below the threshold: nothing, with or without a baseline */
+    fixture(&f, 0.010, 0.002, 0.005, 0);
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 0);
+}
+
+static void test_variance(void) {
+    struct fixture f;
+    fixture(&f, 0.010, 0.005, 0.0, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK(has(&f.c, SEARCH_VARIANCE));
+    CHECK(!has(&f.c, SEARCH_LATENCY));
+    /* a node that grew in scale keeps its relative spread: latency, not variance */
+    fixture(&f, 0.020, 0.004, 0.0, 1);
+    search_check(&f.in, &P, &f.c);
+    CHECK(has(&f.c, SEARCH_LATENCY));
+    CHECK(!has(&f.c, SEARCH_VARIANCE));
+}
+
+static void test_qta_first(void) {
+    /* a QTA of 99 % within 12 ms, a node now at mean 15 ms: both a latency problem (huge
+     * z) and a QTA hazard; the broken requirement is listed first */
+    struct fixture f;
+    fixture(&f, 0.015, 0.002, 0.0, 1);
+    struct dq *obs = NULL;
+    CHECK_INT(dq_uniform(-2, 256, 0.013, 0.017, &obs), DQ_OK);
+    f.recent.observed = obs;
+    struct dq_qta q = {.n = 1, .t = {0.012}, .p = {0.99}, .max_lost = 0.01};
+    f.in.qta = &q;
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.has_qta, 1);
+    CHECK(f.c.n >= 2);
+    CHECK_INT(f.c.p[0].kind, SEARCH_QTA);
+    CHECK(strstr(f.c.p[0].why, "the QTA wants 99 % within 12 ms") != NULL);
+    CHECK(has(&f.c, SEARCH_LATENCY));
+    /* met: no QTA problem */
+    q.t[0] = 0.020;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_QTA));
+    dq_destroy(obs);
+}
+
+static void test_tail(void) {
+    /* the same bulk, but 1 % of instances 200 ms slow now against none before */
+    struct fixture f;
+    fixture(&f, 0.010, 0.002, 0.0, 1);
+    struct dq *b = NULL, *r = NULL;
+    double pdf_b[256] = {0}, pdf_r[256] = {0};
+    for (int i = 36; i < 44; i++) {
+        pdf_b[i] = 1.0 / 8.0;
+        pdf_r[i] = 0.99 / 8.0;
+    }
+    pdf_r[200] = 0.01;
+    CHECK_INT(dq_from_pdf(-2, 256, pdf_b, &b), DQ_OK);
+    CHECK_INT(dq_from_pdf(-2, 256, pdf_r, &r), DQ_OK);
+    f.base.observed = b;
+    f.recent.observed = r;
+    search_check(&f.in, &P, &f.c);
+    CHECK(has(&f.c, SEARCH_VARIANCE));
+    int found = 0;
+    for (int i = 0; i < f.c.n; i++) {
+        found |=
+            f.c.p[i].kind == SEARCH_VARIANCE && strstr(f.c.p[i].why, "rare, very slow") != NULL;
+    }
+    CHECK(found);
+    /* the same ΔQ on both sides: no tail problem */
+    f.recent.observed = b;
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 0);
+    dq_destroy(b);
+    dq_destroy(r);
+}
+
+static void test_divergence(void) {
+    struct fixture f;
+    fixture(&f, 0.010, 0.002, 0.0, 1);
+    f.recent.ks_d = 0.3;
+    f.recent.ks_p = 1e-6;
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 1);
+    CHECK_INT(f.c.p[0].kind, SEARCH_DIVERGENCE);
+    CHECK(strstr(f.c.p[0].why, "KS D 0.3") != NULL);
+    f.recent.ks_d = 0.05; /* significant but small */
+    search_check(&f.in, &P, &f.c);
+    CHECK_INT(f.c.n, 0);
+}
+
+/* A ΔQ of 0.5 ms bins: mass `frac` uniform over [a, b) ms, the rest over [c, d) ms. */
+static struct dq *two_bumps(double frac, double a, double b, double c, double d) {
+    double pdf[512] = {0};
+    for (int i = (int)(a * 2); i < (int)(b * 2); i++) {
+        pdf[i] += frac / ((b - a) * 2);
+    }
+    for (int i = (int)(c * 2); i < (int)(d * 2); i++) {
+        pdf[i] += (1 - frac) / ((d - c) * 2);
+    }
+    struct dq *q = NULL;
+    CHECK_INT(dq_from_pdf(-1, 512, pdf, &q), DQ_OK);
+    return q;
+}
+
+static void test_shape(void) {
+    /* a fifth of the mass (a rare branch) moves from 40-60 ms to 52-72 ms: the mean moves
+     * 2.4 ms against a within-window sd of 20 ms (no latency problem); shape sees it */
+    struct fixture f;
+    fixture(&f, 0.0124, 0.020, 0.0, 1);
+    f.base.mean = 0.010;
+    struct dq *b = two_bumps(0.8, 1, 5, 40, 60), *r = two_bumps(0.8, 1, 5, 52, 72);
+    f.base.observed = b;
+    f.recent.observed = r;
+    /* the baseline's windows: 30 × 100 of sd 20 ms */
+    search_stats_init(&f.base);
+    for (int w = 0; w < 30; w++) {
+        search_stats_add_window(&f.base, 100, 0, 0, 0.010, 0.020 * 0.020);
+    }
+    f.base.observed = b;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_LATENCY));
+    CHECK(has(&f.c, SEARCH_SHAPE));
+    for (int i = 0; i < f.c.n; i++) {
+        if (f.c.p[i].kind == SEARCH_SHAPE) {
+            /* the bumps overlap: at most 12 % of the mass is later than before at any time,
+             * 2.4 ms of delay in all (0.2 × 12 ms), as if those 12 % moved 20 ms */
+            CHECK_MSG(strstr(f.c.p[i].why, "12 % of its mass moved later (one-sided KS D 0.12") &&
+                          strstr(f.c.p[i].why, "2.4 ms of delay in all") &&
+                          strstr(f.c.p[i].why, "later by 20 ms on average"),
+                      "%s", f.c.p[i].why);
+            CHECK(f.c.p[i].level > 0.8 && f.c.p[i].level < 1.0); /* the upper fifth */
+        }
+    }
+    /* the same ΔQ both sides: nothing */
+    f.recent.observed = b;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* mass that moved earlier is no problem */
+    struct dq *e = two_bumps(0.8, 1, 5, 28, 48);
+    f.recent.observed = e;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* moved by a hair (one bin): not practically large */
+    struct dq *h = two_bumps(0.8, 1, 5, 40.5, 60.5);
+    f.recent.observed = h;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!has(&f.c, SEARCH_SHAPE));
+    /* correlated instances count as fewer: 5 windows whose means scatter widely leave a
+     * small moved mass short of significance */
+    struct dq *s5 = two_bumps(0.88, 1, 5, 52, 72), *b5 = two_bumps(1.0, 1, 5, 40, 60);
+    struct fixture g;
+    fixture(&g, 0.0124, 0.020, 0.0, 1);
+    g.base.observed = b5;
+    g.recent.observed = s5;
+    search_check(&g.in, &P, &g.c);
+    int independent = has(&g.c, SEARCH_SHAPE);
+    search_stats_init(&g.recent);
+    static const double wm[5] = {0.002, 0.030, 0.004, 0.040, 0.001};
+    for (int w = 0; w < 5; w++) {
+        search_stats_add_window(&g.recent, 100, 0, 0, wm[w], 0.020 * 0.020);
+    }
+    g.recent.observed = s5;
+    search_check(&g.in, &P, &g.c);
+    CHECK(independent);
+    CHECK(!has(&g.c, SEARCH_SHAPE));
+    dq_destroy(b);
+    dq_destroy(r);
+    dq_destroy(e);
+    dq_destroy(h);
+    dq_destroy(s5);
+    dq_destroy(b5);
+}
+
+static void test_spearman(void) {
+    double rate[20], mean[20];
+    for (int i = 0; i < 20; i++) {
+        rate[i] = 100 + 5 * i;
+        mean[i] = 0.010 + 0.0005 * i;
+    }
+    CHECK_NEAR(search_rate_latency_z(rate, mean, 20), sqrt(19.0), 1e-9);
+    CHECK_NEAR(search_rate_latency_z(rate, mean, 9), 0.0, 0); /* too few windows */
+    for (int i = 0; i < 20; i++) {
+        mean[i] = 0.020 - 0.0005 * i;
+    }
+    CHECK_NEAR(search_rate_latency_z(rate, mean, 20), -sqrt(19.0), 1e-9);
+    /* values within a relative 1e-6 are ties: equal means say nothing */
+    for (int i = 0; i < 20; i++) {
+        mean[i] = 0.010 * (1 + 1e-9 * i);
+    }
+    CHECK_NEAR(search_rate_latency_z(rate, mean, 20), 0.0, 0);
+}
+
+static void test_load_rose(void) {
+    char why[200];
+    CHECK_INT(search_load_rose(4.0, NULL, 1, why, sizeof why), 1);
+    CHECK(strstr(why, "Spearman z 4.0") != NULL);
+    CHECK_INT(search_load_rose(3.2, NULL, 3, why, sizeof why), 0); /* 3 looks need ≈ 3.4 */
+    CHECK_STR(why, "");
+    /* the arrivals per window rose 1.5× against the baseline */
+    struct search_check c;
+    memset(&c, 0, sizeof c);
+    c.has_baseline = 1;
+    windows_of(&c.recent, NULL, NULL, 5, 150, 0.010, 0.002, 0, 0, 4);
+    windows_of(&c.baseline, NULL, NULL, 30, 100, 0.010, 0.002, 0, 0, 5);
+    CHECK_INT(search_load_rose(0.0, &c, 3, why, sizeof why), 1);
+    CHECK(strstr(why, "rose 1.50×") != NULL);
+    /* by a tenth only: not a rise */
+    windows_of(&c.recent, NULL, NULL, 5, 110, 0.010, 0.002, 0, 0, 4);
+    CHECK_INT(search_load_rose(0.0, &c, 3, why, sizeof why), 0);
+    CHECK_INT(search_load_shaped(SEARCH_LATENCY), 1);
+    CHECK_INT(search_load_shaped(SEARCH_QTA), 1);
+    CHECK_INT(search_load_shaped(SEARCH_VARIANCE), 1);
+    CHECK_INT(search_load_shaped(SEARCH_LOST), 0);
+    CHECK_INT(search_load_shaped(SEARCH_DIVERGENCE), 0);
+}
+
+int main(void) {
+    search_params_init(&P);
+    test_z();
+    test_nothing();
+    test_latency();
+    test_rank();
+    test_lost();
+    test_variance();
+    test_qta_first();
+    test_tail();
+    test_divergence();
+    test_shape();
+    test_spearman();
+    test_load_rose();
+    return check_done();
+}
