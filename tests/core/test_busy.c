@@ -249,10 +249,11 @@ static void test_boundaries(void) {
     }
 }
 
-int main(void) {
-    test_out_of_order();
-    test_reach_back();
-    test_stations();
-    test_boundaries();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(out_of_order),
+    CHECK_CASE(reach_back),
+    CHECK_CASE(stations),
+    CHECK_CASE(boundaries),
+};
+
+CHECK_MAIN(cases)
