@@ -12,6 +12,7 @@
  */
 #include "dqctl_api.h"
 #include "dqctl_set_err.h"
+#include "dqctl_json.h"
 #include "dqctl_infer.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 
 #include "dq.h"
 #include "dq_error.h"
+#include "dq_strbuf.h"
 #include "dqctl.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
@@ -425,17 +427,6 @@ static void format_compact(double s, char *buf, size_t cap) {
 
 /* ---- reading JSON answers ---------------------------------------------------------------- */
 
-/* A number field (integer or real); NAN when absent, null or not a number. */
-static double jnum(const json_t *obj, const char *key) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
-}
-
 /* F(t) from a ΔQ answer's cdf array, whose cdf[i] is P(delay ≤ (i+1)·bin_width): the value
  * at the last right edge at or before t, `lag` bins earlier for the lower bound (dqd's
  * "lag"; 0 when absent); NAN when malformed. */
@@ -519,20 +510,18 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
 
 /* "0.5@100ms 0.95@250ms, max lost 1%" */
 static void format_qta(const json_t *qta, char *buf, size_t cap) {
-    size_t o = 0;
-    buf[0] = '\0';
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
     const json_t *pts = json_object_get(qta, "points");
-    for (size_t i = 0; i < json_array_size(pts) && o < cap; i++) {
+    for (size_t i = 0; i < json_array_size(pts); i++) {
         const json_t *pt = json_array_get(pts, i);
         char tb[32];
         format_compact(json_number_value(json_array_get(pt, 1)), tb, sizeof tb);
-        int n = snprintf(buf + o, cap - o, "%s%g@%s", i ? " " : "",
-                         json_number_value(json_array_get(pt, 0)), tb);
-        o += n > 0 ? (size_t)n : 0;
+        dq_strbuf_printf(&b, "%s%g@%s", i ? " " : "", json_number_value(json_array_get(pt, 0)), tb);
     }
     double ml = jnum(qta, "max_lost");
-    if (!isnan(ml) && o < cap) {
-        snprintf(buf + o, cap - o, ", max lost %g%%", ml * 100);
+    if (!isnan(ml)) {
+        dq_strbuf_printf(&b, ", max lost %g%%", ml * 100);
     }
 }
 
@@ -1277,8 +1266,10 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
             if (seen) {
                 continue;
             }
-            char links[2048] = "";
-            size_t len = 0, n = 0;
+            char links[2048];
+            struct dq_strbuf lb;
+            dq_strbuf_init(&lb, links, sizeof links);
+            size_t n = 0;
             for (size_t i = first; i < n_cmds; i++) {
                 const json_t *c = json_array_get(commands, i);
                 if (strcmp(jstr(c, "status", ""), kinds[k].status) != 0 ||
@@ -1287,8 +1278,7 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
                 }
                 char one[PROBE_TEXT];
                 dqctl_escape(jstr(c, "link", "?"), one, sizeof one);
-                int w = snprintf(links + len, sizeof links - len, "%s%s", n ? ", " : "", one);
-                len = w > 0 && len + (size_t)w < sizeof links ? len + (size_t)w : len;
+                dq_strbuf_printf(&lb, "%s%s", n ? ", " : "", one);
                 n++;
             }
             missed += k > 0 ? (int)n : 0;
@@ -1621,18 +1611,16 @@ static void render_diagram(FILE *out, const json_t *d) {
         fprintf(out, "no diagram loaded (dqd --diagram FILE.dq, or dqctl diagram FILE.dq)\n");
         return;
     }
-    char roots[2048] = "", probes[8192] = "";
-    size_t rl = 0, pl = 0;
+    char roots[2048], probes[8192];
+    struct dq_strbuf rb, pb;
+    dq_strbuf_init(&rb, roots, sizeof roots);
+    dq_strbuf_init(&pb, probes, sizeof probes);
     const json_t *r = json_object_get(d, "roots"), *p = json_object_get(d, "probes");
     for (size_t i = 0; i < json_array_size(r); i++) {
-        int w = snprintf(roots + rl, sizeof roots - rl, "%s%s", i ? ", " : "",
-                         json_string_value(json_array_get(r, i)));
-        rl = w > 0 && rl + (size_t)w < sizeof roots ? rl + (size_t)w : rl;
+        dq_strbuf_printf(&rb, "%s%s", i ? ", " : "", json_string_value(json_array_get(r, i)));
     }
     for (size_t i = 0; i < json_array_size(p); i++) {
-        int w = snprintf(probes + pl, sizeof probes - pl, "%s%s", i ? ", " : "",
-                         json_string_value(json_array_get(p, i)));
-        pl = w > 0 && pl + (size_t)w < sizeof probes ? pl + (size_t)w : pl;
+        dq_strbuf_printf(&pb, "%s%s", i ? ", " : "", json_string_value(json_array_get(p, i)));
     }
     fprintf(out, "diagram %s: %zu probe%s, root%s %s\nprobes: %s\n\n%s",
             jstr(d, "path", "(sent through the API)"), json_array_size(p),

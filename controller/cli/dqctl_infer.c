@@ -2,6 +2,7 @@
  * dqctl_infer.c: an outcome diagram from span trees (dqctl_infer.h). Pure: JSON in, text out.
  */
 #include "dqctl_infer.h"
+#include "dqctl_json.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -372,10 +373,10 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(spans, i);
         struct span *s = &sp[i];
-        s->trace = json_string_value(json_object_get(o, "trace_id"));
-        s->id = json_string_value(json_object_get(o, "span_id"));
-        s->parent = json_string_value(json_object_get(o, "parent_id"));
-        s->probe = json_string_value(json_object_get(o, "probe"));
+        s->trace = jstr(o, "trace_id", NULL);
+        s->id = jstr(o, "span_id", NULL);
+        s->parent = jstr(o, "parent_id", NULL);
+        s->probe = jstr(o, "probe", NULL);
         json_t *st = json_object_get(o, "start_ns"), *en = json_object_get(o, "end_ns");
         if (!s->trace || !s->id || !s->parent || !s->probe || !json_is_integer(st) ||
             !json_is_integer(en)) {

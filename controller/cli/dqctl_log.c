@@ -12,59 +12,23 @@
  */
 #include "dqctl_log.h"
 #include "dqctl_set_err.h"
+#include "dqctl_json.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dq_strbuf.h"
 
 static double poll_interval_s = 0.5;
 
 void dqctl_log_set_poll_interval(double seconds) {
     poll_interval_s = seconds > 0 ? seconds : 0.5;
-}
-
-/* ---- reading JSON ------------------------------------------------------------------- */
-
-static double jnum(const json_t *obj, const char *key) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
-}
-
-/* An integer field as long long; dflt when absent or not an integer. */
-static long long jint(const json_t *obj, const char *key, long long dflt) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
-}
-
-/* Appends to buf at *len (snprintf semantics, never past cap). */
-static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-    if (*len >= cap) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
-    }
 }
 
 /* "03:42:40.001" (UTC), for lines within one investigation. */
@@ -77,11 +41,11 @@ static void clock_hms(double unix_s, char *buf, size_t cap) {
 
 /* "validate, pay, ship" from an array of strings. */
 static void join_names(const json_t *arr, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
     for (size_t i = 0; i < json_array_size(arr); i++) {
         const char *s = json_string_value(json_array_get(arr, i));
-        append(buf, cap, &len, "%s%s", i ? ", " : "", s ? s : "?");
+        dq_strbuf_printf(&b, "%s%s", i ? ", " : "", s ? s : "?");
     }
 }
 
@@ -103,43 +67,43 @@ static void percent(double f, char *buf, size_t cap) {
  * windows, mean 27.4 ms, sd 4.72 ms, lost 0.00%, KS D 0.0101 (p 0.998), QTA hazard 0.3".
  */
 static void format_node_stats(const json_t *st, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
+    struct dq_strbuf sb;
+    dq_strbuf_init(&sb, buf, cap);
     if (!json_is_object(st)) {
-        append(buf, cap, &len, "no numbers");
+        dq_strbuf_printf(&sb, "no numbers");
         return;
     }
     if (json_is_false(json_object_get(st, "present"))) {
-        append(buf, cap, &len, "no data");
+        dq_strbuf_printf(&sb, "no data");
         return;
     }
     double n = jnum(st, "ok") + jnum(st, "fa") + jnum(st, "to");
     double w = jnum(st, "windows");
     if (!isnan(n)) {
-        append(buf, cap, &len, "n %.0f", n);
+        dq_strbuf_printf(&sb, "n %.0f", n);
         if (!isnan(w)) {
-            append(buf, cap, &len, " in %.0f window%s", w, w == 1 ? "" : "s");
+            dq_strbuf_printf(&sb, " in %.0f window%s", w, w == 1 ? "" : "s");
         }
     }
     char a[32], b[32];
     if (!isnan(jnum(st, "mean"))) {
         dur(jnum(st, "mean"), a, sizeof a);
         dur(jnum(st, "sd"), b, sizeof b);
-        append(buf, cap, &len, "%smean %s, sd %s", len ? ", " : "", a, b);
+        dq_strbuf_printf(&sb, "%smean %s, sd %s", sb.len ? ", " : "", a, b);
     }
     if (!isnan(jnum(st, "lost"))) {
         percent(jnum(st, "lost"), a, sizeof a);
-        append(buf, cap, &len, "%slost %s", len ? ", " : "", a);
+        dq_strbuf_printf(&sb, "%slost %s", sb.len ? ", " : "", a);
     }
     if (!isnan(jnum(st, "ks_d"))) {
-        append(buf, cap, &len, "%sKS D %.3g (p %.3g)", len ? ", " : "", jnum(st, "ks_d"),
-               jnum(st, "ks_p"));
+        dq_strbuf_printf(&sb, "%sKS D %.3g (p %.3g)", sb.len ? ", " : "", jnum(st, "ks_d"),
+                         jnum(st, "ks_p"));
     }
     if (!isnan(jnum(st, "qta_hazard"))) {
-        append(buf, cap, &len, "%sQTA hazard %.3g", len ? ", " : "", jnum(st, "qta_hazard"));
+        dq_strbuf_printf(&sb, "%sQTA hazard %.3g", sb.len ? ", " : "", jnum(st, "qta_hazard"));
     }
-    if (len == 0) {
-        append(buf, cap, &len, "no numbers");
+    if (sb.len == 0) {
+        dq_strbuf_printf(&sb, "no numbers");
     }
 }
 
