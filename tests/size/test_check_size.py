@@ -10,25 +10,18 @@ command line limit the check. Then the measurement runs on the repository's own 
 Usage: test_check_size.py REPO_ROOT
 """
 import os
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tool_check import check, finish, run as run_tool  # noqa: E402
+
 ROOT = sys.argv[1]
 TOOL = os.path.join(ROOT, "tools", "check-size")
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok   " if cond else "FAIL ") + what)
-    failures += 0 if cond else 1
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
-                       timeout=60)
-    return p.returncode, p.stdout + p.stderr
+    return run_tool(TOOL, *args)
 
 
 def function(name, lines):
@@ -105,7 +98,4 @@ rows = [line for line in out.splitlines() if line.startswith("  ") or line[:5].s
 check(rc in (0, 1) and len(rows) > 500,
       "the repository's folders are measured (%d functions listed, exit %d)" % (len(rows), rc))
 
-if failures:
-    print(fixture_out)
-    sys.exit(1)
-print("all checks passed")
+finish(fixture_out)
