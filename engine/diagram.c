@@ -842,85 +842,59 @@ static int skip_operator_body(struct parser *p, char letter, int nl, const char 
     return DQ_OK;
 }
 
-/* a:, f: or p: at the current token; returns the operator node. */
-static int parse_operator(struct parser *p, int depth) {
-    char buf[80];
-    char letter = p->tok.start[0];
-    int line = p->tok.line, col = p->tok.col;
-    enum dq_node_kind kind = letter == 'a'   ? DQ_NODE_ALL
-                             : letter == 'f' ? DQ_NODE_FIRST
-                                             : DQ_NODE_CHOICE;
-    const char *what = kind == DQ_NODE_ALL     ? "all-to-finish"
-                       : kind == DQ_NODE_FIRST ? "first-to-finish"
-                                               : "probabilistic choice";
-    next(p); /* letter */
-    next(p); /* : */
-    if (expect_name(p, kind == DQ_NODE_CHOICE ? "a name after p:" : "an operator name") < 0) {
-        return p->rc;
-    }
-    struct token name = p->tok;
-    int nl = name.len > 60 ? 60 : (int)name.len;
-    int old = table_lookup(p->d, name.start, name.len);
-    if (old >= 0 && is_operator_kind(p->d->nodes[old].kind)) {
-        /* the oscilloscope reuses an operator written twice: the first one is the node */
-        const struct dq_diagram_node *o = &p->d->nodes[old];
-        const char *as = o->kind == DQ_NODE_ALL     ? " as an all-to-finish"
-                         : o->kind == DQ_NODE_FIRST ? " as a first-to-finish"
-                                                    : " as a probabilistic choice";
-        warn_at(p->d, line, col,
-                "%c:%.*s is already written at %d:%d%s: this is that operator again (its "
-                "branches there are used, the ones here are ignored, as in the oscilloscope)",
-                letter, nl, name.start, o->line, o->column, o->kind == kind ? "" : as);
-        next(p);
-        if (skip_operator_body(p, letter, nl, name.start) < 0) {
-            return p->rc;
-        }
-        return old;
-    }
-    int idx = define_named(p, &name, kind, line, col, 0);
-    if (idx < 0) {
-        return p->rc;
-    }
+/* An operator written a second time (old is the first): the oscilloscope reuses the first,
+ * so this one's body is skipped with a warning. Returns old. */
+static int reuse_operator(struct parser *p, int old, enum dq_node_kind kind, char letter,
+                          const struct token *name, int line, int col) {
+    int nl = name->len > 60 ? 60 : (int)name->len;
+    const struct dq_diagram_node *o = &p->d->nodes[old];
+    const char *as = o->kind == DQ_NODE_ALL     ? " as an all-to-finish"
+                     : o->kind == DQ_NODE_FIRST ? " as a first-to-finish"
+                                                : " as a probabilistic choice";
+    warn_at(p->d, line, col,
+            "%c:%.*s is already written at %d:%d%s: this is that operator again (its "
+            "branches there are used, the ones here are ignored, as in the oscilloscope)",
+            letter, nl, name->start, o->line, o->column, o->kind == kind ? "" : as);
     next(p);
-    size_t n_weights = 0;
-    if (kind == DQ_NODE_CHOICE) {
-        if (p->tok.type != T_LBRACK) {
-            if (p->tok.type == T_ERROR) {
-                return p->rc;
-            }
-            return fail_at(p, p->tok.line, p->tok.col,
-                           "expected '[' and one probability per branch after p:%.*s "
-                           "(p:%.*s[0.5, 0.5](x, y)), found %s",
-                           nl, name.start, nl, name.start, describe(&p->tok, buf, sizeof buf));
-        }
-        if (parse_weights(p, &n_weights) < 0) {
-            return p->rc;
-        }
-        double *w = malloc(n_weights * sizeof *w);
-        if (!w) {
-            return fail_nomem(p);
-        }
-        memcpy(w, p->weights, n_weights * sizeof *w);
-        p->d->priv[idx].weights = w;
-    } else if (p->tok.type == T_LBRACK) {
-        return fail_at(p, p->tok.line, p->tok.col,
-                       "only p: takes probabilities; remove the [...] after %c:%.*s", letter, nl,
-                       name.start);
+    if (skip_operator_body(p, letter, nl, name->start) < 0) {
+        return p->rc;
     }
-    if (p->tok.type != T_LPAREN) {
+    return old;
+}
+
+/* p:NAME's [probabilities] at the current token, kept as node idx's weights (normalised
+ * later, by check_choice). */
+static int parse_choice_weights(struct parser *p, int idx, const struct token *name,
+                                size_t *n_weights) {
+    char buf[80];
+    int nl = name->len > 60 ? 60 : (int)name->len;
+    if (p->tok.type != T_LBRACK) {
         if (p->tok.type == T_ERROR) {
             return p->rc;
         }
         return fail_at(p, p->tok.line, p->tok.col,
-                       "expected '(' and the branches of %c:%.*s, found %s", letter, nl, name.start,
-                       describe(&p->tok, buf, sizeof buf));
+                       "expected '[' and one probability per branch after p:%.*s "
+                       "(p:%.*s[0.5, 0.5](x, y)), found %s",
+                       nl, name->start, nl, name->start, describe(&p->tok, buf, sizeof buf));
     }
-    if (depth + 1 > DQ_DIAGRAM_MAX_DEPTH) {
-        return fail_at(p, line, col,
-                       "operators nested more than %d deep; move inner parts into named "
-                       "definitions (NAME = …;) and use s:NAME",
-                       DQ_DIAGRAM_MAX_DEPTH);
+    if (parse_weights(p, n_weights) < 0) {
+        return p->rc;
     }
+    double *w = malloc(*n_weights * sizeof *w);
+    if (!w) {
+        return fail_nomem(p);
+    }
+    memcpy(w, p->weights, *n_weights * sizeof *w);
+    p->d->priv[idx].weights = w;
+    return DQ_OK;
+}
+
+/* The branches of operator idx, the current token being '(': each a chain (several
+ * components make an anonymous sequence), up to ')'. */
+static int parse_branches(struct parser *p, int idx, int depth, char letter,
+                          const struct token *name) {
+    char buf[80];
+    int nl = name->len > 60 ? 60 : (int)name->len;
     next(p); /* ( */
     for (;;) {
         if (parse_chain(p, depth + 1) < 0) {
@@ -956,56 +930,120 @@ static int parse_operator(struct parser *p, int depth) {
         }
         if (p->tok.type == T_RPAREN) {
             next(p);
-            break;
+            return DQ_OK;
         }
         if (p->tok.type == T_ERROR) {
             return p->rc;
         }
         return fail_at(p, p->tok.line, p->tok.col,
                        "expected ',' (another branch), '->' or ')' in %c:%.*s(…), found %s", letter,
-                       nl, name.start, describe(&p->tok, buf, sizeof buf));
+                       nl, name->start, describe(&p->tok, buf, sizeof buf));
     }
+}
+
+/* A choice's probabilities against its branches: one each, not all 0, taken in proportion
+ * (a warning when they do not sum to 1, and for each 0). */
+static int check_choice(struct parser *p, int idx, const struct token *name, size_t n_weights,
+                        int line, int col) {
+    int nl = name->len > 60 ? 60 : (int)name->len;
     size_t nb = p->d->nodes[idx].n_children;
-    if (nb < 2) {
+    if (n_weights != nb) {
+        return fail_at(p, line, col,
+                       "p:%.*s has %zu probabilities but %zu branches; give one probability "
+                       "per branch",
+                       nl, name->start, n_weights, nb);
+    }
+    double *w = p->d->priv[idx].weights, sum = 0.0;
+    for (size_t j = 0; j < n_weights; j++) {
+        sum += w[j];
+    }
+    if (!(sum > 0.0) || !isfinite(sum)) {
+        return fail_at(p, line, col,
+                       "the probabilities of p:%.*s are all 0; give at least one branch a "
+                       "probability above 0",
+                       nl, name->start);
+    }
+    /* any non-negative weights, taken in proportion (the thesis, eq. 2.5, and the
+     * DeltaQ library): thirds written 0.3333 need not sum to exactly 1 */
+    if (fabs(sum - 1.0) > 1e-3) {
+        warn_at(p->d, line, col,
+                "the probabilities of p:%.*s sum to %.10g, not 1: they are taken in "
+                "proportion (each divided by %.10g)",
+                nl, name->start, sum, sum);
+    }
+    for (size_t j = 0; j < n_weights; j++) {
+        if (w[j] == 0.0) {
+            warn_at(p->d, line, col, "branch %zu of p:%.*s has probability 0: it is never taken",
+                    j + 1, nl, name->start);
+        }
+        w[j] /= sum;
+    }
+    p->d->nodes[idx].weights = w;
+    return DQ_OK;
+}
+
+/* a:, f: or p: at the current token; returns the operator node. */
+static int parse_operator(struct parser *p, int depth) {
+    char buf[80];
+    char letter = p->tok.start[0];
+    int line = p->tok.line, col = p->tok.col;
+    enum dq_node_kind kind = letter == 'a'   ? DQ_NODE_ALL
+                             : letter == 'f' ? DQ_NODE_FIRST
+                                             : DQ_NODE_CHOICE;
+    const char *what = kind == DQ_NODE_ALL     ? "all-to-finish"
+                       : kind == DQ_NODE_FIRST ? "first-to-finish"
+                                               : "probabilistic choice";
+    next(p); /* letter */
+    next(p); /* : */
+    if (expect_name(p, kind == DQ_NODE_CHOICE ? "a name after p:" : "an operator name") < 0) {
+        return p->rc;
+    }
+    struct token name = p->tok;
+    int nl = name.len > 60 ? 60 : (int)name.len;
+    int old = table_lookup(p->d, name.start, name.len);
+    if (old >= 0 && is_operator_kind(p->d->nodes[old].kind)) {
+        return reuse_operator(p, old, kind, letter, &name, line, col);
+    }
+    int idx = define_named(p, &name, kind, line, col, 0);
+    if (idx < 0) {
+        return p->rc;
+    }
+    next(p);
+    size_t n_weights = 0;
+    if (kind == DQ_NODE_CHOICE) {
+        if (parse_choice_weights(p, idx, &name, &n_weights) < 0) {
+            return p->rc;
+        }
+    } else if (p->tok.type == T_LBRACK) {
+        return fail_at(p, p->tok.line, p->tok.col,
+                       "only p: takes probabilities; remove the [...] after %c:%.*s", letter, nl,
+                       name.start);
+    }
+    if (p->tok.type != T_LPAREN) {
+        if (p->tok.type == T_ERROR) {
+            return p->rc;
+        }
+        return fail_at(p, p->tok.line, p->tok.col,
+                       "expected '(' and the branches of %c:%.*s, found %s", letter, nl, name.start,
+                       describe(&p->tok, buf, sizeof buf));
+    }
+    if (depth + 1 > DQ_DIAGRAM_MAX_DEPTH) {
+        return fail_at(p, line, col,
+                       "operators nested more than %d deep; move inner parts into named "
+                       "definitions (NAME = …;) and use s:NAME",
+                       DQ_DIAGRAM_MAX_DEPTH);
+    }
+    if (parse_branches(p, idx, depth, letter, &name) < 0) {
+        return p->rc;
+    }
+    if (p->d->nodes[idx].n_children < 2) {
         return fail_at(p, line, col,
                        "%c:%.*s has one branch; %s needs at least two (add a branch, or "
                        "write the component without the operator)",
                        letter, nl, name.start, what);
     }
-    if (kind == DQ_NODE_CHOICE) {
-        if (n_weights != nb) {
-            return fail_at(p, line, col,
-                           "p:%.*s has %zu probabilities but %zu branches; give one probability "
-                           "per branch",
-                           nl, name.start, n_weights, nb);
-        }
-        double *w = p->d->priv[idx].weights, sum = 0.0;
-        for (size_t j = 0; j < n_weights; j++) {
-            sum += w[j];
-        }
-        if (!(sum > 0.0) || !isfinite(sum)) {
-            return fail_at(p, line, col,
-                           "the probabilities of p:%.*s are all 0; give at least one branch a "
-                           "probability above 0",
-                           nl, name.start);
-        }
-        /* any non-negative weights, taken in proportion (the thesis, eq. 2.5, and the
-         * DeltaQ library): thirds written 0.3333 need not sum to exactly 1 */
-        if (fabs(sum - 1.0) > 1e-3) {
-            warn_at(p->d, line, col,
-                    "the probabilities of p:%.*s sum to %.10g, not 1: they are taken in "
-                    "proportion (each divided by %.10g)",
-                    nl, name.start, sum, sum);
-        }
-        for (size_t j = 0; j < n_weights; j++) {
-            if (w[j] == 0.0) {
-                warn_at(p->d, line, col,
-                        "branch %zu of p:%.*s has probability 0: it is never taken", j + 1, nl,
-                        name.start);
-            }
-            w[j] /= sum;
-        }
-        p->d->nodes[idx].weights = w;
+    if (kind == DQ_NODE_CHOICE && check_choice(p, idx, &name, n_weights, line, col) < 0) {
+        return p->rc;
     }
     return idx;
 }

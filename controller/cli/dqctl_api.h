@@ -8,6 +8,11 @@
  * the message on stderr. Options go after the subcommand: --server URL (else $DQD_URL,
  * else http://127.0.0.1:7401), --json (print the API's data object), --help (dqctl's
  * main also takes --server and --json before the subcommand and passes them on).
+ *
+ * One header, five files by job: dqctl_api.c (the subcommands on probes and wrappers),
+ * dqctl_diagram.c (`diagram`), dqctl_args.c (options, durations, QTA points),
+ * dqctl_render.c (the renderers and the QTA check) and dqctl_call.c (output, errors, the
+ * API call, the "GET, then show" body, a subcommand's start and end).
  */
 #ifndef DQCTL_API_H
 #define DQCTL_API_H
@@ -158,6 +163,9 @@ int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_c
 /* Formats a duration in seconds for people: "850 us", "12.5 ms", "1.25 s". */
 void dqctl_format_duration(double s, char *buf, size_t cap);
 
+/* "0.5@100ms 0.95@250ms, max lost 1%" from a QTA object {"points","max_lost"}. */
+void dqctl_format_qta(const json_t *qta, char *buf, size_t cap);
+
 /* "2026-11-22 03:17:49.000" (UTC) from Unix seconds; "-" for NAN. */
 void dqctl_format_time(double unix_s, char *buf, size_t cap);
 
@@ -243,7 +251,8 @@ int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const ch
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);
 
-/* How dqctl_get_and_show presents an answer for people (--json ignores all but problem). */
+/* How a "GET, then show" subcommand presents the answer for people (--json ignores all
+ * but problem). */
 struct dqctl_view {
     void (*render)(FILE *out, const json_t *data); /* the rendering; never NULL */
     const char *not_list; /* non-NULL: the answer must be a list, else this complaint, exit 2 */
@@ -252,14 +261,35 @@ struct dqctl_view {
     int (*problem)(const json_t *data); /* NULL, or nonzero when the answer is a problem found */
 };
 
+/* What a "GET, then show" subcommand's prepare fills in from its arguments. */
+struct dqctl_show_req {
+    char path[2048];        /* the GET's path (starts as the command's path, or empty) */
+    char text[1200];        /* room for a message the view points at (an empty list's) */
+    struct dqctl_view view; /* starts as the command's view */
+};
+
+/* A subcommand that is one GET, then shows the answer: status, probes, why, log,
+ * snapshots, snapshot, triggers. */
+struct dqctl_show {
+    const char *help;       /* --help's text (dqctl_start_cmd adds the common options) */
+    unsigned accepts;       /* DQCTL_OPT_* bits beyond --server, --json, --help */
+    int min_pos, max_pos;   /* positional arguments */
+    const char *path;       /* the GET's path, or NULL when prepare writes it */
+    struct dqctl_view view; /* how the answer is shown */
+    int (*prepare)(const struct dqctl_opts *o, struct dqctl_show_req *r); /* NULL, or: checks
+        the arguments and fills r; returns 0, or -1 after reporting a usage error (exit 2) */
+};
+
 /*
- * The skeleton of the list/show commands: GET o->server + path, then with --json print the
- * data (dqctl_print_json), else as v says: complain when it must be a list and is not, print
- * v->empty for an empty list, or call v->render on dqctl_out(). Returns dqctl_api_call's
- * code on a failed call, 2 when the answer is not the list it should be, 1 when v->problem
- * says the answer is a problem (also with --json), else 0. Does not end the command.
+ * The one body of those subcommands: dqctl_start_cmd with cmd's options; prepare; GET
+ * o->server + path; then with --json print the data (dqctl_print_json), else as the view
+ * says: complain when it must be a list and is not, print view.empty for an empty list,
+ * or call view.render on dqctl_out(); end the command. Returns dqctl_start_cmd's code for
+ * --help or a usage error, 2 when prepare refuses the arguments, dqctl_api_call's code on
+ * a failed call, 2 when the answer is not the list it should be, 1 when view.problem says
+ * the answer is a problem (also with --json), else 0.
  */
-int dqctl_get_and_show(const struct dqctl_opts *o, const char *path, const struct dqctl_view *v);
+int dqctl_show_main(int argc, char **argv, const struct dqctl_show *cmd);
 
 /* "/api/v1/probes/<escaped name><suffix>" into buf; -1 (with a message) when it does not
  * fit or the name is empty. */

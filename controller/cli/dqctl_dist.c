@@ -10,16 +10,17 @@
  * capped (DQCTL_DIST_MAX_DEPTH) so that no input makes the recursion deep.
  */
 #include "dqctl_dist.h"
+#include "dqctl_json.h"
 #include "dqctl_set_err.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 
 #define EXP_TAIL_LN 20.72326583694 /* ln(1e9): the exponential bound leaves 1e-9 out */
 #define SHOW 60                    /* bytes of a DIST quoted in a message */
@@ -403,68 +404,48 @@ void dqctl_dist_free(struct dqctl_dist *d) {
 
 /* ---- printing and walking ---------------------------------------------------------------- */
 
-/* Appends to buf at *len (cut at cap). */
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-    if (*len >= cap) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    *len = n < 0 ? cap : (*len + (size_t)n >= cap ? cap : *len + (size_t)n);
-}
-
-static void format_into(const struct dqctl_dist *d, char *buf, size_t cap, size_t *len) {
+static void format_into(const struct dqctl_dist *d, struct dq_strbuf *b) {
     switch (d->kind) {
     case DQCTL_DIST_WAIT:
-        put(buf, cap, len, "wait(%.17g)", d->a);
+        dq_strbuf_printf(b, "wait(%.17g)", d->a);
         break;
     case DQCTL_DIST_UNIFORM:
-        put(buf, cap, len, "uniform(%.17g,%.17g)", d->a, d->b);
+        dq_strbuf_printf(b, "uniform(%.17g,%.17g)", d->a, d->b);
         break;
     case DQCTL_DIST_EXPONENTIAL:
-        put(buf, cap, len, "exponential(%.17g)", d->a);
+        dq_strbuf_printf(b, "exponential(%.17g)", d->a);
         break;
     case DQCTL_DIST_NEVER:
-        put(buf, cap, len, "never");
+        dq_strbuf_printf(b, "never");
         break;
     case DQCTL_DIST_SAMPLES:
-        put(buf, cap, len, "samples(%s)", d->path);
+        dq_strbuf_printf(b, "samples(%s)", d->path);
         break;
     case DQCTL_DIST_PROBE:
     case DQCTL_DIST_CALCULATED:
-        put(buf, cap, len, "%s:%s", d->kind == DQCTL_DIST_PROBE ? "probe" : "calculated", d->name);
+        dq_strbuf_printf(b, "%s:%s", d->kind == DQCTL_DIST_PROBE ? "probe" : "calculated", d->name);
         if (d->window > 0) {
-            put(buf, cap, len, "@%ld", d->window);
+            dq_strbuf_printf(b, "@%ld", d->window);
         }
         break;
     case DQCTL_DIST_SNAPSHOT:
-        put(buf, cap, len, "snapshot:%lld:%s:%s", d->snapshot, d->name,
-            d->before ? "before" : "after");
+        dq_strbuf_printf(b, "snapshot:%lld:%s:%s", d->snapshot, d->name,
+                         d->before ? "before" : "after");
         break;
     case DQCTL_DIST_SCALE:
     case DQCTL_DIST_SHIFT:
-        put(buf, cap, len, "%s(", d->kind == DQCTL_DIST_SCALE ? "scale" : "shift");
-        format_into(d->inner, buf, cap, len);
-        put(buf, cap, len, ",%.17g)", d->a);
+        dq_strbuf_printf(b, "%s(", d->kind == DQCTL_DIST_SCALE ? "scale" : "shift");
+        format_into(d->inner, b);
+        dq_strbuf_printf(b, ",%.17g)", d->a);
         break;
     }
 }
 
 void dqctl_dist_format(const struct dqctl_dist *d, char *buf, size_t cap) {
-    size_t len = 0;
-    if (cap == 0) {
-        return;
-    }
-    buf[0] = '\0';
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
     if (d) {
-        format_into(d, buf, cap, &len);
+        format_into(d, &b);
     }
 }
 
@@ -881,13 +862,14 @@ const json_t *dqctl_snapshot_pick(const json_t *snap, const char *probe, int bef
     const json_t *best = NULL;
     double best_start = -INFINITY;
     int any = 0;
-    char others[256] = "";
-    size_t olen = 0;
+    char others[256];
+    struct dq_strbuf ob;
+    dq_strbuf_init(&ob, others, sizeof others);
     size_t i;
     const json_t *e;
     json_array_foreach(dqs, i, e) {
-        const char *p = json_string_value(json_object_get(e, "probe"));
-        const char *kind = json_string_value(json_object_get(e, "kind"));
+        const char *p = jstr(e, "probe", NULL);
+        const char *kind = jstr(e, "kind", NULL);
         if (!p || !kind || strcmp(kind, "observed") != 0) {
             continue;
         }
@@ -895,11 +877,11 @@ const json_t *dqctl_snapshot_pick(const json_t *snap, const char *probe, int bef
             /* the probes it does hold, each once, for the message */
             int seen = 0;
             for (size_t j = 0; j < i && !seen; j++) {
-                const char *q = json_string_value(json_object_get(json_array_get(dqs, j), "probe"));
+                const char *q = jstr(json_array_get(dqs, j), "probe", NULL);
                 seen = q && strcmp(q, p) == 0;
             }
             if (!seen) {
-                put(others, sizeof others, &olen, "%s%s", olen ? ", " : "", p);
+                dq_strbuf_printf(&ob, "%s%s", ob.len ? ", " : "", p);
             }
             continue;
         }
@@ -917,7 +899,7 @@ const json_t *dqctl_snapshot_pick(const json_t *snap, const char *probe, int bef
     }
     if (!any) {
         dqctl_set_err(err, err_cap, "snapshot %lld holds no observed ΔQ of probe %s (%s%s)", id,
-                      probe, olen ? "it holds: " : "it holds none", others);
+                      probe, ob.len ? "it holds: " : "it holds none", others);
         return NULL;
     }
     int complete = json_is_true(json_object_get(snap, "complete"));

@@ -2,6 +2,7 @@
  * dqctl_infer.c: an outcome diagram from span trees (dqctl_infer.h). Pure: JSON in, text out.
  */
 #include "dqctl_infer.h"
+#include "dqctl_json.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "dq_strbuf.h"
 
 #define MAX_KIDS 64       /* children of one span considered */
 #define SHAPE_MAX 2048    /* bytes of one instance's shape */
@@ -347,35 +350,27 @@ static void put_node(struct buf *b, const struct node *x, const struct node *nod
     put(b, ";\n");
 }
 
-char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t err_cap) {
-    if (!json_is_array(spans)) {
-        snprintf(err, err_cap, "the spans are not a list");
-        return NULL;
-    }
-    size_t n = json_array_size(spans);
-    struct span *sp = calloc(n ? n : 1, sizeof *sp);
-    size_t hcap = 16;
-    while (hcap < 2 * n) {
-        hcap *= 2;
-    }
-    int *index = malloc(hcap * sizeof *index);
-    struct node *nodes = NULL;
-    int n_nodes = 0, cap_nodes = 0;
-    struct buf b = {0};
-    char *result = NULL;
-    if (!sp || !index) {
-        snprintf(err, err_cap, "no memory for %zu spans", n);
-        goto out;
-    }
-    memset(index, -1, hcap * sizeof *index);
-    size_t traces = 0;
-    for (size_t i = 0; i < n; i++) {
+/* The spans, indexed by (trace, id), and the probes with children found in them. */
+struct infer {
+    struct span *sp;
+    size_t n;
+    int *index; /* open addressing on hash2(trace, id): span indices, -1 empty */
+    size_t hcap;
+    size_t traces; /* spans without a parent id */
+    struct node *nodes;
+    int n_nodes, cap_nodes;
+};
+
+/* Reads the list into in->sp and the index. Returns 0, or -1 with the message in err. */
+static int read_spans(struct infer *in, const json_t *spans, char *err, size_t err_cap) {
+    memset(in->index, -1, in->hcap * sizeof *in->index);
+    for (size_t i = 0; i < in->n; i++) {
         json_t *o = json_array_get(spans, i);
-        struct span *s = &sp[i];
-        s->trace = json_string_value(json_object_get(o, "trace_id"));
-        s->id = json_string_value(json_object_get(o, "span_id"));
-        s->parent = json_string_value(json_object_get(o, "parent_id"));
-        s->probe = json_string_value(json_object_get(o, "probe"));
+        struct span *s = &in->sp[i];
+        s->trace = jstr(o, "trace_id", NULL);
+        s->id = jstr(o, "span_id", NULL);
+        s->parent = jstr(o, "parent_id", NULL);
+        s->probe = jstr(o, "probe", NULL);
         json_t *st = json_object_get(o, "start_ns"), *en = json_object_get(o, "end_ns");
         if (!s->trace || !s->id || !s->parent || !s->probe || !json_is_integer(st) ||
             !json_is_integer(en)) {
@@ -383,27 +378,31 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
                      "span %zu lacks trace_id, span_id, parent_id, probe, "
                      "start_ns or end_ns",
                      i);
-            goto out;
+            return -1;
         }
         s->start = json_integer_value(st);
         s->end = json_integer_value(en);
         s->first_kid = s->next_sib = -1;
-        size_t h = hash2(s->trace, s->id) & (hcap - 1);
-        while (index[h] >= 0) {
-            h = (h + 1) & (hcap - 1);
+        size_t h = hash2(s->trace, s->id) & (in->hcap - 1);
+        while (in->index[h] >= 0) {
+            h = (h + 1) & (in->hcap - 1);
         }
-        index[h] = (int)i;
-        traces += s->parent[0] == '\0';
+        in->index[h] = (int)i;
+        in->traces += s->parent[0] == '\0';
     }
-    /* children lists */
-    for (size_t i = 0; i < n; i++) {
-        struct span *s = &sp[i];
+    return 0;
+}
+
+/* Each span with its parent among the spans joins the parent's children list. */
+static void link_children(struct infer *in) {
+    for (size_t i = 0; i < in->n; i++) {
+        struct span *s = &in->sp[i];
         if (!s->parent[0]) {
             continue;
         }
-        for (size_t h = hash2(s->trace, s->parent) & (hcap - 1); index[h] >= 0;
-             h = (h + 1) & (hcap - 1)) {
-            struct span *p = &sp[index[h]];
+        for (size_t h = hash2(s->trace, s->parent) & (in->hcap - 1); in->index[h] >= 0;
+             h = (h + 1) & (in->hcap - 1)) {
+            struct span *p = &in->sp[in->index[h]];
             if (strcmp(p->id, s->parent) == 0 && strcmp(p->trace, s->trace) == 0) {
                 s->has_parent = 1;
                 s->next_sib = p->first_kid;
@@ -412,10 +411,16 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
             }
         }
     }
-    /* every span's shape, per probe */
+}
+
+/* Every span with children adds its shape to its probe's node; then each node counts its
+ * instances with and without children and whether it is a root. Returns 0 or -1 (no
+ * memory). */
+static int collect_shapes(struct infer *in) {
+    struct span *sp = in->sp;
     g_spans = sp;
     char text[SHAPE_MAX], kidset[SHAPE_MAX];
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < in->n; i++) {
         struct span *s = &sp[i];
         struct node *x = NULL;
         if (s->first_kid < 0) {
@@ -432,41 +437,37 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
             names[k] = sp[kids[k]].probe;
         }
         qsort(names, (size_t)nk, sizeof names[0], cmp_str);
-        size_t at = 0;
-        kidset[0] = '\0';
-        for (int k = 0; k < nk && at < sizeof kidset; k++) {
-            at +=
-                (size_t)snprintf(kidset + at, sizeof kidset - at, "%s%s", k ? ", " : "", names[k]);
+        struct dq_strbuf kb;
+        dq_strbuf_init(&kb, kidset, sizeof kidset);
+        for (int k = 0; k < nk; k++) {
+            dq_strbuf_printf(&kb, "%s%s", k ? ", " : "", names[k]);
         }
-        if (!(x = node_get(&nodes, &n_nodes, &cap_nodes, s->probe)) ||
+        if (!(x = node_get(&in->nodes, &in->n_nodes, &in->cap_nodes, s->probe)) ||
             shape_add(x, text, kidset, untraced) != 0) {
-            snprintf(err, err_cap, "no memory");
-            goto out;
+            return -1;
         }
     }
-    if (n_nodes == 0) {
-        snprintf(err, err_cap,
-                 "none of the %zu spans%s%s%s has a child among them: nothing to infer (are "
-                 "the services instrumented with nested spans, and do parents and children "
-                 "reach dqd?)",
-                 n, service ? " of service \"" : "", service ? service : "", service ? "\"" : "");
-        goto out;
-    }
-    /* instances without children, roots */
-    for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < n_nodes; k++) {
-            if (strcmp(nodes[k].probe, sp[i].probe) == 0) {
-                nodes[k].instances++;
-                nodes[k].leaf += sp[i].first_kid < 0;
-                nodes[k].root |= !sp[i].has_parent;
+    for (size_t i = 0; i < in->n; i++) {
+        for (int k = 0; k < in->n_nodes; k++) {
+            if (strcmp(in->nodes[k].probe, sp[i].probe) == 0) {
+                in->nodes[k].instances++;
+                in->nodes[k].leaf += sp[i].first_kid < 0;
+                in->nodes[k].root |= !sp[i].has_parent;
             }
         }
     }
+    return 0;
+}
+
+/* The diagram: the header comment, each node's definition (roots first), `system`. */
+static void write_diagram(struct buf *b, struct infer *in, const char *service) {
+    struct node *nodes = in->nodes;
+    int n_nodes = in->n_nodes;
     for (int k = 0; k < n_nodes; k++) {
         qsort(nodes[k].shapes, (size_t)nodes[k].n_shapes, sizeof nodes[k].shapes[0], cmp_shape);
     }
     qsort(nodes, (size_t)n_nodes, sizeof nodes[0], cmp_node);
-    put(&b,
+    put(b,
         "# Outcome diagram inferred by `dqctl diagram --infer` from %zu spans (%zu traces)%s%s%s\n"
         "# kept by dqd. Children one after another are a sequence (->), overlapping children\n"
         "# the parent waits for all of an all-to-finish (a:), for the first of a\n"
@@ -474,24 +475,62 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
         "# the observed weights. Operators are named after their span (NAME_all, NAME_first,\n"
         "# NAME_choice): no span measures them. Check the comments, edit, then load it with\n"
         "# `dqctl diagram FILE.dq`.\n",
-        n, traces, service ? " of service \"" : "", service ? service : "", service ? "\"" : "");
+        in->n, in->traces, service ? " of service \"" : "", service ? service : "",
+        service ? "\"" : "");
     int roots = 0;
     const char *root = NULL;
     for (int k = 0; k < n_nodes; k++) {
-        put_node(&b, &nodes[k], nodes, n_nodes);
+        put_node(b, &nodes[k], nodes, n_nodes);
         if (nodes[k].root) {
             roots++;
             root = nodes[k].probe;
         }
     }
     if (roots == 1) {
-        put(&b, "\nsystem = s:%s;\n", root);
+        put(b, "\nsystem = s:%s;\n", root);
     } else if (roots > 1) {
-        put(&b,
+        put(b,
             "\n# %d roots (spans without a parent): each definition above is a diagram of "
             "its own;\n# write `system = ...;` to join them\n",
             roots);
     }
+}
+
+char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t err_cap) {
+    if (!json_is_array(spans)) {
+        snprintf(err, err_cap, "the spans are not a list");
+        return NULL;
+    }
+    struct infer in = {.n = json_array_size(spans), .hcap = 16};
+    while (in.hcap < 2 * in.n) {
+        in.hcap *= 2;
+    }
+    in.sp = calloc(in.n ? in.n : 1, sizeof *in.sp);
+    in.index = malloc(in.hcap * sizeof *in.index);
+    struct buf b = {0};
+    char *result = NULL;
+    if (!in.sp || !in.index) {
+        snprintf(err, err_cap, "no memory for %zu spans", in.n);
+        goto out;
+    }
+    if (read_spans(&in, spans, err, err_cap) < 0) {
+        goto out;
+    }
+    link_children(&in);
+    if (collect_shapes(&in) < 0) {
+        snprintf(err, err_cap, "no memory");
+        goto out;
+    }
+    if (in.n_nodes == 0) {
+        snprintf(err, err_cap,
+                 "none of the %zu spans%s%s%s has a child among them: nothing to infer (are "
+                 "the services instrumented with nested spans, and do parents and children "
+                 "reach dqd?)",
+                 in.n, service ? " of service \"" : "", service ? service : "",
+                 service ? "\"" : "");
+        goto out;
+    }
+    write_diagram(&b, &in, service);
     if (b.oom) {
         snprintf(err, err_cap, "no memory");
         goto out;
@@ -499,16 +538,16 @@ char *dqctl_infer(const json_t *spans, const char *service, char *err, size_t er
     result = b.s;
     b.s = NULL;
 out:
-    for (int k = 0; k < n_nodes; k++) {
-        for (int i = 0; i < nodes[k].n_shapes; i++) {
-            free(nodes[k].shapes[i].text);
-            free(nodes[k].shapes[i].kids);
+    for (int k = 0; k < in.n_nodes; k++) {
+        for (int i = 0; i < in.nodes[k].n_shapes; i++) {
+            free(in.nodes[k].shapes[i].text);
+            free(in.nodes[k].shapes[i].kids);
         }
-        free(nodes[k].shapes);
+        free(in.nodes[k].shapes);
     }
-    free(nodes);
+    free(in.nodes);
     free(b.s);
-    free(sp);
-    free(index);
+    free(in.sp);
+    free(in.index);
     return result;
 }

@@ -12,59 +12,23 @@
  */
 #include "dqctl_log.h"
 #include "dqctl_set_err.h"
+#include "dqctl_json.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dq_strbuf.h"
 
 static double poll_interval_s = 0.5;
 
 void dqctl_log_set_poll_interval(double seconds) {
     poll_interval_s = seconds > 0 ? seconds : 0.5;
-}
-
-/* ---- reading JSON ------------------------------------------------------------------- */
-
-static double jnum(const json_t *obj, const char *key) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *jstr(const json_t *obj, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : dflt;
-}
-
-/* An integer field as long long; dflt when absent or not an integer. */
-static long long jint(const json_t *obj, const char *key, long long dflt) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_integer(v) ? (long long)json_integer_value(v) : dflt;
-}
-
-/* Appends to buf at *len (snprintf semantics, never past cap). */
-static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-    if (*len >= cap) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
-    }
 }
 
 /* "03:42:40.001" (UTC), for lines within one investigation. */
@@ -77,11 +41,11 @@ static void clock_hms(double unix_s, char *buf, size_t cap) {
 
 /* "validate, pay, ship" from an array of strings. */
 static void join_names(const json_t *arr, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
     for (size_t i = 0; i < json_array_size(arr); i++) {
         const char *s = json_string_value(json_array_get(arr, i));
-        append(buf, cap, &len, "%s%s", i ? ", " : "", s ? s : "?");
+        dq_strbuf_printf(&b, "%s%s", i ? ", " : "", s ? s : "?");
     }
 }
 
@@ -103,43 +67,43 @@ static void percent(double f, char *buf, size_t cap) {
  * windows, mean 27.4 ms, sd 4.72 ms, lost 0.00%, KS D 0.0101 (p 0.998), QTA hazard 0.3".
  */
 static void format_node_stats(const json_t *st, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
+    struct dq_strbuf sb;
+    dq_strbuf_init(&sb, buf, cap);
     if (!json_is_object(st)) {
-        append(buf, cap, &len, "no numbers");
+        dq_strbuf_printf(&sb, "no numbers");
         return;
     }
     if (json_is_false(json_object_get(st, "present"))) {
-        append(buf, cap, &len, "no data");
+        dq_strbuf_printf(&sb, "no data");
         return;
     }
     double n = jnum(st, "ok") + jnum(st, "fa") + jnum(st, "to");
     double w = jnum(st, "windows");
     if (!isnan(n)) {
-        append(buf, cap, &len, "n %.0f", n);
+        dq_strbuf_printf(&sb, "n %.0f", n);
         if (!isnan(w)) {
-            append(buf, cap, &len, " in %.0f window%s", w, w == 1 ? "" : "s");
+            dq_strbuf_printf(&sb, " in %.0f window%s", w, w == 1 ? "" : "s");
         }
     }
     char a[32], b[32];
     if (!isnan(jnum(st, "mean"))) {
         dur(jnum(st, "mean"), a, sizeof a);
         dur(jnum(st, "sd"), b, sizeof b);
-        append(buf, cap, &len, "%smean %s, sd %s", len ? ", " : "", a, b);
+        dq_strbuf_printf(&sb, "%smean %s, sd %s", sb.len ? ", " : "", a, b);
     }
     if (!isnan(jnum(st, "lost"))) {
         percent(jnum(st, "lost"), a, sizeof a);
-        append(buf, cap, &len, "%slost %s", len ? ", " : "", a);
+        dq_strbuf_printf(&sb, "%slost %s", sb.len ? ", " : "", a);
     }
     if (!isnan(jnum(st, "ks_d"))) {
-        append(buf, cap, &len, "%sKS D %.3g (p %.3g)", len ? ", " : "", jnum(st, "ks_d"),
-               jnum(st, "ks_p"));
+        dq_strbuf_printf(&sb, "%sKS D %.3g (p %.3g)", sb.len ? ", " : "", jnum(st, "ks_d"),
+                         jnum(st, "ks_p"));
     }
     if (!isnan(jnum(st, "qta_hazard"))) {
-        append(buf, cap, &len, "%sQTA hazard %.3g", len ? ", " : "", jnum(st, "qta_hazard"));
+        dq_strbuf_printf(&sb, "%sQTA hazard %.3g", sb.len ? ", " : "", jnum(st, "qta_hazard"));
     }
-    if (len == 0) {
-        append(buf, cap, &len, "no numbers");
+    if (sb.len == 0) {
+        dq_strbuf_printf(&sb, "no numbers");
     }
 }
 
@@ -1218,29 +1182,33 @@ int dqctl_diagnose_main(int argc, char **argv) {
     return dqctl_end_cmd(follow(&o, id, timeout_s));
 }
 
-int dqctl_why_main(int argc, char **argv) {
-    static const char help[] =
-        "usage: dqctl why PROBE [--server URL] [--json]\n"
-        "Why PROBE is (or was) enabled, answered from dqd's store: the hypothesis that\n"
-        "enabled it and its numbers, the chain of steps up to the trigger or person that\n"
-        "started the investigation, in plain sentences; then the chain as an indented list\n"
-        "(root first: action, node, time, the node's numbers, the largest contribution and\n"
-        "the reason), the step that disabled it again if any, and the commands sent to the\n"
-        "wrappers for it with their status (sent, acked, failed, or not_applied on legacy\n"
-        "links that cannot disable a probe).\n";
-    struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
-    if (rc >= 0) {
-        return rc;
-    }
-    char esc[1024], path[1200];
-    if (!*o.pos[0] || dqctl_url_escape(o.pos[0], esc, sizeof esc) < 0) {
+static int why_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {
+    char esc[1024];
+    if (!*o->pos[0] || dqctl_url_escape(o->pos[0], esc, sizeof esc) < 0) {
         dqctl_complain("why: invalid probe name");
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        return -1;
     }
-    snprintf(path, sizeof path, "/api/v1/why/%s", esc);
-    static const struct dqctl_view view = {.render = dqctl_render_why};
-    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
+    snprintf(r->path, sizeof r->path, "/api/v1/why/%s", esc);
+    return 0;
+}
+
+int dqctl_why_main(int argc, char **argv) {
+    static const struct dqctl_show cmd = {
+        .help =
+            "usage: dqctl why PROBE [--server URL] [--json]\n"
+            "Why PROBE is (or was) enabled, answered from dqd's store: the hypothesis that\n"
+            "enabled it and its numbers, the chain of steps up to the trigger or person that\n"
+            "started the investigation, in plain sentences; then the chain as an indented list\n"
+            "(root first: action, node, time, the node's numbers, the largest contribution and\n"
+            "the reason), the step that disabled it again if any, and the commands sent to the\n"
+            "wrappers for it with their status (sent, acked, failed, or not_applied on legacy\n"
+            "links that cannot disable a probe).\n",
+        .min_pos = 1,
+        .max_pos = 1,
+        .view = {.render = dqctl_render_why},
+        .prepare = why_prepare,
+    };
+    return dqctl_show_main(argc, argv, &cmd);
 }
 
 static int parse_id_arg(const char *what, const char *s, long long *id) {
@@ -1253,101 +1221,109 @@ static int parse_id_arg(const char *what, const char *s, long long *id) {
     return 0;
 }
 
-int dqctl_log_main(int argc, char **argv) {
-    static const char help[] =
-        "usage: dqctl log [--open] [--limit N] [--server URL] [--json]\n"
-        "       dqctl log ID [--server URL] [--json]\n"
-        "Without ID, lists the investigations, newest first (at most N, default 50;\n"
-        "--open: only those still searching): id, when and where it opened, the problem\n"
-        "kind, the strategy, what started it (a trigger or a person), the verdict and the\n"
-        "node it names. With ID, prints that investigation: its verdict and evidence, the\n"
-        "hypothesis tree (each step indented under the one it came from: action, node,\n"
-        "probes, verdict, the node's numbers and the reason) and the commands it sent.\n";
-    struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_OPEN | DQCTL_OPT_LIMIT, 0, 1, help, &o);
-    if (rc >= 0) {
-        return rc;
-    }
-    char path[128];
-    long long id = 0;
-    if (o.npos == 1) {
-        if (o.open || o.limit) {
+/* One investigation with an ID, else the list (--open, --limit). */
+static int log_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {
+    if (o->npos == 1) {
+        long long id = 0;
+        if (o->open || o->limit) {
             dqctl_complain("log: --open and --limit select from the list; they do not go with "
                            "an ID");
-            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+            return -1;
         }
-        if (parse_id_arg("log", o.pos[0], &id) < 0) {
-            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        if (parse_id_arg("log", o->pos[0], &id) < 0) {
+            return -1;
         }
-        snprintf(path, sizeof path, "/api/v1/investigations/%lld", id);
-    } else {
-        long limit = 50;
-        if (o.limit && parse_int(o.limit, 1, 100000, &limit) < 0) {
-            dqctl_complain("log: --limit must be a whole number from 1 to 100000, not \"%s\"",
-                           o.limit);
-            return dqctl_end_cmd(DQCTL_EXIT_USAGE);
-        }
-        snprintf(path, sizeof path, "/api/v1/investigations?limit=%ld%s", limit,
-                 o.open ? "&open=1" : "");
+        snprintf(r->path, sizeof r->path, "/api/v1/investigations/%lld", id);
+        r->view = (struct dqctl_view){.render = dqctl_render_investigation};
+        return 0;
     }
-    const struct dqctl_view one = {.render = dqctl_render_investigation};
-    const struct dqctl_view list = {
-        .render = dqctl_render_investigations,
-        .not_list = "log: dqd did not answer a list",
-        .empty = o.open ? "no open investigations" : "no investigations",
+    long limit = 50;
+    if (o->limit && parse_int(o->limit, 1, 100000, &limit) < 0) {
+        dqctl_complain("log: --limit must be a whole number from 1 to 100000, not \"%s\"",
+                       o->limit);
+        return -1;
+    }
+    snprintf(r->path, sizeof r->path, "/api/v1/investigations?limit=%ld%s", limit,
+             o->open ? "&open=1" : "");
+    r->view.empty = o->open ? "no open investigations" : "no investigations";
+    return 0;
+}
+
+int dqctl_log_main(int argc, char **argv) {
+    static const struct dqctl_show cmd = {
+        .help = "usage: dqctl log [--open] [--limit N] [--server URL] [--json]\n"
+                "       dqctl log ID [--server URL] [--json]\n"
+                "Without ID, lists the investigations, newest first (at most N, default 50;\n"
+                "--open: only those still searching): id, when and where it opened, the problem\n"
+                "kind, the strategy, what started it (a trigger or a person), the verdict and the\n"
+                "node it names. With ID, prints that investigation: its verdict and evidence, the\n"
+                "hypothesis tree (each step indented under the one it came from: action, node,\n"
+                "probes, verdict, the node's numbers and the reason) and the commands it sent.\n",
+        .accepts = DQCTL_OPT_OPEN | DQCTL_OPT_LIMIT,
+        .max_pos = 1,
+        .view =
+            {
+                .render = dqctl_render_investigations,
+                .not_list = "log: dqd did not answer a list",
+            },
+        .prepare = log_prepare,
     };
-    return dqctl_end_cmd(dqctl_get_and_show(&o, path, id ? &one : &list));
+    return dqctl_show_main(argc, argv, &cmd);
 }
 
 int dqctl_snapshots_main(int argc, char **argv) {
-    static const char help[] =
-        "usage: dqctl snapshots [--server URL] [--json]\n"
-        "The snapshots dqd stored when a trigger fired (newest first, at most 100): id,\n"
-        "time, probe, trigger, investigation, windows kept before and after, the number of\n"
-        "ΔQs ((+) while the windows after the firing are still being collected) and the\n"
-        "reason. `dqctl snapshot ID` shows one.\n";
-    struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 0, 0, help, &o);
-    if (rc >= 0) {
-        return rc;
-    }
-    static const struct dqctl_view view = {
-        .render = dqctl_render_snapshots,
-        .not_list = "snapshots: dqd did not answer a list",
-        .empty = "no snapshots (a trigger stores one when it fires)",
+    static const struct dqctl_show cmd = {
+        .help =
+            "usage: dqctl snapshots [--server URL] [--json]\n"
+            "The snapshots dqd stored when a trigger fired (newest first, at most 100): id,\n"
+            "time, probe, trigger, investigation, windows kept before and after, the number of\n"
+            "ΔQs ((+) while the windows after the firing are still being collected) and the\n"
+            "reason. `dqctl snapshot ID` shows one.\n",
+        .path = "/api/v1/snapshots",
+        .view =
+            {
+                .render = dqctl_render_snapshots,
+                .not_list = "snapshots: dqd did not answer a list",
+                .empty = "no snapshots (a trigger stores one when it fires)",
+            },
     };
-    return dqctl_end_cmd(dqctl_get_and_show(&o, "/api/v1/snapshots", &view));
+    return dqctl_show_main(argc, argv, &cmd);
+}
+
+static int snapshot_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {
+    long long id;
+    if (parse_id_arg("snapshot", o->pos[0], &id) < 0) {
+        return -1;
+    }
+    if (o->csv && o->json) {
+        dqctl_complain("snapshot: --csv and --json are two different outputs; pick one");
+        return -1;
+    }
+    snprintf(r->path, sizeof r->path, "/api/v1/snapshots/%lld", id);
+    if (o->csv) {
+        r->view.render = dqctl_render_snapshot_csv;
+    }
+    return 0;
 }
 
 int dqctl_snapshot_main(int argc, char **argv) {
-    static const char help[] =
-        "usage: dqctl snapshot ID [--csv] [--server URL] [--json]\n"
-        "The ΔQs one snapshot holds: for the fired probe and its diagram neighbours, each\n"
-        "window before and after the firing, observed and calculated. The table shows per\n"
-        "ΔQ its window, lost mass, mean and quantiles (the first right edge where the CDF\n"
-        "reaches p; - when the tangible mass never does). --csv prints one row per bin:\n"
-        "  probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n"
-        "(window times in Unix seconds; time_s is the right edge of the bin, cdf = P(delay <=\n"
-        "time_s), lost = 1 - the last cdf).\n";
-    struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CSV, 1, 1, help, &o);
-    if (rc >= 0) {
-        return rc;
-    }
-    long long id;
-    if (parse_id_arg("snapshot", o.pos[0], &id) < 0) {
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
-    }
-    if (o.csv && o.json) {
-        dqctl_complain("snapshot: --csv and --json are two different outputs; pick one");
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/api/v1/snapshots/%lld", id);
-    const struct dqctl_view view = {
-        .render = o.csv ? dqctl_render_snapshot_csv : dqctl_render_snapshot,
+    static const struct dqctl_show cmd = {
+        .help =
+            "usage: dqctl snapshot ID [--csv] [--server URL] [--json]\n"
+            "The ΔQs one snapshot holds: for the fired probe and its diagram neighbours, each\n"
+            "window before and after the firing, observed and calculated. The table shows per\n"
+            "ΔQ its window, lost mass, mean and quantiles (the first right edge where the CDF\n"
+            "reaches p; - when the tangible mass never does). --csv prints one row per bin:\n"
+            "  probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n"
+            "(window times in Unix seconds; time_s is the right edge of the bin, cdf = P(delay <=\n"
+            "time_s), lost = 1 - the last cdf).\n",
+        .accepts = DQCTL_OPT_CSV,
+        .min_pos = 1,
+        .max_pos = 1,
+        .view = {.render = dqctl_render_snapshot},
+        .prepare = snapshot_prepare,
     };
-    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
+    return dqctl_show_main(argc, argv, &cmd);
 }
 
 /* GET /api/v1/probes/NAME/triggers into *data. */
@@ -1454,33 +1430,36 @@ static int any_trigger_fired(const json_t *list) {
     return 0;
 }
 
-int dqctl_triggers_main(int argc, char **argv) {
-    static const char help[] =
-        "usage: dqctl triggers [PROBE] [--server URL] [--json]\n"
-        "The triggers of every probe (or of PROBE): kind, threshold, the bad windows in a\n"
-        "row that fire it and the good ones that clear it, whether it is enabled, and its\n"
-        "state (fired since when, or quiet) with the current run of bad or good windows.\n"
-        "Set them with `dqctl trigger`.\n"
-        "Exit status: 0 ok, 1 an enabled trigger is fired (a problem was found),\n"
-        "2 usage, API or connection error.\n";
-    struct dqctl_opts o;
-    int rc = dqctl_start_cmd(argc, argv, 0, 0, 1, help, &o);
-    if (rc >= 0) {
-        return rc;
-    }
-    char path[2048] = "/api/v1/triggers";
-    if (o.npos == 1 && dqctl_probe_path(o.pos[0], "/triggers", path, sizeof path) < 0) {
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+/* Every probe's triggers, or PROBE's; the empty list's line names it. */
+static int triggers_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {
+    if (o->npos == 1 && dqctl_probe_path(o->pos[0], "/triggers", r->path, sizeof r->path) < 0) {
+        return -1;
     }
     /* the probe's name passed dqctl_probe_path, so it is under 1024 bytes and fits */
-    char empty[1200];
-    snprintf(empty, sizeof empty, "no triggers%s%s (set one with dqctl trigger PROBE KIND)",
-             o.npos ? " on " : "", o.npos ? o.pos[0] : "");
-    const struct dqctl_view view = {
-        .render = render_trigger_list,
-        .not_list = "triggers: dqd did not answer a list",
-        .empty = empty,
-        .problem = any_trigger_fired,
+    snprintf(r->text, sizeof r->text, "no triggers%s%s (set one with dqctl trigger PROBE KIND)",
+             o->npos ? " on " : "", o->npos ? o->pos[0] : "");
+    r->view.empty = r->text;
+    return 0;
+}
+
+int dqctl_triggers_main(int argc, char **argv) {
+    static const struct dqctl_show cmd = {
+        .help = "usage: dqctl triggers [PROBE] [--server URL] [--json]\n"
+                "The triggers of every probe (or of PROBE): kind, threshold, the bad windows in a\n"
+                "row that fire it and the good ones that clear it, whether it is enabled, and its\n"
+                "state (fired since when, or quiet) with the current run of bad or good windows.\n"
+                "Set them with `dqctl trigger`.\n"
+                "Exit status: 0 ok, 1 an enabled trigger is fired (a problem was found),\n"
+                "2 usage, API or connection error.\n",
+        .max_pos = 1,
+        .path = "/api/v1/triggers",
+        .view =
+            {
+                .render = render_trigger_list,
+                .not_list = "triggers: dqd did not answer a list",
+                .problem = any_trigger_fired,
+            },
+        .prepare = triggers_prepare,
     };
-    return dqctl_end_cmd(dqctl_get_and_show(&o, path, &view));
+    return dqctl_show_main(argc, argv, &cmd);
 }

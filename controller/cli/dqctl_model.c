@@ -799,168 +799,179 @@ static void report_missing(const struct dq_eval *ev, const struct dq_diagram *d,
     fprintf(dqctl_err(), "; give %s with --set NAME=DIST\n", n == 1 ? "it" : "them");
 }
 
-/* Everything after argument parsing; owns nothing the caller frees. */
-static int run_model(const struct model_args *a, struct setting *sets) {
+/* What run_model's steps share: the model, the nodes to report, the grid, the evaluation. */
+struct model_run {
+    const struct model_args *a;
+    struct setting *sets;
+    struct dq_diagram *d;
+    int *report_nodes; /* the --node names, else the roots */
+    size_t n_report;
+    struct dq_hint *hint;  /* per node, from support_hints */
+    unsigned char *known;  /* per node: hint[i] is known */
+    struct dq_hint merged; /* the reported nodes' hints and the measured ΔQs' resolution */
+    int k, n;              /* the grid */
+    int short_default;     /* the default grid's horizon is short of the support bound */
+    struct dq_eval *ev;
+};
+
+/* Reads and parses the model, printing its warnings. NULL (with the message) on failure. */
+static struct dq_diagram *load_model(const char *file) {
     size_t len = 0;
-    char *text = read_model(a->file, &len);
+    char *text = read_model(file, &len);
     if (!text) {
-        return DQCTL_EXIT_USAGE;
+        return NULL;
     }
     struct dq_diagram *d = NULL;
     struct dq_diagram_error err;
     int rc = dq_diagram_parse(text, len, &d, &err);
     free(text);
     if (rc) {
-        fprintf(dqctl_err(), "%s:%d:%d: %s\n", a->file, err.line, err.column, err.text);
-        return DQCTL_EXIT_USAGE;
+        fprintf(dqctl_err(), "%s:%d:%d: %s\n", file, err.line, err.column, err.text);
+        return NULL;
     }
     for (size_t j = 0; j < dq_diagram_warning_count(d); j++) {
         const struct dq_diagram_error *w = dq_diagram_warning(d, j);
-        fprintf(dqctl_err(), "%s:%d:%d: warning: %s\n", a->file, w->line, w->column, w->text);
+        fprintf(dqctl_err(), "%s:%d:%d: warning: %s\n", file, w->line, w->column, w->text);
     }
     if (dq_diagram_warning_total(d) > dq_diagram_warning_count(d)) {
-        fprintf(dqctl_err(), "%s: %zu more warnings\n", a->file,
+        fprintf(dqctl_err(), "%s: %zu more warnings\n", file,
                 dq_diagram_warning_total(d) - dq_diagram_warning_count(d));
     }
-    int status = DQCTL_EXIT_OK;
-    size_t n_nodes = dq_diagram_node_count(d);
-    int *report_nodes = malloc((a->n_nodes + dq_diagram_root_count(d) + 1) * sizeof(int));
-    struct dq_hint *hint = malloc((n_nodes ? n_nodes : 1) * sizeof *hint);
-    unsigned char *known = malloc(n_nodes ? n_nodes : 1);
-    struct dq_eval *ev = NULL;
-    size_t n_report = 0;
-    if (!report_nodes || !hint || !known) {
-        fprintf(dqctl_err(), "dqctl model: out of memory\n");
-        status = DQCTL_EXIT_USAGE;
-        goto out;
-    }
+    return d;
+}
+
+/* Finds the node of every --set (each once) and the nodes to report: the --node names,
+ * else the roots. */
+static int resolve_names(struct model_run *r) {
+    const struct model_args *a = r->a;
     for (size_t s = 0; s < a->n_sets; s++) {
-        sets[s].node = dq_diagram_find(d, sets[s].name);
-        if (sets[s].node < 0) {
+        r->sets[s].node = dq_diagram_find(r->d, r->sets[s].name);
+        if (r->sets[s].node < 0) {
             fprintf(dqctl_err(),
                     "dqctl model: --set %s: %s has no node named `%s` (names are outcomes, "
                     "definitions and operators)\n",
-                    sets[s].name, a->file, sets[s].name);
-            status = DQCTL_EXIT_USAGE;
-            goto out;
+                    r->sets[s].name, a->file, r->sets[s].name);
+            return DQCTL_EXIT_USAGE;
         }
         for (size_t t = 0; t < s; t++) {
-            if (sets[t].node == sets[s].node) {
-                fprintf(dqctl_err(), "dqctl model: `%s` is given twice with --set\n", sets[s].name);
-                status = DQCTL_EXIT_USAGE;
-                goto out;
+            if (r->sets[t].node == r->sets[s].node) {
+                fprintf(dqctl_err(), "dqctl model: `%s` is given twice with --set\n",
+                        r->sets[s].name);
+                return DQCTL_EXIT_USAGE;
             }
         }
     }
     for (size_t j = 0; j < a->n_nodes; j++) {
-        int i = dq_diagram_find(d, a->nodes[j]);
+        int i = dq_diagram_find(r->d, a->nodes[j]);
         if (i < 0) {
             fprintf(dqctl_err(), "dqctl model: --node %s: %s has no node named `%s`\n", a->nodes[j],
                     a->file, a->nodes[j]);
-            status = DQCTL_EXIT_USAGE;
-            goto out;
+            return DQCTL_EXIT_USAGE;
         }
-        report_nodes[n_report++] = i;
+        r->report_nodes[r->n_report++] = i;
     }
     if (a->n_nodes == 0) {
-        for (size_t j = 0; j < dq_diagram_root_count(d); j++) {
-            report_nodes[n_report++] = dq_diagram_root(d, j);
+        for (size_t j = 0; j < dq_diagram_root_count(r->d); j++) {
+            r->report_nodes[r->n_report++] = dq_diagram_root(r->d, j);
         }
     }
-    if (n_report == 0) {
+    if (r->n_report == 0) {
         fprintf(dqctl_err(), "dqctl model: %s defines nothing to report (no NAME = …; line)\n",
                 a->file);
-        status = DQCTL_EXIT_USAGE;
-        goto out;
+        return DQCTL_EXIT_USAGE;
     }
-    /* the model and its names are sound: now, and only now, ask dqd */
-    int live = 0;
-    if ((status = fetch_all(a, sets, &live)) != DQCTL_EXIT_OK) {
-        goto out;
-    }
-    struct dq_hint merged;
-    dq_hint_wait(0.0, &merged);
+    return DQCTL_EXIT_OK;
+}
+
+/* The grid from the hints of the DISTs (measured ones fetched) and of the reported nodes. */
+static int pick_grid(struct model_run *r) {
+    const struct model_args *a = r->a;
+    dq_hint_wait(0.0, &r->merged);
     for (size_t s = 0; s < a->n_sets; s++) {
-        dqctl_dist_hint(sets[s].dist, &sets[s].hint);
+        dqctl_dist_hint(r->sets[s].dist, &r->sets[s].hint);
         /* a measured ΔQ anywhere sets the finest width that means anything */
-        merged.res = sets[s].hint.res > merged.res ? sets[s].hint.res : merged.res;
+        r->merged.res = r->sets[s].hint.res > r->merged.res ? r->sets[s].hint.res : r->merged.res;
     }
-    if (support_hints(d, sets, a->n_sets, hint, known) < 0) {
+    if (support_hints(r->d, r->sets, a->n_sets, r->hint, r->known) < 0) {
         fprintf(dqctl_err(), "dqctl model: out of memory\n");
-        status = DQCTL_EXIT_USAGE;
-        goto out;
+        return DQCTL_EXIT_USAGE;
     }
-    for (size_t j = 0; j < n_report; j++) {
-        const struct dq_hint *h = &hint[report_nodes[j]];
-        if (!known[report_nodes[j]]) {
-            continue; /* reported as missing below */
+    for (size_t j = 0; j < r->n_report; j++) {
+        const struct dq_hint *h = &r->hint[r->report_nodes[j]];
+        if (!r->known[r->report_nodes[j]]) {
+            continue; /* reported as missing later */
         }
-        merged.hi = h->hi > merged.hi ? h->hi : merged.hi;
-        merged.fmax = h->fmax > merged.fmax ? h->fmax : merged.fmax;
-        merged.qk = h->qk < merged.qk ? h->qk : merged.qk;
+        r->merged.hi = h->hi > r->merged.hi ? h->hi : r->merged.hi;
+        r->merged.fmax = h->fmax > r->merged.fmax ? h->fmax : r->merged.fmax;
+        r->merged.qk = h->qk < r->merged.qk ? h->qk : r->merged.qk;
     }
-    int k, n, short_default;
-    if ((status = choose_grid(a, &merged, &k, &n, &short_default)) != DQCTL_EXIT_OK) {
-        goto out;
-    }
+    return choose_grid(a, &r->merged, &r->k, &r->n, &r->short_default);
+}
+
+/* Evaluates on the grid; when the default grid's horizon is short and cuts more than
+ * MODEL_TAIL_CUT_MAX of a reported node, once more on a grid that reaches (with a
+ * warning either way). */
+static int evaluate_on_grid(struct model_run *r) {
     for (int pass = 0; pass < 2; pass++) {
-        if ((status = evaluate(d, sets, a->n_sets, k, n, &ev)) != DQCTL_EXIT_OK) {
-            goto out;
-        }
-        if (!short_default) {
-            break;
+        int status = evaluate(r->d, r->sets, r->a->n_sets, r->k, r->n, &r->ev);
+        if (status != DQCTL_EXIT_OK || !r->short_default) {
+            return status;
         }
         /* resolution was preferred to reach: fine when the tail it cuts is small */
         double cut = 0.0;
-        for (size_t j = 0; j < n_report; j++) {
-            const struct dq *q = dq_eval_calculated(ev, report_nodes[j]);
-            q = q ? q : dq_eval_observed(ev, report_nodes[j]);
+        for (size_t j = 0; j < r->n_report; j++) {
+            const struct dq *q = dq_eval_calculated(r->ev, r->report_nodes[j]);
+            q = q ? q : dq_eval_observed(r->ev, r->report_nodes[j]);
             cut = q && dq_past_horizon(q) > cut ? dq_past_horizon(q) : cut;
         }
         int covered = 1;
-        int k2 = k, n2 = n;
+        int k2 = r->k, n2 = r->n;
         if (pass == 0 && cut > MODEL_TAIL_CUT_MAX &&
-            dq_grid_choose(&merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != k) {
+            dq_grid_choose(&r->merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != r->k) {
             fprintf(dqctl_err(),
                     "dqctl model: warning: %d bins of %g s (as fine as the sharpest density "
                     "needs) reach only %g s and leave %.3g past it; reaching %g s instead with "
                     "%d bins of %g s (the sharpest part is resolved less finely)\n",
-                    n, dq_width_of(k), dq_width_of(k) * n, cut, dq_width_of(k2) * n2, n2,
-                    dq_width_of(k2));
-            k = k2;
-            n = n2;
-            short_default = !covered;
+                    r->n, dq_width_of(r->k), dq_width_of(r->k) * r->n, cut, dq_width_of(k2) * n2,
+                    n2, dq_width_of(k2));
+            r->k = k2;
+            r->n = n2;
+            r->short_default = !covered;
             continue;
         }
         fprintf(dqctl_err(),
                 "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
                 "s (%d bins of %g s, as fine as the sharpest density needs); mass beyond it "
                 "is reported as lost past the horizon\n",
-                dq_width_of(k) * n, merged.hi, n, dq_width_of(k));
+                dq_width_of(r->k) * r->n, r->merged.hi, r->n, dq_width_of(r->k));
         break;
     }
-    if (!a->json && live) {
-        print_measured(a, sets);
-    }
-    for (size_t j = 0; j < n_report; j++) {
-        int i = report_nodes[j];
-        struct report r;
-        memset(&r, 0, sizeof r);
-        r.node = dq_diagram_node(d, i)->name;
-        r.dq = dq_eval_calculated(ev, i);
-        r.source = "calculated";
-        if (!r.dq) {
-            r.dq = dq_eval_observed(ev, i);
-            r.source = "given";
+    return DQCTL_EXIT_OK;
+}
+
+/* Prints every reported node (JSON or for people); a node that cannot be computed is
+ * reported missing. */
+static int print_reports(const struct model_run *r) {
+    int status = DQCTL_EXIT_OK;
+    for (size_t j = 0; j < r->n_report; j++) {
+        int i = r->report_nodes[j];
+        struct report rep;
+        memset(&rep, 0, sizeof rep);
+        rep.node = dq_diagram_node(r->d, i)->name;
+        rep.dq = dq_eval_calculated(r->ev, i);
+        rep.source = "calculated";
+        if (!rep.dq) {
+            rep.dq = dq_eval_observed(r->ev, i);
+            rep.source = "given";
         }
-        if (!r.dq) {
-            report_missing(ev, d, i);
+        if (!rep.dq) {
+            report_missing(r->ev, r->d, i);
             status = DQCTL_EXIT_USAGE;
             continue;
         }
-        fill_report(&r);
-        if (a->json) {
-            if (print_json(&r) < 0) {
+        fill_report(&rep);
+        if (r->a->json) {
+            if (print_json(&rep) < 0) {
                 fprintf(dqctl_err(), "dqctl model: cannot write JSON\n");
                 status = DQCTL_EXIT_USAGE;
             }
@@ -968,15 +979,42 @@ static int run_model(const struct model_args *a, struct setting *sets) {
             if (j > 0) {
                 fputc('\n', dqctl_out());
             }
-            print_human(&r);
+            print_human(&rep);
         }
     }
-out:
-    dq_eval_destroy(ev);
-    dq_diagram_destroy(d);
-    free(report_nodes);
-    free(hint);
-    free(known);
+    return status;
+}
+
+/* Everything after argument parsing: the model, its names, then (only then) dqd's
+ * measured ΔQs, the grid, the evaluation, the reports. Owns nothing the caller frees. */
+static int run_model(const struct model_args *a, struct setting *sets) {
+    struct model_run r = {.a = a, .sets = sets};
+    r.d = load_model(a->file);
+    if (!r.d) {
+        return DQCTL_EXIT_USAGE;
+    }
+    int status = DQCTL_EXIT_USAGE;
+    size_t n_nodes = dq_diagram_node_count(r.d);
+    r.report_nodes = malloc((a->n_nodes + dq_diagram_root_count(r.d) + 1) * sizeof(int));
+    r.hint = malloc((n_nodes ? n_nodes : 1) * sizeof *r.hint);
+    r.known = malloc(n_nodes ? n_nodes : 1);
+    int live = 0;
+    if (!r.report_nodes || !r.hint || !r.known) {
+        fprintf(dqctl_err(), "dqctl model: out of memory\n");
+    } else if ((status = resolve_names(&r)) == DQCTL_EXIT_OK &&
+               (status = fetch_all(a, sets, &live)) == DQCTL_EXIT_OK &&
+               (status = pick_grid(&r)) == DQCTL_EXIT_OK &&
+               (status = evaluate_on_grid(&r)) == DQCTL_EXIT_OK) {
+        if (!a->json && live) {
+            print_measured(a, sets);
+        }
+        status = print_reports(&r);
+    }
+    dq_eval_destroy(r.ev);
+    dq_diagram_destroy(r.d);
+    free(r.report_nodes);
+    free(r.hint);
+    free(r.known);
     return status;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dqctl_json.h"
 #include "dqctl_watch.h"
 
 #include <curl/curl.h>
@@ -117,16 +118,6 @@ int dqctl_sse_feed(struct dqctl_sse *p, const char *bytes, size_t len) {
 
 /* ---- rendering ----------------------------------------------------------------------- */
 
-static const char *str(const json_t *o, const char *key, const char *dflt) {
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : dflt;
-}
-
-static double num(const json_t *o, const char *key) {
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* "09:26:01.000" (UTC) */
 static void clock_time(double unix_s, char *buf, size_t cap) {
     char full[64];
@@ -165,7 +156,7 @@ static void render_window(FILE *out, const json_t *d) {
     struct ranked *r = calloc(n ? n : 1, sizeof *r);
     for (size_t i = 0; i < n; i++) {
         const json_t *p = json_array_get(probes, i);
-        double k = num(p, "n");
+        double k = jnum(p, "n");
         total += isfinite(k) ? k : 0;
         no_data += json_is_true(json_object_get(p, "no_data"));
         if (r) {
@@ -174,8 +165,8 @@ static void render_window(FILE *out, const json_t *d) {
         }
     }
     char start[32], len[32];
-    clock_time(num(d, "start"), start, sizeof start);
-    duration(num(d, "end") - num(d, "start"), len, sizeof len);
+    clock_time(jnum(d, "start"), start, sizeof start);
+    duration(jnum(d, "end") - jnum(d, "start"), len, sizeof len);
     fprintf(out, "window   %s +%s: %zu probe%s, %.0f instance%s", start, len, n, n == 1 ? "" : "s",
             total, total == 1 ? "" : "s");
     if (no_data) {
@@ -185,11 +176,11 @@ static void render_window(FILE *out, const json_t *d) {
         qsort(r, n, sizeof *r, by_n_desc);
         for (size_t i = 0; i < n && i < WATCH_SHOWN; i++) {
             char p50[32], p95[32];
-            duration(num(r[i].p, "p50"), p50, sizeof p50);
-            duration(num(r[i].p, "p95"), p95, sizeof p95);
-            double lost = num(r[i].p, "lost");
+            duration(jnum(r[i].p, "p50"), p50, sizeof p50);
+            duration(jnum(r[i].p, "p95"), p95, sizeof p95);
+            double lost = jnum(r[i].p, "lost");
             char escaped[300];
-            dqctl_escape(str(r[i].p, "name", "?"), escaped, sizeof escaped);
+            dqctl_escape(jstr(r[i].p, "name", "?"), escaped, sizeof escaped);
             fprintf(out, "; %s n %.0f, p50 %s, p95 %s, lost ", escaped, r[i].n, p50, p95);
             if (isfinite(lost)) {
                 fprintf(out, "%.2f%%", lost * 100.0);
@@ -208,11 +199,11 @@ static void render_window(FILE *out, const json_t *d) {
 static void render_probe(FILE *out, const json_t *d) {
     const json_t *s = json_object_get(d, "summary");
     char name[300];
-    dqctl_escape(str(d, "probe", "?"), name, sizeof name);
-    fprintf(out, "probe    %s: %s", name, str(d, "change", "?"));
+    dqctl_escape(jstr(d, "probe", "?"), name, sizeof name);
+    fprintf(out, "probe    %s: %s", name, jstr(d, "change", "?"));
     if (json_is_object(s)) {
         char dmax[32];
-        duration(num(s, "dmax_ms") * 1e-3, dmax, sizeof dmax);
+        duration(jnum(s, "dmax_ms") * 1e-3, dmax, sizeof dmax);
         fprintf(out, " (now %s, dMax %s, QTA %s)",
                 json_is_true(json_object_get(s, "enabled")) ? "enabled" : "disabled", dmax,
                 json_is_object(json_object_get(s, "qta")) ? "set" : "none");
@@ -235,12 +226,12 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
     clock_time(now_s, when, sizeof when);
     fprintf(out, "%s ", when);
     char probe[300], node[300], reason[2048];
-    dqctl_escape(str(d, "probe", "?"), probe, sizeof probe);
-    dqctl_escape(str(d, "node", "?"), node, sizeof node);
+    dqctl_escape(jstr(d, "probe", "?"), probe, sizeof probe);
+    dqctl_escape(jstr(d, "node", "?"), node, sizeof node);
     if (strcmp(type, "hello") == 0) {
         fprintf(out, "hello    watching ");
         render_names(out, json_object_get(d, "types"));
-        fprintf(out, " (events so far: %.0f)\n", num(d, "id"));
+        fprintf(out, " (events so far: %.0f)\n", jnum(d, "id"));
     } else if (strcmp(type, "window") == 0) {
         render_window(out, d);
     } else if (strcmp(type, "probe") == 0) {
@@ -253,16 +244,16 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
         fputc('\n', out);
     } else if (strcmp(type, "trigger_fired") == 0 || strcmp(type, "trigger_cleared") == 0) {
         const json_t *inv = json_object_get(d, "investigation");
-        fprintf(out, "trigger  %s %s %s (trigger #%.0f", probe, str(d, "kind", "?"),
-                type[8] == 'f' ? "FIRED" : "cleared", num(d, "trigger"));
+        fprintf(out, "trigger  %s %s %s (trigger #%.0f", probe, jstr(d, "kind", "?"),
+                type[8] == 'f' ? "FIRED" : "cleared", jnum(d, "trigger"));
         if (json_is_integer(inv)) {
             fprintf(out, ", investigation %lld", (long long)json_integer_value(inv));
         }
         fprintf(out, ")\n");
     } else if (strcmp(type, "hypothesis") == 0) {
-        dqctl_escape(str(d, "reason", ""), reason, sizeof reason);
-        fprintf(out, "step     investigation %.0f #%.0f %s %s", num(d, "investigation"),
-                num(d, "id"), str(d, "action", "?"), node);
+        dqctl_escape(jstr(d, "reason", ""), reason, sizeof reason);
+        fprintf(out, "step     investigation %.0f #%.0f %s %s", jnum(d, "investigation"),
+                jnum(d, "id"), jstr(d, "action", "?"), node);
         const json_t *probes = json_object_get(d, "probes");
         if (json_array_size(probes) > 0) {
             fprintf(out, " [");
@@ -273,14 +264,14 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
     } else if (strcmp(type, "verdict") == 0) {
         const json_t *s = json_object_get(d, "summary");
         char at[300];
-        dqctl_escape(str(s, "node", ""), at, sizeof at);
-        dqctl_escape(str(json_object_get(s, "evidence"), "reason", ""), reason, sizeof reason);
-        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s%s%s\n", num(d, "investigation"),
-                node, str(d, "verdict", "?"), at[0] ? " at " : "", at, reason[0] ? ": " : "",
+        dqctl_escape(jstr(s, "node", ""), at, sizeof at);
+        dqctl_escape(jstr(json_object_get(s, "evidence"), "reason", ""), reason, sizeof reason);
+        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s%s%s\n", jnum(d, "investigation"),
+                node, jstr(d, "verdict", "?"), at[0] ? " at " : "", at, reason[0] ? ": " : "",
                 reason);
     } else if (strcmp(type, "probe_silent") == 0 || strcmp(type, "probe_data_returned") == 0) {
         char conn[300];
-        dqctl_escape(str(d, "connection", ""), conn, sizeof conn);
+        dqctl_escape(jstr(d, "connection", ""), conn, sizeof conn);
         fprintf(out, "silence  %s %s%s%s\n", probe,
                 type[6] == 's' ? "is silent: no data from " : "has data again",
                 type[6] == 's' ? (conn[0] ? conn : "any connection") : "",
@@ -449,8 +440,8 @@ int dqctl_watch_main(int argc, char **argv) {
     } else if (w.status != 0 && w.status != 200) {
         json_error_t jerr;
         json_t *env = w.err_body ? json_loadb(w.err_body, w.err_len, 0, &jerr) : NULL;
-        dqctl_complain_typed(str(env, "errorType", "bad_answer"), "%s (HTTP %ld)",
-                             str(env, "error", "GET /api/v1/events failed"), w.status);
+        dqctl_complain_typed(jstr(env, "errorType", "bad_answer"), "%s (HTTP %ld)",
+                             jstr(env, "error", "GET /api/v1/events failed"), w.status);
         json_decref(env);
         code = DQCTL_EXIT_USAGE;
     } else if (cc != CURLE_OK && w.status == 0) {

@@ -40,139 +40,7 @@
 #include "dq_error.h"
 #include "wire.h"
 
-#define MAX_FAULTS 32
-#define MAX_STATIONS 64
-#define HEAP_CAP (1u << 21)        /* pending instances held at most */
-#define OUT_CAP (1u << 20)         /* bytes of one batch write */
-#define WRITE_QUEUE_CAP (8u << 20) /* bytes queued in the socket before dropping */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
-#define PING_MS 5000
-#define DEFAULT_ENABLE_MS 1000.0
-#define DRY_RUN_EPOCH_NS 1767225600000000000LL /* 2026-01-01T00:00:00Z */
-#define STDIN_LINE_MAX 1024
-
-struct pending {
-    int64_t due;   /* wall-clock ns at which the wrapper would know the outcome */
-    int64_t begin; /* absolute ns */
-    int64_t end;
-    int node;
-    int failed;
-};
-
-struct write_req {
-    uv_write_t req;
-    char data[];
-};
-
-struct app;
-
-/* A connection to dqd's ingest port: the data link (hello, state, instances, commands),
- * and with --clock-link a second one that carries the clock exchange while the data
- * link is down. */
-struct link {
-    struct app *app;
-    int is_clock;     /* the --clock-link connection */
-    const char *what; /* prefix of its events: "" or "clock-link " */
-    uv_tcp_t tcp;
-    uv_connect_t connect_req;
-    int tcp_open;  /* the handle is initialized (connecting or connected) */
-    int connected; /* hello sent, reading commands */
-    int kept_down; /* data link: `disconnect` said so; no reconnection until `reconnect` */
-    uv_timer_t retry;
-    uint64_t backoff_ms;
-    uint64_t connects;
-    struct wire_splitter split;
-    char splitbuf[4096];
-    char readbuf[8192];
-    uint64_t last_tx_ms;
-};
-
-struct app {
-    uv_loop_t *loop;
-    struct dq_diagram *diagram;
-    struct sim_model *model;
-    struct sim_ctl ctl;
-    struct sim_rng arrivals;
-    struct sim_rng service;
-    double rate;
-    int64_t next_arrival;
-    struct sim_instance *scratch;
-    size_t scratch_cap;
-    struct sim_station_spec stations[MAX_STATIONS]; /* --station, added after the model */
-    size_t n_stations;
-    struct sim_station_stats *station_mark; /* per station: the last `stations` snapshot */
-
-    struct pending *heap;
-    size_t heap_n;
-
-    /* links to dqd */
-    char host[256];
-    char port[16];
-    char node_label[WIRE_MAX_LABEL + 1];
-    char app_label[WIRE_MAX_LABEL + 1];
-    struct link data;
-    struct link clk; /* --clock-link */
-    int clock_link;  /* --clock-link given */
-    int muted;       /* `mute`: instance lines withheld (counted as dropped) */
-    uv_shutdown_t shutdown_req;
-    int shutting; /* quitting: the last writes drain before the socket closes */
-
-    char *out;
-    size_t out_len;
-
-    /* stdin */
-    union {
-        uv_pipe_t pipe;
-        uv_tty_t tty;
-    } in;
-    int in_open;
-    char inbuf[STDIN_LINE_MAX + 1];
-    size_t in_len;
-    int in_discard;
-    char in_readbuf[4096];
-
-    uv_timer_t tick;
-    uv_timer_t stop_timer;
-    uv_timer_t fault_timer;
-    uv_signal_t sigterm;
-    uv_signal_t sigint;
-    uv_signal_t sigpipe;
-
-    /* options */
-    double batch_ms;
-    double duration_s;
-    double fault_after_s;
-    double fault_for_s;
-    struct sim_user_cmd faults[MAX_FAULTS];
-    size_t n_faults;
-    int faults_on;
-
-    int quitting;
-    const char *quit_reason;
-    int exit_code;
-
-    /* --clock sim */
-    int sim_clock;          /* 1: time is simulated, stepped in lockstep with dqd */
-    int64_t sim_now;        /* the simulated time, ns since the epoch */
-    int64_t sim_start;      /* sim_now when the run started */
-    int64_t tick_wait;      /* the `clock;NS` sent and not answered yet, 0 when none */
-    struct link *tick_link; /* the link that carried it */
-    int hold;               /* --hold: advance only on `run S` from stdin */
-    int64_t hold_until;     /* --hold: the simulated time the last `run` reaches */
-    int held;               /* the `held at` event was printed for hold_until */
-    uint64_t sim_steps;     /* steps answered by dqd */
-
-    /* counters */
-    uint64_t requests;
-    uint64_t requests_failed;
-    uint64_t sent;
-    uint64_t sent_to;
-    uint64_t sent_fa;
-    uint64_t dropped;         /* instances lost: link down, queue or heap full */
-    uint64_t drop_unreported; /* dropped since the last `drop;N` line */
-    uint64_t commands;
-};
+#include "dqsim.h"
 
 static void event(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -1038,236 +906,7 @@ static void on_stop_timer(uv_timer_t *t) {
     app_quit(t->data, "duration reached");
 }
 
-/* ---- command line -------------------------------------------------------------------- */
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: dqsim --diagram FILE.dq --dqd HOST:PORT [options]\n"
-               "       dqsim --diagram FILE.dq --list [--seed N]\n"
-               "       dqsim --diagram FILE.dq --dry-run N [--enable …] [options]\n"
-               "\n"
-               "  --diagram FILE      outcome diagram (.dq); every named node is a probe\n"
-               "  --dqd HOST:PORT     dqd's ingest port (reconnects with backoff 0.1 … 2 s)\n"
-               "  --seed N            all randomness (default 1)\n"
-               "  --rate N            requests per second (default 200)\n"
-               "  --leaf-mean LO:HI   band of the leaves' mean delays in ms (default 1:3)\n"
-               "  --time-scale X      reported ms = model ms × X (default 1)\n"
-               "  --root NAME         start requests at this node (default: the last root)\n"
-               "  --enable LIST       NAME[=MS],… initial dMax (MS default 1000; * = every probe)\n"
-               "  --fault NAME:KIND:VALUE   slow:ADD_MS, erratic:FACTOR or fail:PROB; repeatable\n"
-               "  --fault-after S     switch the --fault set on after S seconds (default 0)\n"
-               "  --fault-for S       and off again S seconds later (default: stays on)\n"
-               "  --station LEAF[,LEAF…][=NAME]:SERVERS:DIST[:K=N]   a FIFO queueing station\n"
-               "                      serving the leaves (shared when several), DIST one of\n"
-               "                      exp:MEAN uniform:LO:HI const:MS shexp:SHIFT:MEAN (ms),\n"
-               "                      K the most requests in it (default 0: no limit); repeatable\n"
-               "  --duration S        exit after S seconds (stdin EOF then does not quit)\n"
-               "  --batch-ms MS       send interval (default 5); with --clock sim, the step\n"
-               "  --clock wall|sim    sim: simulated time in lockstep with a dqd started with\n"
-               "                      --clock sim, as fast as both can go (durations are then\n"
-               "                      simulated seconds)\n"
-               "  --hold              with --clock sim: stand still until stdin says `run S`\n"
-               "                      (S simulated seconds more, then `held at T`)\n"
-               "  --clock-link        with --clock sim: a second connection (node NAME-clock)\n"
-               "                      keeps simulated time going while the data link is down\n"
-               "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
-               "  --list              print the probes and leaf parameters, exit\n"
-               "  --dry-run N         no network: print the lines of N requests, exit\n"
-               "\n"
-               "stdin: fault NAME slow MS | fault NAME erratic FACTOR | fault NAME fail PROB |\n"
-               "       clear NAME | clear all | rate N | run S | status | stations |\n"
-               "       disconnect | reconnect | mute | unmute | quit\n");
-}
-
-static int parse_double_arg(const char *opt, const char *s, double lo, double hi, double *out) {
-    char *e = NULL;
-    errno = 0;
-    double v = strtod(s, &e);
-    if (errno || e == s || *e || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "dqsim: %s %s: need a number in [%g, %g]\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-struct cli {
-    const char *diagram;
-    const char *dqd;
-    const char *enable;
-    const char *root;
-    struct sim_options opt;
-    int list;
-    double dry_run;
-};
-
-/* Parses argv into cli and app; returns 0, 1 for --help, −1 on error (message printed). */
-static int parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *val = NULL;
-        char name[32];
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof name) {
-            memcpy(name, arg, (size_t)(eq - arg));
-            name[eq - arg] = '\0';
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof name, "%s", arg);
-        }
-        int flag = strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 ||
-                   strcmp(name, "-h") == 0 || strcmp(name, "--hold") == 0 ||
-                   strcmp(name, "--clock-link") == 0;
-        if (!flag && !val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "dqsim: %s needs a value\n", name);
-                return -1;
-            }
-            val = argv[++i];
-        }
-        double v;
-        if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-            return 1;
-        } else if (strcmp(name, "--list") == 0) {
-            cli->list = 1;
-        } else if (strcmp(name, "--diagram") == 0) {
-            cli->diagram = val;
-        } else if (strcmp(name, "--dqd") == 0) {
-            cli->dqd = val;
-        } else if (strcmp(name, "--enable") == 0) {
-            cli->enable = val;
-        } else if (strcmp(name, "--root") == 0) {
-            cli->root = val;
-        } else if (strcmp(name, "--seed") == 0) {
-            char *e = NULL;
-            errno = 0;
-            unsigned long long s = strtoull(val, &e, 10);
-            if (errno || e == val || *e) {
-                fprintf(stderr, "dqsim: --seed %s: need an unsigned integer\n", val);
-                return -1;
-            }
-            cli->opt.seed = s;
-        } else if (strcmp(name, "--rate") == 0) {
-            if (parse_double_arg(name, val, 0, SIM_MAX_RATE, &a->rate)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--time-scale") == 0) {
-            if (parse_double_arg(name, val, 1e-6, 1e6, &cli->opt.time_scale)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--leaf-mean") == 0) {
-            char *e = NULL;
-            double lo = strtod(val, &e);
-            double hi = lo;
-            if (e && *e == ':') {
-                const char *h = e + 1;
-                hi = strtod(h, &e);
-                if (e == h) {
-                    e = NULL;
-                }
-            }
-            if (!e || *e || !(lo > 0) || !(hi >= lo) || hi > 1e6) {
-                fprintf(stderr, "dqsim: --leaf-mean %s: need LO:HI ms with 0 < LO ≤ HI\n", val);
-                return -1;
-            }
-            cli->opt.mean_lo_ms = lo;
-            cli->opt.mean_hi_ms = hi;
-        } else if (strcmp(name, "--fault") == 0) {
-            if (a->n_faults >= MAX_FAULTS) {
-                fprintf(stderr, "dqsim: at most %d --fault options\n", MAX_FAULTS);
-                return -1;
-            }
-            if (sim_fault_spec_parse(val, &a->faults[a->n_faults]) != 0) {
-                fprintf(stderr, "dqsim: --fault: %s\n", dq_last_error());
-                return -1;
-            }
-            a->n_faults++;
-        } else if (strcmp(name, "--fault-after") == 0) {
-            if (parse_double_arg(name, val, 0, 1e7, &a->fault_after_s)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--fault-for") == 0) {
-            if (parse_double_arg(name, val, 0.001, 1e7, &a->fault_for_s)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--duration") == 0) {
-            if (parse_double_arg(name, val, 0.001, 1e7, &a->duration_s)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--batch-ms") == 0) {
-            if (parse_double_arg(name, val, 1, 1000, &a->batch_ms)) {
-                return -1;
-            }
-        } else if (strcmp(name, "--hold") == 0) {
-            a->hold = 1;
-        } else if (strcmp(name, "--clock-link") == 0) {
-            a->clock_link = 1;
-        } else if (strcmp(name, "--station") == 0) {
-            if (a->n_stations >= MAX_STATIONS) {
-                fprintf(stderr, "dqsim: at most %d --station options\n", MAX_STATIONS);
-                return -1;
-            }
-            if (sim_station_spec_parse(val, &a->stations[a->n_stations]) != 0) {
-                fprintf(stderr, "dqsim: --station: %s\n", dq_last_error());
-                return -1;
-            }
-            a->n_stations++;
-        } else if (strcmp(name, "--clock") == 0) {
-            if (strcmp(val, "wall") != 0 && strcmp(val, "sim") != 0) {
-                fprintf(stderr, "dqsim: --clock %s: wall or sim\n", val);
-                return -1;
-            }
-            a->sim_clock = strcmp(val, "sim") == 0;
-        } else if (strcmp(name, "--dry-run") == 0) {
-            if (parse_double_arg(name, val, 1, 1e8, &v)) {
-                return -1;
-            }
-            cli->dry_run = v;
-        } else if (strcmp(name, "--node") == 0 || strcmp(name, "--app") == 0) {
-            char *dst = name[2] == 'n' ? a->node_label : a->app_label;
-            size_t n = strlen(val);
-            if (n == 0 || n > WIRE_MAX_LABEL || strpbrk(val, ";\r\n")) {
-                fprintf(stderr, "dqsim: %s %s: 1 … %d bytes without ';'\n", name, val,
-                        WIRE_MAX_LABEL);
-                return -1;
-            }
-            memcpy(dst, val, n + 1);
-        } else {
-            fprintf(stderr, "dqsim: unknown option %s (try --help)\n", arg);
-            return -1;
-        }
-    }
-    if (!cli->diagram) {
-        fprintf(stderr, "dqsim: --diagram FILE is required (try --help)\n");
-        return -1;
-    }
-    if (!cli->list && !cli->dry_run && !cli->dqd) {
-        fprintf(stderr, "dqsim: --dqd HOST:PORT is required (or --list, --dry-run)\n");
-        return -1;
-    }
-    if (a->clock_link && !a->sim_clock) {
-        fprintf(stderr, "dqsim: --clock-link needs --clock sim (on the wall clock dqd's time "
-                        "goes on by itself)\n");
-        return -1;
-    }
-    if (cli->dqd) {
-        const char *colon = strrchr(cli->dqd, ':');
-        size_t hn = colon ? (size_t)(colon - cli->dqd) : 0;
-        if (!colon || hn == 0 || hn >= sizeof a->host || strlen(colon + 1) == 0 ||
-            strlen(colon + 1) >= sizeof a->port) {
-            fprintf(stderr, "dqsim: --dqd %s: need HOST:PORT\n", cli->dqd);
-            return -1;
-        }
-        const char *h = cli->dqd;
-        if (h[0] == '[' && hn >= 2 && h[hn - 1] == ']') {
-            h++; /* [::1]:PORT */
-            hn -= 2;
-        }
-        memcpy(a->host, h, hn);
-        a->host[hn] = '\0';
-        snprintf(a->port, sizeof a->port, "%s", colon + 1);
-    }
-    return 0;
-}
+/* ---- offline modes and start ---------------------------------------------------------- */
 
 static int read_file(const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -1370,49 +1009,33 @@ static void dry_run(struct app *a, uint64_t n) {
             a->requests, a->requests_failed, a->sent);
 }
 
-int main(int argc, char **argv) {
-    static struct app app; /* large (buffers): not on the stack */
-    struct app *a = &app;
-    struct cli cli = {0};
-    sim_options_default(&cli.opt);
-    a->rate = 200;
-    a->batch_ms = 5;
-    snprintf(a->app_label, sizeof a->app_label, "dqsim");
-    int pr = parse_args(argc, argv, &cli, a);
-    if (pr != 0) {
-        usage(pr > 0 ? stdout : stderr);
-        return pr > 0 ? 0 : 2;
-    }
-    if (!a->node_label[0]) {
-        char host[128] = "localhost";
-        gethostname(host, sizeof host - 1);
-        host[sizeof host - 1] = '\0';
-        snprintf(a->node_label, sizeof a->node_label, "dqsim@%s", host);
-    }
-
+/* The model from --diagram with --root, the enabled set, the stations, and the faults'
+ * names and kinds checked (they are switched on later). Returns DQ_OK, or an error with
+ * its message in dq_last_error(), or 2 when the file cannot be read or parsed (printed). */
+static int setup_model(struct app *a, const struct cli *cli) {
     char *text = NULL;
     size_t len = 0;
-    if (read_file(cli.diagram, &text, &len) != 0) {
+    if (read_file(cli->diagram, &text, &len) != 0) {
         return 2;
     }
     struct dq_diagram_error derr;
     int rc = dq_diagram_parse(text, len, &a->diagram, &derr);
     free(text);
     if (rc) {
-        fprintf(stderr, "dqsim: %s:%d:%d: %s\n", cli.diagram, derr.line, derr.column, derr.text);
+        fprintf(stderr, "dqsim: %s:%d:%d: %s\n", cli->diagram, derr.line, derr.column, derr.text);
         return 2;
     }
-    rc = sim_model_create(a->diagram, &cli.opt, &a->model);
-    if (rc == DQ_OK && cli.root) {
-        int i = dq_diagram_find(a->diagram, cli.root);
-        rc = i < 0 ? dq_fail(DQ_ENOTFOUND, "--root %s: no such probe", cli.root)
+    rc = sim_model_create(a->diagram, &cli->opt, &a->model);
+    if (rc == DQ_OK && cli->root) {
+        int i = dq_diagram_find(a->diagram, cli->root);
+        rc = i < 0 ? dq_fail(DQ_ENOTFOUND, "--root %s: no such probe", cli->root)
                    : sim_model_set_root(a->model, i);
     }
     if (rc == DQ_OK) {
         rc = sim_ctl_init(&a->ctl, a->model);
     }
-    if (rc == DQ_OK && cli.enable) {
-        rc = sim_ctl_enable_list(&a->ctl, cli.enable, DEFAULT_ENABLE_MS);
+    if (rc == DQ_OK && cli->enable) {
+        rc = sim_ctl_enable_list(&a->ctl, cli->enable, DEFAULT_ENABLE_MS);
     }
     for (size_t i = 0; rc == DQ_OK && i < a->n_stations; i++) {
         rc = sim_station_add(a->model, &a->stations[i]);
@@ -1435,8 +1058,97 @@ int main(int argc, char **argv) {
             rc = rc ? dq_fail(rc, "--fault: %s", dq_last_error()) : DQ_OK;
         }
     }
+    return rc;
+}
+
+/* Timers, signals, links and stdin on the loop, then the run until it quits. Returns the
+ * exit code. */
+static int run_network(struct app *a, const struct cli *cli) {
+    size_t ns = sim_model_station_count(a->model);
+    a->loop = uv_default_loop();
+    uv_timer_init(a->loop, &a->tick);
+    struct link *links[2] = {&a->data, &a->clk};
+    for (int k = 0; k < 2; k++) {
+        links[k]->app = a;
+        links[k]->is_clock = k == 1;
+        links[k]->what = k == 1 ? "clock-link " : "";
+        links[k]->backoff_ms = BACKOFF_MIN_MS;
+        uv_timer_init(a->loop, &links[k]->retry);
+        links[k]->retry.data = links[k];
+    }
+    uv_timer_init(a->loop, &a->stop_timer);
+    uv_timer_init(a->loop, &a->fault_timer);
+    uv_signal_init(a->loop, &a->sigterm);
+    uv_signal_init(a->loop, &a->sigint);
+    uv_signal_init(a->loop, &a->sigpipe);
+    a->tick.data = a->stop_timer.data = a->fault_timer.data = a;
+    a->sigterm.data = a->sigint.data = a->sigpipe.data = a;
+    uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&a->sigint, on_signal, SIGINT);
+    uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
+    a->sim_now = a->sim_start = wall_ns();
+    a->next_arrival = a->sim_now;
+    for (size_t k = 0; k < ns; k++) {
+        sim_station_stats(a->model, (int)k, a->sim_start, &a->station_mark[k]);
+    }
+    char stations[32] = "";
+    if (ns > 0) {
+        snprintf(stations, sizeof stations, " stations=%zu", ns);
+    }
+    event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s%s",
+          dq_diagram_probe_count(a->diagram), sim_ctl_enabled_count(&a->ctl),
+          dq_diagram_node(a->diagram, sim_model_root(a->model))->name,
+          (unsigned long long)cli->opt.seed, a->rate, a->host, a->port, stations);
+    uint64_t every = (uint64_t)(a->batch_ms + 0.5);
+    if (!a->sim_clock) {
+        uv_timer_start(&a->tick, on_tick, every, every);
+    }
+    if (a->duration_s > 0 && !a->sim_clock) {
+        uv_timer_start(&a->stop_timer, on_stop_timer, (uint64_t)(a->duration_s * 1000), 0);
+    }
+    if (a->n_faults > 0 && !a->sim_clock) {
+        if (a->fault_after_s > 0) {
+            uv_timer_start(&a->fault_timer, on_fault_timer, (uint64_t)(a->fault_after_s * 1000), 0);
+        } else {
+            faults_start(a);
+        }
+    }
+    start_connect(&a->data);
+    if (a->clock_link) {
+        start_connect(&a->clk);
+    }
+    stdin_start(a);
+    uv_run(a->loop, UV_RUN_DEFAULT);
+    print_status(a);
+    event("exit %s", a->quit_reason ? a->quit_reason : "loop ended");
+    int code = uv_loop_close(a->loop) != 0 ? 1 : 0;
+    return a->exit_code ? a->exit_code : code;
+}
+
+int main(int argc, char **argv) {
+    static struct app app; /* large (buffers): not on the stack */
+    struct app *a = &app;
+    struct cli cli = {0};
+    sim_options_default(&cli.opt);
+    a->rate = 200;
+    a->batch_ms = 5;
+    snprintf(a->app_label, sizeof a->app_label, "dqsim");
+    int pr = dqsim_parse_args(argc, argv, &cli, a);
+    if (pr != 0) {
+        dqsim_usage(pr > 0 ? stdout : stderr);
+        return pr > 0 ? 0 : 2;
+    }
+    if (!a->node_label[0]) {
+        char host[128] = "localhost";
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        snprintf(a->node_label, sizeof a->node_label, "dqsim@%s", host);
+    }
+    int rc = setup_model(a, &cli);
     if (rc != DQ_OK) {
-        fprintf(stderr, "dqsim: %s\n", dq_last_error());
+        if (rc != 2) {
+            fprintf(stderr, "dqsim: %s\n", dq_last_error());
+        }
         sim_ctl_release(&a->ctl);
         sim_model_destroy(a->model);
         dq_diagram_destroy(a->diagram);
@@ -1466,69 +1178,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "dqsim: out of memory\n");
             code = 2;
         } else {
-            a->loop = uv_default_loop();
-            uv_timer_init(a->loop, &a->tick);
-            struct link *links[2] = {&a->data, &a->clk};
-            for (int k = 0; k < 2; k++) {
-                links[k]->app = a;
-                links[k]->is_clock = k == 1;
-                links[k]->what = k == 1 ? "clock-link " : "";
-                links[k]->backoff_ms = BACKOFF_MIN_MS;
-                uv_timer_init(a->loop, &links[k]->retry);
-                links[k]->retry.data = links[k];
-            }
-            uv_timer_init(a->loop, &a->stop_timer);
-            uv_timer_init(a->loop, &a->fault_timer);
-            uv_signal_init(a->loop, &a->sigterm);
-            uv_signal_init(a->loop, &a->sigint);
-            uv_signal_init(a->loop, &a->sigpipe);
-            a->tick.data = a->stop_timer.data = a->fault_timer.data = a;
-            a->sigterm.data = a->sigint.data = a->sigpipe.data = a;
-            uv_signal_start(&a->sigterm, on_signal, SIGTERM);
-            uv_signal_start(&a->sigint, on_signal, SIGINT);
-            uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
-            a->sim_now = a->sim_start = wall_ns();
-            a->next_arrival = a->sim_now;
-            for (size_t k = 0; k < ns; k++) {
-                sim_station_stats(a->model, (int)k, a->sim_start, &a->station_mark[k]);
-            }
-            char stations[32] = "";
-            if (ns > 0) {
-                snprintf(stations, sizeof stations, " stations=%zu", ns);
-            }
-            event("dqsim ready probes=%zu enabled=%zu root=%s seed=%llu rate=%g dqd=%s:%s%s",
-                  dq_diagram_probe_count(a->diagram), sim_ctl_enabled_count(&a->ctl),
-                  dq_diagram_node(a->diagram, sim_model_root(a->model))->name,
-                  (unsigned long long)cli.opt.seed, a->rate, a->host, a->port, stations);
-            uint64_t every = (uint64_t)(a->batch_ms + 0.5);
-            if (!a->sim_clock) {
-                uv_timer_start(&a->tick, on_tick, every, every);
-            }
-            if (a->duration_s > 0 && !a->sim_clock) {
-                uv_timer_start(&a->stop_timer, on_stop_timer, (uint64_t)(a->duration_s * 1000), 0);
-            }
-            if (a->n_faults > 0 && !a->sim_clock) {
-                if (a->fault_after_s > 0) {
-                    uv_timer_start(&a->fault_timer, on_fault_timer,
-                                   (uint64_t)(a->fault_after_s * 1000), 0);
-                } else {
-                    faults_start(a);
-                }
-            }
-            start_connect(&a->data);
-            if (a->clock_link) {
-                start_connect(&a->clk);
-            }
-            stdin_start(a);
-            uv_run(a->loop, UV_RUN_DEFAULT);
-            print_status(a);
-            event("exit %s", a->quit_reason ? a->quit_reason : "loop ended");
-            if (uv_loop_close(a->loop) != 0) {
-                code = 1;
-            }
-            if (a->exit_code) {
-                code = a->exit_code;
-            }
+            code = run_network(a, &cli);
         }
     }
     free(a->heap);

@@ -269,11 +269,9 @@ static void test_overtaking(void) {
     probes_release(&t);
 }
 
-int main(void) {
-    test_out_of_order();
-    test_overtaking();
-    test_reach_back();
-    test_stations();
-    test_boundaries();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(out_of_order), CHECK_CASE(overtaking), CHECK_CASE(reach_back),
+    CHECK_CASE(stations),     CHECK_CASE(boundaries),
+};
+
+CHECK_MAIN(cases)

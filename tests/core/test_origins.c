@@ -560,14 +560,10 @@ static void test_origin_ids(void) {
     probes_release(&t);
 }
 
-int main(void) {
-    test_two_origins();
-    test_quiet();
-    test_never_heard();
-    test_bit_ring();
-    test_three_nodes();
-    test_pooled();
-    test_split_alloc_fails();
-    test_origin_ids();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(two_origins),       CHECK_CASE(quiet),       CHECK_CASE(never_heard),
+    CHECK_CASE(bit_ring),          CHECK_CASE(three_nodes), CHECK_CASE(pooled),
+    CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),
+};
+
+CHECK_MAIN(cases)

@@ -226,10 +226,11 @@ static void test_remove(void) {
     probes_release(&t);
 }
 
-int main(void) {
-    test_remove();
-    test_lookup();
-    test_hash_collisions();
-    test_windows();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(remove),
+    CHECK_CASE(lookup),
+    CHECK_CASE(hash_collisions),
+    CHECK_CASE(windows),
+};
+
+CHECK_MAIN(cases)

@@ -211,9 +211,10 @@ static void test_ring(void) {
     probes_release(&t);
 }
 
-int main(void) {
-    test_decide();
-    test_boundary();
-    test_ring();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(decide),
+    CHECK_CASE(boundary),
+    CHECK_CASE(ring),
+};
+
+CHECK_MAIN(cases)

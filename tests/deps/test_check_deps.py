@@ -6,25 +6,18 @@ that include each other.
 Usage: test_check_deps.py REPO_ROOT
 """
 import os
-import subprocess
 import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from tool_check import check, finish, run as run_tool  # noqa: E402
 
 ROOT = sys.argv[1]
 TOOL = os.path.join(ROOT, "tools", "check-deps")
-HERE = os.path.dirname(os.path.abspath(__file__))
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok   " if cond else "FAIL ") + what)
-    failures += 0 if cond else 1
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, TOOL, *args], capture_output=True, text=True,
-                       timeout=60)
-    return p.returncode, p.stdout + p.stderr
+    return run_tool(TOOL, *args)
 
 
 rc, out = run("--root", ROOT)
@@ -49,7 +42,4 @@ bad = os.path.join(HERE, "fixture", "modules")
 rc, out = run("--root", clean, "--modules", bad)
 check(rc == 2 and "no folder" in out, "a missing module folder is an error (exit %d)" % rc)
 
-if failures:
-    print(out)
-    sys.exit(1)
-print("all checks passed")
+finish(out)

@@ -536,20 +536,22 @@ static void test_operator_error(void) {
     fixture_close(&f);
 }
 
-int main(void) {
-    test_model_api();
-    test_parse_error_api();
-    test_uniform_sequence();
-    test_first_and_all_uniform();
-    test_exponentials();
-    test_waits_and_never();
-    test_choice_and_lost_mass();
-    test_binned_reference();
-    test_observed_where_given();
-    test_per_node_grid();
-    test_long_sequence();
-    test_long_sequence_fine_parts();
-    test_operator_error();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(model_api),
+    CHECK_CASE(parse_error_api),
+    CHECK_CASE(uniform_sequence),
+    CHECK_CASE(first_and_all_uniform),
+    CHECK_CASE(exponentials),
+    CHECK_CASE(waits_and_never),
+    CHECK_CASE(choice_and_lost_mass),
+    CHECK_CASE(binned_reference),
+    CHECK_CASE(observed_where_given),
+    CHECK_CASE(per_node_grid),
+    CHECK_CASE(long_sequence),
+    CHECK_CASE(long_sequence_fine_parts),
+    CHECK_CASE(operator_error),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

@@ -121,9 +121,11 @@ static void test_eval(void) {
     dq_diagram_destroy(d);
 }
 
-int main(void) {
-    test_parse();
-    test_eval();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(parse),
+    CHECK_CASE(eval),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

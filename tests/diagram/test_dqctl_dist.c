@@ -569,14 +569,13 @@ static void test_snapshot_pick(void) {
     json_decref(snap);
 }
 
-int main(void) {
-    test_forms();
-    test_malformed();
-    test_format();
-    test_against_closed_forms();
-    test_map();
-    test_json();
-    test_snapshot_pick();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(forms),         CHECK_CASE(malformed),
+    CHECK_CASE(format),        CHECK_CASE(against_closed_forms),
+    CHECK_CASE(map),           CHECK_CASE(json),
+    CHECK_CASE(snapshot_pick),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

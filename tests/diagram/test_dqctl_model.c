@@ -1,5 +1,6 @@
 /*
- * test_dqctl_model.c: `dqctl model` run as a subprocess (the path of dqctl is argv[1]).
+ * test_dqctl_model.c: `dqctl model` run as a subprocess (dqctl's path is DQCTL_BINARY, set by
+ * CMake).
  *
  * Checks the reference values of docs/engine.md through the command line, the JSON fields and their
  * meaning (cdf[i] = dq_cdf_at(i·width), compared with the engine run in-process), the
@@ -17,8 +18,9 @@
 
 #include "check.h"
 
-static const char *dqctl;
+static const char *const dqctl = DQCTL_BINARY;
 static char dir[256];
+static char e2e[512]; /* e2e.dq in dir, written by setup() */
 
 /* Output of one run. */
 struct run {
@@ -124,7 +126,8 @@ static void expect_error(const char *args, const char *needle) {
     run_free(&r);
 }
 
-static void test_oracle_json(const char *model) {
+static void test_oracle_json(void) {
+    const char *model = e2e;
     char args[1024];
     snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set 'y=uniform(1, 2)' --json",
              model);
@@ -187,7 +190,8 @@ static void test_oracle_json(const char *model) {
     run_free(&r);
 }
 
-static void test_stdin(const char *model) {
+static void test_stdin(void) {
+    const char *model = e2e;
     char args[1024];
     snprintf(args, sizeof args, "model - --set x='wait(0.25)' --set y='wait(0.5)' --json < '%s'",
              model);
@@ -201,7 +205,8 @@ static void test_stdin(const char *model) {
     run_free(&r);
 }
 
-static void test_human_output(const char *model) {
+static void test_human_output(void) {
+    const char *model = e2e;
     char args[1024];
     snprintf(args, sizeof args, "model '%s' --set x='uniform(1,2)' --set y='uniform(1,2)'", model);
     struct run r = run_dqctl(args);
@@ -467,7 +472,8 @@ static void test_oscilloscope_example(void) {
     run_free(&r);
 }
 
-static void test_errors(const char *model) {
+static void test_errors(void) {
+    const char *model = e2e;
     char args[2048], bad[512];
     write_file("bad.dq", "ok = x;\nbroken = f:r(y);\n", bad, sizeof bad);
     snprintf(args, sizeof args, "model '%s'", bad);
@@ -525,32 +531,32 @@ static void test_help(void) {
     run_free(&r);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH_TO_DQCTL\n", argv[0]);
-        return 2;
-    }
-    dqctl = argv[1];
+/* A temporary directory for the models and outputs, with the model most cases run. */
+static int setup(void) {
     snprintf(dir, sizeof dir, "/tmp/test_dqctl_model.XXXXXX");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
-        return 2;
+        return -1;
     }
-    char model[512];
-    write_file("e2e.dq", "# docs/engine.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", model, sizeof model);
-    test_oracle_json(model);
-    test_human_output(model);
-    test_stdin(model);
-    test_distributions();
-    test_default_grids();
-    test_oscilloscope_example();
-    test_errors(model);
-    test_help();
+    write_file("e2e.dq", "# docs/engine.md: U(1,2) ; U(1,2)\ne2e = x -> y;\n", e2e, sizeof e2e);
+    return 0;
+}
+
+static void teardown(void) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) {
         fprintf(stderr, "could not remove %s\n", dir);
     }
     dq_engine_cleanup();
-    return check_done();
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(oracle_json),   CHECK_CASE(human_output),  CHECK_CASE(stdin),
+    CHECK_CASE(distributions), CHECK_CASE(default_grids), CHECK_CASE(oscilloscope_example),
+    CHECK_CASE(errors),        CHECK_CASE(help),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }

@@ -1060,15 +1060,12 @@ static void test_against_fake(void) {
     free(f.put_body);
 }
 
-int main(void) {
-    test_parse_args();
-    test_verdict_exit();
-    test_trigger_body();
-    test_render_progress_and_verdict();
-    test_render_why();
-    test_render_log();
-    test_render_snapshot();
-    test_render_triggers();
-    test_against_fake();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(parse_args),      CHECK_CASE(verdict_exit),
+    CHECK_CASE(trigger_body),    CHECK_CASE(render_progress_and_verdict),
+    CHECK_CASE(render_why),      CHECK_CASE(render_log),
+    CHECK_CASE(render_snapshot), CHECK_CASE(render_triggers),
+    CHECK_CASE(against_fake),
+};
+
+CHECK_MAIN(cases)

@@ -524,15 +524,12 @@ static void test_new_calls(void) {
     dq_destroy(a);
 }
 
-int main(void) {
-    test_error_module();
-    test_new_calls();
-    test_grid_errors();
-    test_constructor_errors();
-    test_null_outputs();
-    test_qta_errors();
-    test_operator_errors();
-    test_conv_errors();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(error_module),       CHECK_CASE(new_calls),    CHECK_CASE(grid_errors),
+    CHECK_CASE(constructor_errors), CHECK_CASE(null_outputs), CHECK_CASE(qta_errors),
+    CHECK_CASE(operator_errors),    CHECK_CASE(conv_errors),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

@@ -747,16 +747,18 @@ static void test_moment_and_loss_laws(void) {
     }
 }
 
-int main(void) {
-    test_grid();
-    test_constructors();
-    test_binned_reference();
-    test_waits_and_never();
-    test_uniform_race();
-    test_exponential_race();
-    test_triangular();
-    test_erlang2();
-    test_moment_and_loss_laws();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(grid),
+    CHECK_CASE(constructors),
+    CHECK_CASE(binned_reference),
+    CHECK_CASE(waits_and_never),
+    CHECK_CASE(uniform_race),
+    CHECK_CASE(exponential_race),
+    CHECK_CASE(triangular),
+    CHECK_CASE(erlang2),
+    CHECK_CASE(moment_and_loss_laws),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

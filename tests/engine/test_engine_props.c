@@ -12,6 +12,8 @@
  * are monotone; quantiles are the smallest right edge reaching p.
  *
  * The seed is fixed so a failure reproduces; DQ_TEST_SEED in the environment overrides it.
+ * Every case starts from the seed (it prints it), so a case run alone draws the same
+ * inputs as in the whole run.
  */
 #include "check.h"
 
@@ -19,7 +21,14 @@
 
 #include "dq_conv.h"
 
-static struct trng g_rng = {0x5EED0001ULL};
+static struct trng g_rng;
+
+/* The generator at the start of each case: the fixed seed, or DQ_TEST_SEED's. */
+static void reseed(void) {
+    const char *seed = getenv("DQ_TEST_SEED");
+    g_rng.s = seed ? strtoull(seed, NULL, 0) : 0x5EED0001ULL;
+    printf("seed 0x%llx\n", (unsigned long long)g_rng.s);
+}
 
 /* Checks the four kernels on one pair of sizes. */
 static void conv_case(int na, int nb, double sparse) {
@@ -69,6 +78,7 @@ out:
 }
 
 static void test_conv_kernels(void) {
+    reseed();
     const int edge[][2] = {{1, 1},   {1, 7},    {7, 1},    {2, 2},       {3, 257},     {64, 64},
                            {255, 2}, {1, 4096}, {4096, 1}, {2049, 2048}, {4096, 4096}, {1000, 3}};
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
@@ -143,6 +153,7 @@ static void check_shape(const struct dq *a, const char *what) {
 }
 
 static void test_sequence(void) {
+    reseed();
     for (int rep = 0; rep < 60; rep++) {
         int k = trng_int(&g_rng, -3, 3);
         int na = trng_int(&g_rng, 1, 1000), nb = trng_int(&g_rng, 1, 1000);
@@ -266,6 +277,7 @@ static void test_sequence(void) {
 
 /* Mismatched widths go to the coarser; results past DQ_MAX_BINS coarsen. */
 static void test_sequence_regrid(void) {
+    reseed();
     struct dq *a = trng_dq(&g_rng, 0, 100, 0.9, 0.3), *b = trng_dq(&g_rng, 2, 50, 1.0, 0.3);
     struct dq *s = NULL, *ra = NULL;
     if (a && b) {
@@ -434,6 +446,7 @@ static int ref_nway(const struct dq *const *ops, int m, int op, const double *wt
 }
 
 static void test_nway(void) {
+    reseed();
     for (int rep = 0; rep < 40; rep++) {
         int m = trng_int(&g_rng, 3, 6);
         int mixed = rep % 4 == 3;
@@ -496,6 +509,7 @@ static void test_nway(void) {
 }
 
 static void test_rebin_reexpress(void) {
+    reseed();
     for (int rep = 0; rep < 40; rep++) {
         int k = trng_int(&g_rng, -5, 5), n = trng_int(&g_rng, 1, 2000);
         struct dq *a = trng_dq(&g_rng, k, n, 0.3 + 0.7 * trng_unit(&g_rng), 0.4);
@@ -605,6 +619,7 @@ static void test_rebin_reexpress(void) {
 }
 
 static void test_quantile_and_compare(void) {
+    reseed();
     for (int rep = 0; rep < 40; rep++) {
         int k = trng_int(&g_rng, -2, 2), n = trng_int(&g_rng, 1, 800);
         double mass = 0.2 + 0.8 * trng_unit(&g_rng);
@@ -659,27 +674,32 @@ static void test_quantile_and_compare(void) {
     }
 }
 
-int main(void) {
-    const char *seed = getenv("DQ_TEST_SEED");
-    if (seed)
-        g_rng.s = strtoull(seed, NULL, 0);
-    printf("seed 0x%llx\n", (unsigned long long)g_rng.s);
-    test_conv_kernels();
-    test_sequence();
-    test_sequence_regrid();
-    test_nway();
-    test_rebin_reexpress();
-    test_quantile_and_compare();
-    dq_engine_cleanup();
-    /* operators work again after the plan cache was released */
-    struct dq *a = trng_dq(&g_rng, 0, 3000, 1.0, 0.1), *s = NULL;
+/* Operators work again after the plan cache was released (a sequence fills it first). */
+static void test_after_cleanup(void) {
+    reseed();
+    struct dq *a = trng_dq(&g_rng, 0, 3000, 1.0, 0.1), *s = NULL, *s2 = NULL;
+    CHECK(a != NULL);
     if (a) {
         MUST(dq_sequence(a, a, &s));
-        if (s)
-            CHECK_NEAR(ref_mass(s), 1.0, 1e-9);
+        dq_engine_cleanup();
+        MUST(dq_sequence(a, a, &s2));
+        if (s && s2) {
+            CHECK_NEAR(ref_mass(s2), 1.0, 1e-9);
+            CHECK_INT(s2->n, s->n);
+            CHECK_NEAR(ref_maxdiff(s->pdf, s2->pdf, s->n < s2->n ? s->n : s2->n), 0.0, 1e-15);
+        }
     }
     dq_destroy(a);
     dq_destroy(s);
-    dq_engine_cleanup();
-    return check_done();
+    dq_destroy(s2);
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(conv_kernels),  CHECK_CASE(sequence),        CHECK_CASE(sequence_regrid),
+    CHECK_CASE(nway),          CHECK_CASE(rebin_reexpress), CHECK_CASE(quantile_and_compare),
+    CHECK_CASE(after_cleanup),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

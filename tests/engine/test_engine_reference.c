@@ -278,7 +278,7 @@ struct refcase {
     int spellings; /* how many spellings to compare (sequences: 4) */
 };
 
-static const struct refcase cases[] = {
+static const struct refcase refcases[] = {
     {"triangular U(1,2);U(1,2)", f_tri, build_tri, 4, 4},
     {"Irwin-Hall n=20", f_ih20, build_ih20, 7, 4},
     {"Erlang-4 (rate 10)", f_erlang4, build_erlang4, 2, 4},
@@ -613,13 +613,37 @@ static void test_issue_chain(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    print_table = argc > 1 && strcmp(argv[1], "--table") == 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        run_case(&cases[i]);
+/* One case per closed form of the ladder: test_ladder_NAME runs refcases[I]. */
+#define LADDER_CASE(name, i)                                                                       \
+    static void test_ladder_##name(void) {                                                         \
+        run_case(&refcases[i]);                                                                    \
     }
-    test_issue_chain();
-    test_default_grids();
-    dq_engine_cleanup();
-    return check_done();
+LADDER_CASE(triangular, 0)
+LADDER_CASE(irwin_hall, 1)
+LADDER_CASE(erlang4, 2)
+LADDER_CASE(ftf_exp, 3)
+LADDER_CASE(atf_exp, 4)
+LADDER_CASE(atf_unif, 5)
+LADDER_CASE(ftf_unif, 6)
+LADDER_CASE(chain3, 7)
+
+static const struct check_case cases[] = {
+    CHECK_CASE(ladder_triangular), CHECK_CASE(ladder_irwin_hall), CHECK_CASE(ladder_erlang4),
+    CHECK_CASE(ladder_ftf_exp),    CHECK_CASE(ladder_atf_exp),    CHECK_CASE(ladder_atf_unif),
+    CHECK_CASE(ladder_ftf_unif),   CHECK_CASE(ladder_chain3),     CHECK_CASE(issue_chain),
+    CHECK_CASE(default_grids),
+};
+
+/* --table (anywhere) prints the figures; the other arguments go to the runner. */
+int main(int argc, char **argv) {
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--table") == 0) {
+            print_table = 1;
+        } else {
+            argv[n++] = argv[i];
+        }
+    }
+    _Static_assert(sizeof refcases / sizeof refcases[0] == 8, "a ladder case per closed form");
+    return check_main_fixture(n, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

@@ -551,14 +551,11 @@ static void test_infer(void) {
     dq_destroy(s);
 }
 
-int main(void) {
-    test_moments();
-    test_compare();
-    test_qta();
-    test_ks();
-    test_wasserstein();
-    test_band();
-    test_infer();
-    dq_engine_cleanup();
-    return check_done();
+static const struct check_case cases[] = {
+    CHECK_CASE(moments),     CHECK_CASE(compare), CHECK_CASE(qta),   CHECK_CASE(ks),
+    CHECK_CASE(wasserstein), CHECK_CASE(band),    CHECK_CASE(infer),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), NULL, dq_engine_cleanup);
 }

@@ -25,8 +25,8 @@ static void bad(const char *s, size_t len, int neg, const char *needle) {
               dq_last_error(), needle);
 }
 
-int main(void) {
-    /* a bare number in the caller's unit: milliseconds for dqctl, seconds for JSON */
+/* a bare number in the caller's unit: milliseconds for dqctl, seconds for JSON */
+static void test_bare_numbers(void) {
     CHECK_NEAR(ok("50", 1e-3, 0), 0.050, 1e-15);
     CHECK_NEAR(ok("50", 1.0, 0), 50.0, 1e-12);
     CHECK_NEAR(ok("0.25", 1.0, 0), 0.25, 1e-15);
@@ -34,7 +34,9 @@ int main(void) {
     CHECK_NEAR(ok("5.", 1e-3, 0), 0.005, 1e-15);
     CHECK_NEAR(ok("1e3", 1e-3, 0), 1.0, 1e-12);
     CHECK_NEAR(ok("2.5E-1s", 1e-3, 0), 0.25, 1e-15);
-    /* every unit */
+}
+
+static void test_units(void) {
     CHECK_NEAR(ok("7ns", 1e-3, 0), 7e-9, 1e-21);
     CHECK_NEAR(ok("800us", 1e-3, 0), 800e-6, 1e-18);
     CHECK_NEAR(ok("800\xc2\xb5s", 1e-3, 0), 800e-6, 1e-18);
@@ -44,16 +46,23 @@ int main(void) {
     CHECK_NEAR(ok("1.5min", 1e-3, 0), 90.0, 1e-12);
     CHECK_NEAR(ok("0", 1e-3, 0), 0.0, 0);
     CHECK(!signbit(ok("-0", 1e-3, 0))); /* no negative zero */
-    /* signs */
+}
+
+static void test_signs(void) {
     CHECK_NEAR(ok("+5ms", 1.0, 0), 0.005, 1e-15);
     CHECK_NEAR(ok("-5ms", 1.0, 1), -0.005, 1e-15);
     bad("-5ms", 4, 0, "negative");
-    /* only len bytes are read: no NUL needed, and what follows does not count */
+}
+
+/* only len bytes are read: no NUL needed, and what follows does not count */
+static void test_length(void) {
     const char buf[] = "250msXYZ";
     double v = 0;
     CHECK_INT(dq_parse_duration(buf, 5, 1.0, 0, &v), DQ_OK);
     CHECK_NEAR(v, 0.25, 1e-15);
-    /* malformed */
+}
+
+static void test_malformed(void) {
     bad("", 0, 0, "empty duration");
     bad(NULL, 3, 0, "empty duration");
     bad("ms", 2, 0, "not a duration");
@@ -76,5 +85,11 @@ int main(void) {
     memset(longnum, '1', sizeof longnum - 1);
     longnum[sizeof longnum - 1] = '\0';
     bad(longnum, strlen(longnum), 0, "not a duration");
-    return check_done();
 }
+
+static const struct check_case cases[] = {
+    CHECK_CASE(bare_numbers), CHECK_CASE(units),     CHECK_CASE(signs),
+    CHECK_CASE(length),       CHECK_CASE(malformed),
+};
+
+CHECK_MAIN(cases)

@@ -156,10 +156,11 @@ static void test_web(void) {
     }
 }
 
-int main(void) {
-    test_format();
-    test_types();
-    test_hub_options();
-    test_web();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(format),
+    CHECK_CASE(types),
+    CHECK_CASE(hub_options),
+    CHECK_CASE(web),
+};
+
+CHECK_MAIN(cases)

@@ -873,16 +873,11 @@ static void test_watch_lines(void) {
     check_watch_line(now, "future_kind", "{\"x\":1}", "11:06:40.250 future_kind {\"x\":1}\n");
 }
 
-int main(void) {
-    test_sse_parser();
-    test_watch_lines();
-    test_durations();
-    test_qta_points();
-    test_url_escape();
-    test_parse_args();
-    test_qta_check();
-    test_renderers();
-    test_against_fake();
-    test_unreachable();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(sse_parser),  CHECK_CASE(watch_lines), CHECK_CASE(durations),
+    CHECK_CASE(qta_points),  CHECK_CASE(url_escape),  CHECK_CASE(parse_args),
+    CHECK_CASE(qta_check),   CHECK_CASE(renderers),   CHECK_CASE(against_fake),
+    CHECK_CASE(unreachable),
+};
+
+CHECK_MAIN(cases)

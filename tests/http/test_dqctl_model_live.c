@@ -125,6 +125,8 @@ static void handler(void *ctx, const struct http_request *req, struct http_respo
     }
 }
 
+static struct fake the_fake; /* the fake dqd every case asks, started by setup() */
+static char dir[64];
 static char model[256];
 static char server[64]; /* with a trailing '/', as a user may write it */
 static char base[64];   /* without: as messages print it */
@@ -178,7 +180,8 @@ static void expect_fail(struct fake *f, const char *const *words, int n, const c
     (void)f;
 }
 
-static void test_measured(struct fake *f) {
+static void test_measured(void) {
+    struct fake *f = &the_fake;
     /* front: bin 2 of 2 ms bins, (4, 6] ms; db: bins 10 … 29 of 1 ms bins, (10, 30] ms, with
      * 0.1 lost. A bin's mass is spread over it (docs/engine.md): front is U(4, 6) ms, db
      * 0.9·U(10, 30) ms; quantiles are right edges, at or after the exact value. */
@@ -289,7 +292,8 @@ static void test_measured(struct fake *f) {
     unsetenv("DQD_TOKEN");
 }
 
-static void test_human(struct fake *f) {
+static void test_human(void) {
+    struct fake *f = &the_fake;
     (void)f;
     struct run r;
     const char *w[] = {
@@ -312,7 +316,8 @@ static void test_human(struct fake *f) {
     run_free(&r);
 }
 
-static void test_failures(struct fake *f) {
+static void test_failures(void) {
+    struct fake *f = &the_fake;
     const char *w1[] = {"--set", "front=probe:front", "--set", "db=probe:nope", "--server", server};
     expect_fail(f, w1, 6,
                 "--set db=probe:nope: cannot get the observed ΔQ of probe nope (latest "
@@ -391,17 +396,18 @@ static void test_help(void) {
     run_free(&r);
 }
 
-int main(void) {
-    struct fake f;
-    memset(&f, 0, sizeof f);
-    f.port = fake_dqd_start(&f.dqd, handler, &f);
-    CHECK(f.port > 0);
-    snprintf(server, sizeof server, "http://127.0.0.1:%d/", f.port);
-    snprintf(base, sizeof base, "http://127.0.0.1:%d", f.port);
-    char dir[] = "/tmp/test_dqctl_model_live.XXXXXX";
+/* The fake dqd on a loopback port, and a model file in a temporary directory. */
+static int setup(void) {
+    struct fake *f = &the_fake;
+    memset(f, 0, sizeof *f);
+    f->port = fake_dqd_start(&f->dqd, handler, f);
+    CHECK(f->port > 0);
+    snprintf(server, sizeof server, "http://127.0.0.1:%d/", f->port);
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", f->port);
+    snprintf(dir, sizeof dir, "/tmp/test_dqctl_model_live.XXXXXX");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
-        return 2;
+        return -1;
     }
     snprintf(model, sizeof model, "%s/e2e.dq", dir);
     FILE *m = fopen(model, "w");
@@ -412,13 +418,20 @@ int main(void) {
     }
     unsetenv("DQD_URL");
     unsetenv("DQD_TOKEN");
-    test_measured(&f);
-    test_human(&f);
-    test_failures(&f);
-    test_unreachable();
-    test_help();
-    fake_dqd_stop(&f.dqd);
+    return 0;
+}
+
+static void teardown(void) {
+    fake_dqd_stop(&the_fake.dqd);
     remove(model);
     rmdir(dir);
-    return check_done();
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(measured),    CHECK_CASE(human), CHECK_CASE(failures),
+    CHECK_CASE(unreachable), CHECK_CASE(help),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }

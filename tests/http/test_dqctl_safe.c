@@ -34,13 +34,18 @@ static void expect(const char *in, size_t n, const char *want) {
 
 #define EXPECT(in, want) expect(in, sizeof(in) - 1, want)
 
-int main(void) {
+/* control characters, C0 and C1 */
+static void test_controls(void) {
     EXPECT("plain text\n\tok", "plain text\n\tok");
     EXPECT("\x1b[2Jfake\x07", "\\x1b[2Jfake\\x07");
     EXPECT("a\rb\x7f", "a\\x0db\\x7f");
     EXPECT("\xc2\x9b"
            "31m",
-           "\\u009b31m");                                                   /* C1 CSI */
+           "\\u009b31m"); /* C1 CSI */
+}
+
+/* UTF-8 passes; bytes that are not UTF-8 are escaped */
+static void test_utf8(void) {
     EXPECT("\xc3\xa9t\xc3\xa9 \xce\x94Q", "\xc3\xa9t\xc3\xa9 \xce\x94Q");   /* été ΔQ */
     EXPECT("\xe2\x94\x80\xf0\x9f\x98\x80", "\xe2\x94\x80\xf0\x9f\x98\x80"); /* ─ 😀 */
     EXPECT("\xff\xfe", "\\xff\\xfe");                                       /* not UTF-8 */
@@ -53,5 +58,8 @@ int main(void) {
     EXPECT("\xe2"
            "d\x1b",
            "\\xe2d\\x1b"); /* a lead byte, then ASCII (found by the fuzzer) */
-    return check_done();
 }
+
+static const struct check_case cases[] = {CHECK_CASE(controls), CHECK_CASE(utf8)};
+
+CHECK_MAIN(cases)

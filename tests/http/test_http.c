@@ -1344,22 +1344,32 @@ static void test_listen_errors(void) {
     CHECK_INT(uv_loop_close(&loop), 0);
 }
 
-int main(void) {
+/* the parser fed the whole buffer at once, and one byte at a time */
+static void test_parse_whole(void) {
     test_parse_basic(0);
-    test_parse_basic(1);
-    test_parse_pipelined_and_pause();
-    test_parse_errors();
-    test_parse_limits_exact();
-    test_parse_upgrade();
-    test_responses();
-    test_listen_errors();
-    test_server_basic();
-    test_server_pipelining();
-    test_server_refusals();
-    test_server_timeouts();
-    test_server_many_connections();
-    test_server_connection_cap();
-    test_server_streams();
-    test_server_unread_bound();
-    return check_done();
 }
+
+static void test_parse_bytewise(void) {
+    test_parse_basic(1);
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(parse_whole),
+    CHECK_CASE(parse_bytewise),
+    CHECK_CASE(parse_pipelined_and_pause),
+    CHECK_CASE(parse_errors),
+    CHECK_CASE(parse_limits_exact),
+    CHECK_CASE(parse_upgrade),
+    CHECK_CASE(responses),
+    CHECK_CASE(listen_errors),
+    CHECK_CASE(server_basic),
+    CHECK_CASE(server_pipelining),
+    CHECK_CASE(server_refusals),
+    CHECK_CASE(server_timeouts),
+    CHECK_CASE(server_many_connections),
+    CHECK_CASE(server_connection_cap),
+    CHECK_CASE(server_streams),
+    CHECK_CASE(server_unread_bound),
+};
+
+CHECK_MAIN(cases)

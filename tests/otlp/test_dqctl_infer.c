@@ -48,10 +48,17 @@ static int has_line(const char *text, const char *line) {
     return 0;
 }
 
-int main(void) {
-    const long long ms = 1000000;
-    /* nesting and stages: root = a:(x, y) then z, where z has children q -> r */
+static const long long ms = 1000000;
+
+/* A new empty span list; span ids start again from 1. */
+static void new_list(void) {
     list = json_array();
+    next_id = 0;
+}
+
+/* nesting and stages: root = a:(x, y) then z, where z has children q -> r */
+static void test_nesting(void) {
+    new_list();
     for (int i = 0; i < 20; i++) {
         char t[33];
         snprintf(t, sizeof t, "%032x", i + 1);
@@ -69,9 +76,12 @@ int main(void) {
     CHECK(text && has_line(text, "system = s:root;"));
     free(text);
     json_decref(list);
+}
 
-    /* a race whose loser outlives its parent; order varies; untraced time; leaves */
-    list = json_array();
+/* a race whose loser outlives its parent; order varies; untraced time; leaves */
+static void test_race_and_unsettled(void) {
+    new_list();
+    char *text;
     for (int i = 0; i < 20; i++) {
         char t[33];
         snprintf(t, sizeof t, "%032x", 100 + i);
@@ -100,9 +110,12 @@ int main(void) {
     CHECK(text && !strstr(text, "\nsystem = "));
     free(text);
     json_decref(list);
+}
 
-    /* a choice with weights, and few instances */
-    list = json_array();
+/* a choice with weights, and few instances */
+static void test_choice(void) {
+    new_list();
+    char *text;
     for (int i = 0; i < 8; i++) {
         char t[33];
         snprintf(t, sizeof t, "%032x", 200 + i);
@@ -114,10 +127,12 @@ int main(void) {
     CHECK(text && strstr(text, "only 8 instances seen"));
     free(text);
     json_decref(list);
+}
 
-    /* nothing to infer; malformed lists */
+/* nothing to infer; malformed lists */
+static void test_nothing_and_malformed(void) {
     char err[512];
-    list = json_array();
+    new_list();
     add("t", NULL, "alone", 0, 1);
     CHECK(dqctl_infer(list, "svc", err, sizeof err) == NULL && strstr(err, "nothing to infer") &&
           strstr(err, "\"svc\""));
@@ -127,5 +142,13 @@ int main(void) {
     json_t *obj = json_object();
     CHECK(dqctl_infer(obj, NULL, err, sizeof err) == NULL && strstr(err, "not a list"));
     json_decref(obj);
-    return check_done();
 }
+
+static const struct check_case cases[] = {
+    CHECK_CASE(nesting),
+    CHECK_CASE(race_and_unsettled),
+    CHECK_CASE(choice),
+    CHECK_CASE(nothing_and_malformed),
+};
+
+CHECK_MAIN(cases)

@@ -539,13 +539,9 @@ static void test_budget(void) {
     env_close(&e);
 }
 
-int main(void) {
-    test_arena();
-    test_protobuf();
-    test_json();
-    test_gzip();
-    test_names();
-    test_requests();
-    test_budget();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(arena), CHECK_CASE(protobuf), CHECK_CASE(json),   CHECK_CASE(gzip),
+    CHECK_CASE(names), CHECK_CASE(requests), CHECK_CASE(budget),
+};
+
+CHECK_MAIN(cases)

@@ -719,16 +719,11 @@ static void test_otlp(void) {
     }
 }
 
-int main(void) {
-    test_otlp();
-    test_defaults();
-    test_flags();
-    test_bad_flags();
-    test_hostport();
-    test_json();
-    test_bad_json();
-    test_config_file();
-    test_print_config_roundtrip();
-    test_generated_text();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(otlp),           CHECK_CASE(defaults),    CHECK_CASE(flags),
+    CHECK_CASE(bad_flags),      CHECK_CASE(hostport),    CHECK_CASE(json),
+    CHECK_CASE(bad_json),       CHECK_CASE(config_file), CHECK_CASE(print_config_roundtrip),
+    CHECK_CASE(generated_text),
+};
+
+CHECK_MAIN(cases)

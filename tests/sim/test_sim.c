@@ -3,7 +3,7 @@
  * diagram (intervals nest, sequences add, all takes the max, first the min, choice by
  * weight), faults (each changes its own node and nothing else), determinism for a seed,
  * dMax and `to` reporting, dqd's commands and their acks through controller/wire/wire.h,
- * and the operator commands of stdin. argv[1] is scenarios/tree27.dq.
+ * and the operator commands of stdin. TREE27_DQ (set by CMake) is scenarios/tree27.dq.
  */
 #include "sim.h"
 
@@ -112,7 +112,8 @@ static void probe_parents(const struct dq_diagram *d, int *parent_of) {
     }
 }
 
-static void test_tree27(const char *path) {
+static void test_tree27(void) {
+    const char *path = TREE27_DQ;
     char *text = slurp(path);
     CHECK_MSG(text != NULL, "cannot read %s", path);
     if (!text) {
@@ -336,7 +337,8 @@ static int is_ancestor(const int *parent_of, int a, int node) {
     return 0;
 }
 
-static void test_faults(const char *path) {
+static void test_faults(void) {
+    const char *path = TREE27_DQ;
     char *text = slurp(path);
     struct dq_diagram *d = text ? parse(text) : NULL;
     free(text);
@@ -1076,7 +1078,8 @@ static int apply_cmd(struct sim_ctl *c, const struct wire_cmd *cmd, char *reply,
     return sim_ctl_apply(c, line, *line_len, reply, cap);
 }
 
-static void test_ctl(const char *path) {
+static void test_ctl(void) {
+    const char *path = TREE27_DQ;
     char *text = slurp(path);
     struct dq_diagram *d = text ? parse(text) : NULL;
     free(text);
@@ -1093,7 +1096,7 @@ static void test_ctl(const char *path) {
     CHECK(!sim_ctl_reports(&c, root));
 
     char reply[2048], line[WIRE_CMD_MAX];
-    size_t ll;
+    size_t ll = 0;
     /* set_timeout: applied and acknowledged with the line echoed */
     struct wire_cmd set = {.kind = WIRE_CMD_SET_TIMEOUT, .name = {"root", 4}, .ms = 100};
     int n = apply_cmd(&c, &set, reply, sizeof reply, line, &ll);
@@ -1294,24 +1297,21 @@ static void test_user(void) {
     CHECK_STR(sim_fault_name(SIM_FAULT_NONE), "none");
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_sim TREE27.dq\n");
-        return 2;
-    }
-    test_rng();
-    test_tree27(argv[1]);
-    test_first_and_choice();
-    test_faults(argv[1]);
-    test_limits();
-    test_ctl(argv[1]);
-    test_user();
-    test_station_specs();
-    test_mm1();
-    test_mmc();
-    test_mm1k();
-    test_tandem_fifo();
-    test_utilisation_split();
-    test_station_determinism();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(rng),
+    CHECK_CASE(tree27),
+    CHECK_CASE(first_and_choice),
+    CHECK_CASE(faults),
+    CHECK_CASE(limits),
+    CHECK_CASE(ctl),
+    CHECK_CASE(user),
+    CHECK_CASE(station_specs),
+    CHECK_CASE(mm1),
+    CHECK_CASE(mmc),
+    CHECK_CASE(mm1k),
+    CHECK_CASE(tandem_fifo),
+    CHECK_CASE(utilisation_split),
+    CHECK_CASE(station_determinism),
+};
+
+CHECK_MAIN(cases)

@@ -1206,33 +1206,42 @@ static void test_window_close_batch(void) {
     CHECK_INT(store_open_ex(path, &o, &st), DQ_EINVAL);
 }
 
-int main(void) {
-    if (tmp_setup("store") != 0) {
-        return 1;
-    }
-    test_open_fresh();
-    test_open_empty_file();
-    test_open_bad_args();
-    test_migrate_in_steps();
-    test_reject_newer();
-    test_reject_garbage();
-    test_reject_foreign();
-    test_unwritable();
-    test_lock();
-    test_remove_files();
-    test_diagrams();
-    test_probes();
-    test_windows();
-    test_events();
-    test_transactions();
-    test_reopen_reload();
-    test_crash_durability();
-    test_retention();
-    test_window_close_batch();
+/* Every case's files live in one temporary directory, removed at the end unless
+ * DQD_KEEP_TMP is set. */
+static int setup(void) {
+    return tmp_setup("store");
+}
+
+static void teardown(void) {
     if (getenv("DQD_KEEP_TMP")) {
         printf("kept %s\n", tmp_dir);
     } else {
         tmp_cleanup();
     }
-    return check_done();
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(open_fresh),
+    CHECK_CASE(open_empty_file),
+    CHECK_CASE(open_bad_args),
+    CHECK_CASE(migrate_in_steps),
+    CHECK_CASE(reject_newer),
+    CHECK_CASE(reject_garbage),
+    CHECK_CASE(reject_foreign),
+    CHECK_CASE(unwritable),
+    CHECK_CASE(lock),
+    CHECK_CASE(remove_files),
+    CHECK_CASE(diagrams),
+    CHECK_CASE(probes),
+    CHECK_CASE(windows),
+    CHECK_CASE(events),
+    CHECK_CASE(transactions),
+    CHECK_CASE(reopen_reload),
+    CHECK_CASE(crash_durability),
+    CHECK_CASE(retention),
+    CHECK_CASE(window_close_batch),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }

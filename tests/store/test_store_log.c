@@ -895,10 +895,9 @@ static void test_restart(const char *path, const struct tree *tr) {
     store_close(st);
 }
 
-int main(void) {
-    if (tmp_setup("storelog") != 0) {
-        return 1;
-    }
+/* One log's life on one file, each step on what the steps before it left (the tree's ids,
+ * the trigger state): triggers, investigations, commands, snapshots, windows, a restart. */
+static void test_lifecycle(void) {
     char path[512];
     tmp_path(path, sizeof path, "log.db");
     struct store *st = open_ok(path);
@@ -914,13 +913,27 @@ int main(void) {
         store_close(st);
         test_restart(path, &tr);
     }
-    test_upgrade_from_v1();
-    test_upgrade_from_v2();
+}
+
+static int setup(void) {
+    return tmp_setup("storelog");
+}
+
+static void teardown(void) {
     dq_engine_cleanup();
     if (getenv("DQD_KEEP_TMP")) {
         printf("kept %s\n", tmp_dir);
     } else {
         tmp_cleanup();
     }
-    return check_done();
+}
+
+static const struct check_case cases[] = {
+    CHECK_CASE(lifecycle),
+    CHECK_CASE(upgrade_from_v1),
+    CHECK_CASE(upgrade_from_v2),
+};
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }

@@ -2,9 +2,10 @@
  * test_wire.c: the wrapper protocol module (controller/wire/wire.h).
  *
  * Good lines of every kind in both dialects (the PROTOCOL.md examples among them) with
- * every field checked; the malformed cases of bad_lines.txt (path in argv[1]), each
- * with its expected error kind; the line splitter against a reference split under
- * random chunkings and at every split position; the command formatter and its parser.
+ * every field checked; the malformed cases of bad_lines.txt (its path is BAD_LINES_TXT,
+ * set by CMake), each with its expected error kind; the line splitter against a reference
+ * split under random chunkings and at every split position; the command formatter and its
+ * parser.
  */
 #include "wire.h"
 
@@ -134,10 +135,21 @@ static void test_v2_instances(void) {
     CHECK_INT(m.v2_fields, 0);
 }
 
-/* START/END of every length 1 … 19 digits round-trip; a bad byte anywhere is TIME. */
-static uint32_t rnd(void);
+/* A xorshift generator; each case that draws from it starts from RNG_SEED, so a case run
+ * alone sees what it sees in the whole run. */
+#define RNG_SEED 0x9e3779b97f4a7c15ULL
+static uint64_t rng_state = RNG_SEED;
 
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+
+/* START/END of every length 1 … 19 digits round-trip; a bad byte anywhere is TIME. */
 static void test_times(void) {
+    rng_state = RNG_SEED;
     struct wire_msg m;
     char line[128];
     int bad = 0;
@@ -460,7 +472,8 @@ static long unescape(const char *s, char *out, size_t cap) {
     return (long)n;
 }
 
-static void test_bad_lines(const char *path) {
+static void test_bad_lines(void) {
+    const char *path = BAD_LINES_TXT;
     FILE *f = fopen(path, "r");
     char text[4096], line[8192];
     int cases = 0, lineno = 0;
@@ -610,15 +623,6 @@ static int rec_same(const struct rec *got, const struct rec *want) {
     return 1;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-static uint32_t rnd(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 11);
-}
-
 /* A stream of lines of every interesting length, ending mid-line. */
 static size_t make_stream(char *out, size_t cap) {
     size_t n = 0;
@@ -653,6 +657,7 @@ static size_t make_stream(char *out, size_t cap) {
 }
 
 static void test_splitter_chunkings(void) {
+    rng_state = RNG_SEED;
     size_t cap = 1 << 20;
     char *stream = malloc(cap);
     char *buf = malloc(4096);
@@ -1235,23 +1240,24 @@ static void test_trace(void) {
     }
 }
 
-int main(int argc, char **argv) {
-    test_err_names();
-    test_legacy_instances();
-    test_v2_instances();
-    test_times();
-    test_names();
-    test_line_limit();
-    test_control_lines();
-    test_parse_ms();
-    test_wirecol_example();
-    test_bad_lines(argc > 1 ? argv[1] : "bad_lines.txt");
-    test_splitter_chunkings();
-    test_splitter_every_split();
-    test_fast_path();
-    test_name_hash();
-    test_format();
-    test_parse_cmd();
-    test_trace();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(err_names),
+    CHECK_CASE(legacy_instances),
+    CHECK_CASE(v2_instances),
+    CHECK_CASE(times),
+    CHECK_CASE(names),
+    CHECK_CASE(line_limit),
+    CHECK_CASE(control_lines),
+    CHECK_CASE(parse_ms),
+    CHECK_CASE(wirecol_example),
+    CHECK_CASE(bad_lines),
+    CHECK_CASE(splitter_chunkings),
+    CHECK_CASE(splitter_every_split),
+    CHECK_CASE(fast_path),
+    CHECK_CASE(name_hash),
+    CHECK_CASE(format),
+    CHECK_CASE(parse_cmd),
+    CHECK_CASE(trace),
+};
+
+CHECK_MAIN(cases)
