@@ -149,11 +149,15 @@ relevant({trace, _, _, _}) -> true;
 relevant({clear_timeout, _}) -> true;
 relevant(_) -> false.
 
-%% Local API: bind probe Name (dMax Ms) to M:F/A, as dqd's trace command does.
+%% Local API: bind probe Name (dMax Ms) to M:F/A, as dqd's trace command does. Any
+%% atoms ('Elixir.Shop.Orders', 'do it'), as long as the state line can name the function
+%% on one line: {error, bad_function} for an atom with a control character, an arity over
+%% 255 or more than 255 bytes as written.
 -spec bind(binary(), number(), mfa()) -> ok | {error, term()}.
 bind(Name, Ms, {M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    case dqd_wrapper_line:ms_to_ns(Ms) of
-        {ok, Ns} ->
+    case {dqd_wrapper_line:ms_to_ns(Ms), dqd_wrapper_line:mfa_text({M, F, A})} of
+        {_, error} -> {error, bad_function};
+        {{ok, Ns}, {ok, _}} ->
             Mfa = {atom_to_binary(M, utf8), atom_to_binary(F, utf8), A},
             case dqd_wrapper_core:local({set_timeout, Name, Ns}) of
                 ok ->
@@ -167,7 +171,7 @@ bind(Name, Ms, {M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
                     end;
                 E -> E
             end;
-        error -> {error, bad_timeout}
+        {error, _} -> {error, bad_timeout}
     end.
 
 -spec unbind(binary()) -> ok | {error, term()}.
