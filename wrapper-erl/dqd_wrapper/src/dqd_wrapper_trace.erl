@@ -338,7 +338,8 @@ remove(#b{name = Name, mfa = Mfa} = B, #t{binds = Bs, by_mfa = ByMfa} = T) ->
                   end}.
 
 %% Which atoms the wire's names are. Atoms are never created from dqd's input: a
-%% module whose name is no atom yet cannot be loaded, so it is refused as not loaded.
+%% module whose name is no atom yet is not part of any loaded application, so it is
+%% refused as not loaded.
 resolve({MB, FB, A}) ->
     try {binary_to_existing_atom(MB, utf8), binary_to_existing_atom(FB, utf8)} of
         {M, F} -> check_mfa({M, F, A})
@@ -358,9 +359,9 @@ check_mfa({M, F, A} = Mfa) ->
             case lists:member(M, Own) orelse Prefix("dqd_wrapper") orelse Prefix("dqsd_otel") of
                 true -> {error, never_traced};
                 false ->
-                    case code:is_loaded(M) of
+                    case loaded(M) of
                         false -> {error, not_loaded};
-                        {file, _} ->
+                        true ->
                             case lists:member({F, A}, M:module_info(functions)) of
                                 false -> {error, no_such_function};
                                 true ->
@@ -370,6 +371,21 @@ check_mfa({M, F, A} = Mfa) ->
                                     end
                             end
                     end
+            end
+    end.
+
+%% True when M is loaded, or is a module of a loaded application and could be loaded
+%% now. A release loads every module of its applications at boot; interactive mode
+%% (`mix run`, `iex -S mix`, `rebar3 shell`) loads a module at its first call, so a
+%% function bound before its module was first called would be refused. The wrapper loads
+%% no other code.
+loaded(M) ->
+    case code:is_loaded(M) of
+        {file, _} -> true;
+        false ->
+            case application:get_application(M) of
+                {ok, _} -> code:ensure_loaded(M) =:= {module, M};
+                undefined -> false
             end
     end.
 

@@ -535,6 +535,32 @@ elixir_module_test_() ->
                       ?assertEqual(0, maps:get(bad_commands, dqd_wrapper:stats()))
               end).
 
+%% In interactive mode (mix run, iex -S mix) a module is loaded at its first call: a
+%% module of a loaded application is loaded by the binding, as a release would have at
+%% boot; any other module that is not loaded is still refused.
+load_on_bind_test_() ->
+    ?WITH([], fun(F) ->
+                      _ = code:purge(erl_tar),
+                      _ = code:delete(erl_tar),
+                      _ = code:purge(erl_tar),
+                      ?assertEqual(false, code:is_loaded(erl_tar)),
+                      ?assertEqual({ok, stdlib}, application:get_application(erl_tar)),
+                      Tar = <<"trace;tar;250;erl_tar:table/1">>,
+                      ok = dqd_fake:send(F, Tar),
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;", Tar/binary>> end,
+                                                   3000),
+                      ?assertMatch({file, _}, code:is_loaded(erl_tar)),
+                      _ = dqd_no_such_module,  % the atom exists; no application has it
+                      ok = dqd_fake:send(F, <<"trace;nomod;250;dqd_no_such_module:f/0">>),
+                      {ok, _} = dqd_fake:wait_line(
+                                  F, fun(L) -> prefix(<<"state;">>, L) andalso
+                                                   binary:match(L, <<"nomod=not_loaded">>) =/= nomatch
+                                     end, 3000),
+                      ok = dqd_fake:send(F, <<"clear_timeout;tar">>),
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;clear_timeout;tar">>
+                                                      end, 3000)
+              end).
+
 %% 'Elixir.Shop.Orders' from source text: checkout/1 calls the private place/1 (a sleep),
 %% 'do it'/1 and 'a;b,c=d'/0.
 load_shop() ->
