@@ -13,7 +13,7 @@ prop(P) ->
 
 properties_test_() ->
     [prop(prop_mono_encoding), prop(prop_instance_roundtrip), prop(prop_legacy_roundtrip), prop(prop_ms_roundtrip),
-     prop(prop_command_roundtrip), prop(prop_split_any_chunks)].
+     prop(prop_command_roundtrip), prop(prop_split_any_chunks), prop(prop_mfa_roundtrip)].
 
 encode_test() ->
     ?assertEqual(<<"n:checkout;b:1716300000123456789;e:1716300000173456789;s:ok\n">>,
