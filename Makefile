@@ -18,12 +18,13 @@ DESTDIR ?=
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
 # which the integration tests run on /metrics; systemd for systemd-analyze, which the
 # install test runs on the unit; git for the wrapper's rebar3 dependency test; chromium for
-# the dashboard's browser test, tests/web, driven over its DevTools port).
+# the dashboard's browser test, tests/web, driven over its DevTools port; elixir for the
+# elixir scenario, a Mix project using the wrapper).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
 	curl procps python3 prometheus systemd git chromium libprotobuf-c-dev \
-	protobuf-c-compiler zlib1g-dev
+	protobuf-c-compiler zlib1g-dev elixir
 
 # Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
 # controller/web/package-lock.json; the build installs it into the build folder). Debian's

@@ -1041,11 +1041,11 @@ struct wire_cmd core_enable_cmd(const struct probe *p, double ms) {
 int core_bind_probe(struct core *c, struct probe *p, const char *mfa) {
     (void)c;
     size_t n = mfa ? strlen(mfa) : 0;
-    if (n > 0 && !wire_mfa_valid(mfa, n)) {
-        return dq_fail(DQ_EINVAL,
-                       "probe %s: \"%s\" is not a function MOD:FUN/ARITY (unquoted atoms, arity "
-                       "0 to 255, at most %d bytes)",
-                       p->name, mfa, WIRE_MAX_MFA);
+    const char *why = n > 0 ? wire_mfa_check(mfa, n) : NULL;
+    if (why) {
+        char shown[160];
+        return dq_fail(DQ_EINVAL, "probe %s: \"%s\" is not a function MOD:FUN/ARITY: %s", p->name,
+                       wire_escape(shown, sizeof shown, mfa, n), why);
     }
     memcpy(p->mfa, mfa ? mfa : "", n + 1);
     return DQ_OK;
@@ -1251,12 +1251,15 @@ int core_change_record(struct core *c, struct core_change *ch) {
                                                  : ch->probe->enabled;
         result = save_row(c, ch->probe, enabled, dmax, n);
     }
-    char args[64 + WIRE_MAX_MFA] = "";
+    char args[64 + 2 * WIRE_MAX_MFA] = "";
     if (cmd.kind == WIRE_CMD_SET_TIMEOUT) {
         snprintf(args, sizeof args, "{\"dmax_ms\":%.9g}", cmd.ms);
     } else if (cmd.kind == WIRE_CMD_TRACE) {
-        snprintf(args, sizeof args, "{\"dmax_ms\":%.9g,\"mfa\":\"%.*s\"}", cmd.ms, (int)cmd.mfa.n,
-                 cmd.mfa.p);
+        /* a valid function is printable UTF-8: only a quoted atom's '"' and '\' need the
+         * escape of a JSON string, and wire_escape gives them that */
+        char f[2 * WIRE_MAX_MFA + 8];
+        snprintf(args, sizeof args, "{\"dmax_ms\":%.9g,\"mfa\":\"%s\"}", cmd.ms,
+                 wire_escape(f, sizeof f, cmd.mfa.p, cmd.mfa.n));
     }
     for (size_t i = 0; i < ch->n_sent; i++) {
         struct core_sent *s = &ch->sent[i];

@@ -1015,12 +1015,14 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
             }
             const char *f = json_string_value(v);
             size_t fn = json_string_length(v);
-            if (!wire_mfa_valid(f, fn)) {
+            const char *why = wire_mfa_check(f, fn);
+            if (why) {
+                char shown[160];
                 return dq_fail(DQ_EINVAL,
-                               "%s: \"%.64s\" is not a function MOD:FUN/ARITY (MOD and FUN "
-                               "unquoted Erlang atoms: [a-z][A-Za-z0-9_@]*, MOD also '.'; "
-                               "ARITY 0 to 255; at most %d bytes), e.g. \"shop_db:stock/1\"",
-                               sub, f, WIRE_MAX_MFA);
+                               "%s: \"%s\" is not a function MOD:FUN/ARITY: %s (e.g. "
+                               "\"shop_db:stock/1\", \"Elixir.Shop.Orders:place/1\", "
+                               "\"'my-mod':'do it'/2\"; docs/tracing.md)",
+                               sub, wire_escape(shown, sizeof shown, f, fn), why);
             }
             memcpy(pc->mfa, f, fn + 1);
         } else if (strcmp(key, "auto_range") == 0) {
@@ -1643,7 +1645,10 @@ void settings_render_markdown(FILE *out) {
             "| `mfa` | string `\"MOD:FUN/ARITY\"` | binds the probe to an Erlang function: "
             "enabling it makes dqd's wrapper trace that function (erlang:trace, no code "
             "change), each call an instance (docs/tracing.md); legacy wrappers cannot, and "
-            "record the command not applied |\n"
+            "record the command not applied. MOD and FUN are any Erlang atoms, bare when "
+            "plain (Elixir's modules and `?`/`!` functions too), else in single quotes: "
+            "`\"shop_db:stock/1\"`, `\"Elixir.Shop.Orders:place/1\"`, "
+            "`\"'my-mod':'do it'/2\"` (docs/protocol.md, Functions) |\n"
             "\n"
             "### `triggers`\n"
             "\n"

@@ -33,7 +33,7 @@
 #define WIRE_MAX_CMD_MS 1e9  /* largest dMax a set_timeout may carry, in ms */
 #define WIRE_CLOCK_SLACK_NS 86400000000000LL /* one day: the WIRE_E_CLOCK threshold */
 #define WIRE_SPLITTER_MIN_CAP (WIRE_MAX_LINE + 2)
-#define WIRE_MAX_MFA 255 /* bytes of a function MOD:FUN/ARITY in a trace command */
+#define WIRE_MAX_MFA 255 /* bytes of a function MOD:FUN/ARITY as written (quotes included) */
 #define WIRE_CMD_MAX 600 /* a buffer this large holds any formatted command */
 
 /* A run of bytes inside someone else's buffer; not NUL-terminated. */
@@ -158,11 +158,28 @@ struct wire_msg {
 int wire_parse(const char *line, size_t len, int64_t now_ns, struct wire_msg *msg);
 
 /*
- * 1 when s is a valid function for a trace command: MOD:FUN/ARITY, at most WIRE_MAX_MFA
- * bytes, MOD [a-z][A-Za-z0-9_@.]*, FUN [a-z][A-Za-z0-9_@]* (unquoted Erlang atoms), ARITY
- * 0 … 255 in decimal without leading zeros.
+ * 1 when s is a valid function for a trace command (docs/protocol.md, "Functions"):
+ * MOD:FUN/ARITY, at most WIRE_MAX_MFA bytes; ARITY 0 … 255 in decimal without leading
+ * zeros; MOD and FUN Erlang atoms, each either unquoted (MOD [a-z][A-Za-z0-9_@.]* or an
+ * Elixir module Elixir.Alias(.Alias)* with Alias [A-Z][A-Za-z0-9_]*; FUN
+ * [a-z_][A-Za-z0-9_@]* with an optional final '?' or '!') or quoted: '…' holding any UTF-8
+ * character from U+0020 up except DEL and the C1 controls, with `\\` for a backslash and
+ * `\'` for a quote. So a function is one line of printable text; ';', ',' and '=' occur only
+ * inside quotes, where the parsers of lists skip them.
  */
 int wire_mfa_valid(const char *s, size_t n);
+
+/* NULL when s is a valid function (wire_mfa_valid), else why not: a static sentence
+ * fragment for an error message ("a quote is not closed"). */
+const char *wire_mfa_check(const char *s, size_t n);
+
+/*
+ * Writes the n bytes at s into out (cap ≥ 8 bytes, always NUL-terminated) as one line of
+ * printable text for a log line or an error message: valid UTF-8 from U+0020 up (except
+ * DEL and C1) as it is, `"` and `\` preceded by `\`, `\n` `\r` `\t`, any other byte as
+ * `\xNN`; when it does not fit, what fits followed by "...". Returns out.
+ */
+const char *wire_escape(char *out, size_t cap, const char *s, size_t n);
 
 /* 1 when s is a valid probe NAME: [A-Za-z_][A-Za-z0-9_]*, 1 … 255 bytes. */
 int wire_name_valid(const char *s, size_t n);
@@ -177,10 +194,11 @@ uint64_t wire_name_hash(const char *s, size_t n);
 
 /*
  * Iterates the validated lists of a message: msg->attrs (K=V pairs, v2 attributes) and
- * msg->probes (NAME=MS pairs of a state line). Start with `struct wire_slice it =
- * msg->attrs;` and call until it returns 0. Each call returns 1 and sets *key and
- * *value for the next pair, 0 at the end, or −1 on a malformed list (never for lists
- * that came out of wire_parse()).
+ * msg->probes (NAME=MS pairs of a state line), and the tracer's lists of a state line
+ * (msg->traced: NAME=MOD:FUN/ARITY, where a ',' inside a quoted atom does not end the
+ * pair). Start with `struct wire_slice it = msg->attrs;` and call until it returns 0.
+ * Each call returns 1 and sets *key and *value for the next pair, 0 at the end, or −1 on
+ * a malformed list (never for lists that came out of wire_parse()).
  */
 int wire_kv_next(struct wire_slice *it, struct wire_slice *key, struct wire_slice *value);
 

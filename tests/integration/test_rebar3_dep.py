@@ -33,17 +33,22 @@ LINE = re.compile(r'^\{deps, \[\{dqd_wrapper, \{git_subdir, "([^"]+)", \{branch,
                   r'"([^"]+)"\}\}\]\}\.$')
 
 
-def readme_line(src):
-    """The rebar3 line of the README: the first line of the erlang block after its marker."""
+def readme_block(src, marker, lang):
+    """The lines of the README's first LANG code block after the comment starting with
+    MARKER ([] when there is none)."""
     with open(os.path.join(src, "wrapper-erl", "README.md")) as f:
         text = f.read()
-    at = text.find("<!-- the rebar3 dependency line")
-    if at < 0:
-        return None
-    block = text.find("```erlang\n", at)
+    at = text.find("<!-- " + marker)
+    block = text.find("```%s\n" % lang, at) if at >= 0 else -1
     if block < 0:
-        return None
-    return text[block + len("```erlang\n"):].split("\n", 1)[0]
+        return []
+    return text[block + len(lang) + 4:].split("\n```", 1)[0].split("\n")
+
+
+def readme_line(src):
+    """The rebar3 line of the README: the first line of the erlang block after its marker."""
+    lines = readme_block(src, "the rebar3 dependency line", "erlang")
+    return lines[0] if lines else None
 
 
 def sh(args, cwd, env=None, timeout=300):
@@ -51,13 +56,37 @@ def sh(args, cwd, env=None, timeout=300):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
-def body(c):
-    src = os.path.abspath(sys.argv[1])
-    tmp = tempfile.mkdtemp(prefix="dqd-it-rebar3-dep-")
+def make_clone(c, src, tmp, branch):
+    """A clone of src in tmp/dqd holding the working tree's wrapper-erl/ (uncommitted
+    changes included, rebar3's _build left out) committed on `branch`; its path, or None
+    when git failed."""
+    repo = os.path.join(tmp, "dqd")
+    gitenv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                  GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    rc, out, err = sh(["git", "clone", "-q", "--no-local", src, repo], tmp, gitenv)
+    if not c.eq(rc, 0, "git clone of the repository (%s)" % err):
+        return None
+    shutil.rmtree(os.path.join(repo, "wrapper-erl"))
+    shutil.copytree(os.path.join(src, "wrapper-erl"), os.path.join(repo, "wrapper-erl"),
+                    ignore=shutil.ignore_patterns("_build"))
+    sh(["git", "add", "-A", "wrapper-erl"], repo, gitenv)
+    sh(["git", "commit", "-q", "-m", "the working tree's wrapper"], repo, gitenv)
+    rc, out, err = sh(["git", "checkout", "-q", "-B", branch], repo, gitenv)
+    c.eq(rc, 0, "branch %s in the clone (%s)" % (branch, err))
+    return repo
+
+
+def in_tmp(c, prefix, fn):
+    """fn(c, SOURCE_DIR from the command line, a temporary folder removed afterwards)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
     try:
-        run(c, src, tmp)
+        fn(c, os.path.abspath(sys.argv[1]), tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def body(c):
+    in_tmp(c, "dqd-it-rebar3-dep-", run)
 
 
 def run(c, src, tmp):
@@ -75,19 +104,9 @@ def run(c, src, tmp):
             return
 
     # 1. a clone with the working tree's wrapper, on the branch the line names
-    repo = os.path.join(tmp, "dqd")
-    gitenv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
-                  GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    rc, out, err = sh(["git", "clone", "-q", "--no-local", src, repo], tmp, gitenv)
-    if not c.eq(rc, 0, "git clone of the repository (%s)" % err):
+    repo = make_clone(c, src, tmp, branch)
+    if not repo:
         return
-    shutil.rmtree(os.path.join(repo, "wrapper-erl"))
-    shutil.copytree(os.path.join(src, "wrapper-erl"), os.path.join(repo, "wrapper-erl"),
-                    ignore=shutil.ignore_patterns("_build"))
-    sh(["git", "add", "-A", "wrapper-erl"], repo, gitenv)
-    sh(["git", "commit", "-q", "-m", "the working tree's wrapper"], repo, gitenv)
-    rc, out, err = sh(["git", "checkout", "-q", "-B", branch], repo, gitenv)
-    c.eq(rc, 0, "branch %s in the clone (%s)" % (branch, err))
 
     # 2. a scratch application with exactly the README's line
     app = os.path.join(tmp, "scratch")

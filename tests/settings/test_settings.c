@@ -263,6 +263,9 @@ static const char good_json[] =
     "    \"payment\": {\"dmax_ms\": 0.25, \"bins\": 640, \"enabled\": false},\n"
     "    \"bare\": {},\n"
     "    \"stock\": {\"mfa\": \"shop_db:stock/1\"},\n"
+    "    \"orders\": {\"mfa\": \"Elixir.Shop.Orders:place/1\"},\n"
+    "    \"doit\": {\"mfa\": \"'my-mod':'do it'/2\"},\n"
+    "    \"odd\": {\"mfa\": \"'a\\\\\\\\b\\\\'\\\"':valid?/0\"},\n"
     "    \"noqta\": {\"qta\": null}\n"
     "  }\n"
     "}\n";
@@ -283,9 +286,16 @@ static void test_json(void) {
     CHECK_INT(cfg.n_wrappers, 2);
     CHECK_STR(cfg.wrappers[0], "127.0.0.1:8081");
     CHECK_STR(cfg.wrappers[1], "[::1]:8082");
-    CHECK_INT(cfg.n_probes, 5);
+    CHECK_INT(cfg.n_probes, 8);
     const struct dqd_probe_config *st = settings_find_probe(&cfg, "stock");
     CHECK(st && strcmp(st->mfa, "shop_db:stock/1") == 0 && st->enabled == -1);
+    /* any Erlang atom: Elixir's modules, quoted atoms (issue 25) */
+    st = settings_find_probe(&cfg, "orders");
+    CHECK(st && strcmp(st->mfa, "Elixir.Shop.Orders:place/1") == 0);
+    st = settings_find_probe(&cfg, "doit");
+    CHECK(st && strcmp(st->mfa, "'my-mod':'do it'/2") == 0);
+    st = settings_find_probe(&cfg, "odd");
+    CHECK(st && strcmp(st->mfa, "'a\\\\b\\'\"':valid?/0") == 0);
     const struct dqd_probe_config *c = settings_find_probe(&cfg, "checkout");
     CHECK(c != NULL);
     if (c) {
@@ -372,6 +382,16 @@ static const struct bad_json bad_json[] = {
      "\"Shop:f/1\" is not a function MOD:FUN/ARITY"},
     {"{\"probes\": {\"a\": {\"mfa\": \"shop:f\"}}}", DQ_EINVAL, "is not a function"},
     {"{\"probes\": {\"a\": {\"mfa\": \"shop:f/256\"}}}", DQ_EINVAL, "is not a function"},
+    /* issue 25: why, in words; issue 26: the value shown escaped, on one line */
+    {"{\"probes\": {\"a\": {\"mfa\": \"Shop.Orders:place/1\"}}}", DQ_EINVAL,
+     "\"Shop.Orders:place/1\" is not a function MOD:FUN/ARITY: an unquoted module is "
+     "[a-z][A-Za-z0-9_@.]* or an Elixir module Elixir.Alias"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"shop:f\\n/1\"}}}", DQ_EINVAL,
+     "\"shop:f\\n/1\" is not a function MOD:FUN/ARITY"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"'a\\u0001b':f/1\"}}}", DQ_EINVAL,
+     "\"'a\\x01b':f/1\" is not a function MOD:FUN/ARITY: a quoted atom holds a control "
+     "character"},
+    {"{\"probes\": {\"a\": {\"mfa\": \"'my-mod:f/1\"}}}", DQ_EINVAL, "a quote is not closed"},
     {"{\"probes\": {\"a\": {\"dmax_ms\": 0}}}", DQ_ERANGE, "probe \"a\".dmax_ms: 0 is out of"},
     {"{\"probes\": {\"a\": {\"dmax_ms\": \"5\"}}}", DQ_EINVAL, ".dmax_ms: expected a number"},
     {"{\"probes\": {\"a\": {\"bins\": 0}}}", DQ_ERANGE, ".bins: 0 is out of range [1, 4096]"},
@@ -561,7 +581,7 @@ static void test_print_config_roundtrip(void) {
         CHECK(cfg2.default_dmax_ms == 0.1);
         CHECK_INT(cfg2.n_wrappers, 2);
         CHECK_STR(cfg2.wrappers[1], "[::1]:8082");
-        CHECK_INT(cfg2.n_probes, 5);
+        CHECK_INT(cfg2.n_probes, 8);
         for (int i = 0; i < cfg.n_probes; i++) {
             const struct dqd_probe_config *a = &cfg.probes[i];
             const struct dqd_probe_config *b = settings_find_probe(&cfg2, a->name);

@@ -122,6 +122,19 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
     default:
         break;
     }
+    /* Any line may also be read as a function: a valid one is printable text, and
+     * any bytes come out of wire_escape as one printable line. */
+    if (wire_mfa_valid(line, len)) {
+        for (size_t i = 0; i < len; i++) {
+            must((unsigned char)line[i] >= 0x20 && line[i] != 0x7f);
+        }
+    }
+    char esc[64];
+    wire_escape(esc, sizeof esc, line, len);
+    must(strlen(esc) < sizeof esc);
+    for (const char *q = esc; *q; q++) {
+        must((unsigned char)*q >= 0x20 && *q != 0x7f);
+    }
     /* Any line may also be read as a command (what a test wrapper does). */
     struct wire_cmd c;
     if (wire_parse_cmd(line, len, &c) == 0) {

@@ -1240,6 +1240,143 @@ static void test_trace(void) {
     }
 }
 
+/* A field of mfa_cases.txt with its %NN escapes decoded into out (cap bytes); its length. */
+static size_t case_field(const char *p, size_t n, char *out, size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap; i++) {
+        unsigned v;
+        if (p[i] == '%' && i + 2 < n && sscanf(p + i + 1, "%2x", &v) == 1) {
+            out[k++] = (char)v;
+            i += 2;
+        } else {
+            out[k++] = p[i];
+        }
+    }
+    out[k] = '\0';
+    return k;
+}
+
+/* Functions with Erlang's atoms (issue 25): the cases the wrapper's EUnit tests read too,
+ * through MFA validation, the trace command both ways and the traced: list of a state
+ * line, where ',' and ';' inside quotes do not end a pair or a field. */
+static void test_mfa_cases(void) {
+    FILE *f = fopen(MFA_CASES_TXT, "r");
+    CHECK(f != NULL);
+    if (!f) {
+        return;
+    }
+    char line[1024];
+    int n_ok = 0, n_bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
+        if (len == 0 || line[0] == '#') {
+            continue;
+        }
+        char *fields[6] = {0};
+        size_t nf = 0;
+        for (char *p = line; nf < 6; nf++) {
+            fields[nf] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                nf++;
+                break;
+            }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        char mfa[512], canon[512], buf[WIRE_CMD_MAX], st[1024];
+        CHECK(nf >= 2);
+        if (nf < 2) {
+            continue;
+        }
+        size_t mn = case_field(fields[1], strlen(fields[1]), mfa, sizeof mfa);
+        int ok = strcmp(fields[0], "ok") == 0;
+        CHECK(ok || strcmp(fields[0], "bad") == 0);
+        if (wire_mfa_valid(mfa, mn) != ok) {
+            fprintf(stderr, "mfa case %s: %s, expected %s (%s)\n", fields[1],
+                    ok ? "refused" : "accepted", fields[0], ok ? wire_mfa_check(mfa, mn) : "valid");
+        }
+        CHECK_INT(wire_mfa_valid(mfa, mn), ok);
+        CHECK_INT(wire_mfa_check(mfa, mn) == NULL, ok);
+        struct wire_cmd cmd = {.kind = WIRE_CMD_TRACE, .name = {"p", 1}, .ms = 2, .mfa = {mfa, mn}};
+        int k =
+            snprintf(st, sizeof st, "state;running:1;probes:p=2;traced:p=%.*s,q=m:f/1;tcalls:p=1",
+                     (int)mn, mfa);
+        struct wire_msg m;
+        if (!ok) {
+            n_bad++;
+            CHECK_INT(wire_format_cmd(buf, sizeof buf, WIRE_V2, &cmd), DQ_EINVAL);
+            CHECK(wire_parse(st, (size_t)k, 0, &m) != WIRE_OK);
+            continue;
+        }
+        n_ok++;
+        CHECK(nf == 6);
+        if (nf != 6) {
+            continue;
+        }
+        size_t cn = case_field(fields[5], strlen(fields[5]), canon, sizeof canon);
+        CHECK(wire_mfa_valid(canon, cn));
+        CHECK(cn <= mn); /* the canonical form is never longer than an accepted one */
+        int w = wire_format_cmd(buf, sizeof buf, WIRE_V2, &cmd);
+        CHECK(w > 0);
+        struct wire_cmd back;
+        CHECK_INT(wire_parse_cmd(buf, w > 0 ? (size_t)w - 1 : 0, &back), 0);
+        CHECK(back.kind == WIRE_CMD_TRACE && back.mfa.n == mn && memcmp(back.mfa.p, mfa, mn) == 0);
+        CHECK(back.name.n == 1 && back.ms == 2);
+        CHECK_INT(wire_parse(st, (size_t)k, 0, &m), WIRE_OK);
+        struct wire_slice it = m.traced, key, val;
+        CHECK_INT(wire_kv_next(&it, &key, &val), 1);
+        CHECK(slice_eq(key, "p") && val.n == mn && memcmp(val.p, mfa, mn) == 0);
+        CHECK_INT(wire_kv_next(&it, &key, &val), 1);
+        CHECK(slice_eq(key, "q") && slice_eq(val, "m:f/1"));
+        CHECK_INT(wire_kv_next(&it, &key, &val), 0);
+        CHECK(slice_eq(m.tcalls, "p=1"));
+    }
+    fclose(f);
+    CHECK(n_ok >= 20 && n_bad >= 40);
+
+    /* the length limit counts bytes as written, quotes and UTF-8 included */
+    char q[WIRE_MAX_MFA + 8];
+    size_t at = 0;
+    q[at++] = '\'';
+    q[at++] = 'x';
+    for (int i = 0; i < 124; i++) { /* 'xé…é':f/1, 1 + 1 + 248 + 5 bytes */
+        q[at++] = (char)0xc3, q[at++] = (char)0xa9;
+    }
+    memcpy(q + at, "':f/1", 5);
+    at += 5;
+    CHECK_INT((int)at, WIRE_MAX_MFA);
+    CHECK(wire_mfa_valid(q, at));
+    memmove(q + 2, q + 1, at - 1); /* one byte more: refused */
+    at++;
+    CHECK(!wire_mfa_valid(q, at) && strstr(wire_mfa_check(q, at), "255 bytes") != NULL);
+    /* reasons an error message can give */
+    CHECK(strstr(wire_mfa_check("Shop.Orders:place/1", 19), "Elixir.Alias") != NULL);
+    CHECK(strstr(wire_mfa_check("'a:f/1", 6), "not closed") != NULL);
+    CHECK(strstr(wire_mfa_check("m:do it/1", 9), "quote any other") != NULL);
+    CHECK(strstr(wire_mfa_check("'a\nb':f/1", 9), "control character") != NULL);
+}
+
+static void test_escape(void) {
+    char out[64];
+    CHECK_STR(wire_escape(out, sizeof out, "m:f/1", 5), "m:f/1");
+    CHECK_STR(wire_escape(out, sizeof out, "a\nb\r\t\"\\", 7), "a\\nb\\r\\t\\\"\\\\");
+    CHECK_STR(wire_escape(out, sizeof out, "\x01\x7f\xff\xc3", 4), "\\x01\\x7f\\xff\\xc3");
+    CHECK_STR(wire_escape(out, sizeof out,
+                          "gr\xc3\xb6\xc3\x9f"
+                          "e",
+                          7),
+              "gr\xc3\xb6\xc3\x9f"
+              "e");
+    CHECK_STR(wire_escape(out, sizeof out, "a\0b", 3), "a\\x00b");
+    /* cut where it does not fit: what fits, then "..." */
+    CHECK_STR(wire_escape(out, 8, "abcdefgh", 8), "abcd...");
+    CHECK_STR(wire_escape(out, 8, "abcdefg", 7), "abcdefg");
+    CHECK_STR(wire_escape(out, 8, "\n\n\n\n", 4), "\\n\\n...");
+    CHECK_STR(wire_escape(out, 8, "", 0), "");
+}
+
 static const struct check_case cases[] = {
     CHECK_CASE(err_names),
     CHECK_CASE(legacy_instances),
@@ -1258,6 +1395,8 @@ static const struct check_case cases[] = {
     CHECK_CASE(format),
     CHECK_CASE(parse_cmd),
     CHECK_CASE(trace),
+    CHECK_CASE(mfa_cases),
+    CHECK_CASE(escape),
 };
 
 CHECK_MAIN(cases)

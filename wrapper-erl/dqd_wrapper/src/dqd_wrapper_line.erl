@@ -9,7 +9,7 @@
 -export([encode/5, encode_meta/3, clock_new/1, encode_mono/6, append_mono/7, hello/2, state/2, state/3, drop/1, ack/1]).
 -export([decode_instance/1, parse_command/1]).
 -export([max_meta/0, format_ms/1, parse_ms/1, ms_to_ns/1, valid_name/1, attr_value/1]).
--export([parse_mfa/1, format_mfa/1]).
+-export([parse_mfa/1, format_mfa/1, mfa_text/1]).
 -export([split_init/0, split/2]).
 
 -export_type([status/0, command/0, instance/0, split_state/0]).
@@ -38,6 +38,8 @@
 %% the fixed part is at most 2+255+3+20+3+20+3+2+1 = 309 bytes.
 -define(MAX_META, (?MAX_LINE - 309)).
 -define(MAX_MS_DIGITS, 10).
+%% Bytes of a function MOD:FUN/ARITY as written, quotes included (dqd's WIRE_MAX_MFA).
+-define(MAX_MFA, 255).
 
 %%% Encoding ------------------------------------------------------------------
 
@@ -297,13 +299,18 @@ parse_command(<<"set_timeout;", Rest/binary>>) ->
         _ -> {error, bad_arity}
     end;
 parse_command(<<"trace;", Rest/binary>>) ->
-    case binary:split(Rest, <<";">>, [global]) of
-        [Name, Ms, Mfa] ->
-            case {valid_name(Name), parse_ms(Ms), parse_mfa(Mfa)} of
-                {true, {ok, Ns}, {ok, F}} -> {ok, {trace, Name, Ns, F}};
-                {false, _, _} -> {error, bad_name};
-                {_, error, _} -> {error, bad_timeout};
-                {_, _, error} -> {error, bad_function}
+    %% the function is the last field: a quoted atom in it may hold ';'
+    case binary:split(Rest, <<";">>) of
+        [Name, Rest1] ->
+            case binary:split(Rest1, <<";">>) of
+                [Ms, Mfa] ->
+                    case {valid_name(Name), parse_ms(Ms), parse_mfa(Mfa)} of
+                        {true, {ok, Ns}, {ok, F}} -> {ok, {trace, Name, Ns, F}};
+                        {false, _, _} -> {error, bad_name};
+                        {_, error, _} -> {error, bad_timeout};
+                        {_, _, error} -> {error, bad_function}
+                    end;
+                _ -> {error, bad_arity}
             end;
         _ -> {error, bad_arity}
     end;
@@ -314,34 +321,92 @@ parse_command(<<"clear_timeout;", Name/binary>>) ->
     end;
 parse_command(_) -> {error, unknown_command}.
 
-%% MOD:FUN/ARITY as the protocol writes a function: MOD and FUN are unquoted atoms
-%% ([a-z][A-Za-z0-9_@]*, MOD also '.'), at most 255 bytes each; ARITY 0 ... 255.
+%% MOD:FUN/ARITY as the protocol writes a function (docs/protocol.md, "Functions"), at
+%% most ?MAX_MFA bytes: MOD and FUN are Erlang atoms, unquoted (MOD [a-z][A-Za-z0-9_@.]*
+%% or an Elixir module Elixir.Alias(.Alias)*, Alias [A-Z][A-Za-z0-9_]*; FUN
+%% [a-z_][A-Za-z0-9_@]*, optionally ending in ? or !) or quoted ('...': UTF-8 characters
+%% from U+0020 up but DEL and the C1 controls, \\ and \' the only escapes); ARITY 0 ...
+%% 255 without leading zeros. Gives the atoms' texts, not atoms: dqd's input creates none.
 -spec parse_mfa(binary()) -> {ok, mfa_bin()} | error.
-parse_mfa(Bin) ->
-    case binary:split(Bin, <<":">>) of
-        [M, FA] ->
-            case binary:split(FA, <<"/">>) of
-                [F, A] ->
-                    case atom_text(M, true) andalso atom_text(F, false) andalso digits(A)
-                        andalso byte_size(A) =< 3 andalso binary_to_integer(A) =< 255 of
+parse_mfa(Bin) when byte_size(Bin) >= 1, byte_size(Bin) =< ?MAX_MFA ->
+    case atom_field(Bin, $:, fun unquoted_module/1) of
+        {ok, M, FA} ->
+            case atom_field(FA, $/, fun unquoted_function/1) of
+                {ok, F, A} ->
+                    case digits(A) andalso byte_size(A) =< 3
+                        andalso (byte_size(A) =:= 1 orelse binary:first(A) =/= $0)
+                        andalso binary_to_integer(A) =< 255 of
                         true -> {ok, {M, F, binary_to_integer(A)}};
                         false -> error
                     end;
-                _ -> error
+                error -> error
+            end;
+        error -> error
+    end;
+parse_mfa(_) -> error.
+
+%% A function as the protocol writes it: each atom unquoted where parse_mfa/1 allows it,
+%% else quoted. Not checked: see mfa_text/1.
+-spec format_mfa(mfa_bin() | mfa()) -> binary().
+format_mfa({M, F, A}) when is_atom(M), is_atom(F) ->
+    format_mfa({atom_to_binary(M, utf8), atom_to_binary(F, utf8), A});
+format_mfa({M, F, A}) ->
+    <<(atom_out(M, unquoted_module(M)))/binary, ":", (atom_out(F, unquoted_function(F)))/binary,
+      "/", (integer_to_binary(A))/binary>>.
+
+%% The function as the protocol writes it, when it can be written: error for an atom
+%% holding a control character, an arity over 255 or more than ?MAX_MFA bytes in all.
+-spec mfa_text(mfa_bin() | mfa()) -> {ok, binary()} | error.
+mfa_text({_, _, A} = Mfa) when is_integer(A), A >= 0, A =< 255 ->
+    Text = format_mfa(Mfa),
+    case parse_mfa(Text) of
+        {ok, _} -> {ok, Text};
+        error -> error
+    end;
+mfa_text(_) -> error.
+
+%% The atom at the start of Bin, up to Sep: {ok, Text, AfterSep} or error.
+atom_field(<<$', Rest/binary>>, Sep, _) ->
+    quoted(Rest, Sep, <<>>);
+atom_field(Bin, Sep, Unquoted) ->
+    case binary:split(Bin, <<Sep>>) of
+        [T, After] ->
+            case Unquoted(T) of
+                true -> {ok, T, After};
+                false -> error
             end;
         _ -> error
     end.
 
--spec format_mfa(mfa_bin() | mfa()) -> binary().
-format_mfa({M, F, A}) when is_atom(M) ->
-    format_mfa({atom_to_binary(M, utf8), atom_to_binary(F, utf8), A});
-format_mfa({M, F, A}) ->
-    <<M/binary, ":", F/binary, "/", (integer_to_binary(A))/binary>>.
+quoted(<<$\\, C, Rest/binary>>, Sep, Acc) when C =:= $\\; C =:= $' ->
+    quoted(Rest, Sep, <<Acc/binary, C>>);
+quoted(<<$', Sep, Rest/binary>>, Sep, Acc) -> {ok, Acc, Rest};
+quoted(<<C/utf8, Rest/binary>>, Sep, Acc)
+  when C =/= $\\, C =/= $', (C >= 16#20 andalso C < 16#7F) orelse C >= 16#A0 ->
+    quoted(Rest, Sep, <<Acc/binary, C/utf8>>);
+quoted(_, _, _) -> error.
 
-atom_text(<<C, Rest/binary>> = B, Dot) when byte_size(B) =< 255, C >= $a, C =< $z ->
-    all_chars(Rest, fun(X) -> alnum(X) orelse X =:= $_ orelse X =:= $@
-                                  orelse (Dot andalso X =:= $.) end);
-atom_text(_, _) -> false.
+atom_out(T, true) -> T;
+atom_out(T, false) ->
+    <<$', (binary:replace(binary:replace(T, <<"\\">>, <<"\\\\">>, [global]),
+                          <<"'">>, <<"\\'">>, [global]))/binary, $'>>.
+
+unquoted_module(<<"Elixir.", Aliases/binary>>) ->
+    lists:all(fun(<<C, R/binary>>) when C >= $A, C =< $Z ->
+                      all_chars(R, fun(X) -> alnum(X) orelse X =:= $_ end);
+                 (_) -> false
+              end, binary:split(Aliases, <<".">>, [global]));
+unquoted_module(<<C, Rest/binary>>) when C >= $a, C =< $z ->
+    all_chars(Rest, fun(X) -> alnum(X) orelse X =:= $_ orelse X =:= $@ orelse X =:= $. end);
+unquoted_module(_) -> false.
+
+unquoted_function(<<C, _/binary>> = T) when C >= $a, C =< $z; C =:= $_ ->
+    Body = case binary:last(T) of
+               L when L =:= $?; L =:= $! -> binary:part(T, 0, byte_size(T) - 1);
+               _ -> T
+           end,
+    all_chars(Body, fun(X) -> alnum(X) orelse X =:= $_ orelse X =:= $@ end);
+unquoted_function(_) -> false.
 
 %%% Decoding instance lines ---------------------------------------------------
 

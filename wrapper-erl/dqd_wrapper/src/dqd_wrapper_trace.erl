@@ -149,11 +149,15 @@ relevant({trace, _, _, _}) -> true;
 relevant({clear_timeout, _}) -> true;
 relevant(_) -> false.
 
-%% Local API: bind probe Name (dMax Ms) to M:F/A, as dqd's trace command does.
+%% Local API: bind probe Name (dMax Ms) to M:F/A, as dqd's trace command does. Any
+%% atoms ('Elixir.Shop.Orders', 'do it'), as long as the state line can name the function
+%% on one line: {error, bad_function} for an atom with a control character, an arity over
+%% 255 or more than 255 bytes as written.
 -spec bind(binary(), number(), mfa()) -> ok | {error, term()}.
 bind(Name, Ms, {M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
-    case dqd_wrapper_line:ms_to_ns(Ms) of
-        {ok, Ns} ->
+    case {dqd_wrapper_line:ms_to_ns(Ms), dqd_wrapper_line:mfa_text({M, F, A})} of
+        {_, error} -> {error, bad_function};
+        {{ok, Ns}, {ok, _}} ->
             Mfa = {atom_to_binary(M, utf8), atom_to_binary(F, utf8), A},
             case dqd_wrapper_core:local({set_timeout, Name, Ns}) of
                 ok ->
@@ -167,7 +171,7 @@ bind(Name, Ms, {M, F, A}) when is_atom(M), is_atom(F), is_integer(A) ->
                     end;
                 E -> E
             end;
-        error -> {error, bad_timeout}
+        {error, _} -> {error, bad_timeout}
     end.
 
 -spec unbind(binary()) -> ok | {error, term()}.
@@ -334,7 +338,8 @@ remove(#b{name = Name, mfa = Mfa} = B, #t{binds = Bs, by_mfa = ByMfa} = T) ->
                   end}.
 
 %% Which atoms the wire's names are. Atoms are never created from dqd's input: a
-%% module whose name is no atom yet cannot be loaded, so it is refused as not loaded.
+%% module whose name is no atom yet is not part of any loaded application, so it is
+%% refused as not loaded.
 resolve({MB, FB, A}) ->
     try {binary_to_existing_atom(MB, utf8), binary_to_existing_atom(FB, utf8)} of
         {M, F} -> check_mfa({M, F, A})
@@ -354,9 +359,9 @@ check_mfa({M, F, A} = Mfa) ->
             case lists:member(M, Own) orelse Prefix("dqd_wrapper") orelse Prefix("dqsd_otel") of
                 true -> {error, never_traced};
                 false ->
-                    case code:is_loaded(M) of
+                    case loaded(M) of
                         false -> {error, not_loaded};
-                        {file, _} ->
+                        true ->
                             case lists:member({F, A}, M:module_info(functions)) of
                                 false -> {error, no_such_function};
                                 true ->
@@ -366,6 +371,21 @@ check_mfa({M, F, A} = Mfa) ->
                                     end
                             end
                     end
+            end
+    end.
+
+%% True when M is loaded, or is a module of a loaded application and could be loaded
+%% now. A release loads every module of its applications at boot; interactive mode
+%% (`mix run`, `iex -S mix`, `rebar3 shell`) loads a module at its first call, so a
+%% function bound before its module was first called would be refused. The wrapper loads
+%% no other code.
+loaded(M) ->
+    case code:is_loaded(M) of
+        {file, _} -> true;
+        false ->
+            case application:get_application(M) of
+                {ok, _} -> code:ensure_loaded(M) =:= {module, M};
+                undefined -> false
             end
     end.
 

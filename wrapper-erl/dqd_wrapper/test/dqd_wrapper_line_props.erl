@@ -5,7 +5,7 @@
 -include_lib("proper/include/proper.hrl").
 
 -export([prop_mono_encoding/0, prop_instance_roundtrip/0, prop_legacy_roundtrip/0, prop_ms_roundtrip/0,
-         prop_command_roundtrip/0, prop_split_any_chunks/0]).
+         prop_command_roundtrip/0, prop_split_any_chunks/0, prop_mfa_roundtrip/0]).
 
 name_first() -> oneof([range($a, $z), range($A, $Z), $_]).
 name_rest() -> oneof([range($a, $z), range($A, $Z), range($0, $9), $_]).
@@ -106,6 +106,37 @@ prop_command_roundtrip() ->
                     =:= {ok, {set_timeout, N, Ns}}
                     andalso dqd_wrapper_line:parse_command(<<"clear_timeout;", N/binary>>)
                     =:= {ok, {clear_timeout, N}}
+            end).
+
+%% Characters of atoms: plain ones, the protocol's separators and quote characters,
+%% letters beyond ASCII, and now and then a control character (C0, DEL, C1).
+atom_char() ->
+    frequency([{10, oneof([range($a, $z), range($A, $Z), range($0, $9), $_, $@, $., $?, $!])},
+               {3, oneof([$', $\\, $;, $,, $=, $:, $/, $\s, $", $-])},
+               {2, oneof([range(16#A0, 16#2FF), range(16#4E00, 16#4E20), 16#1F600])},
+               {1, oneof([range(0, 31), 16#7F, range(16#80, 16#9F)])}]).
+
+atom_text() ->
+    ?LET(Cs, frequency([{3, list(atom_char())}, {1, vector(100, atom_char())}]),
+         unicode:characters_to_binary(Cs)).
+
+%% Any function of any atoms: written on the wire when it can be (printable, at most 255
+%% bytes, arity 0 ... 255), and then read back as the same atoms; refused otherwise.
+prop_mfa_roundtrip() ->
+    ?FORALL({M, F, A}, {atom_text(), atom_text(), oneof([range(0, 255), range(256, 300)])},
+            begin
+                Printable = fun(B) -> lists:all(fun(C) -> C >= 16#20 andalso
+                                                              (C < 16#7F orelse C >= 16#A0)
+                                                end, unicode:characters_to_list(B))
+                            end,
+                Writable = Printable(M) andalso Printable(F) andalso A =< 255
+                    andalso byte_size(dqd_wrapper_line:format_mfa({M, F, A})) =< 255,
+                case dqd_wrapper_line:mfa_text({M, F, A}) of
+                    {ok, T} ->
+                        Writable andalso dqd_wrapper_line:parse_mfa(T) =:= {ok, {M, F, A}};
+                    error ->
+                        not Writable
+                end
             end).
 
 %% However a byte stream of short lines is cut into reads, the same lines come out.

@@ -13,7 +13,7 @@ prop(P) ->
 
 properties_test_() ->
     [prop(prop_mono_encoding), prop(prop_instance_roundtrip), prop(prop_legacy_roundtrip), prop(prop_ms_roundtrip),
-     prop(prop_command_roundtrip), prop(prop_split_any_chunks)].
+     prop(prop_command_roundtrip), prop(prop_split_any_chunks), prop(prop_mfa_roundtrip)].
 
 encode_test() ->
     ?assertEqual(<<"n:checkout;b:1716300000123456789;e:1716300000173456789;s:ok\n">>,
@@ -70,6 +70,65 @@ commands_test() ->
     ?assertEqual({error, bad_arity}, P(<<"set_timeout;a;5;6">>)),
     ?assertEqual({error, bad_name}, P(<<"clear_timeout;">>)),
     ?assertEqual({error, unknown_command}, P(<<"start_stub ">>)).
+
+%%% Functions (MOD:FUN/ARITY) ---------------------------------------------------
+
+%% The cases of mfa_cases.txt, which dqd's C tests (tests/wire) read too: the same verdict
+%% on each, the atoms' texts, how the wrapper writes the function back, the trace command.
+mfa_cases_test() ->
+    Cases = mfa_cases(),
+    ?assert(length([C || [<<"ok">> | _] = C <- Cases]) >= 20),
+    ?assert(length([C || [<<"bad">> | _] = C <- Cases]) >= 40),
+    lists:foreach(fun mfa_case/1, Cases).
+
+mfa_case([<<"ok">>, Mfa0, M0, F0, A0, Canon0] = Case) ->
+    [Mfa, M, F, Canon] = [unpct(X) || X <- [Mfa0, M0, F0, Canon0]],
+    A = binary_to_integer(A0),
+    ?assertEqual({Case, {ok, {M, F, A}}}, {Case, dqd_wrapper_line:parse_mfa(Mfa)}),
+    ?assertEqual({Case, Canon}, {Case, dqd_wrapper_line:format_mfa({M, F, A})}),
+    Atoms = {binary_to_atom(M, utf8), binary_to_atom(F, utf8), A},
+    ?assertEqual({Case, {ok, Canon}}, {Case, dqd_wrapper_line:mfa_text(Atoms)}),
+    ?assertEqual({Case, {ok, {M, F, A}}}, {Case, dqd_wrapper_line:parse_mfa(Canon)}),
+    ?assertEqual({Case, {ok, {trace, <<"p">>, 2000000, {M, F, A}}}},
+                 {Case, dqd_wrapper_line:parse_command(<<"trace;p;2;", Mfa/binary>>)});
+mfa_case([<<"bad">>, Mfa0] = Case) ->
+    Mfa = unpct(Mfa0),
+    ?assertEqual({Case, error}, {Case, dqd_wrapper_line:parse_mfa(Mfa)}),
+    ?assertEqual({Case, {error, bad_function}},
+                 {Case, dqd_wrapper_line:parse_command(<<"trace;p;2;", Mfa/binary>>)}).
+
+mfa_cases() ->
+    Here = filename:dirname(?FILE),
+    Paths = [filename:join(Here, "mfa_cases.txt"),
+             filename:join([code:lib_dir(dqd_wrapper), "test", "mfa_cases.txt"])],
+    [Bin | _] = [B || P <- Paths, {ok, B} <- [file:read_file(P)]],
+    [binary:split(L, <<"\t">>, [global])
+     || L <- binary:split(Bin, <<"\n">>, [global]), L =/= <<>>, binary:first(L) =/= $#].
+
+%% A byte may be written %NN in the cases file.
+unpct(<<$%, H:2/binary, Rest/binary>>) -> <<(binary_to_integer(H, 16)), (unpct(Rest))/binary>>;
+unpct(<<C, Rest/binary>>) -> <<C, (unpct(Rest))/binary>>;
+unpct(<<>>) -> <<>>.
+
+%% The limit counts bytes as written: 255 pass, 256 do not, whatever the characters.
+mfa_length_test() ->
+    E = binary:copy(<<"é"/utf8>>, 124),
+    Ok = <<"'x", E/binary, "':f/1">>,
+    ?assertEqual(255, byte_size(Ok)),
+    ?assertMatch({ok, _}, dqd_wrapper_line:parse_mfa(Ok)),
+    ?assertEqual(error, dqd_wrapper_line:parse_mfa(<<"'xx", E/binary, "':f/1">>)),
+    Long = binary_to_atom(binary:copy(<<"é"/utf8>>, 200), utf8),
+    ?assertEqual(error, dqd_wrapper_line:mfa_text({Long, f, 1})),
+    ?assertEqual(error, dqd_wrapper_line:mfa_text({m, f, 256})),
+    ?assertEqual({ok, <<"Elixir.Shop.Orders:place/1">>},
+                 dqd_wrapper_line:mfa_text({'Elixir.Shop.Orders', place, 1})).
+
+%% A function the state line could not carry on one line is refused when bound by hand,
+%% before anything is enabled.
+bind_unwritable_test() ->
+    [?assertEqual({error, bad_function}, dqd_wrapper_trace:bind(<<"p">>, 10, Mfa))
+     || Mfa <- [{'a\nb', f, 1}, {m, 'f\r', 0}, {m, f, 300}, {m, '\x{85}', 0},
+                {binary_to_atom(binary:copy(<<"m">>, 252), utf8), f, 1}]].
 
 ms_test() ->
     ?assertEqual(<<"200">>, dqd_wrapper_line:format_ms(200000000)),

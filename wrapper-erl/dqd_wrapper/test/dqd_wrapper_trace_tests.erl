@@ -495,6 +495,89 @@ trace_command_test_() ->
                       ?assertEqual(1, maps:get(bad_commands, dqd_wrapper:stats()))
               end).
 
+%% Any atom (issue 25): an Elixir module ('Elixir.Shop.Orders', made here from Erlang
+%% forms, as Elixir would compile it) with a private function and one whose name needs
+%% quotes. The trace commands in every written form are acknowledged as sent; the state
+%% line names the functions as dqd reads them; calls are instances; binding by hand works
+%% too.
+elixir_module_test_() ->
+    ?WITH([], fun(F) ->
+                      load_shop(),
+                      Place = <<"trace;place;250;Elixir.Shop.Orders:place/1">>,
+                      DoIt = <<"trace;doit;250;'Elixir.Shop.Orders':'do it'/1">>,
+                      Odd = <<"trace;odd;250;'Elixir.Shop.Orders':'a;b,c=d'/0">>,
+                      [ok = dqd_fake:send(F, C) || C <- [Place, DoIt, Odd]],
+                      [{ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;", C/binary>> end,
+                                                    3000) || C <- [Place, DoIt, Odd]],
+                      ok = dqd_fake:send(F, <<"sync">>),
+                      Traced = <<";traced:doit=Elixir.Shop.Orders:'do it'/1,"
+                                 "odd=Elixir.Shop.Orders:'a;b,c=d'/0,"
+                                 "place=Elixir.Shop.Orders:place/1;">>,
+                      {ok, _} = dqd_fake:wait_line(
+                                  F, fun(L) -> prefix(<<"state;">>, L) andalso
+                                                   binary:match(L, Traced) =/= nomatch
+                                     end, 3000),
+                      {2, 2, ok} = 'Elixir.Shop.Orders':checkout(2),
+                      [#{status := ok} = I] = wait_insts(F, <<"place">>, 1),
+                      ?assert(dur_ms(I) >= 2.0),
+                      [_] = wait_insts(F, <<"doit">>, 1),
+                      [_] = wait_insts(F, <<"odd">>, 1),
+                      [ok = dqd_fake:send(F, <<"clear_timeout;", N/binary>>)
+                       || N <- [<<"place">>, <<"doit">>, <<"odd">>]],
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;clear_timeout;odd">>
+                                                      end, 3000),
+                      %% by hand, as the issue's user did
+                      ok = dqd_wrapper_trace:bind(<<"place">>, 250, {'Elixir.Shop.Orders', place, 1}),
+                      ?assertNotEqual(nomatch, binary:match(
+                                                 state_line(),
+                                                 <<"traced:place=Elixir.Shop.Orders:place/1">>)),
+                      ok = dqd_wrapper_trace:unbind(<<"place">>),
+                      ?assertEqual(0, maps:get(bad_commands, dqd_wrapper:stats()))
+              end).
+
+%% In interactive mode (mix run, iex -S mix) a module is loaded at its first call: a
+%% module of a loaded application is loaded by the binding, as a release would have at
+%% boot; any other module that is not loaded is still refused.
+load_on_bind_test_() ->
+    ?WITH([], fun(F) ->
+                      _ = code:purge(erl_tar),
+                      _ = code:delete(erl_tar),
+                      _ = code:purge(erl_tar),
+                      ?assertEqual(false, code:is_loaded(erl_tar)),
+                      ?assertEqual({ok, stdlib}, application:get_application(erl_tar)),
+                      Tar = <<"trace;tar;250;erl_tar:table/1">>,
+                      ok = dqd_fake:send(F, Tar),
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;", Tar/binary>> end,
+                                                   3000),
+                      ?assertMatch({file, _}, code:is_loaded(erl_tar)),
+                      _ = dqd_no_such_module,  % the atom exists; no application has it
+                      ok = dqd_fake:send(F, <<"trace;nomod;250;dqd_no_such_module:f/0">>),
+                      {ok, _} = dqd_fake:wait_line(
+                                  F, fun(L) -> prefix(<<"state;">>, L) andalso
+                                                   binary:match(L, <<"nomod=not_loaded">>) =/= nomatch
+                                     end, 3000),
+                      ok = dqd_fake:send(F, <<"clear_timeout;tar">>),
+                      {ok, _} = dqd_fake:wait_line(F, fun(L) -> L =:= <<"ack;clear_timeout;tar">>
+                                                      end, 3000)
+              end).
+
+%% 'Elixir.Shop.Orders' from source text: checkout/1 calls the private place/1 (a sleep),
+%% 'do it'/1 and 'a;b,c=d'/0.
+load_shop() ->
+    Src = "-module('Elixir.Shop.Orders').\n-export([checkout/1]).\n"
+          "checkout(Ms) -> X = place(Ms), Y = 'do it'(Ms), Z = 'a;b,c=d'(), {X, Y, Z}.\n"
+          "place(Ms) -> receive after Ms -> Ms end.\n"
+          "'do it'(X) -> X.\n"
+          "'a;b,c=d'() -> ok.\n",
+    {ok, Toks, _} = erl_scan:string(Src),
+    Forms = [begin {ok, Form} = erl_parse:parse_form(T), Form end || T <- split_forms(Toks, [])],
+    {ok, Mod, Bin} = compile:forms(Forms, [binary]),
+    {module, Mod} = code:load_binary(Mod, "Elixir.Shop.Orders.beam", Bin).
+
+split_forms([], []) -> [];
+split_forms([{dot, _} = D | Rest], Acc) -> [lists:reverse([D | Acc]) | split_forms(Rest, [])];
+split_forms([T | Rest], Acc) -> split_forms(Rest, [T | Acc]).
+
 parse_test() ->
     ?assertEqual({ok, {trace, <<"p">>, 250000000, {<<"m">>, <<"f">>, 2}}},
                  dqd_wrapper_line:parse_command(<<"trace;p;250;m:f/2">>)),
