@@ -1,7 +1,8 @@
 /*
  * test_routes.c: the API's route table (controller/api/api_routes.c) against what
  * docs/api.md promises, driven through api_handle with requests parsed from bytes (no
- * socket, a manual clock, a store in a temporary folder). Usage: test_api_routes API_MD.
+ * socket, a manual clock, a store in a temporary folder). DQ_API_MD is docs/api.md's path
+ * (CMake passes it).
  *
  * 1. The table: every route names a method and an access class (a route added without
  *    one fails here), reads are read or open, changes are change or text body, no two
@@ -302,8 +303,13 @@ static int parse_doc_row(const char *line, struct doc_route *out) {
     return out->methods && out->access != HTTP_ACCESS_NONE;
 }
 
-/* Reads the rows between "<!-- routes: begin -->" and "<!-- routes: end -->". */
-static void read_doc(const char *path) {
+/* Reads the rows between "<!-- routes: begin -->" and "<!-- routes: end -->" (once). */
+static void read_doc(void) {
+    static int done;
+    if (done++) {
+        return;
+    }
+    const char *path = DQ_API_MD;
     FILE *f = fopen(path, "r");
     CHECK_MSG(f != NULL, "cannot read %s", path);
     if (!f) {
@@ -329,8 +335,8 @@ static void read_doc(const char *path) {
     CHECK_MSG(rows > 0, "%s has no route table", path);
 }
 
-static void test_docs(const char *api_md) {
-    read_doc(api_md);
+static void test_docs(void) {
+    read_doc();
     CHECK_INT(n_doc, api__n_routes);
     for (size_t i = 0; i < api__n_routes; i++) {
         const struct api_route *r = &api__routes[i];
@@ -558,7 +564,11 @@ static void check_one(struct env *e, const struct server *s, const char *method,
     }
 }
 
-static void test_matrix(struct env *e) {
+static struct env *env_get(void);
+
+static void test_matrix(void) {
+    struct env *e = env_get();
+    read_doc();
     /* every route's path, and paths no route has */
     char paths[MAX_DOC_ROUTES + 4][128];
     size_t n = 0;
@@ -611,7 +621,8 @@ static struct answer put(struct env *e, const char *name, const char *body) {
     return ask(e->api, raw);
 }
 
-static void test_put_whole(struct env *e) {
+static void test_put_whole(void) {
+    struct env *e = env_get();
     api_open(e, &servers[0]);
     struct probe *b = probes_find(core_probes(e->core), "b", 1);
     CHECK(b && !b->enabled && !b->has_qta && b->servers == 0);
@@ -678,17 +689,26 @@ static void test_put_whole(struct env *e) {
     e->api = NULL;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_api_routes docs/api.md\n");
-        return 2;
+/* The daemon the cases share, opened by the first that needs it, closed at exit. */
+static struct env shared;
+static int shared_open;
+
+static void env_exit(void) {
+    env_close(&shared);
+}
+
+static struct env *env_get(void) {
+    if (!shared_open++) {
+        env_open(&shared);
+        atexit(env_exit);
     }
-    struct env e;
-    env_open(&e);
+    return &shared;
+}
+
+int main(void) {
     test_table();
-    test_docs(argv[1]);
-    test_matrix(&e);
-    test_put_whole(&e);
-    env_close(&e);
+    test_docs();
+    test_matrix();
+    test_put_whole();
     return check_done();
 }
