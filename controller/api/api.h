@@ -12,7 +12,8 @@
  * application/json (a text/plain or form POST is 415), except the .dq text of PUT
  * /api/v1/diagram. Beyond loopback, reads need the token too unless public_reads. GET / and
  * /assets/… serve the dashboard's embedded files (web.h); GET /api/v1/events is the live
- * event stream (events.h).
+ * event stream (events.h). Every route is one entry of a table (api_routes.c) with its
+ * methods, path pattern, handler and access class (http.h, "who may ask").
  */
 #ifndef DQ_API_H
 #define DQ_API_H
@@ -34,7 +35,7 @@ struct api_env {
     struct core *core;
     struct adapt *adapt;
     struct store *store;
-    struct events *events; /* GET /api/v1/events; NULL: that route answers 404 */
+    struct events *events; /* GET /api/v1/events; NULL: a GET of it answers 404 */
     struct otlp *otlp;     /* the OTLP receiver, NULL when --otlp is off */
 };
 

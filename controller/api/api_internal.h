@@ -1,7 +1,9 @@
 /*
- * api_internal.h: what the API's two files share (api.c: dispatch, status, probes,
- * diagram, wrappers, /metrics; api_log.c: the adaptive loop's routes). Nothing outside
- * controller/api/ includes it.
+ * api_internal.h: what the API's files share. api_routes.c: the route table and dispatch;
+ * api_access.c: who may ask (the refusals, worded and counted); api.c: create, status,
+ * diagram, wrappers, the dashboard, events, OTLP spans; api_probes.c: probes and their ΔQs,
+ * the event payloads; api_metrics.c: /metrics; api_log.c: the adaptive loop's routes.
+ * Nothing outside controller/api/ includes it.
  */
 #ifndef DQ_API_INTERNAL_H
 #define DQ_API_INTERNAL_H
@@ -9,6 +11,8 @@
 #include <jansson.h>
 
 #include "api.h"
+
+#define API_PREFIX "/api/v1/"
 
 enum {
     API_REFUSED_HOST,
@@ -35,6 +39,51 @@ struct api {
     int ingest_port, http_port;
 };
 
+/* ---- the route table (api_routes.c) ------------------------------------------------------- */
+
+/* A request as its route's handler sees it: the request, and what the pattern captured. */
+struct api_call {
+    const struct http_request *req;
+    const char *probe; /* the pattern's {probe} segment, "" when it has none */
+    const char *rest;  /* what the pattern's final * matched ("" too), "" when it has none */
+};
+
+typedef void (*api_route_fn)(struct api *api, const struct api_call *call,
+                             struct http_response *res);
+
+/* Methods of a route; API_GET answers HEAD too (the http module drops the body). */
+enum { API_GET = 1, API_PUT = 2, API_POST = 4, API_DELETE = 8 };
+
+/*
+ * One route: its methods, its path pattern, its handler and its access class. A pattern is
+ * literal text, where a segment {probe} stands for one path segment of 1 to PROBES_NAME_MAX
+ * bytes (a probe's name, percent-decoded) and a final * for the rest of the path, slashes
+ * included, possibly empty. The access class (http.h) says who may ask; a route without one
+ * is answered 500.
+ */
+struct api_route {
+    unsigned methods;
+    const char *pattern;
+    api_route_fn handler;
+    enum http_access_class access;
+};
+
+/* The table, in the order it is matched (docs/api.md lists it too). */
+extern const struct api_route api__routes[];
+extern const size_t api__n_routes;
+
+/* ---- who may ask (api_access.c) ------------------------------------------------------------ */
+
+/* 1 when a request of class cls may go on, else res holds the refusal (counted in
+ * api->refused). */
+int api__authorized(struct api *api, enum http_access_class cls, const struct http_request *req,
+                    struct http_response *res);
+
+/* What a change (PUT, POST, DELETE) needs in the status: "token", "open" or "refused". */
+const char *api__changes(const struct api *api);
+
+/* ---- shared pieces -------------------------------------------------------------------------- */
+
 /* "2026-11-22T03:17:49.123Z" (ISO 8601, UTC) from ns since the epoch. */
 void api__iso8601(int64_t ns, char *buf, size_t cap);
 
@@ -49,15 +98,17 @@ json_t *api__silence_json(struct api *api, const struct probe *p);
  * "sampling","refused"}), or JSON null for a probe never bound to a function. */
 json_t *api__trace_json(const struct probe *p);
 
+/* The newest ring entry of p that has a ΔQ of the kind (1: calculated), or NULL. */
+const struct probe_window *api__latest_of(struct probe *p, int calculated);
+
+/* The diagram as GET /api/v1/diagram answers it (a new reference). */
+json_t *api__diagram_json(struct api *api);
+
 /* The CPU one traced call costs the node, in ns: the caller's share (~1 µs) plus the
  * tracer's and the connection's, as the wrapper benchmark measured it (docs/PERFORMANCE.md,
  * "Probes bound to functions"). The why of a traced probe multiplies it by the calls
  * traced. */
 #define API_TRACE_CALL_NS 2500.0
-
-/* 1 when a Host header value (name or address, optional :port) is one dqd answers to:
- * loopback names, IP literals, the machine's name, allowed_hosts. */
-int api__host_allowed(const struct api *api, const char *value);
 
 #define API_TEXT_MAX 200 /* bytes of a free-text field (requested_by) */
 
@@ -68,18 +119,48 @@ int api__host_allowed(const struct api *api, const char *value);
  */
 int api__text_ok(struct http_response *res, const char *field, const char *s, size_t len);
 
-/* 1 for GET and HEAD (the http module drops a HEAD answer's body). */
-int api__is_read(const struct http_request *req);
+/* ---- the handlers the table names ----------------------------------------------------------- */
 
-/* 405 with errorType "method_not_allowed" and the Allow header (e.g. "GET, HEAD"). */
-void api__method_not_allowed(const struct http_request *req, struct http_response *res,
-                             const char *allowed);
+/* api.c */
+void api__get_healthy(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_web(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_status(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_events(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_diagram(struct api *api, const struct api_call *call, struct http_response *res);
+void api__put_diagram(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_otlp_spans(struct api *api, const struct api_call *call, struct http_response *res);
+void api__post_wrapper_start(struct api *api, const struct api_call *call,
+                             struct http_response *res);
+void api__post_wrapper_stop(struct api *api, const struct api_call *call,
+                            struct http_response *res);
 
-/*
- * Routes of the adaptive loop: 1 when r (the path after /api/v1/) was one of them and res
- * holds the answer, 0 otherwise.
- */
-int api__log_route(struct api *api, const char *r, const struct http_request *req,
-                   struct http_response *res);
+/* api_probes.c */
+void api__get_probes(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_probe(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_probe_dq(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_probe_dqs(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_probe_windows(struct api *api, const struct api_call *call,
+                            struct http_response *res);
+void api__put_probe(struct api *api, const struct api_call *call, struct http_response *res);
+void api__delete_probe(struct api *api, const struct api_call *call, struct http_response *res);
+
+/* api_metrics.c */
+void api__get_metrics(struct api *api, const struct api_call *call, struct http_response *res);
+
+/* api_log.c */
+void api__post_diagnose(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_investigations(struct api *api, const struct api_call *call,
+                             struct http_response *res);
+void api__get_investigation(struct api *api, const struct api_call *call,
+                            struct http_response *res);
+void api__delete_investigation(struct api *api, const struct api_call *call,
+                               struct http_response *res);
+void api__get_why(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_snapshots(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_snapshot(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_triggers(struct api *api, const struct api_call *call, struct http_response *res);
+void api__get_probe_triggers(struct api *api, const struct api_call *call,
+                             struct http_response *res);
+void api__put_trigger(struct api *api, const struct api_call *call, struct http_response *res);
 
 #endif /* DQ_API_INTERNAL_H */

@@ -101,8 +101,8 @@ static int parse_id(const char *s, int64_t *id) {
 
 /* ---- POST /api/v1/diagnose ----------------------------------------------------------------- */
 
-static void post_diagnose(struct api *api, const struct http_request *req,
-                          struct http_response *res) {
+void api__post_diagnose(struct api *api, const struct api_call *call, struct http_response *res) {
+    const struct http_request *req = call->req;
     const char *node = NULL, *strategy = NULL, *who = NULL;
     int overload = 0;
     json_t *body = NULL;
@@ -165,8 +165,9 @@ static void post_diagnose(struct api *api, const struct http_request *req,
 
 /* ---- investigations ---------------------------------------------------------------------- */
 
-static void get_investigations(struct api *api, const struct http_request *req,
-                               struct http_response *res) {
+void api__get_investigations(struct api *api, const struct api_call *call,
+                             struct http_response *res) {
+    const struct http_request *req = call->req;
     const char *open = http_request_query(req, "open");
     const char *limit = http_request_query(req, "limit");
     int64_t lim = 50;
@@ -185,7 +186,8 @@ static void get_investigations(struct api *api, const struct http_request *req,
     http_reply_data(res, arr);
 }
 
-static void get_investigation(struct api *api, const char *idtext, struct http_response *res) {
+/* GET /api/v1/investigations/ID: the investigation, its hypotheses and their commands. */
+static void investigation_reply(struct api *api, const char *idtext, struct http_response *res) {
     int64_t id;
     if (parse_id(idtext, &id) != 0) {
         http_reply_error(res, 400, "bad_data", "investigation id must be a positive integer");
@@ -217,8 +219,10 @@ static void get_investigation(struct api *api, const char *idtext, struct http_r
 
 /* DELETE /api/v1/investigations/ID: a person ends an investigation and releases what it
  * enabled (adapt_abort). The answer is the investigation as stored afterwards. */
-static void delete_investigation(struct api *api, const char *idtext,
-                                 const struct http_request *req, struct http_response *res) {
+void api__delete_investigation(struct api *api, const struct api_call *call,
+                               struct http_response *res) {
+    const struct http_request *req = call->req;
+    const char *idtext = call->rest;
     int64_t id;
     if (parse_id(idtext, &id) != 0) {
         http_reply_error(res, 400, "bad_data", "investigation id must be a positive integer");
@@ -236,8 +240,13 @@ static void delete_investigation(struct api *api, const char *idtext,
     } else if (rc) {
         http_reply_error(res, 503, "unavailable", "%s", dq_last_error());
     } else {
-        get_investigation(api, idtext, res);
+        investigation_reply(api, idtext, res);
     }
+}
+
+void api__get_investigation(struct api *api, const struct api_call *call,
+                            struct http_response *res) {
+    investigation_reply(api, call->rest, res);
 }
 
 /* ---- why ----------------------------------------------------------------------------------- */
@@ -595,7 +604,9 @@ static void add_traced(const struct probe *p, json_t *out) {
     json_object_set_new(out, "traced", tj);
 }
 
-static void get_why(struct api *api, const char *probe, struct http_response *res) {
+/* GET /api/v1/why/PROBE: why the probe is (or is not) enabled, in rows and sentences. */
+void api__get_why(struct api *api, const struct api_call *call, struct http_response *res) {
+    const char *probe = call->rest;
     struct probe *p = probes_find(core_probes(api->env.core), probe, strlen(probe));
     struct why_find w = {0};
     int rc = store_hypotheses_of_probe(api->env.store, probe, first_enabling, &w);
@@ -729,7 +740,8 @@ static int collect_snapshot_dq(void *ctx, const struct store_snapshot_dq *sd) {
     return 0;
 }
 
-static void get_snapshots(struct api *api, struct http_response *res) {
+void api__get_snapshots(struct api *api, const struct api_call *call, struct http_response *res) {
+    (void)call;
     json_t *arr = json_array();
     int rc = store_snapshots_each(api->env.store, 100, collect_snapshot, arr);
     if (rc) {
@@ -740,7 +752,8 @@ static void get_snapshots(struct api *api, struct http_response *res) {
     http_reply_data(res, arr);
 }
 
-static void get_snapshot(struct api *api, const char *idtext, struct http_response *res) {
+void api__get_snapshot(struct api *api, const struct api_call *call, struct http_response *res) {
+    const char *idtext = call->rest;
     int64_t id;
     if (parse_id(idtext, &id) != 0) {
         http_reply_error(res, 400, "bad_data", "snapshot id must be a positive integer");
@@ -766,7 +779,8 @@ static void get_snapshot(struct api *api, const char *idtext, struct http_respon
 
 /* ---- triggers ------------------------------------------------------------------------------- */
 
-static void get_triggers(struct api *api, const char *probe, struct http_response *res) {
+/* The triggers of one probe, or of every probe (probe NULL). */
+static void triggers_reply(struct api *api, const char *probe, struct http_response *res) {
     json_t *arr = json_array();
     int rc = store_triggers_each(api->env.store, probe, collect_trigger, arr);
     if (rc) {
@@ -778,8 +792,9 @@ static void get_triggers(struct api *api, const char *probe, struct http_respons
 }
 
 /* PUT /api/v1/probes/NAME/triggers/KIND {threshold, fire_after, clear_after, enabled} */
-static void put_trigger(struct api *api, const char *probe, const char *kind,
-                        const struct http_request *req, struct http_response *res) {
+void api__put_trigger(struct api *api, const struct api_call *call, struct http_response *res) {
+    const struct http_request *req = call->req;
+    const char *probe = call->probe, *kind = call->rest;
     json_error_t err;
     json_t *body = req->body_len ? json_loadb(req->body, req->body_len, 0, &err) : json_object();
     if (!json_is_object(body)) {
@@ -820,77 +835,15 @@ static void put_trigger(struct api *api, const char *probe, const char *kind,
         http_reply_error(res, 422, "unprocessable", "%s", dq_last_error());
         return;
     }
-    get_triggers(api, probe, res);
+    triggers_reply(api, probe, res);
 }
 
-/* ---- dispatch ---------------------------------------------------------------------------------
- */
+void api__get_triggers(struct api *api, const struct api_call *call, struct http_response *res) {
+    (void)call;
+    triggers_reply(api, NULL, res);
+}
 
-int api__log_route(struct api *api, const char *r, const struct http_request *req,
-                   struct http_response *res) {
-    int get = api__is_read(req);
-    if (strcmp(r, "diagnose") == 0) {
-        if (strcmp(req->method_name, "POST") != 0) {
-            api__method_not_allowed(req, res, "POST");
-        } else {
-            post_diagnose(api, req, res);
-        }
-        return 1;
-    }
-    if (strncmp(r, "investigations/", 15) == 0 && strcmp(req->method_name, "DELETE") == 0) {
-        delete_investigation(api, r + 15, req, res);
-        return 1;
-    }
-    if (strcmp(r, "investigations") == 0 || strncmp(r, "investigations/", 15) == 0 ||
-        strncmp(r, "why/", 4) == 0 || strcmp(r, "snapshots") == 0 ||
-        strncmp(r, "snapshots/", 10) == 0 || strcmp(r, "triggers") == 0) {
-        if (!get) {
-            api__method_not_allowed(req, res,
-                                    strncmp(r, "investigations/", 15) == 0 ? "GET, HEAD, DELETE"
-                                                                           : "GET, HEAD");
-        } else if (strcmp(r, "investigations") == 0) {
-            get_investigations(api, req, res);
-        } else if (strncmp(r, "investigations/", 15) == 0) {
-            get_investigation(api, r + 15, res);
-        } else if (strncmp(r, "why/", 4) == 0) {
-            get_why(api, r + 4, res);
-        } else if (strcmp(r, "snapshots") == 0) {
-            get_snapshots(api, res);
-        } else if (strncmp(r, "snapshots/", 10) == 0) {
-            get_snapshot(api, r + 10, res);
-        } else {
-            get_triggers(api, NULL, res);
-        }
-        return 1;
-    }
-    /* probes/NAME/triggers[/KIND] */
-    if (strncmp(r, "probes/", 7) == 0) {
-        const char *name = r + 7;
-        const char *slash = strchr(name, '/');
-        if (!slash || strncmp(slash, "/triggers", 9) != 0 ||
-            (slash[9] != '\0' && slash[9] != '/')) {
-            return 0;
-        }
-        char probe[PROBES_NAME_MAX + 1];
-        size_t len = (size_t)(slash - name);
-        if (len == 0 || len > PROBES_NAME_MAX) {
-            http_reply_error(res, 404, "not_found", "no such probe");
-            return 1;
-        }
-        memcpy(probe, name, len);
-        probe[len] = '\0';
-        if (slash[9] == '\0') {
-            if (get) {
-                get_triggers(api, probe, res);
-            } else {
-                api__method_not_allowed(req, res, "GET, HEAD");
-            }
-        } else if (strcmp(req->method_name, "PUT") == 0) {
-            put_trigger(api, probe, slash + 10, req, res);
-        } else {
-            api__method_not_allowed(req, res, "PUT");
-        }
-        return 1;
-    }
-    return 0;
+void api__get_probe_triggers(struct api *api, const struct api_call *call,
+                             struct http_response *res) {
+    triggers_reply(api, call->probe, res);
 }

@@ -881,6 +881,37 @@ void core_change_release(struct core_change *ch);
  */
 int core_change_now(struct core *c, struct core_change *ch);
 
+/* A person's update of one probe's settings (PUT /api/v1/probes/NAME), checked by the
+ * caller; a setting changes only when its has_ flag is set. */
+struct core_probe_update {
+    int has_grid;
+    double dmax_ms; /* > 0: the new dMax; 0 keeps the dMax (bins only) */
+    int bins;       /* 0 keeps the bin count */
+    int has_qta;
+    struct dq_qta qta; /* used when qta_set */
+    int qta_set;       /* 0: the QTA is removed */
+    int has_servers;
+    int servers; /* 1 … 100000, 0 unsets */
+    int has_enabled;
+    int enabled;
+    json_t *report; /* borrowed, may be NULL: what happened on every link, as in core_change */
+};
+
+/*
+ * Applies u to p as one change: the settings in memory (the grid first: a dMax that gives no
+ * grid is DQ_ERANGE and nothing changes), then one store transaction with the probe's row,
+ * its servers, a set_timeout with the new dMax when p is enabled, and the enable or disable;
+ * when the store does not take any of it (DQ_ESTORE, the message names the setting), every
+ * setting goes back to what it was and nothing is sent (inside a transaction the caller
+ * opened, the caller rolls that back). Once committed, the commands are
+ * sent and the observer is told once per setting ("dmax", "qta", "enable"/"disable").
+ * Returns DQ_OK with *commanded (may be NULL) 1 when commands went to the wrappers' links
+ * (or could not: a report entry per link), else a negative DQ_E*. The row is written even
+ * when u changes nothing (a probe just registered is then kept).
+ */
+int core_update_probe(struct core *c, struct probe *p, const struct core_probe_update *u,
+                      int *commanded);
+
 /* 1 when wrappers should send instances (start_stub), 0 after stop_stub. */
 int core_running(const struct core *c);
 

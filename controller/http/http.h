@@ -222,6 +222,95 @@ const char *http_error_type(int status);
  */
 size_t http_response_head(const struct http_response *res, int keep_alive, char *buf, size_t cap);
 
+/* ---- who may ask (http_access.c) ----------------------------------------------------- */
+
+/*
+ * The checks a server on the operator's machine makes before its routes, as pure functions
+ * of a request's headers (no I/O, nothing counted: the caller words the refusal and counts
+ * it). A web page the operator opens must not be able to drive the server: DNS rebinding
+ * makes a page's own name resolve to 127.0.0.1, so every request must carry a Host the
+ * server knows as its own; a page of another site can send a POST without asking
+ * (text/plain, a form), so a change whose Origin is another site's is refused, and a change's
+ * body must say application/json, which a browser does not send across sites without a CORS
+ * preflight (never granted). Beyond loopback, a bearer token, compared in constant time.
+ */
+
+/* How a route is protected. Every route names one; 0 is none and is refused. */
+enum http_access_class {
+    HTTP_ACCESS_NONE = 0,
+    HTTP_ACCESS_READ,      /* GET, HEAD: beyond loopback the token, unless public_reads */
+    HTTP_ACCESS_OPEN,      /* GET, HEAD that need no token anywhere (a health check, the files
+                              a page loads before it can send a token) */
+    HTTP_ACCESS_CHANGE,    /* PUT, POST, DELETE: Origin, a JSON body (or none), the token */
+    HTTP_ACCESS_TEXT_BODY, /* a change whose body is not JSON (its route checks the type):
+                              as CHANGE without the Content-Type check */
+};
+
+/* What the server allows. Borrowed strings. */
+struct http_access_policy {
+    const char *token;         /* the bearer token; "" or NULL: none */
+    const char *hostname;      /* this machine's name, a Host it answers to ("" or NULL) */
+    const char *allowed_hosts; /* more Host values, comma-separated: NAME, NAME:PORT, .DOMAIN
+                                  (every name under it), * (any); "" or NULL: none */
+    int loopback;              /* 1: the server listens on loopback only */
+    int public_reads;          /* 1: READ needs no token beyond loopback either */
+};
+
+/* What a request says about itself (http_access_ask_of fills it from a request). */
+struct http_access_ask {
+    const char *host;          /* the Host header, NULL when absent */
+    const char *origin;        /* Origin, NULL when absent */
+    const char *content_type;  /* Content-Type, NULL when absent */
+    const char *authorization; /* Authorization, NULL when absent */
+    size_t body_len;
+    int needs_host; /* HTTP/1.1 or later: a request without Host is malformed */
+};
+
+/* The first check a request fails, in the order they are made (Host, then for READ the token;
+ * for a change Origin, Content-Type, the token). */
+enum http_access_verdict {
+    HTTP_ACCESS_OK = 0,
+    HTTP_ACCESS_NO_HOST,        /* 400: an HTTP/1.1 request without Host */
+    HTTP_ACCESS_FOREIGN_HOST,   /* 403: a Host that is not the server's */
+    HTTP_ACCESS_READ_TOKEN,     /* 401: a read beyond loopback without the right token */
+    HTTP_ACCESS_FOREIGN_ORIGIN, /* 403: a change whose Origin is not http(s)://HOST */
+    HTTP_ACCESS_NOT_JSON,       /* 415: a change with a body or a Content-Type not JSON */
+    HTTP_ACCESS_NO_TOKEN_SET,   /* 403: a change beyond loopback while no token is set */
+    HTTP_ACCESS_CHANGE_TOKEN,   /* 401: a change without the right token */
+    HTTP_ACCESS_NO_CLASS,       /* 500: the route names no class (a bug: refused) */
+};
+
+/* The headers of req that the checks read. */
+void http_access_ask_of(const struct http_request *req, struct http_access_ask *out);
+
+/* The verdict on a request of class cls under pol (pure). */
+enum http_access_verdict http_access_decide(const struct http_access_policy *pol,
+                                            enum http_access_class cls,
+                                            const struct http_access_ask *ask);
+
+/* The HTTP status of a refusal (400, 401, 403, 415, 500); 0 for HTTP_ACCESS_OK. */
+int http_access_status(enum http_access_verdict v);
+
+/* 1 when a listen address is loopback only: 127.x.y.z, ::1, localhost. */
+int http_access_loopback(const char *listen_host);
+
+/*
+ * 1 when a Host value (a name or address, optional :port, [v6]) is one the server answers
+ * to: an IP literal, localhost and *.localhost (a trailing dot ignored), hostname, or an
+ * entry of allowed_hosts (names compared without case; NAME:PORT must match with its port).
+ */
+int http_access_host_allowed(const char *value, const char *hostname, const char *allowed_hosts);
+
+/* 1 when origin is "http://" or "https://" followed by host (no case); 0 when host is NULL. */
+int http_access_same_origin(const char *origin, const char *host);
+
+/* 1 when a Content-Type value is application/json (parameters allowed). */
+int http_access_json_type(const char *content_type);
+
+/* 1 when an Authorization value is "Bearer " and the token (non-empty), compared in a time
+ * that depends on the token's length only. */
+int http_access_bearer_ok(const char *authorization, const char *token);
+
 /* ---- the parser side (no sockets) ---------------------------------------------------- */
 
 /*

@@ -935,7 +935,8 @@ static int parse_state_tail(const char *p, const char *e, struct wire_msg *m) {
             }
         }
         if (!known && has_prefix(seg, se, "tother:", 7)) {
-            if (se - seg > 7 + 20 || wire__parse_u64(seg + 7, (size_t)(se - seg - 7), &m->tother) != 0) {
+            if (se - seg > 7 + 20 ||
+                wire__parse_u64(seg + 7, (size_t)(se - seg - 7), &m->tother) != 0) {
                 return WIRE_E_SYNTAX;
             }
         }

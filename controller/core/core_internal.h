@@ -1,0 +1,65 @@
+/*
+ * core_internal.h: what the core's files share (core.c: the probe table, the diagram,
+ * windows, sources; core_change.c: changes to probes). Nothing outside controller/core/
+ * includes it.
+ */
+#ifndef DQ_CORE_INTERNAL_H
+#define DQ_CORE_INTERNAL_H
+
+#include "core.h"
+
+struct source {
+    const struct core_source_ops *ops;
+    void *src;
+};
+
+struct core {
+    struct probe_table probes;
+    struct store *store;
+    struct clock clock;
+    int retention_hours;
+    /* diagram */
+    struct dq_diagram *diagram;
+    struct dq_eval *eval;
+    char *diagram_text;
+    char diagram_path[1024];
+    /* sources */
+    struct source sources[CORE_MAX_SOURCES];
+    int n_sources;
+    /* state and counters */
+    int running;
+    int64_t started_ns;
+    int64_t last_prune_ns;
+    int64_t last_closed_wid;
+    uint64_t instances_total;
+    uint64_t windows_closed;
+    uint64_t store_errors;
+    /* wrapper links that went away */
+    int64_t link_down_ns; /* the last disconnection; 0: none yet */
+    char link_down_label[CORE_LABEL_MAX + 96];
+    struct core_peer peers[CORE_MAX_PEERS]; /* protocol errors of links gone, per peer */
+    size_t n_peers;
+    /* told of changes to probes (core_set_observer) */
+    core_observer_fn observer;
+    void *observer_ctx;
+    /* auto-ranging */
+    int (*range_veto)(void *ctx, const struct probe *p);
+    void *range_veto_ctx;
+    struct core_range_stats range;
+};
+
+/* Tells the observer (core_set_observer) that p changed: what as in core_observer_fn. */
+void core__tell(struct core *c, const struct probe *p, const char *what);
+
+/* Keeps the evaluator's grid for p's node in step with p's. */
+void core__sync_node_grid(struct core *c, const struct probe *p);
+
+/* A dMax change; `person`: a person's (the probe stops auto-ranging, the observer is told;
+ * a change applied by core_change_apply tells it once, at its end). DQ_ERANGE, DQ_ENOMEM. */
+int core__set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, int person);
+
+/* Writes p's row as it would be with `enabled` and the grid (dmax_ms, n); a failure is
+ * counted and logged. */
+int core__save_row(struct core *c, const struct probe *p, int enabled, double dmax_ms, int n);
+
+#endif /* DQ_CORE_INTERNAL_H */
