@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "dq_error.h"
+#include "otlp.h"
 #include "web.h"
 #include "log.h"
 
@@ -314,6 +315,13 @@ static void get_status(struct api *api, struct http_response *res) {
     json_object_set_new(data, "connections_reset", json_integer((json_int_t)ss.connections_reset));
     json_object_set_new(data, "reset_written_bytes",
                         json_integer((json_int_t)ss.reset_written_bytes));
+    json_t *sources = json_array();
+    for (int i = 0; i < api->env.n_sources; i++) {
+        if (api->env.sources[i]) {
+            json_array_append_new(sources, ingest_describe(api->env.sources[i]));
+        }
+    }
+    json_object_set_new(data, "sources", sources);
     http_reply_data(res, data);
 }
 
@@ -910,48 +918,15 @@ static void metrics_alerting(struct api *api, struct http_response *res) {
     }
 }
 
-/* The OTLP receiver's counters (only with --otlp). */
-static void metrics_otlp(const struct otlp *o, struct http_response *res) {
-    static const int codes[6] = {200, 400, 413, 415, 429, 503};
-    struct otlp_stats st;
-    otlp_get_stats(o, &st);
-    http_response_printf(res, "# HELP dqd_otlp_requests_total OTLP/HTTP requests answered, by "
-                              "status code.\n# TYPE dqd_otlp_requests_total counter\n");
-    for (int i = 0; i < 6; i++) {
-        http_response_printf(res, "dqd_otlp_requests_total{code=\"%d\"} %" PRIu64 "\n", codes[i],
-                             st.responses[i]);
-    }
-    http_response_printf(res, "dqd_otlp_requests_total{code=\"other\"} %" PRIu64 "\n",
-                         st.other_responses);
-    http_response_printf(
-        res,
-        "# HELP dqd_otlp_spans_total OTLP spans received, by what became of them.\n"
-        "# TYPE dqd_otlp_spans_total counter\n"
-        "dqd_otlp_spans_total{result=\"accepted\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"invalid\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"late\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"future\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"throttled\"} %" PRIu64 "\n"
-        "# HELP dqd_otlp_received_bytes_total OTLP request bodies, as sent and inflated.\n"
-        "# TYPE dqd_otlp_received_bytes_total counter\n"
-        "dqd_otlp_received_bytes_total{encoding=\"sent\"} %" PRIu64 "\n"
-        "dqd_otlp_received_bytes_total{encoding=\"inflated\"} %" PRIu64 "\n"
-        "# HELP dqd_otlp_http_errors_total OTLP requests refused by the HTTP layer before "
-        "decoding (malformed HTTP, a body over otlp_max_body: 400, 413, 414, 431).\n"
-        "# TYPE dqd_otlp_http_errors_total counter\n"
-        "dqd_otlp_http_errors_total %" PRIu64 "\n"
-        "# HELP dqd_otlp_services Services (service.name) heard from over OTLP.\n"
-        "# TYPE dqd_otlp_services gauge\n"
-        "dqd_otlp_services %" PRIu64 "\n",
-        st.spans_accepted, st.spans_rejected, st.spans_late, st.spans_future, st.spans_throttled,
-        st.bytes_received, st.bytes_inflated, st.http_errors, st.services);
-}
-
 /* GET /api/v1/otlp/spans?service=S&limit=N: the newest spans kept for `dqctl diagram
  * --infer`. */
 static void get_otlp_spans(struct api *api, const struct http_request *req,
                            struct http_response *res) {
-    if (!api->env.otlp) {
+    struct otlp *otlp = NULL;
+    for (int i = 0; i < api->env.n_sources && !otlp; i++) {
+        otlp = otlp_of(api->env.sources[i]);
+    }
+    if (!otlp) {
         http_reply_error(res, 404, "not_found",
                          "dqd receives no OTLP: start it with --otlp HOST:PORT (docs/otlp.md)");
         return;
@@ -967,8 +942,7 @@ static void get_otlp_spans(struct api *api, const struct http_request *req,
             return;
         }
     }
-    http_reply_data(res,
-                    otlp_recent_json(api->env.otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
+    http_reply_data(res, otlp_recent_json(otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
 }
 
 static void metrics(struct api *api, struct http_response *res) {
@@ -976,8 +950,6 @@ static void metrics(struct api *api, struct http_response *res) {
     struct probe_table *t = core_probes(core);
     struct core_stats cs;
     core_get_stats(core, &cs);
-    struct core_source_stats ss;
-    core_sources_stats(core, &ss);
     http_response_set_type(res, "text/plain; version=0.0.4; charset=utf-8");
     res->status = 200;
     http_response_printf(res, "# HELP dqd_instances_total Outcome instances received, by probe "
@@ -1052,12 +1024,6 @@ static void metrics(struct api *api, struct http_response *res) {
                          "# TYPE dqd_node_split_failures_total counter\n"
                          "dqd_node_split_failures_total %" PRIu64 "\n",
                          n_silent, t->split_failures);
-    http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
-                              "kind.\n# TYPE dqd_protocol_errors_total counter\n");
-    for (int e = 1; e < WIRE_E_COUNT; e++) {
-        http_response_printf(res, "dqd_protocol_errors_total{kind=\"%s\"} %" PRIu64 "\n",
-                             wire_err_name(e), ss.protocol_errors[e]);
-    }
     http_response_printf(
         res,
         "# HELP dqd_ingest_instances_total Instances parsed from wrapper connections.\n"
@@ -1073,17 +1039,6 @@ static void metrics(struct api *api, struct http_response *res) {
         "enabled or configured) evicted to make room for new names.\n"
         "# TYPE dqd_probes_evicted_total counter\n"
         "dqd_probes_evicted_total %" PRIu64 "\n"
-        "# HELP dqd_connections_total Wrapper connections accepted.\n"
-        "# TYPE dqd_connections_total counter\n"
-        "dqd_connections_total %" PRIu64 "\n"
-        "# HELP dqd_ingest_connections_reset_total Wrapper connections closed by a reset "
-        "from the peer (TCP RST): the lines it sent that dqd had not read yet are lost.\n"
-        "# TYPE dqd_ingest_connections_reset_total counter\n"
-        "dqd_ingest_connections_reset_total %" PRIu64 "\n"
-        "# HELP dqd_ingest_reset_written_bytes_total Bytes dqd had written to connections "
-        "that were later reset (commands a peer that closes without reading makes a reset).\n"
-        "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
-        "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n"
         "# HELP dqd_windows_closed_total Windows closed.\n"
         "# TYPE dqd_windows_closed_total counter\n"
         "dqd_windows_closed_total %" PRIu64 "\n"
@@ -1091,8 +1046,7 @@ static void metrics(struct api *api, struct http_response *res) {
         "# TYPE dqd_store_errors_total counter\n"
         "dqd_store_errors_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted,
-        ss.connections_total, ss.connections_reset, ss.reset_written_bytes, cs.windows_closed,
-        cs.store_errors);
+        cs.windows_closed, cs.store_errors);
     http_response_printf(res,
                          "# HELP dqd_http_refused_total API requests refused before their route: "
                          "a Host that is not dqd's, another site's Origin on a change, a change "
@@ -1126,16 +1080,9 @@ static void metrics(struct api *api, struct http_response *res) {
         "dqd_http_connections_closed_total{reason=\"timeout\"} %" PRIu64 "\n"
         "# HELP dqd_http_pending_bytes Answer bytes queued for HTTP clients, not yet sent.\n"
         "# TYPE dqd_http_pending_bytes gauge\n"
-        "dqd_http_pending_bytes %" PRIu64 "\n"
-        "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
-        "rejected (over max_ingest_connections), junk (no valid line within "
-        "ingest_junk_timeout).\n"
-        "# TYPE dqd_ingest_connections_closed_total counter\n"
-        "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
-        "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
+        "dqd_http_pending_bytes %" PRIu64 "\n",
         hs.connections_open, hs.connections_shed, hs.connections_rejected, hs.reserve_refused,
-        hs.unread_dropped, hs.timeouts, hs.pending_bytes, ss.connections_rejected,
-        ss.connections_junk);
+        hs.unread_dropped, hs.timeouts, hs.pending_bytes);
     struct webhook_stats ws = {0};
     if (api->webhooks) {
         webhooks_get_stats(api->webhooks, &ws);
@@ -1162,8 +1109,10 @@ static void metrics(struct api *api, struct http_response *res) {
                          "# TYPE dqd_log_suppressed_total counter\n"
                          "dqd_log_suppressed_total %" PRIu64 "\n",
                          LOG_SITE_BURST, log_suppressed_total());
-    if (api->env.otlp) {
-        metrics_otlp(api->env.otlp, res);
+    for (int i = 0; i < api->env.n_sources; i++) {
+        if (api->env.sources[i]) {
+            ingest_metrics(api->env.sources[i], res);
+        }
     }
     metrics_alerting(api, res);
 }
