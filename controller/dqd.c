@@ -405,18 +405,20 @@ static int start_http(struct dqd *d) {
  * store …": the first source, HTTP, then the other sources. */
 static void log_started(const struct dqd *d) {
     const struct dqd_config *o = &d->opt;
-    char at[N_SOURCES][DQD_HOSTPORT_MAX + 32] = {{0}};
-    for (int i = 0; i < d->n_sources; i++) {
-        snprintf(at[i], sizeof at[i], "%s%s on %s:%d", i ? ", " : "", d->sources[i]->ops->what,
-                 ingest_host(d->sources[i]), ingest_port(d->sources[i]));
-    }
-    char others[N_SOURCES * sizeof at[0]] = "";
-    for (int i = 1, len = 0; i < d->n_sources; i++) {
-        len += snprintf(others + len, sizeof others - (size_t)len, "%s", at[i]);
+    char first[DQD_HOSTPORT_MAX + 32] = "", others[N_SOURCES * sizeof first] = "";
+    for (int i = 0, len = 0; i < d->n_sources; i++) {
+        const struct ingest_source *s = d->sources[i];
+        if (i == 0) {
+            snprintf(first, sizeof first, "%s on %s:%d", s->ops->what, ingest_host(s),
+                     ingest_port(s));
+        } else {
+            len += snprintf(others + len, sizeof others - (size_t)len, ", %s on %s:%d",
+                            s->ops->what, ingest_host(s), ingest_port(s));
+        }
     }
     LOG(LOG_INFO,
         "dqd %s: %s, HTTP on %s:%d%s, store %s, window %" PRId64 " ms, lag %" PRId64 " ms%s",
-        DQD_VERSION, at[0], d->http_host, d->http_port, others, o->db, o->window_ms,
+        DQD_VERSION, first, d->http_host, d->http_port, others, o->db, o->window_ms,
         close_lag_ms(o), o->clock == DQD_CLOCK_SIM ? ", simulated time (--clock sim)" : "");
 }
 

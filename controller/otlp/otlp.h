@@ -148,7 +148,7 @@ struct otlp_options {
 
 /* Counters for /metrics and tests. */
 struct otlp_stats {
-    uint64_t requests;        /* POST /v1/traces answered */
+    uint64_t requests;        /* requests answered, whatever their path and method */
     uint64_t responses[6];    /* by status: 200, 400, 413, 415, 429, 503 */
     uint64_t other_responses; /* 401, 403, 404, 405 */
     uint64_t spans_received;  /* decoded spans, valid or not */
