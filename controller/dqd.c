@@ -1,9 +1,9 @@
 /*
  * dqd.c: the daemon, wired together. It owns nothing but the wiring: a clock (the wall
  * clock, or simulated time moved by a simulator's `clock;NS` lines), the store, the core,
- * the adaptive loop, the webhooks, the TCP ingest source, the HTTP server with the API
- * and the dashboard, the live event hub, the timer that closes windows, and the order in
- * which all of it starts and stops.
+ * the adaptive loop, the webhooks, the sources of instances (one array, ingest.h), the HTTP
+ * server with the API and the dashboard, the live event hub, the timer that closes
+ * windows, and the order in which all of it starts and stops.
  * Each piece is a module of its own under controller/ (docs/architecture.md).
  */
 #include "dqd.h"
@@ -26,6 +26,14 @@
 #include "store.h"
 #include "webhook.h"
 
+/* The sources of instances, in the order they are made and started, listed in the status,
+ * the startup line and /metrics. A new source is its module and one line here. */
+static const ingest_make_fn source_makers[] = {
+    ingest_tcp_make, /* wrappers on --listen, links to --wrapper listeners */
+    otlp_make,       /* OTLP/HTTP on --otlp (none without) */
+};
+#define N_SOURCES (sizeof source_makers / sizeof source_makers[0])
+
 struct dqd {
     uv_loop_t *loop;
     struct dqd_config opt;
@@ -38,9 +46,9 @@ struct dqd {
     struct adapt *adapt;
     struct webhooks *webhooks;
     struct events *events; /* live events (GET /api/v1/events) */
-    struct ingest_source *ingest;
-    int ingest_registered;
-    struct otlp *otlp; /* NULL unless --otlp */
+    /* the sources made, in the order of source_makers; an entry is NULL once it closes */
+    struct ingest_source *sources[N_SOURCES];
+    int n_sources;
     struct api *api;
     struct http_server *http;
     char http_host[64];
@@ -185,11 +193,6 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         http_server_close(d->http, on_part_closed, d);
         d->http = NULL;
     }
-    if (d->otlp) {
-        d->pending_closes++;
-        otlp_close(d->otlp, on_part_closed, d);
-        d->otlp = NULL;
-    }
     if (d->webhooks) {
         if (d->api) {
             api_set_webhooks(d->api, NULL); /* no /metrics from a closing sender */
@@ -205,13 +208,12 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
     if (d->core) {
         core_set_observer(d->core, NULL, NULL);
     }
-    if (d->ingest) {
-        if (d->ingest_registered) {
-            core_remove_source(d->core, d->ingest);
-        }
+    for (int i = d->n_sources; i-- > 0;) {
+        struct ingest_source *s = d->sources[i];
+        d->sources[i] = NULL; /* the API skips it from now on */
+        core_remove_source(d->core, s);
         d->pending_closes++;
-        ingest_close(d->ingest, on_part_closed, d);
-        d->ingest = NULL;
+        ingest_close(s, on_part_closed, d);
     }
     d->pending_closes--;
     finish_if_done(d);
@@ -309,45 +311,44 @@ static void descriptor_budget(struct dqd *d) {
     }
 }
 
-static int start_ingest(struct dqd *d) {
-    const char *wrappers[DQD_MAX_WRAPPERS];
-    for (int i = 0; i < d->opt.n_wrappers; i++) {
-        wrappers[i] = d->opt.wrappers[i];
-    }
-    struct ingest_tcp_options io = {
-        .listen = d->opt.listen,
-        .wrappers = wrappers,
-        .n_wrappers = d->opt.n_wrappers,
-        .legacy_commands = d->opt.legacy_commands,
+/* Makes, registers and starts every configured source, in the order of source_makers. */
+static int start_sources(struct dqd *d) {
+    struct ingest_env env = {
+        .loop = d->loop,
+        .core = d->core,
+        .cfg = &d->opt,
         .max_connections = d->ingest_cap,
-        .junk_timeout_ms = d->opt.ingest_junk_timeout_ms,
         .on_clock = d->opt.clock == DQD_CLOCK_SIM ? on_sim_clock : NULL,
         .clock_ctx = d,
     };
-    int rc = ingest_tcp_create(d->loop, d->core, &io, &d->ingest);
-    if (!rc) {
-        rc = core_add_source(d->core, d->ingest->ops->core, d->ingest);
-        d->ingest_registered = rc == DQ_OK;
+    for (size_t i = 0; i < N_SOURCES; i++) {
+        struct ingest_source *s = NULL;
+        int rc = source_makers[i](&env, &s);
+        if (rc) {
+            return rc;
+        }
+        if (!s) {
+            continue; /* left off by the configuration */
+        }
+        d->sources[d->n_sources++] = s;
+        if (s->ops->core && (rc = core_add_source(d->core, s->ops->core, s)) != DQ_OK) {
+            return rc;
+        }
+        if ((rc = ingest_start(s)) != DQ_OK) {
+            return rc;
+        }
     }
-    if (!rc) {
-        rc = ingest_start(d->ingest);
-    }
-    return rc;
+    return DQ_OK;
 }
 
-/* --otlp: the OTLP/HTTP receiver, a source without commands. */
-static int start_otlp(struct dqd *d) {
-    const struct dqd_config *o = &d->opt;
-    struct otlp_options oo = {.listen = o->otlp,
-                              .api_token = o->token, /* read from api_token's file */
-                              .silence_ns = o->otlp_silence_ms * 1000000,
-                              .max_body = (size_t)o->otlp_max_body,
-                              .max_spans_per_second = o->otlp_max_spans_per_second,
-                              .recent_spans = (size_t)o->otlp_recent_spans,
-                              .rules = o->otlp_rules,
-                              .n_rules = o->n_otlp_rules};
-    int rc = otlp_create(d->loop, d->core, &oo, &d->otlp);
-    return rc ? rc : otlp_start(d->otlp);
+/* The source called name, or NULL. */
+static struct ingest_source *source_named(const struct dqd *d, const char *name) {
+    for (int i = 0; i < d->n_sources; i++) {
+        if (d->sources[i] && strcmp(d->sources[i]->ops->name, name) == 0) {
+            return d->sources[i];
+        }
+    }
+    return NULL;
 }
 
 /* The lag windows close after: with --otlp, the longer of lag and otlp_lag (spans come in
@@ -361,7 +362,8 @@ static int start_http(struct dqd *d) {
                           .adapt = d->adapt,
                           .store = d->store,
                           .events = d->events,
-                          .otlp = d->otlp};
+                          .sources = d->sources,
+                          .n_sources = d->n_sources};
     struct api_options ao = {.version = DQD_VERSION,
                              .db = d->opt.db,
                              .api_token = d->opt.token,
@@ -394,10 +396,31 @@ static int start_http(struct dqd *d) {
         d->http_port = http_server_port(d->http);
         api_set_server(d->api, d->http);
         api_set_webhooks(d->api, d->webhooks);
-        api_set_addresses(d->api, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest),
-                          d->http_host, d->http_port);
+        const struct ingest_source *tcp = source_named(d, "tcp"); /* the ingest port */
+        api_set_addresses(d->api, ingest_host(tcp), ingest_port(tcp), d->http_host, d->http_port);
     }
     return rc;
+}
+
+/* "dqd 0.1.0: ingest on 127.0.0.1:7400, HTTP on 127.0.0.1:7401, OTLP on 127.0.0.1:4318,
+ * store …": the first source, HTTP, then the other sources. */
+static void log_started(const struct dqd *d) {
+    const struct dqd_config *o = &d->opt;
+    char first[DQD_HOSTPORT_MAX + 32] = "", others[N_SOURCES * sizeof first] = "";
+    for (int i = 0, len = 0; i < d->n_sources; i++) {
+        const struct ingest_source *s = d->sources[i];
+        if (i == 0) {
+            snprintf(first, sizeof first, "%s on %s:%d", s->ops->what, ingest_host(s),
+                     ingest_port(s));
+        } else {
+            len += snprintf(others + len, sizeof others - (size_t)len, ", %s on %s:%d",
+                            s->ops->what, ingest_host(s), ingest_port(s));
+        }
+    }
+    LOG(LOG_INFO,
+        "dqd %s: %s, HTTP on %s:%d%s, store %s, window %" PRId64 " ms, lag %" PRId64 " ms%s",
+        DQD_VERSION, first, d->http_host, d->http_port, others, o->db, o->window_ms,
+        close_lag_ms(o), o->clock == DQD_CLOCK_SIM ? ", simulated time (--clock sim)" : "");
 }
 
 int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
@@ -472,10 +495,7 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     }
     if (!rc) {
         descriptor_budget(d);
-        rc = start_ingest(d);
-    }
-    if (!rc && o->otlp[0]) {
-        rc = start_otlp(d);
+        rc = start_sources(d);
     }
     if (!rc) {
         rc = start_http(d);
@@ -501,27 +521,17 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
-    char otlp_at[DQD_HOSTPORT_MAX + 32] = "";
-    if (d->otlp) {
-        snprintf(otlp_at, sizeof otlp_at, ", OTLP on %s:%d", otlp_host(d->otlp),
-                 otlp_port(d->otlp));
-    }
-    LOG(LOG_INFO,
-        "dqd %s: ingest on %s:%d, HTTP on %s:%d%s, store %s, window %" PRId64 " ms, lag %" PRId64
-        " ms%s",
-        DQD_VERSION, ingest_tcp_host(d->ingest), ingest_tcp_port(d->ingest), d->http_host,
-        d->http_port, otlp_at, o->db, o->window_ms, close_lag_ms(o),
-        o->clock == DQD_CLOCK_SIM ? ", simulated time (--clock sim)" : "");
+    log_started(d);
     *out = d;
     return DQ_OK;
 }
 
 int dqd_ingest_port(const struct dqd *d) {
-    return ingest_tcp_port(d->ingest);
+    return ingest_port(source_named(d, "tcp"));
 }
 
 int dqd_otlp_port(const struct dqd *d) {
-    return d->otlp ? otlp_port(d->otlp) : 0;
+    return ingest_port(source_named(d, "otlp"));
 }
 
 int dqd_http_port(const struct dqd *d) {

@@ -111,9 +111,10 @@ struct investigation {
     struct search_state st;
     int64_t eval_from; /* windows ≥ this count for the current evaluation */
     int windows_waited;
-    int quiet;                          /* closed: windows in a row without the problem */
-    int unexplained;                    /* closed: windows in a row its verdict no longer
-                                           explains its still-fired trigger */
+    int quiet;       /* closed: windows in a row without the problem */
+    int untold;      /* closed: windows in a row its culprit had too few instances to judge */
+    int unexplained; /* closed: windows in a row its verdict no longer
+                        explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int64_t recheck_wid;                /* closed: when its verdict was last re-checked */
     int recheck_holds;                  /* … and what that said (1 holds, 0 not) */

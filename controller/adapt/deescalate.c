@@ -35,7 +35,7 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
  * 1 when the localized child of a closed investigation still holds the problem: its
  * contribution over the last windows stays above the midpoint between its value at the
  * verdict and the runner-up's then; 0 when it does not; −1 when that cannot be told
- * (another verdict, a restart without those numbers, or too few samples).
+ * (another verdict, a restart without those numbers), −2 when it had too few instances.
  */
 static int verdict_holds(struct plan *pl, const struct investigation *inv, double *now) {
     if (strcmp(inv->verdict, "localized") != 0 || !inv->verdict_node[0] ||
@@ -56,7 +56,8 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
             }
             const struct search_stats *s = &fi->kids[j].stats;
             if (!s->present || search_stats_instances(s) < 10) {
-                break; /* no evidence left: cannot tell */
+                holds = -2; /* too few instances: cannot tell */
+                break;
             }
             include[j] = 1;
             if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
@@ -169,7 +170,14 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
         }
         return abnormal;
     }
-    return recheck_culprit(pl, inv, "the investigation keeps its probes", record) == 1;
+    int holds = recheck_culprit(pl, inv, "the investigation keeps its probes", record);
+    if (holds != -2 || !record) {
+        inv->untold = record ? 0 : inv->untold;
+        return holds == 1;
+    }
+    /* too few of the culprit's instances to tell (a loaded machine's thin windows): not
+     * quiet, for as long as a step may wait for samples; then the problem is taken as gone */
+    return ++inv->untold < pl->a->opt.investigation_windows;
 }
 
 void adapt__release(struct plan *pl, struct investigation *inv, const char *reason) {

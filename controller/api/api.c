@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dq_error.h"
+#include "otlp.h"
 #include "web.h"
 
 void api__iso8601(int64_t ns, char *buf, size_t cap) {
@@ -117,6 +118,13 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    json_t *sources = json_array();
+    for (int i = 0; i < api->env.n_sources; i++) {
+        if (api->env.sources[i]) {
+            json_array_append_new(sources, ingest_describe(api->env.sources[i]));
+        }
+    }
+    json_object_set_new(data, "sources", sources);
     /* when every wrapper has gone: since when, and which went last */
     const char *down_label = NULL;
     int64_t down_ns = core_last_link_down(core, &down_label);
@@ -246,7 +254,11 @@ void api__get_events(struct api *api, const struct api_call *call, struct http_r
  * --infer`. */
 void api__get_otlp_spans(struct api *api, const struct api_call *call, struct http_response *res) {
     const struct http_request *req = call->req;
-    if (!api->env.otlp) {
+    struct otlp *otlp = NULL; /* the receiver among the sources */
+    for (int i = 0; i < api->env.n_sources && !otlp; i++) {
+        otlp = otlp_of(api->env.sources[i]);
+    }
+    if (!otlp) {
         http_reply_error(res, 404, "not_found",
                          "dqd receives no OTLP: start it with --otlp HOST:PORT (docs/otlp.md)");
         return;
@@ -262,8 +274,7 @@ void api__get_otlp_spans(struct api *api, const struct api_call *call, struct ht
             return;
         }
     }
-    http_reply_data(res,
-                    otlp_recent_json(api->env.otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
+    http_reply_data(res, otlp_recent_json(otlp, svc && svc[0] ? svc : NULL, (size_t)limit));
 }
 
 /*

@@ -24,7 +24,7 @@
 #include "core.h"
 #include "events.h"
 #include "http.h"
-#include "otlp.h"
+#include "ingest.h"
 #include "store.h"
 #include "webhook.h"
 
@@ -36,7 +36,11 @@ struct api_env {
     struct adapt *adapt;
     struct store *store;
     struct events *events; /* GET /api/v1/events; NULL: a GET of it answers 404 */
-    struct otlp *otlp;     /* the OTLP receiver, NULL when --otlp is off */
+    /* The sources of instances (dqd's array: an entry turns NULL once its source closes),
+     * each listed in the status and measured in /metrics through ingest.h; the OTLP
+     * receiver among them (otlp_of) serves GET /api/v1/otlp/spans. */
+    struct ingest_source *const *sources;
+    int n_sources;
 };
 
 /* What /api/v1/status reports about the daemon, and the token for changes. Copied. */

@@ -136,19 +136,6 @@ static void split_failures(struct api *api, struct http_response *res) {
                          core_probes(api->env.core)->split_failures);
 }
 
-/* ---- the sources of instances and the daemon ---------------------------------------------- */
-
-static void protocol_errors(struct api *api, struct http_response *res) {
-    struct core_source_stats ss;
-    core_sources_stats(api->env.core, &ss);
-    http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
-                              "kind.\n# TYPE dqd_protocol_errors_total counter\n");
-    for (int e = 1; e < WIRE_E_COUNT; e++) {
-        http_response_printf(res, "dqd_protocol_errors_total{kind=\"%s\"} %" PRIu64 "\n",
-                             wire_err_name(e), ss.protocol_errors[e]);
-    }
-}
-
 /* dqd_ingest_instances_total, dqd_ingest_rejected_total, dqd_probes_evicted_total. */
 static void ingest(struct api *api, struct http_response *res) {
     struct probe_table *t = core_probes(api->env.core);
@@ -170,27 +157,6 @@ static void ingest(struct api *api, struct http_response *res) {
         "# TYPE dqd_probes_evicted_total counter\n"
         "dqd_probes_evicted_total %" PRIu64 "\n",
         cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted);
-}
-
-/* The wrapper connections: dqd_connections_total, dqd_ingest_connections_reset_total,
- * dqd_ingest_reset_written_bytes_total. */
-static void connections(struct api *api, struct http_response *res) {
-    struct core_source_stats ss;
-    core_sources_stats(api->env.core, &ss);
-    http_response_printf(
-        res,
-        "# HELP dqd_connections_total Wrapper connections accepted.\n"
-        "# TYPE dqd_connections_total counter\n"
-        "dqd_connections_total %" PRIu64 "\n"
-        "# HELP dqd_ingest_connections_reset_total Wrapper connections closed by a reset "
-        "from the peer (TCP RST): the lines it sent that dqd had not read yet are lost.\n"
-        "# TYPE dqd_ingest_connections_reset_total counter\n"
-        "dqd_ingest_connections_reset_total %" PRIu64 "\n"
-        "# HELP dqd_ingest_reset_written_bytes_total Bytes dqd had written to connections "
-        "that were later reset (commands a peer that closes without reading makes a reset).\n"
-        "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
-        "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n",
-        ss.connections_total, ss.connections_reset, ss.reset_written_bytes);
 }
 
 /* dqd_windows_closed_total, dqd_store_errors_total. */
@@ -251,20 +217,6 @@ static void http_server(struct api *api, struct http_response *res) {
         hs.unread_dropped, hs.timeouts, hs.pending_bytes);
 }
 
-static void ingest_closed(struct api *api, struct http_response *res) {
-    struct core_source_stats ss;
-    core_sources_stats(api->env.core, &ss);
-    http_response_printf(
-        res,
-        "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
-        "rejected (over max_ingest_connections), junk (no valid line within "
-        "ingest_junk_timeout).\n"
-        "# TYPE dqd_ingest_connections_closed_total counter\n"
-        "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
-        "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
-        ss.connections_rejected, ss.connections_junk);
-}
-
 static void webhooks(struct api *api, struct http_response *res) {
     struct webhook_stats ws = {0};
     if (api->webhooks) {
@@ -296,47 +248,6 @@ static void log_suppressed(struct api *api, struct http_response *res) {
                          "# TYPE dqd_log_suppressed_total counter\n"
                          "dqd_log_suppressed_total %" PRIu64 "\n",
                          LOG_SITE_BURST, log_suppressed_total());
-}
-
-/* The OTLP receiver's counters (only with --otlp). */
-static void otlp(struct api *api, struct http_response *res) {
-    const struct otlp *o = api->env.otlp;
-    if (!o) {
-        return;
-    }
-    static const int codes[6] = {200, 400, 413, 415, 429, 503};
-    struct otlp_stats st;
-    otlp_get_stats(o, &st);
-    http_response_printf(res, "# HELP dqd_otlp_requests_total OTLP/HTTP requests answered, by "
-                              "status code.\n# TYPE dqd_otlp_requests_total counter\n");
-    for (int i = 0; i < 6; i++) {
-        http_response_printf(res, "dqd_otlp_requests_total{code=\"%d\"} %" PRIu64 "\n", codes[i],
-                             st.responses[i]);
-    }
-    http_response_printf(res, "dqd_otlp_requests_total{code=\"other\"} %" PRIu64 "\n",
-                         st.other_responses);
-    http_response_printf(
-        res,
-        "# HELP dqd_otlp_spans_total OTLP spans received, by what became of them.\n"
-        "# TYPE dqd_otlp_spans_total counter\n"
-        "dqd_otlp_spans_total{result=\"accepted\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"invalid\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"late\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"future\"} %" PRIu64 "\n"
-        "dqd_otlp_spans_total{result=\"throttled\"} %" PRIu64 "\n"
-        "# HELP dqd_otlp_received_bytes_total OTLP request bodies, as sent and inflated.\n"
-        "# TYPE dqd_otlp_received_bytes_total counter\n"
-        "dqd_otlp_received_bytes_total{encoding=\"sent\"} %" PRIu64 "\n"
-        "dqd_otlp_received_bytes_total{encoding=\"inflated\"} %" PRIu64 "\n"
-        "# HELP dqd_otlp_http_errors_total OTLP requests refused by the HTTP layer before "
-        "decoding (malformed HTTP, a body over otlp_max_body: 400, 413, 414, 431).\n"
-        "# TYPE dqd_otlp_http_errors_total counter\n"
-        "dqd_otlp_http_errors_total %" PRIu64 "\n"
-        "# HELP dqd_otlp_services Services (service.name) heard from over OTLP.\n"
-        "# TYPE dqd_otlp_services gauge\n"
-        "dqd_otlp_services %" PRIu64 "\n",
-        st.spans_accepted, st.spans_rejected, st.spans_late, st.spans_future, st.spans_throttled,
-        st.bytes_received, st.bytes_inflated, st.http_errors, st.services);
 }
 
 /* ---- what a Prometheus user alerts on (docs/running.md, "Monitoring") -------------------- */
@@ -463,11 +374,19 @@ static void wrappers(struct api *api, struct http_response *res) {
 
 /* ---- the exposition ---------------------------------------------------------------------- */
 
+/* Every source's own families (ingest.h: its connections, its errors). */
+static void sources(struct api *api, struct http_response *res) {
+    for (int i = 0; i < api->env.n_sources; i++) {
+        if (api->env.sources[i]) {
+            ingest_metrics(api->env.sources[i], res);
+        }
+    }
+}
+
 static const family_fn families[] = {
-    instances,       durations,     enabled,     silence,        split_failures,
-    protocol_errors, ingest,        connections, windows_store,  refused,
-    http_server,     ingest_closed, webhooks,    log_suppressed, otlp,
-    build_info,      adaptive_loop, qta_margins, quantiles,      wrappers,
+    instances,     durations,     enabled,     silence,   split_failures, ingest,
+    windows_store, refused,       http_server, webhooks,  log_suppressed, sources,
+    build_info,    adaptive_loop, qta_margins, quantiles, wrappers,
 };
 
 void api__get_metrics(struct api *api, const struct api_call *call, struct http_response *res) {

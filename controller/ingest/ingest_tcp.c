@@ -94,6 +94,7 @@ struct tcp_source {
     struct log_limit reject_limit;
     uint64_t connections_reset, reset_written_bytes;
     uint64_t errors[WIRE_E_COUNT];
+    uint64_t instances; /* added to the core's instances_total */
     /* shutdown */
     int closing, pending_closes;
     void (*on_closed)(void *);
@@ -504,6 +505,7 @@ static void on_ack(struct link *l, const struct wire_msg *m) {
  * per line). */
 static void link_flush_count(struct link *l) {
     core_add_instances(l->s->core, l->instances - l->counted);
+    l->s->instances += l->instances - l->counted;
     l->counted = l->instances;
 }
 
@@ -883,14 +885,17 @@ static void tcp_links(void *src, void (*fn)(void *ctx, const struct core_link_in
     }
 }
 
-static void tcp_stats(void *src, struct core_source_stats *st) {
-    struct tcp_source *s = src;
+static void tcp_totals(const struct tcp_source *s, struct core_source_stats *st) {
     st->connections_total = s->connections_total;
     st->connections_rejected = s->connections_rejected;
     st->connections_junk = s->connections_junk;
     st->connections_reset = s->connections_reset;
     st->reset_written_bytes = s->reset_written_bytes;
     memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
+}
+
+static void tcp_stats(void *src, struct core_source_stats *st) {
+    tcp_totals(src, st);
 }
 
 static const struct core_source_ops tcp_core_ops = {
@@ -958,10 +963,69 @@ static void tcp_close(struct ingest_source *base, void (*done)(void *arg), void 
     finish_if_done(s);
 }
 
+/* ---- what the status, the startup line and /metrics show --------------------------------- */
+
+static const char *tcp_host(const struct ingest_source *base) {
+    return ((const struct tcp_source *)base)->host;
+}
+
+static int tcp_port(const struct ingest_source *base) {
+    return ((const struct tcp_source *)base)->port;
+}
+
+static void tcp_describe(const struct ingest_source *base, json_t *o) {
+    const struct tcp_source *s = (const struct tcp_source *)base;
+    size_t connected = 0;
+    for (const struct link *l = s->links; l; l = l->next) {
+        connected += (size_t)l->connected;
+    }
+    json_object_set_new(o, "connections", json_integer((json_int_t)connected));
+    json_object_set_new(o, "connections_total", json_integer((json_int_t)s->connections_total));
+    json_object_set_new(o, "instances", json_integer((json_int_t)s->instances));
+}
+
+/* Bad lines by kind, and the connections: accepted, reset by the peer, refused or closed. */
+static void tcp_metrics(const struct ingest_source *base, struct http_response *res) {
+    struct core_source_stats st;
+    tcp_totals((const struct tcp_source *)base, &st);
+    http_response_printf(res, "# HELP dqd_protocol_errors_total Bad lines from wrappers, by "
+                              "kind.\n# TYPE dqd_protocol_errors_total counter\n");
+    for (int e = 1; e < WIRE_E_COUNT; e++) {
+        http_response_printf(res, "dqd_protocol_errors_total{kind=\"%s\"} %" PRIu64 "\n",
+                             wire_err_name(e), st.protocol_errors[e]);
+    }
+    http_response_printf(
+        res,
+        "# HELP dqd_connections_total Wrapper connections accepted.\n"
+        "# TYPE dqd_connections_total counter\n"
+        "dqd_connections_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_reset_total Wrapper connections closed by a reset "
+        "from the peer (TCP RST): the lines it sent that dqd had not read yet are lost.\n"
+        "# TYPE dqd_ingest_connections_reset_total counter\n"
+        "dqd_ingest_connections_reset_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_reset_written_bytes_total Bytes dqd had written to connections "
+        "that were later reset (commands a peer that closes without reading makes a reset).\n"
+        "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
+        "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n"
+        "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
+        "rejected (over max_ingest_connections), junk (no valid line within "
+        "ingest_junk_timeout).\n"
+        "# TYPE dqd_ingest_connections_closed_total counter\n"
+        "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
+        st.connections_total, st.connections_reset, st.reset_written_bytes, st.connections_rejected,
+        st.connections_junk);
+}
+
 static const struct ingest_ops tcp_ops = {
     .name = "tcp",
+    .what = "ingest",
     .start = tcp_start,
     .close = tcp_close,
+    .host = tcp_host,
+    .port = tcp_port,
+    .describe = tcp_describe,
+    .metrics = tcp_metrics,
     .core = &tcp_core_ops,
 };
 
@@ -992,24 +1056,21 @@ int ingest_tcp_create(uv_loop_t *loop, struct core *core, const struct ingest_tc
     return DQ_OK;
 }
 
-int ingest_tcp_port(const struct ingest_source *s) {
-    return ((const struct tcp_source *)s)->port;
-}
-
-const char *ingest_tcp_host(const struct ingest_source *s) {
-    return ((const struct tcp_source *)s)->host;
-}
-
-int ingest_start(struct ingest_source *s) {
-    return s->ops->start(s);
-}
-
-void ingest_close(struct ingest_source *s, void (*done)(void *arg), void *arg) {
-    if (!s) {
-        if (done) {
-            done(arg);
-        }
-        return;
+int ingest_tcp_make(const struct ingest_env *env, struct ingest_source **out) {
+    const struct dqd_config *cfg = env->cfg;
+    const char *wrappers[DQD_MAX_WRAPPERS];
+    for (int i = 0; i < cfg->n_wrappers; i++) {
+        wrappers[i] = cfg->wrappers[i];
     }
-    s->ops->close(s, done, arg);
+    struct ingest_tcp_options io = {
+        .listen = cfg->listen,
+        .wrappers = wrappers,
+        .n_wrappers = cfg->n_wrappers,
+        .legacy_commands = cfg->legacy_commands,
+        .max_connections = env->max_connections,
+        .junk_timeout_ms = cfg->ingest_junk_timeout_ms,
+        .on_clock = env->on_clock,
+        .clock_ctx = env->clock_ctx,
+    };
+    return ingest_tcp_create(env->loop, env->core, &io, out);
 }

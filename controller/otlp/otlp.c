@@ -14,6 +14,7 @@
  */
 #include "otlp.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ struct recent {
 };
 
 struct otlp {
+    struct ingest_source base; /* first: the receiver as a source (ingest.h) */
     uv_loop_t *loop;
     struct core *core;
     struct probe_table *probes;
@@ -78,10 +80,12 @@ struct otlp {
     void *done_arg;
 };
 
+/* The statuses counted one by one in otlp_stats.responses, in that order. */
+static const int status_codes[6] = {200, 400, 413, 415, 429, 503};
+
 int otlp_status_index(int status) {
-    static const int codes[6] = {200, 400, 413, 415, 429, 503};
     for (int i = 0; i < 6; i++) {
-        if (codes[i] == status) {
+        if (status_codes[i] == status) {
             return i;
         }
     }
@@ -544,12 +548,15 @@ static void handle(void *ctx, const struct http_request *req, struct http_respon
 /* ---- life
  * ------------------------------------------------------------------------------------------ */
 
+static const struct ingest_ops otlp_ops;
+
 int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o,
                 struct otlp **out) {
     struct otlp *r = calloc(1, sizeof *r);
     if (!r) {
         return dq_fail(DQ_ENOMEM, "no memory for the OTLP receiver");
     }
+    r->base.ops = &otlp_ops;
     r->loop = loop;
     r->core = core;
     r->probes = core_probes(core);
@@ -600,23 +607,6 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     }
     *out = r;
     return DQ_OK;
-}
-
-int otlp_start(struct otlp *r) {
-    int rc = http_server_listen(r->http, r->host, r->port);
-    if (rc) {
-        return dq_fail(rc, "cannot receive OTLP on %s: %s", r->listen, dq_last_error());
-    }
-    r->port = http_server_port(r->http);
-    return DQ_OK;
-}
-
-int otlp_port(const struct otlp *r) {
-    return r->port;
-}
-
-const char *otlp_host(const struct otlp *r) {
-    return r->host;
 }
 
 void otlp_get_stats(const struct otlp *r, struct otlp_stats *st) {
@@ -671,4 +661,125 @@ void otlp_close(struct otlp *r, void (*done)(void *arg), void *arg) {
     } else {
         free_receiver(r);
     }
+}
+
+/* ---- the receiver as a source (ingest.h) -------------------------------------------------- */
+
+static struct otlp *receiver(struct ingest_source *s) {
+    return (struct otlp *)s;
+}
+
+static const struct otlp *const_receiver(const struct ingest_source *s) {
+    return (const struct otlp *)s;
+}
+
+static int otlp_start(struct ingest_source *s) {
+    struct otlp *r = receiver(s);
+    int rc = http_server_listen(r->http, r->host, r->port);
+    if (rc) {
+        return dq_fail(rc, "cannot receive OTLP on %s: %s", r->listen, dq_last_error());
+    }
+    r->port = http_server_port(r->http);
+    return DQ_OK;
+}
+
+static void otlp_close_source(struct ingest_source *s, void (*done)(void *arg), void *arg) {
+    otlp_close(receiver(s), done, arg);
+}
+
+static const char *otlp_host(const struct ingest_source *s) {
+    return const_receiver(s)->host;
+}
+
+static int otlp_port(const struct ingest_source *s) {
+    return const_receiver(s)->port;
+}
+
+static void otlp_describe(const struct ingest_source *s, json_t *o) {
+    struct otlp_stats st;
+    otlp_get_stats(const_receiver(s), &st);
+    json_object_set_new(o, "services", json_integer((json_int_t)st.services));
+    json_object_set_new(o, "requests", json_integer((json_int_t)st.requests));
+    json_object_set_new(o, "instances", json_integer((json_int_t)st.spans_accepted));
+}
+
+/* Requests by status, spans by what became of them, bytes, the HTTP layer's refusals and
+ * the services heard from. */
+static void otlp_metrics(const struct ingest_source *s, struct http_response *res) {
+    struct otlp_stats st;
+    otlp_get_stats(const_receiver(s), &st);
+    http_response_printf(res, "# HELP dqd_otlp_requests_total OTLP/HTTP requests answered, by "
+                              "status code.\n# TYPE dqd_otlp_requests_total counter\n");
+    for (int i = 0; i < 6; i++) {
+        http_response_printf(res, "dqd_otlp_requests_total{code=\"%d\"} %" PRIu64 "\n",
+                             status_codes[i], st.responses[i]);
+    }
+    http_response_printf(res, "dqd_otlp_requests_total{code=\"other\"} %" PRIu64 "\n",
+                         st.other_responses);
+    http_response_printf(
+        res,
+        "# HELP dqd_otlp_spans_total OTLP spans received, by what became of them.\n"
+        "# TYPE dqd_otlp_spans_total counter\n"
+        "dqd_otlp_spans_total{result=\"accepted\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"invalid\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"late\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"future\"} %" PRIu64 "\n"
+        "dqd_otlp_spans_total{result=\"throttled\"} %" PRIu64 "\n"
+        "# HELP dqd_otlp_received_bytes_total OTLP request bodies, as sent and inflated.\n"
+        "# TYPE dqd_otlp_received_bytes_total counter\n"
+        "dqd_otlp_received_bytes_total{encoding=\"sent\"} %" PRIu64 "\n"
+        "dqd_otlp_received_bytes_total{encoding=\"inflated\"} %" PRIu64 "\n"
+        "# HELP dqd_otlp_http_errors_total OTLP requests refused by the HTTP layer before "
+        "decoding (malformed HTTP, a body over otlp_max_body: 400, 413, 414, 431).\n"
+        "# TYPE dqd_otlp_http_errors_total counter\n"
+        "dqd_otlp_http_errors_total %" PRIu64 "\n"
+        "# HELP dqd_otlp_services Services (service.name) heard from over OTLP.\n"
+        "# TYPE dqd_otlp_services gauge\n"
+        "dqd_otlp_services %" PRIu64 "\n",
+        st.spans_accepted, st.spans_rejected, st.spans_late, st.spans_future, st.spans_throttled,
+        st.bytes_received, st.bytes_inflated, st.http_errors, st.services);
+}
+
+/* OTLP carries no commands: its origins are passive, so it gives the core nothing (.core
+ * NULL). */
+static const struct ingest_ops otlp_ops = {
+    .name = "otlp",
+    .what = "OTLP",
+    .start = otlp_start,
+    .close = otlp_close_source,
+    .host = otlp_host,
+    .port = otlp_port,
+    .describe = otlp_describe,
+    .metrics = otlp_metrics,
+    .core = NULL,
+};
+
+struct ingest_source *otlp_source(struct otlp *r) {
+    return &r->base;
+}
+
+struct otlp *otlp_of(struct ingest_source *s) {
+    return s && s->ops == &otlp_ops ? receiver(s) : NULL;
+}
+
+int otlp_make(const struct ingest_env *env, struct ingest_source **out) {
+    const struct dqd_config *cfg = env->cfg;
+    *out = NULL;
+    if (!cfg->otlp[0]) {
+        return DQ_OK;
+    }
+    struct otlp_options oo = {.listen = cfg->otlp,
+                              .api_token = cfg->token, /* read from api_token's file */
+                              .silence_ns = cfg->otlp_silence_ms * 1000000,
+                              .max_body = (size_t)cfg->otlp_max_body,
+                              .max_spans_per_second = cfg->otlp_max_spans_per_second,
+                              .recent_spans = (size_t)cfg->otlp_recent_spans,
+                              .rules = cfg->otlp_rules,
+                              .n_rules = cfg->n_otlp_rules};
+    struct otlp *r;
+    int rc = otlp_create(env->loop, env->core, &oo, &r);
+    if (rc == DQ_OK) {
+        *out = &r->base;
+    }
+    return rc;
 }

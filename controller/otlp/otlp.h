@@ -19,7 +19,9 @@
  *                            table through one passive origin per service
  *                            (probes_origin_set_passive: OTLP carries no commands, so its
  *                            probes are always observed), and keeps the newest spans with
- *                            their ids for `dqctl diagram --infer`.
+ *                            their ids for `dqctl diagram --infer`. It is a source like the
+ *                            TCP one (ingest.h): dqd makes it with otlp_make and starts,
+ *                            describes, measures and closes it through struct ingest_ops.
  */
 #ifndef DQ_OTLP_H
 #define DQ_OTLP_H
@@ -32,6 +34,7 @@
 
 #include "core.h"
 #include "http.h"
+#include "ingest.h"
 #include "settings.h"
 
 /* ---- the arena ------------------------------------------------------------------------ */
@@ -145,7 +148,7 @@ struct otlp_options {
 
 /* Counters for /metrics and tests. */
 struct otlp_stats {
-    uint64_t requests;        /* POST /v1/traces answered */
+    uint64_t requests;        /* requests answered, whatever their path and method */
     uint64_t responses[6];    /* by status: 200, 400, 413, 415, 429, 503 */
     uint64_t other_responses; /* 401, 403, 404, 405 */
     uint64_t spans_received;  /* decoded spans, valid or not */
@@ -166,17 +169,18 @@ int otlp_status_index(int status);
 
 /*
  * Creates the receiver on loop for core (both borrowed); options copied. DQ_ENOMEM,
- * DQ_EINVAL for a bad address.
+ * DQ_EINVAL for a bad address. It binds when started through its source (ingest_start).
  */
 int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o,
                 struct otlp **out);
 
-/* Binds and listens. DQ_ENET / DQ_EINVAL naming the address. */
-int otlp_start(struct otlp *r);
+/* The receiver as dqd configures it (ingest_make_fn): *out NULL unless --otlp; the options
+ * from the otlp_* settings, the token from api_token. */
+int otlp_make(const struct ingest_env *env, struct ingest_source **out);
 
-/* The bound port and host (after start). */
-int otlp_port(const struct otlp *r);
-const char *otlp_host(const struct otlp *r);
+/* The receiver as a source (ingest.h), and back: NULL when s is not an OTLP receiver. */
+struct ingest_source *otlp_source(struct otlp *r);
+struct otlp *otlp_of(struct ingest_source *s);
 
 /* Copies the counters. */
 void otlp_get_stats(const struct otlp *r, struct otlp_stats *st);
@@ -188,7 +192,8 @@ void otlp_get_stats(const struct otlp *r, struct otlp_stats *st);
  */
 json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max);
 
-/* Closes the server; done(arg) runs when every handle has closed and r is freed. */
+/* Closes the server; done(arg) runs when every handle has closed and r is freed (the same
+ * as ingest_close on its source). */
 void otlp_close(struct otlp *r, void (*done)(void *arg), void *arg);
 
 /* For the benchmark and tests: handles one request body as the server would, without

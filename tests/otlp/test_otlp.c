@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "core_env.h"
 #include "otlp.h"
 #include "otlp_trace.pb-c.h"
 
@@ -344,49 +345,23 @@ static void test_names(void) {
  * ------------------------------------------------------------------------------- */
 
 struct env {
-    char db[64];
-    struct store *store;
-    struct clock clock;
-    struct clock_manual manual;
-    struct core *core;
-    uv_loop_t loop;
+    struct core_env c;
     struct otlp *otlp;
 };
 
-static int64_t store_clock(void *ctx) {
-    return clock_now(ctx);
-}
-
 static void env_open(struct env *e, double max_sps, size_t max_body) {
-    memset(e, 0, sizeof *e);
-    snprintf(e->db, sizeof e->db, "/tmp/test_otlp_%d.db", (int)getpid());
-    store_remove_files(e->db);
-    CHECK_INT(store_open(e->db, &e->store), DQ_OK);
-    clock_init_manual(&e->clock, &e->manual, T0 + SEC / 2);
-    store_set_clock(e->store, store_clock, &e->clock);
-    struct core_options co = {.max_probes = 100,
-                              .window_ns = SEC,
-                              .lag_ns = 10 * SEC,
-                              .ring = 60,
-                              .default_dmax_ms = 100,
-                              .default_bins = 100};
-    CHECK_INT(core_create(&co, e->store, &e->clock, &e->core), DQ_OK);
-    uv_loop_init(&e->loop);
+    core_env_open(&e->c, "test_otlp", T0 + SEC / 2);
     struct otlp_options oo = {.listen = "127.0.0.1:0",
                               .silence_ns = 15 * SEC,
                               .max_body = max_body,
                               .max_spans_per_second = max_sps,
                               .recent_spans = 100};
-    CHECK_INT(otlp_create(&e->loop, e->core, &oo, &e->otlp), DQ_OK);
+    CHECK_INT(otlp_create(&e->c.loop, e->c.core, &oo, &e->otlp), DQ_OK);
 }
 
 static void env_close(struct env *e) {
     otlp_close(e->otlp, NULL, NULL);
-    uv_run(&e->loop, UV_RUN_DEFAULT);
-    uv_loop_close(&e->loop);
-    core_destroy(e->core);
-    store_close(e->store);
-    store_remove_files(e->db);
+    core_env_close(&e->c);
 }
 
 static int post(struct env *e, const char *ct, const char *enc, const void *body, size_t len,
@@ -417,7 +392,7 @@ static void test_requests(void) {
     CHECK(r && r->partial_success && r->partial_success->rejected_spans == 1);
     CHECK(r && r->partial_success && strstr(r->partial_success->error_message, "trace_id"));
     dqotlp__export_trace_service_response__free_unpacked(r, NULL);
-    struct probe *p = probes_find(core_probes(e.core), "checkout", 8);
+    struct probe *p = probes_find(core_probes(e.c.core), "checkout", 8);
     CHECK(p && p->total_ok == 1 && p->total_fa == 1 && p->total_to == 1);
     CHECK(p && p->passive && p->enabled && p->always_on);
     /* gzip, with parameters in the content type */
@@ -484,16 +459,16 @@ static void test_requests(void) {
     /* silence: checkout had spans in window T0; none after. Its empty windows are quiet
      * until otlp_silence (15 s) has passed, then no data */
     for (int k = 1; k <= 12; k++) {
-        clock_manual_set(&e.manual, T0 + k * SEC);
-        core_close_due(e.core, clock_now(&e.clock), NULL, NULL);
+        clock_manual_set(&e.c.manual, T0 + k * SEC);
+        core_close_due(e.c.core, clock_now(&e.c.clock), NULL, NULL);
     }
     struct probe_silence si;
-    CHECK(p && !probes_silence(core_probes(e.core), p, &si));
+    CHECK(p && !probes_silence(core_probes(e.c.core), p, &si));
     for (int k = 13; k <= 30; k++) {
-        clock_manual_set(&e.manual, T0 + k * SEC);
-        core_close_due(e.core, clock_now(&e.clock), NULL, NULL);
+        clock_manual_set(&e.c.manual, T0 + k * SEC);
+        core_close_due(e.c.core, clock_now(&e.c.clock), NULL, NULL);
     }
-    CHECK(p && probes_silence(core_probes(e.core), p, &si) == 1);
+    CHECK(p && probes_silence(core_probes(e.c.core), p, &si) == 1);
     CHECK(p && si.since_ns == T0 + 15 * SEC && !strcmp(si.origin.label, "otlp") &&
           !strcmp(si.origin.node, "shop"));
     http_response_release(&res);
@@ -514,7 +489,7 @@ static void test_budget(void) {
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 429);
     CHECK(strstr(res.extra, "Retry-After: 1") != NULL);
-    clock_manual_set(&e.manual, T0 + SEC / 2 + 2 * SEC);
+    clock_manual_set(&e.c.manual, T0 + SEC / 2 + 2 * SEC);
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
     struct otlp_stats st;
     otlp_get_stats(e.otlp, &st);
@@ -527,12 +502,12 @@ static void test_budget(void) {
         big[i] = (struct spec){"a", T0, T0 + 1000, 0, 0, 0, NULL, NULL};
     }
     body = pb_request("svc", big, 20, &len);
-    clock_manual_set(&e.manual, T0 + SEC / 2 + 5 * SEC);
+    clock_manual_set(&e.c.manual, T0 + SEC / 2 + 5 * SEC);
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
-    clock_manual_set(&e.manual, T0 + SEC / 2 + 6 * SEC); /* 1 s: the debt of 10 is paid */
+    clock_manual_set(&e.c.manual, T0 + SEC / 2 + 6 * SEC); /* 1 s: the debt of 10 is paid */
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 429);
     CHECK(strstr(res.extra, "Retry-After: 1") != NULL);
-    clock_manual_set(&e.manual, T0 + SEC / 2 + 7 * SEC);
+    clock_manual_set(&e.c.manual, T0 + SEC / 2 + 7 * SEC);
     CHECK_INT(post(&e, "application/x-protobuf", NULL, body, len, &res), 200);
     free(body);
     http_response_release(&res);
