@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dq_strbuf.h"
 #include "search_internal.h"
 
 #define CRIT_NORMAL_STEPS 2048 /* grid of the normal approximation of criticality */
@@ -22,13 +23,11 @@
 /* ---- small helpers ------------------------------------------------------------------- */
 
 void search__append(char *buf, size_t cap, const char *fmt, ...) {
-    size_t len = strnlen(buf, cap);
-    if (len + 1 >= cap) {
-        return;
-    }
+    struct dq_strbuf b;
+    dq_strbuf_resume(&b, buf, cap);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
+    dq_strbuf_vprintf(&b, fmt, ap);
     va_end(ap);
 }
 

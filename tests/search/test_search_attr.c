@@ -1004,31 +1004,41 @@ static void test_shares_bounded(void) {
     free(res);
 }
 
-int main(void) {
+static const struct check_case cases[] = {
+    CHECK_CASE(names),
+    CHECK_CASE(pooling),
+    CHECK_CASE(infer_problem),
+    CHECK_CASE(bad_input),
+    CHECK_CASE(latency_27),
+    CHECK_CASE(diffuse),
+    CHECK_CASE(need_samples),
+    CHECK_CASE(baseline),
+    CHECK_CASE(qta_quantile),
+    CHECK_CASE(variance),
+    CHECK_CASE(lost),
+    CHECK_CASE(divergence),
+    CHECK_CASE(all_to_finish),
+    CHECK_CASE(first_to_finish),
+    CHECK_CASE(choice),
+    CHECK_CASE(random_inputs),
+    CHECK_CASE(batch_means),
+    CHECK_CASE(shares_add_up),
+    CHECK_CASE(runner_up_zero),
+    CHECK_CASE(series_se),
+    CHECK_CASE(imprecise_waits),
+    CHECK_CASE(shape),
+    CHECK_CASE(shares_bounded),
+};
+
+static int setup(void) {
     search_params_init(&P);
-    test_names();
-    test_pooling();
-    test_infer_problem();
-    test_bad_input();
-    test_latency_27();
-    test_diffuse();
-    test_need_samples();
-    test_baseline();
-    test_qta_quantile();
-    test_variance();
-    test_lost();
-    test_divergence();
-    test_all_to_finish();
-    test_first_to_finish();
-    test_choice();
-    test_random_inputs();
-    test_batch_means();
-    test_shares_add_up();
-    test_runner_up_zero();
-    test_series_se();
-    test_imprecise_waits();
-    test_shape();
-    test_shares_bounded();
+    return 0;
+}
+
+static void teardown(void) {
     dq_engine_cleanup();
-    return check_done();
+}
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }

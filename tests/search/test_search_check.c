@@ -372,19 +372,17 @@ static void test_load_rose(void) {
     CHECK_INT(search_load_shaped(SEARCH_DIVERGENCE), 0);
 }
 
-int main(void) {
+static const struct check_case cases[] = {
+    CHECK_CASE(z),          CHECK_CASE(nothing),  CHECK_CASE(latency),   CHECK_CASE(rank),
+    CHECK_CASE(lost),       CHECK_CASE(variance), CHECK_CASE(qta_first), CHECK_CASE(tail),
+    CHECK_CASE(divergence), CHECK_CASE(shape),    CHECK_CASE(spearman),  CHECK_CASE(load_rose),
+};
+
+static int setup(void) {
     search_params_init(&P);
-    test_z();
-    test_nothing();
-    test_latency();
-    test_rank();
-    test_lost();
-    test_variance();
-    test_qta_first();
-    test_tail();
-    test_divergence();
-    test_shape();
-    test_spearman();
-    test_load_rose();
-    return check_done();
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, NULL);
 }

@@ -179,15 +179,17 @@ static void test_names(void) {
     CHECK_STR(search_mode_name((enum search_mode)9), "?");
 }
 
-int main(void) {
+static const struct check_case cases[] = {
+    CHECK_CASE(confirm),       CHECK_CASE(fresh),    CHECK_CASE(contributor),
+    CHECK_CASE(where_it_goes), CHECK_CASE(followed), CHECK_CASE(observe_ready),
+    CHECK_CASE(still_holds),   CHECK_CASE(names),
+};
+
+static int setup(void) {
     search_params_init(&P);
-    test_confirm();
-    test_fresh();
-    test_contributor();
-    test_where_it_goes();
-    test_followed();
-    test_observe_ready();
-    test_still_holds();
-    test_names();
-    return check_done();
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, NULL);
 }

@@ -261,15 +261,10 @@ static void test_words(void) {
     CHECK(strlen(buf) < 20);
 }
 
-int main(void) {
-    test_mmc();
-    test_stage();
-    test_observed_servers();
-    test_weigh();
-    test_next();
-    test_what_if();
-    test_qta_rate();
-    test_onset();
-    test_words();
-    return check_done();
-}
+static const struct check_case cases[] = {
+    CHECK_CASE(mmc),      CHECK_CASE(stage), CHECK_CASE(observed_servers),
+    CHECK_CASE(weigh),    CHECK_CASE(next),  CHECK_CASE(what_if),
+    CHECK_CASE(qta_rate), CHECK_CASE(onset), CHECK_CASE(words),
+};
+
+CHECK_MAIN(cases)

@@ -281,14 +281,20 @@ static void test_children_steps(void) {
     sim_free(&res);
 }
 
-int main(void) {
+static const struct check_case cases[] = {
+    CHECK_CASE(bisect_trace), CHECK_CASE(bisect_vs_children), CHECK_CASE(bisect_27),
+    CHECK_CASE(no_fault),     CHECK_CASE(bisect_fallback),    CHECK_CASE(children_steps),
+};
+
+static int setup(void) {
     search_params_init(&P);
-    test_bisect_trace();
-    test_bisect_vs_children();
-    test_bisect_27();
-    test_no_fault();
-    test_bisect_fallback();
-    test_children_steps();
+    return 0;
+}
+
+static void teardown(void) {
     dq_engine_cleanup();
-    return check_done();
+}
+
+int main(int argc, char **argv) {
+    return check_main_fixture(argc, argv, cases, CHECK_COUNT(cases), setup, teardown);
 }
