@@ -31,12 +31,23 @@ The culprits are read from the verdict's evidence, `summary.evidence.culprits` (
 `{"probe", "share"}`, share a fraction of the root's change), as the lead's culprit search
 writes them; a verdict without that list names only its `verdict_node`.
 
+The tutorial's first scenario (docs/tutorial.md §1: tree27 at 300 requests/s, root's QTA
+0.5@60 ms and 0.95@75 ms with a QTA trigger, `fault front_b2 slow 15`, `dqctl diagnose root
+--wait`), case tutorial_trigger, and the README's push-button diagnosis of the same fault
+after a baseline with no trigger, case tutorial_person, run the same way with the fault
+held two minutes after the first verdict: the verdict stands (one investigation, its
+verdict unchanged, no re-check back to normal, the culprit's path enabled; for the
+person's, every probe from the root down to the culprit), then the fault ends and the
+probes go within a minute.
+
 Each run prints its simulated and wall seconds. Usage:
-  test_held.py DQD DQSIM SCENARIOS_DIR CASE     CASE: TOPOLOGY_one or TOPOLOGY_two
+  test_held.py DQD DQCTL DQSIM SCENARIOS_DIR CASE
+CASE: TOPOLOGY_one, TOPOLOGY_two, tutorial_trigger or tutorial_person
 """
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -45,7 +56,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import dqdtest  # noqa: E402
 from dqdtest import Dqd, make_workdir, remove_workdir, run_script  # noqa: E402
 
-DQD, DQSIM, SCENARIOS, CASE = sys.argv[1:5]
+DQD, DQCTL, DQSIM, SCENARIOS, CASE = sys.argv[1:6]
 
 # per topology: its diagram (under scenarios/), root, probes, and the faults of each case
 # (leaf, dqsim's fault); the two faults lie in different subtrees of the root
@@ -66,6 +77,7 @@ HOLD_S = 600
 RELEASE_WITHIN_S = 60
 AFTER_S = 30
 STEP_S = 10
+TUTORIAL_HOLD_S = 120
 
 
 def culprits(inv):
@@ -114,23 +126,71 @@ def transcript(d, invs):
     sys.stdout.flush()
 
 
-def body(c):
+def start(cfg, diagram, seed):
+    """dqd --clock sim with the configuration cfg, and dqsim held: (work, dqd, dqsim)."""
+    work = make_workdir("dqd-held-")
+    path = os.path.join(work, "dqd.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    d = Dqd(DQD, work, window_ms=1000, lag_ms=200, diagram=diagram, config=path,
+            extra=["--clock", "sim"])
+    sim = dqdtest.HeldSim(DQSIM, diagram, d.ingest_port, rate=300, seed=seed,
+                          extra=["--leaf-mean", "2:2"])
+    return work, d, sim
+
+
+def check_stands(c, d, what, inv, named, path):
+    """While the fault is held: one root and one verdict hypothesis, re-checks that hold and
+    none back to normal, and every probe of path still enabled."""
+    hyps = hypotheses(d, inv["id"]) if inv else []
+    acts = [h["action"] for h in hyps]
+    c.eq((acts.count("root"), acts.count("verdict")), (1, 1),
+         "%s: one root and one verdict hypothesis: %r" % (what, acts))
+    rechecks = [h for h in hyps if h["action"] == "recheck"]
+    c.check(any(h["stats"].get("holds") for h in rechecks),
+            "%s: the verdict is re-checked while the fault is held: %r" %
+            (what, [h["stats"].get("reason") for h in rechecks][:3]))
+    back = [h["stats"].get("reason") for h in rechecks if not h["stats"].get("holds")]
+    c.eq(back, [], "%s: no re-check finds the culprit back to normal while the fault is held"
+         % what)
+    on = enabled(d)
+    c.check(all(p in on for p in path), "%s: %s still enabled: %r" % (what, ", ".join(path), on))
+    return on
+
+
+def check_release(c, d, sim, what, root, invs):
+    """The fault ends: back to the root alone within a minute, logged, and no investigation
+    opens in the AFTER_S after that. Returns the simulated seconds it took, or None."""
+    sim.say("clear all")
+    t_clear = sim.now
+    released = None
+    while sim.now - t_clear < RELEASE_WITHIN_S - 1e-6:
+        sim.run(1)
+        if enabled(d) == [root]:
+            released = sim.now - t_clear
+            break
+    c.check(released is not None, "%s: back to %s alone within %d s of the fault's end: %r" %
+            (what, root, RELEASE_WITHIN_S, enabled(d)))
+    sim.run(AFTER_S)
+    after = d.get("/api/v1/investigations")
+    c.eq([i["id"] for i in after], [i["id"] for i in invs],
+         "%s: no investigation opens after the fault ended" % what)
+    c.eq(enabled(d), [root], "%s: still the root alone %d s later" % (what, AFTER_S))
+    c.check(any("disable" in [h["action"] for h in hypotheses(d, i["id"])] for i in invs),
+            "%s: the release is logged (a disable hypothesis)" % what)
+    return released
+
+
+def held(c):
     topo_name, which = CASE.rsplit("_", 1)
     topo = TOPOLOGIES[topo_name]
     faults = topo[which]
     root = topo["root"]
     diagram = os.path.join(SCENARIOS, topo["diagram"])
     what = "held %s/%s" % (topo_name, which)
-    work = make_workdir("dqd-held-")
-    cfg = os.path.join(work, "dqd.json")
-    with open(cfg, "w") as f:
-        json.dump({"probes": {root: {"enabled": True, "dmax_ms": 500}},
-                   "triggers": [{"probe": root, "kind": "qta"}]}, f)
     t_wall = time.monotonic()
-    d = Dqd(DQD, work, window_ms=1000, lag_ms=200, diagram=diagram, config=cfg,
-            extra=["--clock", "sim"])
-    sim = dqdtest.HeldSim(DQSIM, diagram, d.ingest_port, rate=300, seed=7,
-                          extra=["--leaf-mean", "2:2"])
+    work, d, sim = start({"probes": {root: {"enabled": True, "dmax_ms": 500}},
+                          "triggers": [{"probe": root, "kind": "qta"}]}, diagram, 7)
     try:
         total = len(d.get("/api/v1/diagram")["probes"])
         sim.run(BASELINE_S)
@@ -187,43 +247,13 @@ def body(c):
         c.check(all(0.0 <= s <= 1.0 for s in shares) and sum(shares) <= 1.0 + 1e-9,
                 "%s: shares between 0 and 100 %%, adding up to at most 100 %%: %r" %
                 (what, named))
-        hyps = hypotheses(d, inv["id"]) if inv else []
-        acts = [h["action"] for h in hyps]
-        c.eq((acts.count("root"), acts.count("verdict")), (1, 1),
-             "%s: one root and one verdict hypothesis: %r" % (what, acts))
-        rechecks = [h for h in hyps if h["action"] == "recheck"]
-        c.check(any(h["stats"].get("holds") for h in rechecks),
-                "%s: the verdict is re-checked while the fault is held: %r" %
-                (what, [h["stats"].get("reason") for h in rechecks][:3]))
-        back = [h["stats"].get("reason") for h in rechecks if not h["stats"].get("holds")]
-        c.eq(back, [], "%s: no re-check finds the culprit back to normal while the fault "
-             "is held" % what)
         transcript(d, invs)
-        on = enabled(d)
-        c.check(all(p in on for p, _ in named),
-                "%s: every culprit's probe still enabled after %d s: %r" % (what, HOLD_S, on))
+        on = check_stands(c, d, what, inv, named, [p for p, _ in named])
         trig = [t for t in d.get("/api/v1/triggers") if t["probe"] == root]
         print("%s: after %d s held: the trigger %s; %d probes enabled: %s" % (
             what, HOLD_S, "fired" if trig and trig[0]["fired"] else "clear", len(on),
             ",".join(on)), flush=True)
-        # the fault ends: back to the root alone within a minute, and nothing opens after
-        sim.say("clear all")
-        t_clear = sim.now
-        released = None
-        while sim.now - t_clear < RELEASE_WITHIN_S - 1e-6:
-            sim.run(1)
-            if enabled(d) == [root]:
-                released = sim.now - t_clear
-                break
-        c.check(released is not None, "%s: back to %s alone within %d s of the fault's end: "
-                "%r" % (what, root, RELEASE_WITHIN_S, enabled(d)))
-        sim.run(AFTER_S)
-        after = d.get("/api/v1/investigations")
-        c.eq([i["id"] for i in after], [i["id"] for i in invs],
-             "%s: no investigation opens after the fault ended" % what)
-        c.eq(enabled(d), [root], "%s: still the root alone %d s later" % (what, AFTER_S))
-        c.check("disable" in [h["action"] for h in (hypotheses(d, inv["id"]) if inv else [])],
-                "%s: the release is logged (a disable hypothesis)" % what)
+        released = check_release(c, d, sim, what, root, invs)
         wall = time.monotonic() - t_wall
         print("%s: first verdict %s at %s, %s windows after the fault; culprits %s; at most "
               "%d of %d probes enabled; released %s s after the fault ended; %.0f simulated "
@@ -239,6 +269,67 @@ def body(c):
         sim.stop()
         d.stop(c, "%s dqd" % what)
         remove_workdir(work)
+
+
+def tutorial(c, origin):
+    """tree27, front_b2 15 ms slower 60 s after the start, `dqctl diagnose root --wait` 5 s
+    later while simulated time goes on; the fault held TUTORIAL_HOLD_S after the verdict.
+    origin trigger: the tutorial's root.json (QTA and QTA trigger); person: root enabled,
+    nothing else (its 60 s are its baseline)."""
+    what = "tutorial %s" % origin
+    root = {"enabled": True, "dmax_ms": 500}
+    cfg = {"probes": {"root": root}}
+    if origin == "trigger":
+        root["qta"] = {"points": [[0.5, 0.06], [0.95, 0.075]], "max_lost": 0.01}
+        cfg["triggers"] = [{"probe": "root", "kind": "qta"}]
+    t_wall = time.monotonic()
+    work, d, sim = start(cfg, os.path.join(SCENARIOS, "tree27.dq"), 1)
+    try:
+        sim.run(BASELINE_S)
+        sim.say("fault front_b2 slow 15")
+        t_fault = sim.now
+        sim.run(5)
+        sim.drive()
+        r = subprocess.run([DQCTL, "--server", d.url, "diagnose", "root", "--wait",
+                            "--timeout", "120"], capture_output=True, text=True, timeout=180)
+        sim.stop_driving()
+        c.check(r.returncode == 1 and "front_b2" in r.stdout,
+                "%s: dqctl diagnose root --wait names front_b2 (exit %d): %s %s" %
+                (what, r.returncode, r.stdout[-600:], r.stderr[-300:]))
+        t_verdict = sim.now
+        invs = d.get("/api/v1/investigations")
+        first = [(i["id"], i["origin"], i["verdict"], i["verdict_node"]) for i in invs]
+        while sim.now - t_verdict < TUTORIAL_HOLD_S - 1e-6:
+            sim.run(STEP_S)
+        invs = d.get("/api/v1/investigations")
+        transcript(d, invs)
+        c.eq([(i["id"], i["origin"], i["verdict"], i["verdict_node"]) for i in invs], first,
+             "%s: the verdict stands %d s later: the same investigations, the same verdict" %
+             (what, TUTORIAL_HOLD_S))
+        c.eq([(i["origin"], i["verdict"], i["verdict_node"]) for i in invs],
+             [(origin, "localized", "front_b2")], "%s: one investigation, localized at "
+             "front_b2" % what)
+        path = ["root", "front", "front_b", "front_b2"] if origin == "person" else ["front_b2"]
+        check_stands(c, d, what, invs[0] if invs else None, [], path)
+        released = check_release(c, d, sim, what, "root", invs)
+        wall = time.monotonic() - t_wall
+        print("%s: verdict %s %.0f s after the fault, held %d s; released %s s after the fault "
+              "ended; %.0f simulated s in %.1f wall s (%.0f×)" % (
+                  what, " ".join(str(x) for x in first[0][2:]) if first else "none",
+                  t_verdict - t_fault, TUTORIAL_HOLD_S,
+                  "-" if released is None else "%.0f" % released, sim.now, wall,
+                  sim.now / wall), flush=True)
+    finally:
+        sim.stop()
+        d.stop(c, "%s dqd" % what)
+        remove_workdir(work)
+
+
+def body(c):
+    if CASE.startswith("tutorial_"):
+        tutorial(c, CASE[len("tutorial_"):])
+    else:
+        held(c)
 
 
 run_script("held", body)
