@@ -28,8 +28,8 @@ first-to-finish):
   race   scenarios/matrix/race.dq: first-to-finish of a primary and a slower backup
 
 The culprits are read from the verdict's evidence, `summary.evidence.culprits` (a list of
-`{"probe", "share"}`, share a fraction of the root's change), as the lead's culprit search
-writes them; a verdict without that list names only its `verdict_node`.
+`{"probe", "share"}`, share a fraction of the root's change: issue 24, "every culprit"); a
+verdict without that list names only its `verdict_node`.
 
 The tutorial's first scenario (docs/tutorial.md §1: tree27 at 300 requests/s, root's QTA
 0.5@60 ms and 0.95@75 ms with a QTA trigger, `fault front_b2 slow 15`, `dqctl diagnose root
