@@ -153,8 +153,8 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
              * look for another culprit is a question the continued search answers with its
              * own intervals; this only keeps it from chasing a remainder within the noise */
             d = r.s.mean - b.s.mean;
-            *se = hypot(sqrt(r.s.variance / (double)r.s.n_ok),
-                        sqrt(b.s.variance / (double)b.s.n_ok));
+            *se =
+                hypot(sqrt(r.s.variance / (double)r.s.n_ok), sqrt(b.s.variance / (double)b.s.n_ok));
         }
     }
     adapt__node_stats_release(&r);

@@ -143,8 +143,13 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
 static int node_still_abnormal(struct plan *pl, const struct investigation *inv, char *why,
                                size_t cap) {
     struct search_check c;
-    adapt__check_node(pl, adapt__probe(pl->a, inv->node), pl->upto - SEARCH_RECENT_WINDOWS, &c,
-                      NULL);
+    /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
+     * not in every five) */
+    const struct probe *node = adapt__probe(pl->a, inv->node);
+    adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
+    if (!c.has_baseline) { /* against a QTA alone: the recent windows, not all of them */
+        adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
+    }
     if (c.n > 0) {
         snprintf(why, cap,
                  "%s is still abnormal against its baseline from before the problem "

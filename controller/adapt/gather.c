@@ -195,8 +195,8 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
     check_range(pl, p, from, horizons[0], zt, c, rfrom);
-    for (int k = 1;
-         longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
+    int k = 1;
+    for (; longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
          k++) {
         int64_t longer_from = 0;
         check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
@@ -206,6 +206,17 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
                 *rfrom = longer_from;
             }
         }
+    }
+    /* where the problem began (the problem's first window, rfrom): the longest horizon that
+     * still shows it against a baseline before it, so that a baseline taken then holds no
+     * window of it; the check's answer stays the first horizon's */
+    for (; rfrom && longer && c->n > 0 && k < looks && from <= pl->upto - horizons[k]; k++) {
+        int64_t longer_from = 0;
+        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
+        if (!(longer->n > 0 && longer->has_baseline && longer->p[0].kind == c->p[0].kind)) {
+            break;
+        }
+        *rfrom = longer_from;
     }
     free(longer);
 }
