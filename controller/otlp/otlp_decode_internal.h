@@ -1,0 +1,35 @@
+/*
+ * otlp_decode_internal.h: what the decoders of otlp/ share, private to the module (and to
+ * the reference decoders of tests/otlp/ that the differential tests compare them with).
+ * The public contracts are in otlp.h.
+ */
+#ifndef DQ_OTLP_DECODE_INTERNAL_H
+#define DQ_OTLP_DECODE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "otlp.h"
+
+/* The service of spans whose resource has no service.name. */
+#define OTLP_UNKNOWN_SERVICE "unknown_service"
+
+/*
+ * Checks a decoded span: 1 when it can be recorded, else 0 with the span counted in
+ * b->rejected (the first reason kept). trace_len, span_len and parent_len are the id
+ * lengths as sent. The place for checks of a span's text (UTF-8, NUL bytes) too.
+ */
+int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len, size_t span_len,
+                    size_t parent_len);
+
+/* 1 when the n bytes at p are all zero. */
+int otlp_all_zero(const uint8_t *p, size_t n);
+
+/* The span array of a batch of total spans, in a; NULL (dq_fail: DQ_EFULL) past its cap. */
+struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total);
+
+/* otlp_span_attr for each format: the text of attribute key in buf, 1 when found. */
+int otlp_pb_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);
+int otlp_json_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);
+
+#endif /* DQ_OTLP_DECODE_INTERNAL_H */
