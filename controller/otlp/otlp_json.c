@@ -91,11 +91,31 @@ static void ws(struct jp *j) {
     }
 }
 
+/* A hex digit's value plus one; 0 for any other byte. */
+static const uint8_t HEX1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
+
 static int hexval(int c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
+    return HEX1[c & 0xff] - 1;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGH 0x8080808080808080ULL
+
+static uint64_t load8(const void *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w; /* little-endian hosts */
+}
+
+/* Nonzero when one of the 8 bytes of w ends a plain run of a string: a quote, a
+ * backslash, a control character or a byte of a UTF-8 sequence (may say so wrongly for
+ * bytes after the first such one, never for a word without one). */
+static uint64_t special8(uint64_t w) {
+    uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((w - ONES * 0x20) & ~w) | w) & HIGH;
 }
 
 /* The 4 hex digits at p (at least 4 bytes), or −1. */
@@ -148,6 +168,9 @@ static int str_scan(struct jp *j, struct jval *v) {
     v->p = p;
     v->esc = 0;
     for (;;) {
+        while (end - p >= 8 && !special8(load8(p))) {
+            p += 8;
+        }
         while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
             p++;
         }
@@ -312,6 +335,14 @@ static int is_digit(const uint8_t *p, const uint8_t *end) {
     return p < end && *p >= '0' && *p <= '9';
 }
 
+/* After a number or a literal: jansson reads one byte ahead and puts it back, and a NUL
+ * byte put back is passed over. */
+static void after_lookahead(struct jp *j) {
+    if (j->p < j->end && *j->p == 0) {
+        j->p++;
+    }
+}
+
 /* Scans the number at j->p into v as jansson reads it. */
 static int num_scan(struct jp *j, struct jval *v) {
     const uint8_t *p = j->p, *end = j->end;
@@ -375,6 +406,7 @@ static int num_scan(struct jp *j, struct jval *v) {
     }
     v->n = (size_t)(p - j->p);
     j->p = p;
+    after_lookahead(j);
     return 0;
 }
 
@@ -385,6 +417,7 @@ static int literal(struct jp *j, const char *word, enum jtype t, struct jval *v)
     }
     j->p += n;
     v->type = t;
+    after_lookahead(j);
     return 0;
 }
 
@@ -426,12 +459,20 @@ static int enter(struct jp *j) {
     return 0;
 }
 
+/* A hash of a key from its length and its first and last 8 bytes (keys that share them
+ * are told apart by the comparison). */
 static uint64_t key_hash(const char *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ULL;
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+        a = load8(p);
+        b = load8(p + n - 8);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            a = a << 8 | (uint8_t)p[i];
+        }
     }
-    return h;
+    uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ULL) ^ n) * 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 29);
 }
 
 static int push_key(struct jp *j, const char *p, size_t n) {
@@ -620,18 +661,34 @@ static int hex_id(const struct jval *v, uint8_t *out, size_t n) {
     if (v->type != J_STRING) {
         return -1;
     }
-    size_t len = str_copy(v, text, sizeof text);
+    const uint8_t *t = v->p;
+    size_t len = v->n;
+    if (v->esc) {
+        len = str_copy(v, text, sizeof text);
+        t = (const uint8_t *)text;
+    }
     if (len % 2 != 0 || len / 2 > n) {
         return -1;
     }
+    unsigned bad = 0;
     for (size_t i = 0; i < len / 2; i++) {
-        int hi = hexval((unsigned char)text[2 * i]), lo = hexval((unsigned char)text[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return -1;
-        }
-        out[i] = (uint8_t)(hi << 4 | lo);
+        unsigned hi = HEX1[t[2 * i]], lo = HEX1[t[2 * i + 1]];
+        bad |= !hi | !lo;
+        out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
     }
-    return (int)(len / 2);
+    return bad ? -1 : (int)(len / 2);
+}
+
+/* The value of the 8 decimal digits at t, or −1 when one is not a digit. */
+static int64_t digits8(const uint8_t *t) {
+    uint64_t w = load8(t);
+    if ((w & (ONES * 0xf0)) != ONES * 0x30 || ((w + ONES * 6) & (ONES * 0xf0)) != ONES * 0x30) {
+        return -1;
+    }
+    w -= ONES * '0';
+    w = (w * 10 + (w >> 8)) & 0x00ff00ff00ff00ffULL;           /* pairs of digits in 16-bit lanes */
+    w = (w * 100 + (w >> 16)) & 0x0000ffff0000ffffULL;         /* fours in 32-bit lanes */
+    return (int64_t)((w * 10000 + (w >> 32)) & 0xffffffffULL); /* the first digit leads */
 }
 
 /* A time in ns: a non-negative integer or a decimal string of at most 20 digits within 63
@@ -644,16 +701,30 @@ static int64_t nanos(const struct jval *v) {
         return v->is_int && v->i >= 0 ? v->i : -1;
     }
     char text[24];
-    size_t len = v->type == J_STRING ? str_copy(v, text, sizeof text) : 0;
+    const uint8_t *t = v->p;
+    size_t len = v->type == J_STRING ? v->n : 0;
+    if (v->type == J_STRING && v->esc) {
+        len = str_copy(v, text, sizeof text);
+        t = (const uint8_t *)text;
+    }
     if (len == 0 || len > 20) {
         return -1;
     }
+    /* the digits' value, eight at a time while that stays below 10^19 */
     uint64_t x = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] < '0' || text[i] > '9' || x > (UINT64_MAX - 9) / 10) {
+    size_t i = 0;
+    for (; i + 8 <= len && i + 8 <= 19; i += 8) {
+        int64_t d = digits8(t + i);
+        if (d < 0) {
             return -1;
         }
-        x = x * 10 + (uint64_t)(text[i] - '0');
+        x = x * 100000000 + (uint64_t)d;
+    }
+    for (; i < len; i++) {
+        if (t[i] < '0' || t[i] > '9' || x > (UINT64_MAX - 9) / 10) {
+            return -1;
+        }
+        x = x * 10 + (uint64_t)(t[i] - '0');
     }
     return x > INT64_MAX ? -1 : (int64_t)x;
 }

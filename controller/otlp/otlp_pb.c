@@ -52,10 +52,8 @@ static uint64_t le64(const uint8_t *p) {
     return v; /* little-endian hosts only, as the wire */
 }
 
-/*
- * The next field of r into f: 1, or 0 at the end, or −1 when the bytes are not a field.
- */
-static int next(struct pb *r, struct field *f) {
+/* next() for any field: multi-byte tags, varints and lengths, and every refusal. */
+static int next_any(struct pb *r, struct field *f) {
     const uint8_t *p = r->p;
     size_t rem = (size_t)(r->end - p);
     if (rem == 0) {
@@ -144,14 +142,71 @@ static int next(struct pb *r, struct field *f) {
     return 1;
 }
 
+/*
+ * The next field of r into f: 1, or 0 at the end, or −1 when the bytes are not a field.
+ * Inline for what spans are made of: a one-byte tag, then a one-byte varint or length, or
+ * 8 fixed bytes.
+ */
+static inline int next(struct pb *r, struct field *f) {
+    const uint8_t *p = r->p;
+    size_t rem = (size_t)(r->end - p);
+    if (rem == 0) {
+        return 0;
+    }
+    if (rem >= 2 && p[0] >= 8 && p[0] < 0x80) {
+        unsigned wt = p[0] & 7;
+        f->num = p[0] >> 3;
+        f->wt = (int)wt;
+        f->raw = p + 1;
+        if (wt == WT_LEN && p[1] < 0x80 && p[1] <= rem - 2) {
+            f->data = p + 2;
+            f->n = p[1];
+            f->raw_n = 1 + (size_t)p[1];
+            r->p = p + 2 + p[1];
+            return 1;
+        }
+        if (wt == WT_VARINT) {
+            size_t max = rem - 1 < 10 ? rem - 1 : 10;
+            uint64_t v = 0;
+            for (size_t i = 0; i < max; i++) {
+                v |= (uint64_t)(p[1 + i] & 0x7f) << (7 * i);
+                if (!(p[1 + i] & 0x80)) {
+                    f->v = v;
+                    f->raw_n = i + 1;
+                    r->p = p + 2 + i;
+                    return 1;
+                }
+            }
+            return -1; /* a varint longer than 10 bytes, or cut */
+        }
+        if (wt == WT_I64 && rem >= 9) {
+            f->v = le64(p + 1);
+            f->raw_n = 8;
+            r->p = p + 9;
+            return 1;
+        }
+    }
+    return next_any(r, f);
+}
+
 static struct pb reader(const uint8_t *p, size_t n) {
     return p ? (struct pb){p, p + n} : (struct pb){NULL, NULL};
 }
 
 /* The length of a string as protobuf-c read it: up to its first NUL byte. */
 static size_t text_len(const uint8_t *p, size_t n) {
-    const uint8_t *z = memchr(p, 0, n);
-    return z ? (size_t)(z - p) : n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* eight bytes at a time while none is zero */
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if ((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL) {
+            break;
+        }
+    }
+    while (i < n && p[i]) {
+        i++;
+    }
+    return i;
 }
 
 /* ---- KeyValue and AnyValue ------------------------------------------------------------------ */
@@ -166,7 +221,7 @@ struct any {
 
 static int any_parse(const uint8_t *p, size_t n, struct any *a) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     a->kind = 0;
     while ((rc = next(&r, &f)) > 0) {
@@ -209,7 +264,7 @@ static int any_parse(const uint8_t *p, size_t n, struct any *a) {
 
 struct kv {
     const uint8_t *key; /* "" when absent */
-    size_t key_n;
+    size_t key_n;       /* as sent (the key ends at a NUL byte before that) */
     int has_value;
     struct any val;
 };
@@ -217,7 +272,7 @@ struct kv {
 /* A KeyValue, its AnyValues merged as protobuf-c merges them; −1 when malformed. */
 static int kv_parse(const uint8_t *p, size_t n, struct kv *kv) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     kv->key = (const uint8_t *)"";
     kv->key_n = 0;
@@ -230,7 +285,7 @@ static int kv_parse(const uint8_t *p, size_t n, struct kv *kv) {
         }
         if (f.num == 1) {
             kv->key = f.data;
-            kv->key_n = text_len(f.data, f.n);
+            kv->key_n = f.n;
         } else if (f.num == 2) {
             struct any a;
             if (any_parse(f.data, f.n, &a) < 0) {
@@ -249,9 +304,10 @@ static int kv_parse(const uint8_t *p, size_t n, struct kv *kv) {
     return rc;
 }
 
+/* 1 when the pair's key, up to its first NUL byte, is key. */
 static int key_is(const struct kv *kv, const char *key) {
     size_t n = strlen(key);
-    return kv->key_n == n && memcmp(kv->key, key, n) == 0;
+    return kv->key_n >= n && memcmp(kv->key, key, n) == 0 && (kv->key_n == n || !kv->key[n]);
 }
 
 /* The attribute's value as text (protobuf-c's printing), 1; 0 when it has none to print. */
@@ -289,7 +345,7 @@ enum { KV_NONE = 0, KV_TEXT = 1, KV_NO_TEXT = 2 };
 static int kvs_walk(const uint8_t *p, size_t n, uint32_t num, const char *key, char *buf,
                     size_t cap, const uint8_t **svc, size_t *svc_n) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     while ((rc = next(&r, &f)) > 0) {
         if (f.num != num || f.wt != WT_LEN) {
@@ -315,7 +371,7 @@ static int kvs_walk(const uint8_t *p, size_t n, uint32_t num, const char *key, c
 /* A Resource: validated, and its service.name (last wins) into *svc. */
 static int resource_walk(const uint8_t *p, size_t n, const uint8_t **svc, size_t *svc_n) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     while ((rc = next(&r, &f)) > 0) {
         if ((f.num == 1 && f.wt != WT_LEN) || (f.num == 2 && f.wt != WT_VARINT)) {
@@ -336,7 +392,7 @@ static const int8_t SPAN_WT[17] = {-1,        WT_LEN, WT_LEN,    WT_LEN, WT_LEN,
 /* A Status: its code (the last sent; 0 when none). −1 when malformed. */
 static int status_walk(const uint8_t *p, size_t n, int32_t *code) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     *code = 0;
     while ((rc = next(&r, &f)) > 0) {
@@ -360,7 +416,7 @@ static int64_t nanos(uint64_t v) {
 /* One Span into s (counted valid or rejected in b); −1 when malformed. */
 static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p, size_t n) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     const uint8_t *ids[5] = {0}; /* by field number: 1 trace, 2 span, 4 parent */
     size_t id_n[5] = {0};
@@ -447,7 +503,7 @@ struct walk {
 
 static int scope_spans_walk(struct walk *w, const uint8_t *p, size_t n) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     while ((rc = next(&r, &f)) > 0) {
         if (f.num >= 1 && f.num <= 3 && f.wt != WT_LEN) {
@@ -474,7 +530,7 @@ static int scope_spans_walk(struct walk *w, const uint8_t *p, size_t n) {
 
 static int resource_spans_walk(struct walk *w, const uint8_t *p, size_t n) {
     struct pb r = reader(p, n);
-    struct field f;
+    struct field f = {0};
     int rc;
     const uint8_t *svc = (const uint8_t *)OTLP_UNKNOWN_SERVICE;
     size_t svc_n = sizeof OTLP_UNKNOWN_SERVICE - 1;
@@ -505,7 +561,7 @@ static int resource_spans_walk(struct walk *w, const uint8_t *p, size_t n) {
 
 static int request_walk(struct walk *w, const uint8_t *body, size_t len) {
     struct pb r = reader(body, len);
-    struct field f;
+    struct field f = {0};
     int rc;
     while ((rc = next(&r, &f)) > 0) {
         if (f.num == 1 && (f.wt != WT_LEN || resource_spans_walk(w, f.data, f.n) < 0)) {
@@ -549,7 +605,7 @@ int otlp_pb_attr(const struct otlp_span *s, const char *key, char *buf, size_t c
     }
     int rc = KV_NONE;
     struct pb r = reader(s->res_attrs, s->n_res_attrs);
-    struct field f;
+    struct field f = {0};
     while (rc == KV_NONE && next(&r, &f) > 0) {
         if (f.num == 1 && f.wt == WT_LEN) {
             rc = kvs_walk(f.data, f.n, 1, key, buf, cap, NULL, NULL);

@@ -426,6 +426,20 @@ static void json_corners(void) {
                   cases[i].want);
         otlp_batch_release(&b);
     }
+    /* one NUL byte after a number or a literal is passed over (jansson reads one byte
+     * ahead and puts it back), not two, not after a string */
+    static const char nul_ok[] = "{\"a\":0\0,\"b\":true\0,\"c\":1.5\0}",
+                      nul_two[] = "{\"a\":0\0\0}", nul_string[] = "{\"a\":\"x\"\0}";
+    const char *nul[3] = {nul_ok, nul_two, nul_string};
+    size_t nul_len[3] = {sizeof nul_ok - 1, sizeof nul_two - 1, sizeof nul_string - 1};
+    for (int i = 0; i < 3; i++) {
+        struct otlp_batch b;
+        compare((const uint8_t *)nul[i], nul_len[i], 1, nul[i]);
+        otlp_arena_reset(&arena);
+        CHECK_INT(otlp_decode_json(&arena, (const uint8_t *)nul[i], nul_len[i], &b),
+                  i == 0 ? DQ_OK : DQ_EPARSE);
+        otlp_batch_release(&b);
+    }
     /* depth: jansson takes 2048 values deep, counting scalars, and no more */
     for (int extra = -1; extra <= 1; extra++) {
         size_t depth = 2048 - 2 + (size_t)(extra + 1), n = 0; /* arrays under the root's key */
