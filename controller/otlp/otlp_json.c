@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "otlp.h"
 #include "otlp_decode_internal.h"
@@ -85,7 +88,10 @@ static int full(struct jp *j) {
 
 /* ---- strings --------------------------------------------------------------------------------- */
 
-static void ws(struct jp *j) {
+static inline void ws(struct jp *j) {
+    if (j->p<j->end && * j->p> ' ') {
+        return; /* the usual case: no whitespace at all */
+    }
     while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) {
         j->p++;
     }
@@ -161,14 +167,40 @@ static size_t utf8_seq(const uint8_t *p, size_t rem) {
     return k;
 }
 
+#ifdef __SSE2__
+/* special8 for 16 bytes, a bit each (SSE2: every x86-64) */
+static inline unsigned special16(const uint8_t *p) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+    __m128i b = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+    __m128i c = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)); /* signed: 0x80 and above too */
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(q, b), c));
+}
+#endif
+
 /* Scans the string at j->p (a '"') into v, checking it; j->p after it. */
-static int str_scan(struct jp *j, struct jval *v) {
+static inline __attribute__((always_inline)) int str_scan(struct jp *j, struct jval *v) {
     const uint8_t *p = j->p + 1, *end = j->end;
     v->type = J_STRING;
     v->p = p;
     v->esc = 0;
     for (;;) {
-        while (end - p >= 8 && !special8(load8(p))) {
+#ifdef __SSE2__
+        while (end - p >= 16) {
+            unsigned m = special16(p);
+            if (m) {
+                p += __builtin_ctz(m);
+                break;
+            }
+            p += 16;
+        }
+#endif
+        while (end - p >= 8) {
+            uint64_t m = special8(load8(p));
+            if (m) {
+                p += __builtin_ctzll(m) >> 3; /* the first one is flagged rightly */
+                break;
+            }
             p += 8;
         }
         while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
@@ -521,25 +553,150 @@ static int has_duplicate(struct jkey *k, size_t n) {
     return 0;
 }
 
+/* The keys an OTLP object may have, those dqd reads first: a key found here is told by its
+ * index, and checked against the others by a bit; other keys go to the stack of keys. */
+struct key {
+    const char *name;
+    size_t len;
+    unsigned hash; /* of its length and first and last bytes, as schema_find computes it */
+};
+
+struct schema {
+    int n;
+    const struct key *keys;
+    int ready;        /* the index below is built (at the first use) */
+    int8_t first[64]; /* by hash: the first key's index + 1, 0 for none */
+    int8_t next[32];  /* the next key of the same hash, + 1 */
+};
+
+#define K(s)                                                                                       \
+    {                                                                                              \
+        s, sizeof s - 1,                                                                           \
+            ((sizeof s - 1) * 7 + (unsigned)(uint8_t)s[0] * 3 +                                    \
+             (unsigned)(uint8_t)s[sizeof s - 2]) &                                                 \
+                63                                                                                 \
+    }
+#define SCHEMA(name, ...)                                                                          \
+    static const struct key name##_keys[] = {__VA_ARGS__};                                         \
+    static struct schema name = {                                                                  \
+        sizeof name##_keys / sizeof name##_keys[0], name##_keys, 0, {0}, {0}}
+
+enum { ROOT_RESOURCE_SPANS };
+SCHEMA(ROOT, K("resourceSpans"));
+enum { RS_RESOURCE, RS_SCOPE_SPANS };
+SCHEMA(RESOURCE_SPANS, K("resource"), K("scopeSpans"), K("schemaUrl"));
+enum { RES_ATTRIBUTES };
+SCHEMA(RESOURCE, K("attributes"), K("droppedAttributesCount"));
+enum { SS_SPANS };
+SCHEMA(SCOPE_SPANS, K("spans"), K("scope"), K("schemaUrl"));
+enum { F_TRACE, F_SPAN, F_PARENT, F_NAME, F_START, F_END, F_ATTRS, F_STATUS };
+SCHEMA(SPAN, K("traceId"), K("spanId"), K("parentSpanId"), K("name"), K("startTimeUnixNano"),
+       K("endTimeUnixNano"), K("attributes"), K("status"), K("kind"), K("traceState"), K("flags"),
+       K("droppedAttributesCount"), K("events"), K("droppedEventsCount"), K("links"),
+       K("droppedLinksCount"));
+enum { STATUS_CODE };
+SCHEMA(STATUS, K("code"), K("message"));
+enum { KV_KEY, KV_VALUE };
+SCHEMA(KV, K("key"), K("value"));
+enum { ANY_STRING, ANY_INT, ANY_BOOL, ANY_DOUBLE };
+SCHEMA(ANY, K("stringValue"), K("intValue"), K("boolValue"), K("doubleValue"), K("arrayValue"),
+       K("kvlistValue"), K("bytesValue"));
+static struct schema NONE = {0, NULL, 1, {0}, {0}};
+
+/* 1 when the n bytes at a and b are the same (short keys: a few loads, no call). */
+static inline int same_bytes(const char *a, const char *b, size_t n) {
+    if (n < 8) {
+        if (n >= 4) {
+            uint32_t x[2], y[2];
+            memcpy(&x[0], a, 4);
+            memcpy(&x[1], a + n - 4, 4);
+            memcpy(&y[0], b, 4);
+            memcpy(&y[1], b + n - 4, 4);
+            return x[0] == y[0] && x[1] == y[1];
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (a[i] != b[i]) {
+                return 0;
+            }
+        }
+        return 1;
+    }
+    return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8) &&
+           (n <= 16 || memcmp(a + 8, b + 8, n - 16) == 0);
+}
+
+/* The index of key k (n bytes) in sc, or −1: its length and first and last bytes pick the
+ * candidates. */
+static inline __attribute__((always_inline)) int schema_find(struct schema *sc, const char *k,
+                                                             size_t n) {
+    if (!sc->ready) {
+        for (int i = sc->n - 1; i >= 0; i--) { /* chains in the schema's order */
+            sc->next[i] = sc->first[sc->keys[i].hash];
+            sc->first[sc->keys[i].hash] = (int8_t)(i + 1);
+        }
+        sc->ready = 1;
+    }
+    if (n == 0) {
+        return -1;
+    }
+    unsigned h = ((unsigned)n * 7 + (uint8_t)k[0] * 3 + (uint8_t)k[n - 1]) & 63;
+    for (int i = sc->first[h] - 1; i >= 0; i = sc->next[i] - 1) {
+        const struct key *c = &sc->keys[i];
+        if (c->len == n && same_bytes(c->name, k, n)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* An object's members: obj_begin at '{' (entered), then obj_next until it returns 0 at
  * the closing '}' (left, keys checked) or −1; each 1 leaves j->p at the member's value,
- * which the caller reads. */
+ * which the caller reads, and says which key of the schema it is (−1: another). */
 struct jobj {
-    size_t keys; /* where the object's keys start */
+    struct schema *sc;
+    uint32_t seen; /* the schema's keys seen */
+    size_t keys;   /* where the object's other keys start on the stack */
     int first;
 };
 
-static int obj_begin(struct jp *j, struct jobj *o) {
+static int obj_begin(struct jp *j, struct jobj *o, struct schema *sc) {
     if (enter(j)) {
         return -1;
     }
     j->p++;
+    o->sc = sc;
+    o->seen = 0;
     o->keys = j->n_keys;
     o->first = 1;
     return 0;
 }
 
-static int obj_next(struct jp *j, struct jobj *o, struct jval *key) {
+/* Which key of the object's schema key is (−1: another, pushed on the stack of keys). */
+static int known_key(struct jp *j, struct jobj *o, const struct jval *key) {
+    int field = -1;
+    if (!key->esc) {
+        field = schema_find(o->sc, (const char *)key->p, key->n);
+    } else if (o->sc->n) {
+        char k[32];
+        size_t n = str_copy(key, k, sizeof k);
+        field = n <= sizeof k ? schema_find(o->sc, k, n) : -1;
+    }
+    if (field >= 0) {
+        if (o->seen & 1u << field) {
+            return syntax(j, key->p, "a key twice in one object") - 1;
+        }
+        o->seen |= 1u << field;
+        return field;
+    }
+    const char *kp;
+    size_t kn;
+    if (j->a && (str_bytes(j, key, &kp, &kn) || push_key(j, kp, kn))) {
+        return -2;
+    }
+    return -1;
+}
+
+static int obj_next(struct jp *j, struct jobj *o, struct jval *key, int *field) {
     ws(j);
     if (j->p < j->end && *j->p == '}') {
         j->p++;
@@ -564,12 +721,9 @@ static int obj_next(struct jp *j, struct jobj *o, struct jval *key) {
     if (str_scan(j, key)) {
         return -1;
     }
-    if (j->a) {
-        const char *kp;
-        size_t kn;
-        if (str_bytes(j, key, &kp, &kn) || push_key(j, kp, kn)) {
-            return -1;
-        }
+    *field = known_key(j, o, key);
+    if (*field < -1) {
+        return -1;
     }
     ws(j);
     if (j->p >= j->end || *j->p != ':') {
@@ -621,11 +775,11 @@ static int skip(struct jp *j) {
     if (v.type == J_OBJECT) {
         struct jobj o;
         struct jval k;
-        int rc;
-        if (obj_begin(j, &o)) {
+        int rc, field;
+        if (obj_begin(j, &o, &NONE)) {
             return -1;
         }
-        while ((rc = obj_next(j, &o, &k)) > 0) {
+        while ((rc = obj_next(j, &o, &k, &field)) > 0) {
             if (skip(j)) {
                 return -1;
             }
@@ -731,7 +885,8 @@ static int64_t nanos(const struct jval *v) {
 
 /* The value of a known key that must be an object or null: 1 with the object begun in o,
  * 0 for null, −1 otherwise (naming where and what it must be). */
-static int object_or_null(struct jp *j, struct jobj *o, const char *where, const char *want) {
+static int object_or_null(struct jp *j, struct jobj *o, struct schema *sc, const char *where,
+                          const char *want) {
     struct jval v;
     if (scalar(j, &v)) {
         return -1;
@@ -742,20 +897,21 @@ static int object_or_null(struct jp *j, struct jobj *o, const char *where, const
     if (v.type != J_OBJECT) {
         return wrong(j, where, want);
     }
-    return obj_begin(j, o) ? -1 : 1;
+    return obj_begin(j, o, sc) ? -1 : 1;
 }
 
 /* Span.status: its code (an integer, or the enum's name); −1 when malformed. */
 static int status(struct jp *j, int *code) {
     struct jobj o;
     struct jval k, v;
+    int field;
     *code = 0;
-    int rc = object_or_null(j, &o, "span.status", "an object with an integer code");
+    int rc = object_or_null(j, &o, &STATUS, "span.status", "an object with an integer code");
     if (rc <= 0) {
         return rc;
     }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        if (!str_eq(&k, "code", 4)) {
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        if (field != STATUS_CODE) {
             if (skip(j)) {
                 return -1;
             }
@@ -770,123 +926,9 @@ static int status(struct jp *j, int *code) {
             *code = str_eq(&v, "STATUS_CODE_ERROR", 17) ? 2 : str_eq(&v, "STATUS_CODE_OK", 14);
         } else if (v.type != J_NULL) {
             return wrong(j, "span.status", "an object with an integer code");
-        } else {
-            *code = 0;
         }
     }
     return rc;
-}
-
-/* Reads an array known to be one (after its check) as text: where it starts and ends. */
-static int array_text(struct jp *j, const void **at, size_t *n) {
-    const uint8_t *start = j->p;
-    if (skip(j)) {
-        return -1;
-    }
-    *at = start;
-    *n = (size_t)(j->p - start);
-    return 0;
-}
-
-/* The spans array: grows in the arena. */
-struct spans {
-    struct otlp_batch *b;
-    size_t cap;
-};
-
-static int span(struct jp *j, struct spans *sa) {
-    struct otlp_batch *b = sa->b;
-    if (b->n == sa->cap) {
-        size_t cap = sa->cap ? 2 * sa->cap : 64;
-        struct otlp_span *s = otlp_span_array(j->a, cap);
-        if (!s) {
-            return full(j);
-        }
-        memcpy(s, b->spans, b->n * sizeof *s);
-        b->spans = s;
-        sa->cap = cap;
-    }
-    struct otlp_span *s = &b->spans[b->n];
-    memset(s, 0, sizeof *s);
-    s->name = "";
-    s->json = 1;
-    int tl = 0, sl = 0, pl = 0;
-    struct jobj o;
-    struct jval k, v;
-    int rc;
-    if (*j->p != '{') {
-        return wrong(j, "a span", "an object");
-    }
-    if (obj_begin(j, &o)) {
-        return -1;
-    }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        const char *kp = (const char *)k.p;
-        size_t kn = k.n;
-        char kbuf[24];
-        if (k.esc) {
-            kn = str_copy(&k, kbuf, sizeof kbuf);
-            kp = kbuf;
-        }
-#define KEY(lit) (kn == sizeof lit - 1 && memcmp(kp, lit, kn) == 0)
-        if (KEY("attributes")) {
-            if (scalar(j, &v)) {
-                return -1;
-            }
-            if (v.type == J_ARRAY) {
-                rc = array_text(j, &s->attrs, &s->n_attrs);
-            } else if (v.type != J_NULL) {
-                return wrong(j, "span.attributes", "an array");
-            }
-        } else if (KEY("status")) {
-            rc = status(j, &s->status);
-        } else if (KEY("name") || KEY("traceId") || KEY("spanId") || KEY("parentSpanId") ||
-                   KEY("startTimeUnixNano") || KEY("endTimeUnixNano")) {
-            rc = scalar(j, &v);
-            if (rc) {
-                return -1;
-            }
-            if (KEY("name")) {
-                if (v.type == J_STRING) {
-                    rc = str_bytes(j, &v, &s->name, &s->name_len);
-                } else if (v.type != J_NULL) {
-                    return wrong(j, "span.name", "a string");
-                } else {
-                    s->name = "";
-                    s->name_len = 0;
-                }
-            } else if (kn == 7 || kn == 6 || kn == 12) {
-                int *len = kn == 7 ? &tl : kn == 6 ? &sl : &pl;
-                uint8_t *out = kn == 7 ? s->trace_id : kn == 6 ? s->span_id : s->parent_id;
-                *len = hex_id(&v, out, kn == 7 ? 16 : 8);
-                if (*len < 0) {
-                    return wrong(j, "traceId, spanId and parentSpanId",
-                                 "hex strings (32, 16, 16 digits)");
-                }
-            } else {
-                int64_t t = nanos(&v);
-                if (t < 0) {
-                    return wrong(j, "startTimeUnixNano and endTimeUnixNano",
-                                 "decimal strings or integers of nanoseconds");
-                }
-                *(kn == 17 ? &s->start_ns : &s->end_ns) = t;
-            }
-        } else {
-            rc = skip(j);
-        }
-#undef KEY
-        if (rc) {
-            return -1;
-        }
-    }
-    if (rc < 0) {
-        return -1;
-    }
-    s->has_parent = pl == 8 && !otlp_all_zero(s->parent_id, 8);
-    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl)) {
-        b->n++;
-    }
-    return 0;
 }
 
 /* A KeyValue's parts as read: its key when a string, its value's members when an object. */
@@ -895,21 +937,17 @@ struct jkv {
     struct jval str, integer, boolean, dbl; /* the AnyValue's members, J_NONE when absent */
 };
 
-/* Reads one element of an attributes array into kv (anything but an object: nothing). */
-static int kv_read(struct jp *j, struct jkv *kv) {
-    struct jobj o, vo;
+/* Reads an AnyValue's members into kv (an object is begun in o). */
+static int any_read(struct jp *j, struct jobj *o, struct jkv *kv) {
     struct jval k, v;
-    int rc;
-    memset(kv, 0, sizeof *kv);
-    if (*j->p != '{') {
-        return skip(j);
-    }
-    if (obj_begin(j, &o)) {
-        return -1;
-    }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        int is_key = str_eq(&k, "key", 3);
-        if (!is_key && !str_eq(&k, "value", 5)) {
+    int rc, field;
+    while ((rc = obj_next(j, o, &k, &field)) > 0) {
+        struct jval *slot = field == ANY_STRING   ? &kv->str
+                            : field == ANY_INT    ? &kv->integer
+                            : field == ANY_BOOL   ? &kv->boolean
+                            : field == ANY_DOUBLE ? &kv->dbl
+                                                  : NULL;
+        if (!slot) {
             if (skip(j)) {
                 return -1;
             }
@@ -918,41 +956,41 @@ static int kv_read(struct jp *j, struct jkv *kv) {
         if (scalar(j, &v)) {
             return -1;
         }
-        if (is_key) {
-            if (v.type == J_STRING) {
-                kv->key = v;
-            } else if (v.type == J_OBJECT || v.type == J_ARRAY) {
-                rc = skip(j);
-            }
-        } else if (v.type == J_OBJECT) {
-            if (obj_begin(j, &vo)) {
+        if (v.type == J_OBJECT || v.type == J_ARRAY) {
+            if (skip(j)) {
                 return -1;
             }
-            while ((rc = obj_next(j, &vo, &k)) > 0) {
-                struct jval *slot = str_eq(&k, "stringValue", 11)   ? &kv->str
-                                    : str_eq(&k, "intValue", 8)     ? &kv->integer
-                                    : str_eq(&k, "boolValue", 9)    ? &kv->boolean
-                                    : str_eq(&k, "doubleValue", 11) ? &kv->dbl
-                                                                    : NULL;
-                if (!slot) {
-                    if (skip(j)) {
-                        return -1;
-                    }
-                    continue;
-                }
-                if (scalar(j, &v)) {
-                    return -1;
-                }
-                if (v.type == J_OBJECT || v.type == J_ARRAY) {
-                    if (skip(j)) {
-                        return -1;
-                    }
-                    v.type = J_OBJECT; /* no scalar: its text is none */
-                }
-                *slot = v.type == J_NULL ? (struct jval){.type = J_NONE} : v;
-            }
+            v.type = J_OBJECT; /* no scalar: it has no text */
+        }
+        *slot = v.type == J_NULL ? (struct jval){.type = J_NONE} : v;
+    }
+    return rc;
+}
+
+/* Reads one element of an attributes array into kv (anything but an object: nothing). */
+static int kv_read(struct jp *j, struct jkv *kv) {
+    struct jobj o, vo;
+    struct jval k, v;
+    int rc, field;
+    kv->key.type = kv->str.type = kv->integer.type = kv->boolean.type = kv->dbl.type = J_NONE;
+    if (*j->p != '{') {
+        return skip(j);
+    }
+    if (obj_begin(j, &o, &KV)) {
+        return -1;
+    }
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        if (field < 0) {
+            rc = skip(j);
+        } else if (scalar(j, &v)) {
+            return -1;
+        } else if (v.type == J_OBJECT) {
+            rc =
+                field == KV_VALUE ? (obj_begin(j, &vo, &ANY) ? -1 : any_read(j, &vo, kv)) : skip(j);
         } else if (v.type == J_ARRAY) {
             rc = skip(j);
+        } else if (field == KV_KEY && v.type == J_STRING) {
+            kv->key = v;
         }
         if (rc < 0) {
             return -1;
@@ -986,11 +1024,13 @@ static int kv_text(const struct jkv *kv, char *buf, size_t cap) {
 }
 
 /*
- * Reads an attributes array at j->p: with key, the first pair of that key decides (2 when
- * it has text, in buf; 1 when it has none); 0 when none. Without key, the last non-empty
- * string service.name into *svc.
+ * Reads an attributes array at j->p (its text into *at, *n): with key, the first pair of
+ * that key decides (2 when it has text, in buf; 1 when it has none); 0 when none. With
+ * svc, the last non-empty string service.name into *svc.
  */
-static int kvs(struct jp *j, const char *key, char *buf, size_t cap, struct jval *svc) {
+static int kvs(struct jp *j, const char *key, char *buf, size_t cap, struct jval *svc,
+               const void **at, size_t *n) {
+    const uint8_t *start = j->p;
     int first, rc;
     if (arr_begin(j, &first)) {
         return -1;
@@ -1010,34 +1050,118 @@ static int kvs(struct jp *j, const char *key, char *buf, size_t cap, struct jval
             *svc = kv.str;
         }
     }
+    if (at) {
+        *at = start;
+        *n = (size_t)(j->p - start);
+    }
     return rc;
+}
+
+/* A known key whose value must be an array of KeyValues, or null: read by kvs. */
+static int attributes(struct jp *j, const char *where, struct jval *svc, const void **at,
+                      size_t *n) {
+    struct jval v;
+    if (scalar(j, &v)) {
+        return -1;
+    }
+    *at = NULL;
+    *n = 0;
+    if (v.type == J_ARRAY) {
+        return kvs(j, NULL, NULL, 0, svc, at, n) < 0 ? -1 : 0;
+    }
+    return v.type == J_NULL ? 0 : wrong(j, where, "an array");
+}
+
+/* The spans array: grows in the arena. */
+struct spans {
+    struct otlp_batch *b;
+    size_t cap;
+};
+
+static int span(struct jp *j, struct spans *sa) {
+    struct otlp_batch *b = sa->b;
+    if (b->n == sa->cap) {
+        /* first as many as the body could hold at 200 bytes a span (an SDK's take more) */
+        size_t cap = sa->cap ? 2 * sa->cap : (size_t)(j->end - j->body) / 200 + 16;
+        struct otlp_span *s = otlp_span_array(j->a, cap);
+        if (!s) {
+            return full(j);
+        }
+        memcpy(s, b->spans, b->n * sizeof *s);
+        b->spans = s;
+        sa->cap = cap;
+    }
+    struct otlp_span *s = &b->spans[b->n];
+    memset(s, 0, sizeof *s);
+    s->name = "";
+    s->json = 1;
+    int tl = 0, sl = 0, pl = 0, field, rc;
+    struct jobj o;
+    struct jval k, v;
+    if (*j->p != '{') {
+        return wrong(j, "a span", "an object");
+    }
+    if (obj_begin(j, &o, &SPAN)) {
+        return -1;
+    }
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        if (field < 0 || field > F_STATUS) {
+            rc = skip(j);
+        } else if (field == F_STATUS) {
+            rc = status(j, &s->status);
+        } else if (field == F_ATTRS) {
+            rc = attributes(j, "span.attributes", NULL, &s->attrs, &s->n_attrs);
+        } else if (scalar(j, &v)) {
+            return -1;
+        } else if (field == F_NAME) {
+            if (v.type == J_STRING) {
+                rc = str_bytes(j, &v, &s->name, &s->name_len);
+            } else if (v.type != J_NULL) {
+                return wrong(j, "span.name", "a string");
+            }
+        } else if (field == F_TRACE || field == F_SPAN || field == F_PARENT) {
+            int *len = field == F_TRACE ? &tl : field == F_SPAN ? &sl : &pl;
+            uint8_t *out = field == F_TRACE  ? s->trace_id
+                           : field == F_SPAN ? s->span_id
+                                             : s->parent_id;
+            *len = hex_id(&v, out, field == F_TRACE ? 16 : 8);
+            if (*len < 0) {
+                return wrong(j, "traceId, spanId and parentSpanId",
+                             "hex strings (32, 16, 16 digits)");
+            }
+        } else {
+            int64_t t = nanos(&v);
+            if (t < 0) {
+                return wrong(j, "startTimeUnixNano and endTimeUnixNano",
+                             "decimal strings or integers of nanoseconds");
+            }
+            *(field == F_START ? &s->start_ns : &s->end_ns) = t;
+        }
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        return -1;
+    }
+    s->has_parent = pl == 8 && !otlp_all_zero(s->parent_id, 8);
+    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl)) {
+        b->n++;
+    }
+    return 0;
 }
 
 /* ResourceSpans.resource: its attributes' text and service.name. */
 static int resource(struct jp *j, const void **attrs, size_t *n_attrs, struct jval *svc) {
-    struct jval v, k;
+    struct jval k;
     struct jobj o;
-    int rc = object_or_null(j, &o, "resource", "an object");
+    int field, rc = object_or_null(j, &o, &RESOURCE, "resource", "an object");
     if (rc <= 0) {
         return rc;
     }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        if (!str_eq(&k, "attributes", 10)) {
-            rc = skip(j);
-        } else if (scalar(j, &v)) {
-            return -1;
-        } else if (v.type == J_ARRAY) {
-            const uint8_t *start = j->p;
-            rc = kvs(j, NULL, NULL, 0, svc) < 0 ? -1 : 0;
-            *attrs = start;
-            *n_attrs = (size_t)(j->p - start);
-        } else if (v.type != J_NULL) {
-            return wrong(j, "resource.attributes", "an array");
-        } else {
-            *attrs = NULL;
-            *n_attrs = 0;
-            svc->type = J_NONE;
-        }
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        rc = field == RES_ATTRIBUTES ? attributes(j, "resource.attributes", svc, attrs, n_attrs)
+                                     : skip(j);
         if (rc < 0) {
             return -1;
         }
@@ -1076,15 +1200,15 @@ static int each_span(struct jp *j, void *ctx) {
 static int each_scope_spans(struct jp *j, void *ctx) {
     struct jobj o;
     struct jval k;
-    int rc;
+    int rc, field;
     if (*j->p != '{') {
         return wrong(j, "scopeSpans[]", "an object");
     }
-    if (obj_begin(j, &o)) {
+    if (obj_begin(j, &o, &SCOPE_SPANS)) {
         return -1;
     }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        if ((str_eq(&k, "spans", 5) ? each_of(j, "spans", each_span, ctx) : skip(j)) < 0) {
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        if ((field == SS_SPANS ? each_of(j, "spans", each_span, ctx) : skip(j)) < 0) {
             return -1;
         }
     }
@@ -1097,21 +1221,17 @@ static int each_resource_spans(struct jp *j, void *ctx) {
     struct jval k, svc = {.type = J_NONE};
     const void *attrs = NULL;
     size_t n_attrs = 0, first = sa->b->n;
-    int rc;
+    int rc, field;
     if (*j->p != '{') {
         return wrong(j, "resourceSpans[]", "an object");
     }
-    if (obj_begin(j, &o)) {
+    if (obj_begin(j, &o, &RESOURCE_SPANS)) {
         return -1;
     }
-    while ((rc = obj_next(j, &o, &k)) > 0) {
-        if (str_eq(&k, "resource", 8)) {
-            rc = resource(j, &attrs, &n_attrs, &svc);
-        } else if (str_eq(&k, "scopeSpans", 10)) {
-            rc = each_of(j, "scopeSpans", each_scope_spans, sa);
-        } else {
-            rc = skip(j);
-        }
+    while ((rc = obj_next(j, &o, &k, &field)) > 0) {
+        rc = field == RS_RESOURCE      ? resource(j, &attrs, &n_attrs, &svc)
+             : field == RS_SCOPE_SPANS ? each_of(j, "scopeSpans", each_scope_spans, sa)
+                                       : skip(j);
         if (rc < 0) {
             return -1;
         }
@@ -1151,7 +1271,7 @@ int otlp_decode_json(struct otlp_arena *a, const uint8_t *body, size_t len, stru
     struct spans sa = {b, 0};
     struct jobj o;
     struct jval k;
-    int rc;
+    int rc, field;
     jp_init(&j, a, body ? body : (const uint8_t *)"", body ? len : 0);
     ws(&j);
     if (j.p >= j.end || (*j.p != '{' && *j.p != '[')) {
@@ -1164,13 +1284,12 @@ int otlp_decode_json(struct otlp_arena *a, const uint8_t *body, size_t len, stru
         }
         goto fail;
     }
-    if (obj_begin(&j, &o)) {
+    if (obj_begin(&j, &o, &ROOT)) {
         goto fail;
     }
-    while ((rc = obj_next(&j, &o, &k)) > 0) {
-        if ((str_eq(&k, "resourceSpans", 13)
-                 ? each_of(&j, "resourceSpans", each_resource_spans, &sa)
-                 : skip(&j)) < 0) {
+    while ((rc = obj_next(&j, &o, &k, &field)) > 0) {
+        if ((field == ROOT_RESOURCE_SPANS ? each_of(&j, "resourceSpans", each_resource_spans, &sa)
+                                          : skip(&j)) < 0) {
             goto fail;
         }
     }
@@ -1201,7 +1320,7 @@ int otlp_json_attr(const struct otlp_span *s, const char *key, char *buf, size_t
         }
         struct jp j;
         jp_init(&j, NULL, arr[i], n[i]);
-        if (kvs(&j, key, buf, cap, NULL) == 2) {
+        if (kvs(&j, key, buf, cap, NULL, NULL, NULL) == 2) {
             return 1; /* else the resource's attributes */
         }
     }

@@ -394,6 +394,11 @@ static void json_corners(void) {
               "\"18446744073709551615\"}"),
          DQ_EPARSE},
         {WRAP("{" SPAN_OK ",\"name\":\"x\",\"status\":{\"code\":-1}}"), DQ_OK},
+        {WRAP("{" SPAN_OK
+              ",\"name\":\"x\",\"attributes\":null,\"status\":null,\"parentSpanId\":null,"
+              "\"kind\":null}"),
+         DQ_OK},
+        {WRAP("{" SPAN_OK ",\"name\":null}"), DQ_OK},
         {WRAP("{" SPAN_OK ",\"name\":\"x\",\"status\":{\"code\":\"STATUS_CODE_OK\",\"m\":[]}}"),
          DQ_OK},
         {WRAP("{" SPAN_OK ",\"name\":\"x\",\"status\":{\"code\":true}}"), DQ_EPARSE},
