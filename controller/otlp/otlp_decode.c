@@ -137,20 +137,6 @@ static void reject(struct otlp_batch *b, const char *why) {
     }
 }
 
-int otlp_all_zero(const uint8_t *p, size_t n) {
-    uint64_t any = 0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        any |= w;
-    }
-    for (; i < n; i++) {
-        any |= p[i];
-    }
-    return any == 0;
-}
-
 int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len, size_t span_len,
                     size_t parent_len) {
     /* the span's text (name, service, as decoded) would be checked here: UTF-8, no NUL */

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "otlp.h"
 
@@ -23,7 +24,19 @@ int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len,
                     size_t parent_len);
 
 /* 1 when the n bytes at p are all zero. */
-int otlp_all_zero(const uint8_t *p, size_t n);
+static inline int otlp_all_zero(const uint8_t *p, size_t n) {
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        any |= w;
+    }
+    for (; i < n; i++) {
+        any |= p[i];
+    }
+    return any == 0;
+}
 
 /* The span array of a batch of total spans, in a; NULL (dq_fail: DQ_EFULL) past its cap. */
 struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total);

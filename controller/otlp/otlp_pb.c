@@ -304,6 +304,40 @@ static int kv_parse(const uint8_t *p, size_t n, struct kv *kv) {
     return rc;
 }
 
+/*
+ * 1 when the KeyValue at p (n bytes) has the shape SDKs send, valid as it stands: its key,
+ * then its value holding one string, bool, int or double, every tag and length one byte.
+ * (kv_parse decides the others.)
+ */
+static int kv_plain(const uint8_t *p, size_t n) {
+    if (n < 4 || p[0] != 0x0a || p[1] >= 0x80) {
+        return 0;
+    }
+    size_t at = 2 + (size_t)p[1];
+    if (at + 2 > n || p[at] != 0x12 || p[at + 1] >= 0x80 || at + 2 + p[at + 1] != n) {
+        return 0;
+    }
+    const uint8_t *v = p + at + 2;
+    size_t vn = p[at + 1], i = 1;
+    if (vn < 2) {
+        return 0;
+    }
+    switch (v[0]) {
+    case 0x0a: /* string_value */
+        return v[1] < 0x80 && 2 + (size_t)v[1] == vn;
+    case 0x10: /* bool_value, int_value: a varint up to the end */
+    case 0x18:
+        while (i < vn && (v[i] & 0x80)) {
+            i++;
+        }
+        return i == vn - 1 && vn - 1 <= 10;
+    case 0x21: /* double_value */
+        return vn == 9;
+    default:
+        return 0;
+    }
+}
+
 /* 1 when the pair's key, up to its first NUL byte, is key. */
 static int key_is(const struct kv *kv, const char *key) {
     size_t n = strlen(key);
@@ -413,57 +447,101 @@ static int64_t nanos(uint64_t v) {
     return v > INT64_MAX ? -1 : (int64_t)v;
 }
 
+/* What a Span's fields say, as they come. */
+struct span_fields {
+    const uint8_t *ids[5]; /* by field number: 1 trace, 2 span, 4 parent */
+    size_t id_n[5];
+    const uint8_t *name;
+    size_t name_n;
+    uint64_t start, end;
+    int32_t status;
+};
+
+/* One field of a Span (its wire type checked) into sf; −1 when malformed. */
+static inline int span_field(struct span_fields *sf, uint32_t num, const uint8_t *data, size_t n,
+                             uint64_t v) {
+    struct kv kv;
+    switch (num) {
+    case 1:
+    case 2:
+    case 4:
+        sf->ids[num] = data;
+        sf->id_n[num] = n;
+        return 0;
+    case 5:
+        sf->name = data;
+        sf->name_n = n;
+        return 0;
+    case 7:
+        sf->start = v;
+        return 0;
+    case 8:
+        sf->end = v;
+        return 0;
+    case 9:
+        return kv_plain(data, n) ? 0 : kv_parse(data, n, &kv);
+    case 15:
+        if (n == 2 && data[0] == (3 << 3 | WT_VARINT) && data[1] < 0x80) {
+            sf->status = data[1]; /* the usual Status: only a small code */
+            return 0;
+        }
+        return status_walk(data, n, &sf->status);
+    default:
+        return 0;
+    }
+}
+
+/* A Span's one-byte tags by what follows them: a length (the declared length-delimited
+ * fields), 8 bytes (the times), a varint (kind and the dropped counts, not read). */
+enum { TAG_OTHER, TAG_LEN, TAG_I64, TAG_VARINT };
+static const uint8_t SPAN_TAG[256] = {
+    [1 << 3 | WT_LEN] = TAG_LEN,        [2 << 3 | WT_LEN] = TAG_LEN,
+    [3 << 3 | WT_LEN] = TAG_LEN,        [4 << 3 | WT_LEN] = TAG_LEN,
+    [5 << 3 | WT_LEN] = TAG_LEN,        [9 << 3 | WT_LEN] = TAG_LEN,
+    [11 << 3 | WT_LEN] = TAG_LEN,       [13 << 3 | WT_LEN] = TAG_LEN,
+    [15 << 3 | WT_LEN] = TAG_LEN,       [7 << 3 | WT_I64] = TAG_I64,
+    [8 << 3 | WT_I64] = TAG_I64,        [6 << 3 | WT_VARINT] = TAG_VARINT,
+    [10 << 3 | WT_VARINT] = TAG_VARINT, [12 << 3 | WT_VARINT] = TAG_VARINT,
+    [14 << 3 | WT_VARINT] = TAG_VARINT};
+
 /* One Span into s (counted valid or rejected in b); −1 when malformed. */
 static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p, size_t n) {
-    struct pb r = reader(p, n);
-    struct field f = {0};
-    int rc;
-    const uint8_t *ids[5] = {0}; /* by field number: 1 trace, 2 span, 4 parent */
-    size_t id_n[5] = {0};
-    const uint8_t *name = (const uint8_t *)"";
-    size_t name_n = 0;
-    uint64_t start = 0, end = 0;
-    int32_t status = 0;
-    while ((rc = next(&r, &f)) > 0) {
-        if (f.num <= 16 && f.num > 0 && SPAN_WT[f.num] != f.wt) {
+    struct span_fields sf = {.name = (const uint8_t *)""};
+    const uint8_t *q = p, *end = p + n;
+    while (q < end) {
+        /* inline: a declared field with a one-byte tag, and a one-byte length or varint */
+        unsigned t = q[0], kind = SPAN_TAG[t];
+        size_t rem = (size_t)(end - q);
+        if (kind == TAG_LEN && rem >= 2 && q[1] < 0x80 && q[1] <= rem - 2) {
+            if (span_field(&sf, t >> 3, q + 2, q[1], 0) < 0) {
+                return -1;
+            }
+            q += 2 + q[1];
+            continue;
+        }
+        if (kind == TAG_I64 && rem >= 9) {
+            *(t >> 3 == 7 ? &sf.start : &sf.end) = le64(q + 1);
+            q += 9;
+            continue;
+        }
+        if (kind == TAG_VARINT && rem >= 2 && q[1] < 0x80) {
+            q += 2;
+            continue;
+        }
+        struct pb r = {q, end};
+        struct field f = {0};
+        if (next(&r, &f) < 0 || (f.num <= 16 && f.num > 0 && SPAN_WT[f.num] != f.wt) ||
+            span_field(&sf, f.num, f.data, f.n, f.v) < 0) {
             return -1;
         }
-        switch (f.num) {
-        case 1:
-        case 2:
-        case 4:
-            ids[f.num] = f.data;
-            id_n[f.num] = f.n;
-            break;
-        case 5:
-            name = f.data;
-            name_n = f.n;
-            break;
-        case 7:
-            start = f.v;
-            break;
-        case 8:
-            end = f.v;
-            break;
-        case 9: {
-            struct kv kv;
-            if (kv_parse(f.data, f.n, &kv) < 0) {
-                return -1;
-            }
-            break;
-        }
-        case 15:
-            if (status_walk(f.data, f.n, &status) < 0) {
-                return -1;
-            }
-            break;
-        default:
-            break;
-        }
+        q = r.p;
     }
-    if (rc < 0) {
-        return -1;
-    }
+    const uint8_t *name = sf.name;
+    size_t name_n = sf.name_n;
+    const uint8_t *const *ids = sf.ids;
+    const size_t *id_n = sf.id_n;
+    uint64_t start = sf.start, end_ns = sf.end;
+    int32_t status = sf.status;
     s->name = (const char *)name;
     s->name_len = text_len(name, name_n);
     if (id_n[1] == 16) {
@@ -477,7 +555,7 @@ static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p
     }
     s->has_parent = id_n[4] == 8 && !otlp_all_zero(s->parent_id, 8);
     s->start_ns = nanos(start);
-    s->end_ns = nanos(end);
+    s->end_ns = nanos(end_ns);
     s->status = status;
     s->attrs = p;
     s->n_attrs = n;
