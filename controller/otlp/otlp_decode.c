@@ -167,6 +167,23 @@ struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total) {
     return s;
 }
 
+struct otlp_span *otlp_span_slot(struct otlp_arena *a, struct otlp_batch *b, size_t *cap,
+                                 size_t first) {
+    if (b->n == *cap) {
+        size_t n = *cap ? 2 * *cap : first;
+        struct otlp_span *s = otlp_span_array(a, n);
+        if (!s) {
+            return NULL;
+        }
+        if (b->n) {
+            memcpy(s, b->spans, b->n * sizeof *s);
+        }
+        b->spans = s;
+        *cap = n;
+    }
+    return &b->spans[b->n];
+}
+
 int otlp_span_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap) {
     return s->json ? otlp_json_attr(s, key, buf, cap) : otlp_pb_attr(s, key, buf, cap);
 }

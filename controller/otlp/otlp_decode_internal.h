@@ -41,6 +41,12 @@ static inline int otlp_all_zero(const uint8_t *p, size_t n) {
 /* The span array of a batch of total spans, in a; NULL (dq_fail: DQ_EFULL) past its cap. */
 struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total);
 
+/* The slot of the next span of b (b->n), the span array grown in a when it is full (first
+ * spans at first, then twice as many); *cap is its size. NULL (dq_fail: DQ_EFULL) past the
+ * arena's cap. */
+struct otlp_span *otlp_span_slot(struct otlp_arena *a, struct otlp_batch *b, size_t *cap,
+                                 size_t first);
+
 /* otlp_span_attr for each format: the text of attribute key in buf, 1 when found. */
 int otlp_pb_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);
 int otlp_json_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);

@@ -1080,18 +1080,11 @@ struct spans {
 
 static int span(struct jp *j, struct spans *sa) {
     struct otlp_batch *b = sa->b;
-    if (b->n == sa->cap) {
-        /* first as many as the body could hold at 200 bytes a span (an SDK's take more) */
-        size_t cap = sa->cap ? 2 * sa->cap : (size_t)(j->end - j->body) / 200 + 16;
-        struct otlp_span *s = otlp_span_array(j->a, cap);
-        if (!s) {
-            return full(j);
-        }
-        memcpy(s, b->spans, b->n * sizeof *s);
-        b->spans = s;
-        sa->cap = cap;
+    /* the span array first for a span every 200 bytes (an SDK's take more) */
+    struct otlp_span *s = otlp_span_slot(j->a, b, &sa->cap, (size_t)(j->end - j->body) / 200 + 16);
+    if (!s) {
+        return full(j);
     }
-    struct otlp_span *s = &b->spans[b->n];
     memset(s, 0, sizeof *s);
     s->name = "";
     s->json = 1;
