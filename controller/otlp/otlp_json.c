@@ -190,7 +190,7 @@ static inline __attribute__((always_inline)) int str_scan(struct jp *j, struct j
             unsigned m = special16(p);
             if (m) {
                 p += __builtin_ctz(m);
-                break;
+                goto special;
             }
             p += 16;
         }
@@ -199,13 +199,14 @@ static inline __attribute__((always_inline)) int str_scan(struct jp *j, struct j
             uint64_t m = special8(load8(p));
             if (m) {
                 p += __builtin_ctzll(m) >> 3; /* the first one is flagged rightly */
-                break;
+                goto special;
             }
             p += 8;
         }
         while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') {
             p++;
         }
+    special:
         if (p >= end) {
             return syntax(j, p, "a string does not end");
         }
@@ -805,6 +806,29 @@ static int skip(struct jp *j) {
 /* ---- OTLP fields
  * --------------------------------------------------------------------------------- */
 
+/* HIGH in each byte of w (every byte below 0x80) that lies in [lo, hi]. */
+static uint64_t in_range8(uint64_t w, unsigned lo, unsigned hi) {
+    return (w + ONES * (0x80 - lo)) & ~(w + ONES * (0x7f - hi)) & HIGH;
+}
+
+/* The 8 hex digits at t as 4 bytes into out; nonzero when one is not a hex digit. */
+static unsigned hex8(const uint8_t *t, uint8_t *out) {
+    uint64_t w = load8(t);
+    if (w & HIGH) {
+        return 1;
+    }
+    uint64_t letter = in_range8(w, 'a', 'f') | in_range8(w, 'A', 'F');
+    if ((in_range8(w, '0', '9') | letter) != HIGH) {
+        return 1;
+    }
+    uint64_t v = (w & (ONES * 0x0f)) + (letter >> 7) * 9; /* each byte a digit's value */
+    v = ((v << 4) | (v >> 8)) & 0x00ff00ff00ff00ffULL;    /* pairs in the even bytes */
+    v = (v | (v >> 8)) & 0x0000ffff0000ffffULL;
+    v = (v | (v >> 16)) & 0xffffffffULL;
+    memcpy(out, &v, 4); /* little-endian: the first pair first */
+    return 0;
+}
+
 /* A hex id of at most n bytes into out: its length in bytes (0 for null or ""), −1 when
  * it is not a string of hex digits of an even count. */
 static int hex_id(const struct jval *v, uint8_t *out, size_t n) {
@@ -825,7 +849,11 @@ static int hex_id(const struct jval *v, uint8_t *out, size_t n) {
         return -1;
     }
     unsigned bad = 0;
-    for (size_t i = 0; i < len / 2; i++) {
+    size_t i = 0;
+    for (; 2 * i + 8 <= len; i += 4) {
+        bad |= hex8(t + 2 * i, out + i);
+    }
+    for (; i < len / 2; i++) {
         unsigned hi = HEX1[t[2 * i]], lo = HEX1[t[2 * i + 1]];
         bad |= !hi | !lo;
         out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));

@@ -435,6 +435,26 @@ static void json_corners(void) {
                   cases[i].want);
         otlp_batch_release(&b);
     }
+    /* hex ids: every byte next to the hex digits' ranges, at each place of a word */
+    static const char next_to_hex[] = "/:@G`g\x7f\xc3";
+    for (size_t c = 0; c < sizeof next_to_hex - 1; c++) {
+        for (int at = 0; at < 32; at += 3) {
+            char id[33], body[512];
+            memcpy(id, "0102030405060708090a0B0c0d0E0f10", 33);
+            id[at] = next_to_hex[c];
+            snprintf(body, sizeof body,
+                     WRAP("{\"traceId\":\"%s\",\"spanId\":\"0102030405060708\",\"name\":\"x\","
+                          "\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"2\"}"),
+                     id);
+            struct otlp_batch b;
+            compare((const uint8_t *)body, strlen(body), 1, body);
+            otlp_arena_reset(&arena);
+            CHECK_MSG(otlp_decode_json(&arena, (const uint8_t *)body, strlen(body), &b) ==
+                          DQ_EPARSE,
+                      "%s", body);
+            otlp_batch_release(&b);
+        }
+    }
     /* one NUL byte after a number or a literal is passed over (jansson reads one byte
      * ahead and puts it back), not two, not after a string */
     static const char nul_ok[] = "{\"a\":0\0,\"b\":true\0,\"c\":1.5\0}",
