@@ -131,29 +131,10 @@ void otlp_batch_release(struct otlp_batch *b) {
     memset(b, 0, sizeof *b);
 }
 
-static void reject(struct otlp_batch *b, const char *why) {
+void otlp_span_reject(struct otlp_batch *b, const char *why) {
     if (b->rejected++ == 0) {
         snprintf(b->reason, sizeof b->reason, "%s", why);
     }
-}
-
-int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len, size_t span_len,
-                    size_t parent_len) {
-    /* the span's text (name, service, as decoded) would be checked here: UTF-8, no NUL */
-    if (trace_len != 16 || otlp_all_zero(s->trace_id, 16)) {
-        reject(b, "a span's trace_id is not 16 bytes, or all zero");
-    } else if (span_len != 8 || otlp_all_zero(s->span_id, 8)) {
-        reject(b, "a span's span_id is not 8 bytes, or all zero");
-    } else if (parent_len != 0 && parent_len != 8) {
-        reject(b, "a span's parent_span_id is neither empty nor 8 bytes");
-    } else if (s->name_len == 0) {
-        reject(b, "a span has no name");
-    } else if (s->start_ns <= 0 || s->end_ns < s->start_ns) {
-        reject(b, "a span ends before it starts, or has no start time");
-    } else {
-        return 1;
-    }
-    return 0;
 }
 
 struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total) {
@@ -167,20 +148,18 @@ struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total) {
     return s;
 }
 
-struct otlp_span *otlp_span_slot(struct otlp_arena *a, struct otlp_batch *b, size_t *cap,
+struct otlp_span *otlp_span_grow(struct otlp_arena *a, struct otlp_batch *b, size_t *cap,
                                  size_t first) {
-    if (b->n == *cap) {
-        size_t n = *cap ? 2 * *cap : first;
-        struct otlp_span *s = otlp_span_array(a, n);
-        if (!s) {
-            return NULL;
-        }
-        if (b->n) {
-            memcpy(s, b->spans, b->n * sizeof *s);
-        }
-        b->spans = s;
-        *cap = n;
+    size_t n = *cap ? 2 * *cap : first;
+    struct otlp_span *s = otlp_span_array(a, n);
+    if (!s) {
+        return NULL;
     }
+    if (b->n) {
+        memcpy(s, b->spans, b->n * sizeof *s);
+    }
+    b->spans = s;
+    *cap = n;
     return &b->spans[b->n];
 }
 
