@@ -487,6 +487,46 @@ static void json_corners(void) {
     }
 }
 
+/* Many small spans, more than the decoders' first guess of the span array holds: it grows. */
+static void many_spans(void) {
+    enum { N = 3000 };
+    static uint8_t req[N * 64 + 64];
+    static char json[N * 200 + 64];
+    struct pb s;
+    size_t at = 0, jl = 0;
+    uint8_t ss[N * 64];
+    size_t ss_n = 0;
+    for (int i = 0; i < N; i++) {
+        span_base(&s);
+        bytes(&s, 5, i % 2 ? "a" : "b", 1);
+        ss[ss_n++] = 2 << 3 | 2; /* ScopeSpans.spans */
+        ss[ss_n++] = (uint8_t)s.n;
+        memcpy(ss + ss_n, s.d, s.n);
+        ss_n += s.n;
+    }
+    /* request { resource_spans (1) { scope_spans (2) { ss } } }, lengths as varints */
+    struct pb hdr = {0};
+    tag(&hdr, 2, 2);
+    varint(&hdr, ss_n);
+    struct pb top = {0};
+    tag(&top, 1, 2);
+    varint(&top, hdr.n + ss_n);
+    memcpy(req + at, top.d, top.n);
+    at += top.n;
+    memcpy(req + at, hdr.d, hdr.n);
+    at += hdr.n;
+    memcpy(req + at, ss, ss_n);
+    at += ss_n;
+    CHECK(compare(req, at, 0, "3000 small protobuf spans"));
+    jl += (size_t)snprintf(json, sizeof json, "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[");
+    for (int i = 0; i < N; i++) {
+        jl += (size_t)snprintf(json + jl, sizeof json - jl, "%s{" SPAN_OK ",\"name\":\"s%d\"}",
+                               i ? "," : "", i % 7);
+    }
+    jl += (size_t)snprintf(json + jl, sizeof json - jl, "]}]}]}");
+    CHECK(compare((const uint8_t *)json, jl, 1, "3000 small JSON spans"));
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_otlp_diff CORPUS_DIR\n");
@@ -496,6 +536,7 @@ int main(int argc, char **argv) {
     otlp_arena_init(&ref_arena, 256u << 20);
     protobuf_corners();
     json_corners();
+    many_spans();
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/otlp_protobuf", argv[1]);
     size_t pb_ok = 0, json_ok = 0;
