@@ -86,7 +86,7 @@ static int full(struct jp *j) {
     return -1;
 }
 
-/* ---- strings --------------------------------------------------------------------------------- */
+/* ---- strings ----------------------------------------------------------------------------- */
 
 static inline void ws(struct jp *j) {
     if (j->p<j->end && * j->p> ' ') {
@@ -361,8 +361,7 @@ static int str_bytes(struct jp *j, const struct jval *v, const char **out, size_
     return 0;
 }
 
-/* ---- scalars -----------------------------------------------------------------------------------
- */
+/* ---- scalars ----------------------------------------------------------------------------- */
 
 static int is_digit(const uint8_t *p, const uint8_t *end) {
     return p < end && *p >= '0' && *p <= '9';
@@ -482,8 +481,7 @@ static int scalar(struct jp *j, struct jval *v) {
     }
 }
 
-/* ---- containers
- * ----------------------------------------------------------------------------------- */
+/* ---- containers -------------------------------------------------------------------------- */
 
 static int enter(struct jp *j) {
     if (++j->depth > MAX_DEPTH) {
@@ -803,8 +801,7 @@ static int skip(struct jp *j) {
     return j->depth + 1 > MAX_DEPTH ? syntax(j, v.p, "more than 2048 values deep") : 0;
 }
 
-/* ---- OTLP fields
- * --------------------------------------------------------------------------------- */
+/* ---- OTLP fields ------------------------------------------------------------------------- */
 
 /* HIGH in each byte of w (every byte below 0x80) that lies in [lo, hi]. */
 static uint64_t in_range8(uint64_t w, unsigned lo, unsigned hi) {
@@ -1329,8 +1326,7 @@ fail:
     return j.rc;
 }
 
-/* ---- attributes
- * ------------------------------------------------------------------------------------ */
+/* ---- attributes -------------------------------------------------------------------------- */
 
 int otlp_json_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap) {
     const void *arr[2] = {s->attrs, s->res_attrs};

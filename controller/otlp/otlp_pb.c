@@ -2,7 +2,8 @@
  * otlp_pb.c: ExportTraceServiceRequest (protobuf) to spans by walking the wire format
  * directly (docs/otlp.md, "Decoding"). Nothing is copied or allocated per span: a span's
  * name, its service's name and its attributes stay in the body; the only allocation is
- * the span array, counted first. Attributes are read from the body when a mapping asks.
+ * the span array, which grows in the arena. Attributes are read from the body when a
+ * mapping asks.
  *
  * It accepts and refuses exactly what protobuf-c's unpack of otlp_trace.proto did, and
  * reads the same values (tests/otlp/test_otlp_diff.c compares the two on the corpus):
@@ -28,7 +29,7 @@
 #include "otlp.h"
 #include "otlp_decode_internal.h"
 
-/* ---- the wire ------------------------------------------------------------------------------ */
+/* ---- the wire ---------------------------------------------------------------------------- */
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
@@ -209,7 +210,7 @@ static size_t text_len(const uint8_t *p, size_t n) {
     return i;
 }
 
-/* ---- KeyValue and AnyValue ------------------------------------------------------------------ */
+/* ---- KeyValue and AnyValue --------------------------------------------------------------- */
 
 /* AnyValue's oneof: 0 none, 1 string, 2 bool, 3 int, 4 double, 5 array, 6 kvlist, 7 bytes. */
 struct any {
@@ -415,8 +416,7 @@ static int resource_walk(const uint8_t *p, size_t n, const uint8_t **svc, size_t
     return rc < 0 ? -1 : kvs_walk(p, n, 1, NULL, NULL, 0, svc, svc_n);
 }
 
-/* ---- spans ------------------------------------------------------------------------------------
- */
+/* ---- spans ------------------------------------------------------------------------------- */
 
 /* The wire type each Span field (1 to 16) must have. */
 static const int8_t SPAN_WT[17] = {-1,        WT_LEN, WT_LEN,    WT_LEN, WT_LEN,    WT_LEN,
@@ -536,39 +536,33 @@ static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p
         }
         q = r.p;
     }
-    const uint8_t *name = sf.name;
-    size_t name_n = sf.name_n;
-    const uint8_t *const *ids = sf.ids;
-    const size_t *id_n = sf.id_n;
-    uint64_t start = sf.start, end_ns = sf.end;
-    int32_t status = sf.status;
-    s->name = (const char *)name;
-    s->name_len = text_len(name, name_n);
-    if (id_n[1] == 16) {
-        memcpy(s->trace_id, ids[1], 16);
+    s->name = (const char *)sf.name;
+    s->name_len = text_len(sf.name, sf.name_n);
+    if (sf.id_n[1] == 16) {
+        memcpy(s->trace_id, sf.ids[1], 16);
     }
-    if (id_n[2] == 8) {
-        memcpy(s->span_id, ids[2], 8);
+    if (sf.id_n[2] == 8) {
+        memcpy(s->span_id, sf.ids[2], 8);
     }
-    if (id_n[4] == 8) {
-        memcpy(s->parent_id, ids[4], 8);
+    if (sf.id_n[4] == 8) {
+        memcpy(s->parent_id, sf.ids[4], 8);
     }
-    s->has_parent = id_n[4] == 8 && !otlp_all_zero(s->parent_id, 8);
-    s->start_ns = nanos(start);
-    s->end_ns = nanos(end_ns);
-    s->status = status;
+    s->has_parent = sf.id_n[4] == 8 && !otlp_all_zero(s->parent_id, 8);
+    s->start_ns = nanos(sf.start);
+    s->end_ns = nanos(sf.end);
+    s->status = sf.status;
     s->attrs = p;
     s->n_attrs = n;
     s->json = 0;
-    if (otlp_span_check(b, s, id_n[1], id_n[2], id_n[4])) {
+    if (otlp_span_check(b, s, sf.id_n[1], sf.id_n[2], sf.id_n[4])) {
         b->n++;
     }
     return 0;
 }
 
-/* ---- the request (walked once; −1 when malformed, −2 when the arena is full)
- * -------------------------------------------------------------------------------
- */
+/* ---- the request ------------------------------------------------------------------------- */
+
+/* The walkers below return 0, −1 when the body is malformed, −2 when the arena is full. */
 
 struct walk {
     struct otlp_arena *a;
@@ -670,8 +664,7 @@ int otlp_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
                               "(malformed, truncated or wrongly typed fields)");
 }
 
-/* ---- attributes
- * ------------------------------------------------------------------------------------ */
+/* ---- attributes -------------------------------------------------------------------------- */
 
 int otlp_pb_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap) {
     /* the span's attributes, then (when they give no text) the resource's: each Resource
