@@ -361,6 +361,7 @@ static void protobuf_corners(void) {
 #define SPAN_OK                                                                                    \
     "\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"0102030405060708\","            \
     "\"startTimeUnixNano\":\"1795600000000000000\",\"endTimeUnixNano\":\"1795600000005000000\""
+#define SPAN_IDS "\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"0102030405060708\""
 #define WRAP(spans) "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[" spans "]}]}]}"
 
 static void json_corners(void) {
@@ -398,6 +399,20 @@ static void json_corners(void) {
               "\"18446744073709551615\"}"),
          DQ_EPARSE},
         {WRAP("{" SPAN_OK ",\"name\":\"x\",\"status\":{\"code\":-1}}"), DQ_OK},
+        /* times as strings: 20 digits with leading zeros, the largest, one more, 21 digits */
+        {WRAP("{" SPAN_IDS ",\"name\":\"x\",\"startTimeUnixNano\":\"00000000000000000001\","
+              "\"endTimeUnixNano\":\"9223372036854775807\"}"),
+         DQ_OK},
+        {WRAP("{" SPAN_IDS ",\"name\":\"x\",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":"
+              "\"9223372036854775808\"}"),
+         DQ_EPARSE},
+        {WRAP("{" SPAN_IDS ",\"name\":\"x\",\"startTimeUnixNano\":\"000000000000000000001\"}"),
+         DQ_EPARSE},
+        {WRAP("{" SPAN_IDS ",\"name\":\"x\",\"startTimeUnixNano\":\"17956000000000000x0\"}"),
+         DQ_EPARSE},
+        {WRAP("{" SPAN_IDS ",\"name\":\"x\",\"startTimeUnixNano\":\"1795600000\\u00300000000\","
+              "\"endTimeUnixNano\":\"1795600000000000000\"}"),
+         DQ_OK},
         {WRAP("{" SPAN_OK
               ",\"name\":\"x\",\"attributes\":null,\"status\":null,\"parentSpanId\":null,"
               "\"kind\":null}"),
