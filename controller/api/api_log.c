@@ -475,9 +475,15 @@ static size_t links_with(json_t *run, const char *status, char *buf, size_t cap)
     json_t *c;
     buf[0] = '\0';
     json_array_foreach(run, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
-            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
-                             json_string_value(json_object_get(c, "wrapper")));
+        const json_t *w = json_object_get(c, "wrapper");
+        int seen = 0; /* a run may hold a link twice (an enable, then a dMax): once here */
+        for (size_t j = 0; j < i && !seen; j++) {
+            const json_t *e = json_array_get(run, j);
+            seen = json_equal(json_object_get(e, "wrapper"), w) &&
+                   json_equal(json_object_get(e, "status"), json_object_get(c, "status"));
+        }
+        if (!seen && strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
+            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", json_string_value(w));
             len = k > 0 && len + (size_t)k < cap ? len + (size_t)k : len;
             n++;
         }
@@ -494,6 +500,15 @@ static void add_link_details(json_t *run, json_t *sentences) {
         const char *status = json_string_value(json_object_get(c, "status"));
         const char *detail = json_string_value(json_object_get(c, "detail"));
         if (!status || !detail || !detail[0]) {
+            continue;
+        }
+        int said = 0; /* one sentence per link and detail (a run may hold a link twice) */
+        for (size_t j = 0; j < i && !said; j++) {
+            const json_t *e = json_array_get(run, j);
+            said = json_equal(json_object_get(e, "wrapper"), json_object_get(c, "wrapper")) &&
+                   json_equal(json_object_get(e, "detail"), json_object_get(c, "detail"));
+        }
+        if (said) {
             continue;
         }
         char buf[1024];
