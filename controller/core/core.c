@@ -936,6 +936,9 @@ int core_record_start(struct core *c, const char *version) {
 
 /* Closes window wid at the stop: observed and calculated ΔQs, no decision, no auto-range. */
 static void close_at_stop(struct core *c, int64_t wid) {
+    if (c->probes.passive_new > 0) {
+        save_passive(c);
+    }
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
     }
@@ -974,7 +977,7 @@ int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_sto
     }
     for (int64_t wid = from; wid <= c->last_closed_wid; wid++) {
         core_persist_window(c, wid);
-        rep.windows++;
+        rep.undecided++;
     }
     /* every window still open: each slot's window, as far as any instance reached */
     probes_stop(t, now_ns);
@@ -995,8 +998,9 @@ int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_sto
     char detail[256];
     snprintf(detail, sizeof detail,
              "{\"partial_windows\":%d,\"instances_in_partial\":%" PRIu64
-             ",\"instances_total\":%" PRIu64 ",\"started_ns\":%" PRId64 "}",
-             rep.windows, rep.instances, c->instances_total, c->started_ns);
+             ",\"undecided_windows\":%d,\"instances_total\":%" PRIu64 ",\"started_ns\":%" PRId64
+             "}",
+             rep.windows, rep.instances, rep.undecided, c->instances_total, c->started_ns);
     struct store_event ev = {.time_ns = now_ns, .kind = "dqd_stopped", .detail_json = detail};
     if (store_event_add(c->store, &ev, NULL) != DQ_OK) {
         c->store_errors++;
@@ -1011,9 +1015,10 @@ int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_sto
         return rc;
     }
     LOG(LOG_INFO,
-        "stop: %d windows closed and recorded as partial (%" PRIu64 " instances), with each "
+        "stop: %d windows closed and recorded as partial (%" PRIu64 " instances)%s, with each "
         "probe's last instance and connection",
-        rep.windows, rep.instances);
+        rep.windows, rep.instances,
+        rep.undecided ? ", and the closed windows the adaptive loop had not recorded" : "");
     if (out) {
         *out = rep;
     }

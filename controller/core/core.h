@@ -747,9 +747,9 @@ int core_record_start(struct core *c, const char *version);
 
 /* What core_stop kept. */
 struct core_stop_report {
-    int windows;        /* windows written (the open ones closed as partial, and closed ones
-                           the adaptive loop had not recorded yet) */
-    uint64_t instances; /* instances in the partial windows */
+    int windows;        /* the open windows closed as partial that held instances */
+    uint64_t instances; /* instances in them */
+    int undecided;      /* closed windows the adaptive loop had not recorded, written too */
 };
 
 /*
