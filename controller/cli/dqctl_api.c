@@ -149,8 +149,9 @@ static int enable_common(int argc, char **argv, int enable) {
         "Enables a probe: dqd sends set_timeout to every connected wrapper, which then\n"
         "reports it. Prints what happened on each wrapper link. PROBE must be known to\n"
         "dqd (in the diagram, or reported by a wrapper); --create registers a new name.\n"
-        "Exit status: 0 done, 1 the send failed on some link, 2 unknown probe, usage,\n"
-        "API or connection error.\n";
+        "Exit status: 0 done, 1 the send failed on some link (or it is not known to have\n"
+        "reached a legacy wrapper: several on one host), 2 unknown probe, usage, API or\n"
+        "connection error.\n";
     static const char help_off[] =
         "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
         "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"
