@@ -901,7 +901,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
         return;
     }
     if (a->shape_mode == 2) {
-        snprintf(buf, cap, "mass beyond %.3g ms (%s's %g %%-quantile now)", a->shape_at * 1e3,
+        snprintf(buf, cap, "mass beyond %.3g ms (%s's %.3g %%-quantile now)", a->shape_at * 1e3,
                  in->name ? in->name : "the node", 100.0 * in->qta_p);
         return;
     }
@@ -910,7 +910,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
     case SEARCH_QTA:
     case SEARCH_SHAPE:
         if (a->quantile_mode) {
-            snprintf(buf, cap, "%g %%-quantile latency", 100.0 * in->qta_p);
+            snprintf(buf, cap, "%.3g %%-quantile latency", 100.0 * in->qta_p);
         } else {
             snprintf(buf, cap, "%smean latency%s", ex,
                      a->baseline_mode ? " over the baselines" : "");
