@@ -392,6 +392,9 @@ int64_t adapt__hypothesis(struct plan *pl, const struct investigation *inv, int6
                           const char *verdict);
 /* The searching investigation opened at node, or NULL. */
 struct investigation *adapt__investigation_at(struct adapt_state *st, const char *node);
+/* 1 when an investigation of trigger trigger_id localized a culprit and still holds its
+ * probes (not released): the problem of a trigger that cleared is not over yet. */
+int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id);
 /* Opens an investigation (NULL: failed, dq_last_error() says why). */
 struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o);
 /*

@@ -165,6 +165,31 @@ static int node_still_abnormal(struct plan *pl, const struct investigation *inv,
     return 0;
 }
 
+int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
+    for (int i = 0; i < st->n_inv; i++) {
+        const struct investigation *o = st->inv[i];
+        if (!o->released && o->trigger_id == trigger_id && o->state != INV_SEARCHING &&
+            strcmp(o->verdict, "localized") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A trigger's localized verdict after the trigger cleared: 1 while the node is still
+ * abnormal against its baseline from before the problem (kept frozen for it), said as a
+ * re-check; 0 when it is back to normal (the investigation goes quiet). */
+static int trigger_verdict_holds(struct plan *pl, struct investigation *inv) {
+    if (strcmp(inv->verdict, "localized") != 0 ||
+        adapt__episode_from(&pl->next, inv->trigger_id, 0) < 0) {
+        return 0;
+    }
+    char why[PROBES_NAME_MAX + 600];
+    int abnormal = node_still_abnormal(pl, inv, why, sizeof why);
+    recheck(pl, inv, abnormal, why);
+    return abnormal;
+}
+
 /* 1 when the problem of closed investigation inv is still there (see the top); record: say
  * so (recheck). */
 static int problem_persists(struct plan *pl, struct investigation *inv, int record) {
@@ -213,6 +238,10 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
     }
     inv->released = 1;
     adapt__episode_close(pl, 0, inv->id);
+    const struct trigger *t = trigger_of(pl, inv);
+    if (t && !t->fired && !adapt__trigger_held(&pl->next, t->id)) {
+        adapt__episode_close(pl, t->id, 0); /* the problem its trigger cleared of is over */
+    }
     if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
         json_decref(names);
         return;
@@ -309,6 +338,10 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             } else {
                 inv->unexplained = 0;
             }
+            return;
+        }
+        if (trigger_verdict_holds(pl, inv)) {
+            inv->quiet = 0;
             return;
         }
     } else if (problem_persists(pl, inv, 1)) {

@@ -239,7 +239,15 @@ static void fired(struct plan *pl, struct trigger *t) {
     const struct dq_diagram *g = core_diagram(a->env.core);
     struct investigation *inv = NULL;
     int node = g ? dq_diagram_find(g, t->probe) : -1;
-    if (node >= 0 && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
+    int held = adapt__trigger_held(&pl->next, t->id);
+    if (held) {
+        /* its problem never ended: the verdict that holds it is re-checked (deescalate.c) */
+        adapt__fx_log(pl, LOG_INFO, 0,
+                      "trigger %s on %s: its earlier verdict still holds the problem, no new "
+                      "investigation",
+                      trigger_names[t->kind], t->probe);
+    }
+    if (node >= 0 && !held && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
         !adapt__investigation_at(&pl->next, t->probe)) {
         struct adapt_open o = {.node = t->probe,
                                .problem = (int)trigger_problem(t->kind),
@@ -293,7 +301,13 @@ void adapt__run_triggers(struct plan *pl) {
             /* opening an investigation may not move the array: t stays valid */
             fired(pl, t);
         } else if (!t->fired && was) {
-            adapt__episode_close(pl, t->id, 0);
+            /* the problem is over unless an investigation of it localized a culprit and
+             * still holds its probes: then its release ends the problem (deescalate.c), and
+             * the baselines stay frozen meanwhile (a trigger that flaps around its threshold
+             * is not the fault going away) */
+            if (!adapt__trigger_held(st, t->id)) {
+                adapt__episode_close(pl, t->id, 0);
+            }
             adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
                           trigger_names[t->kind], t->probe, t->good);
             adapt__fx_webhook(pl, "trigger_cleared",
