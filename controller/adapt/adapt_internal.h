@@ -473,6 +473,11 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Removes the released investigations from st. */
 void adapt__sweep(struct adapt_state *st);
 
+/* "12 ms ± 1 ms", "4.1 ms² ± 0.6 ms²", "8 % ± 1.2 %": an amount of problem p (seconds, s²
+ * or a lost fraction) with its half width hw (NAN: the amount alone), in the one style of
+ * dq_format_duration (verdict.c). */
+void adapt__amount_pm(enum search_problem p, double v, double hw, char *buf, size_t cap);
+
 /* ---- culprits.c --------------------------------------------------------------------------- */
 
 /*

@@ -160,8 +160,14 @@ int dqctl_url_escape(const char *in, char *out, size_t cap);
  */
 int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap);
 
-/* Formats a duration in seconds for people: "850 us", "12.5 ms", "1.25 s". */
+/* Formats a duration in seconds for people, in the one style of dq_format_duration:
+ * "850 µs", "12.5 ms", "1024 ms", "12.5 s". */
 void dqctl_format_duration(double s, char *buf, size_t cap);
+
+/* The printf field width that pads s to `width` columns on a terminal: bytes that continue
+ * a UTF-8 character (the µ of µs, a Δ) take no column of their own. Negative width (left
+ * alignment, as in "%-*s") stays negative. */
+int dqctl_cols(const char *s, int width);
 
 /* "0.5@100ms 0.95@250ms, max lost 1%" from a QTA object {"points","max_lost"}. */
 void dqctl_format_qta(const json_t *qta, char *buf, size_t cap);

@@ -23,6 +23,7 @@
 
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dq.h"
 #include "dq_strbuf.h"
 
 static double poll_interval_s = 0.5;
@@ -108,19 +109,27 @@ static void format_node_stats(const json_t *st, char *buf, size_t cap) {
 }
 
 /* A contribution in the unit of the problem kind: seconds, s² (shown as ms²), a lost
- * fraction, a KS distance. */
-static void format_value(const char *problem, double v, char *buf, size_t cap) {
+ * fraction, a KS distance, or for `shape` (problem "mass": its evidence's "unit") a
+ * fraction of the child's mass that moved. */
+static void format_value(const char *problem, double v, int sig, char *buf, size_t cap) {
+    char n[40];
     if (isnan(v)) {
         snprintf(buf, cap, "-");
     } else if (strcmp(problem, "variance") == 0) {
-        snprintf(buf, cap, "%.3g ms²", v * 1e6);
-    } else if (strcmp(problem, "lost") == 0) {
-        snprintf(buf, cap, "%.3g%%", v * 100);
+        snprintf(buf, cap, "%.30s ms²", dq_format_number(v * 1e6, sig, n, sizeof n));
+    } else if (strcmp(problem, "lost") == 0 || strcmp(problem, "mass") == 0) {
+        snprintf(buf, cap, "%.30s %%", dq_format_number(v * 100, sig, n, sizeof n));
     } else if (strcmp(problem, "divergence") == 0) {
-        snprintf(buf, cap, "D %.3g", v);
+        snprintf(buf, cap, "D %.30s", dq_format_number(v, sig, n, sizeof n));
     } else {
         dur(v, buf, cap);
     }
+}
+
+/* The unit an evidence object's contributions are in: "mass" for a shape problem weighed
+ * by the mass that moved, else the problem kind's (format_value). */
+static const char *evidence_unit(const json_t *ev, const char *problem) {
+    return strcmp(jstr(ev, "unit", ""), "mass") == 0 ? "mass" : problem;
 }
 
 static void format_contribution(const char *problem, const json_t *c, char *buf, size_t cap) {
@@ -129,18 +138,22 @@ static void format_contribution(const char *problem, const json_t *c, char *buf,
         snprintf(buf, cap, "-");
         return;
     }
-    char a[32], b[32];
-    format_value(problem, v, a, sizeof a);
+    char a[40], b[40];
+    int timed = strcmp(problem, "variance") != 0 && strcmp(problem, "lost") != 0 &&
+                strcmp(problem, "mass") != 0 && strcmp(problem, "divergence") != 0;
+    if (timed) {
+        dq_format_duration_pm(v, h, buf, cap);
+        return;
+    }
+    format_value(problem, v, 3, a, sizeof a);
     if (isnan(h)) {
         snprintf(buf, cap, "%s", a);
         return;
     }
-    if (strcmp(problem, "divergence") == 0) {
-        snprintf(b, sizeof b, "%.3g", h);
-    } else {
-        format_value(problem, h, b, sizeof b);
-    }
-    snprintf(buf, cap, "%s ± %s", a, b);
+    format_value(problem, h, 2, b, sizeof b);
+    struct dq_strbuf sb;
+    dq_strbuf_init(&sb, buf, cap);
+    dq_strbuf_printf(&sb, "%s ± %s", a, strcmp(problem, "divergence") == 0 ? b + 2 : b);
 }
 
 /* The statistics of the node a hypothesis is about: stats.node (root), stats.focus
@@ -261,13 +274,14 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
         dur(jnum(k, "mean"), mean, sizeof mean);
         dur(jnum(k, "sd"), sd, sizeof sd);
         percent(jnum(k, "lost"), lost, sizeof lost);
-        format_contribution(problem, k, contrib, sizeof contrib);
+        format_contribution(evidence_unit(ev, problem), k, contrib, sizeof contrib);
         if (!isnan(jnum(k, "share"))) {
             snprintf(share, sizeof share, "%.1f%%", jnum(k, "share") * 100);
         }
         int is_best = strcmp(name, best) == 0;
-        fprintf(out, "%s%c %-*.*s %8s %9s %9s %7s  %-24s %6s%s\n", indent, is_best ? '*' : ' ',
-                width, width, name, n, mean, sd, lost, contrib, share,
+        fprintf(out, "%s%c %-*.*s %8s %*s %*s %7s  %*s %6s%s\n", indent, is_best ? '*' : ' ', width,
+                width, name, n, dqctl_cols(mean, 9), mean, dqctl_cols(sd, 9), sd, lost,
+                dqctl_cols(contrib, -24), contrib, share,
                 !is_best   ? ""
                 : dominant ? "  dominant"
                 : !present ? ""
@@ -276,7 +290,7 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
     double cov = jnum(ev, "covariance");
     if (!isnan(cov)) {
         char c[40];
-        format_value("variance", cov, c, sizeof c);
+        format_value("variance", cov, 3, c, sizeof c);
         fprintf(out, "%s  covariance (observed variance minus the children's sum): %s\n", indent,
                 c);
     }
@@ -332,11 +346,11 @@ static void render_overload(FILE *out, const json_t *ov, const char *root, const
         per_s(jnum(st, "saturation_per_s"), sat, sizeof sat);
         per_s(jnum(st, "root_saturation_per_s"), rsat, sizeof rsat);
         const char *m = jstr(st, "method", "?");
-        fprintf(out, "%s%c %-*.*s %5s  %-14s %9s  %-11s %9s %10s %10s  %s\n", indent,
+        fprintf(out, "%s%c %-*.*s %5s  %-14s %*s  %-11s %9s %10s %10s  %s\n", indent,
                 strcmp(name, bottleneck) == 0 ? '*'
                 : is_co                       ? '+'
                                               : ' ',
-                width, width, name, rho, iv, svc, servers, arr, sat, rsat,
+                width, width, name, rho, iv, dqctl_cols(svc, 9), svc, servers, arr, sat, rsat,
                 strcmp(m, "busy") == 0       ? "busy time"
                 : strcmp(m, "baseline") == 0 ? "quiet baseline"
                 : strcmp(m, "mmc") == 0      ? "M/M/c, Little"
@@ -427,10 +441,11 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     if (json_is_object(node_st)) {
         fprintf(out, "%*s  %s: %s\n", ind, "", jstr(node_st, "node", jstr(h, "node", "?")), st);
     }
-    const json_t *best = evidence_best(json_object_get(stats, "evidence"));
+    const json_t *ev = json_object_get(stats, "evidence");
+    const json_t *best = evidence_best(ev);
     if (best) {
         char c[80];
-        format_contribution(jstr(h, "kind", "latency"), best, c, sizeof c);
+        format_contribution(evidence_unit(ev, jstr(h, "kind", "latency")), best, c, sizeof c);
         double share = jnum(best, "share");
         fprintf(out, "%*s  largest contribution: %s %s", ind, "", jstr(best, "node", "?"), c);
         if (!isnan(share)) {
@@ -738,9 +753,10 @@ void dqctl_render_snapshot(FILE *out, const json_t *snap) {
         for (int k = 0; k < 4; k++) {
             dur(s.q[k], q[k], sizeof q[k]);
         }
-        fprintf(out, "%-*.*s %-10s  %-23s %8s %7s %9s %9s %9s %9s %9s\n", wp, wp,
-                jstr(e, "probe", "?"), jstr(e, "kind", "?"), start, len, lost, mean, q[0], q[1],
-                q[2], q[3]);
+        fprintf(out, "%-*.*s %-10s  %-23s %*s %7s %*s %*s %*s %*s %*s\n", wp, wp,
+                jstr(e, "probe", "?"), jstr(e, "kind", "?"), start, dqctl_cols(len, 8), len, lost,
+                dqctl_cols(mean, 9), mean, dqctl_cols(q[0], 9), q[0], dqctl_cols(q[1], 9), q[1],
+                dqctl_cols(q[2], 9), q[2], dqctl_cols(q[3], 9), q[3]);
     }
 }
 

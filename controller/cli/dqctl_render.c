@@ -13,28 +13,27 @@
 #include <string.h>
 #include <time.h>
 
+#include "dq.h"
 #include "dq_strbuf.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
 
 void dqctl_format_duration(double s, char *buf, size_t cap) {
-    if (!isfinite(s)) {
-        snprintf(buf, cap, "-");
-    } else if (s == 0) {
-        snprintf(buf, cap, "0");
-    } else if (s < 1e-3) {
-        snprintf(buf, cap, "%.3g us", s * 1e6);
-    } else if (s < 1.0) {
-        snprintf(buf, cap, "%.3g ms", s * 1e3);
-    } else {
-        snprintf(buf, cap, "%.3g s", s);
+    dq_format_duration(s, buf, cap);
+}
+
+int dqctl_cols(const char *s, int width) {
+    int extra = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        extra += (*c & 0xc0) == 0x80;
     }
+    return width < 0 ? width - extra : width + extra;
 }
 
 /* Compact form for QTA points: 250ms, 1.5s. */
 static void format_compact(double s, char *buf, size_t cap) {
     if (s < 1e-3) {
-        snprintf(buf, cap, "%.6gus", s * 1e6);
+        snprintf(buf, cap, "%.6g\xc2\xb5s", s * 1e6);
     } else if (s < 1.0) {
         snprintf(buf, cap, "%.6gms", s * 1e3);
     } else {
@@ -339,9 +338,10 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         /* an enabled probe whose source went away is "silent", not just "on" */
         int on = json_is_true(json_object_get(p, "enabled"));
         int silent = on && json_is_number(json_object_get(p, "silent_since_ns"));
-        fprintf(out, "%-*.*s %-6s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
-                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dmax,
-                jnum(p, "bins"), n, p50, p95, p99, lost, qta);
+        fprintf(out, "%-*.*s %-6s %*s %5.0f %8s %*s %*s %*s %7s  %s\n", width, width,
+                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dqctl_cols(dmax, 9),
+                dmax, jnum(p, "bins"), n, dqctl_cols(p50, 9), p50, dqctl_cols(p95, 9), p95,
+                dqctl_cols(p99, 9), p99, lost, qta);
     }
 }
 

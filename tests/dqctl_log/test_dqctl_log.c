@@ -356,11 +356,11 @@ static void test_render_progress_and_verdict(void) {
           NULL);
     /* the dominant child is marked and its contribution carries its interval and share */
     line_with(t, "* pay", line, sizeof line);
-    CHECK_MSG(strstr(line, "970") && strstr(line, "23.9 ms ± 294 us") && strstr(line, "87.1%") &&
+    CHECK_MSG(strstr(line, "970") && strstr(line, "23.9 ms ± 0.29 ms") && strstr(line, "87.1%") &&
                   strstr(line, "dominant"),
               "row: %s", line);
     line_with(t, "  validate ", line, sizeof line);
-    CHECK_MSG(strstr(line, "2.01 ms ± 36 us") && strstr(line, "7.3%") && !strstr(line, "*") &&
+    CHECK_MSG(strstr(line, "2.01 ms ± 0.036 ms") && strstr(line, "7.3%") && !strstr(line, "*") &&
                   !strstr(line, "dominant"),
               "row: %s", line);
     CHECK_INT(count_of(t, "dominant"), 1);
@@ -378,7 +378,8 @@ static void test_render_progress_and_verdict(void) {
     dqctl_render_verdict(c.f, inv);
     t = cap_text(&c);
     line_with(t, "* pay", line, sizeof line);
-    CHECK_MSG(strstr(line, "5% ± 0.4%") && strstr(line, "largest, not dominant"), "row: %s", line);
+    CHECK_MSG(strstr(line, "5 % ± 0.4 %") && strstr(line, "largest, not dominant"), "row: %s",
+              line);
     cap_close(&c);
     json_object_set_new(inv, "problem", json_string("variance"));
     json_object_set_new(kid, "contribution", json_real(2e-6));
@@ -481,7 +482,7 @@ static void test_render_log(void) {
     CHECK(strstr(t, "\n    #2 expand checkout  03:42:40.001  [validate, pay, ship]  -> "
                     "localized\n") != NULL);
     CHECK(strstr(t, "\n      #3 verdict pay  03:42:40.401  -> localized\n") != NULL);
-    CHECK(strstr(t, "\n        largest contribution: pay 23.9 ms ± 294 us (87.1%), dominant\n") !=
+    CHECK(strstr(t, "\n        largest contribution: pay 23.9 ms ± 0.29 ms (87.1%), dominant\n") !=
           NULL);
     CHECK(strstr(t, "\ncommands (3):\n  2026-11-22 03:42:40.001  set_timeout validate "
                     "{\"dmax_ms\":1024}  to wrapper 1 127.0.0.1:55166: sent\n") != NULL);

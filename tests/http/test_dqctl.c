@@ -70,7 +70,7 @@ static void test_durations(void) {
     dqctl_format_duration(1.5, b, sizeof b);
     CHECK_STR(b, "1.5 s");
     dqctl_format_duration(0.0008, b, sizeof b);
-    CHECK_STR(b, "800 us");
+    CHECK_STR(b, "800 \xc2\xb5s");
     dqctl_format_duration(NAN, b, sizeof b);
     CHECK_STR(b, "-");
 }
