@@ -214,17 +214,14 @@ static void hyp_reason(const json_t *h, char *buf, size_t cap) {
 /* ---- verdicts and progress ------------------------------------------------------------ */
 
 int dqctl_verdict_exit(const char *verdict) {
-    if (!verdict) {
-        return DQCTL_EXIT_USAGE;
-    }
-    if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0 ||
-        strcmp(verdict, "overload") == 0) {
+    if (verdict && (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0 ||
+                    strcmp(verdict, "overload") == 0)) {
         return DQCTL_EXIT_PROBLEM;
     }
-    if (strcmp(verdict, "inconclusive") == 0 || strcmp(verdict, "healthy") == 0) {
+    if (verdict && strcmp(verdict, "healthy") == 0) {
         return DQCTL_EXIT_OK;
     }
-    return DQCTL_EXIT_USAGE;
+    return DQCTL_EXIT_NO_VERDICT; /* inconclusive, aborted, unknown */
 }
 
 void dqctl_render_progress(FILE *out, const json_t *h) {
@@ -1001,19 +998,23 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
                 dqctl_render_verdict(dqctl_out(), inv);
             }
             rc = dqctl_verdict_exit(verdict);
-            if (rc == DQCTL_EXIT_USAGE) {
-                dqctl_complain("diagnose: investigation %lld ended without a verdict (%s)", id,
-                               verdict ? verdict : "none");
+            if (rc == DQCTL_EXIT_NO_VERDICT) {
+                dqctl_complain_typed("no_verdict",
+                                     "diagnose: investigation %lld ended without a verdict (%s)",
+                                     id, verdict ? verdict : "none recorded");
             }
             json_decref(inv);
             return rc;
         }
         json_decref(inv);
         if (now_s() >= deadline) {
-            dqctl_complain("diagnose: no verdict after %g s; investigation %lld goes on in dqd "
-                           "(dqctl log %lld shows it, dqctl diagnose … --wait follows it again)",
-                           timeout_s, id, id);
-            return DQCTL_EXIT_USAGE;
+            char t[DQ_DURATION_TEXT];
+            dqctl_complain_typed("timeout",
+                                 "diagnose: no verdict after %s (--timeout); investigation %lld "
+                                 "goes on in dqd (dqctl log %lld shows it, dqctl diagnose … "
+                                 "--wait follows it again)",
+                                 dq_format_duration(timeout_s, t, sizeof t), id, id);
+            return DQCTL_EXIT_NO_VERDICT;
         }
         sleep_s(poll_interval_s);
     }
@@ -1065,7 +1066,7 @@ static int abort_investigation(const struct dqctl_opts *o) {
 int dqctl_diagnose_main(int argc, char **argv) {
     static const char help[] =
         "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--overload] [--wait]\n"
-        "                      [--timeout SECONDS] [--server URL] [--json]\n"
+        "                      [--timeout DURATION] [--server URL] [--json]\n"
         "       dqctl diagnose --abort ID\n"
         "Asks dqd whether something is wrong at NODE (default: the diagram's first root)\n"
         "and where it comes from. An investigation opens and first decides from NODE's\n"
@@ -1092,18 +1093,17 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "`dqctl log ID` shows its progress. With --wait, prints one line per step as it\n"
         "happens (time, action, node, probes enabled, reason) and at the end the verdict,\n"
         "its reason and the children's contributions; --json prints only the finished\n"
-        "investigation. --timeout gives up waiting after SECONDS (a number, or with a unit:\n"
-        "90s, 5m; default 300; 0 waits for ever); the investigation itself goes on in dqd.\n"
+        "investigation. --timeout gives up waiting after DURATION (a bare number is\n"
+        "milliseconds, as everywhere in dqctl: 90000; or with a unit: 90s, 5m; default 5m;\n"
+        "0 waits for ever); the investigation itself goes on in dqd.\n"
         "\n"
-        "Exit status (with --wait):\n"
-        "  1  a problem was found: verdict localized (at a leaf), diffuse (spread over\n"
-        "     NODE's children, or load-induced coupling) or overload (a bottleneck named)\n"
-        "  0  verdict healthy (nothing abnormal), or inconclusive (no problem could be\n"
-        "     pinned down)\n"
-        "  2  no verdict: usage error, no connection, dqd refused (no diagram, unknown node,\n"
-        "     a leaf), the investigation was aborted, or --timeout passed\n"
-        "Without --wait: 0 when the investigation was opened or is already open, else 2.\n"
-        "--abort: 0 when it was ended, 2 otherwise (unknown id, or nothing left to end).\n";
+        "With --wait, the exit status is the verdict's: 0 healthy (nothing abnormal); 1 a\n"
+        "problem was found: localized (at a leaf), diffuse (spread over NODE's children, or\n"
+        "load-induced coupling) or overload (a bottleneck named); 4 no verdict: inconclusive\n"
+        "(no problem could be pinned down), aborted, or --timeout passed. 3 when dqd refused\n"
+        "(no diagram, an unknown node, a leaf) or cannot be reached. Without --wait: 0 once\n"
+        "the investigation is open (or was already). --abort: 0 when it was ended, 3 when\n"
+        "dqd refused (an unknown id, or nothing left to end).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(
         argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT | DQCTL_OPT_ABORT | DQCTL_OPT_OVERLOAD, 0,
@@ -1119,9 +1119,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
     double timeout_s = DQCTL_DIAGNOSE_TIMEOUT_S;
-    if (o.timeout && (!o.wait || dqctl_parse_duration(o.timeout, 1.0, &timeout_s) < 0)) {
-        dqctl_complain(o.wait ? "diagnose: --timeout must be a duration >= 0 in seconds (90, "
-                                "90s, 5m), not \"%s\""
+    if (o.timeout && (!o.wait || dqctl_parse_duration(o.timeout, 1e-3, &timeout_s) < 0)) {
+        dqctl_complain(o.wait ? "diagnose: --timeout must be a duration >= 0: milliseconds "
+                                "(90000) or with a unit (90s, 5m), not \"%s\""
                               : "diagnose: --timeout \"%s\" only goes with --wait",
                        o.timeout);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
@@ -1153,7 +1153,7 @@ int dqctl_diagnose_main(int argc, char **argv) {
     if (id <= 0) {
         dqctl_complain("diagnose: dqd's answer names no investigation");
         json_decref(data);
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        return dqctl_end_cmd(DQCTL_EXIT_API);
     }
     const char *node = jstr(inv, "node", o.npos ? o.pos[0] : "?");
     if (o.json && !o.wait) {
@@ -1422,7 +1422,7 @@ int dqctl_trigger_main(int argc, char **argv) {
             json_decref(one);
         } else {
             dqctl_complain("trigger: dqd's answer does not list the %s trigger of %s", kind, probe);
-            rc = DQCTL_EXIT_USAGE;
+            rc = DQCTL_EXIT_API;
         }
     }
     json_decref(data);
@@ -1465,8 +1465,7 @@ int dqctl_triggers_main(int argc, char **argv) {
                 "row that fire it and the good ones that clear it, whether it is enabled, and its\n"
                 "state (fired since when, or quiet) with the current run of bad or good windows.\n"
                 "Set them with `dqctl trigger`.\n"
-                "Exit status: 0 ok, 1 an enabled trigger is fired (a problem was found),\n"
-                "2 usage, API or connection error.\n",
+                "Exit 1 when an enabled trigger is fired.\n",
         .max_pos = 1,
         .path = "/api/v1/triggers",
         .view =

@@ -35,8 +35,9 @@ void dqctl_log_set_poll_interval(double seconds);
 
 /*
  * The exit code of a finished investigation's verdict: 1 (a problem was found) for
- * "localized" and "diffuse", 0 for "inconclusive" (it ended without pinning a problem
- * down), 2 for anything else ("aborted", unknown, NULL).
+ * "localized", "diffuse" and "overload", 0 for "healthy", 4 (DQCTL_EXIT_NO_VERDICT) for
+ * anything else: "inconclusive" (it ended without pinning a problem down), "aborted",
+ * unknown, NULL.
  */
 int dqctl_verdict_exit(const char *verdict);
 

@@ -116,9 +116,16 @@ static void model_usage(FILE *out) {
             "enough for the sharpest reported density, reaching every reported node's\n"
             "support (up to 4096 bins), no finer than the measured ΔQs' bins (times K under\n"
             "scale); a tail cut at the horizon is reported as such. cdf[i] and quantiles are\n"
-            "read at the bins' right edges (docs/engine.md). Exit status: 0 success, 2 usage,\n"
-            "model or connection error (also: an unknown probe or snapshot, a probe with no\n"
-            "closed window yet, dqd unreachable).\n"
+            "read at the bins' right edges (docs/engine.md).\n"
+            "\n"
+            "Durations: unlike dqctl's other commands, where a bare number is milliseconds,\n"
+            "a bare number in a DIST is seconds, as in the .dq language (wait(0.25) is\n"
+            "250 ms); a unit makes it plain (wait(250ms)). A measured window with fewer\n"
+            "instances than dqd's min_instances is refused (its ΔQ would stand for too few);\n"
+            "the output names the window each measured DIST used.\n"
+            "\n" DQCTL_EXIT_TABLE
+            "Here 2 is also a model error or a measured window too thin, and 3 an unknown\n"
+            "probe or snapshot, a probe with no closed window yet, or dqd unreachable.\n"
             "\n"
             "examples:\n"
             "  dqctl model pipeline.dq --set worker_1='uniform(1,2)' "
@@ -566,8 +573,37 @@ static void note_of(const struct dqctl_dist *l, const json_t *q, const json_t *s
     }
 }
 
-/* Fetches the measured leaf of st from dqd. Prints why not and returns 2 on failure. */
-static int fetch_measured(const struct dqctl_opts *o, struct setting *st) {
+/*
+ * An observed window with fewer instances than min_instances (dqd's, from its status; 0:
+ * unknown, no check) cannot stand for the probe's ΔQ: says so, naming the window, and
+ * returns 1.
+ */
+static int too_thin(const struct setting *st, const struct dqctl_dist *l, const json_t *q,
+                    long long min_instances) {
+    const json_t *jn = json_object_get(q, "n");
+    if (l->kind != DQCTL_DIST_PROBE || min_instances <= 0 || !json_is_integer(jn) ||
+        json_integer_value(jn) >= min_instances) {
+        return 0;
+    }
+    const json_t *win = json_object_get(q, "window");
+    char t0[40], len[DQ_DURATION_TEXT];
+    double start = json_number_value(json_object_get(win, "start"));
+    dqctl_format_time(start, t0, sizeof t0);
+    dqctl_format_duration(json_number_value(json_object_get(win, "end")) - start, len, sizeof len);
+    long long n = (long long)json_integer_value(jn);
+    fprintf(dqctl_err(),
+            "dqctl model: --set %s=%s: the window of %s it names (%s%ld back: %s UTC + %s) "
+            "holds %lld instance%s, fewer than dqd's min_instances (%lld): too few to stand "
+            "for %s's ΔQ. Name a window with more (probe:%s@W, `dqctl dq %s --window W` shows "
+            "one), or a longer --window for dqd.\n",
+            st->name, st->text, l->name, l->window == 0 ? "the latest, " : "", l->window, t0, len,
+            n, n == 1 ? "" : "s", min_instances, l->name, l->name, l->name);
+    return 1;
+}
+
+/* Fetches the measured leaf of st from dqd. Prints why not and returns 3 (2 for a window
+ * too thin) on failure. */
+static int fetch_measured(const struct dqctl_opts *o, struct setting *st, long long min_instances) {
     struct dqctl_dist *l = dqctl_dist_leaf(st->dist);
     char path[512], what[400], msg[4096], srv[256];
     if (l->kind == DQCTL_DIST_SNAPSHOT) {
@@ -589,21 +625,22 @@ static int fetch_measured(const struct dqctl_opts *o, struct setting *st) {
         fprintf(dqctl_err(), "dqctl model: --set %s=%s: cannot get %s%s%s: %s\n", st->name,
                 st->text, what, strstr(msg, srv) ? "" : " from dqd at ",
                 strstr(msg, srv) ? "" : srv, msg);
-        return DQCTL_EXIT_USAGE;
+        return DQCTL_EXIT_API;
     }
     const json_t *q = data;
     if (l->kind == DQCTL_DIST_SNAPSHOT) {
         q = dqctl_snapshot_pick(data, l->name, l->before, msg, sizeof msg);
     }
     if (q && dqctl_dq_from_json(q, &l->measured, msg, sizeof msg) == 0) {
+        int thin = too_thin(st, l, q, min_instances);
         note_of(l, q, l->kind == DQCTL_DIST_SNAPSHOT ? data : NULL, st->note, sizeof st->note);
         json_decref(data);
-        return DQCTL_EXIT_OK;
+        return thin ? DQCTL_EXIT_USAGE : DQCTL_EXIT_OK;
     }
     fprintf(dqctl_err(), "dqctl model: --set %s=%s: %s from dqd at %s: %s\n", st->name, st->text,
             what, srv, msg);
     json_decref(data);
-    return DQCTL_EXIT_USAGE;
+    return DQCTL_EXIT_API;
 }
 
 /* Fetches every measured DIST (only they touch the network). */
@@ -613,6 +650,7 @@ static int fetch_all(const struct model_args *a, struct setting *sets, int *any)
     const char *env = getenv("DQD_URL");
     o.server = a->server && *a->server ? a->server : (env && *env ? env : DQCTL_DEFAULT_SERVER);
     int status = DQCTL_EXIT_OK;
+    long long min_instances = 0; /* dqd's, from its status (an older dqd: no check) */
     *any = 0;
     for (size_t s = 0; s < a->n_sets && status == DQCTL_EXIT_OK; s++) {
         if (!dqctl_dist_is_live(sets[s].dist)) {
@@ -621,8 +659,15 @@ static int fetch_all(const struct model_args *a, struct setting *sets, int *any)
         if (!*any) {
             curl_global_init(CURL_GLOBAL_DEFAULT);
             *any = 1;
+            json_t *st = NULL;
+            char msg[1024];
+            if (dqctl_api_get_quiet(&o, "/api/v1/status", &st, msg, sizeof msg) == DQCTL_EXIT_OK &&
+                json_is_integer(json_object_get(st, "min_instances"))) {
+                min_instances = (long long)json_integer_value(json_object_get(st, "min_instances"));
+            }
+            json_decref(st);
         }
-        status = fetch_measured(&o, &sets[s]);
+        status = fetch_measured(&o, &sets[s], min_instances);
     }
     if (*any) {
         curl_global_cleanup();

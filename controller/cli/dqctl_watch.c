@@ -372,9 +372,9 @@ static const char watch_help[] =
     "  --count N        stop after N events (hello not counted)\n"
     "  --for DURATION   stop after that long (a bare number is ms: --for 30s)\n"
     "  --json           each event as one line {\"event\", \"id\", \"data\"}\n"
-    "Exit status: 0 after --count events or --for, 2 on a usage error, when dqd cannot\n"
-    "be reached or refuses (an unknown type), or when dqd ends the stream (it stopped,\n"
-    "or dropped this client because it did not read).\n";
+    "Exit 0 after --count events or --for; 3 when dqd cannot be reached or refuses (an\n"
+    "unknown type), or ends the stream (it stopped, or dropped this client because it\n"
+    "did not read).\n";
 
 int dqctl_watch_main(int argc, char **argv) {
     struct dqctl_opts o;
@@ -443,7 +443,7 @@ int dqctl_watch_main(int argc, char **argv) {
         dqctl_complain_typed(jstr(env, "errorType", "bad_answer"), "%s (HTTP %ld)",
                              jstr(env, "error", "GET /api/v1/events failed"), w.status);
         json_decref(env);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else if (cc != CURLE_OK && w.status == 0) {
         dqctl_complain_typed("unreachable",
                              "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or "
@@ -451,17 +451,17 @@ int dqctl_watch_main(int argc, char **argv) {
                              (int)sl, o.server,
                              os_errno ? strerror((int)os_errno)
                                       : (errbuf[0] ? errbuf : curl_easy_strerror(cc)));
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else if (w.sse.overflow) {
         dqctl_complain("an event from dqd was larger than %u MiB or memory ran out",
                        DQCTL_SSE_MAX_EVENT >> 20);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else {
         dqctl_complain_typed("unreachable",
                              "dqd ended the event stream after %ld events (it stopped, or "
                              "dropped this client for not reading fast enough)",
                              w.printed);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     }
     dqctl_sse_release(&w.sse);
     free(w.err_body);

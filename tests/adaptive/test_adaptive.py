@@ -112,7 +112,7 @@ def localize(c, kind, fault, leaf, rate=300):
         sim.say(fault)
         sim.run(5)
         sim.drive()
-        r = dqctl(d, "diagnose", "root", "--wait", "--timeout", "120")
+        r = dqctl(d, "diagnose", "root", "--wait", "--timeout", "120s")
         sim.stop_driving()
         c.eq(r.returncode, 1, "%s: dqctl diagnose exits 1 (a problem found): %s %s" %
              (kind, r.stdout[-800:], r.stderr[-400:]))

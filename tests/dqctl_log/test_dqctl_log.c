@@ -271,10 +271,12 @@ static void test_parse_args(void) {
 static void test_verdict_exit(void) {
     CHECK_INT(dqctl_verdict_exit("localized"), DQCTL_EXIT_PROBLEM);
     CHECK_INT(dqctl_verdict_exit("diffuse"), DQCTL_EXIT_PROBLEM);
-    CHECK_INT(dqctl_verdict_exit("inconclusive"), DQCTL_EXIT_OK);
-    CHECK_INT(dqctl_verdict_exit("aborted"), DQCTL_EXIT_USAGE);
-    CHECK_INT(dqctl_verdict_exit("something new"), DQCTL_EXIT_USAGE);
-    CHECK_INT(dqctl_verdict_exit(NULL), DQCTL_EXIT_USAGE);
+    CHECK_INT(dqctl_verdict_exit("overload"), DQCTL_EXIT_PROBLEM);
+    CHECK_INT(dqctl_verdict_exit("healthy"), DQCTL_EXIT_OK);
+    CHECK_INT(dqctl_verdict_exit("inconclusive"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit("aborted"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit("something new"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit(NULL), DQCTL_EXIT_NO_VERDICT);
 }
 
 static void test_trigger_body(void) {
@@ -875,33 +877,35 @@ static void test_diagnose(struct fake *f, char *server) {
     CHECK(strstr(out_of(&r), "\nverdict: localized at pay (investigation 8") != NULL);
     run_free(&r);
 
-    /* inconclusive → 0; aborted → 2 with a message */
+    /* inconclusive → 4; aborted → 4 with a message */
     CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 5,
                       (char *[]){"diagnose", "vague", "--wait", "--server", server}),
-              DQCTL_EXIT_OK);
+              DQCTL_EXIT_NO_VERDICT);
     CHECK(strstr(out_of(&r), "verdict: inconclusive at checkout") != NULL);
     run_free(&r);
     CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 5,
                       (char *[]){"diagnose", "broken", "--wait", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_NO_VERDICT);
     CHECK(strstr(err_of(&r), "investigation 10 ended without a verdict (aborted)") != NULL);
     run_free(&r);
 
-    /* --timeout: gives up with 2, and says the investigation goes on */
+    /* --timeout (a bare number is milliseconds): gives up with 4, and says the
+     * investigation goes on */
     int before = f->requests;
     CHECK_INT(
         run_cmd(&r, dqctl_diagnose_main, 7,
-                (char *[]){"diagnose", "slow", "--wait", "--timeout", "0.2", "--server", server}),
-        DQCTL_EXIT_USAGE);
-    CHECK(strstr(err_of(&r), "no verdict after 0.2 s; investigation 11 goes on in dqd") != NULL);
+                (char *[]){"diagnose", "slow", "--wait", "--timeout", "200", "--server", server}),
+        DQCTL_EXIT_NO_VERDICT);
+    CHECK(strstr(err_of(&r), "no verdict after 200 ms (--timeout); investigation 11 goes on in "
+                             "dqd") != NULL);
     CHECK_INT(count_of(out_of(&r), "  root "), 1); /* printed once over several polls */
     CHECK(f->requests - before >= 3);              /* the POST and at least two polls */
     run_free(&r);
 
-    /* dqd refuses: its message, 2 */
+    /* dqd refuses: its message, 3 */
     CHECK_INT(
         run_cmd(&r, dqctl_diagnose_main, 4, (char *[]){"diagnose", "nowhere", "--server", server}),
-        DQCTL_EXIT_USAGE);
+        DQCTL_EXIT_API);
     CHECK(strstr(err_of(&r), "no node named \"nowhere\" in the diagram (HTTP 404") != NULL);
     run_free(&r);
 
@@ -958,7 +962,7 @@ static void test_other_commands(struct fake *f, char *server) {
     CHECK(strstr(out_of(&r), "\n      #3 verdict pay") != NULL);
     run_free(&r);
     CHECK_INT(run_cmd(&r, dqctl_log_main, 4, (char *[]){"log", "99", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK(strstr(err_of(&r), "no such investigation (HTTP 404") != NULL);
     run_free(&r);
 

@@ -75,6 +75,30 @@ static void test_durations(void) {
     CHECK_STR(b, "-");
 }
 
+/* "did you mean": edits, swaps, the limit, and the names offered */
+static void test_did_you_mean(void) {
+    CHECK_INT(dqctl_edit_distance("front_b2", "front_b2", 2), 0);
+    CHECK_INT(dqctl_edit_distance("fornt_b2", "front_b2", 2), 1); /* two neighbours swapped */
+    CHECK_INT(dqctl_edit_distance("front_b", "front_b2", 2), 1);
+    CHECK_INT(dqctl_edit_distance("frnt_b3", "front_b2", 2), 2);
+    CHECK_INT(dqctl_edit_distance("xx", "front_b2", 2), 3); /* beyond: max + 1 */
+    CHECK_INT(dqctl_edit_distance("", "ab", 2), 2);
+    CHECK_INT(dqctl_edit_distance("abc", "", 2), 3);
+    CHECK_INT(dqctl_edit_distance("ca", "abc", 5), 3); /* no swap across an insertion (OSA) */
+    json_t *probes =
+        json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "name", "front_b2", "name", "front_b1",
+                  "name", "front", "name", "store", "name", "front_c2", "name", "front_b3");
+    char buf[256];
+    CHECK_INT(dqctl_did_you_mean("fornt_b2", probes, buf, sizeof buf), 3);
+    CHECK_STR(buf, "front_b2, front_b1 or front_b3"); /* the nearest first, then by name */
+    CHECK_INT(dqctl_did_you_mean("stroe", probes, buf, sizeof buf), 1);
+    CHECK_STR(buf, "store");
+    CHECK_INT(dqctl_did_you_mean("zzzz", probes, buf, sizeof buf), 0);
+    CHECK_STR(buf, "");
+    CHECK_INT(dqctl_did_you_mean("store", probes, buf, sizeof buf), 0); /* itself is no hint */
+    json_decref(probes);
+}
+
 static void test_qta_points(void) {
     double p = 0, t = 0;
     char err[256];
@@ -695,10 +719,12 @@ static void test_against_fake(void) {
     CHECK(strstr(r.err.buf, "no wrapper is connected") != NULL);
     run_free(&r);
 
-    /* API errors: the envelope's message, exit 2 */
+    /* an unknown probe: said for the CLI, with the names near it; exit 3 */
     CHECK_INT(run_cmd(&r, dqctl_dq_main, 4, (char *[]){"dq", "nope", "--server", server}),
-              DQCTL_EXIT_USAGE);
-    CHECK(strstr(r.err.buf, "dqctl: no probe named \"nope\" (HTTP 404, not_found)") != NULL);
+              DQCTL_EXIT_API);
+    CHECK(strstr(r.err.buf, "dqctl: dq: dqd knows no probe named \"nope\" (it is not in the "
+                            "diagram and no wrapper has reported it); `dqctl probes` lists the "
+                            "names it knows\n") != NULL);
     CHECK_STR(r.out.buf ? r.out.buf : "", "");
     run_free(&r);
 
@@ -706,7 +732,7 @@ static void test_against_fake(void) {
     char notdqd[96];
     snprintf(notdqd, sizeof notdqd, "http://127.0.0.1:%d/notdqd", f.port);
     CHECK_INT(run_cmd(&r, dqctl_status_main, 3, (char *[]){"status", "--server", notdqd}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK(strstr(r.err.buf, "without the API's JSON envelope") != NULL);
     run_free(&r);
 
@@ -760,7 +786,7 @@ static void test_unreachable(void) {
              server);
     struct run r;
     CHECK_INT(run_cmd(&r, dqctl_probes_main, 3, (char *[]){"probes", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK_STR(r.err.buf, want);
     run_free(&r);
 }
@@ -874,10 +900,10 @@ static void test_watch_lines(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(sse_parser),  CHECK_CASE(watch_lines), CHECK_CASE(durations),
-    CHECK_CASE(qta_points),  CHECK_CASE(url_escape),  CHECK_CASE(parse_args),
-    CHECK_CASE(qta_check),   CHECK_CASE(renderers),   CHECK_CASE(against_fake),
-    CHECK_CASE(unreachable),
+    CHECK_CASE(sse_parser),  CHECK_CASE(watch_lines),  CHECK_CASE(durations),
+    CHECK_CASE(qta_points),  CHECK_CASE(url_escape),   CHECK_CASE(parse_args),
+    CHECK_CASE(qta_check),   CHECK_CASE(renderers),    CHECK_CASE(against_fake),
+    CHECK_CASE(unreachable), CHECK_CASE(did_you_mean),
 };
 
 CHECK_MAIN(cases)

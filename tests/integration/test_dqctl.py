@@ -110,8 +110,9 @@ def body(c):
     c.eq(rc, 0, "dq --kind calculated exit status")
     c.check("calculated" in out and "p50 30 ms" in out, "calculated flow median 30 ms: %r" % out)
     rc, out, err = ctl("dq", "nosuch")
-    c.eq(rc, 2, "dq of an unknown probe exits 2")
-    c.check("nosuch" in err and "404" in err, "dq unknown probe message: %r" % err)
+    c.eq(rc, 3, "dq of an unknown probe exits 3")
+    c.check("dq: dqd knows no probe named \"nosuch\"" in err and "404" not in err,
+            "dq unknown probe message, in the CLI's words: %r" % err)
 
     # enable / disable / set-timeout
     # (the only wrapper is an inbound legacy connection, which dqd does not write to: every
@@ -187,14 +188,14 @@ def body(c):
     v2.close()
     d.stop(c)
 
-    # an unreachable server: exit 2, a message naming the URL
+    # an unreachable server: exit 3, a message naming the URL
     url = "http://127.0.0.1:%d" % t.free_port()
     rc, out, err = t.dqctl(dqctl_bin, "status", "--server", url)
-    c.eq(rc, 2, "unreachable server exits 2")
+    c.eq(rc, 3, "unreachable server exits 3")
     c.check(url in err and "cannot reach dqd" in err, "unreachable message: %r" % err)
     c.eq(out, "", "nothing on stdout when unreachable")
     rc, out, err = t.dqctl(dqctl_bin, "probes", "--json", "--server", url)
-    c.eq(rc, 2, "unreachable server exits 2 with --json too")
+    c.eq(rc, 3, "unreachable server exits 3 with --json too")
     t.remove_workdir(wd)
 
 

@@ -3,7 +3,7 @@ live dqd fed by a legacy link that reports a three-stage checkout (validate -> p
 ship) in which pay is slow: `diagnose --wait` (progress, verdict, exit 1), `why`, `log`
 and `log ID`, `trigger`/`triggers` (a load trigger that fires: exit 1), `snapshots` and
 `snapshot ID --csv` checked against the API's own JSON, global options before the
-command, usage and connection errors (exit 2).
+command, usage errors (exit 2) and connection errors and refusals (exit 3).
 
 usage: test_dqctl_log.py DQD_BINARY DQCTL_BINARY
 """
@@ -84,9 +84,10 @@ def run(c, d, dqctl_bin):
     for cmd in ("diagnose", "why", "log", "snapshots", "snapshot", "trigger", "triggers",
                 "status", "model"):
         c.check("\n  %s " % cmd in out, "dqctl --help lists %s" % cmd)
-    c.check("2 usage,\nmodel, API or connection error" in out, "--help explains exit 2")
+    c.check("  3  dqd cannot be reached, or it refused the request" in out,
+            "--help explains exit 3")
     rc, out, err = t.dqctl(dqctl_bin, "--server", "http://127.0.0.1:%d" % t.free_port(), "log")
-    c.eq(rc, 2, "unreachable dqd exits 2")
+    c.eq(rc, 3, "unreachable dqd exits 3")
     c.check("cannot reach dqd" in err, "unreachable: %r" % err)
 
     # let the probes see a few windows
@@ -94,7 +95,7 @@ def run(c, d, dqctl_bin):
             "pay has windows")
 
     # diagnose --wait: progress lines, then the verdict at pay; a problem found → 1
-    rc, out, err = ctl("diagnose", "checkout", "--wait", "--timeout", "60")
+    rc, out, err = ctl("diagnose", "checkout", "--wait", "--timeout", "60s")
     c.eq(rc, 1, "diagnose --wait exits 1 on a localized verdict (%r)" % err[-300:])
     # checkout has too few windows yet: its children are enabled with it, and the problem
     # is decided from their data (no QTA, no baseline: the largest contributor)
@@ -111,7 +112,7 @@ def run(c, d, dqctl_bin):
 
     # a leaf cannot be diagnosed; an unknown node neither
     rc, out, err = ctl("diagnose", "pay")
-    c.eq(rc, 2, "diagnose of a leaf exits 2")
+    c.eq(rc, 3, "diagnose of a leaf exits 3 (dqd refuses)")
     c.check("leaf" in err, "diagnose leaf: %r" % err)
 
     # why pay: sentences, the chain (root first), the commands
@@ -212,10 +213,10 @@ def run(c, d, dqctl_bin):
     c.check("It was disabled again at " in out and "aborted by " in out,
             "why says the abort released pay: %r" % out[:1200])
     rc, out, err = ctl("diagnose", "--abort", "1")
-    c.eq(rc, 2, "a second abort exits 2 (%r)" % err)
+    c.eq(rc, 3, "a second abort exits 3 (%r)" % err)
     c.check("holds no probes" in err, "a second abort says why: %r" % err)
     rc, out, err = ctl("diagnose", "--abort", "999")
-    c.eq(rc, 2, "aborting an unknown investigation exits 2")
+    c.eq(rc, 3, "aborting an unknown investigation exits 3")
     c.check("no investigation 999" in err, "unknown investigation: %r" % err)
     rc, out, err = ctl("diagnose", "--abort", "x1")
     c.eq(rc, 2, "a bad id exits 2 (%r)" % err)

@@ -225,7 +225,7 @@ def main(c):
         sim.drive()
         env = dict(os.environ, DQD_TOKEN=TOKEN)
         r = subprocess.run([dqctl_bin, "--server", d.url, "diagnose", "root", "--wait",
-                            "--timeout", "120"], capture_output=True, text=True, timeout=180,
+                            "--timeout", "120s"], capture_output=True, text=True, timeout=180,
                            env=env)
         sim.stop_driving()
         c.eq(r.returncode, 1, "dqctl diagnose root --wait finds a problem: %s %s" %
