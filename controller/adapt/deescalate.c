@@ -256,8 +256,10 @@ static void supersede(struct plan *pl, struct investigation *inv, const struct t
     snprintf(taken, sizeof taken, "taken over from investigation %" PRId64, old);
     adapt__hypothesis(pl, next, next->hyp_id, next->node, "share", json_incref(names),
                       json_pack("{s:s,s:I}", "reason", taken, "from", (json_int_t)old), NULL);
-    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
-                      json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    int64_t handover =
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
+                          json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    adapt__fx_hyp_to(pl, handover, next->id); /* provisional until the round is stored */
     adapt__fx_log(pl, LOG_WARN, old,
                   ": its verdict no longer explains the trigger on %s: a new "
                   "investigation takes over",

@@ -346,12 +346,15 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     int child = r->child;
     const char *child_name = child >= 0 ? fi->kids[child].name : NULL;
     char reason[SEARCH_REASON_MAX + 900];
-    snprintf(reason, sizeof reason, "%s%s",
-             inv->mode == SEARCH_MODE_CONTRIBUTOR && r->verdict == SEARCH_LOCALIZED
-                 ? "the largest contributor, nothing to judge it against (no QTA, no baseline "
-                   "yet): "
-                 : "",
-             r->reason);
+    snprintf(reason, sizeof reason, "%s", r->reason);
+    const char *colon = strstr(r->reason, ": ");
+    if (inv->mode == SEARCH_MODE_CONTRIBUTOR && r->verdict == SEARCH_LOCALIZED && colon) {
+        /* after the verdict's own "localized at X: ", so that it is said once, first */
+        snprintf(reason, sizeof reason,
+                 "%.*sthe largest contributor, nothing to judge it against (no QTA, no "
+                 "baseline yet): %s",
+                 (int)(colon + 2 - r->reason), r->reason, colon + 2);
+    }
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");

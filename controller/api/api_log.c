@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 
 static json_t *json_text_or_null(const char *text) {
     json_error_t err;
@@ -301,6 +302,23 @@ static const char *strip_verb(const char *reason) {
     return reason;
 }
 
+/* "fb and sb": every culprit a verdict's evidence names when there are several, else the
+ * verdict's node (NULL: none). */
+static void culprits_text(json_t *ev, const char *node, char *buf, size_t cap) {
+    json_t *list = json_object_get(ev, "culprits");
+    size_t n = json_array_size(list);
+    snprintf(buf, cap, "%s", node ? node : "");
+    if (n < 2) {
+        return;
+    }
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(list, i), "probe"));
+        dq_strbuf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", p ? p : "?");
+    }
+}
+
 /*
  * The why in plain sentences, from the start of the investigation down to the probe:
  * who started it, each descent with the numbers that chose it, the step that enabled the
@@ -368,20 +386,31 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  json_string_value(json_object_get(check, "node")), stats_reason(check));
         json_array_append_new(s, json_string(buf));
     }
-    /* the descents, from the root down: each hypothesis's node was chosen at its parent */
+    /* the descents and the culprits found, from the root down: each step was weighed at the
+     * node its evidence names (the focus), else at its parent's node */
     size_t n = json_array_size(chain);
     for (size_t i = n; i-- > 1;) {
         json_t *h = json_array_get(chain, i);
         const char *action = json_string_value(json_object_get(h, "action"));
-        if (strcmp(action, "descend") != 0) {
+        int culprit = strcmp(action, "culprit") == 0;
+        if (strcmp(action, "descend") != 0 && !culprit) {
             continue;
         }
         const char *node = json_string_value(json_object_get(h, "node"));
-        const char *from =
-            i + 1 < n ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
-                      : "?";
-        snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
-                 strip_verb(stats_reason(h)), node);
+        const char *from = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(h, "stats"), "evidence"), "focus"),
+            "node"));
+        if (!from) {
+            from = i + 1 < n
+                       ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
+                       : "?";
+        }
+        if (culprit) { /* its reason names the culprit and what remains */
+            snprintf(buf, sizeof buf, "At %s, a culprit: %s.", from, stats_reason(h));
+        } else {
+            snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
+                     strip_verb(stats_reason(h)), node);
+        }
         json_array_append_new(s, json_string(buf));
     }
     const char *verdict = json_string_value(json_object_get(inv, "verdict"));
@@ -389,7 +418,9 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
         const char *vn = json_string_value(json_object_get(inv, "verdict_node"));
         json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
         const char *vr = json_string_value(json_object_get(ev, "reason"));
-        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, vn ? " at " : "", vn ? vn : "",
+        char at[1024];
+        culprits_text(ev, vn, at, sizeof at);
+        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, at[0] ? " at " : "", at,
                  vr ? ": " : "", vr ? strip_verb(vr) : "");
     } else {
         snprintf(buf, sizeof buf, "The investigation is still open.");

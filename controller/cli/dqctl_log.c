@@ -211,6 +211,100 @@ static void hyp_reason(const json_t *h, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", err ? err : "");
 }
 
+/* "latency problem", "no problem found" (a healthy verdict's "none"), "problem not decided
+ * yet" ("unknown": decided from the node's data). */
+static void problem_words(const char *problem, char *buf, size_t cap) {
+    if (strcmp(problem, "none") == 0) {
+        snprintf(buf, cap, "no problem found");
+    } else if (strcmp(problem, "unknown") == 0) {
+        snprintf(buf, cap, "problem not decided yet");
+    } else {
+        snprintf(buf, cap, "%s problem", problem);
+    }
+}
+
+/* A reason without its leading "VERDICT at NODE: " (the line it is printed under names
+ * the verdict and the node already): "localized at b: b holds 81 %" → "b holds 81 %". */
+static const char *strip_verdict(const char *reason) {
+    static const char *const verbs[] = {"localized at ", "diffuse at ", "overload at ",
+                                        "healthy at ", "inconclusive at "};
+    const char *colon = strstr(reason, ": ");
+    for (size_t i = 0; colon && i < sizeof verbs / sizeof verbs[0]; i++) {
+        if (strncmp(reason, verbs[i], strlen(verbs[i])) == 0) {
+            return colon + 2;
+        }
+    }
+    return reason;
+}
+
+/* "fb and sb", "a, b and c": the culprits an evidence object names (none: buf empty). */
+static void culprit_names(const json_t *ev, char *buf, size_t cap) {
+    const json_t *list = json_object_get(ev, "culprits");
+    size_t n = json_array_size(list);
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t i = 0; i < n; i++) {
+        char name[300];
+        dqctl_escape(jstr(json_array_get(list, i), "probe", "?"), name, sizeof name);
+        dq_strbuf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", name);
+    }
+}
+
+/* "localized at fb and sb", "healthy at root": a verdict and where, every culprit named. */
+static void verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
+                          size_t cap) {
+    char names[1200];
+    culprit_names(ev, names, sizeof names);
+    char at[1100];
+    dqctl_escape(names[0] && json_array_size(json_object_get(ev, "culprits")) > 1 ? names
+                 : node                                                           ? node
+                                                                                  : "",
+                 at, sizeof at);
+    snprintf(buf, cap, "%s%s%s", verdict ? verdict : "no verdict", at[0] ? " at " : "", at);
+}
+
+/*
+ * The culprits of a verdict, one line each with the share of the change at the
+ * investigation's node it explains:
+ *   culprits, each with its share of root's change (12.2 ms against its baseline; 100 % explained):
+ *     fb   62 %   reference fa
+ */
+static void render_culprits(FILE *out, const json_t *ev, const char *problem, const char *node,
+                            const char *indent) {
+    const json_t *list = json_object_get(ev, "culprits");
+    if (json_array_size(list) == 0) {
+        return;
+    }
+    char change[64] = "-", expl[32] = "-";
+    double ch = jnum(ev, "change"), all = jnum(ev, "explained");
+    if (!isnan(ch)) {
+        format_value(strcmp(problem, "lost") == 0 ? "lost" : "latency", ch, 3, change,
+                     sizeof change);
+    }
+    if (!isnan(all)) {
+        snprintf(expl, sizeof expl, "%.0f %%", 100.0 * all);
+    }
+    fprintf(out,
+            "%sculprits, each with the share of %s's change it explains (%s against its "
+            "baseline; %s explained):\n",
+            indent, node, change, expl);
+    int width = 5;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), "probe", "?"));
+        width = n > width ? n : width;
+    }
+    width = width > 40 ? 40 : width;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *c = json_array_get(list, i);
+        char share[24] = "-";
+        if (!isnan(jnum(c, "share"))) {
+            snprintf(share, sizeof share, "%.0f %%", 100.0 * jnum(c, "share"));
+        }
+        fprintf(out, "%s  %-*.*s %6s   reference: %s\n", indent, width, width,
+                jstr(c, "probe", "?"), share, jstr(c, "reference", "its baseline"));
+    }
+}
+
 /* ---- verdicts and progress ------------------------------------------------------------ */
 
 int dqctl_verdict_exit(const char *verdict) {
@@ -230,7 +324,18 @@ void dqctl_render_progress(FILE *out, const json_t *h) {
     join_names(json_object_get(h, "probes"), probes, sizeof probes);
     hyp_reason(h, reason, sizeof reason);
     const char *action = jstr(h, "action", "?");
-    fprintf(out, "%s  %-8s %s", when, action, jstr(h, "node", "?"));
+    if (strcmp(action, "verdict") == 0) {
+        /* "verdict  localized at fb and sb: …", the reason without its own "… at X: " */
+        char head[1300];
+        const json_t *ev = json_object_get(json_object_get(h, "stats"), "evidence");
+        verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        fprintf(out, "%s  %-8s %s%s%s\n", when, action, head, reason[0] ? ": " : "",
+                strip_verdict(reason));
+        return;
+    }
+    /* the first step opened the investigation: "opened   root: …" */
+    fprintf(out, "%s  %-8s %s", when, strcmp(action, "root") == 0 ? "opened" : action,
+            jstr(h, "node", "?"));
     if (probes[0]) {
         fprintf(out, " [%s]", probes);
     }
@@ -380,29 +485,34 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
     if (on) {
         dqctl_escape(on, on_safe, sizeof on_safe);
     }
-    fprintf(out, "verdict: %s%s%s%s%s (investigation %lld: %s problem at %s",
-            verdict ? verdict : "none", vnode ? " at " : "", vnode ? vnode : "",
-            on ? " on node " : "", on_safe, jint(inv, "id", 0), problem, jstr(inv, "node", "?"));
+    const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
+    char head[1300], what[64];
+    verdict_words(verdict, vnode, ev, head, sizeof head);
+    problem_words(problem, what, sizeof what);
+    fprintf(out, "verdict: %s%s%s (investigation %lld: %s at %s", head, on ? " on node " : "",
+            on_safe, jint(inv, "id", 0), what, jstr(inv, "node", "?"));
     if (!isnan(took) && took >= 0) {
         char t[32];
         dur(took, t, sizeof t);
         fprintf(out, ", %s", t);
     }
     fprintf(out, ")\n");
-    const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
     const char *reason = jstr(ev, "reason", NULL);
     const char *error = jstr(ev, "error", NULL);
     if (reason) {
-        fprintf(out, "  %s\n", reason);
+        fprintf(out, "  %s\n", strip_verdict(reason));
     }
     if (error) {
         fprintf(out, "  error: %s\n", error);
     }
+    render_culprits(out, ev, problem, jstr(inv, "node", "?"), "  ");
     const json_t *focus = json_object_get(ev, "focus");
     if (json_is_object(focus)) {
         char st[256];
         format_node_stats(focus, st, sizeof st);
-        fprintf(out, "  %s: %s\n", jstr(focus, "node", "?"), st);
+        fprintf(out, "  %s%s: %s\n",
+                json_array_size(json_object_get(ev, "culprits")) > 1 ? "the last step, at " : "",
+                jstr(focus, "node", "?"), st);
     }
     const json_t *ov = json_object_get(ev, "overload");
     if (json_is_object(ov)) {
@@ -424,8 +534,20 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     hyp_reason(h, reason, sizeof reason);
     int ind = 2 + 2 * depth;
     const char *verdict = jstr(h, "verdict", "pending");
-    fprintf(out, "%*s#%lld %s %s  %s", ind, "", jint(h, "id", 0), jstr(h, "action", "?"),
-            jstr(h, "node", "?"), when);
+    const char *action = jstr(h, "action", "?");
+    const json_t *ev = json_object_get(json_object_get(h, "stats"), "evidence");
+    if (strcmp(action, "root") == 0) { /* the step that opened it: "#1 opened at root" */
+        fprintf(out, "%*s#%lld opened at %s  %s", ind, "", jint(h, "id", 0), jstr(h, "node", "?"),
+                when);
+    } else if (strcmp(action, "verdict") == 0) { /* "#9 verdict: localized at fb and sb" */
+        char head[1300];
+        verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        fprintf(out, "%*s#%lld verdict: %s  %s", ind, "", jint(h, "id", 0), head, when);
+        verdict = "pending"; /* said already */
+    } else {
+        fprintf(out, "%*s#%lld %s %s  %s", ind, "", jint(h, "id", 0), action, jstr(h, "node", "?"),
+                when);
+    }
     if (probes[0]) {
         fprintf(out, "  [%s]", probes);
     }
@@ -435,10 +557,11 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     fprintf(out, "%s\n", mark ? mark : "");
     const json_t *stats = json_object_get(h, "stats");
     const json_t *node_st = hyp_node_stats(h);
-    if (json_is_object(node_st)) {
+    /* an expand step has no windows of its own yet: its empty numbers say nothing */
+    if (json_is_object(node_st) &&
+        !(json_is_false(json_object_get(node_st, "present")) && strcmp(action, "expand") == 0)) {
         fprintf(out, "%*s  %s: %s\n", ind, "", jstr(node_st, "node", jstr(h, "node", "?")), st);
     }
-    const json_t *ev = json_object_get(stats, "evidence");
     const json_t *best = evidence_best(ev);
     if (best) {
         char c[80];
@@ -454,7 +577,8 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
                     : ", not dominant");
     }
     if (reason[0]) {
-        fprintf(out, "%*s  %s\n", ind, "", reason);
+        fprintf(out, "%*s  %s\n", ind, "",
+                strcmp(action, "verdict") == 0 ? strip_verdict(reason) : reason);
     }
 }
 
@@ -625,9 +749,11 @@ void dqctl_render_investigation(FILE *out, const json_t *inv) {
     char opened[40], closed[40], o[160];
     dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
     origin_text(inv, o, sizeof o);
-    fprintf(out, "investigation %lld at %s: %s problem, strategy %s, started by %s at %s UTC\n",
-            jint(inv, "id", 0), jstr(inv, "node", "?"), jstr(inv, "problem", "?"),
-            jstr(inv, "strategy", "?"), o, opened);
+    char what[64];
+    problem_words(jstr(inv, "problem", "?"), what, sizeof what);
+    fprintf(out, "investigation %lld at %s: %s, strategy %s, started by %s at %s UTC\n",
+            jint(inv, "id", 0), jstr(inv, "node", "?"), what, jstr(inv, "strategy", "?"), o,
+            opened);
     if (json_is_true(json_object_get(inv, "open"))) {
         fprintf(out, "still open\n");
     } else {
@@ -1161,12 +1287,12 @@ int dqctl_diagnose_main(int argc, char **argv) {
     } else if (!o.json) {
         FILE *out = dqctl_out();
         if (already) {
-            char opened[40];
+            char opened[40], what[64];
             dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
+            problem_words(jstr(inv, "problem", "?"), what, sizeof what);
             fprintf(out,
-                    "investigation %lld is already open at %s (%s problem, strategy %s, opened %s "
-                    "UTC)%s\n",
-                    id, node, jstr(inv, "problem", "?"), jstr(inv, "strategy", "?"), opened,
+                    "investigation %lld is already open at %s (%s, strategy %s, opened %s UTC)%s\n",
+                    id, node, what, jstr(inv, "strategy", "?"), opened,
                     o.wait ? "; following it" : "");
             if (o.strategy && strcmp(o.strategy, jstr(inv, "strategy", o.strategy)) != 0) {
                 fprintf(out, "(it keeps its strategy; --strategy %s applies to new ones)\n",
@@ -1179,6 +1305,10 @@ int dqctl_diagnose_main(int argc, char **argv) {
                         "investigation %lld opened at %s (strategy %s); its problem is decided "
                         "from %s's data\n",
                         id, node, jstr(inv, "strategy", "?"), node);
+            } else if (json_is_false(json_object_get(inv, "open"))) {
+                /* decided in the round that opened it (healthy at once, or a refusal) */
+                fprintf(out, "investigation %lld at %s (strategy %s) ended at once: %s\n", id, node,
+                        jstr(inv, "strategy", "?"), jstr(inv, "verdict", "no verdict"));
             } else {
                 fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id,
                         node, problem, jstr(inv, "strategy", "?"));

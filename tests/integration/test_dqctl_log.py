@@ -101,8 +101,13 @@ def run(c, d, dqctl_bin):
     # is decided from their data (no QTA, no baseline: the largest contributor)
     c.check("investigation 1 opened at checkout (strategy children); its problem is decided "
             "from checkout's data" in out, "diagnose names the investigation: %r" % out[:200])
-    c.check("  root     checkout: opened to decide from its data what is wrong, by a person"
+    c.check("  opened   checkout: opened to decide from its data what is wrong, by a person"
             in out, "progress: root line")
+    # nothing said twice: the verdict line names the verdict, the reason under it does not
+    # repeat it (nor nest it after the contributor note)
+    c.check("  verdict  localized at pay: " in out and "localized at pay: localized" not in out
+            and "): localized at pay:" not in out,
+            "the verdict is said once: %r" % out[-1500:])
     c.check("  enable   checkout [checkout, validate, pay, ship]: " in out,
             "progress: enable line")
     c.check("  check    checkout: nothing to judge it against" in out, "progress: check line")
@@ -120,7 +125,7 @@ def run(c, d, dqctl_bin):
     c.eq(rc, 0, "why pay (%r)" % err)
     c.check(out.startswith("pay was enabled at "), "why starts with the sentence: %r" % out[:80])
     c.check("by investigation 1" in out, "why names the investigation")
-    root = out.find("\n  #1 root checkout")
+    root = out.find("\n  #1 opened at checkout")
     exp = out.find("\n    #2 enable checkout")
     c.check(0 <= root < exp, "why: the chain from the root down (%d, %d)" % (root, exp))
     c.check("<- enabled pay" in out, "why marks the enabling step")
@@ -145,11 +150,14 @@ def run(c, d, dqctl_bin):
     rc, out, err = ctl("log", "1")
     c.eq(rc, 0, "log 1")
     # the four steps to the verdict, then its re-checks while the problem lasts
-    c.check(re.search(r"\nhypotheses \((\d+)\):\n  #1 root checkout", out) is not None and
+    c.check(re.search(r"\nhypotheses \((\d+)\):\n  #1 opened at checkout", out) is not None and
             int(re.search(r"\nhypotheses \((\d+)\)", out).group(1)) >= 4,
             "log 1 tree root: %r" % out[:600])
     c.check("\n    #2 enable checkout" in out and "\n    #3 check checkout" in out and
-            "\n      #4 verdict pay" in out, "log 1 tree indents by parent: %r" % out[1400:2600])
+            "\n      #4 verdict: localized at pay" in out,
+            "log 1 tree indents by parent: %r" % out[1400:2600])
+    c.check("#1 root" not in out and "none problem" not in out and "investigation -1" not in out,
+            "no '#1 root checkout', 'none problem' or 'investigation -1': %r" % out[:600])
     c.check("\ncommands (4):\n" in out, "log 1 lists the commands: %r" % out[-800:])
 
     # a load trigger that fires: triggers exits 1, a snapshot is stored
