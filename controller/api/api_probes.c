@@ -85,6 +85,24 @@ static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
     return a;
 }
 
+/*
+ * The probe's last window with instances, and how current its numbers are: "age_s", the
+ * seconds from its end to now on dqd's clock; "stale", true when windows have closed
+ * since without an instance of it (it was disabled, or went silent: the numbers are from
+ * before, not its present).
+ */
+static json_t *last_window_json(struct api *api, struct probe *p) {
+    const struct probe_window *w = api__latest_of(p, 0);
+    json_t *o = window_json(api, w);
+    if (json_is_object(o)) {
+        double end = json_number_value(json_object_get(o, "end"));
+        double now = (double)clock_now(core_clock(api->env.core)) * 1e-9;
+        json_object_set_new(o, "age_s", json_real(now > end ? now - end : 0.0));
+        json_object_set_new(o, "stale", json_boolean(w->wid < core_last_closed(api->env.core)));
+    }
+    return o;
+}
+
 static json_t *probe_summary(struct api *api, struct probe *p) {
     struct probe_table *t = core_probes(api->env.core);
     struct probe_silence si;
@@ -94,7 +112,7 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
         dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok", (json_int_t)p->total_ok,
         "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
-        window_json(api, api__latest_of(p, 0)), "qta", core_qta_json(p), "silent_since_ns",
+        last_window_json(api, p), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
         "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());

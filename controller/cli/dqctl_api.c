@@ -25,8 +25,10 @@ int dqctl_status_main(int argc, char **argv) {
 int dqctl_probes_main(int argc, char **argv) {
     static const struct dqctl_show cmd = {
         .help = "usage: dqctl probes [--server URL] [--json]\n"
-                "Every probe dqd knows: enabled or not, dMax and bins, the last closed window's\n"
-                "count, quantiles and lost fraction, and its QTA.\n",
+                "Every probe dqd knows: enabled or not, dMax and bins, the count, quantiles and\n"
+                "lost fraction of its last window with instances and how long ago that window\n"
+                "ended (STALE when windows closed since without an instance of it: disabled or\n"
+                "silent, its numbers are from before, not its present), and its QTA.\n",
         .path = "/api/v1/probes",
         .view =
             {

@@ -313,12 +313,13 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         width = n > width ? n : width;
     }
     width = width > 40 ? 40 : width;
-    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
-            "BINS", "N", "P50", "P95", "P99", "LOST", "QTA");
+    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %-18s %s\n", width, "NAME", "STATE",
+            "DMAX", "BINS", "N", "P50", "P95", "P99", "LOST", "LAST WINDOW", "QTA");
     for (size_t i = 0; i < json_array_size(probes); i++) {
         const json_t *p = json_array_get(probes, i);
         const json_t *lw = json_object_get(p, "last_window");
         char dmax[24], n[24] = "-", p50[24] = "-", p95[24] = "-", p99[24] = "-", lost[24] = "-";
+        char last[64] = "-";
         dqctl_format_duration(jnum(p, "dmax_ms") / 1e3, dmax, sizeof dmax);
         if (json_is_object(lw)) {
             fmt_count(lw, "n", n, sizeof n);
@@ -329,6 +330,14 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
             if (!isnan(l)) {
                 snprintf(lost, sizeof lost, "%.2f%%", l * 100);
             }
+            /* how old the numbers are; a disabled or silent probe's are not its present */
+            double age = jnum(lw, "age_s");
+            if (!isnan(age)) {
+                char a[DQ_DURATION_TEXT];
+                dqctl_format_duration(age, a, sizeof a);
+                snprintf(last, sizeof last, "%s%s ago",
+                         json_is_true(json_object_get(lw, "stale")) ? "STALE, " : "", a);
+            }
         }
         char qta[256] = "-";
         const json_t *q = json_object_get(p, "qta");
@@ -338,10 +347,10 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         /* an enabled probe whose source went away is "silent", not just "on" */
         int on = json_is_true(json_object_get(p, "enabled"));
         int silent = on && json_is_number(json_object_get(p, "silent_since_ns"));
-        fprintf(out, "%-*.*s %-6s %*s %5.0f %8s %*s %*s %*s %7s  %s\n", width, width,
+        fprintf(out, "%-*.*s %-6s %*s %5.0f %8s %*s %*s %*s %7s  %*s %s\n", width, width,
                 jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dqctl_cols(dmax, 9),
                 dmax, jnum(p, "bins"), n, dqctl_cols(p50, 9), p50, dqctl_cols(p95, 9), p95,
-                dqctl_cols(p99, 9), p99, lost, qta);
+                dqctl_cols(p99, 9), p99, lost, dqctl_cols(last, -18), last, qta);
     }
 }
 

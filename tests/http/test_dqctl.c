@@ -475,6 +475,29 @@ static void test_renderers(void) {
     dqctl_escape("\x01\x02\x03", esc, 10); /* cut at a whole escape */
     CHECK(strcmp(esc, "\\x01\\x02") == 0);
 
+    /* numbers from a disabled probe's last window are stale, with their age; an enabled
+     * probe's say how old they are */
+    probes =
+        json_pack("[{s:s,s:b,s:f,s:i,s:{s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:f,s:b},s:n},"
+                  "{s:s,s:b,s:f,s:i,s:{s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:f,s:b},s:n}]",
+                  "name", "gone", "enabled", 0, "dmax_ms", 100.0, "bins", 100, "last_window",
+                  "start", 1.0, "end", 2.0, "n", 2, "p50", 0.01, "p95", 0.02, "p99", 0.02, "lost",
+                  0.0, "age_s", 185.0, "stale", 1, "qta", "name", "live", "enabled", 1, "dmax_ms",
+                  100.0, "bins", 100, "last_window", "start", 1.0, "end", 2.0, "n", 90, "p50", 0.01,
+                  "p95", 0.02, "p99", 0.02, "lost", 0.0, "age_s", 1.2, "stale", 0, "qta");
+    CHECK(probes != NULL);
+    cap_open(&c);
+    dqctl_render_probes(c.f, probes);
+    t = cap_text(&c);
+    CHECK(strstr(t, "LAST WINDOW") != NULL);
+    const char *gone = strstr(t, "\ngone "), *live = strstr(t, "\nlive ");
+    CHECK(gone && live && gone < live);
+    CHECK_MSG(gone && strstr(gone, "STALE, 185 s ago") && strstr(gone, "STALE, 185 s ago") < live,
+              "%s", t);
+    CHECK_MSG(live && strstr(live, " 1.2 s ago") && !strstr(live, "STALE"), "%s", t);
+    cap_close(&c);
+    json_decref(probes);
+
     /* a silent probe is marked in the probes list */
     probes =
         json_pack("[{s:s,s:b,s:f,s:i,s:n,s:n,s:I},{s:s,s:b,s:f,s:i,s:n,s:n,s:n}]", "name", "db",

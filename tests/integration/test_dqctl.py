@@ -140,6 +140,17 @@ def body(c):
         c.eq(j["enabled"], False, "disable --json")
         c.eq([x["status"] for x in j["commands"]], ["not_applied"], "disable --json commands")
     c.eq(d.get("/api/v1/probes/checkout")["enabled"], False, "disable reached dqd")
+    # checkout's numbers are from its last window: once a window closes without an
+    # instance of it, they are stale, with their age
+    lw = d.get("/api/v1/probes/checkout")["last_window"]
+    c.check(lw and lw["age_s"] >= 0 and lw["n"] == 30, "the last window has its age: %r" % lw)
+    c.check(d.wait_until(lambda: d.get("/api/v1/probes/checkout")["last_window"]["stale"],
+                         timeout=5),
+            "a window closed without checkout: its numbers are stale")
+    rc, out, err = ctl("probes")
+    row = [l for l in out.splitlines() if l.startswith("checkout ")]
+    c.check(rc == 0 and row and " STALE, " in row[0] and " ago " in row[0],
+            "probes marks checkout's numbers STALE with their age: %r" % out)
 
     # qta: set, show, a violated agreement makes dq exit 1, clear
     rc, out, err = ctl("qta", "pay", "0.5@5ms", "0.8@50ms", "--max-lost", "0.2")
