@@ -187,6 +187,29 @@ def body(c):
     c.check("sent to 1 wrapper" in out, "start output: %r" % out)
     c.eq(d.status()["running"], True, "running again")
 
+    # a calculated ΔQ comes only from the children's ΔQs of the same window: a window where
+    # flow and checkout report and pay does not has none, and dqd says which child is
+    # missing rather than show the older one next to the newer observed ΔQ
+    w2 = d.window_of(t.now_ns()) + 1
+    base2 = w2 * 100 * MS + 50 * MS
+    lines = [t.legacy_line("flow", base2 - 35 * MS + i, base2 + i) for i in range(30)]
+    lines += [t.legacy_line("checkout", base2 - 12 * MS + i, base2 + i) for i in range(30)]
+    s.sendall("".join(lines).encode())
+    c.check(d.wait_window("flow", w2) is not None, "flow's own window closed")
+    st, env = d.api("GET", "/api/v1/probes/flow/dq?kind=calculated")
+    c.check(st == 404 and "its child pay had no data in it" in env.get("error", ""),
+            "no calculated flow for its latest window, pay named: %r %r" % (st, env))
+    rc, out, err = ctl("dq", "flow", "--kind", "calculated")
+    c.check(rc == 3 and "its child pay had no data" in err, "dqctl dq says so: %r %r" % (rc, err))
+    dqs = d.get("/api/v1/probes/flow/dqs")
+    c.check(dqs["observed"] is not None and dqs["calculated"] is None and
+            dqs["calculated_missing"] == ["pay"],
+            "the dashboard's ΔQs: observed, no stale calculated, pay missing: %r" %
+            {k: dqs.get(k) is not None for k in ("observed", "calculated")})
+    st, env = d.api("GET", "/api/v1/probes/flow/dq?kind=calculated&window=0")
+    c.eq(st, 200, "the newest calculated ΔQ, older than the observed, is there when asked by "
+         "its place (window=0)")
+
     # usage errors: exit 2 with a message
     for args, what in [(("dq",), "missing PROBE"), (("frobnicate",), "unknown command"),
                        (("status", "--bogus"), "unknown option"),
