@@ -225,7 +225,7 @@ static void problem_words(const char *problem, char *buf, size_t cap) {
 
 /* A reason without its leading "VERDICT at NODE: " (the line it is printed under names
  * the verdict and the node already): "localized at b: b holds 81 %" → "b holds 81 %". */
-static const char *strip_verdict(const char *reason) {
+const char *dqctl_strip_verdict(const char *reason) {
     static const char *const verbs[] = {"localized at ", "diffuse at ", "overload at ",
                                         "healthy at ", "inconclusive at "};
     const char *colon = strstr(reason, ": ");
@@ -251,8 +251,8 @@ static void culprit_names(const json_t *ev, char *buf, size_t cap) {
 }
 
 /* "localized at fb and sb", "healthy at root": a verdict and where, every culprit named. */
-static void verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
-                          size_t cap) {
+void dqctl_verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
+                         size_t cap) {
     char names[1200];
     culprit_names(ev, names, sizeof names);
     char at[1100];
@@ -328,9 +328,9 @@ void dqctl_render_progress(FILE *out, const json_t *h) {
         /* "verdict  localized at fb and sb: …", the reason without its own "… at X: " */
         char head[1300];
         const json_t *ev = json_object_get(json_object_get(h, "stats"), "evidence");
-        verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        dqctl_verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
         fprintf(out, "%s  %-8s %s%s%s\n", when, action, head, reason[0] ? ": " : "",
-                strip_verdict(reason));
+                dqctl_strip_verdict(reason));
         return;
     }
     /* the first step opened the investigation: "opened   root: …" */
@@ -487,7 +487,7 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
     }
     const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
     char head[1300], what[64];
-    verdict_words(verdict, vnode, ev, head, sizeof head);
+    dqctl_verdict_words(verdict, vnode, ev, head, sizeof head);
     problem_words(problem, what, sizeof what);
     fprintf(out, "verdict: %s%s%s (investigation %lld: %s at %s", head, on ? " on node " : "",
             on_safe, jint(inv, "id", 0), what, jstr(inv, "node", "?"));
@@ -500,7 +500,7 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
     const char *reason = jstr(ev, "reason", NULL);
     const char *error = jstr(ev, "error", NULL);
     if (reason) {
-        fprintf(out, "  %s\n", strip_verdict(reason));
+        fprintf(out, "  %s\n", dqctl_strip_verdict(reason));
     }
     if (error) {
         fprintf(out, "  error: %s\n", error);
@@ -541,7 +541,7 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
                 when);
     } else if (strcmp(action, "verdict") == 0) { /* "#9 verdict: localized at fb and sb" */
         char head[1300];
-        verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        dqctl_verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
         fprintf(out, "%*s#%lld verdict: %s  %s", ind, "", jint(h, "id", 0), head, when);
         verdict = "pending"; /* said already */
     } else {
@@ -578,7 +578,7 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     }
     if (reason[0]) {
         fprintf(out, "%*s  %s\n", ind, "",
-                strcmp(action, "verdict") == 0 ? strip_verdict(reason) : reason);
+                strcmp(action, "verdict") == 0 ? dqctl_strip_verdict(reason) : reason);
     }
 }
 

@@ -41,6 +41,15 @@ void dqctl_log_set_poll_interval(double seconds);
  */
 int dqctl_verdict_exit(const char *verdict);
 
+/* A verdict's reason without its leading "VERDICT at NODE: " ("localized at b: b holds
+ * 81 %" → "b holds 81 %"), for a line that names the verdict and its node already. */
+const char *dqctl_strip_verdict(const char *reason);
+
+/* "localized at fb and sb", "healthy at root": a verdict and where, every culprit of the
+ * evidence object ev named when there are several, else node (NULL: none). */
+void dqctl_verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
+                         size_t cap);
+
 /* One progress line of `diagnose --wait` for a hypothesis object of the API: time,
  * action, node, the probes it names and the reason from its stats. */
 void dqctl_render_progress(FILE *out, const json_t *hyp);

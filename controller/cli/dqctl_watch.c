@@ -6,6 +6,7 @@
 #include "dqctl.h"
 #include "dqctl_api.h"
 #include "dqctl_json.h"
+#include "dqctl_log.h"
 #include "dqctl_watch.h"
 
 #include <curl/curl.h>
@@ -252,8 +253,11 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
         fprintf(out, ")\n");
     } else if (strcmp(type, "hypothesis") == 0) {
         dqctl_escape(jstr(d, "reason", ""), reason, sizeof reason);
-        fprintf(out, "step     investigation %.0f #%.0f %s %s", jnum(d, "investigation"),
-                jnum(d, "id"), jstr(d, "action", "?"), node);
+        const char *action = jstr(d, "action", "?");
+        int root = strcmp(action, "root") == 0; /* the step that opened it: "opened at X" */
+        fprintf(out, "step     investigation %.0f #%.0f %s%s", jnum(d, "investigation"),
+                jnum(d, "id"), root ? "opened at " : action, root ? "" : " ");
+        fputs(node, out);
         const json_t *probes = json_object_get(d, "probes");
         if (json_array_size(probes) > 0) {
             fprintf(out, " [");
@@ -262,13 +266,17 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
         }
         fprintf(out, "%s%s\n", reason[0] ? ": " : "", reason);
     } else if (strcmp(type, "verdict") == 0) {
+        /* "localized at fb and sb: …", the reason without its own "localized at X: " */
         const json_t *s = json_object_get(d, "summary");
-        char at[300];
-        dqctl_escape(jstr(s, "node", ""), at, sizeof at);
-        dqctl_escape(jstr(json_object_get(s, "evidence"), "reason", ""), reason, sizeof reason);
-        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s%s%s\n", jnum(d, "investigation"),
-                node, jstr(d, "verdict", "?"), at[0] ? " at " : "", at, reason[0] ? ": " : "",
-                reason);
+        const json_t *ev = json_object_get(s, "evidence");
+        char head[1300], at[1400];
+        const char *where = jstr(s, "node", "");
+        dqctl_verdict_words(jstr(d, "verdict", "?"), where[0] ? where : NULL, ev, head,
+                            sizeof head);
+        dqctl_escape(head, at, sizeof at);
+        dqctl_escape(dqctl_strip_verdict(jstr(ev, "reason", "")), reason, sizeof reason);
+        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s\n", jnum(d, "investigation"), node,
+                at, reason[0] ? ": " : "", reason);
     } else if (strcmp(type, "probe_silent") == 0 || strcmp(type, "probe_data_returned") == 0) {
         char conn[300];
         dqctl_escape(jstr(d, "connection", ""), conn, sizeof conn);

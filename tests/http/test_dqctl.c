@@ -907,10 +907,23 @@ static void test_watch_lines(void) {
                      "{\"investigation\":3,\"id\":9,\"parent\":8,\"node\":\"pay\","
                      "\"action\":\"expand\",\"probes\":[\"x\",\"y\"],\"reason\":\"because\"}",
                      "11:06:40.250 step     investigation 3 #9 expand pay [x, y]: because\n");
+    check_watch_line(now, "hypothesis", /* the first step: never "#7 root root" */
+                     "{\"investigation\":3,\"id\":7,\"action\":\"root\",\"node\":\"root\","
+                     "\"probes\":[],\"reason\":null}",
+                     "11:06:40.250 step     investigation 3 #7 opened at root\n");
     check_watch_line(now, "verdict",
                      "{\"investigation\":3,\"node\":\"root\",\"verdict\":\"localized\","
                      "\"summary\":{\"node\":\"leaf\",\"evidence\":{\"reason\":\"r\"}}}",
                      "11:06:40.250 verdict  investigation 3 at root: localized at leaf: r\n");
+    /* said once, every culprit named */
+    check_watch_line(
+        now, "verdict",
+        "{\"investigation\":4,\"node\":\"root\",\"verdict\":\"localized\","
+        "\"summary\":{\"node\":\"fb\",\"evidence\":{\"reason\":\"localized at 2 "
+        "culprits: fb (62 %), sb (38 %) explain it\",\"culprits\":[{\"probe\":\"fb\","
+        "\"share\":0.62},{\"probe\":\"sb\",\"share\":0.38}]}}}",
+        "11:06:40.250 verdict  investigation 4 at root: localized at fb and sb: fb (62 "
+        "%), sb (38 %) explain it\n");
     check_watch_line(now, "probe",
                      "{\"probe\":\"p\\u0001\",\"change\":\"enable\",\"summary\":{"
                      "\"enabled\":true,\"dmax_ms\":250,\"qta\":null}}",
