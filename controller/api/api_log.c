@@ -339,12 +339,19 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     int overload = (mode && strcmp(mode, "overload") == 0) ||
                    json_is_true(json_object_get(root_stats, "overload"));
     if (strcmp(json_string_value(json_object_get(enabling, "action")), "enable") == 0) {
-        snprintf(buf, sizeof buf,
-                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
-                 ", %s%s had no recent statistics, so it was enabled with its children to "
-                 "decide from their data what is wrong.",
-                 probe, when, inv_id, strcmp(probe, enode) == 0 ? "because " : "together with ",
-                 strcmp(probe, enode) == 0 ? "it" : enode);
+        if (strcmp(probe, enode) == 0) {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", because it had no recent statistics, so it was enabled with its "
+                     "children to decide from their data what is wrong.",
+                     probe, when, inv_id);
+        } else {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", together with %s, which had no recent statistics: %s and its children "
+                     "were enabled to decide from their data what is wrong.",
+                     probe, when, inv_id, enode, enode);
+        }
     } else if (overload) {
         snprintf(buf, sizeof buf,
                  "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
