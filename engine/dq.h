@@ -422,6 +422,11 @@ int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_n
  */
 const char *dq_format_duration(double s, char *buf, size_t cap);
 
+/* The same style with `sig` significant digits (1 … 15) instead of three, for a result
+ * whose digits matter (dqctl model's quantiles: "3.554 s", "37.0326 ms"); a whole number of
+ * milliseconds stays in them only when sig digits of seconds would round it. */
+const char *dq_format_duration_sig(double s, int sig, char *buf, size_t cap);
+
 /*
  * A duration with its uncertainty, "30.6 µs ± 1.2 µs", "33.3 ms ± 0.68 ms": the value as
  * dq_format_duration writes it, the half width hw in the value's unit with two significant

@@ -128,17 +128,19 @@ const char *dq_format_number(double v, int sig, char *buf, size_t cap) {
     return buf;
 }
 
-const char *dq_duration_unit(double s, double *factor) {
+/* dq_duration_unit for a value written with sig significant digits. */
+static const char *unit_for(double s, int sig, double *factor) {
     double a = fabs(s);
     double ms = a * 1e3;
     if (!isfinite(a) || a == 0.0) {
         *factor = 1e3;
         return "ms";
     }
-    /* a whole number of milliseconds that three digits of seconds would round (1024 ms,
-     * not 1.02 s) stays in milliseconds */
-    double s3 = round(a * 100.0) / 100.0; /* a in [1, 10) to three significant digits */
-    int keep_ms = a < 10.0 && fabs(ms - round(ms)) <= 1e-9 * ms && fabs(s3 - a) > 1e-9 * a;
+    /* a whole number of milliseconds that sig digits of seconds would round (1024 ms, not
+     * 1.02 s) stays in milliseconds */
+    double scale = pow(10.0, sig - 1); /* a in [1, 10) to sig significant digits */
+    double rounded = round(a * scale) / scale;
+    int keep_ms = a < 10.0 && fabs(ms - round(ms)) <= 1e-9 * ms && fabs(rounded - a) > 1e-9 * a;
     if (a >= 1.0 && !keep_ms) {
         *factor = 1.0;
         return "s";
@@ -155,16 +157,21 @@ const char *dq_duration_unit(double s, double *factor) {
     return "ns";
 }
 
-/* v seconds in the unit of `like` (a duration), sig digits: "30.6 µs". */
-static void format_in_unit(double v, double like, int sig, char *buf, size_t cap) {
+const char *dq_duration_unit(double s, double *factor) {
+    return unit_for(s, 3, factor);
+}
+
+/* v seconds in the unit of `like` (a duration written with like_sig digits), sig digits:
+ * "30.6 µs". */
+static void format_in_unit(double v, double like, int like_sig, int sig, char *buf, size_t cap) {
     double f;
-    const char *unit = dq_duration_unit(like, &f);
+    const char *unit = unit_for(like, like_sig, &f);
     char num[40];
     dq_format_number(v * f, sig, num, sizeof num);
     snprintf(buf, cap, "%s %s", num, unit);
 }
 
-const char *dq_format_duration(double s, char *buf, size_t cap) {
+const char *dq_format_duration_sig(double s, int sig, char *buf, size_t cap) {
     if (cap == 0) {
         return buf;
     }
@@ -172,8 +179,12 @@ const char *dq_format_duration(double s, char *buf, size_t cap) {
         snprintf(buf, cap, "-");
         return buf;
     }
-    format_in_unit(s, s, 3, buf, cap);
+    format_in_unit(s, s, sig, sig, buf, cap);
     return buf;
+}
+
+const char *dq_format_duration(double s, char *buf, size_t cap) {
+    return dq_format_duration_sig(s, 3, buf, cap);
 }
 
 const char *dq_format_duration_pm(double s, double hw, char *buf, size_t cap) {
@@ -190,9 +201,9 @@ const char *dq_format_duration_pm(double s, double hw, char *buf, size_t cap) {
     dq_duration_unit(s, &f);
     double h = fabs(hw);
     if (isfinite(h) && h * f < 0.01 && h > 0) {
-        format_in_unit(h, h, 2, b, sizeof b); /* too small for the value's unit */
+        format_in_unit(h, h, 2, 2, b, sizeof b); /* too small for the value's unit */
     } else if (isfinite(h)) {
-        format_in_unit(h, s, 2, b, sizeof b);
+        format_in_unit(h, s, 3, 2, b, sizeof b);
     } else {
         snprintf(b, sizeof b, "-");
     }

@@ -68,6 +68,30 @@ struct model_args {
     const char *server; /* --server, NULL when not given */
 };
 
+/* A duration of a result, in the one output style with six significant digits (the
+ * digits of a calculation matter): "37.0326 ms", "3.554 s". T(x) is valid to the end of the
+ * statement it is in. */
+struct dur6 {
+    char s[DQ_DURATION_TEXT];
+};
+static struct dur6 dur6(double x) {
+    struct dur6 d;
+    dq_format_duration_sig(x, 6, d.s, sizeof d.s);
+    return d;
+}
+#define T(x) (dur6(x).s)
+
+/* A fraction (lost mass) to six significant digits, never an exponent: "0.0000032". */
+struct num6 {
+    char s[48];
+};
+static struct num6 num6(double x) {
+    struct num6 n;
+    dq_format_number(x, 6, n.s, sizeof n.s);
+    return n;
+}
+#define F(x) (num6(x).s)
+
 static void model_usage(FILE *out) {
     fprintf(out,
             "usage: dqctl model FILE.dq --set NAME=DIST [--set NAME=DIST …] [--node NAME]…\n"
@@ -487,9 +511,9 @@ static int choose_grid(const struct model_args *a, const struct dq_hint *h, int 
         *short_default = 1;
     } else if (!covered) {
         fprintf(dqctl_err(),
-                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s (%d bins of %g s); mass beyond it is reported as lost past the horizon\n",
-                dq_width_of(*k) * *n, b, *n, dq_width_of(*k));
+                "dqctl model: warning: the horizon %s is shorter than the support bound %s "
+                "(%d bins of %s); mass beyond it is reported as lost past the horizon\n",
+                T(dq_width_of(*k) * *n), T(b), *n, T(dq_width_of(*k)));
     }
     return DQCTL_EXIT_OK;
 }
@@ -798,33 +822,33 @@ static void print_plot(const struct dq *a) {
     for (int c = 0; c < PLOT_COLS; c++) {
         fputc('-', dqctl_out());
     }
-    fprintf(dqctl_out(), "\n        0%*s%.6g s\n", PLOT_COLS - 10, "", tmax);
+    fprintf(dqctl_out(), "\n        0%*s%s\n", PLOT_COLS - 10, "", T(tmax));
 }
 
 static void print_human(const struct report *r) {
     const struct dq *a = r->dq;
-    fprintf(dqctl_out(), "%s  (%s; bin width %g s, %d bins, horizon %g s)\n", r->node, r->source,
-            a->width, a->n, dq_horizon(a));
+    fprintf(dqctl_out(), "%s  (%s; bin width %s, %d bins, horizon %s)\n", r->node, r->source,
+            T(a->width), a->n, T(dq_horizon(a)));
     for (size_t j = 0; j < N_REPORT_P; j++) {
         char label[16];
         snprintf(label, sizeof label, "p%g", report_p[j] * 100.0);
         if (r->have_q[j]) {
-            fprintf(dqctl_out(), "  %-9s %.6g s\n", label, r->q[j]);
+            fprintf(dqctl_out(), "  %-9s %s\n", label, T(r->q[j]));
         } else {
-            fprintf(dqctl_out(), "  %-9s not reached (lost mass %.6g)\n", label, lost_of(a));
+            fprintf(dqctl_out(), "  %-9s not reached (lost mass %s)\n", label, F(lost_of(a)));
         }
     }
     if (r->have_m) {
-        fprintf(dqctl_out(), "  %-9s %.6g s\n", "mean", r->m.mean);
-        fprintf(dqctl_out(), "  %-9s %.6g s\n", "std dev", sqrt(r->m.variance));
+        fprintf(dqctl_out(), "  %-9s %s\n", "mean", T(r->m.mean));
+        fprintf(dqctl_out(), "  %-9s %s\n", "std dev", T(sqrt(r->m.variance)));
     } else {
         fprintf(dqctl_out(), "  %-9s none (nothing completes)\n", "mean");
     }
     if (past_of(a) > 0.0) {
-        fprintf(dqctl_out(), "  %-9s %.6g (%.6g of it past the horizon %g s)\n", "lost", lost_of(a),
-                past_of(a), dq_horizon(a));
+        fprintf(dqctl_out(), "  %-9s %s (%s of it past the horizon %s)\n", "lost", F(lost_of(a)),
+                F(past_of(a)), T(dq_horizon(a)));
     } else {
-        fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+        fprintf(dqctl_out(), "  %-9s %s\n", "lost", F(lost_of(a)));
     }
     print_plot(a);
 }
@@ -964,6 +988,7 @@ static int evaluate_on_grid(struct model_run *r) {
         }
         /* resolution was preferred to reach: fine when the tail it cuts is small */
         double cut = 0.0;
+        char cutb[48];
         for (size_t j = 0; j < r->n_report; j++) {
             const struct dq *q = dq_eval_calculated(r->ev, r->report_nodes[j]);
             q = q ? q : dq_eval_observed(r->ev, r->report_nodes[j]);
@@ -974,21 +999,22 @@ static int evaluate_on_grid(struct model_run *r) {
         if (pass == 0 && cut > MODEL_TAIL_CUT_MAX &&
             dq_grid_choose(&r->merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != r->k) {
             fprintf(dqctl_err(),
-                    "dqctl model: warning: %d bins of %g s (as fine as the sharpest density "
-                    "needs) reach only %g s and leave %.3g past it; reaching %g s instead with "
-                    "%d bins of %g s (the sharpest part is resolved less finely)\n",
-                    r->n, dq_width_of(r->k), dq_width_of(r->k) * r->n, cut, dq_width_of(k2) * n2,
-                    n2, dq_width_of(k2));
+                    "dqctl model: warning: %d bins of %s (as fine as the sharpest density "
+                    "needs) reach only %s and leave %s past it; reaching %s instead with "
+                    "%d bins of %s (the sharpest part is resolved less finely)\n",
+                    r->n, T(dq_width_of(r->k)), T(dq_width_of(r->k) * r->n),
+                    dq_format_number(cut, 3, cutb, sizeof cutb), T(dq_width_of(k2) * n2), n2,
+                    T(dq_width_of(k2)));
             r->k = k2;
             r->n = n2;
             r->short_default = !covered;
             continue;
         }
         fprintf(dqctl_err(),
-                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s (%d bins of %g s, as fine as the sharpest density needs); mass beyond it "
-                "is reported as lost past the horizon\n",
-                dq_width_of(r->k) * r->n, r->merged.hi, r->n, dq_width_of(r->k));
+                "dqctl model: warning: the horizon %s is shorter than the support bound %s "
+                "(%d bins of %s, as fine as the sharpest density needs); mass beyond it is "
+                "reported as lost past the horizon\n",
+                T(dq_width_of(r->k) * r->n), T(r->merged.hi), r->n, T(dq_width_of(r->k)));
         break;
     }
     return DQCTL_EXIT_OK;

@@ -136,6 +136,12 @@ static void test_format(void) {
     CHECK_STR(dq_format_number(1e-13, 3, num, sizeof num), "0");
     CHECK_STR(dq_format_number(1e300, 3, num, sizeof num)[0] == '1' ? "ok" : num, "ok");
     CHECK(strchr(dq_format_number(1e300, 3, num, sizeof num), 'e') == NULL);
+    dq_format_duration_sig(0.0370326, 6, num, sizeof num);
+    CHECK_STR(num, "37.0326 ms");
+    dq_format_duration_sig(3.90625e-6, 6, num, sizeof num);
+    CHECK_STR(num, "3.90625 \xc2\xb5s");
+    dq_format_duration_sig(3.554, 6, num, sizeof num);
+    CHECK_STR(num, "3.554 s");
     /* a buffer too small is cut, never overrun */
     char tiny[4] = "xxx";
     dq_format_duration(0.25, tiny, sizeof tiny);

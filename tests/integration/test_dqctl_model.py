@@ -152,7 +152,7 @@ def body(c):
     c.check("30 instances (0 failed or timed out), bins of 1 ms" in out, "a's window: %r" % out)
     c.check("b = scale(probe:b,0.5): observed" in out and "50 instances (10 failed" in out,
             "b's window: %r" % out)
-    c.check("e2e  (calculated; bin width 0.001 s" in out, "the report follows: %r" % out)
+    c.check("e2e  (calculated; bin width 1 ms" in out, "the report follows: %r" % out)
 
     # errors: an unknown probe, a probe with no window yet (registered by a PUT)
     rc, out, err = ctl("model", model, "--set", "a=probe:nosuch", "--set", "b=wait(0)",
