@@ -617,15 +617,17 @@ static void add_traced(const struct probe *p, json_t *out) {
                  "untraced)",
                  100.0 * ts.keep);
     }
+    char cost[DQ_DURATION_TEXT], per[DQ_DURATION_TEXT];
     snprintf(buf, sizeof buf,
              "%s is a traced function: it is bound to %s (the \"mfa\" of its configuration), so "
              "the wrapper times it with erlang:trace, no span in the code. Tracing it cost %" PRIu64
-             " traced call%s (%s%s), about %.3g ms of the node's CPU at ~%.1f µs per traced call "
+             " traced call%s (%s%s), about %s of the node's CPU at ~%s per traced call "
              "(docs/PERFORMANCE.md); the pattern is installed on %d node%s now%s.",
              p->name, p->mfa, ts.calls, ts.calls == 1 ? "" : "s", samp,
-             ts.dropped ? ", some dropped open when the pattern was removed" : "", cost_ms,
-             API_TRACE_CALL_NS / 1000.0, ts.installed, ts.installed == 1 ? "" : "s",
-             ts.installed ? "" : " (none: disabled, or refused)");
+             ts.dropped ? ", some dropped open when the pattern was removed" : "",
+             dq_format_duration(cost_ms * 1e-3, cost, sizeof cost),
+             dq_format_duration(API_TRACE_CALL_NS * 1e-9, per, sizeof per), ts.installed,
+             ts.installed == 1 ? "" : "s", ts.installed ? "" : " (none: disabled, or refused)");
     json_t *sentences = json_object_get(out, "sentences");
     json_array_append_new(sentences, json_string(buf));
     if (p->trace.refused[0]) {
