@@ -551,6 +551,39 @@ def culprits(c):
         sim.stop()
         d.stop(c, "culprits dqd")
         remove_workdir(work)
+    qta_opened(c)
+
+
+def qta_opened(c):
+    """A QTA trigger opens an investigation: its first step shows the hazard that fired it
+    (never "QTA hazard 0")."""
+    work = make_workdir("dqd-qta-opened-")
+    diagram, cfg = write_setup(work, "front = fa -> fb;\nstore = sa -> sb;\nroot = s:front -> "
+                               "s:store;\n", {"probes": {"root": {"enabled": True, "dmax_ms": 500}},
+                                              "triggers": [{"probe": "root", "kind": "qta"}]})
+    d = Dqd(DQD, work, window_ms=1000, lag_ms=200, diagram=diagram, config=cfg,
+            extra=["--clock", "sim"])
+    sim = dqdtest.HeldSim(DQSIM, diagram, d.ingest_port, extra=["--leaf-mean", "2:2"])
+    try:
+        sim.run(30)
+        q = d.dq("root")["quantiles"]
+        st, _ = d.api("PUT", "/api/v1/probes/root",
+                      {"qta": {"points": [[0.5, q["0.5"] * 1.1 + 0.001],
+                                          [0.9, q["0.9"] * 1.1 + 0.001]], "max_lost": 0.05}})
+        c.eq(st, 200, "qta_opened: root's QTA from its baseline")
+        sim.say("fault fb slow 8")
+        sim.run(10)
+        invs = d.get("/api/v1/investigations")
+        c.check(invs and invs[-1]["origin"] == "trigger", "qta_opened: the trigger opened one")
+        lg = dqctl(d, "log", str(invs[-1]["id"]) if invs else "1")
+        m = re.search(r"#\d+ opened at root .*\n    root: [^\n]*QTA hazard ([0-9.]+)", lg.stdout)
+        c.check(m and float(m.group(1)) > 0,
+                "qta_opened: the first step shows the hazard that fired the trigger: %r" %
+                lg.stdout[:800])
+    finally:
+        sim.stop()
+        d.stop(c, "qta_opened dqd")
+        remove_workdir(work)
 
 
 def body(c):
