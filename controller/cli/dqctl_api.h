@@ -130,6 +130,10 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
  */
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
 
+/* Parses an integer in [lo, hi] from the whole of s (decimal, no blanks). Returns 0, or -1
+ * leaving *out untouched. */
+int dqctl_parse_int(const char *s, long lo, long hi, long *out);
+
 /* Parses a probability or fraction in [0, 1] ("0.95", "95%"). Returns 0 or -1. */
 int dqctl_parse_fraction(const char *s, double *out);
 
@@ -178,6 +182,13 @@ int dqctl_url_escape(const char *in, char *out, size_t cap);
  * violated (why describes the worst point), -1 when the objects are malformed.
  */
 int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap);
+
+/* The width of a table's name column: the longest string field `key` of the objects in
+ * list ("?" for one without it), at least min, at most max bytes. */
+int dqctl_column_width(const json_t *list, const char *key, int min, int max);
+
+/* A fraction as a percentage, "12.34%" ("-" for NAN). */
+void dqctl_format_percent(double f, char *buf, size_t cap);
 
 /* Formats a duration in seconds for people, in the one style of dq_format_duration:
  * "850 µs", "12.5 ms", "1024 ms", "12.5 s". */

@@ -382,6 +382,17 @@ size_t dqctl_did_you_mean(const char *name, const json_t *probes, char *buf, siz
     return n;
 }
 
+int dqctl_parse_int(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || end == s || *end || errno || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int dqctl_url_escape(const char *in, char *out, size_t cap) {
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;

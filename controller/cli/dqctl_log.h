@@ -3,7 +3,8 @@
  * §5-§7): start a diagnosis and follow it, explain why a probe is enabled, read the
  * hypothesis log, the trigger snapshots, and set or list triggers. Their pure parts
  * (renderers of the API's answers, the trigger body, the exit code of a verdict) are
- * exposed for tests.
+ * exposed for tests: those of snapshots and triggers are in dqctl_snap.c, the others and
+ * the subcommands in dqctl_log.c.
  *
  * Entry points have main()'s signature with argv[0] the subcommand's name and return
  * the exit codes of dqctl.h. They share the options and plumbing of dqctl_api.h
@@ -81,6 +82,9 @@ void dqctl_render_snapshot_csv(FILE *out, const json_t *snap);
 
 /* `dqctl triggers`: a table of trigger objects. Returns how many are enabled and fired. */
 int dqctl_render_triggers(FILE *out, const json_t *list);
+
+/* 1 when k is a trigger kind dqd has: qta, load, lost, divergence, cv. */
+int dqctl_trigger_kind_known(const char *k);
 
 /*
  * The PUT body of `dqctl trigger`: the options given (threshold text: a number ≥ 0, a

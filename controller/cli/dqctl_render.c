@@ -22,6 +22,23 @@ void dqctl_format_duration(double s, char *buf, size_t cap) {
     dq_format_duration(s, buf, cap);
 }
 
+int dqctl_column_width(const json_t *list, const char *key, int min, int max) {
+    int width = min;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), key, "?"));
+        width = n > width ? n : width;
+    }
+    return width > max ? max : width;
+}
+
+void dqctl_format_percent(double f, char *buf, size_t cap) {
+    if (isnan(f)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.2f%%", f * 100);
+    }
+}
+
 int dqctl_cols(const char *s, int width) {
     int extra = 0;
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
@@ -307,12 +324,7 @@ void dqctl_render_status(FILE *out, const json_t *st) {
 }
 
 void dqctl_render_probes(FILE *out, const json_t *probes) {
-    int width = 4;
-    for (size_t i = 0; i < json_array_size(probes); i++) {
-        int n = (int)strlen(jstr(json_array_get(probes, i), "name", "?"));
-        width = n > width ? n : width;
-    }
-    width = width > 40 ? 40 : width;
+    int width = dqctl_column_width(probes, "name", 4, 40);
     fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %-18s %s\n", width, "NAME", "STATE",
             "DMAX", "BINS", "N", "P50", "P95", "P99", "LOST", "LAST WINDOW", "QTA");
     for (size_t i = 0; i < json_array_size(probes); i++) {
