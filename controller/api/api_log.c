@@ -486,16 +486,32 @@ static void add_silence(struct api *api, const struct probe *p, json_t *out) {
                      "connected wrapper sent anything.",
                      p->name, when, windows, windows == 1 ? "" : "s");
         } else {
+            const char *hint = json_string_value(json_object_get(si, "hint"));
             snprintf(buf, sizeof buf,
                      "%s has had no data since %s (%" JSON_INTEGER_FORMAT
-                     " window%s): the connection it last came from, %s (node %s), %s.",
-                     p->name, when, windows, windows == 1 ? "" : "s", label,
-                     node && node[0] ? node : "unknown",
+                     " window%s): the connection it last came from%s, %s (node %s), %s%s%s.",
+                     p->name, when, windows, windows == 1 ? "" : "s",
+                     json_is_true(json_object_get(si, "previous_run")) ? " before dqd's restart"
+                                                                       : "",
+                     label, node && node[0] ? node : "unknown",
                      json_is_true(json_object_get(si, "connected"))
                          ? "is still connected but has sent nothing since"
-                         : "is disconnected");
+                         : "is disconnected",
+                     hint ? ": " : "", hint ? hint : "");
         }
         json_array_append_new(json_object_get(out, "sentences"), json_string(buf));
+        const json_t *gap = json_object_get(si, "dqd_not_running");
+        if (json_is_object(gap)) {
+            char from[64], to[64];
+            clock_text((int64_t)json_integer_value(json_object_get(gap, "from_ns")), from,
+                       sizeof from);
+            clock_text((int64_t)json_integer_value(json_object_get(gap, "to_ns")), to, sizeof to);
+            snprintf(buf, sizeof buf, "dqd was not running from %s to %s (%s).", from, to,
+                     json_is_true(json_object_get(gap, "clean"))
+                         ? "it stopped cleanly"
+                         : "it did not record a stop: from its last record");
+            json_array_append_new(json_object_get(out, "sentences"), json_string(buf));
+        }
     }
     json_object_set_new(out, "silent", si);
 }
@@ -506,14 +522,54 @@ static size_t links_with(json_t *run, const char *status, char *buf, size_t cap)
     json_t *c;
     buf[0] = '\0';
     json_array_foreach(run, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
-            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
-                             json_string_value(json_object_get(c, "wrapper")));
+        const json_t *w = json_object_get(c, "wrapper");
+        int seen = 0; /* a run may hold a link twice (an enable, then a dMax): once here */
+        for (size_t j = 0; j < i && !seen; j++) {
+            const json_t *e = json_array_get(run, j);
+            seen = json_equal(json_object_get(e, "wrapper"), w) &&
+                   json_equal(json_object_get(e, "status"), json_object_get(c, "status"));
+        }
+        if (!seen && strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
+            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", json_string_value(w));
             len = k > 0 && len + (size_t)k < cap ? len + (size_t)k : len;
             n++;
         }
     }
     return n;
+}
+
+/* What a sent or ambiguous command's links were to their wrappers, one sentence per link
+ * with a detail: "On 5 127.0.0.1:8081 it went to the wrapper's command listener (…)." */
+static void add_link_details(json_t *run, json_t *sentences) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(run, i, c) {
+        const char *status = json_string_value(json_object_get(c, "status"));
+        const char *detail = json_string_value(json_object_get(c, "detail"));
+        if (!status || !detail || !detail[0]) {
+            continue;
+        }
+        int said = 0; /* one sentence per link and detail (a run may hold a link twice) */
+        for (size_t j = 0; j < i && !said; j++) {
+            const json_t *e = json_array_get(run, j);
+            said = json_equal(json_object_get(e, "wrapper"), json_object_get(c, "wrapper")) &&
+                   json_equal(json_object_get(e, "detail"), json_object_get(c, "detail"));
+        }
+        if (said) {
+            continue;
+        }
+        char buf[1024];
+        if (strcmp(status, "sent") == 0 || strcmp(status, "acked") == 0) {
+            snprintf(buf, sizeof buf, "On %s it went to %s.",
+                     json_string_value(json_object_get(c, "wrapper")), detail);
+        } else if (strcmp(status, "ambiguous") == 0) {
+            snprintf(buf, sizeof buf, "On %s: %s.",
+                     json_string_value(json_object_get(c, "wrapper")), detail);
+        } else {
+            continue;
+        }
+        json_array_append_new(sentences, json_string(buf));
+    }
 }
 
 /*
@@ -552,7 +608,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
         json_array_append(run, json_array_get(all, i));
     }
     json_decref(all);
-    char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024];
+    char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024], amb[1024];
     clock_text((int64_t)(json_real_value(json_object_get(last, "time")) * 1e9), when, sizeof when);
     if (hyp) {
         snprintf(by, sizeof by, "by the adaptive loop (hypothesis #%" JSON_INTEGER_FORMAT ")", hyp);
@@ -564,6 +620,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     size_t n_acked = links_with(run, "acked", acked, sizeof acked);
     size_t n_failed = links_with(run, "failed", failed, sizeof failed);
     size_t n_na = links_with(run, "not_applied", na, sizeof na);
+    size_t n_amb = links_with(run, "ambiguous", amb, sizeof amb);
     size_t len = (size_t)snprintf(buf, sizeof buf, "Its last change was %s (%s) at %s, %s:",
                                   disable ? "a disable" : "an enable", cmd, when, by);
 #define PART(cnt, text, list)                                                                      \
@@ -575,11 +632,13 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     PART(n_sent, "sent, not acknowledged (legacy wrappers never acknowledge)", sent)
     PART(n_failed, "FAILED (the link was not writable)", failed)
     PART(n_na, "NOT APPLIED", na)
+    PART(n_amb, "NOT KNOWN to have reached its wrapper", amb)
 #undef PART
     if (len < sizeof buf && len > 0 && buf[len - 1] == ';') {
         buf[len - 1] = '.';
     }
     json_array_append_new(sentences, json_string(buf));
+    add_link_details(run, sentences);
     if (disable && n_na) {
         snprintf(buf, sizeof buf,
                  "A legacy wrapper has no clear_timeout: on %s %s is still reported, and dqd "

@@ -65,16 +65,6 @@ const struct probe_window *api__latest_of(struct probe *p, int calculated) {
     return NULL;
 }
 
-/* The origin of a silence as JSON: {id, label, node, app, connected}, or null when the
- * probe was never heard from. */
-static json_t *origin_json(const struct probe_origin_info *o) {
-    if (o->id == 0) {
-        return json_null();
-    }
-    return json_pack("{s:I,s:s,s:s,s:s,s:b}", "id", (json_int_t)o->id, "label", o->label, "node",
-                     o->node, "app", o->app, "connected", o->connected);
-}
-
 /* The node names p is split by ([] when it is not). */
 static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
     json_t *a = json_array();
@@ -114,7 +104,7 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
         last_window_json(api, p), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
-        "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
+        "silent_origin", silent ? api__origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
     json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());

@@ -151,7 +151,8 @@ static int enable_common(int argc, char **argv, int enable) {
         "Enables a probe: dqd sends set_timeout to every connected wrapper, which then\n"
         "reports it. Prints what happened on each wrapper link. PROBE must be known to\n"
         "dqd (in the diagram, or reported by a wrapper); --create registers a new name.\n"
-        "Exit 1 when the send failed on some link; 3 for a name dqd does not know.\n";
+        "Exit 1 when the send failed on some link (or it is not known to have reached a\n"
+        "legacy wrapper: several on one host); 3 for a name dqd does not know.\n";
     static const char help_off[] =
         "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
         "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"

@@ -43,9 +43,11 @@ int dqctl_diagram_main(int argc, char **argv);     /* GET / PUT /api/v1/diagram 
 
 /*
  * What a probe change did on every wrapper link, from the "commands" of a PUT or DELETE
- * answer ({"link","command","status"}): one line per outcome ("clear_timeout sent to 1
- * link (2 127.0.0.1:4001)", "NOT applied on 1 legacy link (…): …"), or that no wrapper
- * was connected to tell. Returns how many links did not get it (not applied or failed).
+ * answer ({"link","command","status","detail"}): one line per outcome ("clear_timeout sent
+ * to 1 wrapper link (2 127.0.0.1:4001)", "set_timeout sent to the wrapper's command listener
+ * (…): 1 link (…)", "NOT applied on 1 wrapper link (…): …", "NOT known to have reached …"),
+ * or that no wrapper was connected to tell. Returns how many links did not get it (not
+ * applied, failed, or not known: ambiguous).
  */
 int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands);
 

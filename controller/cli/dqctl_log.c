@@ -572,7 +572,9 @@ static void render_command(FILE *out, const json_t *c, int with_probe) {
     fprintf(out, "  %s  %s%s%s%s%s  to wrapper %s: %s%s%s%s\n", when, jstr(c, "command", "?"),
             with_probe ? " " : "", with_probe ? jstr(c, "probe", "-") : "", args ? " " : "",
             args ? args : "", jstr(c, "wrapper", "?"), status,
-            strcmp(status, "not_applied") == 0 ? " (a legacy link cannot do this)" : "",
+            strcmp(status, "not_applied") == 0 ? " (a legacy link cannot do this)"
+            : strcmp(status, "ambiguous") == 0 ? " (not known to have reached its wrapper)"
+                                               : "",
             detail ? ": " : "", detail ? detail : "");
     free(args);
 }
@@ -1027,8 +1029,9 @@ int dqctl_why_main(int argc, char **argv) {
             "started the investigation, in plain sentences; then the chain as an indented list\n"
             "(root first: action, node, time, the node's numbers, the largest contribution and\n"
             "the reason), the step that disabled it again if any, and the commands sent to the\n"
-            "wrappers for it with their status (sent, acked, failed, or not_applied on legacy\n"
-            "links that cannot disable a probe).\n",
+            "wrappers for it with their status (sent, acked, failed, not_applied on legacy\n"
+            "links that cannot disable a probe, or ambiguous: a legacy wrapper's own\n"
+            "connection among several on one host, whose command listener cannot be told).\n",
         .min_pos = 1,
         .max_pos = 1,
         .view = {.render = dqctl_render_why},

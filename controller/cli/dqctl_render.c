@@ -245,10 +245,26 @@ void dqctl_render_silent(FILE *out, const json_t *s) {
     jsafe(s, "origin", "?", origin, sizeof origin);
     jsafe(s, "node", "", node, sizeof node);
     jsafe(s, "app", "", app, sizeof app);
-    fprintf(out, "no data from %s%s%s%s%s, %s)\n", origin, node[0] ? " node " : "", node,
+    fprintf(out, "no data from %s%s%s%s%s%s, %s)\n", origin, node[0] ? " node " : "", node,
             app[0] ? " app " : "", app,
+            json_is_true(json_object_get(s, "previous_run")) ? " before dqd's restart" : "",
             json_is_true(json_object_get(s, "connected")) ? "connected but silent"
                                                           : "disconnected");
+    const char *hint = jstr(s, "hint", NULL);
+    if (hint) {
+        fprintf(out, "  %s\n", hint);
+    }
+}
+
+/* "dqd was not running from 14:52:42 UTC to 14:52:50 UTC (it stopped cleanly)". */
+static void render_downtime(FILE *out, const json_t *gap) {
+    char from[48], to[48];
+    format_since(jnum(gap, "from_ns"), from, sizeof from);
+    format_since(jnum(gap, "to_ns"), to, sizeof to);
+    fprintf(out, "dqd was not running from %s to %s (%s)\n", from, to,
+            json_is_true(json_object_get(gap, "clean"))
+                ? "it stopped cleanly"
+                : "it did not record a stop: from its last record");
 }
 
 static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap) {
@@ -258,6 +274,25 @@ static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap)
     } else {
         snprintf(buf, cap, "%.0f", v);
     }
+}
+
+/* One row of the wrappers table; prefix "+ " marks a legacy wrapper's command link. */
+static void render_wrapper_row(FILE *out, const json_t *w, const char *prefix) {
+    const json_t *id = json_object_get(w, "id");
+    char idb[32];
+    if (json_is_integer(id)) {
+        snprintf(idb, sizeof idb, "%s%lld", prefix, (long long)json_integer_value(id));
+    } else {
+        snprintf(idb, sizeof idb, "%s%s", prefix, json_is_string(id) ? json_string_value(id) : "-");
+    }
+    const json_t *r = json_object_get(w, "running");
+    char peer[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
+    const char *kind = prefix[0] ? "commands" : jstr(w, "kind", "-");
+    fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, kind,
+            jsafe(w, "peer", "-", peer, sizeof peer), jsafe(w, "node", "-", node, sizeof node),
+            jsafe(w, "app", "-", app, sizeof app),
+            json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
+            json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
 }
 
 void dqctl_render_status(FILE *out, const json_t *st) {
@@ -280,6 +315,9 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             "probes %s (%s enabled)   connections %s   instances %s   protocol errors %s   "
             "windows closed %s\n",
             a, b, c, d, e, f);
+    if (json_is_object(json_object_get(st, "downtime"))) {
+        render_downtime(out, json_object_get(st, "downtime"));
+    }
     const json_t *silent = json_object_get(st, "silent");
     for (size_t i = 0; i < json_array_size(silent); i++) {
         dqctl_render_silent(out, json_array_get(silent, i));
@@ -306,20 +344,24 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             "NODE", "APP", "CONNECTED", "RUNNING");
     for (size_t i = 0; i < json_array_size(ws); i++) {
         const json_t *w = json_array_get(ws, i);
-        const json_t *id = json_object_get(w, "id");
-        char idb[32];
-        if (json_is_integer(id)) {
-            snprintf(idb, sizeof idb, "%lld", (long long)json_integer_value(id));
-        } else {
-            snprintf(idb, sizeof idb, "%s", json_is_string(id) ? json_string_value(id) : "-");
+        const json_t *with = json_object_get(w, "paired_with");
+        if (json_is_integer(with) && strcmp(jstr(w, "kind", ""), "outbound") == 0) {
+            continue; /* a legacy wrapper's command link: under its data link */
         }
-        const json_t *r = json_object_get(w, "running");
-        char peer[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
-        fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, jstr(w, "kind", "-"),
-                jsafe(w, "peer", "-", peer, sizeof peer), jsafe(w, "node", "-", node, sizeof node),
-                jsafe(w, "app", "-", app, sizeof app),
-                json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
-                json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
+        render_wrapper_row(out, w, "");
+        const json_t *pair = NULL;
+        for (size_t j = 0; json_is_integer(with) && j < json_array_size(ws) && !pair; j++) {
+            const json_t *o = json_array_get(ws, j);
+            if (json_equal(json_object_get(o, "id"), with)) {
+                pair = o;
+            }
+        }
+        if (pair) { /* one wrapper, two connections */
+            render_wrapper_row(out, pair, "+ ");
+        } else if (strcmp(jstr(w, "pairing", ""), "ambiguous") == 0) {
+            fprintf(out, "         (several legacy wrappers or command listeners on this host: "
+                         "which is whose cannot be told)\n");
+        }
     }
 }
 
@@ -497,6 +539,7 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
         {"sent", "sent to"},
         {"failed", "FAILED on"},
         {"not_applied", "NOT applied on"},
+        {"ambiguous", "NOT known to have reached"},
     };
     if (json_array_size(commands) == 0) {
         fprintf(out, "  no wrapper is connected: wrappers get the enabled set when they "
@@ -539,6 +582,14 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
                 n++;
             }
             missed += k > 0 ? (int)n : 0;
+            if (k == 0 && detail[0]) {
+                /* what the link is to its wrapper: "the wrapper's command listener (…)" */
+                char d[512];
+                dqctl_escape(detail, d, sizeof d);
+                fprintf(out, "  %s sent to %s: %zu link%s (%s)\n", cmd, d, n, n == 1 ? "" : "s",
+                        links);
+                continue;
+            }
             fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n,
                     n == 1 ? "" : "s", links);
             if (detail[0]) {

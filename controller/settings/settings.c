@@ -184,15 +184,13 @@ static const struct setting settings[] = {
      "--infer` (0: none)."},
     {"max_ingest_connections", "--max-ingest-connections", ST_INT, FIELD(max_ingest_connections), 1,
      65536, "512", NULL, 0, 0,
-     "Ingest connections open at once; a further one is closed at accept (counted). dqd also "
-     "keeps 64 descriptors for the API: past its descriptor limit minus those, ingest "
-     "connections are refused first."},
-    {"ingest_junk_timeout", "--ingest-junk-timeout", ST_MS, FIELD(ingest_junk_timeout_ms), 100,
-     3600000, "10000", NULL, 0, 0,
-     "An ingest connection that sent no valid line (instance, hello, ping) within this many "
-     "milliseconds of its start is closed, so connections that send nothing or junk cannot "
-     "hold slots real wrappers need. Connections get TCP keepalive, so a vanished peer is "
-     "noticed."},
+     "Ingest connections open at once. At the cap a new connection closes the one that has "
+     "been silent longest, if for at least a second (logged, counted as evicted; otherwise the "
+     "new one is refused): no timer closes a quiet connection, since the oscilloscope's "
+     "wrapper sends nothing until a probe is enabled. One whose first "
+     "16 lines are all malformed is closed at once (junk). dqd also keeps 64 descriptors for "
+     "the API: past its descriptor limit minus those, the ingest cap is lower. Connections "
+     "get TCP keepalive, so a vanished peer is noticed."},
     {"new_names_per_second", "--new-names-per-second", ST_DOUBLE, FIELD(new_names_per_second),
      0.001, 1e9, "10", NULL, 0, 0,
      "Probe names never seen before that one source (a node: a v2 hello's node, else the "
@@ -528,6 +526,28 @@ static const struct setting *find_by_name(const char *name) {
         }
     }
     return NULL;
+}
+
+/* Settings that existed once: naming one is an error that says what replaced it. */
+static const struct {
+    const char *name, *flag, *why;
+} removed_settings[] = {
+    {"ingest_junk_timeout", "--ingest-junk-timeout",
+     "it was removed: an ingest connection that sends nothing is a quiet wrapper and is kept "
+     "(at max_ingest_connections the one silent longest is closed to take a new one), and one "
+     "whose first lines are all malformed is closed at once; remove it from the configuration"},
+};
+
+/* The error for a removed setting named `name` or flag `flag` (n bytes), or DQ_OK. */
+static int removed_setting(const char *label, const char *name, const char *flag, size_t n) {
+    for (size_t i = 0; i < sizeof removed_settings / sizeof removed_settings[0]; i++) {
+        if ((name && strcmp(name, removed_settings[i].name) == 0) ||
+            (flag && strlen(removed_settings[i].flag) == n &&
+             memcmp(flag, removed_settings[i].flag, n) == 0)) {
+            return dq_fail(DQ_EINVAL, "%s: %s", label, removed_settings[i].why);
+        }
+    }
+    return DQ_OK;
 }
 
 static const struct setting *find_by_flag(const char *flag, size_t n) {
@@ -1251,7 +1271,8 @@ int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, con
         } else {
             const struct setting *s = find_by_name(key);
             if (!s) {
-                r = dq_fail(DQ_EINVAL, "%s: unknown key", label);
+                r = removed_setting(label, key, NULL, 0);
+                r = r ? r : dq_fail(DQ_EINVAL, "%s: unknown key", label);
             } else if (s->flags & SF_CLI_ONLY) {
                 r = dq_fail(DQ_EINVAL, "%s: only valid as the command-line flag %s", label,
                             s->flag);
@@ -1446,7 +1467,10 @@ static int apply_args(struct dqd_config *cfg, int argc, char **argv, int *print_
         size_t fl = eq ? (size_t)(eq - a) : strlen(a);
         const struct setting *s = find_by_flag(a, fl);
         if (!s) {
-            return dq_fail(DQ_EINVAL, "unknown flag %.*s (see --help)", (int)fl, a);
+            char label[64];
+            snprintf(label, sizeof label, "%.*s", (int)(fl < 40 ? fl : 40), a);
+            int r = removed_setting(label, NULL, a, fl);
+            return r ? r : dq_fail(DQ_EINVAL, "unknown flag %.*s (see --help)", (int)fl, a);
         }
         if (s->type == ST_ACTION) {
             if (eq) {

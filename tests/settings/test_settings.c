@@ -240,6 +240,12 @@ static const struct bad_flags bad_flags[] = {
     {{"--db", ""}, DQ_EINVAL, "--db: must not be empty"},
     {{"--bogus"}, DQ_EINVAL, "unknown flag --bogus"},
     {{"--bogus=1"}, DQ_EINVAL, "unknown flag --bogus (see --help)"},
+    /* a removed setting says what replaced it */
+    {{"--ingest-junk-timeout", "2000"},
+     DQ_EINVAL,
+     "--ingest-junk-timeout: it was removed: an ingest connection that sends nothing is a quiet "
+     "wrapper and is kept"},
+    {{"--ingest-junk-timeout=2000"}, DQ_EINVAL, "remove it from the configuration"},
     {{"-w", "5"}, DQ_EINVAL, "unexpected argument \"-w\""},
     {{"stray"}, DQ_EINVAL, "unexpected argument \"stray\""},
     {{"--"}, DQ_EINVAL, "unexpected argument \"--\""},
@@ -386,6 +392,8 @@ static const struct bad_json bad_json[] = {
     {"[1, 2]", DQ_EPARSE, "must be a JSON object, not an array"},
     {"\"listen\"", DQ_EPARSE, "b.json:"},
     {"{\"windw\": 1000}", DQ_EINVAL, "b.json: \"windw\": unknown key"},
+    {"{\"ingest_junk_timeout\": 2000}", DQ_EINVAL,
+     "\"ingest_junk_timeout\": it was removed: an ingest connection that sends nothing"},
     {"{\"window\": \"ten\"}", DQ_EINVAL, "b.json: \"window\": \"ten\" is not a duration"},
     {"{\"window\": 1000.5}", DQ_EINVAL,
      "\"window\": expected an integer (milliseconds) or a duration string (\"250ms\", \"1.5s\"), "
