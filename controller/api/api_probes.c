@@ -104,7 +104,8 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
         last_window_json(api, p), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
-        "silent_origin", silent ? api__origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
+        "silent_origin", silent ? api__origin_json(&si.origin) : json_null(), "nodes",
+        nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
     json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());

@@ -635,7 +635,7 @@ static void test_restart_state(void) {
 static const struct check_case cases[] = {
     CHECK_CASE(two_origins),       CHECK_CASE(quiet),       CHECK_CASE(never_heard),
     CHECK_CASE(bit_ring),          CHECK_CASE(three_nodes), CHECK_CASE(pooled),
-    CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),       CHECK_CASE(restart_state),
+    CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),  CHECK_CASE(restart_state),
 };
 
 CHECK_MAIN(cases)
