@@ -907,7 +907,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
     }
     if (a->shape_mode == 2) {
         char at[DQ_DURATION_TEXT];
-        snprintf(buf, cap, "mass beyond %s (%s's %g %%-quantile now)",
+        snprintf(buf, cap, "mass beyond %s (%s's %.3g %%-quantile now)",
                  search__dur(a->shape_at, at, sizeof at), in->name ? in->name : "the node",
                  100.0 * in->qta_p);
         return;
@@ -917,7 +917,7 @@ static void quantity(const struct search_input *in, const struct search_attribut
     case SEARCH_QTA:
     case SEARCH_SHAPE:
         if (a->quantile_mode) {
-            snprintf(buf, cap, "%g %%-quantile latency", 100.0 * in->qta_p);
+            snprintf(buf, cap, "%.3g %%-quantile latency", 100.0 * in->qta_p);
         } else {
             snprintf(buf, cap, "%smean latency%s", ex,
                      a->baseline_mode ? " over the baselines" : "");
