@@ -218,13 +218,27 @@ static void name_culprits(const struct investigation *inv, const double *share, 
             json_object_set_new(o, "share", json_real(share[k]));
         }
         json_array_append_new(list, o);
-        int n = snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "", inv->culprits[k],
-                         isfinite(share[k]) ? 100.0 * share[k] : 0.0);
+        int n = isfinite(share[k])
+                    ? snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "",
+                               inv->culprits[k], 100.0 * share[k])
+                    : snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", inv->culprits[k]);
         len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : len;
     }
     json_object_set_new(ev, "culprits", list);
     json_object_set_new(ev, "explained", json_real(all));
     json_object_set_new(ev, "change", json_real(change));
+}
+
+/* reason without a leading "localized at CULPRIT: " (a sentence around it names the
+ * culprit already). */
+static const char *strip_localized(const char *reason, const char *culprit) {
+    static const char head[] = "localized at ";
+    size_t n = sizeof head - 1, c = strlen(culprit);
+    if (strncmp(reason, head, n) == 0 && strncmp(reason + n, culprit, c) == 0 &&
+        strncmp(reason + n + c, ": ", 2) == 0) {
+        return reason + n + c + 2;
+    }
+    return reason;
 }
 
 int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
@@ -244,21 +258,21 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     double rest = change * (1.0 - all);
-    const char *unit = inv->problem == SEARCH_LOST ? "%" : "ms";
-    double f = inv->problem == SEARCH_LOST ? 100.0 : 1e3;
+    char part[64], whole[64];
+    adapt__amount_pm(inv->problem, all * change, NAN, part, sizeof part);
+    adapt__amount_pm(inv->problem, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
                   inv->problem == SEARCH_SHAPE;
     if (by_mean && rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se &&
         inv->n_culprits < ADAPT_MAX_CULPRITS) {
-        char why[sizeof names + 2 * PROBES_NAME_MAX + 400];
+        char why[sizeof names + 2 * PROBES_NAME_MAX + 400], left[96];
+        adapt__amount_pm(inv->problem, rest, se, left, sizeof left);
         snprintf(why, sizeof why,
-                 "%s explain%s %.0f %% of %s's change (%.3g %s of %.3g %s against its baseline); "
-                 "%.3g %s ± %.2g remain unexplained: the search goes on from %s for another "
-                 "culprit",
+                 "%s explain%s %.0f %% of %s's change (%s of %s against its baseline); %s "
+                 "remain unexplained: the search goes on from %s for another culprit",
                  inv->n_culprits == 1 ? culprit : names, inv->n_culprits == 1 ? "s" : "",
-                 100.0 * all, inv->node, all * change * f, unit, change * f, unit, rest * f, unit,
-                 se * f, inv->node);
+                 100.0 * all, inv->node, part, whole, left, inv->node);
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
         int64_t hyp =
             adapt__hypothesis(pl, inv, inv->hyp_id, culprit, "culprit", NULL,
@@ -269,17 +283,16 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
         return 1;
     }
     if (inv->n_culprits == 1) {
-        snprintf(reason + len, cap - len,
-                 "; %s explains %.0f %% of %s's change (%.3g %s of %.3g %s)", culprit, 100.0 * all,
-                 inv->node, all * change * f, unit, change * f, unit);
+        snprintf(reason + len, cap - len, "; %s explains %.0f %% of %s's change (%s of %s)",
+                 culprit, 100.0 * all, inv->node, part, whole);
         return 0;
     }
-    char *last = strdup(reason);
+    char *last = strdup(strip_localized(reason, culprit));
     snprintf(reason, cap,
-             "localized at %d culprits: %s explain %.0f %% of %s's change together (%.3g %s of "
-             "%.3g %s); the last found: %s",
-             inv->n_culprits, names, 100.0 * all, inv->node, all * change * f, unit, change * f,
-             unit, last ? last : "");
+             "localized at %d culprits: %s explain %.0f %% of %s's change together (%s of %s); "
+             "the last found, %s: %s",
+             inv->n_culprits, names, 100.0 * all, inv->node, part, whole, culprit,
+             last ? last : "");
     free(last);
     return 0;
 }
@@ -302,10 +315,11 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
     name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);
     char *before = strdup(reason);
     snprintf(reason, cap,
-             "localized at %s: %s; the rest of %s's change is not localized (the search went "
-             "on and found %s)",
-             names, isfinite(all) ? "" : "their shares unknown", inv->node,
-             before ? before : "nothing more");
+             "localized at %d culprit%s: %s%s; the rest of %s's change is not localized (the "
+             "search went on: %s)",
+             inv->n_culprits, inv->n_culprits == 1 ? "" : "s", names,
+             isfinite(all) ? "" : " (their shares unknown)", inv->node,
+             before ? before : "it found nothing more");
     free(before);
     return inv->culprits[0];
 }

@@ -91,11 +91,12 @@ static void value_words(enum search_problem p, double v, char *buf, size_t cap) 
     if (p == SEARCH_LOST) {
         snprintf(buf, cap, "%.2g %% lost", 100.0 * v);
     } else if (p == SEARCH_VARIANCE) {
-        snprintf(buf, cap, "%.3g ms²", v * 1e6);
+        char n[40];
+        snprintf(buf, cap, "%s ms²", dq_format_number(v * 1e6, 3, n, sizeof n));
     } else if (p == SEARCH_DIVERGENCE) {
         snprintf(buf, cap, "KS D %.2g", v);
     } else {
-        snprintf(buf, cap, "%.3g ms", v * 1e3);
+        dq_format_duration(v, buf, cap);
     }
 }
 
@@ -157,10 +158,12 @@ static int node_still_abnormal(struct plan *pl, const struct investigation *inv,
                  inv->node, search_problem_name(c.p[0].kind), c.p[0].why);
         return 1;
     }
+    char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
     snprintf(why, cap,
              "%s is back to normal against its baseline from before the problem "
-             "(mean %.3g ms against %.3g ms before, %.2g %% lost against %.2g %%)",
-             inv->node, c.recent.mean * 1e3, c.baseline.mean * 1e3,
+             "(mean %s against %s before, %.2g %% lost against %.2g %%)",
+             inv->node, dq_format_duration(c.recent.mean, m1, sizeof m1),
+             dq_format_duration(c.baseline.mean, m2, sizeof m2),
              100.0 * search_stats_lost(&c.recent), 100.0 * search_stats_lost(&c.baseline));
     return 0;
 }
@@ -294,8 +297,10 @@ static void supersede(struct plan *pl, struct investigation *inv, const struct t
     snprintf(taken, sizeof taken, "taken over from investigation %" PRId64, old);
     adapt__hypothesis(pl, next, next->hyp_id, next->node, "share", json_incref(names),
                       json_pack("{s:s,s:I}", "reason", taken, "from", (json_int_t)old), NULL);
-    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
-                      json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    int64_t handover =
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
+                          json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    adapt__fx_hyp_to(pl, handover, next->id); /* provisional until the round is stored */
     adapt__fx_log(pl, LOG_WARN, old,
                   ": its verdict no longer explains the trigger on %s: a new "
                   "investigation takes over",

@@ -173,6 +173,13 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    if (api->env.adapt) {
+        uint64_t min_n;
+        uint32_t min_w;
+        adapt_min_sample(api->env.adapt, &min_n, &min_w);
+        json_object_set_new(data, "min_instances", json_integer((json_int_t)min_n));
+        json_object_set_new(data, "min_windows", json_integer((json_int_t)min_w));
+    }
     json_t *sources = json_array();
     for (int i = 0; i < api->env.n_sources; i++) {
         if (api->env.sources[i]) {

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
@@ -580,6 +581,30 @@ int64_t core_last_closed(const struct core *c) {
 
 int64_t core_next_deadline(const struct core *c) {
     return (c->probes.next_close + 1) * c->probes.window_ns + c->probes.lag_ns;
+}
+
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf,
+                         size_t cap) {
+    if (cap) {
+        buf[0] = '\0';
+    }
+    int node = c->diagram && p ? dq_diagram_find(c->diagram, p->name) : -1;
+    if (node < 0) {
+        return 0;
+    }
+    int kids[256];
+    size_t n = dq_diagram_probe_children(c->diagram, node, kids, 256), missing = 0;
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t j = 0; j < n && j < 256; j++) {
+        const char *name = dq_diagram_node(c->diagram, kids[j])->name;
+        struct probe *k = probes_find(&c->probes, name, strlen(name));
+        const struct probe_window *w = k ? probes_ring_find(k, wid) : NULL;
+        if (!w || (!w->observed && !w->calculated)) {
+            dq_strbuf_printf(&b, "%s%s", missing++ ? ", " : "", name);
+        }
+    }
+    return missing;
 }
 
 /* Ring entry of p for wid, creating an empty one when p had no instance in it. */

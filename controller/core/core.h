@@ -717,6 +717,16 @@ int64_t core_next_close(const struct core *c);
 int64_t core_last_closed(const struct core *c);
 
 /*
+ * Why probe p has no calculated ΔQ for window wid: the named children of its node in the
+ * diagram (dq_diagram_probe_children) that had no ΔQ in that window, neither observed nor
+ * calculated, written "a, b" into buf (cap bytes, cut there). A calculated ΔQ comes from
+ * every child's ΔQ of the same window, never from older ones: these are the missing.
+ * Returns how many; 0 when p is no node of the diagram, has no named children, or none
+ * is missing.
+ */
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf, size_t cap);
+
+/*
  * Writes the summary rows of window wid (one per probe and kind, observed and
  * calculated) to the store. Meant to run inside the caller's transaction (the adaptive
  * loop's, one per window). Returns DQ_OK or the first store error (the others are still

@@ -1226,9 +1226,19 @@
     } else {
       const sum = inv.summary || {};
       const reason = sum.evidence && sum.evidence.reason;
-      box.append(el("p", {class: "verdict-block"},
-        el("span", {class: "verdict " + inv.verdict}, "verdict: " + inv.verdict + (inv.verdict_node ? " at " + inv.verdict_node : "")),
-        reason ? el("div", {class: "reason"}, reason) : null));
+      // every culprit the verdict names, each with the share of the node's change it explains
+      const culprits = (sum.evidence && sum.evidence.culprits) || [];
+      const names = culprits.map((c) => c.probe);
+      const at = names.length > 1 ? names.slice(0, -1).join(", ") + " and " + names[names.length - 1] : inv.verdict_node;
+      const list = culprits.length ? el("ul", {class: "culprits"}) : null;
+      for (const c of culprits) {
+        list.append(el("li", {"data-probe": c.probe}, c.probe + ": " +
+          (c.share === undefined || c.share === null ? "share unknown" : fmtPct(c.share)) +
+          " of " + inv.node + "'s change (reference: " + (c.reference || "its baseline") + ")"));
+      }
+      box.append(el("div", {class: "verdict-block"},
+        el("span", {class: "verdict " + inv.verdict}, "verdict: " + inv.verdict + (at ? " at " + at : "")),
+        reason ? el("div", {class: "reason"}, reason) : null, list));
       if (inv.verdict === null) box.append(el("p", null, "no verdict"));
     }
     const kids = (sum) => (sum && sum.evidence && sum.evidence.children) || [];
