@@ -139,24 +139,45 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
     return holds;
 }
 
-/* A person's investigation whose node had a reference: is the node still abnormal against
- * its baseline from before the problem? 1 yes, 0 no (with the check's sentence in why). */
-static int node_still_abnormal(struct plan *pl, const struct investigation *inv, char *why,
-                               size_t cap) {
+/* A problem the node check found that compares the node with its own past (not with a QTA
+ * or with its calculated ΔQ, which a trigger that cleared or the diagram's model may hold
+ * whatever the fault does): its index in c->p, or -1. */
+static int against_past(const struct search_check *c) {
+    for (int i = 0; c->has_baseline && i < c->n; i++) {
+        enum search_problem k = c->p[i].kind;
+        if (k != SEARCH_QTA && k != SEARCH_DIVERGENCE) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Is a closed investigation's node still abnormal against its baseline from before the
+ * problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's verdict
+ * after the trigger cleared): only a problem against that baseline counts, and none
+ * without one; otherwise (a person's investigation whose node had a reference) any. */
+static int node_still_abnormal(struct plan *pl, const struct investigation *inv, int past_only,
+                               char *why, size_t cap) {
     struct search_check c;
-    /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
-     * not in every five) */
+    /* a person's: at every horizon the check looks at (a rare, erratic fault shows over tens
+     * of windows, not in every five); a trigger's: the recent windows, as its trigger */
     const struct probe *node = adapt__probe(pl->a, inv->node);
-    adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
-    if (!c.has_baseline) { /* against a QTA alone: the recent windows, not all of them */
+    adapt__check_node(pl, node, pl->upto - (past_only ? 1 : 4) * SEARCH_RECENT_WINDOWS, &c, NULL);
+    if (!c.has_baseline && !past_only) { /* against a QTA alone: the recent windows */
         adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
     }
-    if (c.n > 0) {
+    int k = past_only ? against_past(&c) : (c.n > 0 ? 0 : -1);
+    if (k >= 0) {
         snprintf(why, cap,
                  "%s is still abnormal against its baseline from before the problem "
                  "(%s: %s): the investigation keeps its probes",
-                 inv->node, search_problem_name(c.p[0].kind), c.p[0].why);
+                 inv->node, search_problem_name(c.p[k].kind), c.p[k].why);
         return 1;
+    }
+    if (past_only && !c.has_baseline) {
+        snprintf(why, cap, "%s has no baseline from before the problem to judge it against",
+                 inv->node);
+        return 0;
     }
     char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
     snprintf(why, cap,
@@ -179,17 +200,21 @@ int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
     return 0;
 }
 
-/* A trigger's localized verdict after the trigger cleared: 1 while the node is still
- * abnormal against its baseline from before the problem (kept frozen for it), said as a
- * re-check; 0 when it is back to normal (the investigation goes quiet). */
-static int trigger_verdict_holds(struct plan *pl, struct investigation *inv) {
-    if (strcmp(inv->verdict, "localized") != 0 ||
+/* A trigger's localized verdict after the trigger cleared (not disabled): 1 while the node
+ * is still abnormal against its baseline from before the problem (kept frozen for it), said
+ * as a re-check; 0 when it is back to normal or has no such baseline (the investigation
+ * goes quiet, as before the trigger cleared). */
+static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
+                                 const struct trigger *t) {
+    if (!t || !t->enabled || strcmp(inv->verdict, "localized") != 0 ||
         adapt__episode_from(&pl->next, inv->trigger_id, 0) < 0) {
         return 0;
     }
     char why[PROBES_NAME_MAX + 600];
-    int abnormal = node_still_abnormal(pl, inv, why, sizeof why);
-    recheck(pl, inv, abnormal, why);
+    int abnormal = node_still_abnormal(pl, inv, 1, why, sizeof why);
+    if (abnormal || inv->recheck_holds) {
+        recheck(pl, inv, abnormal, why);
+    }
     return abnormal;
 }
 
@@ -204,7 +229,7 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
         /* localized, and its node had a reference: the culprit's path is kept until the
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
-        int abnormal = node_still_abnormal(pl, inv, why, sizeof why);
+        int abnormal = node_still_abnormal(pl, inv, 0, why, sizeof why);
         if (record) {
             recheck(pl, inv, abnormal, why);
         }
@@ -345,7 +370,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             }
             return;
         }
-        if (trigger_verdict_holds(pl, inv)) {
+        if (trigger_verdict_holds(pl, inv, t)) {
             inv->quiet = 0;
             return;
         }
