@@ -10,7 +10,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 # Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
 # build only; every other test also runs under the sanitizers.
-ASAN_SKIP_LABELS ?= scenarios|slow
+ASAN_SKIP_LABELS ?= scenarios|slow|docs
 # make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
 PREFIX ?= /usr/local
 DESTDIR ?=
