@@ -6,9 +6,9 @@
  * without one, the runner-up sibling they were judged against). When a material part of
  * the node's change remains (a tenth of it, and beyond SEARCH_Z standard errors), the
  * search goes on from the node, each child weighed by its own mean less what the culprits
- * found put into it; the verdict names every culprit with the share of the change it
- * explains (the what-if with it alone put back), the shares scaled to add up to at most
- * what all of them explain together.
+ * found put into it (their ΔQs as the what-if has them); the verdict names every culprit
+ * with the share of the change it explains (its Shapley value over the what-ifs), the
+ * shares scaled to add up to at most what all of them explain together.
  *
  * Everything here only decides: it changes the round's next state and adds effects.
  */
@@ -109,8 +109,11 @@ static int wi_init(struct plan *pl, const struct investigation *inv, int64_t fro
 }
 
 /* Runs the diagram with the culprits in `mask` (bit k) put back to their references; means
- * (per node, NAN when unknown) and lost fractions into mean[] and lost[]. */
-static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) {
+ * (per node, NAN when unknown) and lost fractions into mean[] and lost[]; keep (NULL: none):
+ * per node, a copy of its ΔQ in the what-if where keep[i] is set to NULL on entry (left
+ * NULL when unknown). */
+static int wi_run_keep(struct what_if *w, unsigned mask, double *mean, double *lost,
+                       struct dq **keep) {
     dq_eval_clear_observed(w->ev);
     for (size_t i = 0; i < w->nn; i++) {
         if (w->obs[i] && !w->above[i]) {
@@ -128,9 +131,16 @@ static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) 
         struct dq_moments m;
         mean[i] = d && dq_moments(d, &m) == DQ_OK ? m.mean : NAN;
         lost[i] = d ? dq_lost(d) : NAN;
+        if (keep && d && w->above[i] && dq_clone(d, &keep[i]) != DQ_OK) {
+            keep[i] = NULL;
+        }
     }
     dq_eval_clear_observed(w->ev);
     return rc;
+}
+
+static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) {
+    return wi_run_keep(w, mask, mean, lost, NULL);
 }
 
 /* The change at inv's node over [from, upto) against its baseline (mean, or lost fraction
@@ -162,9 +172,13 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
     return d;
 }
 
-/* What the culprits explain of the change at inv's node: together (*all) and each alone
- * (share[k], scaled so that they add up to at most *all), as fractions of the change
- * `change` (clipped to [0, 1]). DQ_ESTATE when it cannot be told. */
+/* What the culprits explain of the change at inv's node: together (*all) and each
+ * (share[k]), as fractions of the change `change` (clipped to [0, 1]). Each culprit's share
+ * is its Shapley value over the what-ifs of every subset of the culprits (what putting it
+ * back adds, averaged over the orders in which they could be put back): under an all- or
+ * first-to-finish node one culprit alone explains little while another still holds the
+ * maximum, and the shares of a sequence are what each alone explains. Scaled so that they
+ * add up to at most *all. DQ_ESTATE when it cannot be told. */
 static int explained(struct plan *pl, const struct investigation *inv, int64_t from, double change,
                      double *all, double *share) {
     struct what_if w;
@@ -181,24 +195,36 @@ static int explained(struct plan *pl, const struct investigation *inv, int64_t f
     }
     double *lost = mean + w.nn + 1;
     int lostp = inv->problem == SEARCH_LOST;
-    rc = wi_run(&w, 0, mean, lost);
-    double now = lostp ? lost[root] : mean[root];
     unsigned every = (1u << w.n) - 1;
+    double v[1u << ADAPT_MAX_CULPRITS]; /* v[mask]: the change the culprits in mask explain */
+    for (unsigned mask = 0; rc == DQ_OK && mask <= every; mask++) {
+        rc = wi_run(&w, mask, mean, lost);
+        v[mask] = lostp ? lost[root] : mean[root];
+    }
+    for (unsigned mask = every; rc == DQ_OK && mask + 1 > 0; mask--) {
+        v[mask] = v[0] - v[mask]; /* v[0] last: it is the what-if with none put back */
+    }
+    *all = rc == DQ_OK && isfinite(v[every]) ? fmin(fmax(v[every] / change, 0.0), 1.0) : NAN;
+    /* |S|! (n − |S| − 1)! / n! for |S| = 0 … n − 1 */
+    double fact[ADAPT_MAX_CULPRITS + 1] = {1.0};
+    for (int k = 1; k <= w.n; k++) {
+        fact[k] = fact[k - 1] * k;
+    }
     double sum = 0.0;
-    if (rc == DQ_OK && wi_run(&w, every, mean, lost) == DQ_OK) {
-        double e = now - (lostp ? lost[root] : mean[root]);
-        *all = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
-    }
-    for (int k = 0; rc == DQ_OK && k < w.n; k++) {
-        share[k] = NAN;
-        if (wi_run(&w, 1u << k, mean, lost) == DQ_OK) {
-            double e = now - (lostp ? lost[root] : mean[root]);
-            share[k] = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
-            sum += isfinite(share[k]) ? share[k] : 0.0;
+    for (int k = 0; k < w.n; k++) {
+        double phi = 0.0;
+        for (unsigned mask = 0; rc == DQ_OK && mask <= every; mask++) {
+            if (!(mask & (1u << k))) {
+                int size = __builtin_popcount(mask);
+                phi +=
+                    fact[size] * fact[w.n - size - 1] / fact[w.n] * (v[mask | (1u << k)] - v[mask]);
+            }
         }
+        share[k] = rc == DQ_OK && isfinite(phi) ? fmin(fmax(phi / change, 0.0), 1.0) : NAN;
+        sum += isfinite(share[k]) ? share[k] : 0.0;
     }
-    for (int k = 0; k < w.n && sum > *all && sum > 0; k++) {
-        share[k] *= *all / sum; /* overlapping what-ifs: no more than all of them explain */
+    for (int k = 0; k < w.n && isfinite(*all) && sum > *all && sum > 0; k++) {
+        share[k] *= *all / sum; /* clipped shares: no more than all of them explain */
     }
     free(mean);
     wi_release(&w);
@@ -337,19 +363,35 @@ void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
         return;
     }
     double *a = calloc(4 * (w.nn + 1), sizeof *a);
-    if (a) {
+    struct dq **keep = calloc(w.nn + 1, sizeof *keep);
+    if (a && keep) {
         double *la = a + w.nn + 1, *b = la + w.nn + 1, *lb = b + w.nn + 1;
-        if (wi_run(&w, 0, a, la) == DQ_OK && wi_run(&w, (1u << w.n) - 1, b, lb) == DQ_OK) {
+        if (wi_run(&w, 0, a, la) == DQ_OK &&
+            wi_run_keep(&w, (1u << w.n) - 1, b, lb, keep) == DQ_OK) {
             for (size_t j = 0; j < fi->in.n_children; j++) {
                 int i = fi->kid_nodes[j];
                 double d = a[i] - b[i];
                 struct search_child *c = &fi->kids[j];
-                if (c->stats.present && c->stats.n_ok > 0 && isfinite(d) && d > 0) {
-                    c->stats.mean = c->stats.mean - d > 0 ? c->stats.mean - d : 0.0;
+                if (!(c->stats.present && c->stats.n_ok > 0 && isfinite(d) && d > 0)) {
+                    continue;
+                }
+                c->stats.mean = c->stats.mean - d > 0 ? c->stats.mean - d : 0.0;
+                if (keep[i] && c->stats.observed == fi->kstats[j].obs) {
+                    /* a child above a culprit: its ΔQ as the what-if has it, so that an
+                     * all- or first-to-finish node weighs who finishes last (first) without
+                     * what the culprits put in */
+                    dq_destroy(fi->kstats[j].obs);
+                    fi->kstats[j].obs = keep[i];
+                    keep[i] = NULL;
+                    c->stats.observed = fi->kstats[j].obs;
                 }
             }
         }
     }
+    for (size_t i = 0; keep && i < w.nn; i++) {
+        dq_destroy(keep[i]);
+    }
+    free(keep);
     free(a);
     wi_release(&w);
 }
