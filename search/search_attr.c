@@ -489,10 +489,11 @@ static double own_shift(const struct search_stats *s, double z, double *hw) {
     return d;
 }
 
-/* The shape attribution's mode (struct search_attribution.shape_mode); *at: mode 2's time. */
-static int shape_mode(const struct attr *t, double *at) {
+/* The shape attribution's mode (struct search_attribution.shape_mode; mode 1 only when
+ * allow_own); *at: mode 2's time. */
+static int shape_mode(const struct attr *t, double *at, int allow_own) {
     const struct search_input *in = t->in;
-    int own = 1;
+    int own = allow_own;
     for (size_t i = 0; i < in->n_children && own; i++) {
         double hw;
         own = !t->inc[i] || isfinite(own_shift(&in->children[i].stats, t->z, &hw));
@@ -523,7 +524,10 @@ static void attr_modes(struct attr *t) {
             t->excess = 0;
         }
     }
-    t->shape = t->prob == SEARCH_SHAPE ? shape_mode(t, &t->shape_at) : 0;
+    /* shape; and a violated QTA point at a choice: which branch puts mass in its tail */
+    t->shape = t->prob == SEARCH_SHAPE                              ? shape_mode(t, &t->shape_at, 1)
+               : t->prob == SEARCH_QTA && t->kind == DQ_NODE_CHOICE ? shape_mode(t, &t->shape_at, 0)
+                                                                    : 0;
     if (t->shape) {
         t->excess = 0;
     }
@@ -716,7 +720,7 @@ static void attr_shares(struct attr *t) {
         prob == SEARCH_LOST || prob == SEARCH_DIVERGENCE || t->shape ? t->sum_abs : t->sum_v;
     out->remainder = NAN;
     out->remainder_half_width = NAN;
-    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA || (prob == SEARCH_SHAPE && !t->shape)) &&
+    if ((prob == SEARCH_LATENCY || prob == SEARCH_QTA || prob == SEARCH_SHAPE) && !t->shape &&
         !t->quant && isfinite(out->total) && t->m == t->in->n_children) {
         out->remainder = out->total - t->sum_v;
         double th = isfinite(out->total_half_width) ? out->total_half_width : 0.0;
@@ -823,7 +827,7 @@ struct fmt {
 
 static void fmt_init(struct fmt *f, const struct search_attribution *a) {
     f->prob = a->problem;
-    f->shape = a->problem == SEARCH_SHAPE ? a->shape_mode : 0;
+    f->shape = a->shape_mode;
     f->shape_at = a->shape_at;
     f->factor = 1.0;
     f->unit = "";
@@ -896,9 +900,9 @@ static void quantity(const struct search_input *in, const struct search_attribut
         snprintf(buf, cap, "mass moved later, each against its own baseline,");
         return;
     }
-    if (a->problem == SEARCH_SHAPE && a->shape_mode == 2) {
-        snprintf(buf, cap, "mass beyond %.3g ms (where %s's mass moved)", a->shape_at * 1e3,
-                 in->name ? in->name : "the node");
+    if (a->shape_mode == 2) {
+        snprintf(buf, cap, "mass beyond %.3g ms (%s's %g %%-quantile now)", a->shape_at * 1e3,
+                 in->name ? in->name : "the node", 100.0 * in->qta_p);
         return;
     }
     switch (a->problem) {

@@ -4,7 +4,7 @@
  * node's ΔQ calculated from its parts' observed ΔQs, once as they are and once with the
  * culprits put back to their references (their baselines from before the problem, or,
  * without one, the runner-up sibling they were judged against). When a material part of
- * the node's change remains (a quarter of it, and beyond SEARCH_Z standard errors), the
+ * the node's change remains (a tenth of it, and beyond SEARCH_Z standard errors), the
  * search goes on from the node, each child weighed by its own mean less what the culprits
  * found put into it; the verdict names every culprit with the share of the change it
  * explains (the what-if with it alone put back), the shares scaled to add up to at most
@@ -21,7 +21,7 @@
 
 #include "dq_error.h"
 
-#define UNEXPLAINED_SHARE 0.25 /* a remainder this share of the change goes on searching */
+#define UNEXPLAINED_SHARE 0.10 /* a remainder this share of the change goes on searching */
 
 /* The diagram's what-if over windows [from, pl->upto). */
 struct what_if {
@@ -134,7 +134,8 @@ static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) 
 }
 
 /* The change at inv's node over [from, upto) against its baseline (mean, or lost fraction
- * for a lost problem) and its standard error; NAN when it has no baseline. */
+ * for a lost problem) and its standard error as independent instances; NAN when it has no
+ * baseline. */
 static double node_change(struct plan *pl, const struct investigation *inv, int64_t from,
                           double *se) {
     const struct probe *p = adapt__probe(pl->a, inv->node);
@@ -148,8 +149,12 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
             d = search_stats_lost(&r.s) - search_stats_lost(&b.s);
             *se = hypot(search_stats_lost_se(&r.s), search_stats_lost_se(&b.s));
         } else if (r.s.n_ok > 1 && b.s.n_ok > 1) {
+            /* the instances' own standard error, not the windows' (batch means): whether to
+             * look for another culprit is a question the continued search answers with its
+             * own intervals; this only keeps it from chasing a remainder within the noise */
             d = r.s.mean - b.s.mean;
-            *se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
+            *se =
+                hypot(sqrt(r.s.variance / (double)r.s.n_ok), sqrt(b.s.variance / (double)b.s.n_ok));
         }
     }
     adapt__node_stats_release(&r);
@@ -284,13 +289,14 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
     if (inv->n_culprits == 0) {
         return NULL;
     }
-    double se, change = node_change(pl, inv, inv->eval_from, &se), all = NAN;
+    int64_t from = inv->eval_from;
+    double se, change = node_change(pl, inv, from, &se), all = NAN;
     double share[ADAPT_MAX_CULPRITS];
     for (int k = 0; k < ADAPT_MAX_CULPRITS; k++) {
         share[k] = NAN;
     }
     if (change > 0) {
-        explained(pl, inv, inv->eval_from, change, &all, share);
+        explained(pl, inv, from, change, &all, share);
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);

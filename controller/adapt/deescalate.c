@@ -33,9 +33,10 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
 
 /*
  * 1 when the localized child of a closed investigation still holds the problem: its
- * contribution over the last windows stays above the midpoint between its value at the
- * verdict and the runner-up's then; 0 when it does not; −1 when that cannot be told
- * (another verdict, a restart without those numbers), −2 when it had too few instances.
+ * contribution over the last SEARCH_RECENT_WINDOWS windows stays above the midpoint between
+ * its value at the verdict and the runner-up's then, or still stands out from every sibling
+ * now (search_stands_out: a verdict's value can be a spike); 0 when neither; −1 when that cannot be
+ * told (another verdict, a restart without those numbers), −2 when it had too few instances.
  */
 static int verdict_holds(struct plan *pl, const struct investigation *inv, double *now) {
     if (strcmp(inv->verdict, "localized") != 0 || !inv->verdict_node[0] ||
@@ -49,24 +50,30 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
     struct search_attribution *attr = calloc(1, sizeof *attr);
     unsigned char *include = calloc(SEARCH_MAX_CHILDREN, 1);
     int holds = -1;
-    if (fi && attr && include && adapt__build_input(pl, &probe_inv, pl->upto - 3, fi) == DQ_OK) {
+    int c = -1;
+    if (fi && attr && include &&
+        adapt__build_input(pl, &probe_inv, pl->upto - SEARCH_RECENT_WINDOWS, fi) == DQ_OK) {
         for (size_t j = 0; j < fi->in.n_children; j++) {
-            if (strcmp(fi->kids[j].name, inv->verdict_node) != 0) {
-                continue;
-            }
             const struct search_stats *s = &fi->kids[j].stats;
-            if (!s->present || search_stats_instances(s) < 10) {
-                holds = -2; /* too few instances: cannot tell */
-                break;
+            int enough = s->present && search_stats_instances(s) >= 10;
+            include[j] = (unsigned char)enough;
+            if (strcmp(fi->kids[j].name, inv->verdict_node) == 0) {
+                c = (int)j;
+                holds = enough ? -1 : -2; /* too few instances: cannot tell */
             }
-            include[j] = 1;
-            if (search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK &&
-                attr->c[j].included) {
-                holds = search_still_holds(attr->c[j].value, inv->verdict_value, inv->runner_value);
-                *now = attr->c[j].value;
-            }
-            break;
         }
+    }
+    if (c >= 0 && include[c] && search_attribute(&fi->in, &pl->a->params, include, attr) == DQ_OK) {
+        /* the rivals' reach now: the largest of their values plus half-widths */
+        double rival = -INFINITY;
+        for (size_t j = 0; j < fi->in.n_children; j++) {
+            if ((int)j != c && attr->c[j].included) {
+                rival = fmax(rival, attr->c[j].value + attr->c[j].half_width);
+            }
+        }
+        *now = attr->c[c].value;
+        holds = search_still_holds(attr->c[c].value, inv->verdict_value, inv->runner_value) ||
+                search_stands_out(attr->c[c].value, attr->c[c].half_width, rival);
     }
     if (fi) {
         adapt__focus_input_release(fi);
@@ -136,8 +143,13 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
 static int node_still_abnormal(struct plan *pl, const struct investigation *inv, char *why,
                                size_t cap) {
     struct search_check c;
-    adapt__check_node(pl, adapt__probe(pl->a, inv->node), pl->upto - SEARCH_RECENT_WINDOWS, &c,
-                      NULL);
+    /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
+     * not in every five) */
+    const struct probe *node = adapt__probe(pl->a, inv->node);
+    adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
+    if (!c.has_baseline) { /* against a QTA alone: the recent windows, not all of them */
+        adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
+    }
     if (c.n > 0) {
         snprintf(why, cap,
                  "%s is still abnormal against its baseline from before the problem "
