@@ -135,8 +135,9 @@ demo: build
 # The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
 # mm1k diagnosis three times (never a single worker named), the three-node scenario for
 # each fault variant twice, the Erlang queueing stations with the bottleneck in two places
-# four times each (rho and saturation against the pools' own accounting). One summary
-# line per part (per placement for the stations); logs in $(BUILD)/matrix-logs.
+# four times each (rho and saturation against the pools' own accounting), and two `make
+# test` at once from two clones, three times (tools/stress-test). One summary line per part
+# (per placement for the stations); logs in $(BUILD)/matrix-logs and $(BUILD)/stress.
 matrix: build
 	@./tools/run-matrix $(BUILD)
 
