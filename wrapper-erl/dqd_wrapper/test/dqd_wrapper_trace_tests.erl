@@ -51,6 +51,14 @@ clean() ->
 
 bind(N, Ms, Mfa) -> ok = dqd_wrapper_trace:bind(N, Ms, Mfa).
 
+%% Waits (up to Ms) until the tracer has N frames open; the caller checks the count.
+wait_open(N, Ms) ->
+    case maps:get(open, dqd_wrapper_trace:info()) of
+        N -> ok;
+        _ when Ms =< 0 -> ok;
+        _ -> timer:sleep(10), wait_open(N, Ms - 10)
+    end.
+
 state_line() ->
     iolist_to_binary([dqd_wrapper_line:state(true, #{}, dqd_wrapper_trace:fields())]).
 
@@ -150,13 +158,13 @@ removal_counted_test_() ->
                       bind(<<"nest">>, 2000, {?T, nest, 1}),
                       spawn(fun() -> ?T:work(300) end),
                       spawn(fun() -> ?T:work(300) end),
-                      timer:sleep(50),
+                      %% both calls traced (on a busy machine the processes start late)
+                      wait_open(2, 5000),
                       ok = dqd_wrapper_trace:unbind(<<"work">>),
                       %% nest stays bound, so the flags stay; work's two calls dropped
-                      timer:sleep(20),
                       #{open := Open} = dqd_wrapper_trace:info(),
                       ?assertEqual(2, Open),  % still on the stacks, to pair their returns
-                      timer:sleep(350),
+                      wait_open(0, 5000),
                       ?assertEqual(0, maps:get(open, dqd_wrapper_trace:info())),
                       ?assertEqual(0, maps:get(unmatched, dqd_wrapper_trace:info()))
               end).
@@ -391,14 +399,14 @@ node_budget_test_() ->
           end).
 
 paced_budget_test_() ->
-    %% A function called ~4 000 times a second (bursts of 8 calls, ~2 ms apart), budget
-    %% 1000 calls/s: at most 1000 reported in any second, and the sample is spread over
-    %% the slots of each second (not one burst per second as for a tight loop).
+    %% A function called ~4 000 times a second (bursts of a few calls, ~1-2 ms apart),
+    %% budget 1000 calls/s: at most 1000 reported in any second, and the sample is spread
+    %% over the slots of each second (not one burst per second as for a tight loop).
     ?WITH([{trace_probe_rate, 1000}, {trace_slot_ms, ?SLOT_MS}],
           fun(F) ->
                   bind(<<"hot">>, 100, {?T, hot, 0}),
                   T0 = erlang:monotonic_time(nanosecond),
-                  Calls = paced(8, erlang:monotonic_time(millisecond) + 5200, 0),
+                  Calls = paced(4, erlang:monotonic_time(millisecond) + 5200),
                   T1 = erlang:monotonic_time(nanosecond),
                   timer:sleep(300),
                   Is = insts(F, <<"hot">>),
@@ -448,13 +456,21 @@ rebind_budget_test_() ->
           end).
 
 %% Calls hot/0 K times a millisecond until Until (ms); returns the calls made.
-paced(K, Until, N) ->
-    case erlang:monotonic_time(millisecond) >= Until of
+%% Calls ?T:hot() PerMs times a millisecond from now until Until (ms): the calls due by
+%% now, in bursts of at most 64, then a sleep of 1 ms (which a busy machine stretches:
+%% the next burst catches up). Returns the number of calls.
+paced(PerMs, Until) ->
+    paced(PerMs, erlang:monotonic_time(millisecond), Until, 0).
+
+paced(PerMs, T0, Until, N) ->
+    Now = erlang:monotonic_time(millisecond),
+    case Now >= Until of
         true -> N;
         false ->
+            K = min(64, max(0, (Now - T0) * PerMs - N)),
             [?T:hot() || _ <- lists:seq(1, K)],
             timer:sleep(1),
-            paced(K, Until, N + K)
+            paced(PerMs, T0, Until, N + K)
     end.
 
 %%% The wire ----------------------------------------------------------------------
