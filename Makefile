@@ -6,7 +6,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Tests run at once by each CTest stage: most end-to-end tests wait on sockets and timers,
 # and the CPU-bound ones hold the CTest resource lock `cpu` (tests/README.md).
-TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 3 )))
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
