@@ -56,6 +56,7 @@ struct dqd {
     uv_timer_t window_timer;
     int window_timer_open;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
+    int started;              /* dqd_create succeeded: a shutdown is a stop to record */
     /* shutdown */
     int closing, pending_closes;
     void (*on_closed)(void *);
@@ -214,6 +215,14 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         core_remove_source(d->core, s);
         d->pending_closes++;
         ingest_close(s, on_part_closed, d);
+    }
+    if (d->started) {
+        /* nothing is read any more: what was received is kept, in partial windows */
+        struct adapt_stats as = {.pending_wid = -1};
+        if (d->adapt) {
+            adapt_get_stats(d->adapt, &as);
+        }
+        core_stop(d->core, clock_now(&d->clock), as.pending_wid, NULL);
     }
     d->pending_closes--;
     finish_if_done(d);
@@ -521,6 +530,8 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
+    d->started = 1;
+    core_record_start(d->core, DQD_VERSION);
     log_started(d);
     *out = d;
     return DQ_OK;

@@ -46,6 +46,8 @@ struct core {
     int (*range_veto)(void *ctx, const struct probe *p);
     void *range_veto_ctx;
     struct core_range_stats range;
+    /* dqd's own runs: the gap before this one */
+    struct core_downtime down;
 };
 
 /* Tells the observer (core_set_observer) that p changed: what as in core_observer_fn. */
