@@ -62,12 +62,13 @@ def body(c):
     out, err = feeder.communicate(timeout=120)
     c.eq(feeder.returncode, 0, "the feeder exits 0: %s" % err.decode()[-300:])
     # silent once otlp_silence (4 s) passed without a span (judged as windows close, 2 s
-    # after their end), not before: the silence begins 4 s after the start of the last
-    # window with spans
+    # after their end), not before: the first window without data starts 4 s after the
+    # start of the last window with spans; the silence is dated from the last span's end
     def silent():
         return {s["probe"]: s for s in d.status().get("silent", [])}
     d.wait_until(lambda: "payment" in silent() and "checkout" in silent(), timeout=60, step=0.2)
-    now = silent()
+    st = d.status()  # the silence and the newest closed window, as of one moment
+    now = {s["probe"]: s for s in st.get("silent", [])}
     c.check("payment" in now and "checkout" in now,
             "silent after otlp_silence without spans: %r" % sorted(now))
     last = None
@@ -78,10 +79,17 @@ def body(c):
         if dq["n"]:
             last = dq["window"]["start"]
             break
-    since = (now.get("payment") or {}).get("since_ns", 0) / 1e9
-    c.check(last is not None and abs(since - last - 4.0) < 1e-6,
-            "payment silent from 4 s after the start of its last window with spans (%r), not "
-            "before: since %r" % (last, since))
+    pay = now.get("payment") or {}
+    since = pay.get("since_ns", 0) / 1e9
+    c.check(last is not None and last <= since <= last + 1.0,
+            "payment silent since its last span's end, in its last window with spans (%r): %r"
+            % (last, since))
+    # every window of 1 s from last + 4 s to the newest closed one is silent, none before
+    newest = (st.get("last_window") or {}).get("start", 0)
+    want = round(newest - (last + 4.0)) + 1 if last is not None else -1
+    c.eq(pay.get("windows"), want,
+         "payment's silent windows: from 4 s after the start of its last window with spans "
+         "(%r) to the newest closed one (%r)" % (last, newest))
     d.stop(c)
 
 
