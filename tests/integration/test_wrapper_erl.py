@@ -48,9 +48,12 @@ def body(c):
     d = Dqd(dqd_bin, work, window_ms=200, lag_ms=200)
     ctl = lambda *a: subprocess.run([dqctl, *a, "--server", d.url], capture_output=True,
                                     text=True, timeout=30)
+    # the load runs until the test ends the node (its --seconds is only a bound should the
+    # test die): a load of 60 s ended 4 s after the enable when the sanitizer build on a
+    # busy machine took the rest of it to connect and enable
     node = subprocess.Popen([os.path.join(root, "wrapper-erl", "tools", "run-wrapper"),
                              "127.0.0.1:%d" % d.ingest_port, "--load", "checkout:300:4",
-                             "--seconds", "60"],
+                             "--seconds", "600"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         v2 = d.wait_until(lambda: [w for w in d.status()["wrappers"] if w["kind"] == "v2"],
