@@ -70,7 +70,10 @@ def body(c):
         c.eq(r.returncode, 0, "dqctl enable: %s" % r.stderr)
         c.check(d.wait_until(lambda: counts(d)[0] > 100 and share_within(d, "checkout", 0.001)[1]
                              >= 200, timeout=60),
-                "instances arrive once enabled: %r" % (counts(d),))
+                "instances arrive once enabled: %r; over the last windows %r; late %r; wrappers %r"
+                % (counts(d), share_within(d, "checkout", 0.001),
+                   d.metrics().value("dqd_ingest_rejected_total", reason="late"),
+                   d.status()["wrappers"]))
         ok0, _, to0 = counts(d)
         c.check(to0 <= ok0 * 0.01 + 2, "with dMax 1024 ms nearly nothing times out: %r" %
                 (counts(d),))
