@@ -169,6 +169,7 @@ static void decide_window(struct plan *pl) {
             adapt__deescalate(pl, inv);
         }
     }
+    adapt__episodes_settle(pl);
     adapt__sweep(st);
     adapt__episodes_sweep(pl);
 }

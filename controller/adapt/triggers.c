@@ -265,7 +265,6 @@ static void fired(struct plan *pl, struct trigger *t) {
 
 /* A trigger whose state changed this round: said, and its problem opened or ended. */
 static void changed(struct plan *pl, struct trigger *t) {
-    struct adapt_state *st = &pl->next;
     if (t->fired) {
         /* the problem began with the first bad window: baselines end there */
         adapt__episode_open(pl, t->probe, t->bad_from, t->id, 0);
@@ -273,13 +272,8 @@ static void changed(struct plan *pl, struct trigger *t) {
         fired(pl, t);
         return;
     }
-    /* the problem is over unless an investigation of it localized a culprit and still
-     * holds its probes: then its release ends the problem (deescalate.c), and the
-     * baselines stay frozen meanwhile (a trigger that flaps around its threshold is not
-     * the fault going away) */
-    if (!adapt__trigger_held(st, t->id)) {
-        adapt__episode_close(pl, t->id, 0);
-    }
+    /* the problem ends when its node is back to normal (adapt__episodes_settle): a trigger
+     * that flaps around its threshold is not the fault going away */
     adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
                   trigger_names[t->kind], t->probe, t->good);
     adapt__fx_webhook(pl, "trigger_cleared",
