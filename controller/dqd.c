@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "adapt.h"
 #include "api.h"
@@ -41,6 +42,7 @@ struct dqd {
     struct clock_manual manual; /* --clock sim: the time the simulator gave */
     struct store_lock *lock;    /* DB.lock: no second dqd on this database */
     int remove_db;              /* a failed start created the database: remove it when closed */
+    int started;                /* the start succeeded: a stop is recorded (dqd_stopped) */
     struct store *store;
     struct core *core;
     struct adapt *adapt;
@@ -147,9 +149,23 @@ static void close_store(struct dqd *d) {
     d->lock = NULL;
 }
 
+/* "dqd_started" / "dqd_stopped" in the store's events (the dashboard's marks). */
+static void run_event(struct dqd *d, const char *kind) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "{\"version\":\"%s\",\"pid\":%ld}", DQD_VERSION,
+             (long)getpid());
+    struct store_event ev = {.kind = kind, .detail_json = detail};
+    if (store_event_add(d->store, &ev, NULL) != DQ_OK) {
+        LOG(LOG_WARN, "store: event %s not recorded: %s", kind, dq_last_error());
+    }
+}
+
 static void finish_if_done(struct dqd *d) {
     if (!d->closing || d->pending_closes > 0) {
         return;
+    }
+    if (d->started) {
+        run_event(d, "dqd_stopped");
     }
     api_destroy(d->api);
     events_destroy(d->events);
@@ -371,7 +387,8 @@ static int start_http(struct dqd *d) {
                              .public_reads = d->opt.public_reads,
                              .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
-                             .lag_ms = close_lag_ms(&d->opt)};
+                             .lag_ms = close_lag_ms(&d->opt),
+                             .trace_url = d->opt.trace_url};
     int rc = api_create(&env, &ao, &d->api);
     if (!rc) {
         rc = settings_split_hostport(d->opt.http, d->http_host, sizeof d->http_host, &d->http_port);
@@ -464,6 +481,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,
                                   .retention_hours = o->retention_hours,
+                                  .dq_retention_hours = o->dq_retention_hours,
+                                  .exemplars_slowest = o->exemplars_slowest,
+                                  .exemplars_failed = o->exemplars_failed,
                                   .auto_range = o->auto_range,
                                   .auto_range_min_ms = o->auto_range_min_ms,
                                   .new_names_per_second = o->new_names_per_second,
@@ -521,6 +541,8 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
+    d->started = 1;
+    run_event(d, "dqd_started");
     log_started(d);
     *out = d;
     return DQ_OK;

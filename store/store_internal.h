@@ -64,6 +64,15 @@ enum store__stmt_id {
     STORE__DIAGRAM_PUT,
     STORE__DIAGRAM_LATEST,
     STORE__DIAGRAM_LATEST_ID,
+    STORE__WDQ_PUT,
+    STORE__WDQ_RANGE,
+    STORE__WDQ_PRUNE_AGE,
+    STORE__EX_PUT,
+    STORE__EX_CLEAR,
+    STORE__EX_SLOWEST,
+    STORE__EX_FAILED,
+    STORE__EX_PRUNE_AGE,
+    STORE__MARKS,
     STORE__STMT_COUNT
 };
 
@@ -122,6 +131,9 @@ struct store__iter {
         store_snapshot_cb snapshot;
         store_snapshot_dq_cb snapshot_dq;
         store_diagram_cb diagram;
+        store_window_dq_cb window_dq;
+        store_exemplar_cb exemplar;
+        store_mark_cb mark;
     } cb;
     struct store *store;
     const char *probe;

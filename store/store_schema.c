@@ -255,12 +255,62 @@ static const char *const migration5[] = {
     NULL,
 };
 
+/*
+ * Version 6 (issue 27): the history the dashboard shows beyond the ring. window_dqs: a
+ * window's observed ΔQ as counts per bin, sparse (a JSON object "bin": count, only the bins
+ * with instances), on the probe's grid coarsened to at most 256 bins (adjacent bins merged
+ * in powers of two, exact), for the heatmap of the ΔQ over time; kept for its own retention
+ * (dq_retention_hours), shorter than the summaries'. exemplars: per window the slowest
+ * successful instances and a few failed ones with what identifies them (trace and instance
+ * ids, node, attributes), for the way from a slow window to a slow request.
+ */
+static const char *const migration6[] = {
+    "CREATE TABLE window_dqs (\n"
+    "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  end_ns   INTEGER NOT NULL CHECK (end_ns >= start_ns),\n"
+    "  k        INTEGER NOT NULL CHECK (k BETWEEN -10 AND 24),\n"
+    "  bins     INTEGER NOT NULL CHECK (bins BETWEEN 1 AND 256),\n"
+    "  n        INTEGER NOT NULL CHECK (n >= 0),\n"
+    "  lost     REAL CHECK (lost IS NULL OR lost BETWEEN 0 AND 1),\n"
+    "  counts   TEXT NOT NULL CHECK (json_valid(counts) AND json_type(counts) = 'object'),\n"
+    "  PRIMARY KEY (probe, start_ns)\n"
+    ") WITHOUT ROWID;\n",
+    "CREATE TABLE exemplars (\n"
+    "  probe       TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  start_ns    INTEGER NOT NULL,\n"
+    "  rank        INTEGER NOT NULL CHECK (rank >= 0),\n"
+    "  status      TEXT NOT NULL CHECK (status IN ('ok', 'fa', 'to')),\n"
+    "  duration    REAL NOT NULL CHECK (duration >= 0),\n"
+    "  end_ns      INTEGER NOT NULL,\n"
+    "  trace_id    TEXT,\n"
+    "  instance_id TEXT,\n"
+    "  node        TEXT,\n"
+    "  attrs       TEXT CHECK (attrs IS NULL OR (json_valid(attrs)\n"
+    "                                           AND json_type(attrs) = 'object')),\n"
+    "  PRIMARY KEY (probe, start_ns, rank)\n"
+    ") WITHOUT ROWID;\n",
+    /* the slowest of a range without reading every exemplar in it */
+    "CREATE INDEX exemplars_duration ON exemplars (probe, status, duration);\n",
+    "CREATE VIEW window_dqs_v AS SELECT probe,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS start,\n"
+    "  (end_ns - start_ns) / 1e6 AS period_ms, pow(2, k) AS width_ms, bins, n,\n"
+    "  round(lost, 6) AS lost, counts FROM window_dqs;\n",
+    "CREATE VIEW exemplars_v AS SELECT probe,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS window, rank, status,\n"
+    "  round(duration * 1e3, 3) AS duration_ms,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', end_ns / 1e9, 'unixepoch') AS ended, trace_id,\n"
+    "  instance_id, node, attrs FROM exemplars;\n",
+    NULL,
+};
+
 const struct store__migration store__migrations[] = {
     {1, "probes, windows, events", migration1, false},
     {2, "triggers, investigations, hypotheses, commands, snapshots", migration2, false},
     {3, "verdicts healthy and aborted", migration3, true},
     {4, "probe servers and quiet windows, verdict overload", migration4, true},
     {5, "outcome diagrams", migration5, false},
+    {6, "window ΔQs and exemplars", migration6, false},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

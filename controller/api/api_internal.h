@@ -28,6 +28,7 @@ struct api {
     char db[1024];
     char api_token[1024];
     char allowed_hosts[1024];
+    char trace_url[1024];
     int public_reads;
     char hostname[256];                  /* gethostname(): accepted as a Host */
     uint64_t refused[API_REFUSED_KINDS]; /* requests refused, by reason (/metrics) */

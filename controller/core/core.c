@@ -145,9 +145,14 @@ int core_create(const struct core_options *o, struct store *store, const struct 
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
     }
     if (!rc) {
+        rc = probes_set_exemplars(&c->probes, o->exemplars_slowest, o->exemplars_failed);
+    }
+    if (!rc) {
         struct store_retention ret;
         store_retention_default(&ret);
         ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
+        ret.dq_max_age_ns = (int64_t)o->dq_retention_hours * 3600 * 1000000000;
+        c->prune = o->retention_hours > 0 || o->dq_retention_hours > 0;
         rc = store_set_retention(store, &ret);
     }
     if (!rc) {
@@ -759,6 +764,17 @@ int core_persist_window(struct core *c, int64_t wid) {
         if (w && w->observed) {
             rc = summary_row(c, p, w->observed, w, STORE_OBSERVED);
             result = result ? result : rc;
+            /* the window's ΔQ for the heatmap, and what identified its slowest instances */
+            int64_t start = wid * c->probes.window_ns;
+            rc = store_window_dq_put(c->store, p->name, start, start + c->probes.window_ns,
+                                     w->observed);
+            rc = rc ? rc : core__persist_exemplars(c, p, wid);
+            if (rc) {
+                c->store_errors++;
+                LOG(LOG_ERROR, "store: ΔQ or exemplars of %s not recorded: %s", p->name,
+                    dq_last_error());
+                result = result ? result : rc;
+            }
         }
         if (w && w->calculated) {
             rc = summary_row(c, p, w->calculated, w, STORE_CALCULATED);
@@ -785,7 +801,7 @@ int core_persist_window(struct core *c, int64_t wid) {
 
 void core_prune_if_due(struct core *c) {
     int64_t now = clock_now(&c->clock);
-    if (c->retention_hours <= 0 || now - c->last_prune_ns < PRUNE_EVERY_NS) {
+    if (!c->prune || now - c->last_prune_ns < PRUNE_EVERY_NS) {
         return;
     }
     c->last_prune_ns = now;
