@@ -259,6 +259,21 @@ int store_windows_each(struct store *st, const char *probe, enum store_kind kind
                        int64_t to_ns, int limit, store_window_cb cb, void *ctx);
 
 /*
+ * Calls cb for the windows of `probe` and `kind` that start in [from_ns, to_ns), gathered
+ * into bins of step_ns (> 0) from from_ns, oldest first, one call per bin that has any, with
+ * `windows` the rows it gathered: start_ns the first's start, end_ns the last's end, counts
+ * summed, mean weighted by n_ok, lost by n, p50 the n-weighted mean of the p50s, p95 and
+ * p99 the largest of the bin (a slow window stays visible). A bin of one window is that
+ * window as stored.
+ */
+typedef int (*store_window_bin_cb)(void *ctx, const struct store_window *w, int windows);
+int store_windows_binned(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
+                         int64_t to_ns, int64_t step_ns, store_window_bin_cb cb, void *ctx);
+
+/* The start of the newest window of `probe` that has exemplars: DQ_ENOTFOUND when none. */
+int store_exemplars_newest(struct store *st, const char *probe, int64_t *start_ns);
+
+/*
  * Fills *out with the newest window of `probe` and `kind`; out->probe is set to `probe`.
  * DQ_ENOTFOUND when the probe has no such window.
  */

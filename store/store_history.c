@@ -313,3 +313,67 @@ int store_marks_each(struct store *st, int64_t from_ns, int64_t to_ns, int limit
         " ORDER BY 1 DESC, 4 DESC, 5 DESC LIMIT ?3",
         mark_row, &it, "reading marks", NULL, "lli", from_ns, to_ns, limit > 0 ? limit : -1);
 }
+
+/* ---- windows in bins ---------------------------------------------------------------------- */
+
+static int window_bin_row(sqlite3_stmt *s, void *arg) {
+    struct store__iter *it = arg;
+    struct store_window w = {.probe = it->probe,
+                             .kind = it->kind,
+                             .start_ns = sqlite3_column_int64(s, 0),
+                             .end_ns = sqlite3_column_int64(s, 1),
+                             .n = (uint64_t)sqlite3_column_int64(s, 2),
+                             .n_ok = (uint64_t)sqlite3_column_int64(s, 3),
+                             .n_fa = (uint64_t)sqlite3_column_int64(s, 4),
+                             .n_to = (uint64_t)sqlite3_column_int64(s, 5),
+                             .mean = store__column_double(s, 6),
+                             .p50 = store__column_double(s, 7),
+                             .p95 = store__column_double(s, 8),
+                             .p99 = store__column_double(s, 9),
+                             .lost = store__column_double(s, 10)};
+    return it->cb.window_bin(it->ctx, &w, sqlite3_column_int(s, 11));
+}
+
+int store_windows_binned(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
+                         int64_t to_ns, int64_t step_ns, store_window_bin_cb cb, void *ctx) {
+    const char *kname = store_kind_name(kind);
+    if (!probe || !cb || !kname || step_ns <= 0) {
+        return dq_fail(DQ_EINVAL, "store_windows_binned: NULL argument, bad kind or step");
+    }
+    struct store__iter it = {.ctx = ctx, .cb.window_bin = cb, .probe = probe, .kind = kind};
+    /* a weighted mean over the rows that have the value (NULL when none has) */
+    return store__query(
+        st, STORE__WINDOW_BINNED,
+        "SELECT min(start_ns), max(end_ns), sum(n), sum(n_ok), sum(n_fa), sum(n_to),"
+        " sum(mean * n_ok) / sum(CASE WHEN mean IS NOT NULL THEN n_ok END),"
+        " sum(p50 * max(n, 1)) / sum(CASE WHEN p50 IS NOT NULL THEN max(n, 1) END),"
+        " max(p95), max(p99),"
+        " sum(lost * max(n, 1)) / sum(CASE WHEN lost IS NOT NULL THEN max(n, 1) END), count(*)"
+        " FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns >= ?3 AND start_ns < ?4"
+        " GROUP BY (start_ns - ?3) / ?5 ORDER BY 1",
+        window_bin_row, &it, "reading windows", NULL, "ttlll", probe, kname, from_ns, to_ns,
+        step_ns);
+}
+
+static int newest_row(sqlite3_stmt *s, void *arg) {
+    if (sqlite3_column_type(s, 0) == SQLITE_NULL) {
+        return 1;
+    }
+    *(int64_t *)arg = sqlite3_column_int64(s, 0);
+    return 1;
+}
+
+int store_exemplars_newest(struct store *st, const char *probe, int64_t *start_ns) {
+    int64_t v = INT64_MIN;
+    int rc =
+        store__query(st, STORE__EX_NEWEST, "SELECT max(start_ns) FROM exemplars WHERE probe = ?1",
+                     newest_row, &v, "reading exemplars", NULL, "t", probe);
+    if (rc) {
+        return rc;
+    }
+    if (v == INT64_MIN) {
+        return dq_fail(DQ_ENOTFOUND, "%s has no exemplar", probe);
+    }
+    *start_ns = v;
+    return DQ_OK;
+}

@@ -73,6 +73,8 @@ enum store__stmt_id {
     STORE__EX_FAILED,
     STORE__EX_PRUNE_AGE,
     STORE__MARKS,
+    STORE__WINDOW_BINNED,
+    STORE__EX_NEWEST,
     STORE__STMT_COUNT
 };
 
@@ -134,6 +136,7 @@ struct store__iter {
         store_window_dq_cb window_dq;
         store_exemplar_cb exemplar;
         store_mark_cb mark;
+        store_window_bin_cb window_bin;
     } cb;
     struct store *store;
     const char *probe;

@@ -426,6 +426,10 @@ int probes_set_exemplars(struct probe_table *t, int slowest, int failed);
  */
 int probes_exemplars_of(const struct probe *p, int64_t wid, const struct probe_exemplar **out);
 
+/* The exemplars of the newest window p kept any for, as probes_exemplars_of: *wid is that
+ * window. Returns how many (0: none yet). */
+int probes_exemplars_newest(const struct probe *p, int64_t *wid, const struct probe_exemplar **out);
+
 /* "ok", "fa" or "to": an exemplar's status as the store and the API write it. */
 const char *core_exemplar_status(int status);
 

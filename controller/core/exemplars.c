@@ -196,6 +196,16 @@ int probes_exemplars_of(const struct probe *p, int64_t wid, const struct probe_e
     return x->set[x->nsets - 1].n_slow + x->set[x->nsets - 1].n_fail;
 }
 
+int probes_exemplars_newest(const struct probe *p, int64_t *wid,
+                            const struct probe_exemplar **out) {
+    *out = NULL;
+    if (!p->ex || p->ex->set[p->ex->nsets - 1].wid == INT64_MIN) {
+        return 0;
+    }
+    *wid = p->ex->set[p->ex->nsets - 1].wid;
+    return probes_exemplars_of(p, *wid, out);
+}
+
 /* ---- to the store ------------------------------------------------------------------------ */
 
 /* "K=V,K=V" as a JSON object's text (NULL when there is none, or no memory). */
