@@ -42,7 +42,9 @@ struct dqd {
     struct clock_manual manual; /* --clock sim: the time the simulator gave */
     struct store_lock *lock;    /* DB.lock: no second dqd on this database */
     int remove_db;              /* a failed start created the database: remove it when closed */
-    int started;                /* the start succeeded: a stop is recorded (dqd_stopped) */
+    int started;                /* the start succeeded (a stop is recorded: dqd_stopped): 2
+                                   once dqd_started is recorded, 1 before (simulated time:
+                                   at the first clock line) */
     struct store *store;
     struct core *core;
     struct adapt *adapt;
@@ -99,9 +101,16 @@ static void schedule_window_timer(struct dqd *d) {
 }
 
 /* --clock sim: a simulator moved time forward. */
+static void run_event(struct dqd *d, const char *kind);
+
 static void on_sim_clock(void *ctx, int64_t ns) {
     struct dqd *d = ctx;
     if (!d->closing && clock_manual_set(&d->manual, ns)) {
+        if (d->started == 1) {
+            /* in simulated time the run begins where the simulator's time does */
+            d->started = 2;
+            run_event(d, "dqd_started");
+        }
         close_due(d);
     }
 }
@@ -541,8 +550,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
-    d->started = 1;
-    run_event(d, "dqd_started");
+    d->started = o->clock == DQD_CLOCK_SIM ? 1 : 2;
+    if (d->started == 2) {
+        run_event(d, "dqd_started");
+    }
     log_started(d);
     *out = d;
     return DQ_OK;

@@ -135,6 +135,7 @@ struct app {
     struct link *tick_link; /* the link that carried it */
     int hold;               /* --hold: advance only on `run S` from stdin */
     int trace_ids;          /* --trace-ids: instances say their request (i:, t:, a:) */
+    int64_t start_at_ns;    /* --start-at: where simulated time starts (0: now) */
     int64_t hold_until;     /* --hold: the simulated time the last `run` reaches */
     int held;               /* the `held at` event was printed for hold_until */
     uint64_t sim_steps;     /* steps answered by dqd */

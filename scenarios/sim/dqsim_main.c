@@ -1088,7 +1088,7 @@ static int run_network(struct app *a, const struct cli *cli) {
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
-    a->sim_now = a->sim_start = wall_ns();
+    a->sim_now = a->sim_start = a->sim_clock && a->start_at_ns > 0 ? a->start_at_ns : wall_ns();
     a->next_arrival = a->sim_now;
     for (size_t k = 0; k < ns; k++) {
         sim_station_stats(a->model, (int)k, a->sim_start, &a->station_mark[k]);
