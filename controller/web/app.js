@@ -864,7 +864,7 @@
       r.text = text;
       r.nums.textContent = text;
       r.nums.classList.toggle("stale", stale);
-      r.nums.title = stale ? "as of " + fmtWhen(w.end) + " UTC: " + (st.enabled ? "its source is silent" : "disabled") : "";
+      r.nums.title = stale ? "p50 · p95 · lost as of " + fmtWhen(w.end) + " UTC: " + (st.enabled ? "its source is silent" : "disabled") : (w ? "p50 · p95 · lost of the last window" : "");
     }
     let badgeText = "";
     const badges = [];
@@ -940,6 +940,7 @@
     const p = S.panels.get(name);
     if (!p) return;
     visibility.unobserve(p.root);
+    for (const plot of p.root.querySelectorAll(".charts > .chart > .plot")) sizer.unobserve(plot);
     for (const c of Object.values(p.charts)) if (c) c.destroy();
     $("#mark-tip").hidden = true;
     p.root.remove();
@@ -1008,6 +1009,7 @@
     const root = el("section", {class: "panel", "data-probe": name}, head, actions, verdictLine, charts, more);
     root.__panel = p;
     p.root = root;
+    for (const plot of charts.querySelectorAll(".plot")) sizer.observe(plot);
     p.el = {facts, enableBtn, dmax, qta, dmaxNow, qtaNow, err, overload, densityBox, verdictLine,
       cdf: charts.children[0], q: charts.children[1], loss: charts.children[2],
       heat: charts.children[3], family, exemplars};
@@ -1151,7 +1153,14 @@
   function drawSeries(p) {
     const ring = S.series.get(p.name) || [];
     const t = [], p50 = [], p95 = [], p99 = [], lost = [], rate = [];
+    let prev = null;
     for (const w of ring) {
+      if (prev && w.start - prev.start > 1.5 * Math.max(prev.span || S.windowS, w.span || S.windowS)) {
+        // no window in between (dqd stopped, the probe was off): the lines break there
+        t.push(prev.start + (prev.span || S.windowS));
+        for (const a of [p50, p95, p99, lost, rate]) a.push(null);
+      }
+      prev = w;
       t.push(w.start);
       const ms = (x) => (x === null || x === undefined ? null : x * 1e3);
       p50.push(ms(w.p50));
@@ -1246,6 +1255,8 @@
   }
 
   // an annotation of a chart: a label placed over its plot and kept inside it
+  // an annotation of a chart: a label placed over its plot and kept inside it (its size is
+  // estimated from its text, so that drawing never waits for a layout)
   function annot(u, key, cls, text, x, y) {
     u.__annot = u.__annot || {};
     let a = u.__annot[key];
@@ -1254,14 +1265,16 @@
       u.over.append(a);
     }
     if (text === null) {
-      a.hidden = true;
+      if (!a.hidden) a.hidden = true;
       return;
     }
+    const r = uPlot.pxRatio || 1;
+    const w = u.bbox.width / r, h = u.bbox.height / r;
+    const aw = Math.ceil(text.length * 6.6) + 6, ah = 14; // 11 px DejaVu Sans, padding
     a.hidden = false;
-    a.textContent = text;
-    const w = u.over.clientWidth, h = u.over.clientHeight;
-    a.style.left = Math.max(0, Math.min(w - a.offsetWidth - 1, x)) + "px";
-    a.style.top = Math.max(0, Math.min(h - a.offsetHeight - 1, y)) + "px";
+    if (a.textContent !== text) a.textContent = text;
+    a.style.left = Math.max(0, Math.min(w - aw - 1, x)) + "px";
+    a.style.top = Math.max(0, Math.min(h - ah - 1, y)) + "px";
   }
 
   function drawCdf(p) {
@@ -2101,16 +2114,30 @@
   }
 
   let resizeTimer = 0;
-  function onResize() {
+  // a chart follows its box's width (the window's, or the layout's at another width)
+  const resized = new Set();
+  const sizer = new ResizeObserver((entries) => {
+    for (const e of entries) resized.add(e.target);
+    resizeSoon();
+  });
+  function resizeSoon() {
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(() => {
-      for (const p of S.panels.values()) {
-        for (const [k, boxKey] of [["cdf", "cdf"], ["q", "q"], ["loss", "loss"], ["heat", "heat"]]) {
-          const c = p.charts[k];
-          if (c) c.setSize(plotSize(p.el[boxKey].querySelector(".plot")));
-        }
+      for (const plot of resized) {
+        const box = plot.closest(".chart"), panel = plot.closest(".panel");
+        const p = panel && panel.__panel;
+        const key = box && {cdf: "cdf", quantiles: "q", loss: "loss", heat: "heat"}[box.dataset.kind];
+        const c = p && key ? p.charts[key] : null;
+        if (c && Math.abs(c.width - plotSize(plot).width) > 1) c.setSize(plotSize(plot));
       }
-    }, 150);
+      resized.clear();
+    }, 100);
+  }
+  function onResize() {
+    for (const p of S.panels.values()) {
+      for (const k of ["cdf", "q", "loss", "heat"]) if (p.charts[k]) resized.add(p.el[k].querySelector(".plot"));
+    }
+    resizeSoon();
   }
 
   function start() {
