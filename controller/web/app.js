@@ -745,6 +745,7 @@
       $("#status-line").textContent = "dqd " + s.version + ", " + s.clock + " clock, " +
         s.probes + " probes (" + s.enabled + " on), " + s.wrappers_connected + " wrapper link" +
         (s.wrappers_connected === 1 ? "" : "s") + (s.diagram ? ", diagram " + s.diagram : "");
+      $("#status-line").title = $("#status-line").textContent;
     }
     $("#open-count").textContent = S.open.length ? "(" + S.open.length + ")" : "";
   }

@@ -391,8 +391,14 @@ def main(c):
                                  ".width <= 800 / 3"),
                 "at 800 px the tree takes at most a third: %r px" % browser.evaluate(
                     "document.querySelector('#side').getBoundingClientRect().width"))
-        browser.wait_for("(() => { const u = window.dqdState.panels.get('root').charts.cdf;"
-                         " return u && u.width < 700; })()", timeout=10)
+        c.check(browser.wait_for("(() => { const p = window.dqdState.panels.get('root'); const u ="
+                                 " p.charts.cdf; return u && Math.abs(u.width - p.el.cdf"
+                                 ".querySelector('.plot').clientWidth) <= 2 && u.width > 400; })()",
+                                 timeout=10),
+                "at 800 px the charts take the width they have (one above the other): %r" %
+                browser.evaluate("(() => { const p = window.dqdState.panels.get('root'); return"
+                                 " [p.charts.cdf.width, p.el.cdf.querySelector('.plot')"
+                                 ".clientWidth]; })()"))
         browser.evaluate("window.scrollTo(0, 0); document.querySelector('#tab-probes')"
                          ".scrollTop = 0")
         layout(c, browser, "800 px")
