@@ -338,12 +338,17 @@ int store_window_dq_put(struct store *st, const char *probe, int64_t start_ns, i
 int store_window_dqs_each(struct store *st, const char *probe, int64_t from_ns, int64_t to_ns,
                           store_window_dq_cb cb, void *ctx);
 
-/* An exemplar: one instance of a window kept with what identifies it (exemplars). */
+/*
+ * An exemplar: one instance of a window kept with what identifies it. A window's exemplars
+ * are one row of `exemplars` (a JSON array), so that a window close writes one row per
+ * probe, not one per exemplar.
+ */
 #define STORE_EXEMPLAR_STATUSES "ok, fa, to"
+#define STORE_EXEMPLARS_MAX 64 /* exemplars of one window, at most */
 struct store_exemplar {
-    const char *probe;
-    int64_t start_ns;        /* its window's start */
-    int rank;                /* 0, 1, … within the window (the key with probe and start) */
+    const char *probe;       /* read: the probe; ignored by store_exemplars_put */
+    int64_t start_ns;        /* read: its window's start; ignored by store_exemplars_put */
+    int rank;                /* read: its place in its window's list (0, 1, …) */
     const char *status;      /* "ok", "fa" or "to" */
     double duration;         /* seconds */
     int64_t end_ns;          /* when it ended */
@@ -355,12 +360,14 @@ struct store_exemplar {
 
 typedef int (*store_exemplar_cb)(void *ctx, const struct store_exemplar *e);
 
-/* Writes one exemplar (replacing the same probe, window and rank). DQ_EINVAL for a bad
- * status, duration or attributes; the probe is registered when new. */
-int store_exemplar_put(struct store *st, const struct store_exemplar *e);
-
-/* Deletes the exemplars of one window of a probe (before it is written again). */
-int store_exemplars_clear(struct store *st, const char *probe, int64_t start_ns);
+/*
+ * Writes the n (1 … STORE_EXEMPLARS_MAX) exemplars of window start_ns of `probe`, in the
+ * order they are given (the successful ones slowest first, then the failed ones, as the
+ * core keeps them), replacing what that window had. DQ_EINVAL for a bad name, status,
+ * duration or attributes (a JSON object); the probe is registered when new.
+ */
+int store_exemplars_put(struct store *st, const char *probe, int64_t start_ns,
+                        const struct store_exemplar *e, int n);
 
 /*
  * Calls cb for the exemplars of `probe` whose window starts in [from_ns, to_ns): with

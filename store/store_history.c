@@ -192,48 +192,132 @@ int store_window_dqs_each(struct store *st, const char *probe, int64_t from_ns, 
                         to_ns);
 }
 
-/* ---- exemplars --------------------------------------------------------------------------- */
+/* ---- exemplars ------------------------------------------------------------------------------- */
 
-int store_exemplar_put(struct store *st, const struct store_exemplar *e) {
-    if (!e) {
-        return dq_fail(DQ_EINVAL, "store_exemplar_put: NULL exemplar");
+/* Appends s as a JSON string (quoted, escaped); 0, or −1 when buf is full. */
+static int append_string(char *buf, size_t cap, size_t *len, const char *s) {
+    size_t o = *len;
+    if (o + 2 >= cap) {
+        return -1;
     }
-    int rc = store__check_name(e->probe);
-    if (rc) {
-        return rc;
+    buf[o++] = '"';
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (o + 7 >= cap) {
+            return -1;
+        }
+        if (*c == '"' || *c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)*c;
+        } else if (*c < 0x20) {
+            o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *c);
+        } else {
+            buf[o++] = (char)*c;
+        }
+    }
+    buf[o++] = '"';
+    *len = o;
+    return 0;
+}
+
+/* Appends one exemplar as a JSON object; 0, or −1 when buf is full. */
+static int append_exemplar(char *buf, size_t cap, size_t *len, const struct store_exemplar *e) {
+    int n =
+        snprintf(buf + *len, cap - *len, "%s{\"status\":\"%s\",\"duration\":%.9g,\"end_ns\":%lld",
+                 *len > 1 ? "," : "", e->status, e->duration, (long long)e->end_ns);
+    if (n < 0 || (size_t)n >= cap - *len) {
+        return -1;
+    }
+    *len += (size_t)n;
+    const char *keys[] = {"trace_id", "instance_id", "node"};
+    const char *vals[] = {e->trace_id, e->instance_id, e->node};
+    for (int k = 0; k < 3; k++) {
+        if (vals[k]) {
+            n = snprintf(buf + *len, cap - *len, ",\"%s\":", keys[k]);
+            if (n < 0 || (size_t)n >= cap - *len) {
+                return -1;
+            }
+            *len += (size_t)n;
+            if (append_string(buf, cap, len, vals[k]) != 0) {
+                return -1;
+            }
+        }
+    }
+    n = snprintf(buf + *len, cap - *len, "%s%s}", e->attrs_json ? ",\"attrs\":" : "",
+                 e->attrs_json ? e->attrs_json : "");
+    if (n < 0 || (size_t)n >= cap - *len) {
+        return -1;
+    }
+    *len += (size_t)n;
+    return 0;
+}
+
+static int exemplar_ok(const char *probe, const struct store_exemplar *e) {
+    const char *a = e->attrs_json;
+    while (a && (*a == ' ' || *a == '\n' || *a == '\t' || *a == '\r')) {
+        a++;
     }
     if (!e->status ||
         (strcmp(e->status, "ok") && strcmp(e->status, "fa") && strcmp(e->status, "to")) ||
-        !(e->duration >= 0) || e->rank < 0) {
+        !(e->duration >= 0) || !isfinite(e->duration) || (a && *a != '{')) {
         return dq_fail(DQ_EINVAL,
                        "exemplar of %s: status must be one of " STORE_EXEMPLAR_STATUSES
-                       ", the duration ≥ 0 and the rank ≥ 0",
-                       e->probe);
+                       ", the duration a number ≥ 0, the attributes a JSON object",
+                       probe);
     }
-    sqlite3_stmt *s;
-    rc = store__prepare(st, STORE__EX_PUT,
-                        "INSERT INTO exemplars (probe, start_ns, rank, status, duration, end_ns,"
-                        " trace_id, instance_id, node, attrs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-                        " ?8, ?9, ?10) ON CONFLICT (probe, start_ns, rank) DO UPDATE SET"
-                        " status = excluded.status, duration = excluded.duration,"
-                        " end_ns = excluded.end_ns, trace_id = excluded.trace_id,"
-                        " instance_id = excluded.instance_id, node = excluded.node,"
-                        " attrs = excluded.attrs",
-                        &s, "tlitdltttt", e->probe, e->start_ns, e->rank, e->status, e->duration,
-                        e->end_ns, e->trace_id, e->instance_id, e->node, e->attrs_json);
+    return DQ_OK;
+}
+
+int store_exemplars_put(struct store *st, const char *probe, int64_t start_ns,
+                        const struct store_exemplar *e, int n) {
+    int rc = store__check_name(probe);
     if (rc) {
         return rc;
     }
-    char what[320];
-    snprintf(what, sizeof what, "exemplar %d of %s at %lld", e->rank, e->probe,
-             (long long)e->start_ns);
-    return write_for_probe(st, s, e->probe, what);
-}
-
-int store_exemplars_clear(struct store *st, const char *probe, int64_t start_ns) {
-    return store__write(st, STORE__EX_CLEAR,
-                        "DELETE FROM exemplars WHERE probe = ?1 AND start_ns = ?2",
-                        "clearing exemplars", false, "tl", probe, start_ns);
+    if (!e || n < 1 || n > STORE_EXEMPLARS_MAX) {
+        return dq_fail(DQ_EINVAL, "exemplars of %s: 1 … %d of them, not %d", probe,
+                       STORE_EXEMPLARS_MAX, n);
+    }
+    if (st->text_cap < STORE__EXEMPLAR_TEXT_MAX) { /* the store's scratch text, kept */
+        char *t = realloc(st->text, STORE__EXEMPLAR_TEXT_MAX);
+        if (!t) {
+            return dq_fail(DQ_ENOMEM, "no memory for the exemplars of %s", probe);
+        }
+        st->text = t;
+        st->text_cap = STORE__EXEMPLAR_TEXT_MAX;
+    }
+    char *items = st->text;
+    size_t len = 0;
+    items[len++] = '[';
+    double slowest = NAN;
+    int failed = 0;
+    for (int i = 0; i < n && rc == DQ_OK; i++) {
+        rc = exemplar_ok(probe, &e[i]);
+        if (rc == DQ_OK && append_exemplar(items, STORE__EXEMPLAR_TEXT_MAX - 2, &len, &e[i]) != 0) {
+            rc = dq_fail(DQ_ERANGE, "the exemplars of %s at %lld do not fit %d bytes", probe,
+                         (long long)start_ns, STORE__EXEMPLAR_TEXT_MAX);
+        }
+        failed += strcmp(e[i].status, "ok") != 0;
+        if (strcmp(e[i].status, "ok") == 0 && !(e[i].duration <= slowest)) {
+            slowest = e[i].duration;
+        }
+    }
+    items[len++] = ']';
+    items[len] = '\0';
+    sqlite3_stmt *s = NULL;
+    if (rc == DQ_OK) {
+        rc = store__prepare(st, STORE__EX_PUT,
+                            "INSERT INTO exemplars (probe, start_ns, slowest, failed, items)"
+                            " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (probe, start_ns) DO UPDATE"
+                            " SET slowest = excluded.slowest, failed = excluded.failed,"
+                            " items = excluded.items",
+                            &s, "tldit", probe, start_ns, slowest, failed, items);
+    }
+    if (rc == DQ_OK) {
+        char what[320];
+        snprintf(what, sizeof what, "exemplars of %s at %lld", probe, (long long)start_ns);
+        rc = write_for_probe(st, s, probe, what);
+    }
+    return rc;
 }
 
 static int exemplar_row(sqlite3_stmt *s, void *arg) {
@@ -248,11 +332,18 @@ static int exemplar_row(sqlite3_stmt *s, void *arg) {
                                .instance_id = store__column_text(s, 6),
                                .node = store__column_text(s, 7),
                                .attrs_json = store__column_text(s, 8)};
+    if (!e.status) {
+        return dq_fail(DQ_EPARSE, "exemplars of %s at %lld: an item without a status", it->probe,
+                       (long long)e.start_ns);
+    }
     return it->cb.exemplar(it->ctx, &e);
 }
 
 #define EXEMPLAR_COLUMNS                                                                           \
-    "start_ns, rank, status, duration, end_ns, trace_id, instance_id, node, attrs"
+    "e.start_ns, j.key, json_extract(j.value, '$.status'),"                                        \
+    " json_extract(j.value, '$.duration'), json_extract(j.value, '$.end_ns'),"                     \
+    " json_extract(j.value, '$.trace_id'), json_extract(j.value, '$.instance_id'),"                \
+    " json_extract(j.value, '$.node'), json_extract(j.value, '$.attrs')"
 
 int store_exemplars_each(struct store *st, const char *probe, int64_t from_ns, int64_t to_ns,
                          int failed, int limit, store_exemplar_cb cb, void *ctx) {
@@ -260,20 +351,28 @@ int store_exemplars_each(struct store *st, const char *probe, int64_t from_ns, i
         return dq_fail(DQ_EINVAL, "store_exemplars_each: NULL probe or callback");
     }
     struct store__iter it = {.ctx = ctx, .cb.exemplar = cb, .probe = probe};
+    int lim = limit > 0 ? limit : INT32_MAX;
     if (failed) {
         return store__query(st, STORE__EX_FAILED,
-                            "SELECT " EXEMPLAR_COLUMNS " FROM exemplars WHERE probe = ?1"
-                            " AND start_ns >= ?2 AND start_ns < ?3 AND status IN ('fa', 'to')"
-                            " ORDER BY start_ns DESC, rank LIMIT ?4",
+                            "SELECT " EXEMPLAR_COLUMNS " FROM exemplars e, json_each(e.items) j"
+                            " WHERE e.probe = ?1 AND e.start_ns >= ?2 AND e.start_ns < ?3"
+                            " AND e.failed > 0 AND json_extract(j.value, '$.status') <> 'ok'"
+                            " ORDER BY e.start_ns DESC, j.key LIMIT ?4",
                             exemplar_row, &it, "reading exemplars", NULL, "tlli", probe, from_ns,
-                            to_ns, limit > 0 ? limit : -1);
+                            to_ns, lim);
     }
-    return store__query(st, STORE__EX_SLOWEST,
-                        "SELECT " EXEMPLAR_COLUMNS " FROM exemplars WHERE probe = ?1"
-                        " AND status = 'ok' AND start_ns >= ?2 AND start_ns < ?3"
-                        " ORDER BY duration DESC, start_ns DESC LIMIT ?4",
-                        exemplar_row, &it, "reading exemplars", NULL, "tlli", probe, from_ns, to_ns,
-                        limit > 0 ? limit : -1);
+    /* The limit-th largest of the windows' slowest bounds the limit-th slowest exemplar from
+     * below (those windows hold that many exemplars at least as slow): only windows whose
+     * slowest reaches it are read. */
+    return store__query(
+        st, STORE__EX_SLOWEST,
+        "SELECT " EXEMPLAR_COLUMNS " FROM exemplars e, json_each(e.items) j"
+        " WHERE e.probe = ?1 AND e.start_ns >= ?2 AND e.start_ns < ?3 AND e.slowest >="
+        " coalesce((SELECT slowest FROM exemplars WHERE probe = ?1 AND start_ns >= ?2"
+        " AND start_ns < ?3 AND slowest IS NOT NULL ORDER BY slowest DESC LIMIT 1"
+        " OFFSET ?4 - 1), 0) AND json_extract(j.value, '$.status') = 'ok'"
+        " ORDER BY 4 DESC, 1 DESC LIMIT ?4",
+        exemplar_row, &it, "reading exemplars", NULL, "tlli", probe, from_ns, to_ns, lim);
 }
 
 /* ---- marks ---------------------------------------------------------------------------------- */

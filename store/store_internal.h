@@ -68,7 +68,6 @@ enum store__stmt_id {
     STORE__WDQ_RANGE,
     STORE__WDQ_PRUNE_AGE,
     STORE__EX_PUT,
-    STORE__EX_CLEAR,
     STORE__EX_SLOWEST,
     STORE__EX_FAILED,
     STORE__EX_PRUNE_AGE,
@@ -107,6 +106,9 @@ struct store__migration {
     const char *const *steps; /* NULL-terminated; never edited once released */
     bool edits_schema;        /* writes sqlite_schema: defensive mode is off while it runs */
 };
+
+/* Bytes of one window's exemplars as JSON text, at most (STORE_EXEMPLARS_MAX of them). */
+#define STORE__EXEMPLAR_TEXT_MAX 65536
 
 /* In a migration step, stands for the connection's PRAGMA schema_version plus one (the
  * runner substitutes it), for the steps that edit sqlite_schema. */

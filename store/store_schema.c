@@ -262,7 +262,8 @@ static const char *const migration5[] = {
  * in powers of two, exact), for the heatmap of the ΔQ over time; kept for its own retention
  * (dq_retention_hours), shorter than the summaries'. exemplars: per window the slowest
  * successful instances and a few failed ones with what identifies them (trace and instance
- * ids, node, attributes), for the way from a slow window to a slow request.
+ * ids, node, attributes), for the way from a slow window to a slow request: one row per
+ * window (a JSON array), with its slowest duration indexed.
  */
 static const char *const migration6[] = {
     "CREATE TABLE window_dqs (\n"
@@ -275,32 +276,32 @@ static const char *const migration6[] = {
     "  lost     REAL CHECK (lost IS NULL OR lost BETWEEN 0 AND 1),\n"
     "  counts   TEXT NOT NULL CHECK (json_valid(counts) AND json_type(counts) = 'object'),\n"
     "  PRIMARY KEY (probe, start_ns)\n"
-    ") WITHOUT ROWID;\n",
+    ");\n",
+    /* one row per window: its exemplars as a JSON array (a window close writes one row per
+       probe), with what the range queries look for: the slowest success, the failures */
     "CREATE TABLE exemplars (\n"
-    "  probe       TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
-    "  start_ns    INTEGER NOT NULL,\n"
-    "  rank        INTEGER NOT NULL CHECK (rank >= 0),\n"
-    "  status      TEXT NOT NULL CHECK (status IN ('ok', 'fa', 'to')),\n"
-    "  duration    REAL NOT NULL CHECK (duration >= 0),\n"
-    "  end_ns      INTEGER NOT NULL,\n"
-    "  trace_id    TEXT,\n"
-    "  instance_id TEXT,\n"
-    "  node        TEXT,\n"
-    "  attrs       TEXT CHECK (attrs IS NULL OR (json_valid(attrs)\n"
-    "                                           AND json_type(attrs) = 'object')),\n"
-    "  PRIMARY KEY (probe, start_ns, rank)\n"
-    ") WITHOUT ROWID;\n",
-    /* the slowest of a range without reading every exemplar in it */
-    "CREATE INDEX exemplars_duration ON exemplars (probe, status, duration);\n",
+    "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  slowest  REAL CHECK (slowest IS NULL OR slowest >= 0),\n"
+    "  failed   INTEGER NOT NULL DEFAULT 0 CHECK (failed >= 0),\n"
+    "  items    TEXT NOT NULL CHECK (json_valid(items) AND json_type(items) = 'array'),\n"
+    "  PRIMARY KEY (probe, start_ns)\n"
+    ");\n",
+    /* the slowest of a range without reading every window of it */
+    "CREATE INDEX exemplars_slowest ON exemplars (probe, slowest);\n",
     "CREATE VIEW window_dqs_v AS SELECT probe,\n"
     "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS start,\n"
     "  (end_ns - start_ns) / 1e6 AS period_ms, pow(2, k) AS width_ms, bins, n,\n"
     "  round(lost, 6) AS lost, counts FROM window_dqs;\n",
-    "CREATE VIEW exemplars_v AS SELECT probe,\n"
-    "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS window, rank, status,\n"
-    "  round(duration * 1e3, 3) AS duration_ms,\n"
-    "  strftime('%Y-%m-%dT%H:%M:%fZ', end_ns / 1e9, 'unixepoch') AS ended, trace_id,\n"
-    "  instance_id, node, attrs FROM exemplars;\n",
+    "CREATE VIEW exemplars_v AS SELECT e.probe,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', e.start_ns / 1e9, 'unixepoch') AS window,\n"
+    "  CAST(j.key AS INTEGER) AS rank, json_extract(j.value, '$.status') AS status,\n"
+    "  round(json_extract(j.value, '$.duration') * 1e3, 3) AS duration_ms,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', json_extract(j.value, '$.end_ns') / 1e9, 'unixepoch')\n"
+    "    AS ended, json_extract(j.value, '$.trace_id') AS trace_id,\n"
+    "  json_extract(j.value, '$.instance_id') AS instance_id,\n"
+    "  json_extract(j.value, '$.node') AS node, json_extract(j.value, '$.attrs') AS attrs\n"
+    "  FROM exemplars e, json_each(e.items) j;\n",
     NULL,
 };
 

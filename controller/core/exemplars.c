@@ -73,6 +73,9 @@ static struct probe_exemplars *storage(struct probe_table *t, struct probe *p) {
 
 /* Copies at most cap bytes of src (cut after the last whole "K=V" pair when it is longer). */
 static int copy_attrs(char *dst, int cap, const char *src, size_t n) {
+    if (n == 0) {
+        return 0; /* src may be NULL then */
+    }
     if (n <= (size_t)cap) {
         memcpy(dst, src, n);
         return (int)n;
@@ -87,6 +90,9 @@ static int copy_attrs(char *dst, int cap, const char *src, size_t n) {
 
 static int copy_hex(char *dst, const char *src, size_t n, int binary) {
     static const char digits[] = "0123456789abcdef";
+    if (n == 0) {
+        return 0; /* src may be NULL then */
+    }
     if (!binary) {
         n = n > PROBES_EX_ID_MAX ? PROBES_EX_ID_MAX : n;
         memcpy(dst, src, n);
@@ -242,29 +248,30 @@ int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid) 
     if (n == 0) {
         return DQ_OK;
     }
-    int64_t start = wid * c->probes.window_ns;
-    int rc = store_exemplars_clear(c->store, p->name, start);
-    for (int i = 0; i < n && rc == DQ_OK; i++) {
-        char trace[PROBES_EX_ID_MAX + 1], id[PROBES_EX_ID_MAX + 1], node[PROBES_EX_NODE_MAX + 1];
+    /* the texts of every exemplar of the window, then one row */
+    static char text[2 * PROBES_EX_MAX][3][PROBES_EX_ATTRS_MAX + 1];
+    char *attrs[2 * PROBES_EX_MAX] = {0};
+    struct store_exemplar rows[2 * PROBES_EX_MAX] = {{0}};
+    for (int i = 0; i < n; i++) {
+        char *trace = text[i][0], *id = text[i][1], *node = text[i][2];
         memcpy(trace, e[i].trace, (size_t)e[i].trace_len);
         trace[e[i].trace_len] = '\0';
         memcpy(id, e[i].id, (size_t)e[i].id_len);
         id[e[i].id_len] = '\0';
         memcpy(node, e[i].node, (size_t)e[i].node_len);
         node[e[i].node_len] = '\0';
-        char *attrs = attrs_json(&e[i]);
-        struct store_exemplar row = {.probe = p->name,
-                                     .start_ns = start,
-                                     .rank = i,
-                                     .status = core_exemplar_status(e[i].status),
-                                     .duration = (double)e[i].d_ns * 1e-9,
-                                     .end_ns = e[i].end_ns,
-                                     .trace_id = trace[0] ? trace : NULL,
-                                     .instance_id = id[0] ? id : NULL,
-                                     .node = node[0] ? node : NULL,
-                                     .attrs_json = attrs};
-        rc = store_exemplar_put(c->store, &row);
-        free(attrs);
+        attrs[i] = attrs_json(&e[i]);
+        rows[i] = (struct store_exemplar){.status = core_exemplar_status(e[i].status),
+                                          .duration = (double)e[i].d_ns * 1e-9,
+                                          .end_ns = e[i].end_ns,
+                                          .trace_id = trace[0] ? trace : NULL,
+                                          .instance_id = id[0] ? id : NULL,
+                                          .node = node[0] ? node : NULL,
+                                          .attrs_json = attrs[i]};
+    }
+    int rc = store_exemplars_put(c->store, p->name, wid * c->probes.window_ns, rows, n);
+    for (int i = 0; i < n; i++) {
+        free(attrs[i]);
     }
     return rc;
 }

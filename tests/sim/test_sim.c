@@ -1142,10 +1142,10 @@ static void test_ctl(void) {
     char trace7[17];
     memcpy(trace7, msg.trace.p, 16);
     trace7[16] = '\0';
-    int core_node = dq_diagram_find(d, "front_a1");
-    n = sim_ctl_format_instance(&c, core_node, t0, t0 + 100000, 0, 7, buf, sizeof buf);
+    /* another instance of request 7: the same trace; request 8: another */
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 100000, 0, 7, buf, sizeof buf);
     CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
-    CHECK(msg.trace.n == 16 && memcmp(msg.trace.p, trace7, 16) == 0); /* one trace a request */
+    CHECK(msg.trace.n == 16 && memcmp(msg.trace.p, trace7, 16) == 0);
     n = sim_ctl_format_instance(&c, fa1, t0, t0 + 100000, 0, 8, buf, sizeof buf);
     CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
     CHECK(msg.trace.n == 16 && memcmp(msg.trace.p, trace7, 16) != 0);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "store_test_util.h"
@@ -161,65 +162,90 @@ static int collect_ex(void *ctx, const struct store_exemplar *e) {
     return 0;
 }
 
+/* An exemplar of probe "api" (rank 0 has attributes). */
+static struct store_exemplar ex(int rank, const char *status, double d, const char *trace,
+                                int64_t end) {
+    return (struct store_exemplar){.status = status,
+                                   .duration = d,
+                                   .end_ns = end,
+                                   .trace_id = trace,
+                                   .instance_id = "9f2c",
+                                   .node = rank == 1 ? "a \"quoted\" node\n" : "shop@host1",
+                                   .attrs_json = rank == 0 ? "{\"region\":\"eu\"}" : NULL};
+}
+
+/* One window of "api" with one exemplar (for the retention and upgrade cases). */
 static void put_ex(struct store *st, int64_t start, int rank, const char *status, double d,
                    const char *trace) {
-    struct store_exemplar e = {.probe = "api",
-                               .start_ns = start,
-                               .rank = rank,
-                               .status = status,
-                               .duration = d,
-                               .end_ns = start + SEC / 2,
-                               .trace_id = trace,
-                               .instance_id = "9f2c",
-                               .node = "shop@host1",
-                               .attrs_json = rank == 0 ? "{\"region\":\"eu\"}" : NULL};
-    CHECK_INT(store_exemplar_put(st, &e), DQ_OK);
+    struct store_exemplar e = ex(rank, status, d, trace, start + SEC / 2);
+    CHECK_INT(store_exemplars_put(st, "api", start, &e, 1), DQ_OK);
 }
 
 static void test_exemplars(void) {
     char path[512];
     tmp_path(path, sizeof path, "ex.db");
     struct store *st = open_at(path, 0);
-    put_ex(st, T0, 0, "ok", 0.090, "aa01");
-    put_ex(st, T0, 1, "ok", 0.050, "aa02");
-    put_ex(st, T0, 2, "fa", 0.010, "aa03");
-    put_ex(st, T0 + SEC, 0, "ok", 0.120, "bb01");
-    put_ex(st, T0 + SEC, 1, "to", 0.500, "bb02");
+    /* as the core keeps them: the successful ones slowest first, then the failed ones */
+    struct store_exemplar w0[] = {ex(0, "ok", 0.090, "aa01", T0 + SEC / 2),
+                                  ex(1, "ok", 0.050, "aa02", T0 + SEC / 3),
+                                  ex(2, "fa", 0.010, "aa03", T0 + SEC / 4)};
+    struct store_exemplar w1[] = {ex(0, "ok", 0.120, "bb01", T0 + SEC + 1),
+                                  ex(1, "to", 0.500, "bb02", T0 + SEC + 2)};
+    struct store_exemplar w2[] = {ex(2, "fa", 0.020, "cc01", T0 + 2 * SEC + 1)}; /* none ok */
+    CHECK_INT(store_exemplars_put(st, "api", T0, w0, 3), DQ_OK);
+    CHECK_INT(store_exemplars_put(st, "api", T0 + SEC, w1, 2), DQ_OK);
+    CHECK_INT(store_exemplars_put(st, "api", T0 + 2 * SEC, w2, 1), DQ_OK);
     struct ex_rows r = {0};
     CHECK_INT(store_exemplars_each(st, "api", T0, T0 + 5 * SEC, 0, 0, collect_ex, &r), DQ_OK);
     CHECK_INT(r.n, 3); /* the successful ones, slowest first */
     CHECK(strcmp(r.trace[0], "bb01") == 0 && strcmp(r.trace[1], "aa01") == 0 &&
           strcmp(r.trace[2], "aa02") == 0);
     CHECK(r.attrs[1] && !r.attrs[2]);
-    memset(&r, 0, sizeof r);
-    CHECK_INT(store_exemplars_each(st, "api", T0, T0 + 5 * SEC, 0, 1, collect_ex, &r), DQ_OK);
-    CHECK_INT(r.n, 1); /* the limit */
+    CHECK(r.start[0] == T0 + SEC && r.rank[0] == 0 && r.rank[2] == 1);
+    /* the limit: the slowest ones, found from the windows' slowest */
+    for (int lim = 1; lim <= 3; lim++) {
+        memset(&r, 0, sizeof r);
+        CHECK_INT(store_exemplars_each(st, "api", T0, T0 + 5 * SEC, 0, lim, collect_ex, &r), DQ_OK);
+        CHECK_INT(r.n, lim);
+        CHECK(strcmp(r.trace[lim - 1], lim == 1 ? "bb01" : lim == 2 ? "aa01" : "aa02") == 0);
+    }
     memset(&r, 0, sizeof r);
     CHECK_INT(store_exemplars_each(st, "api", T0, T0 + 5 * SEC, 1, 0, collect_ex, &r), DQ_OK);
-    CHECK_INT(r.n, 2); /* failed and timed out, newest first */
-    CHECK(strcmp(r.status[0], "to") == 0 && strcmp(r.status[1], "fa") == 0);
+    CHECK_INT(r.n, 3); /* failed and timed out, newest first */
+    CHECK(strcmp(r.trace[0], "cc01") == 0 && strcmp(r.status[1], "to") == 0 &&
+          strcmp(r.status[2], "fa") == 0);
     /* [from, to): the second window only */
     memset(&r, 0, sizeof r);
     CHECK_INT(store_exemplars_each(st, "api", T0 + SEC, T0 + 2 * SEC, 0, 0, collect_ex, &r), DQ_OK);
     CHECK_INT(r.n, 1);
-    /* a rewrite of a window: cleared, then written */
-    CHECK_INT(store_exemplars_clear(st, "api", T0), DQ_OK);
+    /* a rewrite of a window replaces its exemplars */
+    CHECK_INT(store_exemplars_put(st, "api", T0, w2, 1), DQ_OK);
     memset(&r, 0, sizeof r);
     CHECK_INT(store_exemplars_each(st, "api", T0, T0 + SEC, 0, 0, collect_ex, &r), DQ_OK);
     CHECK_INT(r.n, 0);
+    int64_t newest = 0;
+    CHECK_INT(store_exemplars_newest(st, "api", &newest), DQ_OK);
+    CHECK_INT(newest, T0 + 2 * SEC);
+    CHECK_INT(store_exemplars_newest(st, "other", &newest), DQ_ENOTFOUND);
     /* refusals */
-    struct store_exemplar bad = {.probe = "api", .start_ns = T0, .status = "slow", .duration = 1};
-    CHECK_INT(store_exemplar_put(st, &bad), DQ_EINVAL);
+    struct store_exemplar bad = ex(3, "slow", 1, NULL, T0);
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, 1), DQ_EINVAL);
     bad.status = "ok";
     bad.duration = -1;
-    CHECK_INT(store_exemplar_put(st, &bad), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, 1), DQ_EINVAL);
     bad.duration = 1;
     bad.attrs_json = "[1, 2]"; /* attributes are an object */
-    CHECK_INT(store_exemplar_put(st, &bad), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, 1), DQ_EINVAL);
+    bad.attrs_json = "{\"a\": "; /* not JSON */
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, 1), DQ_EINVAL);
     bad.attrs_json = NULL;
-    bad.probe = "no such probe!";
-    CHECK_INT(store_exemplar_put(st, &bad), DQ_EINVAL);
-    CHECK_INT(store_exemplar_put(st, NULL), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "no such probe!", T0, &bad, 1), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "api", T0, NULL, 1), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, 0), DQ_EINVAL);
+    CHECK_INT(store_exemplars_put(st, "api", T0, &bad, STORE_EXEMPLARS_MAX + 1), DQ_EINVAL);
+    memset(&r, 0, sizeof r);
+    CHECK_INT(store_exemplars_each(st, "api", T0, T0 + SEC, 1, 0, collect_ex, &r), DQ_OK);
+    CHECK_INT(r.n, 1); /* what the refusals did not replace */
     store_close(st);
 }
 
@@ -425,6 +451,97 @@ static void test_history_retention(void) {
     dq_destroy(q);
 }
 
+/* ---- a window close at scale, with and without the history ------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * Times the daemon's per-window write for 1000 probes: the two summary rows each (as
+ * before version 6), then the same plus the window's ΔQ and 5 exemplars each (what dqd
+ * writes now when every probe's instances carry ids), alternating, on the same file so
+ * that both see the same moments of a shared machine. Printed, not asserted: the machine
+ * is shared (docs/PERFORMANCE.md, "Store").
+ */
+static void test_window_close_history(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "hbatch.db");
+    struct store *st = open_at(path, 0);
+    enum { PROBES = 1000, ROUNDS = 11, EXEMPLARS = 5 };
+    static char names[PROBES][16];
+    struct dq *q = sample_dq();
+    CHECK_INT(store_begin(st), DQ_OK);
+    for (int i = 0; i < PROBES; i++) {
+        snprintf(names[i], sizeof names[i], "probe_%d", i);
+        struct store_probe sp = {.name = names[i], .dmax_ms = 100, .bins = 100, .enabled = true};
+        CHECK_INT(store_probe_upsert(st, &sp), DQ_OK);
+    }
+    CHECK_INT(store_commit(st), DQ_OK);
+    double plain[ROUNDS], full[ROUNDS];
+    int failures = 0;
+    for (int k = 0; k < 2 * ROUNDS; k++) {
+        int with = k % 2;
+        int64_t start = T0 + k * SEC;
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        failures += store_begin(st) != DQ_OK;
+        for (int i = 0; i < PROBES; i++) {
+            struct store_window w = {.probe = names[i],
+                                     .kind = STORE_OBSERVED,
+                                     .start_ns = start,
+                                     .end_ns = start + SEC,
+                                     .n = 67,
+                                     .n_ok = 60,
+                                     .n_fa = 5,
+                                     .n_to = 2,
+                                     .mean = 0.01,
+                                     .p50 = 0.003,
+                                     .p95 = 0.25,
+                                     .p99 = NAN,
+                                     .lost = 7.0 / 67.0};
+            failures += store_window_put(st, &w) != DQ_OK;
+            w.kind = STORE_CALCULATED;
+            failures += store_window_put(st, &w) != DQ_OK;
+            if (with) {
+                failures += store_window_dq_put(st, names[i], start, start + SEC, q) != DQ_OK;
+                struct store_exemplar e[EXEMPLARS];
+                for (int r = 0; r < EXEMPLARS; r++) {
+                    e[r] = (struct store_exemplar){.status = "ok",
+                                                   .duration = 0.25 - r * 0.01,
+                                                   .end_ns = start + SEC / 2,
+                                                   .trace_id = "5b8aa5a2d2c872e8",
+                                                   .instance_id = "9f2c41aa07d3e1b0",
+                                                   .node = "shop@host1",
+                                                   .attrs_json = "{\"request\":\"4711\"}"};
+                }
+                failures += store_exemplars_put(st, names[i], start, e, EXEMPLARS) != DQ_OK;
+            }
+        }
+        failures += store_commit(st) != DQ_OK;
+        (with ? full : plain)[k / 2] = seconds_since(&t0);
+    }
+    CHECK_INT(failures, 0);
+    int n = 0;
+    CHECK_INT(store_window_dqs_each(st, "probe_999", INT64_MIN, INT64_MAX, count_dq, &n), DQ_OK);
+    CHECK_INT(n, ROUNDS);
+    qsort(plain, ROUNDS, sizeof plain[0], cmp_double);
+    qsort(full, ROUNDS, sizeof full[0], cmp_double);
+    printf("window close, %d probes, %d transactions each, alternating: summaries only median "
+           "%.2f ms; with the ΔQ and %d exemplars each median %.2f ms (x%.2f)\n",
+           PROBES, ROUNDS, plain[ROUNDS / 2] * 1e3, EXEMPLARS, full[ROUNDS / 2] * 1e3,
+           full[ROUNDS / 2] / plain[ROUNDS / 2]);
+    store_close(st);
+    dq_destroy(q);
+}
+
 static int setup(void) {
     return tmp_setup("storehist");
 }
@@ -439,7 +556,7 @@ static void teardown(void) {
 
 static const struct check_case cases[] = {
     CHECK_CASE(window_dqs),     CHECK_CASE(exemplars),         CHECK_CASE(marks),
-    CHECK_CASE(upgrade_from_5), CHECK_CASE(history_retention),
+    CHECK_CASE(upgrade_from_5), CHECK_CASE(history_retention), CHECK_CASE(window_close_history),
 };
 
 int main(int argc, char **argv) {
