@@ -118,8 +118,8 @@ bench-web: build
 
 # The dashboard's pictures in docs/ (running.md, the tutorial), made by its browser tests:
 # docs/dashboard.png (tree27 after a diagnosis), and dashboard-history.png,
-# dashboard-heatmap.png, dashboard-800.png (a range across a restart, the heatmap, marks
-# and exemplars, the page at 800 px).
+# dashboard-operators.png, dashboard-800.png (a range across a restart with the heatmap,
+# marks and exemplars; a choice's panel; the page at 800 px).
 docs-screenshots: build
 	@python3 tests/web/test_dashboard.py $(BUILD)/controller/dqd $(BUILD)/controller/dqctl \
 		$(BUILD)/scenarios/sim/dqsim scenarios/tree27.dq $(BUILD)/tests/web/artifacts \

@@ -338,9 +338,10 @@ def main(c):
                          % (PANEL % "root"))
         layout(c, browser, "1500 px")
         shot("dashboard-history.png")
-        browser.evaluate(PANEL % "root" + ".querySelector('.chart[data-kind=\"heat\"]')"
-                         ".scrollIntoView({block: 'center'})")
-        shot("dashboard-heatmap.png")
+        browser.evaluate(PANEL % "route" + ".scrollIntoView()")
+        browser.wait_for("%s.querySelectorAll('.family tr[data-child]').length === 2" %
+                         (PANEL % "route"))
+        shot("dashboard-operators.png")
         browser.evaluate(PANEL % "shard3" + ".scrollIntoView()")
         browser.wait_for("%s.querySelector('.chart[data-kind=\"cdf\"] canvas')" % (PANEL % "shard3"))
         legend = browser.evaluate("[...%s.querySelectorAll('.chart[data-kind=\"cdf\"] "
