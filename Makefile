@@ -35,7 +35,8 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev
 	|| echo nodejs npm)
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check size-check \
-	bench fuzz fuzz-build demo matrix install clean bench-web docs-screenshot docs-screenshots
+	bench fuzz fuzz-build demo matrix install clean bench-web bench-nanopb docs-screenshot \
+	docs-screenshots
 
 all: build
 
@@ -128,6 +129,16 @@ docs-screenshots: build
 		$(BUILD)/scenarios/sim/dqsim $(BUILD)/tests/web/artifacts --docs-dir docs
 
 docs-screenshot: docs-screenshots
+
+# The protobuf decoders against nanopb (docs/otlp.md §9, "The options"): not part of make
+# bench, since the build needs nanopb only for this comparison.
+NANOPB_PACKAGES := nanopb libnanopb-dev
+bench-nanopb: deps
+	@./tools/install-deps $(NANOPB_PACKAGES)
+	@./tools/quiet "configure $(BUILD)" cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DDQD_WERROR=ON -DDQD_BENCH_NANOPB=ON
+	@./tools/quiet "build bench_otlp_nanopb" cmake --build $(BUILD) -j $(JOBS) --target bench_otlp_nanopb
+	@$(BUILD)/tests/otlp/bench_otlp_nanopb
 
 demo: build
 	@./tools/demo $(BUILD)

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "adapt.h"
 #include "api.h"
@@ -42,9 +41,6 @@ struct dqd {
     struct clock_manual manual; /* --clock sim: the time the simulator gave */
     struct store_lock *lock;    /* DB.lock: no second dqd on this database */
     int remove_db;              /* a failed start created the database: remove it when closed */
-    int started;                /* the start succeeded (a stop is recorded: dqd_stopped): 2
-                                   once dqd_started is recorded, 1 before (simulated time:
-                                   at the first clock line) */
     struct store *store;
     struct core *core;
     struct adapt *adapt;
@@ -60,6 +56,9 @@ struct dqd {
     uv_timer_t window_timer;
     int window_timer_open;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
+    int started;              /* dqd_create succeeded: a shutdown is a stop to record */
+    int start_recorded;       /* dqd_started is in the store (simulated time: from the first
+                                 clock line on) */
     /* shutdown */
     int closing, pending_closes;
     void (*on_closed)(void *);
@@ -100,16 +99,20 @@ static void schedule_window_timer(struct dqd *d) {
     uv_timer_start(&d->window_timer, on_window_timer, wait_ms, 0);
 }
 
-/* --clock sim: a simulator moved time forward. */
-static void run_event(struct dqd *d, const char *kind);
+/* The run's start in the store's events (dqd_started), once. */
+static void record_start(struct dqd *d) {
+    d->start_recorded = 1;
+    core_record_start(d->core, DQD_VERSION);
+}
 
+/* --clock sim: a simulator moved time forward. */
 static void on_sim_clock(void *ctx, int64_t ns) {
     struct dqd *d = ctx;
     if (!d->closing && clock_manual_set(&d->manual, ns)) {
-        if (d->started == 1) {
+        if (d->started && !d->start_recorded) {
             /* in simulated time the run begins where the simulator's time does */
-            d->started = 2;
-            run_event(d, "dqd_started");
+            core_set_start(d->core, ns);
+            record_start(d);
         }
         close_due(d);
     }
@@ -158,23 +161,9 @@ static void close_store(struct dqd *d) {
     d->lock = NULL;
 }
 
-/* "dqd_started" / "dqd_stopped" in the store's events (the dashboard's marks). */
-static void run_event(struct dqd *d, const char *kind) {
-    char detail[96];
-    snprintf(detail, sizeof detail, "{\"version\":\"%s\",\"pid\":%ld}", DQD_VERSION,
-             (long)getpid());
-    struct store_event ev = {.kind = kind, .detail_json = detail};
-    if (store_event_add(d->store, &ev, NULL) != DQ_OK) {
-        LOG(LOG_WARN, "store: event %s not recorded: %s", kind, dq_last_error());
-    }
-}
-
 static void finish_if_done(struct dqd *d) {
     if (!d->closing || d->pending_closes > 0) {
         return;
-    }
-    if (d->started) {
-        run_event(d, "dqd_stopped");
     }
     api_destroy(d->api);
     events_destroy(d->events);
@@ -239,6 +228,17 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         core_remove_source(d->core, s);
         d->pending_closes++;
         ingest_close(s, on_part_closed, d);
+    }
+    if (d->started) {
+        if (!d->start_recorded) {
+            record_start(d); /* simulated time that never moved: a stop needs its start */
+        }
+        /* nothing is read any more: what was received is kept, in partial windows */
+        struct adapt_stats as = {.pending_wid = -1};
+        if (d->adapt) {
+            adapt_get_stats(d->adapt, &as);
+        }
+        core_stop(d->core, clock_now(&d->clock), as.pending_wid, NULL);
     }
     d->pending_closes--;
     finish_if_done(d);
@@ -550,9 +550,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         return dq_fail(rc, "%s", msg);
     }
     d->remove_db = 0;
-    d->started = o->clock == DQD_CLOCK_SIM ? 1 : 2;
-    if (d->started == 2) {
-        run_event(d, "dqd_started");
+    d->started = 1;
+    if (o->clock != DQD_CLOCK_SIM) {
+        record_start(d); /* simulated time: at the first clock line */
     }
     log_started(d);
     *out = d;

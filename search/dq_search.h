@@ -600,6 +600,11 @@ int search_observe_ready(int enough, const struct search_check *c, int exhausted
  * between its value at the verdict and the runner-up's then. */
 int search_still_holds(double now, double at_verdict, double runner_at_verdict);
 
+/* 1 when a culprit still stands out from its siblings now: its value less its half-width
+ * above `rival`, the largest of theirs plus their half-widths (−INFINITY: it has none). A
+ * culprit back to normal fails both this and search_still_holds. */
+int search_stands_out(double value, double half_width, double rival);
+
 /* ---- queues: where a node saturates ------------------------------------------------------ */
 
 /*

@@ -4,6 +4,7 @@
  * person's investigation follows once its node is checked, and whether a localized
  * culprit still holds its problem. Pure functions of statistics and verdicts.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +204,8 @@ int search_observe_ready(int enough, const struct search_check *c, int exhausted
 
 int search_still_holds(double now, double at_verdict, double runner_at_verdict) {
     return now > 0.5 * (at_verdict + runner_at_verdict);
+}
+
+int search_stands_out(double value, double half_width, double rival) {
+    return rival > -INFINITY && value - half_width > rival;
 }

@@ -165,17 +165,21 @@ void store_refuse_commits(struct store *st, int n);
 
 /* One row of `probes`. */
 struct store_probe {
-    const char *name;       /* [A-Za-z_][A-Za-z0-9_]*, at most STORE_PROBE_NAME_MAX bytes */
-    double dmax_ms;         /* configured dMax in ms, > 0; NAN = not set (daemon default) */
-    int bins;               /* bins over dMax, 1..DQ_MAX_BINS; 0 = not set */
-    bool enabled;           /* the wrapper should report it (has a dMax on the wrapper) */
-    bool always_on;         /* part of the baseline: never disabled by the adaptive loop */
-    const char *qta_json;   /* required ΔQ as JSON text, NULL = none */
-    int servers;            /* read only here (store_probe_set_servers): servers of the station
-                               the probe measures, 0 = not set */
-    const char *quiet_json; /* read only here (store_probe_set_quiet): its quiet windows */
-    int64_t created_ns;     /* read only: first upsert */
-    int64_t updated_ns;     /* read only: last change */
+    const char *name;         /* [A-Za-z_][A-Za-z0-9_]*, at most STORE_PROBE_NAME_MAX bytes */
+    double dmax_ms;           /* configured dMax in ms, > 0; NAN = not set (daemon default) */
+    int bins;                 /* bins over dMax, 1..DQ_MAX_BINS; 0 = not set */
+    bool enabled;             /* the wrapper should report it (has a dMax on the wrapper) */
+    bool always_on;           /* part of the baseline: never disabled by the adaptive loop */
+    const char *qta_json;     /* required ΔQ as JSON text, NULL = none */
+    int servers;              /* read only here (store_probe_set_servers): servers of the station
+                                 the probe measures, 0 = not set */
+    const char *quiet_json;   /* read only here (store_probe_set_quiet): its quiet windows */
+    int64_t last_instance_ns; /* read only here (store_probe_set_last): the END of its newest
+                                 instance as last recorded; 0 = not known */
+    const char *last_origin;  /* read only here (store_probe_set_last): JSON of where that came
+                                 from, NULL = not known */
+    int64_t created_ns;       /* read only: first upsert */
+    int64_t updated_ns;       /* read only: last change */
 };
 
 typedef int (*store_probe_cb)(void *ctx, const struct store_probe *p);
@@ -211,6 +215,12 @@ int store_probe_set_servers(struct store *st, const char *name, int servers);
 /* The probe's quiet windows as JSON (an array; NULL clears them); DQ_EINVAL when invalid. */
 int store_probe_set_quiet(struct store *st, const char *name, const char *quiet_json);
 
+/* Where and when a probe was last heard from: the END of its newest instance (0 leaves it
+ * as it is) and its origin as JSON ({"label","node","app","kind"}; NULL leaves it). The
+ * probe must exist (store_probe_ensure). DQ_EINVAL for invalid JSON. */
+int store_probe_set_last(struct store *st, const char *name, int64_t last_instance_ns,
+                         const char *last_origin_json);
+
 /* Deletes the probe and, through the foreign keys, its windows and triggers. DQ_ENOTFOUND
    if unknown. The adaptive log (investigations, hypotheses, ...) keeps naming it. */
 int store_probe_delete(struct store *st, const char *name);
@@ -237,14 +247,19 @@ struct store_window {
     double p50;    /* quantiles in seconds; NAN = not reached by the tangible mass */
     double p95;
     double p99;
-    double lost; /* lost mass in [0, 1]; NAN = none (no instances) */
+    double lost;    /* lost mass in [0, 1]; NAN = none (no instances) */
+    bool partial;   /* dqd ran for only [start, end] of the window (it stopped or started in
+                       it, or the window ended before it started: instances sent late) */
+    int64_t run_ns; /* when the dqd run that wrote the row started; 0 = not known (rows
+                       from before schema version 6) */
 };
 
 typedef int (*store_window_cb)(void *ctx, const struct store_window *w);
 
 /*
- * Writes one summary row. Writing the same (probe, kind, start_ns) again replaces the row,
- * so a window re-closed after a restart is not duplicated. A probe the store does not know
+ * Writes one summary row. Writing the same (probe, kind, start_ns, run_ns) again replaces
+ * the row, so a window written twice by one run is not duplicated, while two runs that each
+ * saw part of a window keep a row each. A probe the store does not know
  * yet is registered with default settings first (as store_probe_ensure), like the daemon
  * registers unknown probes on first sight. Call it between store_begin and store_commit
  * at window close. DQ_EINVAL for a bad probe name, end_ns < start_ns or a bad kind.
@@ -303,7 +318,14 @@ int store_event_add(struct store *st, const struct store_event *ev, int64_t *id)
 int store_events_each(struct store *st, const char *probe, const char *kind, int64_t after_id,
                       int limit, store_event_cb cb, void *ctx);
 
-/* ---- the history: window ΔQs, exemplars, marks (schema version 6) ------------------ */
+/* The newest event of `kind`: its id and time. DQ_ENOTFOUND when there is none. */
+int store_event_last(struct store *st, const char *kind, int64_t *id, int64_t *time_ns);
+
+/* The time of the newest thing the store recorded (a window's end, an event, a command);
+ * 0 for an empty store. Where a dqd that did not stop cleanly was last known to run. */
+int store_last_record_ns(struct store *st, int64_t *ns);
+
+/* ---- the history: window ΔQs, exemplars, marks (schema version 7) ------------------ */
 
 /*
  * A window's observed ΔQ kept for the heatmap of the ΔQ over time (window_dqs): its counts
@@ -588,7 +610,7 @@ int store_hypotheses_of_probe(struct store *st, const char *probe, store_hypothe
 int store_hypothesis_chain(struct store *st, int64_t id, store_hypothesis_cb cb, void *ctx);
 
 /* Statuses of a command. */
-#define STORE_COMMAND_STATUSES "sent, acked, failed, not_applied"
+#define STORE_COMMAND_STATUSES "sent, acked, failed, not_applied, ambiguous"
 
 /* One row of `commands`: something dqd sent (or meant to send) to a wrapper. */
 struct store_command {

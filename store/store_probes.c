@@ -10,7 +10,8 @@
 #include <stdio.h>
 
 #define PROBE_COLUMNS                                                                              \
-    "name, dmax_ms, bins, enabled, always_on, qta, created_ns, updated_ns, servers, quiet"
+    "name, dmax_ms, bins, enabled, always_on, qta, created_ns, updated_ns, servers, quiet, "       \
+    "last_instance_ns, last_origin"
 
 static int check_range(const char *name, double dmax_ms, int bins) {
     if (!isnan(dmax_ms) && !(dmax_ms > 0 && isfinite(dmax_ms))) {
@@ -72,6 +73,8 @@ static int probe_row(sqlite3_stmt *s, void *arg) {
         .updated_ns = sqlite3_column_int64(s, 7),
         .servers = sqlite3_column_int(s, 8),
         .quiet_json = store__column_text(s, 9),
+        .last_instance_ns = sqlite3_column_int64(s, 10),
+        .last_origin = store__column_text(s, 11),
     };
     return it->cb.probe(it->ctx, &p);
 }
@@ -172,6 +175,19 @@ int store_probe_set_quiet(struct store *st, const char *name, const char *quiet_
         store__write(st, STORE__PROBE_SET_QUIET, "UPDATE probes SET quiet = ?2 WHERE name = ?1",
                      "probe set quiet", true, "tt", name, quiet_json);
     return not_in_store(rc, "probe set quiet", name);
+}
+
+int store_probe_set_last(struct store *st, const char *name, int64_t last_instance_ns,
+                         const char *last_origin_json) {
+    if (!name) {
+        return dq_fail(DQ_EINVAL, "store_probe_set_last: NULL name");
+    }
+    /* NULL binds as NULL: coalesce keeps what the row has */
+    int rc = store__write(st, STORE__PROBE_SET_LAST,
+                          "UPDATE probes SET last_instance_ns = coalesce(?2, last_instance_ns),"
+                          " last_origin = coalesce(?3, last_origin) WHERE name = ?1",
+                          "probe set last", true, "tLt", name, last_instance_ns, last_origin_json);
+    return not_in_store(rc, "probe set last", name);
 }
 
 int store_probe_delete(struct store *st, const char *name) {

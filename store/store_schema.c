@@ -256,7 +256,46 @@ static const char *const migration5[] = {
 };
 
 /*
- * Version 6 (issue 27): the history the dashboard shows beyond the ring. window_dqs: a
+ * Version 6 (issue 25): a stop keeps what it has. windows: `partial` (1: dqd ran for only
+ * part of the window, [start_ns, end_ns] is that part: the windows open when it stopped,
+ * closed early, and the one it started in) and `run_ns` (when the dqd that wrote the row
+ * started): two runs that each saw part of one window keep a row each, where the upsert on
+ * (probe, start_ns, kind) would have let the second overwrite the first. probes:
+ * `last_instance_ns` (the END of its newest instance) and `last_origin` (JSON: the
+ * connection that came from), written at the stop and whenever the origin changes, so that
+ * a silence after a restart is dated and named. commands: the status `ambiguous` (a legacy
+ * wrapper's own connection among several on one host: whether the command reached it cannot
+ * be told), widened as in version 3.
+ */
+static const char *const migration6[] = {
+    "ALTER TABLE windows ADD COLUMN partial INTEGER NOT NULL DEFAULT 0\n"
+    "  CHECK (partial IN (0, 1));\n",
+    "ALTER TABLE windows ADD COLUMN run_ns INTEGER;\n",
+    "DROP INDEX windows_probe_start;\n",
+    /* rows from before version 6 have no run_ns: NULLs are distinct, so they stay as they are */
+    "CREATE UNIQUE INDEX windows_probe_start ON windows (probe, start_ns, kind, run_ns);\n",
+    "DROP VIEW windows_v;\n",
+    "CREATE VIEW windows_v AS SELECT probe, kind,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS start,\n"
+    "  (end_ns - start_ns) / 1e6 AS period_ms, n, n_ok, n_fa, n_to,\n"
+    "  round(mean * 1e3, 3) AS mean_ms, round(p50 * 1e3, 3) AS p50_ms,\n"
+    "  round(p95 * 1e3, 3) AS p95_ms, round(p99 * 1e3, 3) AS p99_ms, round(lost, 6) AS lost,\n"
+    "  partial FROM windows;\n",
+    "ALTER TABLE probes ADD COLUMN last_instance_ns INTEGER;\n",
+    "ALTER TABLE probes ADD COLUMN last_origin TEXT\n"
+    "  CHECK (last_origin IS NULL OR json_valid(last_origin));\n",
+    "PRAGMA writable_schema = ON;\n",
+    "UPDATE sqlite_schema SET sql = replace(sql,\n"
+    "  'status IN (''sent'', ''acked'', ''failed'', ''not_applied'')',\n"
+    "  'status IN (''sent'', ''acked'', ''failed'', ''not_applied'', ''ambiguous'')')\n"
+    "  WHERE type = 'table' AND name = 'commands';\n",
+    "PRAGMA schema_version = " STORE_SCHEMA_VERSION_NEXT ";\n",
+    "PRAGMA writable_schema = OFF;\n",
+    NULL,
+};
+
+/*
+ * Version 7 (issue 27): the history the dashboard shows beyond the ring. window_dqs: a
  * window's observed ΔQ as counts per bin, sparse (a JSON object "bin": count, only the bins
  * with instances), on the probe's grid coarsened to at most 256 bins (adjacent bins merged
  * in powers of two, exact), for the heatmap of the ΔQ over time; kept for its own retention
@@ -265,7 +304,7 @@ static const char *const migration5[] = {
  * ids, node, attributes), for the way from a slow window to a slow request: one row per
  * window (a JSON array), with its slowest duration indexed.
  */
-static const char *const migration6[] = {
+static const char *const migration7[] = {
     "CREATE TABLE window_dqs (\n"
     "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
     "  start_ns INTEGER NOT NULL,\n"
@@ -311,7 +350,9 @@ const struct store__migration store__migrations[] = {
     {3, "verdicts healthy and aborted", migration3, true},
     {4, "probe servers and quiet windows, verdict overload", migration4, true},
     {5, "outcome diagrams", migration5, false},
-    {6, "window ΔQs and exemplars", migration6, false},
+    {6, "partial windows and runs, a probe's last instance and origin, commands ambiguous",
+     migration6, true},
+    {7, "window ΔQs and exemplars", migration7, false},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -14,7 +14,8 @@
 #include <stdio.h>
 
 #define WINDOW_COLUMNS                                                                             \
-    "probe, kind, start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost"
+    "probe, kind, start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost, partial, "     \
+    "run_ns"
 
 const char *store_kind_name(enum store_kind kind) {
     switch (kind) {
@@ -54,14 +55,17 @@ int store_window_put(struct store *st, const struct store_window *w) {
     rc = store__prepare(
         st, STORE__WINDOW_PUT,
         "INSERT INTO windows (" WINDOW_COLUMNS ") VALUES"
-        " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-        " ON CONFLICT (probe, start_ns, kind) DO UPDATE SET end_ns = excluded.end_ns,"
+        " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+        " ON CONFLICT (probe, start_ns, kind, run_ns) DO UPDATE SET end_ns = excluded.end_ns,"
         " n = excluded.n, n_ok = excluded.n_ok, n_fa = excluded.n_fa,"
         " n_to = excluded.n_to, mean = excluded.mean, p50 = excluded.p50,"
-        " p95 = excluded.p95, p99 = excluded.p99, lost = excluded.lost",
-        &s, "ttllllllddddd", w->probe, kind, w->start_ns, w->end_ns, (int64_t)w->n,
-        (int64_t)w->n_ok, (int64_t)w->n_fa, (int64_t)w->n_to, w->mean, w->p50, w->p95, w->p99,
-        w->lost);
+        " p95 = excluded.p95, p99 = excluded.p99, lost = excluded.lost,"
+        " partial = excluded.partial",
+        &s,
+        "ttllllllddddd"
+        "bL",
+        w->probe, kind, w->start_ns, w->end_ns, (int64_t)w->n, (int64_t)w->n_ok, (int64_t)w->n_fa,
+        (int64_t)w->n_to, w->mean, w->p50, w->p95, w->p99, w->lost, (int)w->partial, w->run_ns);
     if (rc) {
         return rc;
     }
@@ -94,6 +98,8 @@ static void read_window(sqlite3_stmt *s, struct store_window *w) {
     w->p95 = store__column_double(s, 8);
     w->p99 = store__column_double(s, 9);
     w->lost = store__column_double(s, 10);
+    w->partial = sqlite3_column_int(s, 11) != 0;
+    w->run_ns = sqlite3_column_int64(s, 12);
 }
 
 static int window_row(sqlite3_stmt *s, void *arg) {
@@ -112,9 +118,10 @@ int store_windows_each(struct store *st, const char *probe, enum store_kind kind
     struct store__iter it = {.ctx = ctx, .cb.window = cb, .probe = probe, .kind = kind};
     /* a negative LIMIT is no limit */
     return store__query(st, STORE__WINDOW_RANGE,
-                        "SELECT start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost"
-                        " FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns >= ?3"
-                        " AND start_ns < ?4 ORDER BY start_ns DESC LIMIT ?5",
+                        "SELECT start_ns, end_ns, n, n_ok, n_fa, n_to, mean, p50, p95, p99, lost,"
+                        " partial, run_ns FROM windows WHERE probe = ?1 AND kind = ?2"
+                        " AND start_ns >= ?3 AND start_ns < ?4 ORDER BY start_ns DESC,"
+                        " end_ns DESC LIMIT ?5",
                         window_row, &it, "reading windows", NULL, "ttlli", probe, kname, from_ns,
                         to_ns, limit > 0 ? limit : -1);
 }
@@ -185,6 +192,51 @@ int store_events_each(struct store *st, const char *probe, const char *kind, int
                         limit > 0 ? limit : -1);
 }
 
+static int event_last_row(sqlite3_stmt *s, void *arg) {
+    int64_t *out = arg;
+    out[0] = sqlite3_column_int64(s, 0);
+    out[1] = sqlite3_column_int64(s, 1);
+    return 0;
+}
+
+int store_event_last(struct store *st, const char *kind, int64_t *id, int64_t *time_ns) {
+    if (!kind) {
+        return dq_fail(DQ_EINVAL, "store_event_last: NULL kind");
+    }
+    int64_t got[2] = {0, 0};
+    char missing[128];
+    snprintf(missing, sizeof missing, "no %.64s event", kind);
+    int rc = store__query(st, STORE__EVENT_LAST,
+                          "SELECT id, time_ns FROM events WHERE kind = ?1 ORDER BY id DESC LIMIT 1",
+                          event_last_row, got, "reading events", missing, "t", kind);
+    if (rc == DQ_OK) {
+        if (id) {
+            *id = got[0];
+        }
+        if (time_ns) {
+            *time_ns = got[1];
+        }
+    }
+    return rc;
+}
+
+static int one_int64(sqlite3_stmt *s, void *arg) {
+    *(int64_t *)arg = sqlite3_column_int64(s, 0);
+    return 0;
+}
+
+int store_last_record_ns(struct store *st, int64_t *ns) {
+    if (!ns) {
+        return dq_fail(DQ_EINVAL, "store_last_record_ns: NULL out");
+    }
+    *ns = 0;
+    return store__query(st, STORE__LAST_RECORD,
+                        "SELECT max(coalesce((SELECT max(end_ns) FROM windows), 0),"
+                        " coalesce((SELECT max(time_ns) FROM events), 0),"
+                        " coalesce((SELECT max(time_ns) FROM commands), 0))",
+                        one_int64, ns, "reading the last record", NULL, "");
+}
+
 /* ---- retention ------------------------------------------------------------------- */
 
 void store_retention_default(struct store_retention *r) {
@@ -246,7 +298,7 @@ static int prune_probe(struct store *st, const char *probe, int64_t now, int64_t
     if (r->window_max_rows > 0) {
         for (int k = STORE_OBSERVED; k <= STORE_CALCULATED; k++) {
             /* The newest max_rows rows survive: delete from the (max_rows+1)-th newest
-               start on. start_ns is unique per (probe, kind), so this is exact. */
+               start on (two runs' rows of one window share a start: both go, or stay). */
             rc = store__prepare(st, STORE__WINDOW_PRUNE_ROWS,
                                 "DELETE FROM windows WHERE probe = ?1 AND kind = ?2 AND start_ns"
                                 " <= (SELECT start_ns FROM windows WHERE probe = ?1 AND kind = ?2"

@@ -427,6 +427,11 @@ int adapt_open_investigations(const struct adapt *a) {
     return n;
 }
 
+void adapt_min_sample(const struct adapt *a, uint64_t *instances, uint32_t *windows) {
+    *instances = a->params.min_instances;
+    *windows = a->params.min_windows;
+}
+
 void adapt_triggers_each(const struct adapt *a,
                          void (*fn)(void *ctx, const struct adapt_trigger_view *t), void *ctx) {
     for (int i = 0; i < a->st.n_triggers; i++) {

@@ -4,7 +4,7 @@
  * node's ΔQ calculated from its parts' observed ΔQs, once as they are and once with the
  * culprits put back to their references (their baselines from before the problem, or,
  * without one, the runner-up sibling they were judged against). When a material part of
- * the node's change remains (a quarter of it, and beyond SEARCH_Z standard errors), the
+ * the node's change remains (a tenth of it, and beyond SEARCH_Z standard errors), the
  * search goes on from the node, each child weighed by its own mean less what the culprits
  * found put into it; the verdict names every culprit with the share of the change it
  * explains (the what-if with it alone put back), the shares scaled to add up to at most
@@ -21,7 +21,7 @@
 
 #include "dq_error.h"
 
-#define UNEXPLAINED_SHARE 0.25 /* a remainder this share of the change goes on searching */
+#define UNEXPLAINED_SHARE 0.10 /* a remainder this share of the change goes on searching */
 
 /* The diagram's what-if over windows [from, pl->upto). */
 struct what_if {
@@ -134,7 +134,8 @@ static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) 
 }
 
 /* The change at inv's node over [from, upto) against its baseline (mean, or lost fraction
- * for a lost problem) and its standard error; NAN when it has no baseline. */
+ * for a lost problem) and its standard error as independent instances; NAN when it has no
+ * baseline. */
 static double node_change(struct plan *pl, const struct investigation *inv, int64_t from,
                           double *se) {
     const struct probe *p = adapt__probe(pl->a, inv->node);
@@ -148,8 +149,12 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
             d = search_stats_lost(&r.s) - search_stats_lost(&b.s);
             *se = hypot(search_stats_lost_se(&r.s), search_stats_lost_se(&b.s));
         } else if (r.s.n_ok > 1 && b.s.n_ok > 1) {
+            /* the instances' own standard error, not the windows' (batch means): whether to
+             * look for another culprit is a question the continued search answers with its
+             * own intervals; this only keeps it from chasing a remainder within the noise */
             d = r.s.mean - b.s.mean;
-            *se = hypot(search_stats_mean_se(&r.s), search_stats_mean_se(&b.s));
+            *se =
+                hypot(sqrt(r.s.variance / (double)r.s.n_ok), sqrt(b.s.variance / (double)b.s.n_ok));
         }
     }
     adapt__node_stats_release(&r);
@@ -213,13 +218,27 @@ static void name_culprits(const struct investigation *inv, const double *share, 
             json_object_set_new(o, "share", json_real(share[k]));
         }
         json_array_append_new(list, o);
-        int n = snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "", inv->culprits[k],
-                         isfinite(share[k]) ? 100.0 * share[k] : 0.0);
+        int n = isfinite(share[k])
+                    ? snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "",
+                               inv->culprits[k], 100.0 * share[k])
+                    : snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", inv->culprits[k]);
         len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : len;
     }
     json_object_set_new(ev, "culprits", list);
     json_object_set_new(ev, "explained", json_real(all));
     json_object_set_new(ev, "change", json_real(change));
+}
+
+/* reason without a leading "localized at CULPRIT: " (a sentence around it names the
+ * culprit already). */
+static const char *strip_localized(const char *reason, const char *culprit) {
+    static const char head[] = "localized at ";
+    size_t n = sizeof head - 1, c = strlen(culprit);
+    if (strncmp(reason, head, n) == 0 && strncmp(reason + n, culprit, c) == 0 &&
+        strncmp(reason + n + c, ": ", 2) == 0) {
+        return reason + n + c + 2;
+    }
+    return reason;
 }
 
 int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
@@ -239,21 +258,21 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     double rest = change * (1.0 - all);
-    const char *unit = inv->problem == SEARCH_LOST ? "%" : "ms";
-    double f = inv->problem == SEARCH_LOST ? 100.0 : 1e3;
+    char part[64], whole[64];
+    adapt__amount_pm(inv->problem, all * change, NAN, part, sizeof part);
+    adapt__amount_pm(inv->problem, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
                   inv->problem == SEARCH_SHAPE;
     if (by_mean && rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se &&
         inv->n_culprits < ADAPT_MAX_CULPRITS) {
-        char why[sizeof names + 2 * PROBES_NAME_MAX + 400];
+        char why[sizeof names + 2 * PROBES_NAME_MAX + 400], left[96];
+        adapt__amount_pm(inv->problem, rest, se, left, sizeof left);
         snprintf(why, sizeof why,
-                 "%s explain%s %.0f %% of %s's change (%.3g %s of %.3g %s against its baseline); "
-                 "%.3g %s ± %.2g remain unexplained: the search goes on from %s for another "
-                 "culprit",
+                 "%s explain%s %.0f %% of %s's change (%s of %s against its baseline); %s "
+                 "remain unexplained: the search goes on from %s for another culprit",
                  inv->n_culprits == 1 ? culprit : names, inv->n_culprits == 1 ? "s" : "",
-                 100.0 * all, inv->node, all * change * f, unit, change * f, unit, rest * f, unit,
-                 se * f, inv->node);
+                 100.0 * all, inv->node, part, whole, left, inv->node);
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
         int64_t hyp =
             adapt__hypothesis(pl, inv, inv->hyp_id, culprit, "culprit", NULL,
@@ -264,17 +283,16 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
         return 1;
     }
     if (inv->n_culprits == 1) {
-        snprintf(reason + len, cap - len,
-                 "; %s explains %.0f %% of %s's change (%.3g %s of %.3g %s)", culprit, 100.0 * all,
-                 inv->node, all * change * f, unit, change * f, unit);
+        snprintf(reason + len, cap - len, "; %s explains %.0f %% of %s's change (%s of %s)",
+                 culprit, 100.0 * all, inv->node, part, whole);
         return 0;
     }
-    char *last = strdup(reason);
+    char *last = strdup(strip_localized(reason, culprit));
     snprintf(reason, cap,
-             "localized at %d culprits: %s explain %.0f %% of %s's change together (%.3g %s of "
-             "%.3g %s); the last found: %s",
-             inv->n_culprits, names, 100.0 * all, inv->node, all * change * f, unit, change * f,
-             unit, last ? last : "");
+             "localized at %d culprits: %s explain %.0f %% of %s's change together (%s of %s); "
+             "the last found, %s: %s",
+             inv->n_culprits, names, 100.0 * all, inv->node, part, whole, culprit,
+             last ? last : "");
     free(last);
     return 0;
 }
@@ -284,22 +302,24 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
     if (inv->n_culprits == 0) {
         return NULL;
     }
-    double se, change = node_change(pl, inv, inv->eval_from, &se), all = NAN;
+    int64_t from = inv->eval_from;
+    double se, change = node_change(pl, inv, from, &se), all = NAN;
     double share[ADAPT_MAX_CULPRITS];
     for (int k = 0; k < ADAPT_MAX_CULPRITS; k++) {
         share[k] = NAN;
     }
     if (change > 0) {
-        explained(pl, inv, inv->eval_from, change, &all, share);
+        explained(pl, inv, from, change, &all, share);
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);
     char *before = strdup(reason);
     snprintf(reason, cap,
-             "localized at %s: %s; the rest of %s's change is not localized (the search went "
-             "on and found %s)",
-             names, isfinite(all) ? "" : "their shares unknown", inv->node,
-             before ? before : "nothing more");
+             "localized at %d culprit%s: %s%s; the rest of %s's change is not localized (the "
+             "search went on: %s)",
+             inv->n_culprits, inv->n_culprits == 1 ? "" : "s", names,
+             isfinite(all) ? "" : " (their shares unknown)", inv->node,
+             before ? before : "it found nothing more");
     free(before);
     return inv->culprits[0];
 }

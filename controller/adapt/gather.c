@@ -195,8 +195,8 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
     check_range(pl, p, from, horizons[0], zt, c, rfrom);
-    for (int k = 1;
-         longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
+    int k = 1;
+    for (; longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
          k++) {
         int64_t longer_from = 0;
         check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
@@ -206,6 +206,17 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
                 *rfrom = longer_from;
             }
         }
+    }
+    /* where the problem began (the problem's first window, rfrom): the longest horizon that
+     * still shows it against a baseline before it, so that a baseline taken then holds no
+     * window of it; the check's answer stays the first horizon's */
+    for (; rfrom && longer && c->n > 0 && k < looks && from <= pl->upto - horizons[k]; k++) {
+        int64_t longer_from = 0;
+        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
+        if (!(longer->n > 0 && longer->has_baseline && longer->p[0].kind == c->p[0].kind)) {
+            break;
+        }
+        *rfrom = longer_from;
     }
     free(longer);
 }
@@ -326,6 +337,27 @@ static void gather_child(struct plan *pl, const struct dq_diagram *g, struct foc
     c->stats = fi->kstats[j].s;
 }
 
+/* The probability of the QTA point p violates over [from, pl->upto) (obs: its observed ΔQ
+ * there when at hand); 0 when it has no QTA, or none is violated (or it is the lost mass). */
+static double qta_level(struct plan *pl, const struct probe *p, int64_t from,
+                        const struct dq *obs) {
+    if (!p || !p->has_qta) {
+        return 0.0;
+    }
+    struct node_stats ns = {0};
+    if (!obs) {
+        adapt__gather(p, from, pl->upto, &ns);
+        obs = ns.obs;
+    }
+    struct dq_qta_result q;
+    double level = 0.0;
+    if (obs && dq_qta_eval(obs, &p->qta, &q) == DQ_OK && !q.ok && q.worst >= 0) {
+        level = p->qta.p[q.worst];
+    }
+    adapt__node_stats_release(&ns);
+    return level;
+}
+
 int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
                        struct focus_input *fi) {
     struct adapt *a = pl->a;
@@ -346,12 +378,12 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
     for (size_t j = 0; j < n; j++) {
         gather_child(pl, g, fi, j, from);
     }
-    /* a QTA problem: attribute the violated quantile (sequences) */
-    if (inv->problem == SEARCH_QTA && fp && fp->has_qta && fi->xstats.obs) {
-        struct dq_qta_result q;
-        if (dq_qta_eval(fi->xstats.obs, &fp->qta, &q) == DQ_OK && !q.ok && q.worst >= 0) {
-            fi->in.qta_p = fp->qta.p[q.worst];
-        }
+    /* a QTA problem: attribute the violated quantile (a sequence's children's quantiles, a
+     * choice's branches' mass beyond it); below the node that has the QTA, the level that
+     * node violates */
+    if (inv->problem == SEARCH_QTA) {
+        fi->in.qta_p = qta_level(pl, fp && fp->has_qta ? fp : adapt__probe(a, inv->node), from,
+                                 fp && fp->has_qta ? fi->xstats.obs : NULL);
     }
     if (inv->problem == SEARCH_SHAPE) {
         fi->in.qta_p = inv->shape_level; /* the part of the distribution that moved */

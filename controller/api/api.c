@@ -33,6 +33,42 @@ void api__iso8601(int64_t ns, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.%03dZ", day, (int)ms);
 }
 
+/* What to do about a silent probe's source, or NULL: an oscilloscope wrapper (a legacy
+ * connection) does not reconnect by itself. */
+static const char *silence_hint(const struct probe_origin_info *o) {
+    if (o->id && !o->connected && strcmp(o->kind, "legacy") == 0) {
+        return "a legacy wrapper (the oscilloscope's) does not reconnect by itself: restart it, "
+               "or its application";
+    }
+    return NULL;
+}
+
+/* The origin of a silence as JSON: {id, label, node, app, connected, kind, previous_run,
+ * hint}, or null when the probe was never heard from. */
+json_t *api__origin_json(const struct probe_origin_info *o) {
+    if (o->id == 0) {
+        return json_null();
+    }
+    const char *hint = silence_hint(o);
+    return json_pack("{s:I,s:s,s:s,s:s,s:b,s:o,s:b,s:o}", "id", (json_int_t)o->id, "label",
+                     o->label, "node", o->node, "app", o->app, "connected", o->connected, "kind",
+                     o->kind[0] ? json_string(o->kind) : json_null(), "previous_run", o->restored,
+                     "hint", hint ? json_string(hint) : json_null());
+}
+
+json_t *api__downtime_json(struct api *api) {
+    struct core_downtime dt;
+    core_downtime(api->env.core, &dt);
+    if (dt.from_ns <= 0) {
+        return json_null();
+    }
+    char from[48], to[48];
+    api__iso8601(dt.from_ns, from, sizeof from);
+    api__iso8601(dt.to_ns, to, sizeof to);
+    return json_pack("{s:I,s:s,s:I,s:s,s:b}", "from_ns", (json_int_t)dt.from_ns, "from", from,
+                     "to_ns", (json_int_t)dt.to_ns, "to", to, "clean", dt.clean);
+}
+
 json_t *api__silence_json(struct api *api, const struct probe *p) {
     struct probe_silence si;
     if (!p->enabled || !probes_silence(core_probes(api->env.core), p, &si)) {
@@ -41,32 +77,51 @@ json_t *api__silence_json(struct api *api, const struct probe *p) {
     char since[48];
     api__iso8601(si.since_ns, since, sizeof since);
     int known = si.origin.id != 0;
-    return json_pack("{s:s,s:I,s:s,s:I,s:o,s:o,s:o,s:b}", "probe", p->name, "since_ns",
-                     (json_int_t)si.since_ns, "since", since, "windows", (json_int_t)si.windows,
-                     "origin", known ? json_string(si.origin.label) : json_null(), "node",
-                     known ? json_string(si.origin.node) : json_null(), "app",
-                     known ? json_string(si.origin.app) : json_null(), "connected",
-                     si.origin.connected);
+    json_t *o = json_pack(
+        "{s:s,s:I,s:s,s:I,s:o,s:o,s:o,s:b}", "probe", p->name, "since_ns", (json_int_t)si.since_ns,
+        "since", since, "windows", (json_int_t)si.windows, "origin",
+        known ? json_string(si.origin.label) : json_null(), "node",
+        known ? json_string(si.origin.node) : json_null(), "app",
+        known ? json_string(si.origin.app) : json_null(), "connected", si.origin.connected);
+    json_object_set_new(o, "kind",
+                        known && si.origin.kind[0] ? json_string(si.origin.kind) : json_null());
+    /* the connection was one of dqd's previous run (the store named it) */
+    json_object_set_new(o, "previous_run", json_boolean(known && si.origin.restored));
+    const char *hint = silence_hint(&si.origin);
+    json_object_set_new(o, "hint", hint ? json_string(hint) : json_null());
+    /* a silence that began before this run spans the time dqd was not running */
+    struct core_downtime dt;
+    core_downtime(api->env.core, &dt);
+    json_object_set_new(o, "dqd_not_running",
+                        dt.from_ns > 0 && si.since_ns < dt.to_ns ? api__downtime_json(api)
+                                                                 : json_null());
+    return o;
 }
 
 struct status_ctx {
     json_t *wrappers;
     size_t connections; /* inbound and connected */
     size_t connected;   /* connected, either way */
+    size_t distinct;    /* connected wrappers: a paired data link and listener once */
 };
 
 static void status_link(void *ctx, const struct core_link_info *li) {
     struct status_ctx *sc = ctx;
     sc->connections += li->inbound && li->connected;
     sc->connected += li->connected != 0;
-    json_array_append_new(sc->wrappers,
-                          json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id",
-                                    (json_int_t)li->id, "kind", li->kind, "peer", li->peer, "node",
-                                    li->node, "app", li->app, "connected", li->connected, "running",
-                                    li->running < 0 ? json_null() : json_boolean(li->running),
-                                    "instances", (json_int_t)li->instances, "protocol_errors",
-                                    (json_int_t)li->protocol_errors, "dropped_by_wrapper",
-                                    (json_int_t)li->dropped_by_wrapper));
+    /* a pair is counted at its data link (the inbound one), or at the listener when the
+     * data link is gone */
+    sc->distinct += li->connected && !(li->paired_with && !li->inbound);
+    json_t *w = json_pack(
+        "{s:I,s:s,s:s,s:s,s:s,s:b,s:o,s:I,s:I,s:I}", "id", (json_int_t)li->id, "kind", li->kind,
+        "peer", li->peer, "node", li->node, "app", li->app, "connected", li->connected, "running",
+        li->running < 0 ? json_null() : json_boolean(li->running), "instances",
+        (json_int_t)li->instances, "protocol_errors", (json_int_t)li->protocol_errors,
+        "dropped_by_wrapper", (json_int_t)li->dropped_by_wrapper);
+    json_object_set_new(w, "pairing", li->pairing ? json_string(li->pairing) : json_null());
+    json_object_set_new(w, "paired_with",
+                        li->paired_with ? json_integer((json_int_t)li->paired_with) : json_null());
+    json_array_append_new(sc->wrappers, w);
 }
 
 /* The live event hub's counters: {"clients", "connects", "dropped", "published"}. */
@@ -89,7 +144,7 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
     for (int e = 1; e < WIRE_E_COUNT; e++) {
         errors += ss.protocol_errors[e];
     }
-    struct status_ctx sc = {json_array(), 0, 0};
+    struct status_ctx sc = {json_array(), 0, 0, 0};
     core_links_each(core, status_link, &sc);
     /* enabled probes whose source disconnected or went silent */
     json_t *silent = json_array();
@@ -118,6 +173,13 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    if (api->env.adapt) {
+        uint64_t min_n;
+        uint32_t min_w;
+        adapt_min_sample(api->env.adapt, &min_n, &min_w);
+        json_object_set_new(data, "min_instances", json_integer((json_int_t)min_n));
+        json_object_set_new(data, "min_windows", json_integer((json_int_t)min_w));
+    }
     json_t *sources = json_array();
     for (int i = 0; i < api->env.n_sources; i++) {
         if (api->env.sources[i]) {
@@ -129,6 +191,7 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
     const char *down_label = NULL;
     int64_t down_ns = core_last_link_down(core, &down_label);
     json_object_set_new(data, "wrappers_connected", json_integer((json_int_t)sc.connected));
+    json_object_set_new(data, "wrappers_distinct", json_integer((json_int_t)sc.distinct));
     json_t *down = json_null();
     if (down_ns > 0) {
         char when[48];
@@ -137,6 +200,8 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
                          down_label);
     }
     json_object_set_new(data, "last_wrapper_down", down);
+    /* the time dqd was not running before this run (null on a new store) */
+    json_object_set_new(data, "downtime", api__downtime_json(api));
     /* what a change (PUT, POST, DELETE) needs: nothing, the token, or nothing can do it */
     json_object_set_new(data, "changes", json_string(api__changes(api)));
     /* dqd's clock (simulated time with --clock sim), and the tracing UI's link */

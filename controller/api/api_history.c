@@ -389,19 +389,6 @@ static double jnum(json_t *o, const char *key) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* "500 ms", "1.5 s", "250 µs" */
-static void duration_text(double ms, char *buf, size_t cap) {
-    if (!isfinite(ms)) {
-        snprintf(buf, cap, "?");
-    } else if (ms >= 1000) {
-        snprintf(buf, cap, "%.3g s", ms / 1000);
-    } else if (ms >= 1) {
-        snprintf(buf, cap, "%.3g ms", ms);
-    } else {
-        snprintf(buf, cap, "%.3g µs", ms * 1000);
-    }
-}
-
 /* The sentence of an adaptive loop's mark (an investigation's opening, step, verdict). */
 static void loop_sentence(const struct store_mark *m, json_t *d, char *buf, size_t cap) {
     const char *probe = m->probe ? m->probe : "?";
@@ -440,7 +427,7 @@ static void loop_sentence(const struct store_mark *m, json_t *d, char *buf, size
 /* The sentence of a mark, from its kind and detail. */
 static void mark_sentence(const struct store_mark *m, json_t *d, char *buf, size_t cap) {
     const char *probe = m->probe ? m->probe : "?";
-    char a[32], b[32];
+    char a[DQ_DURATION_TEXT], b[DQ_DURATION_TEXT];
     if (strcmp(m->kind, "trigger_fired") == 0 || strcmp(m->kind, "trigger_cleared") == 0) {
         snprintf(buf, cap, "trigger %s on %s %s", jstr(d, "kind"), probe,
                  strcmp(m->kind, "trigger_fired") == 0 ? "fired" : "cleared");
@@ -448,7 +435,7 @@ static void mark_sentence(const struct store_mark *m, json_t *d, char *buf, size
                strcmp(m->kind, "step") == 0) {
         loop_sentence(m, d, buf, cap);
     } else if (strcmp(m->kind, "probe_enabled") == 0) {
-        duration_text(jnum(d, "dmax_ms"), a, sizeof a);
+        dq_format_duration(jnum(d, "dmax_ms") / 1e3, a, sizeof a);
         snprintf(buf, cap, "%s enabled (dMax %s)%s", probe, a,
                  jnum(d, "hypothesis") > 0 ? " by the adaptive loop" : "");
     } else if (strcmp(m->kind, "probe_disabled") == 0) {
@@ -456,14 +443,16 @@ static void mark_sentence(const struct store_mark *m, json_t *d, char *buf, size
                  jnum(d, "hypothesis") > 0 ? " by the adaptive loop" : "");
     } else if (strcmp(m->kind, "probe_dmax") == 0 || strcmp(m->kind, "auto_range") == 0) {
         int auto_range = m->kind[0] == 'a';
-        duration_text(jnum(d, "old_dmax_ms"), a, sizeof a);
-        duration_text(jnum(d, auto_range ? "new_dmax_ms" : "dmax_ms"), b, sizeof b);
+        dq_format_duration(jnum(d, "old_dmax_ms") / 1e3, a, sizeof a);
+        dq_format_duration(jnum(d, auto_range ? "new_dmax_ms" : "dmax_ms") / 1e3, b, sizeof b);
         snprintf(buf, cap, "%s: dMax %s → %s%s%s%s", probe, a, b,
                  auto_range ? " (auto-range, " : "", auto_range ? jstr(d, "reason") : "",
                  auto_range ? ")" : "");
-    } else if (strcmp(m->kind, "dqd_started") == 0 || strcmp(m->kind, "dqd_stopped") == 0) {
-        snprintf(buf, cap, "dqd %s %s", jstr(d, "version"),
-                 strcmp(m->kind, "dqd_started") == 0 ? "started" : "stopped");
+    } else if (strcmp(m->kind, "dqd_started") == 0) {
+        snprintf(buf, cap, "dqd%s%s started", jstr(d, "version")[0] ? " " : "", jstr(d, "version"));
+    } else if (strcmp(m->kind, "dqd_stopped") == 0) {
+        snprintf(buf, cap, "dqd stopped%s",
+                 jnum(d, "partial_windows") > 0 ? ", its open windows kept as partial ones" : "");
     } else if (strcmp(m->kind, "probe_silent") == 0) {
         const char *node = jstr(d, "node");
         snprintf(buf, cap, "%s went silent: no data from %s%s%s", probe,

@@ -93,10 +93,20 @@ void api__iso8601(int64_t ns, char *buf, size_t cap);
 
 /*
  * An enabled probe's silence as the status lists it: {probe, since_ns, since, windows,
- * origin, node, app, connected} (origin, node and app null when the probe was never heard
- * from); JSON null when p is not silent. A new reference.
+ * origin, node, app, connected, kind, previous_run, hint, dqd_not_running} (origin, node,
+ * app and kind null when the probe was never heard from; previous_run: the origin was a
+ * connection of dqd's previous run; hint: what to do, or null; dqd_not_running: the gap
+ * before this run when the silence began before it, else null); JSON null when p is not
+ * silent. A new reference.
  */
 json_t *api__silence_json(struct api *api, const struct probe *p);
+
+/* The gap before this run of dqd: {"from_ns","from","to_ns","to","clean"}, or JSON null
+ * when no previous run is known (a new store). */
+json_t *api__downtime_json(struct api *api);
+/* The origin of a silence: {id, label, node, app, connected, kind, previous_run, hint}, or
+ * null when the probe was never heard from. */
+json_t *api__origin_json(const struct probe_origin_info *o);
 
 /* A probe's tracer figures as the API shows them ({"installed","calls","dropped",
  * "sampling","refused"}), or JSON null for a probe never bound to a function. */

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 
 static json_t *json_text_or_null(const char *text) {
     json_error_t err;
@@ -301,6 +302,23 @@ static const char *strip_verb(const char *reason) {
     return reason;
 }
 
+/* "fb and sb": every culprit a verdict's evidence names when there are several, else the
+ * verdict's node (NULL: none). */
+static void culprits_text(json_t *ev, const char *node, char *buf, size_t cap) {
+    json_t *list = json_object_get(ev, "culprits");
+    size_t n = json_array_size(list);
+    snprintf(buf, cap, "%s", node ? node : "");
+    if (n < 2) {
+        return;
+    }
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(list, i), "probe"));
+        dq_strbuf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", p ? p : "?");
+    }
+}
+
 /*
  * The why in plain sentences, from the start of the investigation down to the probe:
  * who started it, each descent with the numbers that chose it, the step that enabled the
@@ -321,12 +339,19 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     int overload = (mode && strcmp(mode, "overload") == 0) ||
                    json_is_true(json_object_get(root_stats, "overload"));
     if (strcmp(json_string_value(json_object_get(enabling, "action")), "enable") == 0) {
-        snprintf(buf, sizeof buf,
-                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
-                 ", %s%s had no recent statistics, so it was enabled with its children to "
-                 "decide from their data what is wrong.",
-                 probe, when, inv_id, strcmp(probe, enode) == 0 ? "because " : "together with ",
-                 strcmp(probe, enode) == 0 ? "it" : enode);
+        if (strcmp(probe, enode) == 0) {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", because it had no recent statistics, so it was enabled with its "
+                     "children to decide from their data what is wrong.",
+                     probe, when, inv_id);
+        } else {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", together with %s, which had no recent statistics: %s and its children "
+                     "were enabled to decide from their data what is wrong.",
+                     probe, when, inv_id, enode, enode);
+        }
     } else if (overload) {
         snprintf(buf, sizeof buf,
                  "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
@@ -368,20 +393,31 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  json_string_value(json_object_get(check, "node")), stats_reason(check));
         json_array_append_new(s, json_string(buf));
     }
-    /* the descents, from the root down: each hypothesis's node was chosen at its parent */
+    /* the descents and the culprits found, from the root down: each step was weighed at the
+     * node its evidence names (the focus), else at its parent's node */
     size_t n = json_array_size(chain);
     for (size_t i = n; i-- > 1;) {
         json_t *h = json_array_get(chain, i);
         const char *action = json_string_value(json_object_get(h, "action"));
-        if (strcmp(action, "descend") != 0) {
+        int culprit = strcmp(action, "culprit") == 0;
+        if (strcmp(action, "descend") != 0 && !culprit) {
             continue;
         }
         const char *node = json_string_value(json_object_get(h, "node"));
-        const char *from =
-            i + 1 < n ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
-                      : "?";
-        snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
-                 strip_verb(stats_reason(h)), node);
+        const char *from = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(h, "stats"), "evidence"), "focus"),
+            "node"));
+        if (!from) {
+            from = i + 1 < n
+                       ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
+                       : "?";
+        }
+        if (culprit) { /* its reason names the culprit and what remains */
+            snprintf(buf, sizeof buf, "At %s, a culprit: %s.", from, stats_reason(h));
+        } else {
+            snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
+                     strip_verb(stats_reason(h)), node);
+        }
         json_array_append_new(s, json_string(buf));
     }
     const char *verdict = json_string_value(json_object_get(inv, "verdict"));
@@ -389,7 +425,9 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
         const char *vn = json_string_value(json_object_get(inv, "verdict_node"));
         json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
         const char *vr = json_string_value(json_object_get(ev, "reason"));
-        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, vn ? " at " : "", vn ? vn : "",
+        char at[1024];
+        culprits_text(ev, vn, at, sizeof at);
+        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, at[0] ? " at " : "", at,
                  vr ? ": " : "", vr ? strip_verb(vr) : "");
     } else {
         snprintf(buf, sizeof buf, "The investigation is still open.");
@@ -448,16 +486,32 @@ static void add_silence(struct api *api, const struct probe *p, json_t *out) {
                      "connected wrapper sent anything.",
                      p->name, when, windows, windows == 1 ? "" : "s");
         } else {
+            const char *hint = json_string_value(json_object_get(si, "hint"));
             snprintf(buf, sizeof buf,
                      "%s has had no data since %s (%" JSON_INTEGER_FORMAT
-                     " window%s): the connection it last came from, %s (node %s), %s.",
-                     p->name, when, windows, windows == 1 ? "" : "s", label,
-                     node && node[0] ? node : "unknown",
+                     " window%s): the connection it last came from%s, %s (node %s), %s%s%s.",
+                     p->name, when, windows, windows == 1 ? "" : "s",
+                     json_is_true(json_object_get(si, "previous_run")) ? " before dqd's restart"
+                                                                       : "",
+                     label, node && node[0] ? node : "unknown",
                      json_is_true(json_object_get(si, "connected"))
                          ? "is still connected but has sent nothing since"
-                         : "is disconnected");
+                         : "is disconnected",
+                     hint ? ": " : "", hint ? hint : "");
         }
         json_array_append_new(json_object_get(out, "sentences"), json_string(buf));
+        const json_t *gap = json_object_get(si, "dqd_not_running");
+        if (json_is_object(gap)) {
+            char from[64], to[64];
+            clock_text((int64_t)json_integer_value(json_object_get(gap, "from_ns")), from,
+                       sizeof from);
+            clock_text((int64_t)json_integer_value(json_object_get(gap, "to_ns")), to, sizeof to);
+            snprintf(buf, sizeof buf, "dqd was not running from %s to %s (%s).", from, to,
+                     json_is_true(json_object_get(gap, "clean"))
+                         ? "it stopped cleanly"
+                         : "it did not record a stop: from its last record");
+            json_array_append_new(json_object_get(out, "sentences"), json_string(buf));
+        }
     }
     json_object_set_new(out, "silent", si);
 }
@@ -468,14 +522,54 @@ static size_t links_with(json_t *run, const char *status, char *buf, size_t cap)
     json_t *c;
     buf[0] = '\0';
     json_array_foreach(run, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
-            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
-                             json_string_value(json_object_get(c, "wrapper")));
+        const json_t *w = json_object_get(c, "wrapper");
+        int seen = 0; /* a run may hold a link twice (an enable, then a dMax): once here */
+        for (size_t j = 0; j < i && !seen; j++) {
+            const json_t *e = json_array_get(run, j);
+            seen = json_equal(json_object_get(e, "wrapper"), w) &&
+                   json_equal(json_object_get(e, "status"), json_object_get(c, "status"));
+        }
+        if (!seen && strcmp(json_string_value(json_object_get(c, "status")), status) == 0) {
+            int k = snprintf(buf + len, cap - len, "%s%s", n ? ", " : "", json_string_value(w));
             len = k > 0 && len + (size_t)k < cap ? len + (size_t)k : len;
             n++;
         }
     }
     return n;
+}
+
+/* What a sent or ambiguous command's links were to their wrappers, one sentence per link
+ * with a detail: "On 5 127.0.0.1:8081 it went to the wrapper's command listener (…)." */
+static void add_link_details(json_t *run, json_t *sentences) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(run, i, c) {
+        const char *status = json_string_value(json_object_get(c, "status"));
+        const char *detail = json_string_value(json_object_get(c, "detail"));
+        if (!status || !detail || !detail[0]) {
+            continue;
+        }
+        int said = 0; /* one sentence per link and detail (a run may hold a link twice) */
+        for (size_t j = 0; j < i && !said; j++) {
+            const json_t *e = json_array_get(run, j);
+            said = json_equal(json_object_get(e, "wrapper"), json_object_get(c, "wrapper")) &&
+                   json_equal(json_object_get(e, "detail"), json_object_get(c, "detail"));
+        }
+        if (said) {
+            continue;
+        }
+        char buf[1024];
+        if (strcmp(status, "sent") == 0 || strcmp(status, "acked") == 0) {
+            snprintf(buf, sizeof buf, "On %s it went to %s.",
+                     json_string_value(json_object_get(c, "wrapper")), detail);
+        } else if (strcmp(status, "ambiguous") == 0) {
+            snprintf(buf, sizeof buf, "On %s: %s.",
+                     json_string_value(json_object_get(c, "wrapper")), detail);
+        } else {
+            continue;
+        }
+        json_array_append_new(sentences, json_string(buf));
+    }
 }
 
 /*
@@ -514,7 +608,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
         json_array_append(run, json_array_get(all, i));
     }
     json_decref(all);
-    char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024];
+    char when[64], by[96], buf[4096], sent[1024], acked[1024], failed[1024], na[1024], amb[1024];
     clock_text((int64_t)(json_real_value(json_object_get(last, "time")) * 1e9), when, sizeof when);
     if (hyp) {
         snprintf(by, sizeof by, "by the adaptive loop (hypothesis #%" JSON_INTEGER_FORMAT ")", hyp);
@@ -526,6 +620,7 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     size_t n_acked = links_with(run, "acked", acked, sizeof acked);
     size_t n_failed = links_with(run, "failed", failed, sizeof failed);
     size_t n_na = links_with(run, "not_applied", na, sizeof na);
+    size_t n_amb = links_with(run, "ambiguous", amb, sizeof amb);
     size_t len = (size_t)snprintf(buf, sizeof buf, "Its last change was %s (%s) at %s, %s:",
                                   disable ? "a disable" : "an enable", cmd, when, by);
 #define PART(cnt, text, list)                                                                      \
@@ -537,11 +632,13 @@ static void add_last_change(struct api *api, const char *probe, const struct pro
     PART(n_sent, "sent, not acknowledged (legacy wrappers never acknowledge)", sent)
     PART(n_failed, "FAILED (the link was not writable)", failed)
     PART(n_na, "NOT APPLIED", na)
+    PART(n_amb, "NOT KNOWN to have reached its wrapper", amb)
 #undef PART
     if (len < sizeof buf && len > 0 && buf[len - 1] == ';') {
         buf[len - 1] = '.';
     }
     json_array_append_new(sentences, json_string(buf));
+    add_link_details(run, sentences);
     if (disable && n_na) {
         snprintf(buf, sizeof buf,
                  "A legacy wrapper has no clear_timeout: on %s %s is still reported, and dqd "
@@ -579,15 +676,17 @@ static void add_traced(const struct probe *p, json_t *out) {
                  "untraced)",
                  100.0 * ts.keep);
     }
+    char cost[DQ_DURATION_TEXT], per[DQ_DURATION_TEXT];
     snprintf(buf, sizeof buf,
              "%s is a traced function: it is bound to %s (the \"mfa\" of its configuration), so "
              "the wrapper times it with erlang:trace, no span in the code. Tracing it cost %" PRIu64
-             " traced call%s (%s%s), about %.3g ms of the node's CPU at ~%.1f µs per traced call "
+             " traced call%s (%s%s), about %s of the node's CPU at ~%s per traced call "
              "(docs/PERFORMANCE.md); the pattern is installed on %d node%s now%s.",
              p->name, p->mfa, ts.calls, ts.calls == 1 ? "" : "s", samp,
-             ts.dropped ? ", some dropped open when the pattern was removed" : "", cost_ms,
-             API_TRACE_CALL_NS / 1000.0, ts.installed, ts.installed == 1 ? "" : "s",
-             ts.installed ? "" : " (none: disabled, or refused)");
+             ts.dropped ? ", some dropped open when the pattern was removed" : "",
+             dq_format_duration(cost_ms * 1e-3, cost, sizeof cost),
+             dq_format_duration(API_TRACE_CALL_NS * 1e-9, per, sizeof per), ts.installed,
+             ts.installed == 1 ? "" : "s", ts.installed ? "" : " (none: disabled, or refused)");
     json_t *sentences = json_object_get(out, "sentences");
     json_array_append_new(sentences, json_string(buf));
     if (p->trace.refused[0]) {

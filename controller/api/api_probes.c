@@ -66,16 +66,6 @@ const struct probe_window *api__latest_of(struct probe *p, int calculated) {
     return NULL;
 }
 
-/* The origin of a silence as JSON: {id, label, node, app, connected}, or null when the
- * probe was never heard from. */
-static json_t *origin_json(const struct probe_origin_info *o) {
-    if (o->id == 0) {
-        return json_null();
-    }
-    return json_pack("{s:I,s:s,s:s,s:s,s:b}", "id", (json_int_t)o->id, "label", o->label, "node",
-                     o->node, "app", o->app, "connected", o->connected);
-}
-
 /* The node names p is split by ([] when it is not). */
 static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
     json_t *a = json_array();
@@ -84,6 +74,24 @@ static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
         json_array_append_new(a, json_string(probes_node_name(t, p, i)));
     }
     return a;
+}
+
+/*
+ * The probe's last window with instances, and how current its numbers are: "age_s", the
+ * seconds from its end to now on dqd's clock; "stale", true when windows have closed
+ * since without an instance of it (it was disabled, or went silent: the numbers are from
+ * before, not its present).
+ */
+static json_t *last_window_json(struct api *api, struct probe *p) {
+    const struct probe_window *w = api__latest_of(p, 0);
+    json_t *o = window_json(api, w);
+    if (json_is_object(o)) {
+        double end = json_number_value(json_object_get(o, "end"));
+        double now = (double)clock_now(core_clock(api->env.core)) * 1e-9;
+        json_object_set_new(o, "age_s", json_real(now > end ? now - end : 0.0));
+        json_object_set_new(o, "stale", json_boolean(w->wid < core_last_closed(api->env.core)));
+    }
+    return o;
 }
 
 static json_t *probe_summary(struct api *api, struct probe *p) {
@@ -95,9 +103,10 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
         dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok", (json_int_t)p->total_ok,
         "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
-        window_json(api, api__latest_of(p, 0)), "qta", core_qta_json(p), "silent_since_ns",
+        last_window_json(api, p), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
-        "silent_origin", silent ? origin_json(&si.origin) : json_null(), "nodes", nodes_json(t, p));
+        "silent_origin", silent ? api__origin_json(&si.origin) : json_null(), "nodes",
+        nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
     json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());
@@ -292,6 +301,28 @@ void api__get_probe(struct api *api, const struct api_call *call, struct http_re
     }
 }
 
+/*
+ * The newest calculated ΔQ w of p is older than p's newest observed one: the children
+ * had no ΔQ in that window, and a calculated ΔQ from older windows would be compared with
+ * an observed one of now. Answers 404 naming the children that are missing (returns 1).
+ */
+static int calc_is_stale(struct api *api, struct probe *p, const struct probe_window *w,
+                         struct http_response *res) {
+    const struct probe_window *obs = api__latest_of(p, 0);
+    if (!obs || (w && w->wid >= obs->wid)) {
+        return 0;
+    }
+    char missing[1024];
+    size_t n = core_calc_missing(api->env.core, p, obs->wid, missing, sizeof missing);
+    http_reply_error(res, 404, "not_found",
+                     "probe %s has no calculated ΔQ for its latest window: %s%s had no data in "
+                     "it, and a calculated ΔQ is made only from its children's ΔQs of the same "
+                     "window%s",
+                     p->name, n ? (n == 1 ? "its child " : "its children ") : "its children",
+                     n ? missing : "", w ? " (the newest there is, older: ?window=0)" : "");
+    return 1;
+}
+
 /* GET /api/v1/probes/NAME/dq?kind=observed|calculated&window=latest|N */
 void api__get_probe_dq(struct api *api, const struct api_call *call, struct http_response *res) {
     const struct http_request *req = call->req;
@@ -329,6 +360,10 @@ void api__get_probe_dq(struct api *api, const struct api_call *call, struct http
         if ((calculated ? c->calculated : c->observed) && seen++ == back) {
             w = c;
         }
+    }
+    int latest = !win || strcmp(win, "latest") == 0; /* not an explicit 0: the newest one */
+    if (calculated && latest && calc_is_stale(api, p, w, res)) {
+        return;
     }
     if (!w) {
         http_reply_error(res, 404, "not_found",
@@ -379,13 +414,28 @@ static json_t *dq_brief(struct api *api, const struct probe_window *w, int calcu
     return o;
 }
 
-/* GET /api/v1/probes/NAME/dqs: the newest observed and calculated ΔQs (the dashboard). */
+/* GET /api/v1/probes/NAME/dqs: the newest observed and calculated ΔQs (the dashboard); no
+ * calculated one older than the observed (its children's data is missing: named in
+ * "calculated_missing"). */
 void api__get_probe_dqs(struct api *api, const struct api_call *call, struct http_response *res) {
     struct probe *p = named_probe(api, call, res);
     if (p) {
-        http_reply_data(res, json_pack("{s:s,s:o,s:o}", "probe", p->name, "observed",
-                                       dq_brief(api, api__latest_of(p, 0), 0), "calculated",
-                                       dq_brief(api, api__latest_of(p, 1), 1)));
+        const struct probe_window *obs = api__latest_of(p, 0), *calc = api__latest_of(p, 1);
+        json_t *missing = json_array();
+        if (obs && (!calc || calc->wid < obs->wid)) {
+            calc = NULL; /* none, or not of the same time as the observed one */
+            char names[1024];
+            if (core_calc_missing(api->env.core, p, obs->wid, names, sizeof names) > 0) {
+                for (char *s = names, *e; s && *s; s = e ? e + 2 : NULL) {
+                    e = strstr(s, ", ");
+                    json_array_append_new(missing,
+                                          e ? json_stringn(s, (size_t)(e - s)) : json_string(s));
+                }
+            }
+        }
+        http_reply_data(res, json_pack("{s:s,s:o,s:o,s:o}", "probe", p->name, "observed",
+                                       dq_brief(api, obs, 0), "calculated", dq_brief(api, calc, 1),
+                                       "calculated_missing", missing));
     }
 }
 

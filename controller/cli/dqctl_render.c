@@ -13,28 +13,44 @@
 #include <string.h>
 #include <time.h>
 
+#include "dq.h"
 #include "dq_strbuf.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
 
 void dqctl_format_duration(double s, char *buf, size_t cap) {
-    if (!isfinite(s)) {
-        snprintf(buf, cap, "-");
-    } else if (s == 0) {
-        snprintf(buf, cap, "0");
-    } else if (s < 1e-3) {
-        snprintf(buf, cap, "%.3g us", s * 1e6);
-    } else if (s < 1.0) {
-        snprintf(buf, cap, "%.3g ms", s * 1e3);
-    } else {
-        snprintf(buf, cap, "%.3g s", s);
+    dq_format_duration(s, buf, cap);
+}
+
+int dqctl_column_width(const json_t *list, const char *key, int min, int max) {
+    int width = min;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), key, "?"));
+        width = n > width ? n : width;
     }
+    return width > max ? max : width;
+}
+
+void dqctl_format_percent(double f, char *buf, size_t cap) {
+    if (isnan(f)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.2f%%", f * 100);
+    }
+}
+
+int dqctl_cols(const char *s, int width) {
+    int extra = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        extra += (*c & 0xc0) == 0x80;
+    }
+    return width < 0 ? width - extra : width + extra;
 }
 
 /* Compact form for QTA points: 250ms, 1.5s. */
 static void format_compact(double s, char *buf, size_t cap) {
     if (s < 1e-3) {
-        snprintf(buf, cap, "%.6gus", s * 1e6);
+        snprintf(buf, cap, "%.6g\xc2\xb5s", s * 1e6);
     } else if (s < 1.0) {
         snprintf(buf, cap, "%.6gms", s * 1e3);
     } else {
@@ -229,10 +245,26 @@ void dqctl_render_silent(FILE *out, const json_t *s) {
     jsafe(s, "origin", "?", origin, sizeof origin);
     jsafe(s, "node", "", node, sizeof node);
     jsafe(s, "app", "", app, sizeof app);
-    fprintf(out, "no data from %s%s%s%s%s, %s)\n", origin, node[0] ? " node " : "", node,
+    fprintf(out, "no data from %s%s%s%s%s%s, %s)\n", origin, node[0] ? " node " : "", node,
             app[0] ? " app " : "", app,
+            json_is_true(json_object_get(s, "previous_run")) ? " before dqd's restart" : "",
             json_is_true(json_object_get(s, "connected")) ? "connected but silent"
                                                           : "disconnected");
+    const char *hint = jstr(s, "hint", NULL);
+    if (hint) {
+        fprintf(out, "  %s\n", hint);
+    }
+}
+
+/* "dqd was not running from 14:52:42 UTC to 14:52:50 UTC (it stopped cleanly)". */
+static void render_downtime(FILE *out, const json_t *gap) {
+    char from[48], to[48];
+    format_since(jnum(gap, "from_ns"), from, sizeof from);
+    format_since(jnum(gap, "to_ns"), to, sizeof to);
+    fprintf(out, "dqd was not running from %s to %s (%s)\n", from, to,
+            json_is_true(json_object_get(gap, "clean"))
+                ? "it stopped cleanly"
+                : "it did not record a stop: from its last record");
 }
 
 static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap) {
@@ -242,6 +274,25 @@ static void fmt_count(const json_t *obj, const char *key, char *buf, size_t cap)
     } else {
         snprintf(buf, cap, "%.0f", v);
     }
+}
+
+/* One row of the wrappers table; prefix "+ " marks a legacy wrapper's command link. */
+static void render_wrapper_row(FILE *out, const json_t *w, const char *prefix) {
+    const json_t *id = json_object_get(w, "id");
+    char idb[32];
+    if (json_is_integer(id)) {
+        snprintf(idb, sizeof idb, "%s%lld", prefix, (long long)json_integer_value(id));
+    } else {
+        snprintf(idb, sizeof idb, "%s%s", prefix, json_is_string(id) ? json_string_value(id) : "-");
+    }
+    const json_t *r = json_object_get(w, "running");
+    char peer[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
+    const char *kind = prefix[0] ? "commands" : jstr(w, "kind", "-");
+    fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, kind,
+            jsafe(w, "peer", "-", peer, sizeof peer), jsafe(w, "node", "-", node, sizeof node),
+            jsafe(w, "app", "-", app, sizeof app),
+            json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
+            json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
 }
 
 void dqctl_render_status(FILE *out, const json_t *st) {
@@ -264,6 +315,9 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             "probes %s (%s enabled)   connections %s   instances %s   protocol errors %s   "
             "windows closed %s\n",
             a, b, c, d, e, f);
+    if (json_is_object(json_object_get(st, "downtime"))) {
+        render_downtime(out, json_object_get(st, "downtime"));
+    }
     const json_t *silent = json_object_get(st, "silent");
     for (size_t i = 0; i < json_array_size(silent); i++) {
         dqctl_render_silent(out, json_array_get(silent, i));
@@ -290,36 +344,36 @@ void dqctl_render_status(FILE *out, const json_t *st) {
             "NODE", "APP", "CONNECTED", "RUNNING");
     for (size_t i = 0; i < json_array_size(ws); i++) {
         const json_t *w = json_array_get(ws, i);
-        const json_t *id = json_object_get(w, "id");
-        char idb[32];
-        if (json_is_integer(id)) {
-            snprintf(idb, sizeof idb, "%lld", (long long)json_integer_value(id));
-        } else {
-            snprintf(idb, sizeof idb, "%s", json_is_string(id) ? json_string_value(id) : "-");
+        const json_t *with = json_object_get(w, "paired_with");
+        if (json_is_integer(with) && strcmp(jstr(w, "kind", ""), "outbound") == 0) {
+            continue; /* a legacy wrapper's command link: under its data link */
         }
-        const json_t *r = json_object_get(w, "running");
-        char peer[PROBE_TEXT], node[PROBE_TEXT], app[PROBE_TEXT];
-        fprintf(out, "  %-6s %-9s %-22s %-16s %-16s %-10s %s\n", idb, jstr(w, "kind", "-"),
-                jsafe(w, "peer", "-", peer, sizeof peer), jsafe(w, "node", "-", node, sizeof node),
-                jsafe(w, "app", "-", app, sizeof app),
-                json_is_true(json_object_get(w, "connected")) ? "yes" : "no",
-                json_is_boolean(r) ? (json_is_true(r) ? "yes" : "no") : "-");
+        render_wrapper_row(out, w, "");
+        const json_t *pair = NULL;
+        for (size_t j = 0; json_is_integer(with) && j < json_array_size(ws) && !pair; j++) {
+            const json_t *o = json_array_get(ws, j);
+            if (json_equal(json_object_get(o, "id"), with)) {
+                pair = o;
+            }
+        }
+        if (pair) { /* one wrapper, two connections */
+            render_wrapper_row(out, pair, "+ ");
+        } else if (strcmp(jstr(w, "pairing", ""), "ambiguous") == 0) {
+            fprintf(out, "         (several legacy wrappers or command listeners on this host: "
+                         "which is whose cannot be told)\n");
+        }
     }
 }
 
 void dqctl_render_probes(FILE *out, const json_t *probes) {
-    int width = 4;
-    for (size_t i = 0; i < json_array_size(probes); i++) {
-        int n = (int)strlen(jstr(json_array_get(probes, i), "name", "?"));
-        width = n > width ? n : width;
-    }
-    width = width > 40 ? 40 : width;
-    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
-            "BINS", "N", "P50", "P95", "P99", "LOST", "QTA");
+    int width = dqctl_column_width(probes, "name", 4, 40);
+    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %-18s %s\n", width, "NAME", "STATE",
+            "DMAX", "BINS", "N", "P50", "P95", "P99", "LOST", "LAST WINDOW", "QTA");
     for (size_t i = 0; i < json_array_size(probes); i++) {
         const json_t *p = json_array_get(probes, i);
         const json_t *lw = json_object_get(p, "last_window");
         char dmax[24], n[24] = "-", p50[24] = "-", p95[24] = "-", p99[24] = "-", lost[24] = "-";
+        char last[64] = "-";
         dqctl_format_duration(jnum(p, "dmax_ms") / 1e3, dmax, sizeof dmax);
         if (json_is_object(lw)) {
             fmt_count(lw, "n", n, sizeof n);
@@ -330,6 +384,14 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
             if (!isnan(l)) {
                 snprintf(lost, sizeof lost, "%.2f%%", l * 100);
             }
+            /* how old the numbers are; a disabled or silent probe's are not its present */
+            double age = jnum(lw, "age_s");
+            if (!isnan(age)) {
+                char a[DQ_DURATION_TEXT];
+                dqctl_format_duration(age, a, sizeof a);
+                snprintf(last, sizeof last, "%s%s ago",
+                         json_is_true(json_object_get(lw, "stale")) ? "STALE, " : "", a);
+            }
         }
         char qta[256] = "-";
         const json_t *q = json_object_get(p, "qta");
@@ -339,9 +401,10 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         /* an enabled probe whose source went away is "silent", not just "on" */
         int on = json_is_true(json_object_get(p, "enabled"));
         int silent = on && json_is_number(json_object_get(p, "silent_since_ns"));
-        fprintf(out, "%-*.*s %-6s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
-                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dmax,
-                jnum(p, "bins"), n, p50, p95, p99, lost, qta);
+        fprintf(out, "%-*.*s %-6s %*s %5.0f %8s %*s %*s %*s %7s  %*s %s\n", width, width,
+                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dqctl_cols(dmax, 9),
+                dmax, jnum(p, "bins"), n, dqctl_cols(p50, 9), p50, dqctl_cols(p95, 9), p95,
+                dqctl_cols(p99, 9), p99, lost, dqctl_cols(last, -18), last, qta);
     }
 }
 
@@ -476,6 +539,7 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
         {"sent", "sent to"},
         {"failed", "FAILED on"},
         {"not_applied", "NOT applied on"},
+        {"ambiguous", "NOT known to have reached"},
     };
     if (json_array_size(commands) == 0) {
         fprintf(out, "  no wrapper is connected: wrappers get the enabled set when they "
@@ -518,6 +582,14 @@ int dqctl_render_commands(FILE *out, const char *probe, const json_t *commands) 
                 n++;
             }
             missed += k > 0 ? (int)n : 0;
+            if (k == 0 && detail[0]) {
+                /* what the link is to its wrapper: "the wrapper's command listener (…)" */
+                char d[512];
+                dqctl_escape(detail, d, sizeof d);
+                fprintf(out, "  %s sent to %s: %zu link%s (%s)\n", cmd, d, n, n == 1 ? "" : "s",
+                        links);
+                continue;
+            }
             fprintf(out, "  %s %s %zu wrapper link%s (%s)", cmd, kinds[k].text, n,
                     n == 1 ? "" : "s", links);
             if (detail[0]) {

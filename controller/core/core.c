@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
@@ -96,6 +97,29 @@ int core_set_servers(struct core *c, struct probe *p, int servers) {
     return DQ_OK;
 }
 
+/* Where and when p was last heard from before this run: its row's last instance and
+ * origin (written at the stop), or after a stop that was not clean the end of its newest
+ * window. */
+static void restore_last(struct core *c, struct probe *p, const struct store_probe *sp) {
+    p->last_end_ns = sp->last_instance_ns;
+    struct store_window w;
+    if (p->last_end_ns <= 0 &&
+        store_window_latest(c->store, p->name, STORE_OBSERVED, &w) == DQ_OK) {
+        p->last_end_ns = w.end_ns;
+    }
+    json_error_t err;
+    json_t *o = sp->last_origin ? json_loads(sp->last_origin, 0, &err) : NULL;
+    const char *label = json_string_value(json_object_get(o, "label"));
+    if (label &&
+        probes_restore_origin(&c->probes, p, label, json_string_value(json_object_get(o, "node")),
+                              json_string_value(json_object_get(o, "app")),
+                              json_string_value(json_object_get(o, "kind"))) != DQ_OK) {
+        LOG(LOG_WARN, "probe %s: its last connection (%s) is not kept: %s", p->name, label,
+            dq_last_error());
+    }
+    json_decref(o);
+}
+
 static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     struct core *c = ctx;
     struct probe *p = NULL;
@@ -117,8 +141,12 @@ static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     }
     p->servers = sp->servers > 0 ? sp->servers : 0;
     quiet_from_json(p, sp->quiet_json);
+    restore_last(c, p, sp);
     return 0;
 }
+
+static int find_downtime(struct core *c);
+static void set_downtime_end(struct core *c);
 
 int core_create(const struct core_options *o, struct store *store, const struct clock *clock,
                 struct core **out) {
@@ -156,6 +184,9 @@ int core_create(const struct core_options *o, struct store *store, const struct 
         rc = store_set_retention(store, &ret);
     }
     if (!rc) {
+        rc = find_downtime(c); /* before this run writes anything */
+    }
+    if (!rc) {
         rc = store_probes_each(store, apply_stored_probe, c);
     }
     if (rc) {
@@ -164,6 +195,46 @@ int core_create(const struct core_options *o, struct store *store, const struct 
     }
     *out = c;
     return DQ_OK;
+}
+
+/* The gap before this run, from the store: the previous run's dqd_stopped, or when it
+ * started and never recorded a stop, the last thing it recorded. */
+static int find_downtime(struct core *c) {
+    int64_t stop_id = 0, stop_ns = 0, start_id = 0, start_ns = 0, last = 0;
+    int rc = store_event_last(c->store, "dqd_stopped", &stop_id, &stop_ns);
+    int stopped = rc == DQ_OK;
+    if (rc == DQ_OK || rc == DQ_ENOTFOUND) {
+        rc = store_event_last(c->store, "dqd_started", &start_id, &start_ns);
+    }
+    if (rc == DQ_OK || rc == DQ_ENOTFOUND) {
+        rc = store_last_record_ns(c->store, &last);
+    }
+    if (rc) {
+        return rc;
+    }
+    c->down.clean = stopped && stop_id > start_id;
+    c->down_last_ns = c->down.clean ? stop_ns : last;
+    set_downtime_end(c);
+    return DQ_OK;
+}
+
+/* The gap ends where this run starts. */
+static void set_downtime_end(struct core *c) {
+    c->down.to_ns = c->started_ns;
+    c->down.from_ns = c->down_last_ns;
+    if (c->down.from_ns > c->started_ns) {
+        c->down.from_ns = c->started_ns; /* a clock set back: no gap to speak of */
+    }
+}
+
+void core_set_start(struct core *c, int64_t ns) {
+    c->started_ns = ns;
+    c->probes.open_ns = ns; /* the window it starts in is partial from there */
+    set_downtime_end(c);
+}
+
+void core_downtime(const struct core *c, struct core_downtime *out) {
+    *out = c->down;
 }
 
 void core_destroy(struct core *c) {
@@ -530,6 +601,30 @@ int64_t core_next_deadline(const struct core *c) {
     return (c->probes.next_close + 1) * c->probes.window_ns + c->probes.lag_ns;
 }
 
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf,
+                         size_t cap) {
+    if (cap) {
+        buf[0] = '\0';
+    }
+    int node = c->diagram && p ? dq_diagram_find(c->diagram, p->name) : -1;
+    if (node < 0) {
+        return 0;
+    }
+    int kids[256];
+    size_t n = dq_diagram_probe_children(c->diagram, node, kids, 256), missing = 0;
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t j = 0; j < n && j < 256; j++) {
+        const char *name = dq_diagram_node(c->diagram, kids[j])->name;
+        struct probe *k = probes_find(&c->probes, name, strlen(name));
+        const struct probe_window *w = k ? probes_ring_find(k, wid) : NULL;
+        if (!w || (!w->observed && !w->calculated)) {
+            dq_strbuf_printf(&b, "%s%s", missing++ ? ", " : "", name);
+        }
+    }
+    return missing;
+}
+
 /* Ring entry of p for wid, creating an empty one when p had no instance in it. */
 static struct probe_window *ring_entry(struct probe *p, int64_t wid) {
     if (probes_has_window(p, wid)) {
@@ -721,11 +816,25 @@ int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
     return closed;
 }
 
+/* The part of window wid this run was there for: from its start, up to its stop. Returns
+ * whether that is only part of it (a partial window). */
+static bool run_span(const struct probe_table *tb, int64_t wid, int64_t *start, int64_t *end) {
+    *start = wid * tb->window_ns;
+    *end = *start + tb->window_ns;
+    bool partial = *start < tb->open_ns || tb->stop_ns != 0;
+    if (tb->open_ns > *start && tb->open_ns < *end) {
+        *start = tb->open_ns;
+    }
+    if (tb->stop_ns != 0 && tb->stop_ns < *end) {
+        *end = tb->stop_ns > *start ? tb->stop_ns : *start;
+    }
+    return partial;
+}
+
 static int summary_row(struct core *c, const struct probe *p, const struct dq *q,
                        const struct probe_window *w, enum store_kind kind) {
-    struct store_window row = {.probe = p->name, .kind = kind};
-    row.start_ns = w->wid * c->probes.window_ns;
-    row.end_ns = row.start_ns + c->probes.window_ns;
+    struct store_window row = {.probe = p->name, .kind = kind, .run_ns = c->started_ns};
+    row.partial = run_span(&c->probes, w->wid, &row.start_ns, &row.end_ns);
     if (kind == STORE_OBSERVED) {
         row.n_ok = w->ok + w->out;
         row.n_fa = w->fa;
@@ -752,6 +861,27 @@ static int summary_row(struct core *c, const struct probe *p, const struct dq *q
     return rc;
 }
 
+/* Writes p's last origin (and with `instance`, its last instance's END) to its row. */
+static int save_last(struct core *c, const struct probe *p, int instance) {
+    struct probe_origin_info oi;
+    char *text = NULL;
+    if (probes_origin_get(&c->probes, p->origin, &oi) == DQ_OK) {
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "label", oi.label, "node", oi.node, "app",
+                              oi.app, "kind", oi.kind);
+        text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+    }
+    int rc = store_probe_ensure(c->store, p->name);
+    rc = rc ? rc : store_probe_set_last(c->store, p->name, instance ? p->last_end_ns : 0, text);
+    free(text);
+    if (rc) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: where probe %s was last heard from is not recorded: %s", p->name,
+            dq_last_error());
+    }
+    return rc;
+}
+
 int core_persist_window(struct core *c, int64_t wid) {
     int result = DQ_OK;
     for (size_t i = 0; i < c->probes.count; i++) {
@@ -764,11 +894,12 @@ int core_persist_window(struct core *c, int64_t wid) {
         if (w && w->observed) {
             rc = summary_row(c, p, w->observed, w, STORE_OBSERVED);
             result = result ? result : rc;
-            /* the window's ΔQ for the heatmap, and what identified its slowest instances */
-            int64_t start = wid * c->probes.window_ns;
-            rc = store_window_dq_put(c->store, p->name, start, start + c->probes.window_ns,
-                                     w->observed);
-            rc = rc ? rc : core__persist_exemplars(c, p, wid);
+            /* the window's ΔQ for the heatmap, and what identified its slowest instances,
+             * under the span of its summary: two runs that each saw part of it keep theirs */
+            int64_t start, end;
+            run_span(&c->probes, wid, &start, &end);
+            rc = store_window_dq_put(c->store, p->name, start, end, w->observed);
+            rc = rc ? rc : core__persist_exemplars(c, p, wid, start);
             if (rc) {
                 c->store_errors++;
                 LOG(LOG_ERROR, "store: ΔQ or exemplars of %s not recorded: %s", p->name,
@@ -779,6 +910,9 @@ int core_persist_window(struct core *c, int64_t wid) {
         if (w && w->calculated) {
             rc = summary_row(c, p, w->calculated, w, STORE_CALCULATED);
             result = result ? result : rc;
+        }
+        if (p->origin_dirty && save_last(c, p, 0) == DQ_OK) {
+            p->origin_dirty = 0; /* where it last came from: kept across restarts */
         }
         if (p->quiet_dirty) {
             /* the quiet windows changed: kept across restarts */
@@ -797,6 +931,112 @@ int core_persist_window(struct core *c, int64_t wid) {
         }
     }
     return result;
+}
+
+int core_record_start(struct core *c, const char *version) {
+    json_t *d = json_pack("{s:s,s:I,s:b}", "version", version ? version : "", "previous_ns",
+                          (json_int_t)c->down.from_ns, "previous_clean", c->down.clean);
+    char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+    struct store_event ev = {.time_ns = c->started_ns, .kind = "dqd_started", .detail_json = text};
+    int rc = store_event_add(c->store, &ev, NULL);
+    free(text);
+    if (rc) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: dqd's start is not recorded: %s", dq_last_error());
+    }
+    return rc;
+}
+
+/* Closes window wid at the stop: observed and calculated ΔQs, no decision, no auto-range. */
+static void close_at_stop(struct core *c, int64_t wid) {
+    if (c->probes.passive_new > 0) {
+        save_passive(c);
+    }
+    if (probes_close_window(&c->probes, wid) != DQ_OK) {
+        LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
+    }
+    if (c->eval) {
+        calculate(c, wid);
+    }
+    c->last_closed_wid = wid;
+}
+
+/* The instances of window wid in the ring of every probe that is persisted. */
+static uint64_t window_instances(struct core *c, int64_t wid) {
+    uint64_t n = 0;
+    for (size_t i = 0; i < c->probes.count; i++) {
+        struct probe *p = c->probes.probes[i];
+        const struct probe_window *w = probes_ring_find(p, wid);
+        if (w && !probes_evictable(&c->probes, p)) {
+            n += w->ok + w->out + w->fa + w->to;
+        }
+    }
+    return n;
+}
+
+int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_stop_report *out) {
+    struct probe_table *t = &c->probes;
+    struct core_stop_report rep = {0};
+    int rc = store_begin(c->store);
+    if (rc) {
+        c->store_errors++;
+        LOG(LOG_ERROR, "store: %s: the open windows are not recorded at the stop", dq_last_error());
+        return rc;
+    }
+    /* closed windows the adaptive loop could not record, while the rings hold them */
+    int64_t from = undecided >= 0 ? undecided : c->last_closed_wid + 1;
+    if (from < c->last_closed_wid - t->ring_cap + 1) {
+        from = c->last_closed_wid - t->ring_cap + 1;
+    }
+    for (int64_t wid = from; wid <= c->last_closed_wid; wid++) {
+        core_persist_window(c, wid);
+        rep.undecided++;
+    }
+    /* every window still open: each slot's window, as far as any instance reached */
+    probes_stop(t, now_ns);
+    int64_t first = t->next_close, last = t->next_close + t->nslots;
+    for (int64_t wid = first; wid < last; wid++) {
+        close_at_stop(c, wid);
+        uint64_t n = window_instances(c, wid);
+        core_persist_window(c, wid); /* writes only the probes that have the window */
+        rep.windows += n > 0;
+        rep.instances += n;
+    }
+    for (size_t i = 0; i < t->count; i++) {
+        struct probe *p = t->probes[i];
+        if (!probes_evictable(t, p) && (p->last_end_ns > 0 || p->origin)) {
+            save_last(c, p, 1);
+        }
+    }
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "{\"partial_windows\":%d,\"instances_in_partial\":%" PRIu64
+             ",\"undecided_windows\":%d,\"instances_total\":%" PRIu64 ",\"started_ns\":%" PRId64
+             "}",
+             rep.windows, rep.instances, rep.undecided, c->instances_total, c->started_ns);
+    struct store_event ev = {.time_ns = now_ns, .kind = "dqd_stopped", .detail_json = detail};
+    if (store_event_add(c->store, &ev, NULL) != DQ_OK) {
+        c->store_errors++;
+    }
+    rc = store_commit(c->store);
+    if (rc) {
+        c->store_errors++;
+        LOG(LOG_ERROR,
+            "store: %s: the %d windows closed at the stop (%" PRIu64 " instances) are "
+            "lost",
+            dq_last_error(), rep.windows, rep.instances);
+        return rc;
+    }
+    LOG(LOG_INFO,
+        "stop: %d windows closed and recorded as partial (%" PRIu64 " instances)%s, with each "
+        "probe's last instance and connection",
+        rep.windows, rep.instances,
+        rep.undecided ? ", and the closed windows the adaptive loop had not recorded" : "");
+    if (out) {
+        *out = rep;
+    }
+    return DQ_OK;
 }
 
 void core_prune_if_due(struct core *c) {
@@ -951,6 +1191,7 @@ void core_sources_stats(struct core *c, struct core_source_stats *st) {
         st->connections_total += one.connections_total;
         st->connections_rejected += one.connections_rejected;
         st->connections_junk += one.connections_junk;
+        st->connections_evicted += one.connections_evicted;
         st->connections_reset += one.connections_reset;
         st->reset_written_bytes += one.reset_written_bytes;
         for (int e = 0; e < WIRE_E_COUNT; e++) {

@@ -81,6 +81,8 @@ struct probe_window {
                               lets a later arrival leave first) */
     struct dq *observed;   /* owned; NULL when the window had no instance */
     struct dq *calculated; /* owned; set by the caller after the diagram ran, or NULL */
+    int partial;           /* dqd ran for part of it only: it started in it or after its start
+                              (instances sent late), or closed it at its stop (probes_stop) */
 };
 
 /* An open window's histogram (internal to the table, exposed for the struct layout). */
@@ -202,6 +204,9 @@ struct probe {
     int64_t silent_windows; /* no-data windows in the run */
     uint32_t silent_origin; /* the origin the run's last no-data window was judged by */
     int64_t last_has_wid;   /* the newest closed window with an instance; 0 = none */
+    int64_t last_end_ns;    /* END of the newest instance recorded, also one from before a
+                               restart (the store keeps it); 0 = none known */
+    int origin_dirty;       /* its origin changed since the store last had it */
 };
 
 /* How many probe names never seen before a source may still register (a token bucket). */
@@ -214,6 +219,8 @@ struct probe_name_bucket {
 struct probe_origin {
     int used;           /* the entry is in use (connected, or still named by a probe) */
     int connected;      /* 1 until probes_origin_closed */
+    int restored;       /* a connection of dqd's previous run, named by the store */
+    char kind[16];      /* what the source calls it ("legacy", "v2", …; "" unknown) */
     uint32_t refs;      /* probes whose origin or silent_origin this is */
     uint32_t node;      /* index in the table's nodes; 0 = none */
     int64_t last_rx_ns; /* when the source last received anything on it; 0 = never */
@@ -245,6 +252,9 @@ struct probe_table {
     int auto_range;
     double range_min_ms, range_max_ms;
     int64_t next_close; /* the oldest window not yet closed */
+    int64_t open_ns;    /* when the table began taking instances (probes_init's now): windows
+                           that began before are partial */
+    int64_t stop_ns;    /* probes_stop's time: windows closed from then on are partial; 0 */
     /* the window of the last recorded END, so binning needs no division while END stays
      * in it: [cur_lo, cur_lo + window_ns) is window cur_wid, in slot cur_slot. The
      * zeroed table holds window 0 in slot 0, which is correct too. */
@@ -544,7 +554,9 @@ double probes_bucket_le(int j);
 struct probe_origin_info {
     uint32_t id;
     const char *label, *node, *app; /* "" when unknown */
+    const char *kind;               /* as the source set it ("legacy", "v2", …), "" */
     int connected;
+    int restored;       /* a connection of dqd's previous run (probes_restore_origin) */
     int64_t last_rx_ns; /* 0: nothing received yet */
 };
 
@@ -589,6 +601,25 @@ void probes_origin_set_passive(struct probe_table *t, uint32_t origin, int64_t s
  * unknown id: nothing. */
 void probes_origin_closed(struct probe_table *t, uint32_t origin);
 
+/* What the source calls the connection ("legacy", "v2", "outbound"; cut to 15 bytes): the
+ * status and the silence hints say it (an oscilloscope wrapper does not reconnect). */
+void probes_origin_set_kind(struct probe_table *t, uint32_t origin, const char *kind);
+
+/*
+ * At start, before any source connects: p last heard from a connection of dqd's previous
+ * run (the store named it): a closed origin with that label, node, app and kind becomes p's,
+ * so that p's silence names it (probes_origin_get says `restored`) until p hears from a
+ * connection of this run. DQ_EFULL / DQ_ENOMEM as probes_origin_open (p keeps none then).
+ */
+int probes_restore_origin(struct probe_table *t, struct probe *p, const char *label,
+                          const char *node, const char *app, const char *kind);
+
+/*
+ * dqd stops at now_ns: windows closed from now on are partial (probes_close_window marks
+ * them and keeps them out of the quiet windows). The caller then closes the open ones.
+ */
+void probes_stop(struct probe_table *t, int64_t now_ns);
+
 /* Fills *out for origin; DQ_EINVAL (and an empty *out) for 0 or an unknown id. */
 int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe_origin_info *out);
 
@@ -598,10 +629,12 @@ int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe
  * when the origin it last heard from is disconnected, or received nothing at all since the
  * window's start (the link was silent through the whole window); a probe never heard from
  * had no data when no connected origin received anything since the window's start.
- * Otherwise the empty window is an ordinary quiet one. A run of consecutive no-data
- * windows is the probe's *silence*; it ends at the first closed window that is not no
- * data (the probe has data again, or its source is alive and simply had nothing to
- * report), or when the probe is disabled.
+ * Otherwise the empty window is an ordinary quiet one. An empty window that ended before
+ * the table began taking instances (open_ns: before dqd started) is neither: it is not
+ * judged. A run of consecutive no-data windows is the probe's *silence*; it ends at the
+ * first closed window that is not no data (the probe has data again, or its source is
+ * alive and simply had nothing to report), or when the probe is disabled. A silence is
+ * dated from the probe's last instance (last_end_ns, kept across restarts).
  */
 
 /* 1 when closed window wid of p was no data; 0 otherwise, and for windows more than
@@ -610,8 +643,11 @@ int probes_no_data(const struct probe *p, int64_t wid);
 
 /* A probe's silence, as probes_silence reports it. */
 struct probe_silence {
-    int64_t since_ns; /* start of the first no-data window of the run; 0 when not silent */
-    int64_t windows;  /* no-data windows in the run (0 when not silent) */
+    int64_t since_ns;     /* since when it has had no data: the END of its last instance (also one
+                             of dqd's previous run), else (never one) the start of the run's first
+                             no-data window; 0 when not silent */
+    int64_t run_start_ns; /* the start of the run's first no-data window */
+    int64_t windows;      /* no-data windows in the run (0 when not silent) */
     /* the origin it last came from (the one the last no-data window was judged by);
        origin 0 with "" strings: never heard from. Strings as in probes_origin_info. */
     struct probe_origin_info origin;
@@ -767,6 +803,16 @@ int64_t core_next_close(const struct core *c);
 int64_t core_last_closed(const struct core *c);
 
 /*
+ * Why probe p has no calculated ΔQ for window wid: the named children of its node in the
+ * diagram (dq_diagram_probe_children) that had no ΔQ in that window, neither observed nor
+ * calculated, written "a, b" into buf (cap bytes, cut there). A calculated ΔQ comes from
+ * every child's ΔQ of the same window, never from older ones: these are the missing.
+ * Returns how many; 0 when p is no node of the diagram, has no named children, or none
+ * is missing.
+ */
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf, size_t cap);
+
+/*
  * Writes the summary rows of window wid (one per probe and kind, observed and
  * calculated) to the store. Meant to run inside the caller's transaction (the adaptive
  * loop's, one per window). Returns DQ_OK or the first store error (the others are still
@@ -777,19 +823,83 @@ int core_persist_window(struct core *c, int64_t wid);
 /* Applies the store's retention at most every five minutes (outside any transaction). */
 void core_prune_if_due(struct core *c);
 
+/* ---- dqd's own runs ------------------------------------------------------------------------
+ *
+ * The store records when dqd starts and stops (events `dqd_started` and `dqd_stopped`), and
+ * a stop keeps what dqd has: every window still open is closed as a partial one (its row
+ * marked partial, its span the part dqd ran for) and written, with each probe's last
+ * instance and origin. So the time dqd was not running is known (the status, `why`, the
+ * dashboard and the silences say it), and a probe silent since before a restart is dated
+ * from its last instance and named by the connection it came from.
+ */
+
+/* The gap before this run. */
+struct core_downtime {
+    int64_t from_ns; /* when the previous run stopped, or (not clean) its last record in the
+                        store; 0: no previous run is known (a new store) */
+    int64_t to_ns;   /* when this run started */
+    int clean;       /* 1: the previous run recorded its stop (dqd_stopped) */
+};
+
+/* Fills *out with the gap core_create found in the store before this run. */
+void core_downtime(const struct core *c, struct core_downtime *out);
+
+/* Simulated time: this run starts at ns, the simulator's first time, not at the time the
+ * core was made with (the wall clock's); the gap before it ends there. Before
+ * core_record_start, and before any window is written. */
+void core_set_start(struct core *c, int64_t ns);
+
+/* Records this run's start (a `dqd_started` event: version, and the gap before it), once
+ * dqd has started. The store's error (counted and logged), or DQ_OK. */
+int core_record_start(struct core *c, const char *version);
+
+/* What core_stop kept. */
+struct core_stop_report {
+    int windows;        /* the open windows closed as partial that held instances */
+    uint64_t instances; /* instances in them */
+    int undecided;      /* closed windows the adaptive loop had not recorded, written too */
+};
+
+/*
+ * The stop, at now_ns (after the sources stopped reading): in one transaction, the closed
+ * windows from `undecided` on that were never written (the adaptive loop's round failed;
+ * −1: none), every open window closed as a partial window and written (the adaptive loop
+ * does not decide on it), each persisted probe's last instance and origin, and the
+ * `dqd_stopped` event. After it the core takes no instance. DQ_OK or the store's error
+ * (counted and logged: what it could not write is lost, and said so).
+ */
+int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_stop_report *out);
+
 /* ---- sources: where commands go --------------------------------------------------------- */
 
 #define CORE_MAX_SOURCES 16
 #define CORE_LABEL_MAX PROBES_LABEL_MAX
 
 /* One connection that can carry a command, as its source lists it. */
+#define CORE_DETAIL_MAX 512 /* bytes of a destination's own detail, with the NUL */
+
+/* What a destination does with a command. */
+enum core_dest_fate {
+    CORE_DEST_NOT_APPLIED = 0, /* it cannot carry it (a legacy link has no clear_timeout):
+                                  recorded not_applied, nothing sent */
+    CORE_DEST_SEND = 1,        /* it carries it: sent */
+    CORE_DEST_AMBIGUOUS = 2,   /* a connection dqd does not write to, whose wrapper may or may
+                                  not have got the command through another connection of its
+                                  source (which one cannot be told): recorded ambiguous,
+                                  nothing sent on it */
+};
+
+/* One connection that can carry a command, as its source lists it. */
 struct core_dest {
     uint64_t id;                /* the source's handle for it */
     char label[CORE_LABEL_MAX]; /* what the commands table calls it: "3 127.0.0.1:5555" */
-    int applicable;             /* 0: it cannot carry this command (a legacy link has no
-                                   clear_timeout): recorded as not applied, not sent */
+    int applicable;             /* enum core_dest_fate */
     const char *reason;         /* when not applicable: why, for the commands row (a static
                                    string; NULL gives a generic reason) */
+    /* what the row says of this destination in words of its own ("" for none): for a sent
+     * command, what the link is to its wrapper ("the wrapper's command listener …"); for
+     * one not applied or ambiguous, why (instead of reason) */
+    char detail[CORE_DETAIL_MAX];
 };
 
 /* One connection of a source, for status and /metrics. Strings valid during the call. */
@@ -803,13 +913,19 @@ struct core_link_info {
     int inbound;      /* 1 when the wrapper connected to dqd */
     int running;      /* the wrapper's last state: 1, 0, or −1 unknown */
     uint64_t instances, protocol_errors, dropped_by_wrapper;
+    /* one wrapper, two connections: a legacy wrapper's own connection (instances) and the
+     * link dqd opened to its command listener, paired by host (and app when both say one) */
+    const char *pairing;  /* "paired", "ambiguous" (several legacy wrappers or listeners on
+                             one host: not guessed), or NULL (nothing to pair) */
+    uint64_t paired_with; /* "paired": the id of the other connection; else 0 */
 };
 
 /* Totals of a source. */
 struct core_source_stats {
     uint64_t connections_total;    /* connections accepted */
     uint64_t connections_rejected; /* refused (over the connection cap, no memory, closing) */
-    uint64_t connections_junk;     /* closed for sending no valid line in time */
+    uint64_t connections_junk;     /* closed: its first lines were all malformed */
+    uint64_t connections_evicted;  /* closed at the connection cap: the one silent longest */
     uint64_t connections_reset;    /* closed by a reset from the peer (TCP RST): the lines
                                       it sent that dqd had not read yet are lost, how many
                                       cannot be known */
@@ -903,12 +1019,13 @@ enum core_change_kind {
 
 /* One command as recorded: where it goes, its commands-table row, and its fate. */
 struct core_sent {
-    int source;                 /* index among the registered sources */
-    uint64_t dest;              /* the source's handle */
-    int64_t row;                /* commands-table id, 0 when it could not be recorded */
-    int applicable;             /* 0: not applied (nothing is sent); −1 after a failed send */
-    const char *reason;         /* why not applied (the source's static string), or NULL */
-    char label[CORE_LABEL_MAX]; /* as the source named it */
+    int source;                   /* index among the registered sources */
+    uint64_t dest;                /* the source's handle */
+    int64_t row;                  /* commands-table id, 0 when it could not be recorded */
+    int applicable;               /* enum core_dest_fate; −1 after a failed send */
+    const char *reason;           /* why not applied (the source's static string), or NULL */
+    char label[CORE_LABEL_MAX];   /* as the source named it */
+    char detail[CORE_DETAIL_MAX]; /* the source's own words for it, "" for none */
 };
 
 /*
@@ -927,12 +1044,14 @@ struct core_change {
     int range_k;         /* CORE_RANGE: the new width exponent */
     int64_t hypothesis;  /* the hypothesis it serves, 0 = none (a person, the config) */
     json_t *report;      /* borrowed, may be NULL: an array to which core_change_apply appends
-                            one {"link", "command", "status": "sent"|"not_applied"|"failed",
-                            "row"} per destination (what happened on every link) */
+                            one {"link", "command", "status": "sent"|"not_applied"|"failed"|
+                            "ambiguous", "row", "detail"} per destination (what happened on
+                            every link; detail may be absent) */
     /* filled by core_change_record */
     struct core_sent *sent; /* owned; released by core_change_release */
     size_t n_sent;
     size_t n_not_applied; /* destinations that cannot carry it (kept after the release) */
+    size_t n_ambiguous;   /* destinations recorded ambiguous (kept after the release) */
     int recorded;
 };
 
@@ -941,10 +1060,10 @@ struct core_change {
 int core_change_needed(const struct core_change *ch);
 
 /*
- * Step 1: writes the change to the store (probe row, command rows with status "sent" or
- * "not_applied"). Call inside a store transaction to make it part of a larger decision.
- * DQ_OK, DQ_ENOMEM, or the store's error (counted); ch->sent lists the destinations
- * either way, so core_change_apply can still act.
+ * Step 1: writes the change to the store (probe row, command rows with status "sent",
+ * "not_applied" or "ambiguous", each with the destination's detail). Call inside a store
+ * transaction to make it part of a larger decision. DQ_OK, DQ_ENOMEM, or the store's error
+ * (counted); ch->sent lists the destinations either way, so core_change_apply can still act.
  */
 int core_change_record(struct core *c, struct core_change *ch);
 

@@ -207,6 +207,27 @@ int core_change_needed(const struct core_change *ch) {
     return 1;
 }
 
+/* A destination's commands-row status and detail (NULL: none). */
+static const char *sent_status(const struct core_sent *s) {
+    return s->applicable == CORE_DEST_SEND          ? "sent"
+           : s->applicable == CORE_DEST_NOT_APPLIED ? "not_applied"
+           : s->applicable == CORE_DEST_AMBIGUOUS   ? "ambiguous"
+                                                    : "failed";
+}
+
+static const char *sent_detail(const struct core_sent *s) {
+    if (s->applicable < 0) {
+        return "the wrapper link is not writable (closed, or not reading)";
+    }
+    if (s->detail[0]) {
+        return s->detail;
+    }
+    if (s->applicable == CORE_DEST_NOT_APPLIED) {
+        return s->reason ? s->reason : "this wrapper link cannot carry the command";
+    }
+    return NULL;
+}
+
 /* Lists every destination of every source into ch->sent. */
 static int list_destinations(struct core *c, struct core_change *ch, const struct wire_cmd *cmd) {
     size_t total = 0;
@@ -220,6 +241,7 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
     ch->sent = NULL;
     ch->n_sent = 0;
     ch->n_not_applied = 0;
+    ch->n_ambiguous = 0;
     if (total == 0) {
         return DQ_OK;
     }
@@ -243,9 +265,12 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
             s->dest = dests[j].id;
             s->applicable = dests[j].applicable;
             s->reason = dests[j].reason;
-            ch->n_not_applied += !s->applicable;
+            ch->n_not_applied += s->applicable == CORE_DEST_NOT_APPLIED;
+            ch->n_ambiguous += s->applicable == CORE_DEST_AMBIGUOUS;
             memcpy(s->label, dests[j].label, sizeof s->label);
             s->label[sizeof s->label - 1] = '\0';
+            memcpy(s->detail, dests[j].detail, sizeof s->detail);
+            s->detail[sizeof s->detail - 1] = '\0';
         }
     }
     free(dests);
@@ -310,10 +335,8 @@ int core_change_record(struct core *c, struct core_change *ch) {
             .probe = ch->probe ? ch->probe->name : NULL,
             .args_json = args[0] ? args : NULL,
             .hypothesis = ch->hypothesis,
-            .status = s->applicable ? "sent" : "not_applied",
-            .detail = s->applicable ? NULL
-                      : s->reason   ? s->reason
-                                    : "this wrapper link cannot carry the command",
+            .status = sent_status(s),
+            .detail = sent_detail(s),
         };
         rc = store_command_insert(c->store, &row, &s->row);
         if (rc) {
@@ -354,7 +377,7 @@ int core_change_apply(struct core *c, struct core_change *ch) {
     int sent = 0;
     for (size_t i = 0; i < ch->n_sent; i++) {
         struct core_sent *s = &ch->sent[i];
-        if (!s->applicable || s->source >= c->n_sources) {
+        if (s->applicable != CORE_DEST_SEND || s->source >= c->n_sources) {
             continue;
         }
         const struct source *src = &c->sources[s->source];
@@ -373,20 +396,11 @@ int core_change_apply(struct core *c, struct core_change *ch) {
     if (ch->report) {
         for (size_t i = 0; i < ch->n_sent; i++) {
             const struct core_sent *s = &ch->sent[i];
-            json_array_append_new(
-                ch->report,
-                json_pack("{s:s,s:s,s:s,s:o,s:s?}", "link", s->label, "command", cmd_name(cmd.kind),
-                          "status",
-                          s->applicable > 0    ? "sent"
-                          : s->applicable == 0 ? "not_applied"
-                                               : "failed",
-                          "row", s->row > 0 ? json_integer(s->row) : json_null(), "detail",
-                          s->applicable > 0    ? NULL
-                          : s->applicable == 0 ? (s->reason ? s->reason
-                                                            : "this wrapper link cannot carry "
-                                                              "the command")
-                                               : "the wrapper link is not writable (closed, or "
-                                                 "not reading)"));
+            json_array_append_new(ch->report,
+                                  json_pack("{s:s,s:s,s:s,s:o,s:s?}", "link", s->label, "command",
+                                            cmd_name(cmd.kind), "status", sent_status(s), "row",
+                                            s->row > 0 ? json_integer(s->row) : json_null(),
+                                            "detail", sent_detail(s)));
         }
     }
     if (ch->probe && (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE)) {

@@ -48,6 +48,9 @@ struct core {
     int (*range_veto)(void *ctx, const struct probe *p);
     void *range_veto_ctx;
     struct core_range_stats range;
+    /* dqd's own runs: the gap before this one */
+    struct core_downtime down;
+    int64_t down_last_ns; /* the previous run's end as the store had it, before any clamp */
 };
 
 /* Tells the observer (core_set_observer) that p changed: what as in core_observer_fn. */
@@ -78,7 +81,8 @@ void probes__ex_close(struct probe *p, int si, int64_t wid);
 void probes__ex_clear_open(struct probe *p);
 
 /* Writes the exemplars p kept for closed window wid to the store (in the caller's
- * transaction), replacing those written for that window before. */
-int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid);
+ * transaction) under start_ns (the start of its summary row: the run's start for the
+ * window a run started in), replacing those written there before. */
+int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid, int64_t start_ns);
 
 #endif /* DQ_CORE_INTERNAL_H */

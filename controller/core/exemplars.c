@@ -242,7 +242,7 @@ const char *core_exemplar_status(int status) {
     return status == PROBE_FA ? "fa" : status == PROBE_TO ? "to" : "ok";
 }
 
-int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid) {
+int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid, int64_t start_ns) {
     const struct probe_exemplar *e;
     int n = probes_exemplars_of(p, wid, &e);
     if (n == 0) {
@@ -269,7 +269,7 @@ int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid) 
                                           .node = node[0] ? node : NULL,
                                           .attrs_json = attrs[i]};
     }
-    int rc = store_exemplars_put(c->store, p->name, wid * c->probes.window_ns, rows, n);
+    int rc = store_exemplars_put(c->store, p->name, start_ns, rows, n);
     for (int i = 0; i < n; i++) {
         free(attrs[i]);
     }

@@ -241,6 +241,7 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
     /* windows that ended less than the lag ago are still open: lines in flight at a
      * (re)start are not lost */
     t->next_close = probes_window_of(t, now_ns - lag_ns);
+    t->open_ns = now_ns;
     return DQ_OK;
 }
 
@@ -720,6 +721,9 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         return DQ_ESTATE;
     }
     p->last_wid = wid;
+    if (end_ns > p->last_end_ns) {
+        p->last_end_ns = end_ns;
+    }
     if (si < 0) {
         si = (int)(wid % t->nslots);
         t->cur_wid = wid;
@@ -906,6 +910,9 @@ static int origin_silent_since(const struct probe_table *t, uint32_t id, int64_t
 static void judge_window(struct probe_table *t, struct probe *p, int64_t wid, int has,
                          int any_live) {
     int64_t start = wid * t->window_ns;
+    if (!has && start + t->window_ns <= t->open_ns) {
+        return; /* over before dqd started: an empty window there says nothing */
+    }
     const struct probe_origin *po = origin_at(t, p->origin);
     int nodata;
     if (po && po->silence_ns > 0) {
@@ -1008,6 +1015,7 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
                                  .to = s->to,
                                  .out = s->out,
                                  .overtaken = s->overtaken};
+        w.partial = wid * t->window_ns < t->open_ns || t->stop_ns != 0;
         int64_t busy = s->busy_ns;
         for (int k = 0; k < s->busy_n; k++) {
             busy += s->busy_seg[k][1] - s->busy_seg[k][0];
@@ -1043,7 +1051,9 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
             result = rc;
         }
         slot_clear(s, p->n);
-        quiet_offer(t, p, &w);
+        if (!w.partial) { /* a partial window's rate is no window's rate */
+            quiet_offer(t, p, &w);
+        }
         if (p->ring_len == t->ring_cap) {
             window_release(&p->ring[p->ring_head]);
             p->ring_head = (p->ring_head + 1) % t->ring_cap;
@@ -1072,9 +1082,15 @@ int probes_silence(const struct probe_table *t, const struct probe *p, struct pr
     if (p->silent_since == 0) {
         return 0;
     }
-    out->since_ns = p->silent_since;
+    out->run_start_ns = p->silent_since;
+    /* dated from the last instance received (across a restart: before dqd started) */
+    out->since_ns = p->last_end_ns > 0 ? p->last_end_ns : p->silent_since;
     out->windows = p->silent_windows;
     return 1;
+}
+
+void probes_stop(struct probe_table *t, int64_t now_ns) {
+    t->stop_ns = now_ns > 0 ? now_ns : 1;
 }
 
 /* ---- origins and node names --------------------------------------------------------------- */
@@ -1272,9 +1288,31 @@ void probes_origin_closed(struct probe_table *t, uint32_t origin) {
     }
 }
 
+void probes_origin_set_kind(struct probe_table *t, uint32_t origin, const char *kind) {
+    struct probe_origin *o = origin_at(t, origin);
+    if (o) {
+        copy_cut(o->kind, sizeof o->kind, kind);
+    }
+}
+
+int probes_restore_origin(struct probe_table *t, struct probe *p, const char *label,
+                          const char *node, const char *app, const char *kind) {
+    uint32_t id = 0;
+    int rc = probes_origin_open(t, label, node, app, &id);
+    if (rc) {
+        return rc;
+    }
+    t->origins[id].restored = 1;
+    probes_origin_set_kind(t, id, kind);
+    probe_switch_origin(t, p, id); /* p names it (its node too): kept while p does */
+    p->origin_dirty = 0;           /* the store has it */
+    probes_origin_closed(t, id);
+    return DQ_OK;
+}
+
 int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe_origin_info *out) {
     memset(out, 0, sizeof *out);
-    out->label = out->node = out->app = "";
+    out->label = out->node = out->app = out->kind = "";
     const struct probe_origin *o = origin_at(t, origin);
     if (!o) {
         return DQ_EINVAL;
@@ -1283,7 +1321,9 @@ int probes_origin_get(const struct probe_table *t, uint32_t origin, struct probe
     out->label = o->label;
     out->node = o->node ? t->nodes[o->node].name : "";
     out->app = o->app;
+    out->kind = o->kind;
     out->connected = o->connected;
+    out->restored = o->restored;
     out->last_rx_ns = o->last_rx_ns;
     return DQ_OK;
 }
@@ -1362,6 +1402,7 @@ static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t
         origin_ref(t, origin);
         p->origin = origin;
         origin_unref(t, old);
+        p->origin_dirty = origin != 0;
     }
     p->node_origin = origin;
     p->node_slot = 0;

@@ -100,6 +100,13 @@ void ingest_metrics(const struct ingest_source *s, struct http_response *res);
 #define INGEST_KEEPALIVE_S 30              /* TCP keepalive idle time of wrapper links */
 #define INGEST_MAX_PENDING_WRITE (1 << 20) /* bytes queued to one wrapper before we stop */
 #define INGEST_READ_BUFFER 65536           /* bytes of a connection's read buffer */
+/* An inbound connection whose first INGEST_JUNK_LINES lines are all malformed (no valid
+ * one among them) is closed as junk (counted in connections_junk). One that sends nothing
+ * is kept: the oscilloscope's wrapper connects and says nothing until a probe is enabled. */
+#define INGEST_JUNK_LINES 16
+/* At the connection cap the connection silent longest is closed for a new one, but only one
+ * silent for at least this long: a wrapper streaming in batches is never taken for quiet. */
+#define INGEST_EVICT_MIN_SILENT_MS 1000
 
 struct ingest_tcp_options {
     const char *listen;          /* "HOST:PORT" to accept wrappers on (port 0: any) */
@@ -116,12 +123,9 @@ struct ingest_tcp_options {
      * NULL such lines are counted as protocol errors (kind "unknown"). */
     void (*on_clock)(void *ctx, int64_t ns);
     void *clock_ctx;
-    /* Inbound connections open at once (0: no cap); a further one is closed at accept and
-     * counted in connections_rejected. */
+    /* Inbound connections open at once (0: no cap). At the cap a new connection closes the
+     * one silent longest (counted in connections_evicted): no timer closes a quiet one. */
     int max_connections;
-    /* An inbound connection that sent no valid line (instance, hello, ping, …) within this
-     * many ms is closed and counted in connections_junk (0: never). */
-    int64_t junk_timeout_ms;
 };
 
 /*
@@ -131,8 +135,8 @@ struct ingest_tcp_options {
 int ingest_tcp_create(uv_loop_t *loop, struct core *core, const struct ingest_tcp_options *o,
                       struct ingest_source **out);
 
-/* The TCP source as dqd configures it (ingest_make_fn): listen, wrappers, legacy_commands,
- * ingest_junk_timeout and the environment's connection cap and clock. Always made. */
+/* The TCP source as dqd configures it (ingest_make_fn): listen, wrappers, legacy_commands
+ * and the environment's connection cap and clock. Always made. */
 int ingest_tcp_make(const struct ingest_env *env, struct ingest_source **out);
 
 #endif /* DQ_INGEST_H */

@@ -47,12 +47,19 @@ struct link {
     char node[WIRE_MAX_LABEL + 1];
     char app[WIRE_MAX_LABEL + 1];
     int running; /* last state line: 0/1, −1 unknown */
-    int valid;   /* a valid line came (a connection that sends none is closed in time) */
+    int valid;   /* a valid line came (one whose first INGEST_JUNK_LINES lines are bad is junk) */
     int inbound; /* counted in the source's n_inbound */
+    uint64_t rx_ms; /* loop time of its last read, or of its accept: the cap evicts the oldest */
     /* outbound target and backoff */
     char host[64];
     int port;
     int backoff_ms;
+    char host_ip[64]; /* the host as an address ("127.0.0.1"), what pairing compares */
+    /* one wrapper, two connections (link_pair): a legacy data link and a listener */
+    enum pair_state { PAIR_NONE = 0, PAIR_ONE, PAIR_AMBIGUOUS } pair;
+    struct link *pair_with;  /* PAIR_ONE: the other link (only right after pair_links) */
+    uint64_t pair_id;        /* PAIR_ONE: its id (what link_info reports) */
+    int pair_data, pair_lsn; /* legacy data links and listeners it could pair with */
     /* ingest */
     struct wire_splitter split;
     char splitbuf[SPLIT_BUF];
@@ -89,9 +96,9 @@ struct tcp_source {
     size_t n_links;
     struct link *send_hint; /* the link tcp_send found last (NULL once it is freed) */
     uint64_t next_link_id;
-    uint64_t connections_total, connections_rejected, connections_junk;
+    uint64_t connections_total, connections_rejected, connections_junk, connections_evicted;
     size_t n_inbound; /* inbound connections open */
-    struct log_limit reject_limit;
+    struct log_limit reject_limit, evict_limit, junk_limit;
     uint64_t connections_reset, reset_written_bytes;
     uint64_t errors[WIRE_E_COUNT];
     uint64_t instances; /* added to the core's instances_total */
@@ -146,6 +153,7 @@ static void link_on_closed(uv_handle_t *h);
 static void outbound_schedule(struct link *l);
 
 static void link_info(const struct link *l, struct core_link_info *li);
+static void pair_links(struct tcp_source *s);
 
 static void link_free_if_closed(struct link *l) {
     if (l->tcp_open || l->timer_open) {
@@ -358,11 +366,24 @@ static const char *link_kind_name(const struct link *l) {
 static void link_push_state(struct link *l) {
     struct probe_table *t = l->s->probes;
     if (!link_writable(l)) {
-        LOG(LOG_INFO,
-            "link %" PRIu64 " (legacy %s): no hello, so dqd writes nothing to it (its wrapper "
-            "does not read it; set legacy_commands to on if it does); commands for it are "
-            "recorded not_applied",
-            l->id, l->peer);
+        pair_links(l->s);
+        if (l->pair == PAIR_ONE) {
+            LOG(LOG_INFO,
+                "link %" PRIu64 " (legacy %s): no hello, so dqd writes nothing to it (its wrapper "
+                "does not read it); its wrapper takes commands on its listener, link %" PRIu64
+                " %s: one wrapper, two connections",
+                l->id, l->peer, l->pair_with->id, l->pair_with->peer);
+        } else {
+            LOG(LOG_INFO,
+                "link %" PRIu64 " (legacy %s): no hello, so dqd writes nothing to it (its wrapper "
+                "does not read it; set legacy_commands to on if it does, or list its command "
+                "listener in wrappers); %s",
+                l->id, l->peer,
+                l->pair == PAIR_AMBIGUOUS
+                    ? "several legacy wrappers or listeners on its host: which listener is its "
+                      "wrapper's cannot be told, and its commands are recorded ambiguous"
+                    : "commands for it are recorded not_applied");
+        }
         return;
     }
     for (size_t i = 0; i < t->count; i++) {
@@ -413,17 +434,24 @@ static void slice_copy(char *dst, size_t cap, struct wire_slice s) {
     dst[n] = '\0';
 }
 
-static void on_junk_timeout(uv_timer_t *t) {
-    struct link *l = t->data;
-    if (l->valid || l->closing) {
-        return;
+/* After a read: an inbound connection that sent no valid line yet and INGEST_JUNK_LINES bad
+ * ones is closed as junk (decided on what it sent, not on time: one that sends nothing is a
+ * quiet wrapper and is kept). 1 when it was closed. */
+static int link_close_if_junk(struct link *l) {
+    if (!l->inbound || l->valid || l->closing || l->errors_total < INGEST_JUNK_LINES) {
+        return 0;
     }
-    l->s->connections_junk++;
-    LOG(LOG_WARN,
-        "link %" PRIu64 " (%s): no valid line within %lld ms of its start: closed (so that "
-        "connections that send nothing or junk cannot hold slots wrappers need)",
-        l->id, l->peer, (long long)l->s->opt.junk_timeout_ms);
+    struct tcp_source *s = l->s;
+    s->connections_junk++;
+    uint64_t held = 0;
+    if (log_limit_allow(&s->junk_limit, (int64_t)uv_now(s->loop), 1, &held)) {
+        LOG(LOG_WARN,
+            "link %" PRIu64 " (%s): its first %" PRIu64 " lines were all malformed, none valid: "
+            "closed as junk%s",
+            l->id, l->peer, l->errors_total, held ? " (and more since the last message)" : "");
+    }
     link_destroy(l);
+    return 1;
 }
 
 static void link_become(struct link *l, enum link_kind kind) {
@@ -431,13 +459,9 @@ static void link_become(struct link *l, enum link_kind kind) {
         return;
     }
     l->kind = kind;
+    probes_origin_set_kind(l->s->probes, l->origin, link_kind_name(l));
     if (l->timer_open) {
-        uv_timer_stop(&l->timer);
-        if (l->inbound && !l->valid && l->s->opt.junk_timeout_ms > 0) {
-            uint64_t wait = (uint64_t)l->s->opt.junk_timeout_ms;
-            wait = wait > INGEST_HELLO_WAIT_MS ? wait - INGEST_HELLO_WAIT_MS : 1;
-            uv_timer_start(&l->timer, on_junk_timeout, wait, 0);
-        }
+        uv_timer_stop(&l->timer); /* the hello wait is over; no timer closes a quiet link */
     }
     link_push_state(l);
 }
@@ -578,6 +602,7 @@ static void on_line(void *ctx, const char *line, size_t len, int err) {
             link_become(l, LINK_V2);
         } else {
             l->kind = LINK_V2;
+            probes_origin_set_kind(l->s->probes, l->origin, link_kind_name(l));
             link_push_state(l); /* a hello again: the wrapper restarted its state */
         }
         break;
@@ -612,10 +637,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         /* one clock read per chunk, not per line (a vDSO call costs ~70 ns on a VM, a
          * quarter of the ingest time); the clock check allows a day of skew anyway */
         l->read_now_ns = clock_now(core_clock(l->s->core));
+        l->rx_ms = uv_now(l->s->loop);
         probes_origin_heard(l->s->probes, l->origin, l->read_now_ns);
         wire_splitter_feed_instances(&l->split, buf->base, (size_t)nread, l->read_now_ns,
                                      on_instance);
         link_flush_count(l);
+        link_close_if_junk(l);
         return;
     }
     if (nread < 0) {
@@ -675,12 +702,54 @@ static void peer_name(uv_tcp_t *tcp, char *out, size_t cap) {
     snprintf(out, cap, "%s:%d", ip, port);
 }
 
+/*
+ * At the connection cap, the inbound connection that has been silent longest (its last read
+ * the oldest; never a read: its accept) is closed to make room, logged and counted: a quiet
+ * wrapper keeps its slot until the slots run out, and then the one quiet the longest goes.
+ * One that read something within INGEST_EVICT_MIN_SILENT_MS is never chosen (a streaming
+ * wrapper between two batches is not silent): when all are that recent, nothing is closed
+ * and the new connection is refused. 1 when one was closed.
+ */
+static int evict_longest_silent(struct tcp_source *s) {
+    struct link *victim = NULL;
+    uint64_t now = uv_now(s->loop);
+    for (struct link *l = s->links; l; l = l->next) {
+        if (!l->inbound || !l->connected || l->closing ||
+            now - l->rx_ms < INGEST_EVICT_MIN_SILENT_MS) {
+            continue;
+        }
+        if (!victim || l->rx_ms < victim->rx_ms ||
+            (l->rx_ms == victim->rx_ms && l->id < victim->id)) {
+            victim = l;
+        }
+    }
+    if (!victim) {
+        return 0;
+    }
+    s->connections_evicted++;
+    uint64_t held = 0;
+    if (log_limit_allow(&s->evict_limit, (int64_t)now, 1, &held)) {
+        LOG(LOG_WARN,
+            "ingest: %zu connections open, the most max_ingest_connections allows: closed link "
+            "%" PRIu64 " (%s %s, %" PRIu64 " instances), silent for %.1f s, the longest, to take "
+            "a new one%s",
+            s->n_inbound, victim->id, link_kind_name(victim), victim->peer, victim->instances,
+            (double)(now - victim->rx_ms) / 1000.0,
+            held ? " (and more since the last message)" : "");
+    }
+    link_destroy(victim);
+    return 1;
+}
+
 static void on_connection(uv_stream_t *server, int status) {
     struct tcp_source *s = server->data;
     if (status < 0 || s->closing) {
         return;
     }
     int over = s->opt.max_connections > 0 && s->n_inbound >= (size_t)s->opt.max_connections;
+    if (over && evict_longest_silent(s)) {
+        over = 0;
+    }
     if (over) {
         uint64_t held;
         if (log_limit_allow(&s->reject_limit, (int64_t)uv_now(s->loop), 1, &held)) {
@@ -718,6 +787,7 @@ static void on_connection(uv_stream_t *server, int status) {
     s->connections_total++;
     l->connected = 1;
     l->inbound = 1;
+    l->rx_ms = uv_now(s->loop);
     s->n_inbound++;
     peer_name(&l->tcp, l->peer, sizeof l->peer);
     link_origin_open(l);
@@ -766,6 +836,7 @@ static void on_outbound_connected(uv_connect_t *req, int status) {
     l->backoff_ms = 0;
     uv_tcp_keepalive(&l->tcp, 1, INGEST_KEEPALIVE_S);
     link_origin_open(l);
+    probes_origin_set_kind(l->s->probes, l->origin, link_kind_name(l));
     LOG(LOG_INFO, "wrapper %s: connected to its command listener", l->peer);
     wire_splitter_init(&l->split, l->splitbuf, sizeof l->splitbuf, on_line, l);
     uv_read_start((uv_stream_t *)&l->tcp, on_alloc, on_read);
@@ -806,33 +877,188 @@ static int outbound_add(struct tcp_source *s, const char *addr) {
     }
     l->timer_open = 1;
     snprintf(l->peer, sizeof l->peer, "%s", addr);
+    if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&ss, l->host_ip, sizeof l->host_ip);
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&ss, l->host_ip, sizeof l->host_ip);
+    }
     outbound_connect(l);
     return DQ_OK;
 }
 
+/* ---- one wrapper, two connections -------------------------------------------------------
+ *
+ * The oscilloscope's wrapper sends instances on a connection to the ingest port, which it
+ * never reads, and takes commands on a listener of its own that dqd dials (`wrappers`).
+ * Those two links are one wrapper when they are the only legacy data link and the only
+ * listener on one host (the listener's address, the data link's peer), and their apps do
+ * not differ where both say one: then a command the listener carries reached the wrapper
+ * of the data link too. Several of either on one host cannot be paired without guessing:
+ * that is said (PAIR_AMBIGUOUS), not guessed. Worked out afresh whenever asked (commands,
+ * the status, a new legacy link): O(data links × listeners), nothing when there is no
+ * listener.
+ */
+
+/* An inbound legacy connection dqd does not write to (its wrapper does not read it). */
+static int is_data_link(const struct link *l) {
+    return l->inbound && l->kind == LINK_LEGACY && l->connected && !l->closing;
+}
+
+static int is_listener(const struct link *l) {
+    return l->kind == LINK_OUTBOUND && !l->closing;
+}
+
+/* The host of a link as an address: an IPv4 peer seen through an IPv6 socket as itself. */
+static const char *link_host(const struct link *l, char *buf, size_t cap) {
+    if (l->kind == LINK_OUTBOUND) {
+        return l->host_ip;
+    }
+    peer_host(l->peer, buf, cap);
+    return strncmp(buf, "::ffff:", 7) == 0 && strchr(buf + 7, '.') ? buf + 7 : buf;
+}
+
+/* 1 when data link d and listener o may be one wrapper: one host, no two different apps. */
+static int same_wrapper(const struct link *d, const char *d_host, const struct link *o) {
+    return strcmp(d_host, o->host_ip) == 0 && (!d->app[0] || !o->app[0] || !strcmp(d->app, o->app));
+}
+
+static void pair_links(struct tcp_source *s) {
+    size_t listeners = 0;
+    for (struct link *l = s->links; l; l = l->next) {
+        l->pair = PAIR_NONE;
+        l->pair_with = NULL;
+        l->pair_id = 0;
+        l->pair_data = l->pair_lsn = 0;
+        listeners += is_listener(l);
+    }
+    if (listeners == 0) {
+        return;
+    }
+    char hb[64];
+    for (struct link *d = s->links; d; d = d->next) {
+        if (!is_data_link(d)) {
+            continue;
+        }
+        const char *h = link_host(d, hb, sizeof hb);
+        for (struct link *o = s->links; o; o = o->next) {
+            if (is_listener(o) && same_wrapper(d, h, o)) {
+                d->pair_lsn++;
+                o->pair_data++;
+                d->pair_with = o;
+                o->pair_with = d;
+            }
+        }
+    }
+    /* a data link's rivals are the other data links of its listeners, and a listener's the
+     * other listeners of its data links */
+    for (struct link *l = s->links; l; l = l->next) {
+        if (l->pair_with) {
+            if (is_data_link(l)) {
+                l->pair_data = l->pair_with->pair_data;
+            } else {
+                l->pair_lsn = l->pair_with->pair_lsn;
+            }
+        }
+    }
+    for (struct link *l = s->links; l; l = l->next) {
+        if (!l->pair_with) {
+            continue;
+        }
+        l->pair = l->pair_data == 1 && l->pair_lsn == 1 ? PAIR_ONE : PAIR_AMBIGUOUS;
+        if (l->pair != PAIR_ONE) {
+            l->pair_with = NULL;
+        }
+        l->pair_id = l->pair_with ? l->pair_with->id : 0;
+    }
+}
+
+/* "5 127.0.0.1:8081, 6 127.0.0.1:8082": the links of the other kind l could pair with. */
+static void pair_rivals(const struct tcp_source *s, const struct link *l, char *buf, size_t cap) {
+    char hb[64], ob[64];
+    size_t len = 0;
+    int data = is_data_link(l);
+    const char *h = link_host(l, hb, sizeof hb);
+    buf[0] = '\0';
+    for (const struct link *o = s->links; o; o = o->next) {
+        int other = data ? is_listener(o) && same_wrapper(l, h, o)
+                         : is_data_link(o) && same_wrapper(o, link_host(o, ob, sizeof ob), l);
+        if (other && len < cap) {
+            int n =
+                snprintf(buf + len, cap - len, "%s%" PRIu64 " %s", len ? ", " : "", o->id, o->peer);
+            len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : cap;
+        }
+    }
+}
+
 /* ---- what the core sees ---------------------------------------------------------------- */
 
+/* What a command does on one link (out->applicable, reason, detail), pairs known. */
+static void link_dest(const struct tcp_source *s, const struct link *l, const struct wire_cmd *cmd,
+                      struct core_dest *out) {
+    char text[WIRE_CMD_MAX], rivals[160], hb[64];
+    out->id = l->id;
+    out->detail[0] = '\0';
+    out->reason = NULL;
+    snprintf(out->label, sizeof out->label, "%" PRIu64 " %s", l->id, l->peer);
+    if (!link_writable(l)) {
+        out->applicable = CORE_DEST_NOT_APPLIED;
+        out->reason = legacy_mute_reason;
+        if (l->pair == PAIR_ONE) { /* its listener is down: listed by tcp_destinations */
+            snprintf(out->detail, sizeof out->detail,
+                     "its wrapper's command listener, link %" PRIu64 " %s, is not connected now: "
+                     "it gets the enabled set when dqd reconnects to it",
+                     l->pair_with->id, l->pair_with->peer);
+        } else if (l->pair == PAIR_AMBIGUOUS) {
+            out->applicable = CORE_DEST_AMBIGUOUS;
+            pair_rivals(s, l, rivals, sizeof rivals);
+            snprintf(out->detail, sizeof out->detail,
+                     "%d legacy wrappers send from %s and %d command listeners are configured "
+                     "there (%s): which listener is this connection's wrapper cannot be told, so "
+                     "it is not said to be applied; the command went to those listeners",
+                     l->pair_data, link_host(l, hb, sizeof hb), l->pair_lsn, rivals);
+        }
+        return;
+    }
+    out->applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
+    if (!out->applicable) {
+        out->reason = cmd->kind == WIRE_CMD_TRACE ? legacy_trace_reason : legacy_clear_reason;
+        return;
+    }
+    if (l->kind != LINK_OUTBOUND) {
+        return;
+    }
+    if (l->pair == PAIR_ONE) {
+        snprintf(out->detail, sizeof out->detail,
+                 "the wrapper's command listener (the same wrapper sends its instances on link "
+                 "%" PRIu64 " %s)",
+                 l->pair_with->id, l->pair_with->peer);
+    } else if (l->pair == PAIR_AMBIGUOUS) {
+        pair_rivals(s, l, rivals, sizeof rivals);
+        snprintf(out->detail, sizeof out->detail,
+                 "a command listener on %s, where %d legacy wrappers send instances (%s) and %d "
+                 "listeners are configured: which wrapper it belongs to cannot be told",
+                 l->host_ip, l->pair_data, rivals, l->pair_lsn);
+    } else {
+        snprintf(out->detail, sizeof out->detail, "the wrapper's command listener");
+    }
+}
+
+/* The links that take commands, each with what cmd does there. A legacy data link paired
+ * with a connected listener is not listed: its wrapper is the listener's (one wrapper). */
 static size_t tcp_destinations(void *src, const struct wire_cmd *cmd, struct core_dest *out,
                                size_t cap) {
     struct tcp_source *s = src;
     size_t n = 0;
+    pair_links(s);
     for (struct link *l = s->links; l; l = l->next) {
         if (!link_takes_commands(l)) {
             continue;
         }
+        if (!link_writable(l) && l->pair == PAIR_ONE && link_takes_commands(l->pair_with)) {
+            continue; /* its listener carries it */
+        }
         if (n < cap) {
-            char text[WIRE_CMD_MAX];
-            out[n].id = l->id;
-            if (!link_writable(l)) {
-                out[n].applicable = 0;
-                out[n].reason = legacy_mute_reason;
-            } else {
-                out[n].applicable = wire_format_cmd(text, sizeof text, link_dialect(l), cmd) >= 0;
-                out[n].reason = out[n].applicable             ? NULL
-                                : cmd->kind == WIRE_CMD_TRACE ? legacy_trace_reason
-                                                              : legacy_clear_reason;
-            }
-            snprintf(out[n].label, sizeof out[n].label, "%" PRIu64 " %s", l->id, l->peer);
+            link_dest(s, l, cmd, &out[n]);
         }
         n++;
     }
@@ -884,12 +1110,17 @@ static void link_info(const struct link *l, struct core_link_info *li) {
                                   .running = l->running,
                                   .instances = l->instances,
                                   .protocol_errors = l->errors_total,
-                                  .dropped_by_wrapper = l->drops};
+                                  .dropped_by_wrapper = l->drops,
+                                  .pairing = l->pair == PAIR_ONE         ? "paired"
+                                             : l->pair == PAIR_AMBIGUOUS ? "ambiguous"
+                                                                         : NULL,
+                                  .paired_with = l->pair_id};
 }
 
 static void tcp_links(void *src, void (*fn)(void *ctx, const struct core_link_info *li),
                       void *ctx) {
     struct tcp_source *s = src;
+    pair_links(s);
     for (struct link *l = s->links; l; l = l->next) {
         struct core_link_info li;
         link_info(l, &li);
@@ -901,6 +1132,7 @@ static void tcp_totals(const struct tcp_source *s, struct core_source_stats *st)
     st->connections_total = s->connections_total;
     st->connections_rejected = s->connections_rejected;
     st->connections_junk = s->connections_junk;
+    st->connections_evicted = s->connections_evicted;
     st->connections_reset = s->connections_reset;
     st->reset_written_bytes = s->reset_written_bytes;
     memcpy(st->protocol_errors, s->errors, sizeof st->protocol_errors);
@@ -993,6 +1225,8 @@ static void tcp_describe(const struct ingest_source *base, json_t *o) {
     }
     json_object_set_new(o, "connections", json_integer((json_int_t)connected));
     json_object_set_new(o, "connections_total", json_integer((json_int_t)s->connections_total));
+    json_object_set_new(o, "connections_evicted", json_integer((json_int_t)s->connections_evicted));
+    json_object_set_new(o, "connections_junk", json_integer((json_int_t)s->connections_junk));
     json_object_set_new(o, "instances", json_integer((json_int_t)s->instances));
 }
 
@@ -1020,13 +1254,16 @@ static void tcp_metrics(const struct ingest_source *base, struct http_response *
         "# TYPE dqd_ingest_reset_written_bytes_total counter\n"
         "dqd_ingest_reset_written_bytes_total %" PRIu64 "\n"
         "# HELP dqd_ingest_connections_closed_total Ingest connections dqd refused or closed: "
-        "rejected (over max_ingest_connections), junk (no valid line within "
-        "ingest_junk_timeout).\n"
+        "rejected (refused at accept: at max_ingest_connections with every connection heard "
+        "from within the last second, or no memory), evicted (at max_ingest_connections, the "
+        "one silent longest, closed to take a new one), junk (its first lines all "
+        "malformed).\n"
         "# TYPE dqd_ingest_connections_closed_total counter\n"
         "dqd_ingest_connections_closed_total{reason=\"rejected\"} %" PRIu64 "\n"
+        "dqd_ingest_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
         "dqd_ingest_connections_closed_total{reason=\"junk\"} %" PRIu64 "\n",
         st.connections_total, st.connections_reset, st.reset_written_bytes, st.connections_rejected,
-        st.connections_junk);
+        st.connections_evicted, st.connections_junk);
 }
 
 static const struct ingest_ops tcp_ops = {
@@ -1080,7 +1317,6 @@ int ingest_tcp_make(const struct ingest_env *env, struct ingest_source **out) {
         .n_wrappers = cfg->n_wrappers,
         .legacy_commands = cfg->legacy_commands,
         .max_connections = env->max_connections,
-        .junk_timeout_ms = cfg->ingest_junk_timeout_ms,
         .on_clock = env->on_clock,
         .clock_ctx = env->clock_ctx,
     };

@@ -11,8 +11,8 @@
  *
  *   decoding (pure, no I/O)  otlp_inflate, otlp_decode_protobuf, otlp_decode_json turn a
  *                            body into a flat batch of spans in a per-request arena
- *                            (struct otlp_arena: protobuf-c allocates through it, so no
- *                            malloc per field); otlp_probe_name maps a span to its probe.
+ *                            (struct otlp_arena; the decoders walk the body and allocate
+ *                            nothing per span); otlp_probe_name maps a span to its probe.
  *                            Unit tests and the libFuzzer targets call these directly.
  *   the source               an HTTP server (controller/http) on --otlp that answers as
  *                            OTLP/HTTP specifies, records spans into the core's probe
@@ -75,29 +75,33 @@ struct otlp_span {
     int has_parent;           /* parent_id is set (not all zero, not empty) */
     int64_t start_ns, end_ns; /* ns since the epoch */
     int status;               /* 0 unset, 1 ok, 2 error */
-    /* attributes, read through otlp_span_attr (decoder-specific representation) */
+    /* attributes, read through otlp_span_attr from the body: for protobuf the Span and
+     * the ResourceSpans messages, for JSON the text of the two attribute arrays (NULL
+     * when absent); n_ are their lengths in bytes */
     const void *attrs, *res_attrs;
     size_t n_attrs, n_res_attrs;
-    int json; /* 1: attrs are jansson arrays, 0: protobuf-c KeyValue arrays */
+    int json; /* 1: OTLP/JSON, 0: protobuf */
 };
 
-/* What a decoder made of a body. */
+/* What a decoder made of a body. Its spans point into the arena and the body: both must
+ * outlive it. */
 struct otlp_batch {
     struct otlp_span *spans; /* n valid spans, in the arena */
     size_t n;
     size_t rejected;  /* spans left out as invalid (partial_success) */
     char reason[256]; /* the first rejection's reason, "" when none */
-    json_t *json;     /* the JSON document the spans point into (freed by release) */
 };
 
-/* Frees what a batch holds beyond the arena (the JSON document). */
+/* Forgets a batch (it holds nothing beyond the arena). */
 void otlp_batch_release(struct otlp_batch *b);
 
 /*
- * Decodes an ExportTraceServiceRequest (protobuf) into b, allocating in a. Returns DQ_OK
- * (invalid spans are counted in b->rejected with a reason: ids of the wrong length, an end
- * before the start, no name), DQ_EPARSE for a body that is not the message (message says
- * why), DQ_EFULL when the arena is exhausted (the request decodes to too much).
+ * Decodes an ExportTraceServiceRequest (protobuf) into b, allocating in a (the span array
+ * only). Returns DQ_OK (invalid spans are counted in b->rejected with a reason: ids of the
+ * wrong length, an end before the start, no name), DQ_EPARSE for a body that is not the
+ * message (message says why), DQ_EFULL when the arena is exhausted (too many spans).
+ * Strings end at their first NUL byte. The same bodies decode, and decode to the same
+ * spans, as with protobuf-c's unpack of otlp_trace.proto (docs/otlp.md, "Decoding").
  */
 int otlp_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
                          struct otlp_batch *b);
@@ -105,7 +109,9 @@ int otlp_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
 /*
  * The same for OTLP/JSON (lowerCamelCase keys, hex trace and span ids, 64-bit integers as
  * decimal strings or numbers, enums as integers or their names; unknown keys ignored). A
- * known key with the wrong JSON type is DQ_EPARSE naming it.
+ * known key with the wrong JSON type is DQ_EPARSE naming it; so is a body that is not
+ * strict JSON as jansson reads it (UTF-8, no \u0000, no duplicate key in an object,
+ * integers within 64 bits, at most 2048 values deep).
  */
 int otlp_decode_json(struct otlp_arena *a, const uint8_t *body, size_t len, struct otlp_batch *b);
 

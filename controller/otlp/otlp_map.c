@@ -32,6 +32,15 @@ static int rule_matches(const struct dqd_otlp_rule *r, const struct otlp_span *s
     return 1;
 }
 
+/* 1 for the bytes a probe name keeps ([A-Za-z0-9_]); the others become '_'. */
+static const uint8_t KEEP[256] = {
+#define FOUR(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+    FOUR('0'), FOUR('4'), ['8'] = 1, ['9'] = 1, FOUR('A'), FOUR('E'), FOUR('I'),
+    FOUR('M'), FOUR('Q'), FOUR('U'), ['Y'] = 1, ['Z'] = 1, FOUR('a'), FOUR('e'),
+    FOUR('i'), FOUR('m'), FOUR('q'), FOUR('u'), ['y'] = 1, ['z'] = 1, ['_'] = 1,
+#undef FOUR
+};
+
 size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *rules, int n_rules,
                        char *out, size_t cap) {
     for (int i = 0; i < n_rules; i++) {
@@ -48,11 +57,10 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
     if (s->name_len > 0 && s->name[0] >= '0' && s->name[0] <= '9') {
         out[o++] = '_';
     }
-    for (size_t i = 0; i < s->name_len && o < max; i++) {
+    size_t n = s->name_len < max - o ? s->name_len : max - o;
+    for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s->name[i];
-        int ok =
-            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-        out[o++] = ok ? (char)c : '_';
+        out[o++] = KEEP[c] ? (char)c : '_';
     }
     out[o] = '\0';
     return o;

@@ -34,6 +34,7 @@ enum setting_type {
 #define SF_CLI_ONLY 1u       /* a flag only, not a key of the config file */
 #define SF_EMPTY_OK 2u       /* "" (JSON null) means "none" */
 #define SF_DEFAULT_WINDOW 4u /* unset (−1) means "the window length" */
+#define SF_MS 8u             /* ST_DOUBLE in milliseconds: a duration, units accepted */
 
 struct setting {
     const char *name; /* JSON key */
@@ -110,7 +111,7 @@ static const struct setting settings[] = {
     {"ring", "--ring", ST_INT, FIELD(ring), 1, 10000, "60", NULL, 0, 0,
      "Closed windows (observed ΔQs) kept in memory per probe, for bands and statistics."},
     {"default_dmax_ms", "--default-dmax-ms", ST_DOUBLE, FIELD(default_dmax_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "1024", NULL, 0, 0,
+     MAX_DMAX_MS, "1024", NULL, SF_MS, 0,
      "dMax in milliseconds of a probe enabled without one (it then auto-ranges)."},
     {"default_bins", "--default-bins", ST_INT, FIELD(default_bins), DQ_MIN_BINS, DQ_MAX_BINS,
      "1024", NULL, 0, 0, "Number of bins of a probe enabled without a setting."},
@@ -121,9 +122,9 @@ static const struct setting settings[] = {
      "the wrappers (a probe with a configured dMax does so only with \"auto_range\": true "
      "in its entry of `probes`)."},
     {"auto_range_min_ms", "--auto-range-min-ms", ST_DOUBLE, FIELD(auto_range_min_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "1", NULL, 0, 0, "The smallest dMax auto-ranging gives a probe."},
+     MAX_DMAX_MS, "1", NULL, SF_MS, 0, "The smallest dMax auto-ranging gives a probe."},
     {"auto_range_max_ms", "--auto-range-max-ms", ST_DOUBLE, FIELD(auto_range_max_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "60000", NULL, 0, 0,
+     MAX_DMAX_MS, "60000", NULL, SF_MS, 0,
      "The largest dMax auto-ranging gives a probe without a dMax of its own."},
     {"min_instances", "--min-instances", ST_INT, FIELD(min_instances), 1, 1000000, "30", NULL, 0, 0,
      "Instances a newly enabled probe needs before the adaptive loop decides on it."},
@@ -204,15 +205,13 @@ static const struct setting settings[] = {
      "--infer` (0: none)."},
     {"max_ingest_connections", "--max-ingest-connections", ST_INT, FIELD(max_ingest_connections), 1,
      65536, "512", NULL, 0, 0,
-     "Ingest connections open at once; a further one is closed at accept (counted). dqd also "
-     "keeps 64 descriptors for the API: past its descriptor limit minus those, ingest "
-     "connections are refused first."},
-    {"ingest_junk_timeout", "--ingest-junk-timeout", ST_MS, FIELD(ingest_junk_timeout_ms), 100,
-     3600000, "10000", NULL, 0, 0,
-     "An ingest connection that sent no valid line (instance, hello, ping) within this many "
-     "milliseconds of its start is closed, so connections that send nothing or junk cannot "
-     "hold slots real wrappers need. Connections get TCP keepalive, so a vanished peer is "
-     "noticed."},
+     "Ingest connections open at once. At the cap a new connection closes the one that has "
+     "been silent longest, if for at least a second (logged, counted as evicted; otherwise the "
+     "new one is refused): no timer closes a quiet connection, since the oscilloscope's "
+     "wrapper sends nothing until a probe is enabled. One whose first "
+     "16 lines are all malformed is closed at once (junk). dqd also keeps 64 descriptors for "
+     "the API: past its descriptor limit minus those, the ingest cap is lower. Connections "
+     "get TCP keepalive, so a vanished peer is noticed."},
     {"new_names_per_second", "--new-names-per-second", ST_DOUBLE, FIELD(new_names_per_second),
      0.001, 1e9, "10", NULL, 0, 0,
      "Probe names never seen before that one source (a node: a v2 hello's node, else the "
@@ -281,9 +280,9 @@ static const char *metavar(const struct setting *s) {
     case ST_INT:
         return "N";
     case ST_MS:
-        return "MS";
+        return "DURATION";
     case ST_DOUBLE:
-        return "NUMBER";
+        return s->flags & SF_MS ? "DURATION" : "NUMBER";
     case ST_ENUM:
         return s->choices == log_levels ? "LEVEL" : "CHOICE";
     case ST_ACTION:
@@ -305,9 +304,9 @@ static const char *type_doc(const struct setting *s) {
     case ST_INT:
         return "integer";
     case ST_MS:
-        return "integer (ms)";
+        return "duration: whole ms (250), or with a unit (250ms, 1.5s)";
     case ST_DOUBLE:
-        return "number";
+        return s->flags & SF_MS ? "duration: ms (0.5), or with a unit (500us, 2s)" : "number";
     case ST_ENUM:
         return "string";
     case ST_ACTION:
@@ -463,6 +462,40 @@ static int starts_number(const char *v) {
     return (v[0] >= '0' && v[0] <= '9') || v[0] == '-' || v[0] == '+' || v[0] == '.';
 }
 
+/* A duration in milliseconds from text: a bare number is milliseconds (the setting's
+ * documented unit), or a number with a unit (250ms, 1.5s, 800us, 2m). */
+static int parse_ms(const char *v, const char *label, double *ms) {
+    double s;
+    if (dq_parse_duration(v, strlen(v), 1e-3, 1, &s) != DQ_OK) { /* the range says "< 0" */
+        return dq_fail(DQ_EINVAL,
+                       "%s: \"%s\" is not a duration: milliseconds (250) or a number with a "
+                       "unit (250ms, 1.5s)",
+                       label, v);
+    }
+    *ms = s * 1e3;
+    return 0;
+}
+
+/* An ST_MS setting (whole milliseconds) from a duration's text. */
+static int set_ms_text(struct dqd_config *cfg, const struct setting *s, const char *v,
+                       const char *label) {
+    double ms;
+    int r = parse_ms(v, label, &ms);
+    if (r) {
+        return r;
+    }
+    if (!(ms >= s->min && ms <= s->max)) {
+        return dq_fail(DQ_ERANGE, "%s: %s is out of range [%.0f, %.0f] ms", label, v, s->min,
+                       s->max);
+    }
+    if (fabs(ms - round(ms)) > 1e-6 * (ms > 1 ? ms : 1)) {
+        char n[40];
+        return dq_fail(DQ_EINVAL, "%s: %s is %s ms, not a whole number of milliseconds", label, v,
+                       dq_format_number(ms, 6, n, sizeof n));
+    }
+    return store_int(cfg, s, llround(ms), label);
+}
+
 /* A setting from flag text (also used for the defaults). */
 static int set_text(struct dqd_config *cfg, const struct setting *s, const char *v,
                     const char *label) {
@@ -473,6 +506,9 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
         if (v[0] == '\0' && (s->flags & SF_DEFAULT_WINDOW)) {
             *(int64_t *)field(cfg, s) = -1;
             return 0;
+        }
+        if (s->type == ST_MS) {
+            return set_ms_text(cfg, s, v, label);
         }
         errno = 0;
         long long x = strtoll(v, &end, 10);
@@ -486,7 +522,12 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
         return store_int(cfg, s, x, label);
     }
     case ST_DOUBLE: {
-        double x = strtod(v, &end);
+        double x;
+        if (s->flags & SF_MS) {
+            int r = parse_ms(v, label, &x);
+            return r ? r : store_double(cfg, s, x, label);
+        }
+        x = strtod(v, &end);
         if (!starts_number(v) || *end != '\0' || end == v) {
             return dq_fail(DQ_EINVAL, "%s: \"%s\" is not a number", label, v);
         }
@@ -511,6 +552,28 @@ static const struct setting *find_by_name(const char *name) {
         }
     }
     return NULL;
+}
+
+/* Settings that existed once: naming one is an error that says what replaced it. */
+static const struct {
+    const char *name, *flag, *why;
+} removed_settings[] = {
+    {"ingest_junk_timeout", "--ingest-junk-timeout",
+     "it was removed: an ingest connection that sends nothing is a quiet wrapper and is kept "
+     "(at max_ingest_connections the one silent longest is closed to take a new one), and one "
+     "whose first lines are all malformed is closed at once; remove it from the configuration"},
+};
+
+/* The error for a removed setting named `name` or flag `flag` (n bytes), or DQ_OK. */
+static int removed_setting(const char *label, const char *name, const char *flag, size_t n) {
+    for (size_t i = 0; i < sizeof removed_settings / sizeof removed_settings[0]; i++) {
+        if ((name && strcmp(name, removed_settings[i].name) == 0) ||
+            (flag && strlen(removed_settings[i].flag) == n &&
+             memcmp(flag, removed_settings[i].flag, n) == 0)) {
+            return dq_fail(DQ_EINVAL, "%s: %s", label, removed_settings[i].why);
+        }
+    }
+    return DQ_OK;
 }
 
 static const struct setting *find_by_flag(const char *flag, size_t n) {
@@ -708,13 +771,29 @@ static int set_json(struct dqd_config *cfg, const struct setting *s, json_t *v, 
             *(int64_t *)field(cfg, s) = -1;
             return 0;
         }
+        if (s->type == ST_MS && json_is_string(v)) { /* a duration with its unit: "250ms" */
+            return set_ms_text(cfg, s, json_string_value(v), label);
+        }
         if (!json_is_integer(v)) {
-            return wrong_type(label, "an integer", v);
+            return wrong_type(label,
+                              s->type == ST_MS ? "an integer (milliseconds) or a duration "
+                                                 "string (\"250ms\", \"1.5s\")"
+                                               : "an integer",
+                              v);
         }
         return store_int(cfg, s, (long long)json_integer_value(v), label);
     case ST_DOUBLE:
+        if ((s->flags & SF_MS) && json_is_string(v)) {
+            double x;
+            int r = parse_ms(json_string_value(v), label, &x);
+            return r ? r : store_double(cfg, s, x, label);
+        }
         if (!json_is_number(v)) {
-            return wrong_type(label, "a number", v);
+            return wrong_type(label,
+                              s->flags & SF_MS ? "a number (milliseconds) or a duration string "
+                                                 "(\"500us\", \"2s\")"
+                                               : "a number",
+                              v);
         }
         return store_double(cfg, s, json_number_value(v), label);
     case ST_HOSTPORT:
@@ -1002,10 +1081,16 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
     json_object_foreach(obj, key, v) {
         snprintf(sub, sizeof sub, "%s.%s", label, key);
         if (strcmp(key, "dmax_ms") == 0) {
-            if (!json_is_number(v)) {
-                return wrong_type(sub, "a number", v);
+            if (json_is_string(v)) { /* a duration with its unit: "250ms", "1.5s" */
+                if ((r = parse_ms(json_string_value(v), sub, &pc->dmax_ms)) != 0) {
+                    return r;
+                }
+            } else if (!json_is_number(v)) {
+                return wrong_type(sub, "a number (milliseconds) or a duration string (\"250ms\")",
+                                  v);
+            } else {
+                pc->dmax_ms = json_number_value(v);
             }
-            pc->dmax_ms = json_number_value(v);
             if (!(pc->dmax_ms >= MIN_DMAX_MS && pc->dmax_ms <= MAX_DMAX_MS)) {
                 return dq_fail(DQ_ERANGE, "%s: %.10g is out of range [%.10g, %.10g]", sub,
                                pc->dmax_ms, MIN_DMAX_MS, MAX_DMAX_MS);
@@ -1221,7 +1306,8 @@ int settings_load_json(struct dqd_config *cfg, const char *text, size_t len, con
         } else {
             const struct setting *s = find_by_name(key);
             if (!s) {
-                r = dq_fail(DQ_EINVAL, "%s: unknown key", label);
+                r = removed_setting(label, key, NULL, 0);
+                r = r ? r : dq_fail(DQ_EINVAL, "%s: unknown key", label);
             } else if (s->flags & SF_CLI_ONLY) {
                 r = dq_fail(DQ_EINVAL, "%s: only valid as the command-line flag %s", label,
                             s->flag);
@@ -1417,7 +1503,10 @@ static int apply_args(struct dqd_config *cfg, int argc, char **argv, int *print_
         size_t fl = eq ? (size_t)(eq - a) : strlen(a);
         const struct setting *s = find_by_flag(a, fl);
         if (!s) {
-            return dq_fail(DQ_EINVAL, "unknown flag %.*s (see --help)", (int)fl, a);
+            char label[64];
+            snprintf(label, sizeof label, "%.*s", (int)(fl < 40 ? fl : 40), a);
+            int r = removed_setting(label, NULL, a, fl);
+            return r ? r : dq_fail(DQ_EINVAL, "unknown flag %.*s (see --help)", (int)fl, a);
         }
         if (s->type == ST_ACTION) {
             if (eq) {
@@ -1559,21 +1648,30 @@ void settings_print_help(FILE *out, const char *argv0) {
     fprintf(out,
             "Usage: %s [OPTIONS]\n"
             "dqd: adaptive ΔQ instrumentation controller.\n\n"
-            "Options (flags override the --config file, which overrides the defaults):\n",
+            "Options (flags override the --config file, which overrides the defaults).\n"
+            "A DURATION is a number in the unit its line names (milliseconds), or a number\n"
+            "with a unit: ns, us, ms, s, m (--window 250ms, --webhook-timeout 1.5s).\n",
             argv0 ? argv0 : "dqd");
     for (size_t i = 0; i < N_SETTINGS; i++) {
         const struct setting *s = &settings[i];
         char left[64], def[64];
         snprintf(left, sizeof left, "%s%s%s", s->flag, s->type == ST_ACTION ? "" : " ", metavar(s));
         default_text(s, def, sizeof def);
-        char text[400];
-        if (s->type != ST_ACTION) {
-            snprintf(text, sizeof text, "%s (default: %s)", s->help, def);
-        } else {
-            snprintf(text, sizeof text, "%s", s->help);
-        }
         fprintf(out, "  %-26s ", left);
+        if (s->type == ST_ACTION) {
+            wrap(out, s->help, 29, 92);
+            continue;
+        }
+        /* the whole sentence, however long: no fixed buffer cuts it */
+        size_t need = strlen(s->help) + strlen(def) + sizeof " (default: )";
+        char *text = malloc(need);
+        if (!text) {
+            wrap(out, s->help, 29, 92);
+            continue;
+        }
+        snprintf(text, need, "%s (default: %s)", s->help, def);
         wrap(out, text, 29, 92);
+        free(text);
     }
     fprintf(out, "\nThe config file is JSON: {\"<setting>\": value, ..., \"wrappers\": "
                  "[\"HOST:PORT\", ...],\n"

@@ -102,7 +102,6 @@ struct dqd_config {
     char allowed_hosts[DQD_PATH_MAX]; /* extra Host names the API accepts, comma-separated */
     int public_reads;                 /* 1: reads beyond loopback need no token */
     int max_ingest_connections;       /* ingest connections open at once */
-    int64_t ingest_junk_timeout_ms;   /* no valid line within this: the connection is closed */
     double new_names_per_second;      /* new probe names per source and second */
     int new_names_burst;              /* … after a burst of this many */
     int64_t window_ms;                /* window length */

@@ -532,7 +532,7 @@
     } else {
       const d = await api("GET", "/api/v1/probes/" + enc(name) + "/windows?" + rangeQuery());
       points = d.windows.map((w) => ({
-        wid: Math.round(w.start / S.windowS), start: w.start, span: w.end - w.start, n: w.n,
+        wid: Math.floor(w.start / S.windowS + 1e-6), start: w.start, span: w.end - w.start, n: w.n,
         p50: w.p50, p95: w.p95, p99: w.p99, lost: w.lost, no_data: false}));
     }
     if (S.range.key !== key || !S.panels.has(name)) return; // the range changed meanwhile
@@ -731,6 +731,13 @@
 
   /* ---- the header ----------------------------------------------------------------------- */
 
+  // "2 wrappers (3 links)": a legacy wrapper's data link and command link are one wrapper
+  function wrappersText(s) {
+    const n = s.wrappers_distinct === undefined ? s.wrappers_connected : s.wrappers_distinct;
+    const links = s.wrappers_connected;
+    return n + " wrapper" + (n === 1 ? "" : "s") + (links !== n ? " (" + links + " link" + (links === 1 ? "" : "s") + ")" : "");
+  }
+
   function renderHeader() {
     const w = S.lastWindow;
     const wl = $("#window-label");
@@ -743,8 +750,8 @@
     const s = S.status;
     if (s) {
       $("#status-line").textContent = "dqd " + s.version + ", " + s.clock + " clock, " +
-        s.probes + " probes (" + s.enabled + " on), " + s.wrappers_connected + " wrapper link" +
-        (s.wrappers_connected === 1 ? "" : "s") + (s.diagram ? ", diagram " + s.diagram : "");
+        s.probes + " probes (" + s.enabled + " on), " + wrappersText(s) + (s.diagram ? ", diagram " + s.diagram : "") +
+        (s.downtime ? "; dqd was not running from " + fmtWhen(s.downtime.from_ns / 1e9) + " to " + fmtWhen(s.downtime.to_ns / 1e9) + " UTC" + (s.downtime.clean ? "" : " (no stop recorded)") : "");
       $("#status-line").title = $("#status-line").textContent;
     }
     $("#open-count").textContent = S.open.length ? "(" + S.open.length + ")" : "";
@@ -1055,13 +1062,15 @@
     }
     if (s.qta) parts.push("QTA " + qtaText(s.qta));
     // numbers a disabled probe or a silent source left behind carry their age
-    const stale = !!w && (!s.enabled || st.silent);
+    const stale = !!w && (!s.enabled || st.silent || !!w.stale);
     if (w) {
       parts.push("last window n " + w.n + ", p50 " + fmtDur(w.p50) + ", p95 " + fmtDur(w.p95) + ", lost " +
         fmtPct(w.lost) + (stale ? " (" + fmtAge(nowS() - w.end) + " old, at " + fmtClock(w.end) + " UTC)" : ""));
     }
     if (s.silent_since_ns !== null && s.silent_since_ns !== undefined) {
-      parts.push("SILENT for " + plural(s.silent_windows, "window"));
+      parts.push("SILENT since " + fmtWhen(s.silent_since_ns / 1e9) + " UTC (" + plural(s.silent_windows, "window") + ")");
+      const o = s.silent_origin;
+      if (o && o.hint) parts.push(o.hint);
     }
     p.el.facts.textContent = parts.join(" · ");
     p.el.facts.classList.toggle("stale", stale);
@@ -1759,11 +1768,15 @@
         fieldError(p, null, "");
       }
       const cmds = d.commands || [];
-      const notApplied = cmds.filter((c) => c.status !== "sent");
+      const notApplied = cmds.filter((c) => c.status === "not_applied" || c.status === "failed");
+      const unknown = cmds.filter((c) => c.status === "ambiguous");
       let msg = p.name + ": " + what;
-      if (cmds.length) msg += " (" + cmds.length + " wrapper link" + (cmds.length === 1 ? "" : "s") + (notApplied.length ? ", NOT applied on " + notApplied.length : "") + ")";
+      if (cmds.length) msg += " (" + cmds.length + " wrapper link" + (cmds.length === 1 ? "" : "s") + (notApplied.length ? ", NOT applied on " + notApplied.length : "") + (unknown.length ? ", NOT known to have reached " + unknown.length : "") + ")";
+      // a legacy wrapper's command listener: "sent to the wrapper's command listener (…)"
+      for (const c of cmds) if (c.status === "sent" && c.detail) msg += "; sent to " + c.detail;
+      for (const c of unknown) msg += "; " + c.link + ": " + c.detail;
       for (const w of d.warnings || []) msg += "; " + w;
-      toast(msg, notApplied.length > 0);
+      toast(msg, notApplied.length + unknown.length > 0);
     }).catch((e) => {
       if (!field) return failed(p.name + ": " + what)(e);
       console.error("dqd dashboard: " + p.name + ": " + what + ": " + (e && e.message ? e.message : e));
@@ -1911,9 +1924,19 @@
     } else {
       const sum = inv.summary || {};
       const reason = sum.evidence && sum.evidence.reason;
-      box.append(el("p", {class: "verdict-block"},
-        el("span", {class: "verdict " + inv.verdict}, "verdict: " + inv.verdict + (inv.verdict_node ? " at " + inv.verdict_node : "")),
-        reason ? el("div", {class: "reason"}, reason) : null));
+      // every culprit the verdict names, each with the share of the node's change it explains
+      const culprits = (sum.evidence && sum.evidence.culprits) || [];
+      const names = culprits.map((c) => c.probe);
+      const at = names.length > 1 ? names.slice(0, -1).join(", ") + " and " + names[names.length - 1] : inv.verdict_node;
+      const list = culprits.length ? el("ul", {class: "culprits"}) : null;
+      for (const c of culprits) {
+        list.append(el("li", {"data-probe": c.probe}, c.probe + ": " +
+          (c.share === undefined || c.share === null ? "share unknown" : fmtPct(c.share)) +
+          " of " + inv.node + "'s change (reference: " + (c.reference || "its baseline") + ")"));
+      }
+      box.append(el("div", {class: "verdict-block"},
+        el("span", {class: "verdict " + inv.verdict}, "verdict: " + inv.verdict + (at ? " at " + at : "")),
+        reason ? el("div", {class: "reason"}, reason) : null, list));
       if (inv.verdict === null) box.append(el("p", null, "no verdict"));
     }
     const kids = (sum) => (sum && sum.evidence && sum.evidence.children) || [];

@@ -96,7 +96,8 @@ static void test_two_origins(void) {
     CHECK_INT(probes_no_data(y, W0 + 1), 0);
     CHECK_INT(probes_no_data(idle, W0 + 1), 0);
     CHECK_INT(probes_silence(&t, x, &si), 1);
-    CHECK_INT(si.since_ns, at(1, 0));
+    CHECK_INT(si.since_ns, at(0, 100)); /* dated from its last instance */
+    CHECK_INT(si.run_start_ns, at(1, 0));
     CHECK_INT(si.windows, 1);
     CHECK_INT(si.origin.id, a);
     CHECK(strcmp(si.origin.label, "1 127.0.0.1:5555") == 0);
@@ -110,10 +111,11 @@ static void test_two_origins(void) {
     CHECK_INT(probes_no_data(x, W0 + 2), 1);
     CHECK_INT(probes_no_data(y, W0 + 2), 1); /* the window after y's last instance */
     CHECK_INT(probes_silence(&t, x, &si), 1);
-    CHECK_INT(si.since_ns, at(1, 0));
+    CHECK_INT(si.since_ns, at(0, 100));
     CHECK_INT(si.windows, 2);
     CHECK_INT(probes_silence(&t, y, &si), 1);
-    CHECK_INT(si.since_ns, at(2, 0));
+    CHECK_INT(si.since_ns, at(1, 300));
+    CHECK_INT(si.run_start_ns, at(2, 0));
     CHECK_INT(si.windows, 1);
     CHECK_INT(si.origin.id, b);
     CHECK_INT(si.origin.connected, 1);
@@ -201,6 +203,7 @@ static void test_quiet(void) {
 static void test_never_heard(void) {
     struct probe_table t;
     table(&t);
+    t.open_ns = T0; /* dqd started as window W0 began: it judges W0 */
     struct probe *q = enabled(&t, "q");
     /* no origin at all: no data */
     CHECK_INT(probes_close_window(&t, W0), 0);
@@ -269,7 +272,8 @@ static void test_bit_ring(void) {
     struct probe_silence si;
     CHECK_INT(probes_silence(&t, r, &si), 1);
     CHECK_INT(si.windows, 70);
-    CHECK_INT(si.since_ns, at(1, 0));
+    CHECK_INT(si.since_ns, at(0, 1));
+    CHECK_INT(si.run_start_ns, at(1, 0));
     /* a clock jump: the windows skipped were never closed and read 0; the run goes on */
     t.next_close = W0 + 80;
     CHECK_INT(probes_close_window(&t, W0 + 80), 0);
@@ -560,10 +564,78 @@ static void test_origin_ids(void) {
     probes_release(&t);
 }
 
+/*
+ * Across a restart (issue 25): a probe whose last instance and connection the store kept is
+ * silent from that instance, named by the old connection (restored, legacy, closed); empty
+ * windows that ended before dqd started are not judged; a window that began before the
+ * start, or is closed at the stop, is partial and never one of the quiet windows.
+ */
+static void test_restart_state(void) {
+    struct probe_table t;
+    /* started half way through window W0 + 1: W0 (lag 1 s) is still open */
+    CHECK_INT(probes_init(&t, 64, SEC, SEC, 8, 1000.0, 100, at(1, 500)), 0);
+    CHECK_INT(t.next_close, W0);
+    struct probe *q = enabled(&t, "q"), *s = enabled(&t, "s");
+    q->last_end_ns = T0 - 3 * SEC; /* as the store had it */
+    CHECK_INT(probes_restore_origin(&t, q, "3 127.0.0.1:40212", "127.0.0.1", "", "legacy"), 0);
+    struct probe_origin_info oi;
+    CHECK_INT(probes_origin_get(&t, q->origin, &oi), 0);
+    CHECK(oi.restored && !oi.connected && strcmp(oi.kind, "legacy") == 0 &&
+          strcmp(oi.label, "3 127.0.0.1:40212") == 0 && strcmp(oi.node, "127.0.0.1") == 0);
+    CHECK_INT(q->origin_dirty, 0);
+    /* W0 ended before the start: not judged */
+    CHECK_INT(probes_close_window(&t, W0), 0);
+    CHECK_INT(probes_no_data(q, W0), 0);
+    struct probe_silence si;
+    CHECK_INT(probes_silence(&t, q, &si), 0);
+    /* W0 + 1, the start's window: q's connection is gone, so no data, dated from its last
+     * instance; s has 40 instances there, a partial window, not a quiet one */
+    uint32_t o = 0;
+    CHECK_INT(probes_origin_open(&t, "4 127.0.0.1:40300", "127.0.0.1", "", &o), 0);
+    probes_origin_heard(&t, o, at(1, 900));
+    for (int i = 0; i < 40; i++) {
+        send(&t, o, "s", at(1, 600 + i), 1);
+    }
+    CHECK_INT(probes_close_window(&t, W0 + 1), 0);
+    CHECK_INT(probes_no_data(q, W0 + 1), 1);
+    CHECK_INT(probes_silence(&t, q, &si), 1);
+    CHECK_INT(si.since_ns, T0 - 3 * SEC);
+    CHECK_INT(si.run_start_ns, at(1, 0));
+    CHECK_INT(si.origin.id, q->origin);
+    CHECK(si.origin.restored && !si.origin.connected);
+    struct probe_window *w = probes_ring_find(s, W0 + 1);
+    CHECK(w && w->partial && w->ok == 40);
+    CHECK_INT(s->n_quiet, 0);
+    /* W0 + 2: q heard from the new connection (the silence ends), 40 of s: a full window */
+    probes_origin_heard(&t, o, at(2, 900));
+    send(&t, o, "q", at(2, 5), 1);
+    for (int i = 0; i < 40; i++) {
+        send(&t, o, "s", at(2, 100 + i), 1);
+    }
+    CHECK_INT(q->origin, o);
+    CHECK_INT(q->origin_dirty, 1); /* a new origin for the store */
+    CHECK_INT(q->last_end_ns, at(2, 5));
+    CHECK_INT(probes_close_window(&t, W0 + 2), 0);
+    CHECK_INT(probes_silence(&t, q, &si), 0);
+    w = probes_ring_find(s, W0 + 2);
+    CHECK(w && !w->partial);
+    CHECK_INT(s->n_quiet, 1);
+    /* the stop, in W0 + 3: closed there, partial, not a quiet window */
+    for (int i = 0; i < 40; i++) {
+        send(&t, o, "s", at(3, 100 + i), 1);
+    }
+    probes_stop(&t, at(3, 300));
+    CHECK_INT(probes_close_window(&t, W0 + 3), 0);
+    w = probes_ring_find(s, W0 + 3);
+    CHECK(w && w->partial && w->ok == 40);
+    CHECK_INT(s->n_quiet, 1);
+    probes_release(&t);
+}
+
 static const struct check_case cases[] = {
     CHECK_CASE(two_origins),       CHECK_CASE(quiet),       CHECK_CASE(never_heard),
     CHECK_CASE(bit_ring),          CHECK_CASE(three_nodes), CHECK_CASE(pooled),
-    CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),
+    CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),  CHECK_CASE(restart_state),
 };
 
 CHECK_MAIN(cases)

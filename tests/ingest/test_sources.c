@@ -188,8 +188,9 @@ static void test_three_sources(void) {
     char want[256];
     char *d = described(tcp);
     snprintf(want, sizeof want,
-             "{\"connections\":0,\"connections_total\":0,\"instances\":0,\"listen\":"
-             "\"127.0.0.1:%d\",\"name\":\"tcp\"}",
+             "{\"connections\":0,\"connections_evicted\":0,\"connections_junk\":0,"
+             "\"connections_total\":0,\"instances\":0,\"listen\":\"127.0.0.1:%d\","
+             "\"name\":\"tcp\"}",
              ingest_port(tcp));
     CHECK_STR(d, want);
     free(d);
@@ -212,6 +213,7 @@ static void test_three_sources(void) {
     CHECK(strstr(t, "\ndqd_connections_total 0\n") != NULL);
     CHECK(strstr(t, "dqd_protocol_errors_total{kind=\"") != NULL);
     CHECK(strstr(t, "dqd_ingest_connections_closed_total{reason=\"junk\"} 0\n") != NULL);
+    CHECK(strstr(t, "dqd_ingest_connections_closed_total{reason=\"evicted\"} 0\n") != NULL);
     CHECK(strstr(o, "dqd_otlp_spans_total{result=\"accepted\"} 2\n") != NULL);
     CHECK(strstr(o, "\ndqd_otlp_services 1\n") != NULL);
     CHECK(strstr(f, "\ndqd_fake_instances_total 3\n") != NULL);

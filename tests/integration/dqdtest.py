@@ -474,6 +474,13 @@ def dqctl(binary, *args, env=None, timeout=20):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+def dqctl_checked(checks, binary, d, *args, want_rc=0):
+    """stdout of `dqctl ARGS --server` d's URL, its exit status checked against want_rc."""
+    rc, out, err = dqctl(binary, *args, "--server", d.url)
+    checks.eq(rc, want_rc, "dqctl %s exit status (out %r, err %r)" % (" ".join(args), out, err))
+    return out
+
+
 def free_port():
     """A loopback port nobody listens on (bound and released)."""
     s = socket.socket()

@@ -288,10 +288,10 @@ def part_stream(c, dqd_bin, dqctl_bin):
                 isinstance(objs[1]["data"].get("probes"), list) and objs[2]["id"] > objs[1]["id"],
                 "dqctl watch --json: one object per line: %r" % out[:300])
         rc, out, err = t.dqctl(dqctl_bin, "--server", d.url, "watch", "--types", "nope")
-        c.check(rc == 2 and "unknown event type" in err, "watch --types nope: %d %r" % (rc, err))
+        c.check(rc == 3 and "unknown event type" in err, "watch --types nope: %d %r" % (rc, err))
         rc, out, err = t.dqctl(dqctl_bin, "--server", "http://127.0.0.1:%d" % t.free_port(),
                                "watch", "--count", "1")
-        c.check(rc == 2 and "cannot reach dqd" in err, "watch without dqd: %d %r" % (rc, err))
+        c.check(rc == 3 and "cannot reach dqd" in err, "watch without dqd: %d %r" % (rc, err))
         rc, out, err = t.dqctl(dqctl_bin, "--server", d.url, "watch", "--for", "300ms",
                                "--types", "verdict")
         c.check(rc == 0 and out.count("\n") == 1 and "hello" in out,

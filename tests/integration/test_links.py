@@ -1,10 +1,13 @@
 """Integration test (issue 4, acceptance 2): commands reach wrappers over both transports.
 
 A legacy-style wrapper listens for commands on its own port (dqd connects out to it, from
-the config file's "wrappers") and sends instances on a connection it never reads; a
-v2-style wrapper gets commands on its own connection after its hello. dqctl set-timeout,
-enable, disable, stop and start must reach both (in each one's dialect), and both must get
-the enabled set again after they reconnect and after dqd restarts on the same store.
+the config file's "wrappers") and sends instances on a connection it never reads (from the
+same host: one wrapper, two connections); a v2-style wrapper gets commands on its own
+connection after its hello; a legacy connection from another host (127.0.0.2), whose
+listener is not configured, gets nothing. dqctl set-timeout, enable, disable, stop and
+start must reach both wrappers (in each one's dialect) and say the third did not get them,
+and both must get the enabled set again after they reconnect and after dqd restarts on the
+same store.
 
 usage: test_links.py DQD_BINARY DQCTL_BINARY
 """
@@ -100,25 +103,36 @@ def body(c):
     ingest = t.connect(d.ingest_port)
     now = t.now_ns()
     ingest.sendall(t.legacy_line("checkout", now - 5 * MS, now, "ok").encode())
+    # a legacy connection from another host, whose command listener dqd does not know
+    stray = socket.socket()
+    stray.bind(("127.0.0.2", 0))
+    stray.connect(("127.0.0.1", d.ingest_port))
+    stray.sendall(t.legacy_line("checkout", now - 5 * MS, now, "ok").encode())
     v2 = V2Wrapper(d.ingest_port)
     c.eq(v2.reader.read_lines(2), ["set_timeout;payment;80", "start_stub"],
          "v2 hello answered with the enabled set")
-    d.wait_until(lambda: d.status()["instances_total"] >= 1)
+    d.wait_until(lambda: d.status()["instances_total"] >= 2)
 
     st = d.status()
     outb = [w for w in st["wrappers"] if w["kind"] == "outbound"]
     c.check(len(outb) == 1 and outb[0]["connected"] and
             outb[0]["peer"] == "127.0.0.1:%d" % lw.port, "status lists the outbound link: %r" %
             outb)
-    c.eq(sorted(w["kind"] for w in st["wrappers"]), ["legacy", "outbound", "v2"],
-         "status lists three links")
+    c.eq(sorted(w["kind"] for w in st["wrappers"]), ["legacy", "legacy", "outbound", "v2"],
+         "status lists four links")
+    pairs = {w["peer"].rsplit(":", 1)[0] + " " + w["kind"]: w["pairing"] for w in st["wrappers"]}
+    c.eq(pairs, {"127.0.0.1 legacy": "paired", "127.0.0.2 legacy": None,
+                 "127.0.0.1 outbound": "paired", "127.0.0.1 v2": None},
+         "the legacy data connection and the listener on one host are one wrapper")
+    c.eq(st["wrappers_distinct"], 3, "three wrappers (the legacy one with two links)")
 
     # enable: the default dMax goes to both
-    # the inbound legacy connection (not read by its wrapper) gets nothing: every change
-    # says so on that link and exits 1
+    # the stray legacy connection (not read by its wrapper, no listener known) gets nothing:
+    # every change says so on that link and exits 1; the paired one is its listener's
     out = ctl("enable", "checkout", want_rc=1)
-    c.check("NOT applied on 1 wrapper link" in out and "legacy_commands is off" in out,
-            "enable says the inbound legacy connection got nothing: %r" % out)
+    c.check("NOT applied on 1 wrapper link (" in out and "legacy_commands is off" in out and
+            "127.0.0.2:" in out and "sent to the wrapper's command listener" in out,
+            "enable says the stray legacy connection got nothing: %r" % out)
     c.eq(v2.reader.read_lines(1), ["set_timeout;checkout;1024"], "v2 gets enable")
     c.eq(lw.reader.read_lines(1), ["set_timeout;checkout;1024"], "legacy gets enable")
     # set-timeout: a decimal to v2, the integer ceiling (at least 1) to legacy
@@ -136,7 +150,7 @@ def body(c):
     c.eq(rc, 0, "dqctl stop exit status")
     try:
         c.eq(json.loads(out), {"running": False, "sent_to": 2, "not_applied": 1},
-             "dqctl stop --json")
+             "dqctl stop --json (the stray connection not applied)")
     except ValueError:
         c.check(False, "dqctl stop --json prints JSON: %r" % out)
     c.eq(v2.reader.read_lines(1), ["stop_stub"], "v2 gets stop_stub")
@@ -146,11 +160,12 @@ def body(c):
     c.eq(v2.reader.read_lines(1), ["start_stub"], "v2 gets start_stub")
     c.eq(lw.reader.read_lines(1), ["start_stub"], "legacy gets start_stub")
     # disable: v2 only (a legacy wrapper has no clear_timeout); dqctl says so link by link
-    # and exits 1, since the legacy wrapper goes on reporting the probe
+    # and exits 1, since the legacy wrappers go on reporting the probe: the paired one once
+    # (on its listener), the stray one on its own connection
     out = ctl("disable", "checkout", want_rc=1)
     c.check("clear_timeout sent to 1 wrapper link" in out and
-            "NOT applied on 1 wrapper link" in out and "keeps reporting the probe" in out and
-            "legacy_commands is off" in out,
+            "NOT applied on 1 wrapper link (1 127.0.0.1:" in out and
+            "keeps reporting the probe" in out and "legacy_commands is off" in out,
             "disable says what happened on each link: %r" % out)
     c.eq(v2.reader.read_lines(1), ["clear_timeout;checkout"], "v2 gets clear_timeout")
     c.eq(lw.reader.quiet(0.3), [], "legacy gets no command for a disable")
@@ -189,6 +204,7 @@ def body(c):
     c.eq(old_v2.reader.read_line(2.0), None, "v2 connection closed by dqd's shutdown")
     old_v2.close()
     ingest.close()
+    stray.close()
     d = t.Dqd(dqd_bin, wd, config=cfg)
     if c.check(lw.accept(), "restarted dqd connected to the legacy listener"):
         sets, last = state_lines(lw.reader.read_lines(3))

@@ -42,7 +42,7 @@ def body(c):
         c.eq(counts(d), (0, 0, 0), "nothing arrives for a probe dqd has not enabled")
         # nothing reported it yet and there is no diagram: the name is new to dqd
         r = ctl("enable", "checkout")
-        c.eq(r.returncode, 2, "dqctl enable of a name dqd never saw is refused")
+        c.eq(r.returncode, 3, "dqctl enable of a name dqd never saw is refused (exit 3)")
         r = ctl("enable", "checkout", "--create")
         c.eq(r.returncode, 0, "dqctl enable: %s" % r.stderr)
         c.check(d.wait_until(lambda: counts(d)[0] > 100, timeout=15),

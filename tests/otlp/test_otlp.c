@@ -469,7 +469,9 @@ static void test_requests(void) {
         core_close_due(e.c.core, clock_now(&e.c.clock), NULL, NULL);
     }
     CHECK(p && probes_silence(core_probes(e.c.core), p, &si) == 1);
-    CHECK(p && si.since_ns == T0 + 15 * SEC && !strcmp(si.origin.label, "otlp") &&
+    /* dated from its last span (in window T0), the run of no-data windows from 15 s on */
+    CHECK(p && si.run_start_ns == T0 + 15 * SEC && si.since_ns == p->last_end_ns &&
+          si.since_ns < T0 + SEC && si.since_ns >= T0 && !strcmp(si.origin.label, "otlp") &&
           !strcmp(si.origin.node, "shop"));
     http_response_release(&res);
     env_close(&e);

@@ -169,6 +169,10 @@ static void test_still_holds(void) {
     CHECK_INT(search_still_holds(0.016, 0.017, 0.002), 1);
     CHECK_INT(search_still_holds(0.009, 0.017, 0.002), 0); /* below the midpoint 9.5 ms */
     CHECK_INT(search_still_holds(0.0095, 0.017, 0.002), 0);
+    /* a verdict's value that was a spike: below the midpoint, yet far above its siblings */
+    CHECK_INT(search_stands_out(0.098, 0.01, 0.003), 1);
+    CHECK_INT(search_stands_out(0.098, 0.01, 0.09), 0);      /* within a sibling's reach */
+    CHECK_INT(search_stands_out(0.098, 0.01, -INFINITY), 0); /* no sibling to judge by */
 }
 
 static void test_names(void) {

@@ -1,6 +1,7 @@
 /*
  * store_test_util.h: helpers shared by the store tests: a private temporary directory,
- * byte-level file patching (to forge headers without calling SQLite), a fake clock.
+ * byte-level file patching (to forge headers without calling SQLite), the sqlite3 shell (to
+ * write rows as an older dqd did), a fake clock.
  */
 #ifndef DQ_STORE_TEST_UTIL_H
 #define DQ_STORE_TEST_UTIL_H
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The test's temporary directory (mkdtemp), created by tmp_setup. */
@@ -98,6 +100,29 @@ static inline int patch_be32(const char *path, long offset, uint32_t v) {
 struct fake_clock {
     int64_t now;
 };
+
+/* Runs one statement with the sqlite3 shell on path (what an older dqd, or a person,
+ * would have written); its first output line goes to out (cap bytes, may be NULL). Returns
+ * the shell's exit status, −1 when it could not run. */
+static inline int sqlite3_cli(const char *path, const char *sql, char *out, size_t cap) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"%s\"", path, sql);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        return -1;
+    }
+    if (out && cap > 0) {
+        out[0] = '\0';
+        if (fgets(out, (int)cap, p)) {
+            out[strcspn(out, "\n")] = '\0';
+        }
+    }
+    char sink[256];
+    while (fgets(sink, sizeof sink, p)) {
+    }
+    int st = pclose(p);
+    return st == -1 ? -1 : WEXITSTATUS(st);
+}
 
 static inline int64_t fake_now(void *ctx) {
     return ((struct fake_clock *)ctx)->now;

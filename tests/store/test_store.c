@@ -107,6 +107,7 @@ static struct store_window make_window(const char *probe, enum store_kind kind, 
         .p95 = 0.020,
         .p99 = NAN,
         .lost = n > 2 ? 2.0 / (double)n : NAN,
+        .run_ns = T0 - SEC, /* the run that wrote it */
     };
     return w;
 }
@@ -744,12 +745,41 @@ static void test_windows(void) {
     CHECK_INT(store_window_latest(st, "leaf", STORE_CALCULATED, &latest), DQ_ENOTFOUND);
     CHECK_INT(store_window_latest(st, "ghost", STORE_OBSERVED, &latest), DQ_ENOTFOUND);
 
-    /* Writing the same window again replaces it (a window re-closed after a restart). */
+    /* Writing the same window again in the same run replaces it. */
     w = make_window("leaf", STORE_OBSERVED, T0, 50);
     CHECK_INT(store_window_put(st, &w), DQ_OK);
     CHECK_INT(window_count(st, "leaf", STORE_OBSERVED), 1);
     CHECK_INT(store_window_latest(st, "leaf", STORE_OBSERVED, &latest), DQ_OK);
     CHECK_INT(latest.n, 50);
+    CHECK(!latest.partial);
+    CHECK_INT(latest.run_ns, T0 - SEC);
+    /* Two runs that each saw part of one window keep a row each: the first stopped in it
+     * (partial, [start, its stop]), the second started in it (partial, [its start, end]). */
+    w = make_window("split", STORE_OBSERVED, T0, 30);
+    w.end_ns = T0 + SEC / 4;
+    w.partial = true;
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    w = make_window("split", STORE_OBSERVED, T0, 12);
+    w.start_ns = T0 + SEC / 2;
+    w.partial = true;
+    w.run_ns = T0 + SEC / 2;
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    w = make_window("split", STORE_OBSERVED, T0, 7); /* a late row of the second run */
+    w.partial = true;
+    w.run_ns = T0 + SEC / 2;
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    CHECK_INT(window_count(st, "split", STORE_OBSERVED), 3);
+    struct window_list wl = {0};
+    CHECK_INT(store_windows_each(st, "split", STORE_OBSERVED, INT64_MIN, INT64_MAX, 0,
+                                 collect_window, &wl),
+              DQ_OK);
+    CHECK_INT(wl.count, 3);
+    uint64_t n_sum = 0;
+    for (int i = 0; i < wl.count && i < 8; i++) {
+        n_sum += wl.rows[i].n;
+        CHECK(wl.rows[i].partial);
+    }
+    CHECK_INT(n_sum, 30 + 12 + 7);
 
     /* Bad input. */
     /* A probe the store has not seen is registered on the way, disabled, nothing set. */

@@ -1,6 +1,6 @@
 /*
- * test_store_history.c: schema version 6 on real SQLite files: the upgrade from version 5
- * with data, the window ΔQs (sparse counts, coarsened grids, rewrites, a damaged row), the
+ * test_store_history.c: schema version 7 on real SQLite files: the upgrades from versions 5
+ * and 6 with data, the window ΔQs (sparse counts, coarsened grids, rewrites, a damaged row), the
  * exemplars (slowest and failed, limits, refusals), the marks of a time range, and the
  * retention of both.
  */
@@ -366,37 +366,57 @@ static int count_window(void *ctx, const struct store_window *w) {
     return 0;
 }
 
-static void test_upgrade_from_5(void) {
-    char path[512];
-    tmp_path(path, sizeof path, "v5.db");
-    struct store *st = open_at(path, 5);
+/* A store of version `from` with a window in it, opened again: migrated to the latest
+ * (version 6's columns, then version 7's tables, in order), its row kept, its history
+ * written and read. */
+static void upgrade_from(int from) {
+    char path[512], name[32];
+    snprintf(name, sizeof name, "v%d.db", from);
+    tmp_path(path, sizeof path, name);
+    struct store *st = open_at(path, from);
     int v = 0;
     CHECK_INT(store_schema_version(st, &v), DQ_OK);
-    CHECK_INT(v, 5);
-    struct store_window w = {.probe = "api",
-                             .kind = STORE_OBSERVED,
-                             .start_ns = T0,
-                             .end_ns = T0 + SEC,
-                             .n = 3,
-                             .n_ok = 3,
-                             .mean = 0.01,
-                             .p50 = 0.01,
-                             .p95 = 0.02,
-                             .p99 = NAN,
-                             .lost = 0};
-    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    CHECK_INT(v, from);
+    CHECK_INT(store_probe_ensure(st, "api"), DQ_OK);
+    store_close(st);
+    /* a window as that version wrote it (this version's store_window_put writes version
+       6's columns) */
+    sqlite3 *db = NULL;
+    CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_INT(sqlite3_exec(db,
+                           from >= 6 ? "INSERT INTO windows (probe, kind, start_ns, end_ns, n, "
+                                       "n_ok, mean, p50, p95, lost, partial, run_ns) VALUES ('api',"
+                                       " 'observed', 1700000000000000000, 1700000001000000000, 3,"
+                                       " 3, 0.01, 0.01, 0.02, 0, 1, 1700000000000000000)"
+                                     : "INSERT INTO windows (probe, kind, start_ns, end_ns, n, "
+                                       "n_ok, mean, p50, p95, lost) VALUES ('api', 'observed', "
+                                       "1700000000000000000, 1700000001000000000, 3, 3, 0.01, "
+                                       "0.01, 0.02, 0)",
+                           NULL, NULL, NULL),
+              SQLITE_OK);
+    sqlite3_close(db);
+    st = open_at(path, from);
     struct dq *q = sample_dq();
     CHECK(store_window_dq_put(st, "api", T0, T0 + SEC, q) != DQ_OK); /* no such table yet */
     store_close(st);
     st = open_at(path, 0);
     CHECK_INT(store_schema_version(st, &v), DQ_OK);
-    CHECK_INT(v, 6);
+    CHECK_INT(v, 7);
     CHECK_INT(v, store_schema_latest());
     int n = 0;
     CHECK_INT(
         store_windows_each(st, "api", STORE_OBSERVED, INT64_MIN, INT64_MAX, 0, count_window, &n),
         DQ_OK);
-    CHECK_INT(n, 1); /* the version 5 row is kept */
+    CHECK_INT(n, 1); /* the older version's row is kept */
+    CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *stmt = NULL;
+    CHECK_INT(sqlite3_prepare_v2(db, "SELECT partial, run_ns FROM windows", -1, &stmt, NULL),
+              SQLITE_OK);
+    CHECK_INT(sqlite3_step(stmt), SQLITE_ROW);
+    CHECK_INT(sqlite3_column_int(stmt, 0), from >= 6);
+    CHECK_INT(sqlite3_column_type(stmt, 1), from >= 6 ? SQLITE_INTEGER : SQLITE_NULL);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
     CHECK_INT(store_window_dq_put(st, "api", T0, T0 + SEC, q), DQ_OK);
     n = 0;
     CHECK_INT(store_window_dqs_each(st, "api", INT64_MIN, INT64_MAX, count_dq, &n), DQ_OK);
@@ -410,6 +430,14 @@ static void test_upgrade_from_5(void) {
     CHECK_INT(n, 0);
     store_close(st);
     dq_destroy(q);
+}
+
+static void test_upgrade_from_5(void) {
+    upgrade_from(5);
+}
+
+static void test_upgrade_from_6(void) {
+    upgrade_from(6);
 }
 
 static void test_history_retention(void) {
@@ -555,8 +583,9 @@ static void teardown(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(window_dqs),     CHECK_CASE(exemplars),         CHECK_CASE(marks),
-    CHECK_CASE(upgrade_from_5), CHECK_CASE(history_retention), CHECK_CASE(window_close_history),
+    CHECK_CASE(window_dqs),           CHECK_CASE(exemplars),      CHECK_CASE(marks),
+    CHECK_CASE(upgrade_from_5),       CHECK_CASE(upgrade_from_6), CHECK_CASE(history_retention),
+    CHECK_CASE(window_close_history),
 };
 
 int main(int argc, char **argv) {

@@ -768,15 +768,19 @@ static void test_upgrade_from_v1(void) {
         return;
     }
     CHECK_INT(add_probe(st, "old"), DQ_OK);
-    struct store_window w = {.probe = "old", .start_ns = T0, .end_ns = T0 + SEC, .n = 7};
-    w.mean = w.p50 = w.p95 = w.p99 = w.lost = NAN;
-    CHECK_INT(store_window_put(st, &w), DQ_OK);
     /* The version-2 tables do not exist yet. */
     struct store_investigation inv = {
         .node = "old", .problem = "latency", .strategy = "children", .origin = "person"};
     int64_t id = 0;
     CHECK_INT(store_investigation_open(st, &inv, &id), DQ_ESTORE);
     store_close(st);
+    /* a window as version 1 wrote it (this code writes the columns of version 6) */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO windows (probe, kind, start_ns, end_ns, n) VALUES "
+             "('old', 'observed', %lld, %lld, 7)",
+             (long long)T0, (long long)(T0 + SEC));
+    CHECK_INT(sqlite3_cli(path, sql, NULL, 0), 0);
 
     st = open_ok(path);
     int v = 0;
@@ -785,7 +789,114 @@ static void test_upgrade_from_v1(void) {
     struct store_window got;
     CHECK_INT(store_window_latest(st, "old", STORE_OBSERVED, &got), DQ_OK);
     CHECK_INT(got.n, 7);
+    CHECK(!got.partial);
+    CHECK_INT(got.run_ns, 0);
     CHECK_INT(store_investigation_open(st, &inv, &id), DQ_OK);
+    store_close(st);
+}
+
+static int last_probe_cb(void *ctx, const struct store_probe *p) {
+    struct store_probe *out = ctx;
+    out->last_instance_ns = p->last_instance_ns;
+    out->qta_json = NULL;
+    static char origin[256];
+    snprintf(origin, sizeof origin, "%s", p->last_origin ? p->last_origin : "");
+    out->last_origin = origin;
+    return 0;
+}
+
+/*
+ * Version 6 (issue 25): a version-5 file with windows and a not_applied command keeps them;
+ * then windows have partial and run_ns (two runs of one window keep a row each, one run
+ * rewriting its window replaces it), probes their last instance and origin, commands the
+ * status ambiguous; the windows_v view shows partial.
+ */
+static void test_upgrade_from_v5(void) {
+    char path[512];
+    tmp_path(path, sizeof path, "v5.db");
+    struct store *st = NULL;
+    struct store_options o = {.target_version = 5};
+    CHECK_INT(store_open_ex(path, &o, &st), DQ_OK);
+    if (!st) {
+        return;
+    }
+    CHECK_INT(add_probe(st, "pay"), DQ_OK);
+    struct store_command cmd = {.wrapper = "3 127.0.0.1:5555",
+                                .command = "set_timeout",
+                                .probe = "pay",
+                                .status = "not_applied",
+                                .detail = "a legacy connection"};
+    int64_t row = 0;
+    CHECK_INT(store_command_insert(st, &cmd, &row), DQ_OK);
+    cmd.status = "ambiguous";
+    CHECK_INT(store_command_insert(st, &cmd, &row), DQ_EINVAL); /* not a status yet */
+    store_close(st);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO windows (probe, kind, start_ns, end_ns, n) VALUES "
+             "('pay', 'observed', %lld, %lld, 9)",
+             (long long)T0, (long long)(T0 + SEC));
+    CHECK_INT(sqlite3_cli(path, sql, NULL, 0), 0);
+
+    st = open_ok(path);
+    if (!st) {
+        return;
+    }
+    int v = 0;
+    CHECK_INT(store_schema_version(st, &v), DQ_OK);
+    CHECK_INT(v, store_schema_latest()); /* 6, then 7 */
+    CHECK_INT(store_command_insert(st, &cmd, &row), DQ_OK);
+    cmd.status = "maybe";
+    CHECK_INT(store_command_insert(st, &cmd, &row), DQ_EINVAL);
+    /* the old row stays; a partial row of a run that stopped in the same window joins it */
+    struct store_window w = {.probe = "pay",
+                             .kind = STORE_OBSERVED,
+                             .start_ns = T0,
+                             .end_ns = T0 + SEC / 2,
+                             .n = 4,
+                             .n_ok = 4,
+                             .partial = true,
+                             .run_ns = T0 - 60 * SEC};
+    w.mean = w.p50 = w.p95 = w.p99 = w.lost = NAN;
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    w.n = w.n_ok = 5; /* the same run writing it again: replaced */
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    w.run_ns = T0 + SEC / 2; /* the next run, which started in that window */
+    w.start_ns = T0 + SEC / 2;
+    w.end_ns = T0 + SEC;
+    w.n = w.n_ok = 2;
+    CHECK_INT(store_window_put(st, &w), DQ_OK);
+    char out[64] = "";
+    CHECK_INT(sqlite3_cli(path,
+                          "SELECT sum(n) || ' ' || sum(partial) || ' ' || count(*) FROM windows_v "
+                          "WHERE probe = 'pay'",
+                          out, sizeof out),
+              0);
+    CHECK_STR(out, "16 2 3");
+    /* where the probe was last heard from */
+    struct store_probe got = {0};
+    CHECK_INT(store_probe_set_last(st, "pay", T0 + 7, "{\"label\":\"3 127.0.0.1:5555\"}"), DQ_OK);
+    CHECK_INT(store_probe_get(st, "pay", last_probe_cb, &got), DQ_OK);
+    CHECK_INT(got.last_instance_ns, T0 + 7);
+    CHECK_STR(got.last_origin, "{\"label\":\"3 127.0.0.1:5555\"}");
+    CHECK_INT(store_probe_set_last(st, "pay", 0, NULL), DQ_OK); /* leaves both */
+    CHECK_INT(store_probe_get(st, "pay", last_probe_cb, &got), DQ_OK);
+    CHECK_INT(got.last_instance_ns, T0 + 7);
+    CHECK_INT(store_probe_set_last(st, "pay", 1, "{not json"), DQ_EINVAL);
+    CHECK_INT(store_probe_set_last(st, "nosuch", 1, NULL), DQ_ENOTFOUND);
+    /* the newest event of a kind, and the newest record */
+    int64_t id = 0, at = 0;
+    CHECK_INT(store_event_last(st, "dqd_stopped", &id, &at), DQ_ENOTFOUND);
+    struct store_event ev = {.kind = "dqd_stopped", .time_ns = T0 + 3 * SEC};
+    CHECK_INT(store_event_add(st, &ev, NULL), DQ_OK);
+    ev.time_ns = T0 + 4 * SEC;
+    int64_t second = 0;
+    CHECK_INT(store_event_add(st, &ev, &second), DQ_OK);
+    CHECK_INT(store_event_last(st, "dqd_stopped", &id, &at), DQ_OK);
+    CHECK_INT(id, second);
+    CHECK_INT(at, T0 + 4 * SEC);
+    CHECK_INT(store_last_record_ns(st, &at), DQ_OK);
+    CHECK(at >= T0 + 4 * SEC);
     store_close(st);
 }
 
@@ -932,6 +1043,7 @@ static const struct check_case cases[] = {
     CHECK_CASE(lifecycle),
     CHECK_CASE(upgrade_from_v1),
     CHECK_CASE(upgrade_from_v2),
+    CHECK_CASE(upgrade_from_v5),
 };
 
 int main(int argc, char **argv) {

@@ -230,7 +230,7 @@ def main(c):
         sim.drive()
         env = dict(os.environ, DQD_TOKEN=TOKEN)
         r = subprocess.run([dqctl_bin, "--server", d.url, "diagnose", "root", "--wait",
-                            "--timeout", "120"], capture_output=True, text=True, timeout=180,
+                            "--timeout", "120s"], capture_output=True, text=True, timeout=180,
                            env=env)
         sim.stop_driving()
         c.eq(r.returncode, 1, "dqctl diagnose root --wait finds a problem: %s %s" %
@@ -250,6 +250,17 @@ def main(c):
             "'.why-sentences li').length > 0 && b.textContent; })()" % inv["id"], timeout=20)
         c.check(shown and ("localized at " + LEAF) in shown,
                 "the page shows the verdict localized at %s" % LEAF)
+        # every culprit the verdict names, with the share of root's change it explains
+        ev = d.get("/api/v1/investigations/%d" % inv["id"])["summary"]["evidence"]
+        culprits = ev.get("culprits") or []
+        listed = browser.evaluate(
+            "[...document.querySelectorAll('#inv-detail .verdict-block ul.culprits li')]"
+            ".map(l => [l.dataset.probe, l.textContent])")
+        c.check(culprits and [x[0] for x in listed or []] == [x["probe"] for x in culprits]
+                and all(("%.2f%%" % (100 * x["share"])) in t for x, (_, t) in
+                        zip(culprits, listed)),
+                "the verdict block lists every culprit with its share: %r (evidence %r)" %
+                (listed, culprits))
         why = d.get("/api/v1/why/" + LEAF)
         c.check(shown and why["sentences"] and why["sentences"][0] in shown,
                 "the page shows the why sentences (%r)" % (why["sentences"][:1],))

@@ -1,0 +1,77 @@
+/*
+ * otlp_decode_internal.h: what the decoders of otlp/ share, private to the module (and to
+ * the reference decoders of tests/otlp/ that the differential tests compare them with).
+ * The public contracts are in otlp.h.
+ */
+#ifndef DQ_OTLP_DECODE_INTERNAL_H
+#define DQ_OTLP_DECODE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "otlp.h"
+
+/* The service of spans whose resource has no service.name. */
+#define OTLP_UNKNOWN_SERVICE "unknown_service"
+
+/* 1 when the n bytes at p are all zero. */
+static inline int otlp_all_zero(const uint8_t *p, size_t n) {
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        any |= w;
+    }
+    for (; i < n; i++) {
+        any |= p[i];
+    }
+    return any == 0;
+}
+
+/* Counts a span left out for why (the first reason is kept for partial_success). */
+void otlp_span_reject(struct otlp_batch *b, const char *why);
+
+/*
+ * Checks a decoded span: 1 when it can be recorded, else 0 with the span counted in
+ * b->rejected. trace_len, span_len and parent_len are the id lengths as sent. The place
+ * for checks of a span's text (UTF-8, NUL bytes) too.
+ */
+static inline int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len,
+                                  size_t span_len, size_t parent_len) {
+    if (trace_len != 16 || otlp_all_zero(s->trace_id, 16)) {
+        otlp_span_reject(b, "a span's trace_id is not 16 bytes, or all zero");
+    } else if (span_len != 8 || otlp_all_zero(s->span_id, 8)) {
+        otlp_span_reject(b, "a span's span_id is not 8 bytes, or all zero");
+    } else if (parent_len != 0 && parent_len != 8) {
+        otlp_span_reject(b, "a span's parent_span_id is neither empty nor 8 bytes");
+    } else if (s->name_len == 0) {
+        otlp_span_reject(b, "a span has no name");
+    } else if (s->start_ns <= 0 || s->end_ns < s->start_ns) {
+        otlp_span_reject(b, "a span ends before it starts, or has no start time");
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* The span array of a batch of total spans, in a; NULL (dq_fail: DQ_EFULL) past its cap. */
+struct otlp_span *otlp_span_array(struct otlp_arena *a, size_t total);
+
+/* otlp_span_slot when the array is full: grows it (first spans at first, then twice as
+ * many). NULL (dq_fail: DQ_EFULL) past the arena's cap. */
+struct otlp_span *otlp_span_grow(struct otlp_arena *a, struct otlp_batch *b, size_t *cap,
+                                 size_t first);
+
+/* The slot of the next span of b (b->n) in its array of *cap, grown in a when full. */
+static inline struct otlp_span *otlp_span_slot(struct otlp_arena *a, struct otlp_batch *b,
+                                               size_t *cap, size_t first) {
+    return b->n < *cap ? &b->spans[b->n] : otlp_span_grow(a, b, cap, first);
+}
+
+/* otlp_span_attr for each format: the text of attribute key in buf, 1 when found. */
+int otlp_pb_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);
+int otlp_json_attr(const struct otlp_span *s, const char *key, char *buf, size_t cap);
+
+#endif /* DQ_OTLP_DECODE_INTERNAL_H */
