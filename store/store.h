@@ -413,8 +413,9 @@ struct store_mark {
     int64_t investigation;   /* 0: none */
     int64_t hypothesis;      /* "step": its id; else 0 */
     const char *detail_json; /* the event's detail; for the adaptive loop's, its fields
-                                ("problem", "verdict", "verdict_node", "action", "probes",
-                                "reason"); may be NULL */
+                                ("problem", "verdict", "verdict_node", "culprits": the
+                                evidence's list of {"probe", "share", "reference"} or null,
+                                "action", "probes", "reason"); may be NULL */
 };
 
 typedef int (*store_mark_cb)(void *ctx, const struct store_mark *m);

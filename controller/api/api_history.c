@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 
 #define API_POINTS 1000        /* bins a range is downsampled to, at most */
 #define API_EXEMPLARS_MAX 1000 /* exemplars one answer lists, at most */
@@ -400,9 +401,30 @@ static void loop_sentence(const struct store_mark *m, json_t *d, char *buf, size
                  : by[0]                                   ? by
                                                            : "a person");
     } else if (strcmp(m->kind, "verdict") == 0) {
-        const char *node = jstr(d, "verdict_node");
+        /* every culprit it names, with the share of the node's change each explains */
+        char at[512];
+        struct dq_strbuf b;
+        dq_strbuf_init(&b, at, sizeof at);
+        json_t *list = json_object_get(d, "culprits");
+        size_t n = json_array_size(list);
+        for (size_t i = 0; i < n; i++) {
+            json_t *c = json_array_get(list, i);
+            const char *name = json_string_value(json_object_get(c, "probe"));
+            double share = jnum(c, "share");
+            dq_strbuf_printf(&b, "%s%s",
+                             i == 0       ? ""
+                             : i + 1 == n ? " and "
+                                          : ", ",
+                             name ? name : "?");
+            if (n > 1 && isfinite(share)) {
+                dq_strbuf_printf(&b, " (%.0f %%)", 100.0 * share);
+            }
+        }
+        if (n == 0) {
+            dq_strbuf_printf(&b, "%s", jstr(d, "verdict_node"));
+        }
         snprintf(buf, cap, "investigation %" PRId64 ": verdict %s%s%s", m->investigation,
-                 jstr(d, "verdict"), node[0] ? " at " : "", node);
+                 jstr(d, "verdict"), at[0] ? " at " : "", at);
     } else {
         char probes[256] = "";
         json_t *a = json_object_get(d, "probes");
@@ -449,7 +471,16 @@ static void mark_sentence(const struct store_mark *m, json_t *d, char *buf, size
                  auto_range ? " (auto-range, " : "", auto_range ? jstr(d, "reason") : "",
                  auto_range ? ")" : "");
     } else if (strcmp(m->kind, "dqd_started") == 0) {
-        snprintf(buf, cap, "dqd%s%s started", jstr(d, "version")[0] ? " " : "", jstr(d, "version"));
+        /* the gap before it: since the previous run's stop, or its last record */
+        double prev = jnum(d, "previous_ns");
+        int gap = prev > 0 && (double)m->time_ns >= prev;
+        if (gap) {
+            dq_format_duration(((double)m->time_ns - prev) * 1e-9, a, sizeof a);
+        }
+        snprintf(buf, cap, "dqd%s%s started%s%s%s", jstr(d, "version")[0] ? " " : "",
+                 jstr(d, "version"), gap ? ", not running for " : "", gap ? a : "",
+                 gap && !json_is_true(json_object_get(d, "previous_clean")) ? " (no stop recorded)"
+                                                                            : "");
     } else if (strcmp(m->kind, "dqd_stopped") == 0) {
         snprintf(buf, cap, "dqd stopped%s",
                  jnum(d, "partial_windows") > 0 ? ", its open windows kept as partial ones" : "");

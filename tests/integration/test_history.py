@@ -303,6 +303,11 @@ def body(c):
                 starts[0]["time"] < stop[0]["time"] <= starts[1]["time"],
                 "the stop lies between the starts: %r" % [(m["kind"], m["time"]) for m in
                                                            starts + stop])
+        c.check(len(starts) == 2 and "not running for " in starts[1]["text"] and
+                "no stop recorded" not in starts[1]["text"] and
+                29 < starts[1]["time"] - stop[0]["time"] < 32,
+                "the second start says the gap after a clean stop: %r" %
+                [m["text"] for m in starts])
         by_kind = {m["kind"]: m for m in marks}
         c.check("front" in by_kind["probe_dmax"]["text"] and "150 ms" in
                 by_kind["probe_dmax"]["text"], "a dMax mark says it: %r" %

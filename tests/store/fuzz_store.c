@@ -11,9 +11,11 @@
  * Seeds: empty.sqlite3 (a new file: the store creates the schema) and
  * dqd_v2_small_pages.sqlite3, the database test_store_log builds (DQD_KEEP_TMP=1 keeps it),
  * rewritten with `sqlite3 F 'PRAGMA journal_mode=DELETE; PRAGMA page_size=512; VACUUM'`
- * so that it is 30 KB instead of 110 KB; dqd_v6_history_small_pages.sqlite3, a run of dqd
- * with dqsim --trace-ids cut to two windows (rows in window_dqs and exemplars, events for
- * the marks: the JSON counts and exemplars the store parses), rewritten the same way.
+ * so that it is 30 KB instead of 110 KB; dqd_v7_history_small_pages.sqlite3, the store of
+ * test_history (two runs of dqd with dqsim --trace-ids, a search and its verdict) cut to
+ * two windows, one of them a run's partial first window, and one snapshot ΔQ (rows in
+ * window_dqs and exemplars, events for the marks: the JSON counts and exemplars the store
+ * parses), rewritten the same way.
  */
 #include "store.h"
 

@@ -258,6 +258,7 @@ struct mark_rows {
     char probe[16][32];
     int64_t time[16], inv[16], hyp[16];
     int detail[16];
+    char verdict_detail[256]; /* the detail of the newest verdict mark */
 };
 
 static int collect_mark(void *ctx, const struct store_mark *m) {
@@ -272,6 +273,9 @@ static int collect_mark(void *ctx, const struct store_mark *m) {
     r->inv[i] = m->investigation;
     r->hyp[i] = m->hypothesis;
     r->detail[i] = m->detail_json != NULL;
+    if (strcmp(m->kind, "verdict") == 0 && !r->verdict_detail[0] && m->detail_json) {
+        snprintf(r->verdict_detail, sizeof r->verdict_detail, "%s", m->detail_json);
+    }
     return 0;
 }
 
@@ -318,7 +322,12 @@ static void test_marks(void) {
     h.created_ns = T0 + 6 * SEC;
     CHECK_INT(store_hypothesis_insert(st, &h, &h3), DQ_OK);
     clk.now = T0 + 6 * SEC;
-    CHECK_INT(store_investigation_close(st, id, "localized", "b", NULL), DQ_OK);
+    /* a verdict that names two culprits (issue 24): its mark has them */
+    CHECK_INT(store_investigation_close(
+                  st, id, "localized", "b",
+                  "{\"verdict\":\"localized\",\"node\":\"b\",\"evidence\":{\"culprits\":[{"
+                  "\"probe\":\"b\",\"share\":0.6},{\"probe\":\"a\",\"share\":0.3}]}}"),
+              DQ_OK);
     struct mark_rows r = {0};
     CHECK_INT(store_marks_each(st, T0, T0 + 10 * SEC, 0, collect_mark, &r), DQ_OK);
     /* newest first: the verdict, the expand step (root and verdict steps are the
@@ -330,6 +339,9 @@ static void test_marks(void) {
         CHECK_MSG(strcmp(r.kind[i], want[i]) == 0, "mark %d is %s, not %s", i, r.kind[i], want[i]);
     }
     CHECK_INT(r.time[0], T0 + 6 * SEC);
+    CHECK_MSG(strstr(r.verdict_detail, "\"culprits\":[{\"probe\":\"b\",\"share\":0.6},{"
+                                       "\"probe\":\"a\",\"share\":0.3}]") != NULL,
+              "the verdict mark's culprits: %s", r.verdict_detail);
     CHECK_INT(r.inv[0], id);
     CHECK_INT(r.hyp[1], h2);
     CHECK(strcmp(r.probe[1], "root") == 0 && r.detail[1]);
