@@ -250,7 +250,7 @@ int64_t adapt__fx_snap_open(struct plan *pl, const struct store_snapshot *row);
 void adapt__fx_snap_dq(struct plan *pl, int64_t snap, const char *probe, enum store_kind kind,
                        int64_t start_ns, int64_t end_ns, const struct dq *q);
 void adapt__fx_snap_complete(struct plan *pl, int64_t snap);
-void adapt__fx_event(struct plan *pl, const char *kind, const char *detail_json);
+void adapt__fx_event(struct plan *pl, const char *kind, const char *probe, const char *detail_json);
 /* A probe enabled (dmax_ms > 0: given that dMax first) or disabled for hypothesis hyp. */
 void adapt__fx_change(struct plan *pl, enum core_change_kind kind, struct probe *p, double dmax_ms,
                       int bins, int64_t hyp);

@@ -7,6 +7,7 @@
  */
 #include "adapt_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,15 @@ static enum search_problem trigger_problem(enum trigger_kind k) {
     }
 }
 
+/* The store's event of a trigger's firing or clearing (its mark on the dashboard). */
+static void trigger_event(struct plan *pl, const char *kind, const struct trigger *t) {
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             "{\"kind\":\"%s\",\"trigger\":%" PRId64 ",\"bad\":%d,\"good\":%d}",
+             trigger_names[t->kind], t->id, t->bad, t->good);
+    adapt__fx_event(pl, kind, t->probe, detail);
+}
+
 /* A trigger fired: an investigation at its probe (when it has children and none is open
  * there), a snapshot, a webhook. */
 static void fired(struct plan *pl, struct trigger *t) {
@@ -257,6 +267,7 @@ static void fired(struct plan *pl, struct trigger *t) {
         inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
+    trigger_event(pl, "trigger_fired", t);
     adapt__fx_webhook(pl, "trigger_fired",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),
@@ -276,6 +287,7 @@ static void changed(struct plan *pl, struct trigger *t) {
      * that flaps around its threshold is not the fault going away */
     adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
                   trigger_names[t->kind], t->probe, t->good);
+    trigger_event(pl, "trigger_cleared", t);
     adapt__fx_webhook(pl, "trigger_cleared",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),
