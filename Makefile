@@ -21,14 +21,15 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
-# which the integration tests run on /metrics; systemd for systemd-analyze, which the
+# which the integration tests run on /metrics; python3-prometheus-client for its strict
+# OpenMetrics parser, which test_history runs on /metrics with exemplars; systemd for systemd-analyze, which the
 # install test runs on the unit; git for the wrapper's rebar3 dependency test; chromium for
 # the dashboard's browser test, tests/web, driven over its DevTools port; elixir for the
 # elixir scenario, a Mix project using the wrapper).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus systemd git chromium libprotobuf-c-dev \
+	curl procps python3 python3-prometheus-client prometheus systemd git chromium libprotobuf-c-dev \
 	protobuf-c-compiler zlib1g-dev elixir
 
 # Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
@@ -39,7 +40,8 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev
 	|| echo nodejs npm)
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check size-check \
-	bench fuzz fuzz-build demo matrix install clean bench-web bench-nanopb docs-screenshot
+	bench fuzz fuzz-build demo matrix install clean bench-web bench-nanopb docs-screenshot \
+	docs-screenshots
 
 all: build
 
@@ -125,11 +127,18 @@ bench-web: build
 	@python3 tests/web/bench_dashboard.py $(BUILD)/controller/dqd $(BUILD)/scenarios/sim/dqsim \
 		$(BUILD)/bench-web
 
-# docs/dashboard.png, the tutorial's picture, made by the dashboard's browser test.
-docs-screenshot: build
+# The dashboard's pictures in docs/ (running.md, the tutorial), made by its browser tests:
+# docs/dashboard.png (tree27 after a diagnosis), and dashboard-history.png,
+# dashboard-operators.png, dashboard-800.png (a range across a restart with the heatmap,
+# marks and exemplars; a choice's panel; the page at 800 px).
+docs-screenshots: build
 	@python3 tests/web/test_dashboard.py $(BUILD)/controller/dqd $(BUILD)/controller/dqctl \
 		$(BUILD)/scenarios/sim/dqsim scenarios/tree27.dq $(BUILD)/tests/web/artifacts \
 		--docs-screenshot docs/dashboard.png
+	@python3 tests/web/test_dashboard_history.py $(BUILD)/controller/dqd \
+		$(BUILD)/scenarios/sim/dqsim $(BUILD)/tests/web/artifacts --docs-dir docs
+
+docs-screenshot: docs-screenshots
 
 # The protobuf decoders against nanopb (docs/otlp.md §9, "The options"): not part of make
 # bench, since the build needs nanopb only for this comparison.

@@ -545,6 +545,15 @@ def culprits(c):
                 "verdict: localized at fb and sb" in lg.stdout and
                 " culprit fb  " in lg.stdout and " recheck " in lg.stdout,
                 "culprits: log 2 shows the steps: %r" % lg.stdout[:2500])
+        # the dashboard's marks of it (issue 27): its recheck and culprit steps, and a
+        # verdict that names both culprits with their shares
+        marks = [m for m in d.get("/api/v1/marks?from=0")["marks"] if m["investigation"] == 2]
+        actions = {(m.get("detail") or {}).get("action") for m in marks if m["kind"] == "step"}
+        said = [m["text"] for m in marks if m["kind"] == "verdict"]
+        c.check({"recheck", "culprit"} <= actions and len(said) == 1 and re.search(
+                r"^investigation 2: verdict localized at fb \(\d+ %\) and sb \(\d+ %\)$",
+                said[0]), "culprits: the marks of its steps %r and its verdict %r" %
+                (sorted(a for a in actions if a), said))
         for text, what in ((out, "diagnose"), (w.stdout, "why"), (lg.stdout, "log")):
             found = [b for b in bad if b in text]
             c.check(not found, "culprits: %s never says %r" % (what, found))
