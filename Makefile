@@ -4,13 +4,18 @@
 
 SHELL := /bin/bash
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Tests run at once by each CTest stage: most end-to-end tests wait on sockets and timers,
+# and the CPU-bound ones hold the CTest resource lock `cpu` (tests/README.md).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
-# Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
-# build only; every other test also runs under the sanitizers.
-ASAN_SKIP_LABELS ?= scenarios|slow
+# The end-to-end runs under real Erlang load (label scenarios) and the tests that
+# run nothing compiled here (label nosan: the source checks, the wrapper built as a rebar3
+# or Mix dependency) run in the normal build only; every other test also runs under the
+# sanitizers.
+ASAN_SKIP_LABELS ?= scenarios|nosan
 # make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -70,12 +75,14 @@ build-asan: deps
 install: build
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
+# One job more in the normal build: for its first two minutes three of its jobs are the held
+# scenarios, which mostly wait (tests/scenarios/CMakeLists.txt).
 test-c: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $$(( $(TEST_JOBS) + 1 ))
 
 test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS) \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(TEST_JOBS) \
 		-LE '$(ASAN_SKIP_LABELS)'
 
 test-erl: deps
@@ -105,7 +112,10 @@ fuzz-smoke: fuzz-build
 fuzz: fuzz-build
 	@./tools/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-test: format-check deps-check size-check test-c test-asan fuzz-smoke test-erl
+# The checks, then the four test stages at once (tools/run-tests: test-c, test-asan with its
+# build, fuzz-smoke with its build, test-erl; logs in $(BUILD)/test-logs).
+test: format-check deps-check size-check build
+	@./tools/run-tests "$(MAKE)" $(BUILD)/test-logs
 	@echo "make test: all suites passed"
 
 bench: build
@@ -146,8 +156,9 @@ demo: build
 # The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
 # mm1k diagnosis three times (never a single worker named), the three-node scenario for
 # each fault variant twice, the Erlang queueing stations with the bottleneck in two places
-# four times each (rho and saturation against the pools' own accounting). One summary
-# line per part (per placement for the stations); logs in $(BUILD)/matrix-logs.
+# four times each (rho and saturation against the pools' own accounting), and two `make
+# test` at once from two clones, three times (tools/stress-test). One summary line per part
+# (per placement for the stations); logs in $(BUILD)/matrix-logs and $(BUILD)/stress.
 matrix: build
 	@./tools/run-matrix $(BUILD)
 
