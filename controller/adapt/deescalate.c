@@ -218,6 +218,35 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
     return abnormal;
 }
 
+void adapt__episodes_settle(struct plan *pl) {
+    struct adapt_state *st = &pl->next;
+    for (int i = 0; i < st->n_episodes; i++) {
+        struct episode *e = &st->episodes[i];
+        if (e->to != INT64_MAX || !e->trigger_id) {
+            continue;
+        }
+        const struct trigger *t = NULL;
+        for (int k = 0; k < st->n_triggers; k++) {
+            t = st->triggers[k].id == e->trigger_id ? &st->triggers[k] : t;
+        }
+        if (t && t->enabled && t->fired) {
+            continue;
+        }
+        int over = !t || !t->enabled || t->good >= EPISODE_CLEAR_WINDOWS;
+        if (!over && !adapt__trigger_held(st, e->trigger_id)) {
+            /* no verdict holds it: over once its node is no longer abnormal against the
+             * baseline from before it */
+            struct investigation probe = {0};
+            snprintf(probe.node, sizeof probe.node, "%s", e->node);
+            char why[PROBES_NAME_MAX + 600];
+            over = !node_still_abnormal(pl, &probe, 1, why, sizeof why);
+        }
+        if (over) {
+            adapt__episode_close(pl, e->trigger_id, 0);
+        }
+    }
+}
+
 /* 1 when the problem of closed investigation inv is still there (see the top); record: say
  * so (recheck). */
 static int problem_persists(struct plan *pl, struct investigation *inv, int record) {
@@ -266,10 +295,6 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
     }
     inv->released = 1;
     adapt__episode_close(pl, 0, inv->id);
-    const struct trigger *t = trigger_of(pl, inv);
-    if (t && !t->fired && !adapt__trigger_held(&pl->next, t->id)) {
-        adapt__episode_close(pl, t->id, 0); /* the problem its trigger cleared of is over */
-    }
     if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
         json_decref(names);
         return;

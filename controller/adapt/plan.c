@@ -346,11 +346,12 @@ void adapt__fx_snap_complete(struct plan *pl, int64_t snap) {
     }
 }
 
-void adapt__fx_event(struct plan *pl, const char *kind, const char *detail_json) {
+void adapt__fx_event(struct plan *pl, const char *kind, const char *probe,
+                     const char *detail_json) {
     struct effect *e = fx_add(pl, FX_EVENT);
     if (e) {
-        const char *v[] = {kind, detail_json};
-        fx_strings(pl, e, 2, v);
+        const char *v[] = {kind, detail_json, probe};
+        fx_strings(pl, e, 3, v);
     }
 }
 
@@ -530,7 +531,7 @@ static int persist_one(struct plan *pl, struct effect *e) {
         }
         break;
     case FX_EVENT: {
-        struct store_event ev = {.kind = e->s[0], .detail_json = e->s[1]};
+        struct store_event ev = {.kind = e->s[0], .probe = e->s[2], .detail_json = e->s[1]};
         rc = store_event_add(st, &ev, NULL);
         break;
     }

@@ -7,6 +7,7 @@
  */
 #include "adapt_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,15 @@ static enum search_problem trigger_problem(enum trigger_kind k) {
     }
 }
 
+/* The store's event of a trigger's firing or clearing (its mark on the dashboard). */
+static void trigger_event(struct plan *pl, const char *kind, const struct trigger *t) {
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             "{\"kind\":\"%s\",\"trigger\":%" PRId64 ",\"bad\":%d,\"good\":%d}",
+             trigger_names[t->kind], t->id, t->bad, t->good);
+    adapt__fx_event(pl, kind, t->probe, detail);
+}
+
 /* A trigger fired: an investigation at its probe (when it has children and none is open
  * there), a snapshot, a webhook. */
 static void fired(struct plan *pl, struct trigger *t) {
@@ -257,6 +267,7 @@ static void fired(struct plan *pl, struct trigger *t) {
         inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
+    trigger_event(pl, "trigger_fired", t);
     adapt__fx_webhook(pl, "trigger_fired",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),
@@ -265,7 +276,6 @@ static void fired(struct plan *pl, struct trigger *t) {
 
 /* A trigger whose state changed this round: said, and its problem opened or ended. */
 static void changed(struct plan *pl, struct trigger *t) {
-    struct adapt_state *st = &pl->next;
     if (t->fired) {
         /* the problem began with the first bad window: baselines end there */
         adapt__episode_open(pl, t->probe, t->bad_from, t->id, 0);
@@ -273,15 +283,11 @@ static void changed(struct plan *pl, struct trigger *t) {
         fired(pl, t);
         return;
     }
-    /* the problem is over unless an investigation of it localized a culprit and still
-     * holds its probes: then its release ends the problem (deescalate.c), and the
-     * baselines stay frozen meanwhile (a trigger that flaps around its threshold is not
-     * the fault going away) */
-    if (!adapt__trigger_held(st, t->id)) {
-        adapt__episode_close(pl, t->id, 0);
-    }
+    /* the problem ends when its node is back to normal (adapt__episodes_settle): a trigger
+     * that flaps around its threshold is not the fault going away */
     adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
                   trigger_names[t->kind], t->probe, t->good);
+    trigger_event(pl, "trigger_cleared", t);
     adapt__fx_webhook(pl, "trigger_cleared",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),

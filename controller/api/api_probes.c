@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dq_error.h"
+#include "dq_search.h"
 
 #define API_MIN_DMAX_MS 0.001     /* the finest grid: 2^-10 ms bins */
 #define API_MAX_DMAX_MS 4194304.0 /* DQ_MAX_BINS bins of 2^10 ms */
@@ -109,6 +110,7 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
     json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());
+    json_object_set_new(o, "auto_range", json_boolean(p->auto_range));
     json_object_set_new(o, "trace", api__trace_json(p));
     return o;
 }
@@ -122,6 +124,89 @@ json_t *api__trace_json(const struct probe *p) {
     return json_pack("{s:i,s:I,s:I,s:f,s:o}", "installed", ts.installed, "calls",
                      (json_int_t)ts.calls, "dropped", (json_int_t)ts.dropped, "sampling", ts.keep,
                      "refused", p->trace.refused[0] ? json_string(p->trace.refused) : json_null());
+}
+
+#define API_SHARE_WINDOWS 10 /* windows the children's contributions are weighed over */
+
+/* A child's statistics over the windows [from, to) of its ring, with its newest observed ΔQ
+ * (for all/first-to-finish criticality). */
+static void child_stats(struct probe *c, int64_t from, int64_t to, struct search_stats *s) {
+    search_stats_init(s);
+    for (int b = 0; c && b < c->ring_len; b++) {
+        const struct probe_window *w = probes_ring_get(c, b);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < to && w->ok + w->fa + w->to + w->out > 0) {
+            search_stats_add_window(s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+            if (!s->observed && w->observed) {
+                s->observed = w->observed;
+            }
+        }
+    }
+}
+
+/*
+ * How p's children share its mean latency over its newest API_SHARE_WINDOWS windows, as the
+ * adaptive search attributes a latency problem (search_attribute: a sequence by the
+ * children's means, a choice by weight × mean, all- and first-to-finish by criticality):
+ * {"problem", "windows", "total", "explained", "children": [{"name", "contribution",
+ * "half_width", "share", "criticality"} or {"name", "missing": why}]}, or null for a
+ * leaf, a node outside the diagram or one with too many children.
+ */
+static json_t *contributions_json(struct api *api, const struct dq_diagram *g, int node) {
+    const struct dq_diagram_node *dn = dq_diagram_node(g, node);
+    int kids[SEARCH_MAX_CHILDREN];
+    size_t n = dq_diagram_probe_children(g, node, kids, SEARCH_MAX_CHILDREN);
+    if (!dn || n == 0 || n > SEARCH_MAX_CHILDREN) {
+        return json_null();
+    }
+    struct core *core = api->env.core;
+    int64_t to = core_last_closed(core) + 1, from = to - API_SHARE_WINDOWS;
+    struct search_child ch[SEARCH_MAX_CHILDREN];
+    unsigned char include[SEARCH_MAX_CHILDREN];
+    json_t *kids_json = json_array();
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct probe *c = core_node_probe(core, kids[i]);
+        ch[i] = (struct search_child){.name = dq_diagram_node(g, kids[i])->name,
+                                      .enabled = c && c->enabled,
+                                      .weight = api__choice_weight(g, node, kids[i])};
+        child_stats(c, from, to, &ch[i].stats);
+        include[i] = ch[i].stats.present && ch[i].stats.n_ok > 0;
+        any += include[i];
+    }
+    struct search_input in = {.name = dn->name,
+                              .kind = dn->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : dn->kind,
+                              .problem = SEARCH_LATENCY,
+                              .children = ch,
+                              .n_children = n};
+    struct probe *self = core_node_probe(core, node);
+    child_stats(self, from, to, &in.stats);
+    struct search_params params;
+    search_params_init(&params);
+    struct search_attribution at;
+    int rc = any ? search_attribute(&in, &params, include, &at) : DQ_ENOTFOUND;
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s}", "name", ch[i].name);
+        if (rc == DQ_OK && at.c[i].included) {
+            json_object_set_new(o, "contribution", json_real(at.c[i].value));
+            json_object_set_new(o, "half_width", json_real(at.c[i].half_width));
+            json_object_set_new(o, "share", json_real(at.c[i].share));
+            json_object_set_new(o, "criticality", json_real(at.c[i].criticality));
+        } else {
+            json_object_set_new(o, "missing",
+                                json_string(!ch[i].enabled ? "disabled"
+                                            : !include[i]  ? "no successful instance in the windows"
+                                                           : "not weighed"));
+        }
+        json_array_append_new(kids_json, o);
+    }
+    return json_pack("{s:s,s:i,s:o,s:o,s:o}", "problem", "latency", "windows", API_SHARE_WINDOWS,
+                     "total", rc == DQ_OK && isfinite(at.total) ? json_real(at.total) : json_null(),
+                     "explained",
+                     rc == DQ_OK && isfinite(at.explained) ? json_real(at.explained) : json_null(),
+                     "children", kids_json);
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {
@@ -151,6 +236,10 @@ static void add_family(struct api *api, struct probe *p, json_t *obj) {
     }
     json_object_set_new(obj, "parent", parent);
     json_object_set_new(obj, "children", children);
+    int node = g ? dq_diagram_find(g, p->name) : -1;
+    json_object_set_new(obj, "operator", node >= 0 ? api__operator_json(g, node) : json_null());
+    json_object_set_new(obj, "contributions",
+                        node >= 0 ? contributions_json(api, g, node) : json_null());
 }
 
 static json_t *cdf_array(const struct dq *q) {
@@ -350,11 +439,18 @@ void api__get_probe_dqs(struct api *api, const struct api_call *call, struct htt
     }
 }
 
-/* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first. */
+/* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first; with from, to or step
+ * the store's over a range (api_history.c). */
 void api__get_probe_windows(struct api *api, const struct api_call *call,
                             struct http_response *res) {
     struct probe *p = named_probe(api, call, res);
     if (!p) {
+        return;
+    }
+    const struct http_request *req = call->req;
+    if (http_request_query(req, "from") || http_request_query(req, "to") ||
+        http_request_query(req, "step")) {
+        api__windows_range(api, p, call, res); /* the store's, over a range */
         return;
     }
     struct probe_table *t = core_probes(api->env.core);

@@ -23,6 +23,7 @@ enum setting_type {
     ST_HOSTPORT, /* "HOST:PORT" string */
     ST_PATH,     /* file path string */
     ST_TEXT,     /* free string (a comma-separated list) */
+    ST_URL,      /* a URL template string */
     ST_INT,      /* int */
     ST_MS,       /* int64_t milliseconds */
     ST_DOUBLE,   /* double */
@@ -153,6 +154,26 @@ static const struct setting settings[] = {
      NULL, 0, 0,
      "Window summaries older than this many hours are deleted from the store, every five "
      "minutes (0: keep them all)."},
+    {"dq_retention_hours", "--dq-retention-hours", ST_INT, FIELD(dq_retention_hours), 0, 1000000,
+     "24", NULL, 0, 0,
+     "Each window's observed ΔQ is kept in the store as counts per bin (at most 256, only "
+     "those with instances) for the dashboard's heatmap of the ΔQ over time; rows older than "
+     "this many hours are deleted every five minutes (0: keep them all). A probe with "
+     "instances every window adds 86,400 rows a day, about 0.1 to 2 kB each."},
+    {"exemplars", "--exemplars", ST_INT, FIELD(exemplars_slowest), 0, 16, "5", NULL, 0, 0,
+     "Exemplars kept per probe and window: the slowest successful instances among those that "
+     "identify themselves (a v2 line's t:, i: or a:; every OTLP span), with their trace id, "
+     "instance id, node, attributes and duration; stored with the window's summary, served "
+     "by GET /api/v1/probes/NAME/exemplars and as OpenMetrics exemplars on /metrics "
+     "(0: none)."},
+    {"exemplars_failed", "--exemplars-failed", ST_INT, FIELD(exemplars_failed), 0, 16, "2", NULL, 0,
+     0,
+     "Exemplars kept per probe and window among its failed and timed-out instances that "
+     "identify themselves (the first ones of the window; 0: none)."},
+    {"trace_url", "--trace-url", ST_URL, FIELD(trace_url), 0, 0, "", NULL, SF_EMPTY_OK, 0,
+     "A link to a trace in a tracing UI, with {trace_id} where the exemplar's trace id goes "
+     "(Jaeger: http://jaeger:16686/trace/{trace_id}; Tempo through Grafana's explore URL): "
+     "the dashboard turns each exemplar's trace id into that link. Empty: no link."},
     {"webhook_queue", "--webhook-queue", ST_INT, FIELD(webhook_queue), 1, 100000, "256", NULL, 0, 0,
      "Webhook events waiting to be posted, at most; the oldest is dropped beyond."},
     {"webhook_retries", "--webhook-retries", ST_INT, FIELD(webhook_retries), 0, 100, "5", NULL, 0,
@@ -254,6 +275,8 @@ static const char *metavar(const struct setting *s) {
         return "PATH";
     case ST_TEXT:
         return "LIST";
+    case ST_URL:
+        return "URL";
     case ST_INT:
         return "N";
     case ST_MS:
@@ -276,6 +299,8 @@ static const char *type_doc(const struct setting *s) {
         return "path";
     case ST_TEXT:
         return "list";
+    case ST_URL:
+        return "URL";
     case ST_INT:
         return "integer";
     case ST_MS:
@@ -511,6 +536,7 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
     case ST_HOSTPORT:
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ENUM:
         return store_string(cfg, s, v, label);
     case ST_ACTION:
@@ -685,6 +711,14 @@ int settings_finish(struct dqd_config *cfg) {
             return dq_fail(DQ_EINVAL, "--otlp %s is the address of --listen or --http", cfg->otlp);
         }
     }
+    if (cfg->trace_url[0] &&
+        (!strstr(cfg->trace_url, "{trace_id}") || (strncmp(cfg->trace_url, "http://", 7) != 0 &&
+                                                   strncmp(cfg->trace_url, "https://", 8) != 0))) {
+        return dq_fail(DQ_EINVAL,
+                       "trace_url \"%s\" must be an http:// or https:// URL with {trace_id} "
+                       "where the trace id goes",
+                       cfg->trace_url);
+    }
     if (cfg->auto_range_min_ms > cfg->auto_range_max_ms) {
         return dq_fail(DQ_EINVAL, "auto_range_min_ms %g is above auto_range_max_ms %g",
                        cfg->auto_range_min_ms, cfg->auto_range_max_ms);
@@ -765,6 +799,7 @@ static int set_json(struct dqd_config *cfg, const struct setting *s, json_t *v, 
     case ST_HOSTPORT:
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ENUM:
         if (json_is_null(v) && (s->flags & SF_EMPTY_OK)) {
             return store_string(cfg, s, "", label);
@@ -1367,6 +1402,7 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         case ST_HOSTPORT:
         case ST_PATH:
         case ST_TEXT:
+        case ST_URL:
             v = ((const char *)f)[0] == '\0' && (s->flags & SF_EMPTY_OK) ? json_null()
                                                                          : json_string(f);
             break;
@@ -1577,6 +1613,7 @@ static void range_text(const struct setting *s, char *buf, size_t cap) {
         break;
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ACTION:
         snprintf(buf, cap, "%s", "");
         break;

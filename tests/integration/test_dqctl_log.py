@@ -209,7 +209,13 @@ def run(c, d, dqctl_bin):
     c.eq(rc, 2, "trigger with a bad count exits 2")
 
     # abort: investigation 1 is closed but still holds the probes it enabled; a person ends
-    # it and they are released at once, and why says who did it
+    # it and they are released at once, and why says who did it. The load trigger opened
+    # investigation 2 at checkout, which shares those probes while it is open: the abort
+    # comes once it has concluded (at once on an idle machine, seconds later on a busy one)
+    c.check(d.wait_until(lambda: not any(i["open"] for i in d.get("/api/v1/investigations")
+                                         if i["id"] != 1), timeout=60, step=0.2),
+            "the trigger's investigation concluded: %r" % [(i["id"], i["open"], i["verdict"])
+                                                          for i in d.get("/api/v1/investigations")])
     rc, out, err = ctl("diagnose", "--abort", "1")
     c.eq(rc, 0, "diagnose --abort 1 (%r)" % err)
     c.check(out.startswith("investigation 1 ended (localized); ") and "released" in out,
