@@ -400,10 +400,11 @@ struct investigation *adapt__investigation_at(struct adapt_state *st, const char
 int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id);
 
 /* A trigger's problem (its episode: baselines frozen) ends when the trigger is fired no
- * more and its node is back to normal against the baseline from before it over the recent
- * windows (while a localized verdict of it holds its probes, when that investigation lets
- * them go), when the trigger is disabled, or once it has stayed clear this many windows
- * (a node whose normal moved for good). Called every round, after the investigations. */
+ * more and its node is back to normal against the baseline from before it at every
+ * horizon of the node check, up to 20 windows (while a localized verdict of it holds its probes,
+ * when that investigation lets them go), when the trigger is disabled, or once it has stayed clear
+ * this many windows (a node whose normal moved for good). Called every round, after the
+ * investigations. */
 #define EPISODE_CLEAR_WINDOWS (4 * SEARCH_BASELINE_WINDOWS)
 void adapt__episodes_settle(struct plan *pl);
 /* Opens an investigation (NULL: failed, dq_last_error() says why). */

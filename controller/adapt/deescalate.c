@@ -159,10 +159,10 @@ static int against_past(const struct search_check *c) {
 static int node_still_abnormal(struct plan *pl, const struct investigation *inv, int past_only,
                                char *why, size_t cap) {
     struct search_check c;
-    /* a person's: at every horizon the check looks at (a rare, erratic fault shows over tens
-     * of windows, not in every five); a trigger's: the recent windows, as its trigger */
+    /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
+     * not in every five; and five short windows' scatter can hide even a large rise) */
     const struct probe *node = adapt__probe(pl->a, inv->node);
-    adapt__check_node(pl, node, pl->upto - (past_only ? 1 : 4) * SEARCH_RECENT_WINDOWS, &c, NULL);
+    adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
     if (!c.has_baseline && !past_only) { /* against a QTA alone: the recent windows */
         adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
     }

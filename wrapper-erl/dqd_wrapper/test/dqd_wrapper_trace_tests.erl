@@ -455,7 +455,10 @@ rebind_budget_test_() ->
                   ?debugFmt("rebind: ~b reported in the second of the rebind (~b before it, ~b "
                             "after; cap 1000/s)", [maps:get(Sec, Counts, 0), Before, After]),
                   ?assert(Before > 0),
-                  ?assert(After > 0),
+                  %% the second run reports until the second's cap: nothing when the first
+                  %% run used it all (a fast machine's 1,000 calls take a few ms)
+                  ?assert(Before + After =< 1000),
+                  ?assert(Before >= 1000 orelse After > 0),
                   ?assert(lists:max(maps:values(Counts)) =< 1000)
           end).
 
