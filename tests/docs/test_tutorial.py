@@ -44,6 +44,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -67,7 +68,18 @@ def enter_namespaces(build):
     private tmpfs, the build at ROOT/build)."""
     if os.environ.get("DQD_TUTORIAL_NS") == "1":
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        # a checkout or a build under /tmp (a CI's clean clone) stays visible under the
+        # private /tmp: each is bind-mounted aside first, then back at its own path
+        kept = []
+        for path in sorted({os.path.realpath(ROOT), os.path.realpath(build)}):
+            if path.startswith("/tmp/") and not any(path.startswith(k + "/") for k, _ in kept):
+                aside = tempfile.mkdtemp(prefix="dqd-tutorial-", dir="/run")
+                subprocess.run(["mount", "--bind", path, aside], check=True)
+                kept.append((path, aside))
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/tmp"], check=True)
+        for path, aside in kept:
+            os.makedirs(path, exist_ok=True)
+            subprocess.run(["mount", "--bind", aside, path], check=True)
         want = os.path.join(ROOT, "build")
         if os.path.realpath(build) != os.path.realpath(want):
             if not os.path.isdir(want):
