@@ -25,13 +25,16 @@ def counts(d):
 
 
 def share_within(d, probe, limit_s, windows=20):
-    """The share of probe's instances over its last closed windows that took at most
-    limit_s (from the observed ΔQs' CDFs), and how many instances that is over."""
+    """The share of probe's instances over its last closed windows (empty ones skipped)
+    that took at most limit_s (from the observed ΔQs' CDFs), and how many instances that is
+    over."""
     n = within = 0
     for back in range(windows):
         dq = d.dq(probe, window=back)
-        if not dq or not dq["n"]:
+        if not dq:
             break
+        if not dq["n"]:
+            continue  # a window the busy node sent nothing in: the others still count
         i = round(limit_s / dq["bin_width"]) - 1
         if i < 0 or i >= len(dq["cdf"]):
             break
