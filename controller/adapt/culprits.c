@@ -201,9 +201,10 @@ static int explained(struct plan *pl, const struct investigation *inv, int64_t f
         rc = wi_run(&w, mask, mean, lost);
         v[mask] = lostp ? lost[root] : mean[root];
     }
-    for (unsigned mask = every; rc == DQ_OK && mask + 1 > 0; mask--) {
-        v[mask] = v[0] - v[mask]; /* v[0] last: it is the what-if with none put back */
+    for (unsigned mask = 1; rc == DQ_OK && mask <= every; mask++) {
+        v[mask] = v[0] - v[mask]; /* v[0]: the what-if with none put back */
     }
+    v[0] = 0.0;
     *all = rc == DQ_OK && isfinite(v[every]) ? fmin(fmax(v[every] / change, 0.0), 1.0) : NAN;
     /* |S|! (n − |S| − 1)! / n! for |S| = 0 … n − 1 */
     double fact[ADAPT_MAX_CULPRITS + 1] = {1.0};

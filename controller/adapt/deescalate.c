@@ -152,16 +152,16 @@ static int against_past(const struct search_check *c) {
     return -1;
 }
 
-/* Is a closed investigation's node still abnormal against its baseline from before the
- * problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's verdict
- * after the trigger cleared): only a problem against that baseline counts, and none
- * without one; otherwise (a person's investigation whose node had a reference) any. */
-static int node_still_abnormal(struct plan *pl, const struct investigation *inv, int past_only,
-                               char *why, size_t cap) {
+/* Is node (a closed investigation's, or a problem's) still abnormal against its baseline
+ * from before the problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's
+ * verdict after the trigger cleared): only a problem against that baseline counts, and none without
+ * one; otherwise (a person's investigation whose node had a reference) any. */
+static int node_still_abnormal(struct plan *pl, const char *name, int past_only, char *why,
+                               size_t cap) {
     struct search_check c;
     /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
      * not in every five; and five short windows' scatter can hide even a large rise) */
-    const struct probe *node = adapt__probe(pl->a, inv->node);
+    const struct probe *node = adapt__probe(pl->a, name);
     adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
     if (!c.has_baseline && !past_only) { /* against a QTA alone: the recent windows */
         adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
@@ -171,19 +171,18 @@ static int node_still_abnormal(struct plan *pl, const struct investigation *inv,
         snprintf(why, cap,
                  "%s is still abnormal against its baseline from before the problem "
                  "(%s: %s): the investigation keeps its probes",
-                 inv->node, search_problem_name(c.p[k].kind), c.p[k].why);
+                 name, search_problem_name(c.p[k].kind), c.p[k].why);
         return 1;
     }
     if (past_only && !c.has_baseline) {
-        snprintf(why, cap, "%s has no baseline from before the problem to judge it against",
-                 inv->node);
+        snprintf(why, cap, "%s has no baseline from before the problem to judge it against", name);
         return 0;
     }
     char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
     snprintf(why, cap,
              "%s is back to normal against its baseline from before the problem "
              "(mean %s against %s before, %.2g %% lost against %.2g %%)",
-             inv->node, dq_format_duration(c.recent.mean, m1, sizeof m1),
+             name, dq_format_duration(c.recent.mean, m1, sizeof m1),
              dq_format_duration(c.baseline.mean, m2, sizeof m2),
              100.0 * search_stats_lost(&c.recent), 100.0 * search_stats_lost(&c.baseline));
     return 0;
@@ -211,7 +210,7 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
         return 0;
     }
     char why[PROBES_NAME_MAX + 600];
-    int abnormal = node_still_abnormal(pl, inv, 1, why, sizeof why);
+    int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
     if (abnormal || inv->recheck_holds) {
         recheck(pl, inv, abnormal, why);
     }
@@ -236,10 +235,8 @@ void adapt__episodes_settle(struct plan *pl) {
         if (!over && !adapt__trigger_held(st, e->trigger_id)) {
             /* no verdict holds it: over once its node is no longer abnormal against the
              * baseline from before it */
-            struct investigation probe = {0};
-            snprintf(probe.node, sizeof probe.node, "%s", e->node);
             char why[PROBES_NAME_MAX + 600];
-            over = !node_still_abnormal(pl, &probe, 1, why, sizeof why);
+            over = !node_still_abnormal(pl, e->node, 1, why, sizeof why);
         }
         if (over) {
             adapt__episode_close(pl, e->trigger_id, 0);
@@ -258,7 +255,7 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
         /* localized, and its node had a reference: the culprit's path is kept until the
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
-        int abnormal = node_still_abnormal(pl, inv, 0, why, sizeof why);
+        int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why);
         if (record) {
             recheck(pl, inv, abnormal, why);
         }
