@@ -321,14 +321,25 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len) {
     return found ? t->probes[t->index[i]] : NULL;
 }
 
+int probes_observed(const struct probe *p) {
+    return p->from_wire && !p->chosen && (p->passive || (!p->enabled && !p->always_on)) &&
+           !p->dmax_set && !p->has_qta && !p->in_diagram && !p->servers;
+}
+
 int probes_evictable(const struct probe_table *t, const struct probe *p) {
-    return p->from_wire && !p->enabled && !p->always_on && !p->dmax_set && !p->has_qta &&
-           !p->in_diagram && !p->servers && !(t->evict_veto && t->evict_veto(t->evict_ctx, p));
+    return probes_observed(p) && !(t->evict_veto && t->evict_veto(t->evict_ctx, p));
 }
 
 void probes_set_name_limit(struct probe_table *t, double per_second, double burst) {
     t->name_rate_per_s = per_second;
     t->name_burst = burst < 1 ? 1 : burst;
+}
+
+void probes_set_name_budget(struct probe_table *t, const struct probes_name_budget *b) {
+    t->all_rate_per_s = b->all_per_second;
+    t->all_burst = b->all_burst < 1 ? 1 : b->all_burst;
+    t->max_observed = b->max_observed;
+    t->idle_windows = b->idle_windows;
 }
 
 /* Makes room: removes the evictable probe heard from least recently. 0, or −1 when none. */
@@ -348,43 +359,99 @@ static int evict_one(struct probe_table *t) {
     return 0;
 }
 
-/* Whether the source of `origin` may register one more new name now (takes a token). */
-static int name_allowed(struct probe_table *t, uint32_t origin) {
-    if (t->name_rate_per_s <= 0 || origin == 0 || origin >= t->n_origins ||
-        !t->origins[origin].used) {
-        return 1;
-    }
-    struct probe_origin *o = &t->origins[origin];
-    struct probe_name_bucket *b =
-        o->node && o->node < t->n_nodes ? &t->nodes[o->node].names : &o->names;
-    int64_t now = o->last_rx_ns;
+/* The tokens of bucket b at now (refilled at rate up to burst; a new bucket is full). */
+static double bucket_level(struct probe_name_bucket *b, double rate, double burst, int64_t now) {
     if (b->at_ns == 0) {
-        b->tokens = t->name_burst;
+        b->tokens = burst;
     } else if (now > b->at_ns) {
-        b->tokens += (double)(now - b->at_ns) * 1e-9 * t->name_rate_per_s;
-        if (b->tokens > t->name_burst) {
-            b->tokens = t->name_burst;
+        b->tokens += (double)(now - b->at_ns) * 1e-9 * rate;
+        if (b->tokens > burst) {
+            b->tokens = burst;
         }
     }
     if (now > b->at_ns || b->at_ns == 0) {
         b->at_ns = now > 0 ? now : 1;
     }
-    if (b->tokens < 1) {
+    return b->tokens;
+}
+
+/*
+ * Whether one more new name may be registered now: its source's bucket (peer when given,
+ * else the node or origin of `origin`) and the table's both have a token; takes one from
+ * each, or none.
+ */
+static int name_allowed(struct probe_table *t, uint32_t origin, struct probe_name_bucket *peer,
+                        int64_t now) {
+    struct probe_name_bucket *b = peer;
+    if (!b && origin != 0 && origin < t->n_origins && t->origins[origin].used) {
+        struct probe_origin *o = &t->origins[origin];
+        b = o->node && o->node < t->n_nodes ? &t->nodes[o->node].names : &o->names;
+        now = o->last_rx_ns;
+    }
+    if (now > t->names_now) {
+        t->names_now = now;
+    }
+    int own = b && t->name_rate_per_s > 0;
+    int all = t->all_rate_per_s > 0;
+    if ((own && bucket_level(b, t->name_rate_per_s, t->name_burst, now) < 1) ||
+        (all && bucket_level(&t->all_names, t->all_rate_per_s, t->all_burst, t->names_now) < 1)) {
         return 0;
     }
-    b->tokens -= 1;
+    if (own) {
+        b->tokens -= 1;
+    }
+    if (all) {
+        t->all_names.tokens -= 1;
+    }
     return 1;
 }
 
-static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
-                          uint32_t origin, struct probe **out);
-
-int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
-    return probe_register(t, name, len, 0, 0, out);
+/* Probes only observed (probes_observed). */
+static size_t observed_count(const struct probe_table *t) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        n += probes_observed(t->probes[i]) != 0;
+    }
+    return n;
 }
 
-static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
-                          uint32_t origin, struct probe **out) {
+/* Who registers a name: a person, the diagram or the config (from_wire 0), or an instance
+ * from origin, its source's new names in peer (NULL: the origin's) at now. */
+struct registrar {
+    int from_wire;
+    uint32_t origin;
+    struct probe_name_bucket *peer;
+    int64_t now;
+};
+
+static int probe_register(struct probe_table *t, const char *name, size_t len,
+                          const struct registrar *who, struct probe **out);
+
+int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
+    static const struct registrar person = {0};
+    return probe_register(t, name, len, &person, out);
+}
+
+/* Room for one more probe, an observed one when observed: DQ_OK, or DQ_EFULL when nothing
+ * could be evicted (counted in t->full). */
+static int make_room(struct probe_table *t, int observed) {
+    int over = observed && t->max_observed > 0 && t->max_observed < t->cap &&
+               observed_count(t) >= t->max_observed;
+    if ((t->count >= t->cap || over) && evict_one(t) < 0) {
+        t->full++;
+        return over ? dq_fail(DQ_EFULL,
+                              "the %zu probes names seen only in instances may hold "
+                              "(max_observed_probes) are all held by an investigation",
+                              t->max_observed)
+                    : dq_fail(DQ_EFULL, "probe table full (%zu probes, none only seen on the wire)",
+                              t->cap);
+    }
+    return DQ_OK;
+}
+
+static int probe_register(struct probe_table *t, const char *name, size_t len,
+                          const struct registrar *who, struct probe **out) {
+    int from_wire = who->from_wire;
     if (!name_valid(name, len)) {
         return dq_fail(DQ_EINVAL,
                        "invalid probe name (want [A-Za-z_][A-Za-z0-9_]*, at most "
@@ -398,16 +465,17 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
         *out = t->probes[t->index[i]];
         return DQ_OK;
     }
-    if (from_wire && !name_allowed(t, origin)) {
+    if (from_wire && !name_allowed(t, who->origin, who->peer, who->now)) {
         t->name_rate++;
-        return dq_fail(DQ_EFULL, "over new_names_per_second for this source");
+        return dq_fail(DQ_EFULL, "over new_names_per_second for this source or "
+                                 "new_names_global_per_second");
     }
-    if (t->count >= t->cap) {
-        if (evict_one(t) < 0) {
-            t->full++;
-            return dq_fail(DQ_EFULL, "probe table full (%zu probes, none only seen on the wire)",
-                           t->cap);
-        }
+    size_t before = t->count;
+    int rc = make_room(t, from_wire);
+    if (rc) {
+        return rc;
+    }
+    if (t->count != before) {
         i = slot_of(t, h, name, len, &found); /* the index was rebuilt */
     }
     struct probe *p = calloc(1, sizeof *p);
@@ -432,8 +500,8 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
     p->auto_range = t->auto_range;
     p->range_min_ms = t->range_min_ms;
     p->range_max_ms = t->range_max_ms;
-    int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
-                                   : dq_fail(DQ_ENOMEM, "no memory for a probe");
+    rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
+                               : dq_fail(DQ_ENOMEM, "no memory for a probe");
     if (rc) {
         probe_destroy(p, t->nslots, t->ring_cap);
         return rc;
@@ -446,16 +514,8 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
 
 static void origin_unref(struct probe_table *t, uint32_t id);
 
-int probes_remove(struct probe_table *t, struct probe *p) {
-    if (!p || p->index < 0 || (size_t)p->index >= t->count || t->probes[p->index] != p) {
-        return dq_fail(DQ_EINVAL, "not a probe of this table");
-    }
-    /* the last probe takes its place, so the array stays dense */
-    size_t at = (size_t)p->index;
-    t->probes[at] = t->probes[t->count - 1];
-    t->probes[at]->index = (int)at;
-    t->probes[--t->count] = NULL;
-    /* open addressing without tombstones: the index is rebuilt (a rare, person's act) */
+/* Open addressing without tombstones: the index is rebuilt after removals. */
+static void index_rebuild(struct probe_table *t) {
     for (size_t i = 0; i < t->index_size; i++) {
         t->index[i] = -1;
     }
@@ -464,6 +524,10 @@ int probes_remove(struct probe_table *t, struct probe *p) {
         int found;
         t->index[slot_of(t, q->hash, q->name, q->name_len, &found)] = (int32_t)j;
     }
+}
+
+/* Frees p, out of the array already: the recent cache and its origins let go. */
+static void probe_free(struct probe_table *t, struct probe *p) {
     for (size_t i = 0; i < sizeof t->recent / sizeof t->recent[0]; i++) {
         if (t->recent[i] == p) {
             t->recent[i] = NULL;
@@ -474,7 +538,46 @@ int probes_remove(struct probe_table *t, struct probe *p) {
     origin_unref(t, o);
     origin_unref(t, so);
     probe_destroy(p, t->nslots, t->ring_cap);
+}
+
+int probes_remove(struct probe_table *t, struct probe *p) {
+    if (!p || p->index < 0 || (size_t)p->index >= t->count || t->probes[p->index] != p) {
+        return dq_fail(DQ_EINVAL, "not a probe of this table");
+    }
+    /* the last probe takes its place, so the array stays dense */
+    size_t at = (size_t)p->index;
+    t->probes[at] = t->probes[t->count - 1];
+    t->probes[at]->index = (int)at;
+    t->probes[--t->count] = NULL;
+    index_rebuild(t); /* O(table): a person's act, or a new name finding no room */
+    probe_free(t, p);
     return DQ_OK;
+}
+
+size_t probes_remove_idle(struct probe_table *t, int64_t wid) {
+    if (t->idle_windows <= 0) {
+        return 0;
+    }
+    size_t kept = 0, gone = 0;
+    for (size_t j = 0; j < t->count; j++) {
+        struct probe *p = t->probes[j];
+        if (p->last_wid + t->idle_windows <= wid && probes_evictable(t, p)) {
+            probe_free(t, p);
+            gone++;
+        } else {
+            p->index = (int)kept;
+            t->probes[kept++] = p;
+        }
+    }
+    if (gone) {
+        for (size_t j = kept; j < t->count; j++) {
+            t->probes[j] = NULL;
+        }
+        t->count = kept;
+        index_rebuild(t); /* once for all of them */
+        t->idle += gone;
+    }
+    return gone;
 }
 
 int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int bins) {
@@ -667,7 +770,8 @@ static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t
 /* probes_record_hashed, and with `deadline` an ok instance longer than dMax times out. */
 static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                   uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                  int span) {
+                  const struct probe_span_source *src) {
+    int span = src != NULL;
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
     struct probe *p = *recent;
@@ -682,7 +786,11 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         p = NULL;
     }
     if (!p) {
-        int rc = probe_register(t, name, len, 1, origin, &p);
+        struct registrar who = {.from_wire = 1,
+                                .origin = origin,
+                                .peer = src ? src->peer : NULL,
+                                .now = src ? src->now_ns : 0};
+        int rc = probe_register(t, name, len, &who, &p);
         if (rc) {
             return rc;
         }
@@ -811,12 +919,14 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                          uint32_t origin, int64_t start_ns, int64_t end_ns,
                          enum probe_status status) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, status, 0);
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL);
 }
 
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                       uint32_t origin, int64_t start_ns, int64_t end_ns, int failed) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK, 1);
+                       const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
+                       int failed) {
+    return record(t, name, len, hash, src->origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK,
+                  src);
 }
 
 struct probe_window *probes_ring_get(struct probe *p, int back) {

@@ -37,6 +37,7 @@ struct log_site {
     int64_t second;  /* the second being counted (monotonic) */
     int passed;      /* lines written in that second */
     uint64_t held;   /* lines held back, not yet reported */
+    char last[64];   /* the start of its last line written: what the held ones were like */
 };
 
 static struct log_site sites[LOG_SITES];
@@ -77,8 +78,8 @@ static void emit(int level, const char *msg) {
 
 static void report_held(int level, struct log_site *s) {
     char note[160];
-    snprintf(note, sizeof note, "(%llu more lines like \"%.60s\" were not logged)",
-             (unsigned long long)s->held, s->fmt);
+    snprintf(note, sizeof note, "(%llu more lines like \"%s\" were not logged)",
+             (unsigned long long)s->held, s->last);
     s->held = 0;
     emit(level, note);
 }
@@ -102,8 +103,16 @@ void log_write(int level, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* the held lines' summary quotes this one (cut: "…" at a character's end) */
+    size_t len = n > 0 ? strlen(msg) : 0;
+    size_t cut = len < sizeof s->last ? len : sizeof s->last - 4;
+    while (cut < len && cut > 0 && ((unsigned char)msg[cut] & 0xc0) == 0x80) {
+        cut--;
+    }
+    memcpy(s->last, msg, cut);
+    strcpy(s->last + cut, cut < len ? "..." : "");
     emit(level, msg);
 }
 

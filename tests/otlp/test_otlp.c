@@ -368,7 +368,7 @@ static int post(struct env *e, const char *ct, const char *enc, const void *body
                 struct http_response *res) {
     http_response_release(res);
     http_response_init(res, 1 << 20);
-    otlp_handle_body(e->otlp, ct, enc, body, len, res);
+    otlp_handle_body(e->otlp, ct, enc, NULL, body, len, res);
     return res->status;
 }
 
