@@ -53,6 +53,12 @@ static int64_t mono_second(void) {
     return (int64_t)ts.tv_sec;
 }
 
+static int64_t (*seconds_of)(void) = mono_second;
+
+void log_set_seconds(int64_t (*seconds)(void)) {
+    seconds_of = seconds ? seconds : mono_second;
+}
+
 static struct log_site *site_of(const char *fmt) {
     size_t h = ((uintptr_t)fmt >> 3) % LOG_SITES;
     for (size_t k = 0; k < LOG_SITES; k++) {
@@ -86,7 +92,7 @@ static void report_held(int level, struct log_site *s) {
 
 void log_write(int level, const char *fmt, ...) {
     struct log_site *s = site_of(fmt);
-    int64_t sec = mono_second();
+    int64_t sec = seconds_of();
     if (sec != s->second) {
         s->second = sec;
         s->passed = 0;
@@ -117,7 +123,7 @@ void log_write(int level, const char *fmt, ...) {
 }
 
 void log_report_suppressed(void) {
-    int64_t sec = mono_second();
+    int64_t sec = seconds_of();
     for (size_t i = 0; i < LOG_SITES; i++) {
         if (sites[i].fmt && sites[i].held && sites[i].second != sec) {
             report_held(LOG_WARN, &sites[i]);

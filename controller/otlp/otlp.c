@@ -39,6 +39,7 @@ struct service {
     uint32_t origin;
     uint32_t id; /* index in services + 1 */
     char *name;
+    int64_t heard_ns; /* its last span */
 };
 
 /* A client address and its allowance of new probe names (core.h, the name limit). */
@@ -79,6 +80,12 @@ struct otlp {
     struct service *svc; /* MAX_SERVICES * 2 slots */
     struct service **svc_list;
     uint32_t n_svc;
+    /* compact's: when it last ran, its copies of the services kept, its renumberings */
+    int64_t compact_ns;
+    uint64_t compactions;
+    struct service *svc_keep; /* MAX_SERVICES */
+    uint32_t *svc_map;        /* MAX_SERVICES */
+    uint32_t *name_map;       /* MAX_NAMES */
     /* probe names of the recent ring */
     uint64_t *name_hash; /* MAX_NAMES * 2 slots: hash, 0 = empty */
     uint32_t *name_slot; /* the name's index */
@@ -212,66 +219,150 @@ static uint64_t hash_bytes(const char *s, size_t n) {
     return h ? h : 1;
 }
 
-/* The service's entry (registered with a passive origin on first sight), or NULL when the
- * table is full or memory is short (spans then go on without an origin). */
-static struct service *service_of(struct otlp *r, const char *name, size_t len) {
-    uint64_t h = hash_bytes(name, len);
+/* The slot of service name (hash h): its entry, or the empty slot it would take. */
+static struct service *svc_slot(struct otlp *r, uint64_t h, const char *name, size_t len) {
     size_t mask = MAX_SERVICES * 2 - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         struct service *s = &r->svc[i];
-        if (!s->hash) {
-            if (r->n_svc >= MAX_SERVICES) {
-                return NULL;
-            }
-            s->name = malloc(len + 1);
-            if (!s->name) {
-                return NULL;
-            }
-            memcpy(s->name, name, len);
-            s->name[len] = '\0';
-            s->hash = h;
-            /* label "otlp", node the service: "its source otlp shop went quiet" */
-            if (probes_origin_open(r->probes, "otlp", s->name, s->name, &s->origin) == DQ_OK) {
-                probes_origin_set_passive(r->probes, s->origin, r->opt.silence_ns);
-            }
-            r->svc_list[r->n_svc++] = s;
-            s->id = r->n_svc;
-            r->st.services = r->n_svc;
-            return s;
-        }
-        if (s->hash == h && strlen(s->name) == len && memcmp(s->name, name, len) == 0) {
+        if (!s->hash ||
+            (s->hash == h && strlen(s->name) == len && memcmp(s->name, name, len) == 0)) {
             return s;
         }
     }
 }
 
-/* The index of probe name (len bytes, hash h) among the ring's names; UINT32_MAX when full. */
-static uint32_t name_of(struct otlp *r, const char *name, size_t len, uint64_t h) {
-    h = h ? h : 1;
+/* The position of probe name (hash h) in the names' index: its entry, or the empty one. */
+static size_t name_pos(const struct otlp *r, uint64_t h, const char *name, size_t len) {
     size_t mask = MAX_NAMES * 2 - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         if (!r->name_hash[i]) {
-            if (r->n_names >= MAX_NAMES) {
-                return UINT32_MAX;
-            }
-            char *copy = malloc(len + 1);
-            if (!copy) {
-                return UINT32_MAX;
-            }
-            memcpy(copy, name, len);
-            copy[len] = '\0';
-            r->name_hash[i] = h;
-            r->name_slot[i] = r->n_names;
-            r->names[r->n_names] = copy;
-            return r->n_names++;
+            return i;
         }
         if (r->name_hash[i] == h) {
             const char *nm = r->names[r->name_slot[i]];
             if (strlen(nm) == len && memcmp(nm, name, len) == 0) {
-                return r->name_slot[i];
+                return i;
             }
         }
     }
+}
+
+/*
+ * Makes room in the tables of services and probe names, when one is full, at most once a
+ * second (a flood of new names costs one pass a second): a service no kept span names and
+ * not heard from for otlp_silence goes (its origin closed), and a name no kept span names.
+ * The ring's entries are renumbered.
+ */
+static void compact(struct otlp *r, int64_t now) {
+    if (r->compact_ns && now - r->compact_ns < 1000000000) {
+        return;
+    }
+    r->compact_ns = now > 0 ? now : 1;
+    r->compactions++;
+    uint32_t *svc_map = r->svc_map, *name_map = r->name_map;
+    memset(svc_map, 0, MAX_SERVICES * sizeof *svc_map);
+    memset(name_map, 0, MAX_NAMES * sizeof *name_map);
+    for (size_t k = 0; k < r->ring_len; k++) {
+        const struct recent *e = &r->ring[(r->ring_head + k) % r->ring_cap];
+        svc_map[e->service] = name_map[e->probe] = 1;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->n_svc; i++) {
+        struct service *s = r->svc_list[i];
+        if (svc_map[i] || now - s->heard_ns <= r->opt.silence_ns) {
+            r->svc_keep[n] = *s;
+            svc_map[i] = n++;
+        } else {
+            probes_origin_closed(r->probes, s->origin);
+            free(s->name);
+        }
+    }
+    memset(r->svc, 0, MAX_SERVICES * 2 * sizeof *r->svc);
+    for (uint32_t k = 0; k < n; k++) {
+        const struct service *keep = &r->svc_keep[k];
+        struct service *s = svc_slot(r, keep->hash, keep->name, strlen(keep->name));
+        *s = *keep;
+        s->id = k + 1;
+        r->svc_list[k] = s;
+    }
+    r->n_svc = n;
+    r->st.services = n;
+    n = 0;
+    for (uint32_t i = 0; i < r->n_names; i++) {
+        if (name_map[i]) {
+            r->names[n] = r->names[i];
+            name_map[i] = n++;
+        } else {
+            free(r->names[i]);
+        }
+    }
+    memset(r->name_hash, 0, MAX_NAMES * 2 * sizeof *r->name_hash);
+    for (uint32_t k = 0; k < n; k++) {
+        size_t len = strlen(r->names[k]);
+        uint64_t h = hash_bytes(r->names[k], len);
+        size_t i = name_pos(r, h, r->names[k], len);
+        r->name_hash[i] = h;
+        r->name_slot[i] = k;
+    }
+    r->n_names = n;
+    for (size_t k = 0; k < r->ring_len; k++) {
+        struct recent *e = &r->ring[(r->ring_head + k) % r->ring_cap];
+        e->service = svc_map[e->service];
+        e->probe = name_map[e->probe];
+    }
+}
+
+/* The service's entry (registered with a passive origin on first sight), or NULL when the
+ * table is full of services in use or memory is short (spans then go on without an
+ * origin). */
+static struct service *service_of(struct otlp *r, const char *name, size_t len, int64_t now) {
+    uint64_t h = hash_bytes(name, len);
+    struct service *s = svc_slot(r, h, name, len);
+    if (!s->hash && r->n_svc >= MAX_SERVICES) {
+        compact(r, now);
+        s = svc_slot(r, h, name, len);
+    }
+    if (!s->hash) {
+        if (r->n_svc >= MAX_SERVICES || !(s->name = malloc(len + 1))) {
+            return NULL;
+        }
+        memcpy(s->name, name, len);
+        s->name[len] = '\0';
+        s->hash = h;
+        /* label "otlp", node the service: "its source otlp shop went quiet" */
+        if (probes_origin_open(r->probes, "otlp", s->name, s->name, &s->origin) == DQ_OK) {
+            probes_origin_set_passive(r->probes, s->origin, r->opt.silence_ns);
+        }
+        r->svc_list[r->n_svc++] = s;
+        s->id = r->n_svc;
+        r->st.services = r->n_svc;
+    }
+    s->heard_ns = now;
+    return s;
+}
+
+/* The index of probe name (len bytes, hash h) among the ring's names; UINT32_MAX when the
+ * names in use fill the table. */
+static uint32_t name_of(struct otlp *r, const char *name, size_t len, uint64_t h, int64_t now) {
+    h = h ? h : 1;
+    size_t i = name_pos(r, h, name, len);
+    if (!r->name_hash[i] && r->n_names >= MAX_NAMES) {
+        compact(r, now);
+        i = name_pos(r, h, name, len);
+    }
+    if (r->name_hash[i]) {
+        return r->name_slot[i];
+    }
+    char *copy = r->n_names < MAX_NAMES ? malloc(len + 1) : NULL;
+    if (!copy) {
+        return UINT32_MAX;
+    }
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    r->name_hash[i] = h;
+    r->name_slot[i] = r->n_names;
+    r->names[r->n_names] = copy;
+    return r->n_names++;
 }
 
 static void keep_recent(struct otlp *r, const struct otlp_span *s, uint32_t name,
@@ -426,7 +517,7 @@ static uint64_t record_batch(struct otlp *r, const struct otlp_batch *b, struct 
         const struct otlp_span *s = &b->spans[i];
         if (s->service != svc_name) { /* spans of one resource share the pointer */
             svc_name = s->service;
-            svc = service_of(r, s->service, s->service_len);
+            svc = service_of(r, s->service, s->service_len, now);
             src.origin = svc ? svc->origin : 0;
             if (src.origin) {
                 probes_origin_heard(t, src.origin, now);
@@ -438,7 +529,12 @@ static uint64_t record_batch(struct otlp *r, const struct otlp_batch *b, struct 
         int rc = probes_record_span(t, name, len, h, &src, s->start_ns, s->end_ns, s->status == 2);
         if (rc == DQ_OK) {
             o.accepted++;
-            keep_recent(r, s, name_of(r, name, len, h), svc);
+            uint64_t moved = r->compactions;
+            uint32_t ni = name_of(r, name, len, h, now);
+            if (r->compactions != moved) { /* the services were renumbered: svc again */
+                svc = service_of(r, s->service, s->service_len, now);
+            }
+            keep_recent(r, s, ni, svc);
         } else if (rc == DQ_ESTATE && t->late != late0) {
             o.late++;
         } else if (rc == DQ_ESTATE) {
@@ -721,6 +817,9 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     r->peers = calloc(MAX_PEERS, sizeof *r->peers);
     r->svc = calloc(MAX_SERVICES * 2, sizeof *r->svc);
     r->svc_list = calloc(MAX_SERVICES, sizeof *r->svc_list);
+    r->svc_keep = calloc(MAX_SERVICES, sizeof *r->svc_keep);
+    r->svc_map = calloc(MAX_SERVICES, sizeof *r->svc_map);
+    r->name_map = calloc(MAX_NAMES, sizeof *r->name_map);
     r->name_hash = calloc(MAX_NAMES * 2, sizeof *r->name_hash);
     r->name_slot = calloc(MAX_NAMES * 2, sizeof *r->name_slot);
     r->names = calloc(MAX_NAMES, sizeof *r->names);
@@ -735,8 +834,9 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     r->opt.rules = r->rules;
     r->tokens = o->max_spans_per_second;
     int rc = DQ_OK;
-    if (!r->peers || !r->svc || !r->svc_list || !r->name_hash || !r->name_slot || !r->names ||
-        (r->ring_cap && !r->ring) || (o->n_rules > 0 && !r->rules)) {
+    if (!r->peers || !r->svc || !r->svc_list || !r->svc_keep || !r->svc_map || !r->name_map ||
+        !r->name_hash || !r->name_slot || !r->names || (r->ring_cap && !r->ring) ||
+        (o->n_rules > 0 && !r->rules)) {
         rc = dq_fail(DQ_ENOMEM, "no memory for the OTLP receiver");
     }
     if (!rc) {
@@ -786,6 +886,9 @@ static void free_receiver(void *arg) {
     free(r->peers);
     free(r->svc);
     free(r->svc_list);
+    free(r->svc_keep);
+    free(r->svc_map);
+    free(r->name_map);
     free(r->name_hash);
     free(r->name_slot);
     free(r->names);

@@ -15,6 +15,9 @@
 /* The service of spans whose resource has no service.name. */
 #define OTLP_UNKNOWN_SERVICE "unknown_service"
 
+/* The longest service.name taken (bytes): a longer one refuses its spans. */
+#define OTLP_SERVICE_MAX 255
+
 /* 1 when the n bytes at p are all zero. */
 static inline int otlp_all_zero(const uint8_t *p, size_t n) {
     uint64_t any = 0;
@@ -60,6 +63,8 @@ static inline int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, siz
         otlp_span_reject(b, "a span's service.name holds a NUL byte");
     } else if (svc_text) {
         otlp_span_reject(b, "a span's service.name is not UTF-8");
+    } else if (s->service_len > OTLP_SERVICE_MAX) {
+        otlp_span_reject(b, "a span's service.name is longer than 255 bytes");
     } else if (keys_text == OTLP_TEXT_NUL) {
         otlp_span_reject(b, "a span's attribute key holds a NUL byte");
     } else if (keys_text) {
