@@ -217,7 +217,7 @@ static const struct setting settings[] = {
      "New probe names every source together may register at once (see "
      "new_names_global_per_second)."},
     {"max_observed_probes", "--max-observed-probes", ST_INT, FIELD(max_observed_probes), 1, 9000,
-     "2000", NULL, 0, 0,
+     "1000", NULL, 0, 0,
      "Probes only observed (first seen in an instance or a span, and not in the diagram, "
      "configured, enabled by a person or the adaptive loop, nor given a dMax, QTA or servers) "
      "the probe table holds at most; the rest of its 10000 slots are a reserve that only real "
