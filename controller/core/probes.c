@@ -7,6 +7,7 @@
  * which empty windows are no data is done at window close.
  */
 #include "core.h"
+#include "core_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -321,100 +322,6 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len) {
     return found ? t->probes[t->index[i]] : NULL;
 }
 
-int probes_observed(const struct probe *p) {
-    return p->from_wire && !p->chosen && (p->passive || (!p->enabled && !p->always_on)) &&
-           !p->dmax_set && !p->has_qta && !p->in_diagram && !p->servers;
-}
-
-int probes_evictable(const struct probe_table *t, const struct probe *p) {
-    return probes_observed(p) && !(t->evict_veto && t->evict_veto(t->evict_ctx, p));
-}
-
-void probes_set_name_limit(struct probe_table *t, double per_second, double burst) {
-    t->name_rate_per_s = per_second;
-    t->name_burst = burst < 1 ? 1 : burst;
-}
-
-void probes_set_name_budget(struct probe_table *t, const struct probes_name_budget *b) {
-    t->all_rate_per_s = b->all_per_second;
-    t->all_burst = b->all_burst < 1 ? 1 : b->all_burst;
-    t->max_observed = b->max_observed;
-    t->idle_windows = b->idle_windows;
-}
-
-/* Makes room: removes the evictable probe heard from least recently. 0, or −1 when none. */
-static int evict_one(struct probe_table *t) {
-    struct probe *victim = NULL;
-    for (size_t i = 0; i < t->count; i++) {
-        struct probe *q = t->probes[i];
-        if ((!victim || q->last_wid < victim->last_wid) && probes_evictable(t, q)) {
-            victim = q;
-        }
-    }
-    if (!victim) {
-        return -1;
-    }
-    t->evicted++;
-    probes_remove(t, victim);
-    return 0;
-}
-
-/* The tokens of bucket b at now (refilled at rate up to burst; a new bucket is full). */
-static double bucket_level(struct probe_name_bucket *b, double rate, double burst, int64_t now) {
-    if (b->at_ns == 0) {
-        b->tokens = burst;
-    } else if (now > b->at_ns) {
-        b->tokens += (double)(now - b->at_ns) * 1e-9 * rate;
-        if (b->tokens > burst) {
-            b->tokens = burst;
-        }
-    }
-    if (now > b->at_ns || b->at_ns == 0) {
-        b->at_ns = now > 0 ? now : 1;
-    }
-    return b->tokens;
-}
-
-/*
- * Whether one more new name may be registered now: its source's bucket (peer when given,
- * else the node or origin of `origin`) and the table's both have a token; takes one from
- * each, or none.
- */
-static int name_allowed(struct probe_table *t, uint32_t origin, struct probe_name_bucket *peer,
-                        int64_t now) {
-    struct probe_name_bucket *b = peer;
-    if (!b && origin != 0 && origin < t->n_origins && t->origins[origin].used) {
-        struct probe_origin *o = &t->origins[origin];
-        b = o->node && o->node < t->n_nodes ? &t->nodes[o->node].names : &o->names;
-        now = o->last_rx_ns;
-    }
-    if (now > t->names_now) {
-        t->names_now = now;
-    }
-    int own = b && t->name_rate_per_s > 0;
-    int all = t->all_rate_per_s > 0;
-    if ((own && bucket_level(b, t->name_rate_per_s, t->name_burst, now) < 1) ||
-        (all && bucket_level(&t->all_names, t->all_rate_per_s, t->all_burst, t->names_now) < 1)) {
-        return 0;
-    }
-    if (own) {
-        b->tokens -= 1;
-    }
-    if (all) {
-        t->all_names.tokens -= 1;
-    }
-    return 1;
-}
-
-/* Probes only observed (probes_observed). */
-static size_t observed_count(const struct probe_table *t) {
-    size_t n = 0;
-    for (size_t i = 0; i < t->count; i++) {
-        n += probes_observed(t->probes[i]) != 0;
-    }
-    return n;
-}
-
 /* Who registers a name: a person, the diagram or the config (from_wire 0), or an instance
  * from origin, its source's new names in peer (NULL: the origin's) at now. */
 struct registrar {
@@ -430,23 +337,6 @@ static int probe_register(struct probe_table *t, const char *name, size_t len,
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
     static const struct registrar person = {0};
     return probe_register(t, name, len, &person, out);
-}
-
-/* Room for one more probe, an observed one when observed: DQ_OK, or DQ_EFULL when nothing
- * could be evicted (counted in t->full). */
-static int make_room(struct probe_table *t, int observed) {
-    int over = observed && t->max_observed > 0 && t->max_observed < t->cap &&
-               observed_count(t) >= t->max_observed;
-    if ((t->count >= t->cap || over) && evict_one(t) < 0) {
-        t->full++;
-        return over ? dq_fail(DQ_EFULL,
-                              "the %zu probes names seen only in instances may hold "
-                              "(max_observed_probes) are all held by an investigation",
-                              t->max_observed)
-                    : dq_fail(DQ_EFULL, "probe table full (%zu probes, none only seen on the wire)",
-                              t->cap);
-    }
-    return DQ_OK;
 }
 
 static int probe_register(struct probe_table *t, const char *name, size_t len,
@@ -465,13 +355,13 @@ static int probe_register(struct probe_table *t, const char *name, size_t len,
         *out = t->probes[t->index[i]];
         return DQ_OK;
     }
-    if (from_wire && !name_allowed(t, who->origin, who->peer, who->now)) {
+    if (from_wire && !core__name_allowed(t, who->origin, who->peer, who->now)) {
         t->name_rate++;
         return dq_fail(DQ_EFULL, "over new_names_per_second for this source or "
                                  "new_names_global_per_second");
     }
     size_t before = t->count;
-    int rc = make_room(t, from_wire);
+    int rc = core__make_room(t, from_wire);
     if (rc) {
         return rc;
     }
@@ -515,7 +405,7 @@ static int probe_register(struct probe_table *t, const char *name, size_t len,
 static void origin_unref(struct probe_table *t, uint32_t id);
 
 /* Open addressing without tombstones: the index is rebuilt after removals. */
-static void index_rebuild(struct probe_table *t) {
+void core__index_rebuild(struct probe_table *t) {
     for (size_t i = 0; i < t->index_size; i++) {
         t->index[i] = -1;
     }
@@ -526,8 +416,7 @@ static void index_rebuild(struct probe_table *t) {
     }
 }
 
-/* Frees p, out of the array already: the recent cache and its origins let go. */
-static void probe_free(struct probe_table *t, struct probe *p) {
+void core__probe_free(struct probe_table *t, struct probe *p) {
     for (size_t i = 0; i < sizeof t->recent / sizeof t->recent[0]; i++) {
         if (t->recent[i] == p) {
             t->recent[i] = NULL;
@@ -549,35 +438,9 @@ int probes_remove(struct probe_table *t, struct probe *p) {
     t->probes[at] = t->probes[t->count - 1];
     t->probes[at]->index = (int)at;
     t->probes[--t->count] = NULL;
-    index_rebuild(t); /* O(table): a person's act, or a new name finding no room */
-    probe_free(t, p);
+    core__index_rebuild(t); /* O(table): a person's act, or a new name finding no room */
+    core__probe_free(t, p);
     return DQ_OK;
-}
-
-size_t probes_remove_idle(struct probe_table *t, int64_t wid) {
-    if (t->idle_windows <= 0) {
-        return 0;
-    }
-    size_t kept = 0, gone = 0;
-    for (size_t j = 0; j < t->count; j++) {
-        struct probe *p = t->probes[j];
-        if (p->last_wid + t->idle_windows <= wid && probes_evictable(t, p)) {
-            probe_free(t, p);
-            gone++;
-        } else {
-            p->index = (int)kept;
-            t->probes[kept++] = p;
-        }
-    }
-    if (gone) {
-        for (size_t j = kept; j < t->count; j++) {
-            t->probes[j] = NULL;
-        }
-        t->count = kept;
-        index_rebuild(t); /* once for all of them */
-        t->idle += gone;
-    }
-    return gone;
 }
 
 int probes_set_dmax(struct probe_table *t, struct probe *p, double dmax_ms, int bins) {
