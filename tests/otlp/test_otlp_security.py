@@ -201,7 +201,13 @@ def memory_phase(c, work):
     print("memory: RSS %.1f MB at start, %.1f MB after 10^6 junk names over 10^4 services "
           "from 200 peers (%d probes, %d names refused)" % (base, rss, st["probes"],
                                                             res["rejected"]))
-    c.check(rss < RSS_BOUND_MB, "RSS %.1f MB under the bound of %d MB" % (rss, RSS_BOUND_MB))
+    with open(DQD, "rb") as f:
+        asan = b"__asan_init" in f.read()
+    if asan:  # its shadow memory and quarantine are not dqd's; its leak check at exit stands
+        print("memory: the RSS bound is not checked under AddressSanitizer")
+    else:
+        c.check(rss < RSS_BOUND_MB, "RSS %.1f MB under the bound of %d MB"
+                % (rss, RSS_BOUND_MB))
     c.check(st["probes"] <= 1000, "observed probes at most max_observed_probes: %d"
             % st["probes"])
     st2, _ = d.request("GET", "/api/v1/otlp/spans")
