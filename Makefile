@@ -4,26 +4,33 @@
 
 SHELL := /bin/bash
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Tests run at once by each CTest stage: most end-to-end tests wait on sockets and timers,
+# and the CPU-bound ones hold the CTest resource lock `cpu` (tests/README.md).
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
-# Timing-bound end-to-end runs (real Erlang load, minutes of windows) run in the normal
-# build only; every other test also runs under the sanitizers.
-ASAN_SKIP_LABELS ?= scenarios|slow
+# The end-to-end runs under real Erlang load (label scenarios) and the tests that
+# run nothing compiled here (label nosan: the source checks, the wrapper built as a rebar3
+# or Mix dependency; label docs: the docs' samples and the tutorial's commands) run in
+# the normal build only; every other test also runs under the
+# sanitizers.
+ASAN_SKIP_LABELS ?= scenarios|nosan|docs
 # make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
 PREFIX ?= /usr/local
 DESTDIR ?=
 
 # Packages the build, the tests, the wrapper and the demo use (prometheus for promtool,
-# which the integration tests run on /metrics; systemd for systemd-analyze, which the
+# which the integration tests run on /metrics; python3-prometheus-client for its strict
+# OpenMetrics parser, which test_history runs on /metrics with exemplars; systemd for systemd-analyze, which the
 # install test runs on the unit; git for the wrapper's rebar3 dependency test; chromium for
 # the dashboard's browser test, tests/web, driven over its DevTools port; elixir for the
 # elixir scenario, a Mix project using the wrapper).
 DEB_PACKAGES := build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
 	libuv1-dev libfftw3-dev libsqlite3-dev sqlite3 libjansson-dev libcurl4-openssl-dev \
 	libhttp-parser-dev erlang-nox erlang-dev erlang-eunit erlang-proper-dev rebar3 \
-	curl procps python3 prometheus systemd git chromium libprotobuf-c-dev \
+	curl procps python3 python3-prometheus-client prometheus systemd git chromium libprotobuf-c-dev \
 	protobuf-c-compiler zlib1g-dev elixir
 
 # Node.js and npm for the dashboard's `npm ci` (uPlot, pinned in
@@ -34,7 +41,8 @@ NODE_PACKAGES := $(shell command -v node >/dev/null 2>&1 && command -v npm >/dev
 	|| echo nodejs npm)
 
 .PHONY: all deps build build-asan test test-c test-asan test-erl format-check deps-check size-check \
-	bench fuzz fuzz-build demo matrix install clean bench-web bench-nanopb docs-screenshot
+	bench fuzz fuzz-build demo matrix install clean bench-web bench-nanopb docs-screenshot \
+	docs-screenshots
 
 all: build
 
@@ -68,12 +76,14 @@ build-asan: deps
 install: build
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
+# One job more in the normal build: for its first two minutes three of its jobs are the held
+# scenarios, which mostly wait (tests/scenarios/CMakeLists.txt).
 test-c: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $$(( $(TEST_JOBS) + 1 ))
 
 test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS) \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(TEST_JOBS) \
 		-LE '$(ASAN_SKIP_LABELS)'
 
 test-erl: deps
@@ -103,7 +113,10 @@ fuzz-smoke: fuzz-build
 fuzz: fuzz-build
 	@./tools/run-fuzzers $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-test: format-check deps-check size-check test-c test-asan fuzz-smoke test-erl
+# The checks, then the four test stages at once (tools/run-tests: test-c, test-asan with its
+# build, fuzz-smoke with its build, test-erl; logs in $(BUILD)/test-logs).
+test: format-check deps-check size-check build
+	@./tools/run-tests "$(MAKE)" $(BUILD)/test-logs
 	@echo "make test: all suites passed"
 
 bench: build
@@ -115,11 +128,18 @@ bench-web: build
 	@python3 tests/web/bench_dashboard.py $(BUILD)/controller/dqd $(BUILD)/scenarios/sim/dqsim \
 		$(BUILD)/bench-web
 
-# docs/dashboard.png, the tutorial's picture, made by the dashboard's browser test.
-docs-screenshot: build
+# The dashboard's pictures in docs/ (running.md, the tutorial), made by its browser tests:
+# docs/dashboard.png (tree27 after a diagnosis), and dashboard-history.png,
+# dashboard-operators.png, dashboard-800.png (a range across a restart with the heatmap,
+# marks and exemplars; a choice's panel; the page at 800 px).
+docs-screenshots: build
 	@python3 tests/web/test_dashboard.py $(BUILD)/controller/dqd $(BUILD)/controller/dqctl \
 		$(BUILD)/scenarios/sim/dqsim scenarios/tree27.dq $(BUILD)/tests/web/artifacts \
 		--docs-screenshot docs/dashboard.png
+	@python3 tests/web/test_dashboard_history.py $(BUILD)/controller/dqd \
+		$(BUILD)/scenarios/sim/dqsim $(BUILD)/tests/web/artifacts --docs-dir docs
+
+docs-screenshot: docs-screenshots
 
 # The protobuf decoders against nanopb (docs/otlp.md §9, "The options"): not part of make
 # bench, since the build needs nanopb only for this comparison.
@@ -137,8 +157,9 @@ demo: build
 # The long sweeps (tools/run-matrix): the simulator matrix three times over, the Erlang
 # mm1k diagnosis three times (never a single worker named), the three-node scenario for
 # each fault variant twice, the Erlang queueing stations with the bottleneck in two places
-# four times each (rho and saturation against the pools' own accounting). One summary
-# line per part (per placement for the stations); logs in $(BUILD)/matrix-logs.
+# four times each (rho and saturation against the pools' own accounting), and two `make
+# test` at once from two clones, three times (tools/stress-test). One summary line per part
+# (per placement for the stations); logs in $(BUILD)/matrix-logs and $(BUILD)/stress.
 matrix: build
 	@./tools/run-matrix $(BUILD)
 

@@ -57,6 +57,8 @@ struct dqd {
     int window_timer_open;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
     int started;              /* dqd_create succeeded: a shutdown is a stop to record */
+    int start_recorded;       /* dqd_started is in the store (simulated time: from the first
+                                 clock line on) */
     /* shutdown */
     int closing, pending_closes;
     void (*on_closed)(void *);
@@ -97,10 +99,21 @@ static void schedule_window_timer(struct dqd *d) {
     uv_timer_start(&d->window_timer, on_window_timer, wait_ms, 0);
 }
 
+/* The run's start in the store's events (dqd_started), once. */
+static void record_start(struct dqd *d) {
+    d->start_recorded = 1;
+    core_record_start(d->core, DQD_VERSION);
+}
+
 /* --clock sim: a simulator moved time forward. */
 static void on_sim_clock(void *ctx, int64_t ns) {
     struct dqd *d = ctx;
     if (!d->closing && clock_manual_set(&d->manual, ns)) {
+        if (d->started && !d->start_recorded) {
+            /* in simulated time the run begins where the simulator's time does */
+            core_set_start(d->core, ns);
+            record_start(d);
+        }
         close_due(d);
     }
 }
@@ -217,6 +230,9 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
         ingest_close(s, on_part_closed, d);
     }
     if (d->started) {
+        if (!d->start_recorded) {
+            record_start(d); /* simulated time that never moved: a stop needs its start */
+        }
         /* nothing is read any more: what was received is kept, in partial windows */
         struct adapt_stats as = {.pending_wid = -1};
         if (d->adapt) {
@@ -380,7 +396,8 @@ static int start_http(struct dqd *d) {
                              .public_reads = d->opt.public_reads,
                              .clock = d->opt.clock == DQD_CLOCK_SIM ? "sim" : "wall",
                              .window_ms = d->opt.window_ms,
-                             .lag_ms = close_lag_ms(&d->opt)};
+                             .lag_ms = close_lag_ms(&d->opt),
+                             .trace_url = d->opt.trace_url};
     int rc = api_create(&env, &ao, &d->api);
     if (!rc) {
         rc = settings_split_hostport(d->opt.http, d->http_host, sizeof d->http_host, &d->http_port);
@@ -473,6 +490,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .default_dmax_ms = o->default_dmax_ms,
                                   .default_bins = o->default_bins,
                                   .retention_hours = o->retention_hours,
+                                  .dq_retention_hours = o->dq_retention_hours,
+                                  .exemplars_slowest = o->exemplars_slowest,
+                                  .exemplars_failed = o->exemplars_failed,
                                   .auto_range = o->auto_range,
                                   .auto_range_min_ms = o->auto_range_min_ms,
                                   .new_names_per_second = o->new_names_per_second,
@@ -535,7 +555,9 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
     }
     d->remove_db = 0;
     d->started = 1;
-    core_record_start(d->core, DQD_VERSION);
+    if (o->clock != DQD_CLOCK_SIM) {
+        record_start(d); /* simulated time: at the first clock line */
+    }
     log_started(d);
     *out = d;
     return DQ_OK;

@@ -406,4 +406,46 @@ void dq_engine_cleanup(void);
 int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_negative,
                       double *out_s);
 
+/* ---- durations for people ------------------------------------------------------------- */
+
+#define DQ_DURATION_TEXT 48 /* room for any text of dq_format_duration and _pm */
+
+/*
+ * The one style every output of dqd and dqctl writes a duration in: a number, a space and
+ * a unit (ns, µs, ms or s): "30.6 µs", "250 ms", "1024 ms", "1.5 s". The unit is the
+ * largest in which the value is at least 1, except that a whole number of milliseconds
+ * below 10 s that three digits of seconds would round stays in milliseconds (a dMax of
+ * 1024 ms is "1024 ms", not "1.02 s"). Three
+ * significant digits, never fewer digits than the integer part has and never an exponent
+ * (dq_format_number). 0 is "0 ms"; NaN and ±inf are "-". Writes at most cap bytes (cut
+ * there, NUL-terminated when cap > 0) and returns buf.
+ */
+const char *dq_format_duration(double s, char *buf, size_t cap);
+
+/* The same style with `sig` significant digits (1 … 15) instead of three, for a result
+ * whose digits matter (dqctl model's quantiles: "3.554 s", "37.0326 ms"); a whole number of
+ * milliseconds stays in them only when sig digits of seconds would round it. */
+const char *dq_format_duration_sig(double s, int sig, char *buf, size_t cap);
+
+/*
+ * A duration with its uncertainty, "30.6 µs ± 1.2 µs", "33.3 ms ± 0.68 ms": the value as
+ * dq_format_duration writes it, the half width hw in the value's unit with two significant
+ * digits, or in its own unit when it is under a hundredth of the value's ("2.5 s ± 40 µs").
+ * A NaN hw writes the value alone. Returns buf.
+ */
+const char *dq_format_duration_pm(double s, double hw, char *buf, size_t cap);
+
+/*
+ * The unit dq_format_duration writes s in ("ns", "µs", "ms", "s") and the factor from
+ * seconds to it (1e9, 1e6, 1e3, 1): for a sentence whose numbers share one unit.
+ */
+const char *dq_duration_unit(double s, double *factor);
+
+/*
+ * A number people read, never with an exponent: `sig` significant digits (1 … 15), but
+ * every digit of the integer part (1234.56 with 3 → "1235"), trailing zeros after the
+ * point dropped ("2.5", "10"); a magnitude under 1e-12 is "0". Returns buf.
+ */
+const char *dq_format_number(double v, int sig, char *buf, size_t cap);
+
 #endif /* DQ_H */

@@ -1,11 +1,14 @@
 /*
  * dq_units.c: durations written by people and configuration files (dq.h,
- * dq_parse_duration): a decimal number and an optional unit. Pure: no I/O, no allocation.
+ * dq_parse_duration: a decimal number and an optional unit), and durations written for
+ * people (dq_format_duration and its kin: the one output style). Pure: no I/O, no
+ * allocation.
  */
 #include "dq.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,4 +89,124 @@ int dq_parse_duration(const char *s, size_t len, double bare_unit_s, int allow_n
     }
     *out_s = r == 0 ? 0.0 : r; /* no -0 */
     return DQ_OK;
+}
+
+/* ---- durations for people ------------------------------------------------------------- */
+
+const char *dq_format_number(double v, int sig, char *buf, size_t cap) {
+    if (cap == 0) {
+        return buf;
+    }
+    if (!isfinite(v)) {
+        snprintf(buf, cap, "-");
+        return buf;
+    }
+    sig = sig < 1 ? 1 : sig > 15 ? 15 : sig;
+    double a = fabs(v);
+    if (a < 1e-12) {
+        snprintf(buf, cap, "0");
+        return buf;
+    }
+    int mag = (int)floor(log10(a)); /* the exponent of the leading digit */
+    int decimals = sig - 1 - mag;
+    decimals = decimals < 0 ? 0 : decimals > 15 ? 15 : decimals;
+    int n = snprintf(buf, cap, "%.*f", decimals, v);
+    if (n < 0 || (size_t)n >= cap) {
+        return buf;
+    }
+    if (decimals > 0) { /* "2.50" → "2.5", "10.00" → "10" */
+        while (n > 0 && buf[n - 1] == '0') {
+            buf[--n] = '\0';
+        }
+        if (n > 0 && buf[n - 1] == '.') {
+            buf[--n] = '\0';
+        }
+    }
+    if (strcmp(buf, "-0") == 0) {
+        snprintf(buf, cap, "0");
+    }
+    return buf;
+}
+
+/* dq_duration_unit for a value written with sig significant digits. */
+static const char *unit_for(double s, int sig, double *factor) {
+    double a = fabs(s);
+    double ms = a * 1e3;
+    if (!isfinite(a) || a == 0.0) {
+        *factor = 1e3;
+        return "ms";
+    }
+    /* a whole number of milliseconds that sig digits of seconds would round (1024 ms, not
+     * 1.02 s) stays in milliseconds */
+    double scale = pow(10.0, sig - 1); /* a in [1, 10) to sig significant digits */
+    double rounded = round(a * scale) / scale;
+    int keep_ms = a < 10.0 && fabs(ms - round(ms)) <= 1e-9 * ms && fabs(rounded - a) > 1e-9 * a;
+    if (a >= 1.0 && !keep_ms) {
+        *factor = 1.0;
+        return "s";
+    }
+    if (a >= 1e-3) {
+        *factor = 1e3;
+        return "ms";
+    }
+    if (a >= 1e-6) {
+        *factor = 1e6;
+        return "\xc2\xb5s";
+    }
+    *factor = 1e9;
+    return "ns";
+}
+
+const char *dq_duration_unit(double s, double *factor) {
+    return unit_for(s, 3, factor);
+}
+
+/* v seconds in the unit of `like` (a duration written with like_sig digits), sig digits:
+ * "30.6 µs". */
+static void format_in_unit(double v, double like, int like_sig, int sig, char *buf, size_t cap) {
+    double f;
+    const char *unit = unit_for(like, like_sig, &f);
+    char num[40];
+    dq_format_number(v * f, sig, num, sizeof num);
+    snprintf(buf, cap, "%s %s", num, unit);
+}
+
+const char *dq_format_duration_sig(double s, int sig, char *buf, size_t cap) {
+    if (cap == 0) {
+        return buf;
+    }
+    if (!isfinite(s)) {
+        snprintf(buf, cap, "-");
+        return buf;
+    }
+    format_in_unit(s, s, sig, sig, buf, cap);
+    return buf;
+}
+
+const char *dq_format_duration(double s, char *buf, size_t cap) {
+    return dq_format_duration_sig(s, 3, buf, cap);
+}
+
+const char *dq_format_duration_pm(double s, double hw, char *buf, size_t cap) {
+    if (cap == 0) {
+        return buf;
+    }
+    char a[DQ_DURATION_TEXT], b[DQ_DURATION_TEXT];
+    dq_format_duration(s, a, sizeof a);
+    if (!isfinite(s) || isnan(hw)) {
+        snprintf(buf, cap, "%s", a);
+        return buf;
+    }
+    double f;
+    dq_duration_unit(s, &f);
+    double h = fabs(hw);
+    if (isfinite(h) && h * f < 0.01 && h > 0) {
+        format_in_unit(h, h, 2, 2, b, sizeof b); /* too small for the value's unit */
+    } else if (isfinite(h)) {
+        format_in_unit(h, s, 3, 2, b, sizeof b);
+    } else {
+        snprintf(b, sizeof b, "-");
+    }
+    snprintf(buf, cap, "%s \xc2\xb1 %s", a, b);
+    return buf;
 }

@@ -32,17 +32,23 @@ void search__append(char *buf, size_t cap, const char *fmt, ...) {
 }
 
 const char *search__time_unit(double scale, double *factor) {
-    double a = fabs(scale);
-    if (a >= 1.0) {
-        *factor = 1.0;
-        return "s";
+    return dq_duration_unit(scale, factor);
+}
+
+void search__fmt_pm(double v, double hw, double factor, const char *unit, const char *sq, char *buf,
+                    size_t cap) {
+    char a[48], b[48];
+    dq_format_number(v * factor, 3, a, sizeof a);
+    if (isnan(hw)) {
+        snprintf(buf, cap, "%s %s%s", a, unit, sq);
+        return;
     }
-    if (a >= 1e-3 || a == 0.0 || !isfinite(a)) {
-        *factor = 1e3;
-        return "ms";
-    }
-    *factor = 1e6;
-    return "µs";
+    dq_format_number(hw * factor, 2, b, sizeof b);
+    snprintf(buf, cap, "%s %s%s ± %s %s%s", a, unit, sq, b, unit, sq);
+}
+
+const char *search__dur(double s, char *buf, size_t cap) {
+    return dq_format_duration(s, buf, cap);
 }
 
 void search__child_name(const struct search_input *in, size_t i, char *buf, size_t cap) {
@@ -856,11 +862,10 @@ static void fmt_amount(const struct fmt *f, double v, double hw, char *buf, size
     case SEARCH_LATENCY:
     case SEARCH_QTA:
     case SEARCH_SHAPE:
-        snprintf(buf, cap, "%.3g %s ± %.2g", v * f->factor, f->unit, hw * f->factor);
+        search__fmt_pm(v, hw, f->factor, f->unit, "", buf, cap);
         return;
     case SEARCH_VARIANCE:
-        snprintf(buf, cap, "%.3g %s² ± %.2g", v * f->factor * f->factor, f->unit,
-                 hw * f->factor * f->factor);
+        search__fmt_pm(v, hw, f->factor * f->factor, f->unit, "²", buf, cap);
         return;
     case SEARCH_LOST:
         snprintf(buf, cap, "%.3g %% ± %.2g of its instances failed or timed out", 100.0 * v,
@@ -882,10 +887,10 @@ static void fmt_total(const struct fmt *f, double v, char *buf, size_t cap) {
     case SEARCH_LATENCY:
     case SEARCH_QTA:
     case SEARCH_SHAPE:
-        snprintf(buf, cap, "%.3g %s", v * f->factor, f->unit);
+        search__fmt_pm(v, NAN, f->factor, f->unit, "", buf, cap);
         return;
     case SEARCH_VARIANCE:
-        snprintf(buf, cap, "%.3g %s²", v * f->factor * f->factor, f->unit);
+        search__fmt_pm(v, NAN, f->factor * f->factor, f->unit, "²", buf, cap);
         return;
     default:
         snprintf(buf, cap, "%.3g", v);
@@ -901,8 +906,10 @@ static void quantity(const struct search_input *in, const struct search_attribut
         return;
     }
     if (a->shape_mode == 2) {
-        snprintf(buf, cap, "mass beyond %.3g ms (%s's %.3g %%-quantile now)", a->shape_at * 1e3,
-                 in->name ? in->name : "the node", 100.0 * in->qta_p);
+        char at[DQ_DURATION_TEXT];
+        snprintf(buf, cap, "mass beyond %s (%s's %.3g %%-quantile now)",
+                 search__dur(a->shape_at, at, sizeof at), in->name ? in->name : "the node",
+                 100.0 * in->qta_p);
         return;
     }
     switch (a->problem) {
@@ -969,9 +976,11 @@ static void append_covariance(const struct search_input *in, const struct search
     if (a->problem != SEARCH_VARIANCE || !isfinite(a->covariance)) {
         return;
     }
-    search__append(buf, cap, "; covariance %.3g %s² ± %.2g (%s's variance minus its children's)",
-                   a->covariance * f->factor * f->factor, f->unit,
-                   a->covariance_half_width * f->factor * f->factor, node_name(in));
+    char cov[96];
+    search__fmt_pm(a->covariance, a->covariance_half_width, f->factor * f->factor, f->unit, "²",
+                   cov, sizeof cov);
+    search__append(buf, cap, "; covariance %s (%s's variance minus its children's)", cov,
+                   node_name(in));
     if (fabs(a->covariance) > a->covariance_half_width) {
         search__append(buf, cap, ", a sign that the children are dependent");
     }
@@ -1044,13 +1053,13 @@ static void append_remainder(const struct search_input *in, const struct search_
         !(fabs(a->remainder) > a->remainder_half_width)) {
         return;
     }
-    char total[48];
+    char total[48], rest[96];
     fmt_total(f, a->total, total, sizeof total);
-    search__append(buf, cap,
-                   "; %s's own %s is %s, %.3g %s ± %.2g %s than its children account for (%s)",
+    search__fmt_pm(fabs(a->remainder), a->remainder_half_width, f->factor, f->unit, "", rest,
+                   sizeof rest);
+    search__append(buf, cap, "; %s's own %s is %s, %s %s than its children account for (%s)",
                    node_name(in), a->baseline_mode ? "excess mean latency" : "mean latency", total,
-                   fabs(a->remainder) * f->factor, f->unit, a->remainder_half_width * f->factor,
-                   a->remainder > 0 ? "more" : "less",
+                   rest, a->remainder > 0 ? "more" : "less",
                    a->remainder > 0 ? "time outside them, or dependence between them"
                                     : "they overlap, or were measured over other instances");
 }
@@ -1179,15 +1188,17 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     double d, pv;
     int diverges = x_diverges(in, p, &d, &pv);
     if (diverges && (a->problem == SEARCH_DIVERGENCE || (a->baseline_mode && !any_deviates))) {
-        char means[96] = "";
+        char means[160] = "";
         struct dq_moments mo, mc;
         if (in->stats.observed && in->stats.calculated &&
             dq_moments(in->stats.observed, &mo) == DQ_OK &&
             dq_moments(in->stats.calculated, &mc) == DQ_OK) {
             double fct;
             const char *u = search__time_unit(fmax(mo.mean, mc.mean), &fct);
-            snprintf(means, sizeof means, "mean %.3g %s against %.3g %s calculated, ",
-                     mo.mean * fct, u, mc.mean * fct, u);
+            char a1[48], a2[48];
+            search__fmt_pm(mo.mean, NAN, fct, u, "", a1, sizeof a1);
+            search__fmt_pm(mc.mean, NAN, fct, u, "", a2, sizeof a2);
+            snprintf(means, sizeof means, "mean %s against %s calculated, ", a1, a2);
         }
         search__append(r, cap,
                        "diffuse at %s: its observed ΔQ diverges from the calculated one "

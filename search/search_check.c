@@ -137,11 +137,12 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
         }
     }
     if (best >= zt) {
+        char t[DQ_DURATION_TEXT];
         add_problem(c, SEARCH_VARIANCE, best,
-                    "%.2g %% of instances beyond %.3g ms (the baseline's %.4g %% point%s) "
+                    "%.2g %% of instances beyond %s (the baseline's %.4g %% point%s) "
                     "against %.2g %% before: rare, very slow passes",
-                    100.0 * bpr, bat * 1e3, 100.0 * bq, bmoved > 0 ? ", moved with the median" : "",
-                    100.0 * bpb);
+                    100.0 * bpr, search__dur(bat, t, sizeof t), 100.0 * bq,
+                    bmoved > 0 ? ", moved with the median" : "", 100.0 * bpb);
     }
 }
 
@@ -207,9 +208,11 @@ static void check_qta(const struct dq_qta *qta, const struct search_stats *r,
         return; /* a crossing within the sampling noise */
     }
     if (q.worst >= 0) {
+        char t[DQ_DURATION_TEXT];
         add_problem(c, SEARCH_QTA, z,
-                    "the QTA wants %.0f %% within %.3g ms; %.1f points short over %.0f instances",
-                    100.0 * qta->p[q.worst], qta->t[q.worst] * 1e3, 100.0 * q.hazard, n);
+                    "the QTA wants %.0f %% within %s; %.1f points short over %.0f instances",
+                    100.0 * qta->p[q.worst], search__dur(qta->t[q.worst], t, sizeof t),
+                    100.0 * q.hazard, n);
     } else {
         add_problem(c, SEARCH_QTA, z, "the QTA allows %.2g %% lost; %.2g %% more were lost",
                     100.0 * qta->max_lost, 100.0 * q.hazard);
@@ -267,8 +270,9 @@ static void check_moments(const struct search_check_input *in, struct search_che
         window_rank_z(in->recent_means, in->n_recent_means, in->base_means, in->n_base_means);
     z = zw > z ? zw : z;
     if (z >= c->zt && vb > 0 && shift > 0.5 * sqrt(vb)) {
-        add_problem(c, SEARCH_LATENCY, z, "mean %.3g ms against %.3g ms before", r->mean * 1e3,
-                    b->mean * 1e3);
+        char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
+        add_problem(c, SEARCH_LATENCY, z, "mean %s against %s before",
+                    search__dur(r->mean, m1, sizeof m1), search__dur(b->mean, m2, sizeof m2));
     }
     if (vb > 0 && vr > 0 && isfinite(ser) && isfinite(seb) && r->mean > 0 && b->mean > 0) {
         /* the spread beyond what the mean explains: a node whose delays grew in scale (a
@@ -279,10 +283,11 @@ static void check_moments(const struct search_check_input *in, struct search_che
         double sl = hypot(ser / vr, seb / vb); /* se of log(ratio) */
         double zv = sl > 0 ? log(ratio) / sl : 0.0;
         if (ratio >= 1.5 && zv >= c->zt) {
+            char s1[DQ_DURATION_TEXT], s2[DQ_DURATION_TEXT];
             add_problem(c, SEARCH_VARIANCE, zv,
-                        "spread (sd) %.3g ms against %.3g ms before (%.2g against %.2g of "
-                        "the mean)",
-                        sqrt(vr) * 1e3, sqrt(vb) * 1e3, sqrt(vr) / r->mean, sqrt(vb) / b->mean);
+                        "spread (sd) %s against %s before (%.2g against %.2g of the mean)",
+                        search__dur(sqrt(vr), s1, sizeof s1), search__dur(sqrt(vb), s2, sizeof s2),
+                        sqrt(vr) / r->mean, sqrt(vb) / b->mean);
         }
     }
 }
@@ -302,9 +307,10 @@ static void check_divergence(const struct search_stats *r, const struct search_s
         double se = sqrt(2.0) * hypot(search_stats_mean_se(r), search_stats_mean_se(b));
         double z = se > 0 ? (gr - gb) / se : 0.0;
         if (z >= c->zt && vb_ok(b) && gr - gb > 0.5 * sqrt(b->variance)) {
+            char g1[DQ_DURATION_TEXT], g2[DQ_DURATION_TEXT];
             add_problem(c, SEARCH_DIVERGENCE, z,
-                        "%.3g ms more than its children account for, against %.3g ms before",
-                        gr * 1e3, gb * 1e3);
+                        "%s more than its children account for, against %s before",
+                        search__dur(gr, g1, sizeof g1), search__dur(gb, g2, sizeof g2));
         }
     }
 }
@@ -345,11 +351,14 @@ static void check_shape(const struct search_stats *r, const struct search_stats 
     if (z < c->zt || moved < need) {
         return;
     }
+    char t1[DQ_DURATION_TEXT], t2[DQ_DURATION_TEXT], t3[DQ_DURATION_TEXT];
     add_problem(c, SEARCH_SHAPE, z,
                 "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
-                "instances), %.3g ms of delay in all (W1+: that mass later by %.3g ms on "
-                "average; its median before %.3g ms)",
-                100.0 * d, d, nr, nb, w1 * 1e3, moved * 1e3, isnan(med) ? 0.0 : med * 1e3);
+                "instances), %s of delay in all (W1+: that mass later by %s on average; its "
+                "median before %s)",
+                100.0 * d, d, nr, nb, search__dur(w1, t1, sizeof t1),
+                search__dur(moved, t2, sizeof t2),
+                search__dur(isnan(med) ? 0.0 : med, t3, sizeof t3));
     c->p[c->n - 1].level = 0.5 * (at_b + at_r);
 }
 

@@ -44,9 +44,22 @@ void search__append(char *buf, size_t cap, const char *fmt, ...)
     ;
 
 /*
- * Formats a time in seconds with the unit chosen for `scale` (s, ms or µs; the
- * caller picks one scale per sentence so the numbers compare at a glance).
+ * The unit (ns, µs, ms or s, as dq_duration_unit chooses it) for times of about `scale`
+ * seconds, and the factor from seconds to it: the caller picks one scale per sentence so
+ * the numbers compare at a glance.
  */
 const char *search__time_unit(double scale, double *factor);
+
+/*
+ * "12.3 ms ± 0.8 ms" (sq "²" for a variance: "4.1 ms² ± 0.62 ms²"): v and hw in seconds
+ * (s² with sq) times factor, in the sentence's unit, each number with its unit, never an
+ * exponent (dq_format_number: three significant digits for v, two for hw). A NaN hw
+ * writes v alone.
+ */
+void search__fmt_pm(double v, double hw, double factor, const char *unit, const char *sq, char *buf,
+                    size_t cap);
+
+/* A time in seconds as every sentence writes it, "12.3 ms" (dq_format_duration). */
+const char *search__dur(double s, char *buf, size_t cap);
 
 #endif /* DQ_SEARCH_INTERNAL_H */

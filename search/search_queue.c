@@ -369,8 +369,9 @@ const char *search_overload_at(const char *node, const char *focus,
 }
 
 void search_stage_words(const struct search_stage *st, char *buf, size_t cap) {
-    snprintf(buf, cap, "%s: ρ %.2f (%.2f – %.2f; %s, %d server%s%s), service %.3g ms, %.0f/s",
-             st->name, st->rho, st->rho_lo, st->rho_hi,
+    char svc[DQ_DURATION_TEXT];
+    snprintf(buf, cap, "%s: ρ %.2f (%.2f – %.2f; %s, %d server%s%s), service %s, %.0f/s", st->name,
+             st->rho, st->rho_lo, st->rho_hi,
              strcmp(st->method, "busy") == 0       ? "busy time"
              : strcmp(st->method, "baseline") == 0 ? "quiet-window service time"
                                                    : "M/M/c from Little's law",
@@ -379,7 +380,7 @@ void search_stage_words(const struct search_stage *st, char *buf, size_t cap) {
              : strcmp(st->servers_from, "inferred") == 0 ? " inferred"
              : strcmp(st->servers_from, "observed") == 0 ? " observed"
                                                          : " assumed",
-             st->service * 1e3, st->lambda);
+             search__dur(st->service, svc, sizeof svc), st->lambda);
 }
 
 void search_overload_reason(const char *node, const char *focus, const struct search_overload *r,

@@ -191,7 +191,7 @@ static void fmt_avg(const struct search_input *in, double v, double hw, char *bu
     switch (in->problem) {
     case SEARCH_VARIANCE:
         u = search__time_unit(sqrt(fabs(v)), &f);
-        snprintf(buf, cap, "%.3g %s² ± %.2g", v * f * f, u, hw * f * f);
+        search__fmt_pm(v, hw, f * f, u, "²", buf, cap);
         return;
     case SEARCH_LOST:
         /* Small rates: −log(1 − q) ≈ q, shown as a percentage. */
@@ -199,7 +199,7 @@ static void fmt_avg(const struct search_input *in, double v, double hw, char *bu
         return;
     default:
         u = search__time_unit(v, &f);
-        snprintf(buf, cap, "%.3g %s ± %.2g", v * f, u, hw * f);
+        search__fmt_pm(v, hw, f, u, "", buf, cap);
         return;
     }
 }

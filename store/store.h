@@ -274,6 +274,21 @@ int store_windows_each(struct store *st, const char *probe, enum store_kind kind
                        int64_t to_ns, int limit, store_window_cb cb, void *ctx);
 
 /*
+ * Calls cb for the windows of `probe` and `kind` that start in [from_ns, to_ns), gathered
+ * into bins of step_ns (> 0) from from_ns, oldest first, one call per bin that has any, with
+ * `windows` the rows it gathered: start_ns the first's start, end_ns the last's end, counts
+ * summed, mean weighted by n_ok, lost by n, p50 the n-weighted mean of the p50s, p95 and
+ * p99 the largest of the bin (a slow window stays visible). A bin of one window is that
+ * window as stored.
+ */
+typedef int (*store_window_bin_cb)(void *ctx, const struct store_window *w, int windows);
+int store_windows_binned(struct store *st, const char *probe, enum store_kind kind, int64_t from_ns,
+                         int64_t to_ns, int64_t step_ns, store_window_bin_cb cb, void *ctx);
+
+/* The start of the newest window of `probe` that has exemplars: DQ_ENOTFOUND when none. */
+int store_exemplars_newest(struct store *st, const char *probe, int64_t *start_ns);
+
+/*
  * Fills *out with the newest window of `probe` and `kind`; out->probe is set to `probe`.
  * DQ_ENOTFOUND when the probe has no such window.
  */
@@ -310,16 +325,118 @@ int store_event_last(struct store *st, const char *kind, int64_t *id, int64_t *t
  * 0 for an empty store. Where a dqd that did not stop cleanly was last known to run. */
 int store_last_record_ns(struct store *st, int64_t *ns);
 
+/* ---- the history: window ΔQs, exemplars, marks (schema version 7) ------------------ */
+
+/*
+ * A window's observed ΔQ kept for the heatmap of the ΔQ over time (window_dqs): its counts
+ * per bin, sparse, on the probe's grid coarsened by merging 2^j adjacent bins (exact, the
+ * widths being powers of two) until at most STORE_DQ_MAX_BINS remain.
+ */
+#define STORE_DQ_MAX_BINS 256
+
+struct store_window_dq {
+    const char *probe;
+    int64_t start_ns, end_ns; /* the window [start, end) */
+    int k;                    /* the stored bins are 2^k ms wide */
+    int bins;                 /* 1 … STORE_DQ_MAX_BINS: they cover bins·2^k ms */
+    uint64_t n;               /* instances (ok, failed, timed out, ok past dMax) */
+    double lost;              /* lost mass in [0, 1] */
+    const uint64_t *counts;   /* bins entries: instances per bin (read: the store's) */
+};
+
+typedef int (*store_window_dq_cb)(void *ctx, const struct store_window_dq *d);
+
+/*
+ * Writes window [start_ns, end_ns)'s observed ΔQ q of `probe` (q's counts n_ok, n_fa, n_to,
+ * n_out say how many instances it holds; its masses times that many are the counts per
+ * bin, rounded). Writing a window again replaces it. The probe is registered when the store
+ * does not know it (as store_window_put). DQ_EINVAL for a bad name, grid or window.
+ */
+int store_window_dq_put(struct store *st, const char *probe, int64_t start_ns, int64_t end_ns,
+                        const struct dq *q);
+
+/* Calls cb for the window ΔQs of `probe` that start in [from_ns, to_ns), oldest first.
+ * DQ_EPARSE when a stored row was damaged (its counts are not what dqd writes). */
+int store_window_dqs_each(struct store *st, const char *probe, int64_t from_ns, int64_t to_ns,
+                          store_window_dq_cb cb, void *ctx);
+
+/*
+ * An exemplar: one instance of a window kept with what identifies it. A window's exemplars
+ * are one row of `exemplars` (a JSON array), so that a window close writes one row per
+ * probe, not one per exemplar.
+ */
+#define STORE_EXEMPLAR_STATUSES "ok, fa, to"
+#define STORE_EXEMPLARS_MAX 64 /* exemplars of one window, at most */
+struct store_exemplar {
+    const char *probe;       /* read: the probe; ignored by store_exemplars_put */
+    int64_t start_ns;        /* read: its window's start; ignored by store_exemplars_put */
+    int rank;                /* read: its place in its window's list (0, 1, …) */
+    const char *status;      /* "ok", "fa" or "to" */
+    double duration;         /* seconds */
+    int64_t end_ns;          /* when it ended */
+    const char *trace_id;    /* hex, or NULL */
+    const char *instance_id; /* hex, or NULL */
+    const char *node;        /* the node it came from, or NULL */
+    const char *attrs_json;  /* a JSON object of its attributes, or NULL */
+};
+
+typedef int (*store_exemplar_cb)(void *ctx, const struct store_exemplar *e);
+
+/*
+ * Writes the n (1 … STORE_EXEMPLARS_MAX) exemplars of window start_ns of `probe`, in the
+ * order they are given (the successful ones slowest first, then the failed ones, as the
+ * core keeps them), replacing what that window had. DQ_EINVAL for a bad name, status,
+ * duration or attributes (a JSON object); the probe is registered when new.
+ */
+int store_exemplars_put(struct store *st, const char *probe, int64_t start_ns,
+                        const struct store_exemplar *e, int n);
+
+/*
+ * Calls cb for the exemplars of `probe` whose window starts in [from_ns, to_ns): with
+ * failed 0 the successful ones, slowest first; with failed 1 the failed and timed-out
+ * ones, newest first; at most `limit` (≤ 0: all).
+ */
+int store_exemplars_each(struct store *st, const char *probe, int64_t from_ns, int64_t to_ns,
+                         int failed, int limit, store_exemplar_cb cb, void *ctx);
+
+/*
+ * A mark: something that happened at one time, for the marks on time charts. Read from the
+ * events (kind as stored: "trigger_fired", "probe_enabled", "dqd_started", …; probe from the
+ * row or its detail's "probe"), the investigations ("investigation_opened" at its opening,
+ * probe = its node; "verdict" at its close) and their hypotheses ("step": every step but the
+ * root and the verdict, probe = the step's node, hypothesis its id).
+ */
+struct store_mark {
+    int64_t time_ns;
+    const char *kind;
+    const char *probe;       /* or NULL (dqd itself) */
+    int64_t investigation;   /* 0: none */
+    int64_t hypothesis;      /* "step": its id; else 0 */
+    const char *detail_json; /* the event's detail; for the adaptive loop's, its fields
+                                ("problem", "verdict", "verdict_node", "culprits": the
+                                evidence's list of {"probe", "share", "reference"} or null,
+                                "action", "probes", "reason"); may be NULL */
+};
+
+typedef int (*store_mark_cb)(void *ctx, const struct store_mark *m);
+
+/* Calls cb for the marks in [from_ns, to_ns), newest first, at most `limit` (≤ 0: all). */
+int store_marks_each(struct store *st, int64_t from_ns, int64_t to_ns, int limit, store_mark_cb cb,
+                     void *ctx);
+
 /* ---- retention ------------------------------------------------------------------- */
 
 /* What store_prune deletes. 0 in a field means "no limit". */
 struct store_retention {
-    int64_t window_max_age_ns; /* windows that started more than this before now */
+    int64_t window_max_age_ns; /* windows (and their exemplars) that started more than this
+                                  before now */
     int64_t window_max_rows;   /* beyond the newest N windows per probe and kind */
     int64_t event_max_age_ns;  /* events older than this */
+    int64_t dq_max_age_ns;     /* window ΔQs (the heatmap's) that started more than this
+                                  before now */
 };
 
-/* Defaults: windows kept 7 days, no row cap, events kept forever. */
+/* Defaults: windows kept 7 days, no row cap, events kept forever, window ΔQs a day. */
 void store_retention_default(struct store_retention *r);
 
 /* Replaces the store's retention policy (copied). DQ_EINVAL for a negative field. */

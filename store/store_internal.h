@@ -67,6 +67,16 @@ enum store__stmt_id {
     STORE__DIAGRAM_PUT,
     STORE__DIAGRAM_LATEST,
     STORE__DIAGRAM_LATEST_ID,
+    STORE__WDQ_PUT,
+    STORE__WDQ_RANGE,
+    STORE__WDQ_PRUNE_AGE,
+    STORE__EX_PUT,
+    STORE__EX_SLOWEST,
+    STORE__EX_FAILED,
+    STORE__EX_PRUNE_AGE,
+    STORE__MARKS,
+    STORE__WINDOW_BINNED,
+    STORE__EX_NEWEST,
     STORE__STMT_COUNT
 };
 
@@ -100,6 +110,9 @@ struct store__migration {
     bool edits_schema;        /* writes sqlite_schema: defensive mode is off while it runs */
 };
 
+/* Bytes of one window's exemplars as JSON text, at most (STORE_EXEMPLARS_MAX of them). */
+#define STORE__EXEMPLAR_TEXT_MAX 65536
+
 /* In a migration step, stands for the connection's PRAGMA schema_version plus one (the
  * runner substitutes it), for the steps that edit sqlite_schema. */
 #define STORE_SCHEMA_VERSION_NEXT "@schema_version+1@"
@@ -125,6 +138,10 @@ struct store__iter {
         store_snapshot_cb snapshot;
         store_snapshot_dq_cb snapshot_dq;
         store_diagram_cb diagram;
+        store_window_dq_cb window_dq;
+        store_exemplar_cb exemplar;
+        store_mark_cb mark;
+        store_window_bin_cb window_bin;
     } cb;
     struct store *store;
     const char *probe;

@@ -294,6 +294,56 @@ static const char *const migration6[] = {
     NULL,
 };
 
+/*
+ * Version 7 (issue 27): the history the dashboard shows beyond the ring. window_dqs: a
+ * window's observed ΔQ as counts per bin, sparse (a JSON object "bin": count, only the bins
+ * with instances), on the probe's grid coarsened to at most 256 bins (adjacent bins merged
+ * in powers of two, exact), for the heatmap of the ΔQ over time; kept for its own retention
+ * (dq_retention_hours), shorter than the summaries'. exemplars: per window the slowest
+ * successful instances and a few failed ones with what identifies them (trace and instance
+ * ids, node, attributes), for the way from a slow window to a slow request: one row per
+ * window (a JSON array), with its slowest duration indexed.
+ */
+static const char *const migration7[] = {
+    "CREATE TABLE window_dqs (\n"
+    "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  end_ns   INTEGER NOT NULL CHECK (end_ns >= start_ns),\n"
+    "  k        INTEGER NOT NULL CHECK (k BETWEEN -10 AND 24),\n"
+    "  bins     INTEGER NOT NULL CHECK (bins BETWEEN 1 AND 256),\n"
+    "  n        INTEGER NOT NULL CHECK (n >= 0),\n"
+    "  lost     REAL CHECK (lost IS NULL OR lost BETWEEN 0 AND 1),\n"
+    "  counts   TEXT NOT NULL CHECK (json_valid(counts) AND json_type(counts) = 'object'),\n"
+    "  PRIMARY KEY (probe, start_ns)\n"
+    ");\n",
+    /* one row per window: its exemplars as a JSON array (a window close writes one row per
+       probe), with what the range queries look for: the slowest success, the failures */
+    "CREATE TABLE exemplars (\n"
+    "  probe    TEXT NOT NULL REFERENCES probes(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  start_ns INTEGER NOT NULL,\n"
+    "  slowest  REAL CHECK (slowest IS NULL OR slowest >= 0),\n"
+    "  failed   INTEGER NOT NULL DEFAULT 0 CHECK (failed >= 0),\n"
+    "  items    TEXT NOT NULL CHECK (json_valid(items) AND json_type(items) = 'array'),\n"
+    "  PRIMARY KEY (probe, start_ns)\n"
+    ");\n",
+    /* the slowest of a range without reading every window of it */
+    "CREATE INDEX exemplars_slowest ON exemplars (probe, slowest);\n",
+    "CREATE VIEW window_dqs_v AS SELECT probe,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', start_ns / 1e9, 'unixepoch') AS start,\n"
+    "  (end_ns - start_ns) / 1e6 AS period_ms, pow(2, k) AS width_ms, bins, n,\n"
+    "  round(lost, 6) AS lost, counts FROM window_dqs;\n",
+    "CREATE VIEW exemplars_v AS SELECT e.probe,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', e.start_ns / 1e9, 'unixepoch') AS window,\n"
+    "  CAST(j.key AS INTEGER) AS rank, json_extract(j.value, '$.status') AS status,\n"
+    "  round(json_extract(j.value, '$.duration') * 1e3, 3) AS duration_ms,\n"
+    "  strftime('%Y-%m-%dT%H:%M:%fZ', json_extract(j.value, '$.end_ns') / 1e9, 'unixepoch')\n"
+    "    AS ended, json_extract(j.value, '$.trace_id') AS trace_id,\n"
+    "  json_extract(j.value, '$.instance_id') AS instance_id,\n"
+    "  json_extract(j.value, '$.node') AS node, json_extract(j.value, '$.attrs') AS attrs\n"
+    "  FROM exemplars e, json_each(e.items) j;\n",
+    NULL,
+};
+
 const struct store__migration store__migrations[] = {
     {1, "probes, windows, events", migration1, false},
     {2, "triggers, investigations, hypotheses, commands, snapshots", migration2, false},
@@ -302,6 +352,7 @@ const struct store__migration store__migrations[] = {
     {5, "outcome diagrams", migration5, false},
     {6, "partial windows and runs, a probe's last instance and origin, commands ambiguous",
      migration6, true},
+    {7, "window ΔQs and exemplars", migration7, false},
 };
 
 const int store__migration_count = (int)(sizeof store__migrations / sizeof store__migrations[0]);

@@ -243,10 +243,12 @@ void store_retention_default(struct store_retention *r) {
     r->window_max_age_ns = INT64_C(7) * 24 * 3600 * 1000000000;
     r->window_max_rows = 0;
     r->event_max_age_ns = 0;
+    r->dq_max_age_ns = INT64_C(24) * 3600 * 1000000000;
 }
 
 int store_set_retention(struct store *st, const struct store_retention *r) {
-    if (!r || r->window_max_age_ns < 0 || r->window_max_rows < 0 || r->event_max_age_ns < 0) {
+    if (!r || r->window_max_age_ns < 0 || r->window_max_rows < 0 || r->event_max_age_ns < 0 ||
+        r->dq_max_age_ns < 0) {
         return dq_fail(DQ_EINVAL, "store_set_retention: NULL or negative limit");
     }
     st->retention = *r;
@@ -278,6 +280,20 @@ static int prune_probe(struct store *st, const char *probe, int64_t now, int64_t
         if (rc || (rc = step_delete(st, s, "pruning windows by age", deleted))) {
             return rc;
         }
+        rc = store__prepare(
+            st, STORE__EX_PRUNE_AGE, "DELETE FROM exemplars WHERE probe = ?1 AND start_ns < ?2", &s,
+            "tl", probe, r->window_max_age_ns < now ? now - r->window_max_age_ns : INT64_MIN);
+        if (rc || (rc = step_delete(st, s, "pruning exemplars by age", deleted))) {
+            return rc;
+        }
+    }
+    if (r->dq_max_age_ns > 0) {
+        rc = store__prepare(st, STORE__WDQ_PRUNE_AGE,
+                            "DELETE FROM window_dqs WHERE probe = ?1 AND start_ns < ?2", &s, "tl",
+                            probe, r->dq_max_age_ns < now ? now - r->dq_max_age_ns : INT64_MIN);
+        if (rc || (rc = step_delete(st, s, "pruning window ΔQs by age", deleted))) {
+            return rc;
+        }
     }
     if (r->window_max_rows > 0) {
         for (int k = STORE_OBSERVED; k <= STORE_CALCULATED; k++) {
@@ -301,7 +317,7 @@ static int prune_all(struct store *st, int64_t now, int64_t *deleted) {
     const struct store_retention *r = &st->retention;
     sqlite3_stmt *names;
     int rc = DQ_OK, step;
-    if (r->window_max_age_ns > 0 || r->window_max_rows > 0) {
+    if (r->window_max_age_ns > 0 || r->window_max_rows > 0 || r->dq_max_age_ns > 0) {
         /* Per probe, so that each DELETE walks the (probe, start_ns) index instead of
            scanning the whole table. */
         if ((rc = store__stmt(st, STORE__PROBE_NAMES, "SELECT name FROM probes", &names))) {

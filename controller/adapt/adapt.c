@@ -107,7 +107,7 @@ static void run_budget(struct plan *pl) {
         char detail[160];
         snprintf(detail, sizeof detail, "{\"rate\":%.0f,\"max_rate\":%.0f,\"congested\":%s}",
                  st->rate, max, st->congested ? "true" : "false");
-        adapt__fx_event(pl, "congestion", detail);
+        adapt__fx_event(pl, "congestion", NULL, detail);
     }
 }
 
@@ -145,7 +145,8 @@ static void run_silence(struct plan *pl) {
             adapt__fx_log(pl, LOG_INFO, 0, "probe %s has data again", p->name);
         }
         char *text = json_dumps(detail, JSON_COMPACT);
-        adapt__fx_event(pl, now ? "probe_silent" : "probe_data_returned", text ? text : "{}");
+        adapt__fx_event(pl, now ? "probe_silent" : "probe_data_returned", p->name,
+                        text ? text : "{}");
         free(text);
         adapt__fx_webhook(pl, now ? "probe_silent" : "probe_data_returned", detail, 0, 0);
     }
@@ -169,6 +170,7 @@ static void decide_window(struct plan *pl) {
             adapt__deescalate(pl, inv);
         }
     }
+    adapt__episodes_settle(pl);
     adapt__sweep(st);
     adapt__episodes_sweep(pl);
 }
@@ -424,6 +426,11 @@ int adapt_open_investigations(const struct adapt *a) {
         n += a->st.inv[i] && a->st.inv[i]->state == INV_SEARCHING;
     }
     return n;
+}
+
+void adapt_min_sample(const struct adapt *a, uint64_t *instances, uint32_t *windows) {
+    *instances = a->params.min_instances;
+    *windows = a->params.min_windows;
 }
 
 void adapt_triggers_each(const struct adapt *a,

@@ -161,6 +161,10 @@ void adapt_verdict_counts(const struct adapt *a, uint64_t counts[ADAPT_VERDICT_K
 /* Searching investigations (open: no verdict yet). */
 int adapt_open_investigations(const struct adapt *a);
 
+/* The instances and windows a probe needs before the loop decides on it (the options
+ * min_instances and min_windows), for the status: what a window must hold to count. */
+void adapt_min_sample(const struct adapt *a, uint64_t *instances, uint32_t *windows);
+
 /* One trigger as adapt_triggers_each lists it (strings valid during the call). */
 struct adapt_trigger_view {
     const char *probe, *kind;

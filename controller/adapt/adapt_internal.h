@@ -243,11 +243,14 @@ int64_t adapt__fx_hyp(struct plan *pl, int64_t inv, int64_t parent, const char *
                       const char *kind, const char *action, json_t *probes, json_t *stats,
                       const char *verdict);
 void adapt__fx_hyp_verdict(struct plan *pl, int64_t hyp, const char *verdict);
+/* Hypothesis hyp's stats name investigation inv under "to" (a handover): written with its
+ * real id when the row is stored, since inv may be provisional in this round. */
+void adapt__fx_hyp_to(struct plan *pl, int64_t hyp, int64_t inv);
 int64_t adapt__fx_snap_open(struct plan *pl, const struct store_snapshot *row);
 void adapt__fx_snap_dq(struct plan *pl, int64_t snap, const char *probe, enum store_kind kind,
                        int64_t start_ns, int64_t end_ns, const struct dq *q);
 void adapt__fx_snap_complete(struct plan *pl, int64_t snap);
-void adapt__fx_event(struct plan *pl, const char *kind, const char *detail_json);
+void adapt__fx_event(struct plan *pl, const char *kind, const char *probe, const char *detail_json);
 /* A probe enabled (dmax_ms > 0: given that dMax first) or disabled for hypothesis hyp. */
 void adapt__fx_change(struct plan *pl, enum core_change_kind kind, struct probe *p, double dmax_ms,
                       int bins, int64_t hyp);
@@ -392,6 +395,18 @@ int64_t adapt__hypothesis(struct plan *pl, const struct investigation *inv, int6
                           const char *verdict);
 /* The searching investigation opened at node, or NULL. */
 struct investigation *adapt__investigation_at(struct adapt_state *st, const char *node);
+/* 1 when an investigation of trigger trigger_id localized a culprit and still holds its
+ * probes (not released): the problem of a trigger that cleared is not over yet. */
+int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id);
+
+/* A trigger's problem (its episode: baselines frozen) ends when the trigger is fired no
+ * more and its node is back to normal against the baseline from before it at every
+ * horizon of the node check, up to 20 windows (while a localized verdict of it holds its probes,
+ * when that investigation lets them go), when the trigger is disabled, or once it has stayed clear
+ * this many windows (a node whose normal moved for good). Called every round, after the
+ * investigations. */
+#define EPISODE_CLEAR_WINDOWS (4 * SEARCH_BASELINE_WINDOWS)
+void adapt__episodes_settle(struct plan *pl);
 /* Opens an investigation (NULL: failed, dq_last_error() says why). */
 struct investigation *adapt__open(struct plan *pl, const struct adapt_open *o);
 /*
@@ -472,6 +487,11 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
 void adapt__deescalate(struct plan *pl, struct investigation *inv);
 /* Removes the released investigations from st. */
 void adapt__sweep(struct adapt_state *st);
+
+/* "12 ms ± 1 ms", "4.1 ms² ± 0.6 ms²", "8 % ± 1.2 %": an amount of problem p (seconds, s²
+ * or a lost fraction) with its half width hw (NAN: the amount alone), in the one style of
+ * dq_format_duration (verdict.c). */
+void adapt__amount_pm(enum search_problem p, double v, double hw, char *buf, size_t cap);
 
 /* ---- culprits.c --------------------------------------------------------------------------- */
 

@@ -6,9 +6,9 @@
  * without one, the runner-up sibling they were judged against). When a material part of
  * the node's change remains (a tenth of it, and beyond SEARCH_Z standard errors), the
  * search goes on from the node, each child weighed by its own mean less what the culprits
- * found put into it; the verdict names every culprit with the share of the change it
- * explains (the what-if with it alone put back), the shares scaled to add up to at most
- * what all of them explain together.
+ * found put into it (their ΔQs as the what-if has them); the verdict names every culprit
+ * with the share of the change it explains (its Shapley value over the what-ifs), the
+ * shares scaled to add up to at most what all of them explain together.
  *
  * Everything here only decides: it changes the round's next state and adds effects.
  */
@@ -109,8 +109,11 @@ static int wi_init(struct plan *pl, const struct investigation *inv, int64_t fro
 }
 
 /* Runs the diagram with the culprits in `mask` (bit k) put back to their references; means
- * (per node, NAN when unknown) and lost fractions into mean[] and lost[]. */
-static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) {
+ * (per node, NAN when unknown) and lost fractions into mean[] and lost[]; keep (NULL: none):
+ * per node, a copy of its ΔQ in the what-if where keep[i] is set to NULL on entry (left
+ * NULL when unknown). */
+static int wi_run_keep(struct what_if *w, unsigned mask, double *mean, double *lost,
+                       struct dq **keep) {
     dq_eval_clear_observed(w->ev);
     for (size_t i = 0; i < w->nn; i++) {
         if (w->obs[i] && !w->above[i]) {
@@ -128,9 +131,16 @@ static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) 
         struct dq_moments m;
         mean[i] = d && dq_moments(d, &m) == DQ_OK ? m.mean : NAN;
         lost[i] = d ? dq_lost(d) : NAN;
+        if (keep && d && w->above[i] && dq_clone(d, &keep[i]) != DQ_OK) {
+            keep[i] = NULL;
+        }
     }
     dq_eval_clear_observed(w->ev);
     return rc;
+}
+
+static int wi_run(struct what_if *w, unsigned mask, double *mean, double *lost) {
+    return wi_run_keep(w, mask, mean, lost, NULL);
 }
 
 /* The change at inv's node over [from, upto) against its baseline (mean, or lost fraction
@@ -162,9 +172,13 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
     return d;
 }
 
-/* What the culprits explain of the change at inv's node: together (*all) and each alone
- * (share[k], scaled so that they add up to at most *all), as fractions of the change
- * `change` (clipped to [0, 1]). DQ_ESTATE when it cannot be told. */
+/* What the culprits explain of the change at inv's node: together (*all) and each
+ * (share[k]), as fractions of the change `change` (clipped to [0, 1]). Each culprit's share
+ * is its Shapley value over the what-ifs of every subset of the culprits (what putting it
+ * back adds, averaged over the orders in which they could be put back): under an all- or
+ * first-to-finish node one culprit alone explains little while another still holds the
+ * maximum, and the shares of a sequence are what each alone explains. Scaled so that they
+ * add up to at most *all. DQ_ESTATE when it cannot be told. */
 static int explained(struct plan *pl, const struct investigation *inv, int64_t from, double change,
                      double *all, double *share) {
     struct what_if w;
@@ -181,24 +195,37 @@ static int explained(struct plan *pl, const struct investigation *inv, int64_t f
     }
     double *lost = mean + w.nn + 1;
     int lostp = inv->problem == SEARCH_LOST;
-    rc = wi_run(&w, 0, mean, lost);
-    double now = lostp ? lost[root] : mean[root];
     unsigned every = (1u << w.n) - 1;
+    double v[1u << ADAPT_MAX_CULPRITS]; /* v[mask]: the change the culprits in mask explain */
+    for (unsigned mask = 0; rc == DQ_OK && mask <= every; mask++) {
+        rc = wi_run(&w, mask, mean, lost);
+        v[mask] = lostp ? lost[root] : mean[root];
+    }
+    for (unsigned mask = 1; rc == DQ_OK && mask <= every; mask++) {
+        v[mask] = v[0] - v[mask]; /* v[0]: the what-if with none put back */
+    }
+    v[0] = 0.0;
+    *all = rc == DQ_OK && isfinite(v[every]) ? fmin(fmax(v[every] / change, 0.0), 1.0) : NAN;
+    /* |S|! (n − |S| − 1)! / n! for |S| = 0 … n − 1 */
+    double fact[ADAPT_MAX_CULPRITS + 1] = {1.0};
+    for (int k = 1; k <= w.n; k++) {
+        fact[k] = fact[k - 1] * k;
+    }
     double sum = 0.0;
-    if (rc == DQ_OK && wi_run(&w, every, mean, lost) == DQ_OK) {
-        double e = now - (lostp ? lost[root] : mean[root]);
-        *all = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
-    }
-    for (int k = 0; rc == DQ_OK && k < w.n; k++) {
-        share[k] = NAN;
-        if (wi_run(&w, 1u << k, mean, lost) == DQ_OK) {
-            double e = now - (lostp ? lost[root] : mean[root]);
-            share[k] = isfinite(e) ? fmin(fmax(e / change, 0.0), 1.0) : NAN;
-            sum += isfinite(share[k]) ? share[k] : 0.0;
+    for (int k = 0; k < w.n; k++) {
+        double phi = 0.0;
+        for (unsigned mask = 0; rc == DQ_OK && mask <= every; mask++) {
+            if (!(mask & (1u << k))) {
+                int size = __builtin_popcount(mask);
+                phi +=
+                    fact[size] * fact[w.n - size - 1] / fact[w.n] * (v[mask | (1u << k)] - v[mask]);
+            }
         }
+        share[k] = rc == DQ_OK && isfinite(phi) ? fmin(fmax(phi / change, 0.0), 1.0) : NAN;
+        sum += isfinite(share[k]) ? share[k] : 0.0;
     }
-    for (int k = 0; k < w.n && sum > *all && sum > 0; k++) {
-        share[k] *= *all / sum; /* overlapping what-ifs: no more than all of them explain */
+    for (int k = 0; k < w.n && isfinite(*all) && sum > *all && sum > 0; k++) {
+        share[k] *= *all / sum; /* clipped shares: no more than all of them explain */
     }
     free(mean);
     wi_release(&w);
@@ -218,13 +245,27 @@ static void name_culprits(const struct investigation *inv, const double *share, 
             json_object_set_new(o, "share", json_real(share[k]));
         }
         json_array_append_new(list, o);
-        int n = snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "", inv->culprits[k],
-                         isfinite(share[k]) ? 100.0 * share[k] : 0.0);
+        int n = isfinite(share[k])
+                    ? snprintf(buf + len, cap - len, "%s%s (%.0f %%)", k ? ", " : "",
+                               inv->culprits[k], 100.0 * share[k])
+                    : snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", inv->culprits[k]);
         len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : len;
     }
     json_object_set_new(ev, "culprits", list);
     json_object_set_new(ev, "explained", json_real(all));
     json_object_set_new(ev, "change", json_real(change));
+}
+
+/* reason without a leading "localized at CULPRIT: " (a sentence around it names the
+ * culprit already). */
+static const char *strip_localized(const char *reason, const char *culprit) {
+    static const char head[] = "localized at ";
+    size_t n = sizeof head - 1, c = strlen(culprit);
+    if (strncmp(reason, head, n) == 0 && strncmp(reason + n, culprit, c) == 0 &&
+        strncmp(reason + n + c, ": ", 2) == 0) {
+        return reason + n + c + 2;
+    }
+    return reason;
 }
 
 int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
@@ -244,21 +285,21 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     double rest = change * (1.0 - all);
-    const char *unit = inv->problem == SEARCH_LOST ? "%" : "ms";
-    double f = inv->problem == SEARCH_LOST ? 100.0 : 1e3;
+    char part[64], whole[64];
+    adapt__amount_pm(inv->problem, all * change, NAN, part, sizeof part);
+    adapt__amount_pm(inv->problem, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
                   inv->problem == SEARCH_SHAPE;
     if (by_mean && rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se &&
         inv->n_culprits < ADAPT_MAX_CULPRITS) {
-        char why[sizeof names + 2 * PROBES_NAME_MAX + 400];
+        char why[sizeof names + 2 * PROBES_NAME_MAX + 400], left[96];
+        adapt__amount_pm(inv->problem, rest, se, left, sizeof left);
         snprintf(why, sizeof why,
-                 "%s explain%s %.0f %% of %s's change (%.3g %s of %.3g %s against its baseline); "
-                 "%.3g %s ± %.2g remain unexplained: the search goes on from %s for another "
-                 "culprit",
+                 "%s explain%s %.0f %% of %s's change (%s of %s against its baseline); %s "
+                 "remain unexplained: the search goes on from %s for another culprit",
                  inv->n_culprits == 1 ? culprit : names, inv->n_culprits == 1 ? "s" : "",
-                 100.0 * all, inv->node, all * change * f, unit, change * f, unit, rest * f, unit,
-                 se * f, inv->node);
+                 100.0 * all, inv->node, part, whole, left, inv->node);
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "localized");
         int64_t hyp =
             adapt__hypothesis(pl, inv, inv->hyp_id, culprit, "culprit", NULL,
@@ -269,17 +310,16 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
         return 1;
     }
     if (inv->n_culprits == 1) {
-        snprintf(reason + len, cap - len,
-                 "; %s explains %.0f %% of %s's change (%.3g %s of %.3g %s)", culprit, 100.0 * all,
-                 inv->node, all * change * f, unit, change * f, unit);
+        snprintf(reason + len, cap - len, "; %s explains %.0f %% of %s's change (%s of %s)",
+                 culprit, 100.0 * all, inv->node, part, whole);
         return 0;
     }
-    char *last = strdup(reason);
+    char *last = strdup(strip_localized(reason, culprit));
     snprintf(reason, cap,
-             "localized at %d culprits: %s explain %.0f %% of %s's change together (%.3g %s of "
-             "%.3g %s); the last found: %s",
-             inv->n_culprits, names, 100.0 * all, inv->node, all * change * f, unit, change * f,
-             unit, last ? last : "");
+             "localized at %d culprits: %s explain %.0f %% of %s's change together (%s of %s); "
+             "the last found, %s: %s",
+             inv->n_culprits, names, 100.0 * all, inv->node, part, whole, culprit,
+             last ? last : "");
     free(last);
     return 0;
 }
@@ -302,10 +342,11 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
     name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);
     char *before = strdup(reason);
     snprintf(reason, cap,
-             "localized at %s: %s; the rest of %s's change is not localized (the search went "
-             "on and found %s)",
-             names, isfinite(all) ? "" : "their shares unknown", inv->node,
-             before ? before : "nothing more");
+             "localized at %d culprit%s: %s%s; the rest of %s's change is not localized (the "
+             "search went on: %s)",
+             inv->n_culprits, inv->n_culprits == 1 ? "" : "s", names,
+             isfinite(all) ? "" : " (their shares unknown)", inv->node,
+             before ? before : "it found nothing more");
     free(before);
     return inv->culprits[0];
 }
@@ -323,19 +364,35 @@ void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
         return;
     }
     double *a = calloc(4 * (w.nn + 1), sizeof *a);
-    if (a) {
+    struct dq **keep = calloc(w.nn + 1, sizeof *keep);
+    if (a && keep) {
         double *la = a + w.nn + 1, *b = la + w.nn + 1, *lb = b + w.nn + 1;
-        if (wi_run(&w, 0, a, la) == DQ_OK && wi_run(&w, (1u << w.n) - 1, b, lb) == DQ_OK) {
+        if (wi_run(&w, 0, a, la) == DQ_OK &&
+            wi_run_keep(&w, (1u << w.n) - 1, b, lb, keep) == DQ_OK) {
             for (size_t j = 0; j < fi->in.n_children; j++) {
                 int i = fi->kid_nodes[j];
                 double d = a[i] - b[i];
                 struct search_child *c = &fi->kids[j];
-                if (c->stats.present && c->stats.n_ok > 0 && isfinite(d) && d > 0) {
-                    c->stats.mean = c->stats.mean - d > 0 ? c->stats.mean - d : 0.0;
+                if (!(c->stats.present && c->stats.n_ok > 0 && isfinite(d) && d > 0)) {
+                    continue;
+                }
+                c->stats.mean = c->stats.mean - d > 0 ? c->stats.mean - d : 0.0;
+                if (keep[i] && c->stats.observed == fi->kstats[j].obs) {
+                    /* a child above a culprit: its ΔQ as the what-if has it, so that an
+                     * all- or first-to-finish node weighs who finishes last (first) without
+                     * what the culprits put in */
+                    dq_destroy(fi->kstats[j].obs);
+                    fi->kstats[j].obs = keep[i];
+                    keep[i] = NULL;
+                    c->stats.observed = fi->kstats[j].obs;
                 }
             }
         }
     }
+    for (size_t i = 0; keep && i < w.nn; i++) {
+        dq_destroy(keep[i]);
+    }
+    free(keep);
     free(a);
     wi_release(&w);
 }

@@ -91,11 +91,12 @@ static void value_words(enum search_problem p, double v, char *buf, size_t cap) 
     if (p == SEARCH_LOST) {
         snprintf(buf, cap, "%.2g %% lost", 100.0 * v);
     } else if (p == SEARCH_VARIANCE) {
-        snprintf(buf, cap, "%.3g ms²", v * 1e6);
+        char n[40];
+        snprintf(buf, cap, "%s ms²", dq_format_number(v * 1e6, 3, n, sizeof n));
     } else if (p == SEARCH_DIVERGENCE) {
         snprintf(buf, cap, "KS D %.2g", v);
     } else {
-        snprintf(buf, cap, "%.3g ms", v * 1e3);
+        dq_format_duration(v, buf, cap);
     }
 }
 
@@ -138,31 +139,109 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
     return holds;
 }
 
-/* A person's investigation whose node had a reference: is the node still abnormal against
- * its baseline from before the problem? 1 yes, 0 no (with the check's sentence in why). */
-static int node_still_abnormal(struct plan *pl, const struct investigation *inv, char *why,
+/* A problem the node check found that compares the node with its own past (not with a QTA
+ * or with its calculated ΔQ, which a trigger that cleared or the diagram's model may hold
+ * whatever the fault does): its index in c->p, or -1. */
+static int against_past(const struct search_check *c) {
+    for (int i = 0; c->has_baseline && i < c->n; i++) {
+        enum search_problem k = c->p[i].kind;
+        if (k != SEARCH_QTA && k != SEARCH_DIVERGENCE) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Is node (a closed investigation's, or a problem's) still abnormal against its baseline
+ * from before the problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's
+ * verdict after the trigger cleared): only a problem against that baseline counts, and none without
+ * one; otherwise (a person's investigation whose node had a reference) any. */
+static int node_still_abnormal(struct plan *pl, const char *name, int past_only, char *why,
                                size_t cap) {
     struct search_check c;
     /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
-     * not in every five) */
-    const struct probe *node = adapt__probe(pl->a, inv->node);
+     * not in every five; and five short windows' scatter can hide even a large rise) */
+    const struct probe *node = adapt__probe(pl->a, name);
     adapt__check_node(pl, node, pl->upto - 4 * SEARCH_RECENT_WINDOWS, &c, NULL);
-    if (!c.has_baseline) { /* against a QTA alone: the recent windows, not all of them */
+    if (!c.has_baseline && !past_only) { /* against a QTA alone: the recent windows */
         adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
     }
-    if (c.n > 0) {
+    int k = past_only ? against_past(&c) : (c.n > 0 ? 0 : -1);
+    if (k >= 0) {
         snprintf(why, cap,
                  "%s is still abnormal against its baseline from before the problem "
                  "(%s: %s): the investigation keeps its probes",
-                 inv->node, search_problem_name(c.p[0].kind), c.p[0].why);
+                 name, search_problem_name(c.p[k].kind), c.p[k].why);
         return 1;
     }
+    if (past_only && !c.has_baseline) {
+        snprintf(why, cap, "%s has no baseline from before the problem to judge it against", name);
+        return 0;
+    }
+    char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
     snprintf(why, cap,
              "%s is back to normal against its baseline from before the problem "
-             "(mean %.3g ms against %.3g ms before, %.2g %% lost against %.2g %%)",
-             inv->node, c.recent.mean * 1e3, c.baseline.mean * 1e3,
+             "(mean %s against %s before, %.2g %% lost against %.2g %%)",
+             name, dq_format_duration(c.recent.mean, m1, sizeof m1),
+             dq_format_duration(c.baseline.mean, m2, sizeof m2),
              100.0 * search_stats_lost(&c.recent), 100.0 * search_stats_lost(&c.baseline));
     return 0;
+}
+
+int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
+    for (int i = 0; i < st->n_inv; i++) {
+        const struct investigation *o = st->inv[i];
+        if (!o->released && o->trigger_id == trigger_id && o->state != INV_SEARCHING &&
+            strcmp(o->verdict, "localized") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A trigger's localized verdict after the trigger cleared (not disabled): 1 while the node
+ * is still abnormal against its baseline from before the problem (kept frozen for it), said
+ * as a re-check; 0 when it is back to normal or has no such baseline (the investigation
+ * goes quiet, as before the trigger cleared). */
+static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
+                                 const struct trigger *t) {
+    if (!t || !t->enabled || strcmp(inv->verdict, "localized") != 0 ||
+        adapt__episode_from(&pl->next, inv->trigger_id, 0) < 0) {
+        return 0;
+    }
+    char why[PROBES_NAME_MAX + 600];
+    int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
+    if (abnormal || inv->recheck_holds) {
+        recheck(pl, inv, abnormal, why);
+    }
+    return abnormal;
+}
+
+void adapt__episodes_settle(struct plan *pl) {
+    struct adapt_state *st = &pl->next;
+    for (int i = 0; i < st->n_episodes; i++) {
+        struct episode *e = &st->episodes[i];
+        if (e->to != INT64_MAX || !e->trigger_id) {
+            continue;
+        }
+        const struct trigger *t = NULL;
+        for (int k = 0; k < st->n_triggers; k++) {
+            t = st->triggers[k].id == e->trigger_id ? &st->triggers[k] : t;
+        }
+        if (t && t->enabled && t->fired) {
+            continue;
+        }
+        int over = !t || !t->enabled || t->good >= EPISODE_CLEAR_WINDOWS;
+        if (!over && !adapt__trigger_held(st, e->trigger_id)) {
+            /* no verdict holds it: over once its node is no longer abnormal against the
+             * baseline from before it */
+            char why[PROBES_NAME_MAX + 600];
+            over = !node_still_abnormal(pl, e->node, 1, why, sizeof why);
+        }
+        if (over) {
+            adapt__episode_close(pl, e->trigger_id, 0);
+        }
+    }
 }
 
 /* 1 when the problem of closed investigation inv is still there (see the top); record: say
@@ -176,7 +255,7 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
         /* localized, and its node had a reference: the culprit's path is kept until the
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
-        int abnormal = node_still_abnormal(pl, inv, why, sizeof why);
+        int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why);
         if (record) {
             recheck(pl, inv, abnormal, why);
         }
@@ -265,8 +344,10 @@ static void supersede(struct plan *pl, struct investigation *inv, const struct t
     snprintf(taken, sizeof taken, "taken over from investigation %" PRId64, old);
     adapt__hypothesis(pl, next, next->hyp_id, next->node, "share", json_incref(names),
                       json_pack("{s:s,s:I}", "reason", taken, "from", (json_int_t)old), NULL);
-    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
-                      json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    int64_t handover =
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "handover", names,
+                          json_pack("{s:s,s:I}", "reason", why, "to", (json_int_t)next->id), NULL);
+    adapt__fx_hyp_to(pl, handover, next->id); /* provisional until the round is stored */
     adapt__fx_log(pl, LOG_WARN, old,
                   ": its verdict no longer explains the trigger on %s: a new "
                   "investigation takes over",
@@ -309,6 +390,10 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             } else {
                 inv->unexplained = 0;
             }
+            return;
+        }
+        if (trigger_verdict_holds(pl, inv, t)) {
+            inv->quiet = 0;
             return;
         }
     } else if (problem_persists(pl, inv, 1)) {

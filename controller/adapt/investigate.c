@@ -520,13 +520,14 @@ static void healthy_reason(const struct investigation *inv, const struct search_
         parts++;
     }
     if (c->has_baseline && len < cap) {
+        char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
         len += (size_t)snprintf(
             buf + len, cap - len,
-            "%s its baseline (mean %.3g ms against %.3g ms before, %.2g %% lost against "
-            "%.2g %%)",
-            parts ? (c->has_calculated ? "," : " and") : "", c->recent.mean * 1e3,
-            c->baseline.mean * 1e3, 100.0 * search_stats_lost(&c->recent),
-            100.0 * search_stats_lost(&c->baseline));
+            "%s its baseline (mean %s against %s before, %.2g %% lost against %.2g %%)",
+            parts ? (c->has_calculated ? "," : " and") : "",
+            dq_format_duration(c->recent.mean, m1, sizeof m1),
+            dq_format_duration(c->baseline.mean, m2, sizeof m2),
+            100.0 * search_stats_lost(&c->recent), 100.0 * search_stats_lost(&c->baseline));
         parts++;
     }
     if (c->has_calculated && len < cap) {

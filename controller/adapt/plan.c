@@ -293,6 +293,14 @@ int64_t adapt__fx_hyp(struct plan *pl, int64_t inv, int64_t parent, const char *
     return e->id;
 }
 
+void adapt__fx_hyp_to(struct plan *pl, int64_t hyp, int64_t inv) {
+    for (size_t i = 0; i < pl->n_fx; i++) {
+        if (pl->fx[i].kind == FX_HYP && pl->fx[i].id == hyp) {
+            pl->fx[i].n1 = inv;
+        }
+    }
+}
+
 void adapt__fx_hyp_verdict(struct plan *pl, int64_t hyp, const char *verdict) {
     struct effect *e = fx_add(pl, FX_HYP_VERDICT);
     if (e) {
@@ -338,11 +346,12 @@ void adapt__fx_snap_complete(struct plan *pl, int64_t snap) {
     }
 }
 
-void adapt__fx_event(struct plan *pl, const char *kind, const char *detail_json) {
+void adapt__fx_event(struct plan *pl, const char *kind, const char *probe,
+                     const char *detail_json) {
     struct effect *e = fx_add(pl, FX_EVENT);
     if (e) {
-        const char *v[] = {kind, detail_json};
-        fx_strings(pl, e, 2, v);
+        const char *v[] = {kind, detail_json, probe};
+        fx_strings(pl, e, 3, v);
     }
 }
 
@@ -471,15 +480,26 @@ static int persist_one(struct plan *pl, struct effect *e) {
         rc = store_investigation_set_problem(st, resolve(pl, e->id), e->s[0]);
         break;
     case FX_HYP: {
+        char *linked = NULL; /* the stats with "to" as the real id (adapt__fx_hyp_to) */
+        if (e->n1) {
+            json_error_t jerr;
+            json_t *stats = json_loads(e->s[4] ? e->s[4] : "{}", 0, &jerr);
+            if (json_is_object(stats)) {
+                json_object_set_new(stats, "to", json_integer(resolve(pl, e->n1)));
+                linked = json_dumps(stats, JSON_COMPACT | JSON_REAL_PRECISION(6));
+            }
+            json_decref(stats);
+        }
         struct store_hypothesis h = {.investigation = resolve(pl, e->ref),
                                      .parent = resolve(pl, e->ref2),
                                      .node = e->s[0],
                                      .kind = e->s[1],
                                      .action = e->s[2],
                                      .probes_json = e->s[3],
-                                     .stats_json = e->s[4],
+                                     .stats_json = linked ? linked : e->s[4],
                                      .verdict = e->s[5]};
         rc = store_hypothesis_insert(st, &h, &id);
+        free(linked);
         set_real(pl, e->id, rc ? 0 : id);
         break;
     }
@@ -511,7 +531,7 @@ static int persist_one(struct plan *pl, struct effect *e) {
         }
         break;
     case FX_EVENT: {
-        struct store_event ev = {.kind = e->s[0], .detail_json = e->s[1]};
+        struct store_event ev = {.kind = e->s[0], .probe = e->s[2], .detail_json = e->s[1]};
         rc = store_event_add(st, &ev, NULL);
         break;
     }

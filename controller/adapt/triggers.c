@@ -7,6 +7,7 @@
  */
 #include "adapt_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,15 @@ static enum search_problem trigger_problem(enum trigger_kind k) {
     }
 }
 
+/* The store's event of a trigger's firing or clearing (its mark on the dashboard). */
+static void trigger_event(struct plan *pl, const char *kind, const struct trigger *t) {
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             "{\"kind\":\"%s\",\"trigger\":%" PRId64 ",\"bad\":%d,\"good\":%d}",
+             trigger_names[t->kind], t->id, t->bad, t->good);
+    adapt__fx_event(pl, kind, t->probe, detail);
+}
+
 /* A trigger fired: an investigation at its probe (when it has children and none is open
  * there), a snapshot, a webhook. */
 static void fired(struct plan *pl, struct trigger *t) {
@@ -239,7 +249,15 @@ static void fired(struct plan *pl, struct trigger *t) {
     const struct dq_diagram *g = core_diagram(a->env.core);
     struct investigation *inv = NULL;
     int node = g ? dq_diagram_find(g, t->probe) : -1;
-    if (node >= 0 && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
+    int held = adapt__trigger_held(&pl->next, t->id);
+    if (held) {
+        /* its problem never ended: the verdict that holds it is re-checked (deescalate.c) */
+        adapt__fx_log(pl, LOG_INFO, 0,
+                      "trigger %s on %s: its earlier verdict still holds the problem, no new "
+                      "investigation",
+                      trigger_names[t->kind], t->probe);
+    }
+    if (node >= 0 && !held && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
         !adapt__investigation_at(&pl->next, t->probe)) {
         struct adapt_open o = {.node = t->probe,
                                .problem = (int)trigger_problem(t->kind),
@@ -249,14 +267,36 @@ static void fired(struct plan *pl, struct trigger *t) {
         inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
+    trigger_event(pl, "trigger_fired", t);
     adapt__fx_webhook(pl, "trigger_fired",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),
                       1, inv ? inv->id : 0);
 }
 
+/* A trigger whose state changed this round: said, and its problem opened or ended. */
+static void changed(struct plan *pl, struct trigger *t) {
+    if (t->fired) {
+        /* the problem began with the first bad window: baselines end there */
+        adapt__episode_open(pl, t->probe, t->bad_from, t->id, 0);
+        /* opening an investigation may not move the array: t stays valid */
+        fired(pl, t);
+        return;
+    }
+    /* the problem ends when its node is back to normal (adapt__episodes_settle): a trigger
+     * that flaps around its threshold is not the fault going away */
+    adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
+                  trigger_names[t->kind], t->probe, t->good);
+    trigger_event(pl, "trigger_cleared", t);
+    adapt__fx_webhook(pl, "trigger_cleared",
+                      json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
+                                "trigger", (json_int_t)t->id),
+                      0, 0);
+}
+
 void adapt__run_triggers(struct plan *pl) {
     struct adapt_state *st = &pl->next;
+    unsigned char moved[ADAPT_MAX_TRIGGERS] = {0};
     for (int i = 0; i < st->n_triggers; i++) {
         struct trigger *t = &st->triggers[i];
         struct probe *p = adapt__probe(pl->a, t->probe);
@@ -287,19 +327,17 @@ void adapt__run_triggers(struct plan *pl) {
             }
         }
         adapt__fx_trigger_state(pl, t);
-        if (t->fired && !was) {
-            /* the problem began with the first bad window: baselines end there */
-            adapt__episode_open(pl, t->probe, t->bad_from, t->id, 0);
-            /* opening an investigation may not move the array: t stays valid */
-            fired(pl, t);
-        } else if (!t->fired && was) {
-            adapt__episode_close(pl, t->id, 0);
-            adapt__fx_log(pl, LOG_INFO, 0, "trigger %s on %s cleared after %d good windows",
-                          trigger_names[t->kind], t->probe, t->good);
-            adapt__fx_webhook(pl, "trigger_cleared",
-                              json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind",
-                                        trigger_names[t->kind], "trigger", (json_int_t)t->id),
-                              0, 0);
+        moved[i] = (unsigned char)(t->fired != was);
+    }
+    /* the changes after every state is known: a lost trigger that fires in the same window
+     * as another on its probe opens the investigation first (failures break a QTA too,
+     * and the lost mass says more precisely what is wrong), then the rest in their order */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < st->n_triggers; i++) {
+            struct trigger *t = &st->triggers[i];
+            if (moved[i] && (pass == 0) == (t->fired && t->kind == TRIG_LOST)) {
+                changed(pl, t);
+            }
         }
     }
 }

@@ -46,6 +46,10 @@ json_t *adapt__attribution_json(const struct search_input *in, const struct sear
     if (isfinite(r->attr.covariance)) {
         json_object_set_new(o, "covariance", json_real(r->attr.covariance));
     }
+    if (r->attr.problem == SEARCH_SHAPE && r->attr.shape_mode) {
+        /* the contributions are fractions of mass that moved, not times */
+        json_object_set_new(o, "unit", json_string("mass"));
+    }
     return o;
 }
 
@@ -99,25 +103,39 @@ void adapt__healthy(struct plan *pl, struct investigation *inv, const char *reas
 
 /* ---- several nodes, one probe ---------------------------------------------------------- */
 
-/* "on node n2: db's mean latency there is 12 ms ± 1, against 4 ms ± 0.5 on n1 (the next
- * node)": the sentence of a node that dominates a node split. */
+void adapt__amount_pm(enum search_problem p, double v, double hw, char *buf, size_t cap) {
+    char a[40], b[40];
+    if (p == SEARCH_LOST || p == SEARCH_VARIANCE) {
+        double f = p == SEARCH_LOST ? 100.0 : 1e6;
+        const char *unit = p == SEARCH_LOST ? "%" : "ms²";
+        dq_format_number(v * f, 3, a, sizeof a);
+        if (isnan(hw)) {
+            snprintf(buf, cap, "%s %s", a, unit);
+        } else {
+            snprintf(buf, cap, "%s %s ± %s %s", a, unit, dq_format_number(hw * f, 2, b, sizeof b),
+                     unit);
+        }
+    } else {
+        dq_format_duration_pm(v, hw, buf, cap);
+    }
+}
+
+/* "on node n2: db's mean latency there is 12 ms ± 1 ms, against 4 ms ± 0.5 ms on n1 (the
+ * next node)": the sentence of a node that dominates a node split. */
 static void node_split_words(const struct search_input *in, const struct search_attribution *a,
                              char *why, size_t why_cap) {
     const struct search_contribution *b = &a->c[a->best];
     const struct search_child *kids = in->children;
-    double f = in->problem == SEARCH_LOST ? 100.0 : (in->problem == SEARCH_VARIANCE ? 1e6 : 1e3);
-    const char *unit =
-        in->problem == SEARCH_LOST ? "%" : (in->problem == SEARCH_VARIANCE ? "ms²" : "ms");
     const char *what = in->problem == SEARCH_LOST ? "lost"
                        : in->problem == SEARCH_VARIANCE ? "part of the spread (w·(σ² + (μ − μ̄)²))"
                                                         : "mean latency";
     if (a->runner_up >= 0) {
         const struct search_contribution *r = &a->c[a->runner_up];
-        snprintf(why, why_cap,
-                 "on node %s: %s's %s there is %.3g %s ± %.2g, against %.3g %s ± %.2g on %s "
-                 "(the next node)",
-                 kids[a->best].name, in->name, what, b->value * f, unit, b->half_width * f,
-                 r->value * f, unit, r->half_width * f, kids[a->runner_up].name);
+        char bw[96], rw[96];
+        adapt__amount_pm(in->problem, b->value, b->half_width, bw, sizeof bw);
+        adapt__amount_pm(in->problem, r->value, r->half_width, rw, sizeof rw);
+        snprintf(why, why_cap, "on node %s: %s's %s there is %s, against %s on %s (the next node)",
+                 kids[a->best].name, in->name, what, bw, rw, kids[a->runner_up].name);
     }
 }
 
@@ -328,12 +346,15 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     int child = r->child;
     const char *child_name = child >= 0 ? fi->kids[child].name : NULL;
     char reason[SEARCH_REASON_MAX + 900];
-    snprintf(reason, sizeof reason, "%s%s",
-             inv->mode == SEARCH_MODE_CONTRIBUTOR && r->verdict == SEARCH_LOCALIZED
-                 ? "the largest contributor, nothing to judge it against (no QTA, no baseline "
-                   "yet): "
-                 : "",
-             r->reason);
+    snprintf(reason, sizeof reason, "%s", r->reason);
+    const char *colon = strstr(r->reason, ": ");
+    if (inv->mode == SEARCH_MODE_CONTRIBUTOR && r->verdict == SEARCH_LOCALIZED && colon) {
+        /* after the verdict's own "localized at X: ", so that it is said once, first */
+        snprintf(reason, sizeof reason,
+                 "%.*sthe largest contributor, nothing to judge it against (no QTA, no "
+                 "baseline yet): %s",
+                 (int)(colon + 2 - r->reason), r->reason, colon + 2);
+    }
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");

@@ -173,6 +173,13 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
         (json_int_t)cs.instances_total, "protocol_errors_total", (json_int_t)errors,
         "windows_closed", (json_int_t)cs.windows_closed, "wrappers", sc.wrappers);
     json_object_set_new(data, "silent", silent);
+    if (api->env.adapt) {
+        uint64_t min_n;
+        uint32_t min_w;
+        adapt_min_sample(api->env.adapt, &min_n, &min_w);
+        json_object_set_new(data, "min_instances", json_integer((json_int_t)min_n));
+        json_object_set_new(data, "min_windows", json_integer((json_int_t)min_w));
+    }
     json_t *sources = json_array();
     for (int i = 0; i < api->env.n_sources; i++) {
         if (api->env.sources[i]) {
@@ -197,6 +204,10 @@ void api__get_status(struct api *api, const struct api_call *call, struct http_r
     json_object_set_new(data, "downtime", api__downtime_json(api));
     /* what a change (PUT, POST, DELETE) needs: nothing, the token, or nothing can do it */
     json_object_set_new(data, "changes", json_string(api__changes(api)));
+    /* dqd's clock (simulated time with --clock sim), and the tracing UI's link */
+    json_object_set_new(data, "now", json_real((double)clock_now(core_clock(core)) * 1e-9));
+    json_object_set_new(data, "trace_url",
+                        api->trace_url[0] ? json_string(api->trace_url) : json_null());
     json_object_set_new(data, "events",
                         api->env.events ? events_json(api->env.events) : json_null());
     int64_t last = core_last_closed(core);
@@ -229,11 +240,48 @@ static json_t *diagram_children(const struct dq_diagram *g) {
     return o;
 }
 
+double api__choice_weight(const struct dq_diagram *g, int node, int child) {
+    const struct dq_diagram_node *dn = dq_diagram_node(g, node);
+    if (!dn || dn->kind != DQ_NODE_CHOICE || !dn->weights) {
+        return 0.0;
+    }
+    double w = 0.0;
+    for (size_t b = 0; b < dn->n_children; b++) {
+        int kids[256];
+        int c = dn->children[b];
+        size_t n = dq_diagram_node(g, c)->name ? 0 : dq_diagram_probe_children(g, c, kids, 256);
+        int hit = c == child;
+        for (size_t k = 0; k < n && k < 256 && !hit; k++) {
+            hit = kids[k] == child;
+        }
+        w += hit ? dn->weights[b] : 0.0;
+    }
+    return w;
+}
+
+json_t *api__operator_json(const struct dq_diagram *g, int node) {
+    const struct dq_diagram_node *dn = dq_diagram_node(g, node);
+    enum dq_node_kind kind = dn->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : dn->kind;
+    json_t *o = json_pack("{s:s}", "kind", dq_node_kind_name(kind));
+    if (kind == DQ_NODE_CHOICE) {
+        int kids[256];
+        size_t n = dq_diagram_probe_children(g, node, kids, 256);
+        json_t *w = json_object();
+        for (size_t k = 0; k < n && k < 256; k++) {
+            json_object_set_new(w, dq_diagram_node(g, kids[k])->name,
+                                json_real(api__choice_weight(g, node, kids[k])));
+        }
+        json_object_set_new(o, "weights", w);
+    }
+    return o;
+}
+
 json_t *api__diagram_json(struct api *api) {
     struct core *core = api->env.core;
     const struct dq_diagram *g = core_diagram(core);
     if (!g) {
-        return json_pack("{s:n,s:n,s:[],s:[],s:{}}", "path", "text", "roots", "probes", "children");
+        return json_pack("{s:n,s:n,s:[],s:[],s:{},s:{}}", "path", "text", "roots", "probes",
+                         "children", "operators");
     }
     json_t *roots = json_array(), *probes = json_array();
     for (size_t j = 0; j < dq_diagram_root_count(g); j++) {
@@ -247,6 +295,12 @@ json_t *api__diagram_json(struct api *api) {
     json_t *data = json_pack("{s:o,s:s,s:o,s:o}", "path", path[0] ? json_string(path) : json_null(),
                              "text", core_diagram_text(core), "roots", roots, "probes", probes);
     json_object_set_new(data, "children", diagram_children(g));
+    json_t *ops = json_object();
+    for (size_t j = 0; j < dq_diagram_probe_count(g); j++) {
+        int i = dq_diagram_probe(g, j);
+        json_object_set_new(ops, dq_diagram_node(g, i)->name, api__operator_json(g, i));
+    }
+    json_object_set_new(data, "operators", ops);
     return data;
 }
 
@@ -407,6 +461,7 @@ int api_create(const struct api_env *env, const struct api_options *o, struct ap
     snprintf(api->allowed_hosts, sizeof api->allowed_hosts, "%s",
              o->allowed_hosts ? o->allowed_hosts : "");
     api->public_reads = o->public_reads;
+    snprintf(api->trace_url, sizeof api->trace_url, "%s", o->trace_url ? o->trace_url : "");
     if (gethostname(api->hostname, sizeof api->hostname - 1) != 0) {
         api->hostname[0] = '\0';
     }

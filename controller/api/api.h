@@ -52,6 +52,7 @@ struct api_options {
     int public_reads;          /* 1: reads beyond loopback need no token */
     const char *clock;         /* "wall" or "sim" (--clock) */
     int64_t window_ms, lag_ms;
+    const char *trace_url; /* a tracing UI's link with {trace_id} ("" or NULL: none) */
 };
 
 /* Creates the API. DQ_ENOMEM. */

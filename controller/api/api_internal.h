@@ -2,7 +2,9 @@
  * api_internal.h: what the API's files share. api_routes.c: the route table and dispatch;
  * api_access.c: who may ask (the refusals, worded and counted); api.c: create, status,
  * diagram, wrappers, the dashboard, events, OTLP spans; api_probes.c: probes and their ΔQs,
- * the event payloads; api_metrics.c: /metrics; api_log.c: the adaptive loop's routes.
+ * the event payloads; api_history.c: what the store keeps beyond the ring (windows over a
+ * range, the heatmap, exemplars, marks); api_metrics.c: /metrics; api_log.c: the adaptive
+ * loop's routes.
  * Nothing outside controller/api/ includes it.
  */
 #ifndef DQ_API_INTERNAL_H
@@ -28,6 +30,8 @@ struct api {
     char db[1024];
     char api_token[1024];
     char allowed_hosts[1024];
+    char trace_url[1024];
+    int openmetrics; /* while GET /metrics answers: the scraper asked for OpenMetrics */
     int public_reads;
     char hostname[256];                  /* gethostname(): accepted as a Host */
     uint64_t refused[API_REFUSED_KINDS]; /* requests refused, by reason (/metrics) */
@@ -111,6 +115,14 @@ json_t *api__trace_json(const struct probe *p);
 /* The newest ring entry of p that has a ΔQ of the kind (1: calculated), or NULL. */
 const struct probe_window *api__latest_of(struct probe *p, int calculated);
 
+/* A named node's operator: {"kind": "sequence" | "all" | "first" | "choice" | "outcome"},
+ * with {"weights": {"child": w}} for a choice (w the branch's probability, 0 … 1). */
+json_t *api__operator_json(const struct dq_diagram *g, int node);
+
+/* The probability of the branch of choice `node` holding named node `child` (a direct
+ * child, or a named node of an anonymous branch); 0 when node is not a choice. */
+double api__choice_weight(const struct dq_diagram *g, int node, int child);
+
 /* The diagram as GET /api/v1/diagram answers it (a new reference). */
 json_t *api__diagram_json(struct api *api);
 
@@ -153,6 +165,16 @@ void api__get_probe_windows(struct api *api, const struct api_call *call,
                             struct http_response *res);
 void api__put_probe(struct api *api, const struct api_call *call, struct http_response *res);
 void api__delete_probe(struct api *api, const struct api_call *call, struct http_response *res);
+
+/* api_history.c */
+void api__get_probe_heatmap(struct api *api, const struct api_call *call,
+                            struct http_response *res);
+void api__get_probe_exemplars(struct api *api, const struct api_call *call,
+                              struct http_response *res);
+void api__get_marks(struct api *api, const struct api_call *call, struct http_response *res);
+/* GET …/windows with from, to or step: p's windows over that range from the store. */
+void api__windows_range(struct api *api, struct probe *p, const struct api_call *call,
+                        struct http_response *res);
 
 /* api_metrics.c */
 void api__get_metrics(struct api *api, const struct api_call *call, struct http_response *res);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 
 static json_t *json_text_or_null(const char *text) {
     json_error_t err;
@@ -301,6 +302,23 @@ static const char *strip_verb(const char *reason) {
     return reason;
 }
 
+/* "fb and sb": every culprit a verdict's evidence names when there are several, else the
+ * verdict's node (NULL: none). */
+static void culprits_text(json_t *ev, const char *node, char *buf, size_t cap) {
+    json_t *list = json_object_get(ev, "culprits");
+    size_t n = json_array_size(list);
+    snprintf(buf, cap, "%s", node ? node : "");
+    if (n < 2) {
+        return;
+    }
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_object_get(json_array_get(list, i), "probe"));
+        dq_strbuf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", p ? p : "?");
+    }
+}
+
 /*
  * The why in plain sentences, from the start of the investigation down to the probe:
  * who started it, each descent with the numbers that chose it, the step that enabled the
@@ -321,12 +339,19 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
     int overload = (mode && strcmp(mode, "overload") == 0) ||
                    json_is_true(json_object_get(root_stats, "overload"));
     if (strcmp(json_string_value(json_object_get(enabling, "action")), "enable") == 0) {
-        snprintf(buf, sizeof buf,
-                 "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
-                 ", %s%s had no recent statistics, so it was enabled with its children to "
-                 "decide from their data what is wrong.",
-                 probe, when, inv_id, strcmp(probe, enode) == 0 ? "because " : "together with ",
-                 strcmp(probe, enode) == 0 ? "it" : enode);
+        if (strcmp(probe, enode) == 0) {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", because it had no recent statistics, so it was enabled with its "
+                     "children to decide from their data what is wrong.",
+                     probe, when, inv_id);
+        } else {
+            snprintf(buf, sizeof buf,
+                     "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
+                     ", together with %s, which had no recent statistics: %s and its children "
+                     "were enabled to decide from their data what is wrong.",
+                     probe, when, inv_id, enode, enode);
+        }
     } else if (overload) {
         snprintf(buf, sizeof buf,
                  "%s was enabled at %s by investigation %" JSON_INTEGER_FORMAT
@@ -368,20 +393,31 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  json_string_value(json_object_get(check, "node")), stats_reason(check));
         json_array_append_new(s, json_string(buf));
     }
-    /* the descents, from the root down: each hypothesis's node was chosen at its parent */
+    /* the descents and the culprits found, from the root down: each step was weighed at the
+     * node its evidence names (the focus), else at its parent's node */
     size_t n = json_array_size(chain);
     for (size_t i = n; i-- > 1;) {
         json_t *h = json_array_get(chain, i);
         const char *action = json_string_value(json_object_get(h, "action"));
-        if (strcmp(action, "descend") != 0) {
+        int culprit = strcmp(action, "culprit") == 0;
+        if (strcmp(action, "descend") != 0 && !culprit) {
             continue;
         }
         const char *node = json_string_value(json_object_get(h, "node"));
-        const char *from =
-            i + 1 < n ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
-                      : "?";
-        snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
-                 strip_verb(stats_reason(h)), node);
+        const char *from = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(h, "stats"), "evidence"), "focus"),
+            "node"));
+        if (!from) {
+            from = i + 1 < n
+                       ? json_string_value(json_object_get(json_array_get(chain, i + 1), "node"))
+                       : "?";
+        }
+        if (culprit) { /* its reason names the culprit and what remains */
+            snprintf(buf, sizeof buf, "At %s, a culprit: %s.", from, stats_reason(h));
+        } else {
+            snprintf(buf, sizeof buf, "At %s: %s. So the search went down into %s.", from,
+                     strip_verb(stats_reason(h)), node);
+        }
         json_array_append_new(s, json_string(buf));
     }
     const char *verdict = json_string_value(json_object_get(inv, "verdict"));
@@ -389,7 +425,9 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
         const char *vn = json_string_value(json_object_get(inv, "verdict_node"));
         json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
         const char *vr = json_string_value(json_object_get(ev, "reason"));
-        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, vn ? " at " : "", vn ? vn : "",
+        char at[1024];
+        culprits_text(ev, vn, at, sizeof at);
+        snprintf(buf, sizeof buf, "Verdict: %s%s%s%s%s.", verdict, at[0] ? " at " : "", at,
                  vr ? ": " : "", vr ? strip_verb(vr) : "");
     } else {
         snprintf(buf, sizeof buf, "The investigation is still open.");
@@ -638,15 +676,17 @@ static void add_traced(const struct probe *p, json_t *out) {
                  "untraced)",
                  100.0 * ts.keep);
     }
+    char cost[DQ_DURATION_TEXT], per[DQ_DURATION_TEXT];
     snprintf(buf, sizeof buf,
              "%s is a traced function: it is bound to %s (the \"mfa\" of its configuration), so "
              "the wrapper times it with erlang:trace, no span in the code. Tracing it cost %" PRIu64
-             " traced call%s (%s%s), about %.3g ms of the node's CPU at ~%.1f µs per traced call "
+             " traced call%s (%s%s), about %s of the node's CPU at ~%s per traced call "
              "(docs/PERFORMANCE.md); the pattern is installed on %d node%s now%s.",
              p->name, p->mfa, ts.calls, ts.calls == 1 ? "" : "s", samp,
-             ts.dropped ? ", some dropped open when the pattern was removed" : "", cost_ms,
-             API_TRACE_CALL_NS / 1000.0, ts.installed, ts.installed == 1 ? "" : "s",
-             ts.installed ? "" : " (none: disabled, or refused)");
+             ts.dropped ? ", some dropped open when the pattern was removed" : "",
+             dq_format_duration(cost_ms * 1e-3, cost, sizeof cost),
+             dq_format_duration(API_TRACE_CALL_NS * 1e-9, per, sizeof per), ts.installed,
+             ts.installed == 1 ? "" : "s", ts.installed ? "" : " (none: disabled, or refused)");
     json_t *sentences = json_object_get(out, "sentences");
     json_array_append_new(sentences, json_string(buf));
     if (p->trace.refused[0]) {

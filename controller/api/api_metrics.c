@@ -8,7 +8,10 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "dq_error.h"
 #include "log.h"
 
 typedef void (*family_fn)(struct api *api, struct http_response *res);
@@ -57,8 +60,39 @@ static void instances(struct api *api, struct http_response *res) {
     }
 }
 
+/*
+ * With OpenMetrics, a bucket line's exemplar: of the newest window p kept exemplars for, the
+ * slowest successful one with a trace or instance id that falls in bucket j (± its trace id
+ * and instance id as span_id, its duration and when it ended), or "" (printed after the
+ * count, before the newline).
+ */
+static void bucket_exemplar(const struct api *api, const struct probe *p, int j, char *buf,
+                            size_t cap) {
+    const struct probe_exemplar *e;
+    int64_t wid;
+    int n = api->openmetrics ? probes_exemplars_newest(p, &wid, &e) : 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) { /* slowest first: the first that falls in j */
+        int b = probes_bucket_of(e[i].d_ns);
+        if (e[i].status != PROBE_OK || (b < PROBES_HIST_BUCKETS ? b : PROBES_HIST_BUCKETS) != j ||
+            (!e[i].trace_len && !e[i].id_len)) {
+            continue;
+        }
+        /* OpenMetrics allows 128 characters of exemplar labels: ids of 64 digits each would
+         * not fit both, the trace id wins */
+        int with_id = e[i].id_len && (e[i].trace_len + e[i].id_len + 15 <= 128 || !e[i].trace_len);
+        snprintf(buf, cap, " # {%s%.*s%s%s%.*s%s} %.9g %.3f", e[i].trace_len ? "trace_id=\"" : "",
+                 e[i].trace_len, e[i].trace, e[i].trace_len ? "\"" : "",
+                 with_id ? (e[i].trace_len ? ",span_id=\"" : "span_id=\"") : "",
+                 with_id ? e[i].id_len : 0, e[i].id, with_id ? "\"" : "", (double)e[i].d_ns * 1e-9,
+                 (double)e[i].end_ns * 1e-9);
+        return;
+    }
+}
+
 static void durations(struct api *api, struct http_response *res) {
     struct probe_table *t = core_probes(api->env.core);
+    char ex[320];
     http_response_printf(
         res,
         "# HELP dqd_duration_seconds Durations of successful instances, on "
@@ -68,15 +102,17 @@ static void durations(struct api *api, struct http_response *res) {
         uint64_t cum = 0;
         for (int j = 0; j < PROBES_HIST_BUCKETS; j++) {
             cum += p->hist[j];
+            bucket_exemplar(api, p, j, ex, sizeof ex);
             http_response_printf(
-                res, "dqd_duration_seconds_bucket{probe=\"%s\",le=\"%.9g\"} %" PRIu64 "\n", p->name,
-                probes_bucket_le(j), cum);
+                res, "dqd_duration_seconds_bucket{probe=\"%s\",le=\"%.9g\"} %" PRIu64 "%s\n",
+                p->name, probes_bucket_le(j), cum, ex);
         }
+        bucket_exemplar(api, p, PROBES_HIST_BUCKETS, ex, sizeof ex);
         http_response_printf(res,
-                             "dqd_duration_seconds_bucket{probe=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+                             "dqd_duration_seconds_bucket{probe=\"%s\",le=\"+Inf\"} %" PRIu64 "%s\n"
                              "dqd_duration_seconds_sum{probe=\"%s\"} %.9g\n"
                              "dqd_duration_seconds_count{probe=\"%s\"} %" PRIu64 "\n",
-                             p->name, p->total_ok, p->name, p->total_sum, p->name, p->total_ok);
+                             p->name, p->total_ok, ex, p->name, p->total_sum, p->name, p->total_ok);
     }
 }
 
@@ -395,11 +431,86 @@ static const family_fn families[] = {
     build_info,    adaptive_loop, qta_margins, quantiles, wrappers,
 };
 
+/* 1 when the scraper asks for OpenMetrics (Prometheus does when its exemplar storage is on:
+ * Accept: application/openmetrics-text; version=1.0.0, …). */
+static int wants_openmetrics(const struct http_request *req) {
+    const char *accept = http_request_header(req, "Accept");
+    return accept && strstr(accept, "application/openmetrics-text") != NULL;
+}
+
+/* 1 when line [p, end) is "# TYPE|HELP NAME …" for a NAME ending in _total of a counter
+ * (one of the counters' TYPE lines in body); *name_end is where NAME ends. */
+static int counter_meta(const char *body, size_t len, const char *p, const char *end,
+                        const char **name_end) {
+    if (end - p < 8 || p[0] != '#' || (memcmp(p, "# TYPE ", 7) && memcmp(p, "# HELP ", 7))) {
+        return 0;
+    }
+    const char *name = p + 7, *sp = memchr(name, ' ', (size_t)(end - name));
+    if (!sp || sp - name < 7 || memcmp(sp - 6, "_total", 6) != 0) {
+        return 0;
+    }
+    *name_end = sp;
+    /* its TYPE line says counter */
+    char want[256];
+    int n = snprintf(want, sizeof want, "# TYPE %.*s counter\n", (int)(sp - name), name);
+    if (n <= 0 || (size_t)n >= sizeof want) {
+        return 0;
+    }
+    for (const char *q = body; q && q < body + len; q = memchr(q, '\n', (size_t)(body + len - q))) {
+        q += q != body;
+        if ((size_t)(body + len - q) >= (size_t)n && memcmp(q, want, (size_t)n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The text exposition as OpenMetrics 1.0: a counter's family is named without its _total
+ * (its samples keep it), and the exposition ends with # EOF. The exemplars are in the
+ * bucket lines already. DQ_ENOMEM leaves res as it was.
+ */
+static int to_openmetrics(struct http_response *res) {
+    const char *body = res->body ? res->body : "";
+    size_t len = res->len;
+    char *out = malloc(len + 16);
+    if (!out) {
+        return DQ_ENOMEM;
+    }
+    size_t o = 0;
+    for (const char *p = body; p < body + len;) {
+        const char *nl = memchr(p, '\n', (size_t)(body + len - p));
+        const char *end = nl ? nl + 1 : body + len, *name_end;
+        if (counter_meta(body, len, p, end, &name_end)) {
+            memcpy(out + o, p, (size_t)(name_end - 6 - p)); /* without _total */
+            o += (size_t)(name_end - 6 - p);
+            memcpy(out + o, name_end, (size_t)(end - name_end));
+            o += (size_t)(end - name_end);
+        } else {
+            memcpy(out + o, p, (size_t)(end - p));
+            o += (size_t)(end - p);
+        }
+        p = end;
+    }
+    memcpy(out + o, "# EOF\n", 6);
+    o += 6;
+    http_response_clear(res);
+    int rc = http_response_append(res, out, o);
+    free(out);
+    return rc;
+}
+
 void api__get_metrics(struct api *api, const struct api_call *call, struct http_response *res) {
-    (void)call;
-    http_response_set_type(res, "text/plain; version=0.0.4; charset=utf-8");
+    api->openmetrics = wants_openmetrics(call->req);
+    http_response_set_type(res, api->openmetrics
+                                    ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                    : "text/plain; version=0.0.4; charset=utf-8");
     res->status = 200;
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
         families[i](api, res);
     }
+    if (api->openmetrics && to_openmetrics(res) != DQ_OK) {
+        http_reply_error(res, 500, "internal", "no memory for the OpenMetrics exposition");
+    }
+    api->openmetrics = 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "dq_error.h"
+#include "dq_search.h"
 
 #define API_MIN_DMAX_MS 0.001     /* the finest grid: 2^-10 ms bins */
 #define API_MAX_DMAX_MS 4194304.0 /* DQ_MAX_BINS bins of 2^10 ms */
@@ -75,6 +76,24 @@ static json_t *nodes_json(const struct probe_table *t, const struct probe *p) {
     return a;
 }
 
+/*
+ * The probe's last window with instances, and how current its numbers are: "age_s", the
+ * seconds from its end to now on dqd's clock; "stale", true when windows have closed
+ * since without an instance of it (it was disabled, or went silent: the numbers are from
+ * before, not its present).
+ */
+static json_t *last_window_json(struct api *api, struct probe *p) {
+    const struct probe_window *w = api__latest_of(p, 0);
+    json_t *o = window_json(api, w);
+    if (json_is_object(o)) {
+        double end = json_number_value(json_object_get(o, "end"));
+        double now = (double)clock_now(core_clock(api->env.core)) * 1e-9;
+        json_object_set_new(o, "age_s", json_real(now > end ? now - end : 0.0));
+        json_object_set_new(o, "stale", json_boolean(w->wid < core_last_closed(api->env.core)));
+    }
+    return o;
+}
+
 static json_t *probe_summary(struct api *api, struct probe *p) {
     struct probe_table *t = core_probes(api->env.core);
     struct probe_silence si;
@@ -84,13 +103,14 @@ static json_t *probe_summary(struct api *api, struct probe *p) {
         "enabled", p->enabled, "dmax_ms", p->dmax_ms, "bins", p->n, "bin_width_s",
         dq_width_of(p->k), "in_diagram", p->in_diagram, "instances", "ok", (json_int_t)p->total_ok,
         "fa", (json_int_t)p->total_fa, "to", (json_int_t)p->total_to, "last_window",
-        window_json(api, api__latest_of(p, 0)), "qta", core_qta_json(p), "silent_since_ns",
+        last_window_json(api, p), "qta", core_qta_json(p), "silent_since_ns",
         silent ? json_integer(si.since_ns) : json_null(), "silent_windows", (json_int_t)si.windows,
         "silent_origin", silent ? api__origin_json(&si.origin) : json_null(), "nodes",
         nodes_json(t, p));
     json_object_set_new(o, "servers", p->servers > 0 ? json_integer(p->servers) : json_null());
     json_object_set_new(o, "quiet_windows", core_quiet_json(p));
     json_object_set_new(o, "mfa", p->mfa[0] ? json_string(p->mfa) : json_null());
+    json_object_set_new(o, "auto_range", json_boolean(p->auto_range));
     json_object_set_new(o, "trace", api__trace_json(p));
     return o;
 }
@@ -104,6 +124,89 @@ json_t *api__trace_json(const struct probe *p) {
     return json_pack("{s:i,s:I,s:I,s:f,s:o}", "installed", ts.installed, "calls",
                      (json_int_t)ts.calls, "dropped", (json_int_t)ts.dropped, "sampling", ts.keep,
                      "refused", p->trace.refused[0] ? json_string(p->trace.refused) : json_null());
+}
+
+#define API_SHARE_WINDOWS 10 /* windows the children's contributions are weighed over */
+
+/* A child's statistics over the windows [from, to) of its ring, with its newest observed ΔQ
+ * (for all/first-to-finish criticality). */
+static void child_stats(struct probe *c, int64_t from, int64_t to, struct search_stats *s) {
+    search_stats_init(s);
+    for (int b = 0; c && b < c->ring_len; b++) {
+        const struct probe_window *w = probes_ring_get(c, b);
+        if (w->wid < from) {
+            break;
+        }
+        if (w->wid < to && w->ok + w->fa + w->to + w->out > 0) {
+            search_stats_add_window(s, w->ok, w->fa, w->to + w->out, w->mean, w->variance);
+            if (!s->observed && w->observed) {
+                s->observed = w->observed;
+            }
+        }
+    }
+}
+
+/*
+ * How p's children share its mean latency over its newest API_SHARE_WINDOWS windows, as the
+ * adaptive search attributes a latency problem (search_attribute: a sequence by the
+ * children's means, a choice by weight × mean, all- and first-to-finish by criticality):
+ * {"problem", "windows", "total", "explained", "children": [{"name", "contribution",
+ * "half_width", "share", "criticality"} or {"name", "missing": why}]}, or null for a
+ * leaf, a node outside the diagram or one with too many children.
+ */
+static json_t *contributions_json(struct api *api, const struct dq_diagram *g, int node) {
+    const struct dq_diagram_node *dn = dq_diagram_node(g, node);
+    int kids[SEARCH_MAX_CHILDREN];
+    size_t n = dq_diagram_probe_children(g, node, kids, SEARCH_MAX_CHILDREN);
+    if (!dn || n == 0 || n > SEARCH_MAX_CHILDREN) {
+        return json_null();
+    }
+    struct core *core = api->env.core;
+    int64_t to = core_last_closed(core) + 1, from = to - API_SHARE_WINDOWS;
+    struct search_child ch[SEARCH_MAX_CHILDREN];
+    unsigned char include[SEARCH_MAX_CHILDREN];
+    json_t *kids_json = json_array();
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct probe *c = core_node_probe(core, kids[i]);
+        ch[i] = (struct search_child){.name = dq_diagram_node(g, kids[i])->name,
+                                      .enabled = c && c->enabled,
+                                      .weight = api__choice_weight(g, node, kids[i])};
+        child_stats(c, from, to, &ch[i].stats);
+        include[i] = ch[i].stats.present && ch[i].stats.n_ok > 0;
+        any += include[i];
+    }
+    struct search_input in = {.name = dn->name,
+                              .kind = dn->kind == DQ_NODE_REFERENCE ? DQ_NODE_SEQUENCE : dn->kind,
+                              .problem = SEARCH_LATENCY,
+                              .children = ch,
+                              .n_children = n};
+    struct probe *self = core_node_probe(core, node);
+    child_stats(self, from, to, &in.stats);
+    struct search_params params;
+    search_params_init(&params);
+    struct search_attribution at;
+    int rc = any ? search_attribute(&in, &params, include, &at) : DQ_ENOTFOUND;
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s}", "name", ch[i].name);
+        if (rc == DQ_OK && at.c[i].included) {
+            json_object_set_new(o, "contribution", json_real(at.c[i].value));
+            json_object_set_new(o, "half_width", json_real(at.c[i].half_width));
+            json_object_set_new(o, "share", json_real(at.c[i].share));
+            json_object_set_new(o, "criticality", json_real(at.c[i].criticality));
+        } else {
+            json_object_set_new(o, "missing",
+                                json_string(!ch[i].enabled ? "disabled"
+                                            : !include[i]  ? "no successful instance in the windows"
+                                                           : "not weighed"));
+        }
+        json_array_append_new(kids_json, o);
+    }
+    return json_pack("{s:s,s:i,s:o,s:o,s:o}", "problem", "latency", "windows", API_SHARE_WINDOWS,
+                     "total", rc == DQ_OK && isfinite(at.total) ? json_real(at.total) : json_null(),
+                     "explained",
+                     rc == DQ_OK && isfinite(at.explained) ? json_real(at.explained) : json_null(),
+                     "children", kids_json);
 }
 
 static void add_family(struct api *api, struct probe *p, json_t *obj) {
@@ -133,6 +236,10 @@ static void add_family(struct api *api, struct probe *p, json_t *obj) {
     }
     json_object_set_new(obj, "parent", parent);
     json_object_set_new(obj, "children", children);
+    int node = g ? dq_diagram_find(g, p->name) : -1;
+    json_object_set_new(obj, "operator", node >= 0 ? api__operator_json(g, node) : json_null());
+    json_object_set_new(obj, "contributions",
+                        node >= 0 ? contributions_json(api, g, node) : json_null());
 }
 
 static json_t *cdf_array(const struct dq *q) {
@@ -194,6 +301,28 @@ void api__get_probe(struct api *api, const struct api_call *call, struct http_re
     }
 }
 
+/*
+ * The newest calculated ΔQ w of p is older than p's newest observed one: the children
+ * had no ΔQ in that window, and a calculated ΔQ from older windows would be compared with
+ * an observed one of now. Answers 404 naming the children that are missing (returns 1).
+ */
+static int calc_is_stale(struct api *api, struct probe *p, const struct probe_window *w,
+                         struct http_response *res) {
+    const struct probe_window *obs = api__latest_of(p, 0);
+    if (!obs || (w && w->wid >= obs->wid)) {
+        return 0;
+    }
+    char missing[1024];
+    size_t n = core_calc_missing(api->env.core, p, obs->wid, missing, sizeof missing);
+    http_reply_error(res, 404, "not_found",
+                     "probe %s has no calculated ΔQ for its latest window: %s%s had no data in "
+                     "it, and a calculated ΔQ is made only from its children's ΔQs of the same "
+                     "window%s",
+                     p->name, n ? (n == 1 ? "its child " : "its children ") : "its children",
+                     n ? missing : "", w ? " (the newest there is, older: ?window=0)" : "");
+    return 1;
+}
+
 /* GET /api/v1/probes/NAME/dq?kind=observed|calculated&window=latest|N */
 void api__get_probe_dq(struct api *api, const struct api_call *call, struct http_response *res) {
     const struct http_request *req = call->req;
@@ -231,6 +360,10 @@ void api__get_probe_dq(struct api *api, const struct api_call *call, struct http
         if ((calculated ? c->calculated : c->observed) && seen++ == back) {
             w = c;
         }
+    }
+    int latest = !win || strcmp(win, "latest") == 0; /* not an explicit 0: the newest one */
+    if (calculated && latest && calc_is_stale(api, p, w, res)) {
+        return;
     }
     if (!w) {
         http_reply_error(res, 404, "not_found",
@@ -281,21 +414,43 @@ static json_t *dq_brief(struct api *api, const struct probe_window *w, int calcu
     return o;
 }
 
-/* GET /api/v1/probes/NAME/dqs: the newest observed and calculated ΔQs (the dashboard). */
+/* GET /api/v1/probes/NAME/dqs: the newest observed and calculated ΔQs (the dashboard); no
+ * calculated one older than the observed (its children's data is missing: named in
+ * "calculated_missing"). */
 void api__get_probe_dqs(struct api *api, const struct api_call *call, struct http_response *res) {
     struct probe *p = named_probe(api, call, res);
     if (p) {
-        http_reply_data(res, json_pack("{s:s,s:o,s:o}", "probe", p->name, "observed",
-                                       dq_brief(api, api__latest_of(p, 0), 0), "calculated",
-                                       dq_brief(api, api__latest_of(p, 1), 1)));
+        const struct probe_window *obs = api__latest_of(p, 0), *calc = api__latest_of(p, 1);
+        json_t *missing = json_array();
+        if (obs && (!calc || calc->wid < obs->wid)) {
+            calc = NULL; /* none, or not of the same time as the observed one */
+            char names[1024];
+            if (core_calc_missing(api->env.core, p, obs->wid, names, sizeof names) > 0) {
+                for (char *s = names, *e; s && *s; s = e ? e + 2 : NULL) {
+                    e = strstr(s, ", ");
+                    json_array_append_new(missing,
+                                          e ? json_stringn(s, (size_t)(e - s)) : json_string(s));
+                }
+            }
+        }
+        http_reply_data(res, json_pack("{s:s,s:o,s:o,s:o}", "probe", p->name, "observed",
+                                       dq_brief(api, obs, 0), "calculated", dq_brief(api, calc, 1),
+                                       "calculated_missing", missing));
     }
 }
 
-/* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first. */
+/* GET /api/v1/probes/NAME/windows: the ring's windows, oldest first; with from, to or step
+ * the store's over a range (api_history.c). */
 void api__get_probe_windows(struct api *api, const struct api_call *call,
                             struct http_response *res) {
     struct probe *p = named_probe(api, call, res);
     if (!p) {
+        return;
+    }
+    const struct http_request *req = call->req;
+    if (http_request_query(req, "from") || http_request_query(req, "to") ||
+        http_request_query(req, "step")) {
+        api__windows_range(api, p, call, res); /* the store's, over a range */
         return;
     }
     struct probe_table *t = core_probes(api->env.core);

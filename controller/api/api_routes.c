@@ -31,6 +31,8 @@ const struct api_route api__routes[] = {
     {API_GET,    "/api/v1/probes/{probe}/dq",         api__get_probe_dq,        READ},
     {API_GET,    "/api/v1/probes/{probe}/dqs",        api__get_probe_dqs,       READ},
     {API_GET,    "/api/v1/probes/{probe}/windows",    api__get_probe_windows,   READ},
+    {API_GET,    "/api/v1/probes/{probe}/heatmap",    api__get_probe_heatmap,   READ},
+    {API_GET,    "/api/v1/probes/{probe}/exemplars",  api__get_probe_exemplars, READ},
     {API_GET,    "/api/v1/probes/{probe}/triggers",   api__get_probe_triggers,  READ},
     {API_PUT,    "/api/v1/probes/{probe}/triggers/*", api__put_trigger,         CHANGE},
     {API_GET,    "/api/v1/diagram",                   api__get_diagram,         READ},
@@ -46,6 +48,7 @@ const struct api_route api__routes[] = {
     {API_GET,    "/api/v1/snapshots",                 api__get_snapshots,       READ},
     {API_GET,    "/api/v1/snapshots/*",               api__get_snapshot,        READ},
     {API_GET,    "/api/v1/triggers",                  api__get_triggers,        READ},
+    {API_GET,    "/api/v1/marks",                     api__get_marks,           READ},
 };
 /* clang-format on */
 const size_t api__n_routes = sizeof api__routes / sizeof api__routes[0];

@@ -25,8 +25,10 @@ int dqctl_status_main(int argc, char **argv) {
 int dqctl_probes_main(int argc, char **argv) {
     static const struct dqctl_show cmd = {
         .help = "usage: dqctl probes [--server URL] [--json]\n"
-                "Every probe dqd knows: enabled or not, dMax and bins, the last closed window's\n"
-                "count, quantiles and lost fraction, and its QTA.\n",
+                "Every probe dqd knows: enabled or not, dMax and bins, the count, quantiles and\n"
+                "lost fraction of its last window with instances and how long ago that window\n"
+                "ended (STALE when windows closed since without an instance of it: disabled or\n"
+                "silent, its numbers are from before, not its present), and its QTA.\n",
         .path = "/api/v1/probes",
         .view =
             {
@@ -44,7 +46,7 @@ int dqctl_dq_main(int argc, char **argv) {
         "                [--no-plot] [--server URL] [--json]\n"
         "A probe's ΔQ for one closed window (N = 0 the latest, 1 the one before, ...):\n"
         "counts, lost fraction, mean, quantiles, its QTA verdict and a CDF plot; --csv\n"
-        "prints t_s,pdf,cdf per bin. Exits 1 when the window violates the probe's QTA.\n";
+        "prints t_s,pdf,cdf per bin. Exit 1 when the window violates the probe's QTA.\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv,
                              DQCTL_OPT_KIND | DQCTL_OPT_WINDOW | DQCTL_OPT_CSV | DQCTL_OPT_NO_PLOT,
@@ -149,16 +151,15 @@ static int enable_common(int argc, char **argv, int enable) {
         "Enables a probe: dqd sends set_timeout to every connected wrapper, which then\n"
         "reports it. Prints what happened on each wrapper link. PROBE must be known to\n"
         "dqd (in the diagram, or reported by a wrapper); --create registers a new name.\n"
-        "Exit status: 0 done, 1 the send failed on some link (or it is not known to have\n"
-        "reached a legacy wrapper: several on one host), 2 unknown probe, usage, API or\n"
-        "connection error.\n";
+        "Exit 1 when the send failed on some link (or it is not known to have reached a\n"
+        "legacy wrapper: several on one host); 3 for a name dqd does not know.\n";
     static const char help_off[] =
         "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
         "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"
         "wrapper has no clear_timeout: there the disable is recorded as not applied, the\n"
         "wrapper keeps reporting the probe, and dqctl says so link by link.\n"
-        "Exit status: 0 done, 1 not applied (or failed) on some link, 2 unknown probe,\n"
-        "usage, API or connection error.\n";
+        "Exit 1 when it was not applied (or failed) on some link; 3 for a name dqd does\n"
+        "not know.\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 1, 1, enable ? help_on : help_off, &o);
     if (rc >= 0) {
@@ -314,8 +315,8 @@ int dqctl_delete_main(int argc, char **argv) {
         "each wrapper link. Refused for a node of the loaded diagram (change the diagram)\n"
         "and for a probe an open investigation holds (dqctl diagnose --abort ID first). A\n"
         "wrapper that still reports the probe registers it again at its next instance.\n"
-        "Exit status: 0 deleted, 1 deleted but the disable was not applied on some link,\n"
-        "2 refused, unknown probe, usage, API or connection error.\n";
+        "Exit 1 when it was deleted but the disable was not applied on some link; 3 when\n"
+        "dqd refused (a diagram node, an investigated probe, an unknown name).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv, 0, 1, 1, help, &o);
     if (rc >= 0) {

@@ -78,7 +78,7 @@ struct dqctl_opts {
     int wait;                       /* --wait (diagnose) */
     int overload;                   /* --overload (diagnose) */
     const char *abort_id;           /* --abort ID (diagnose), NULL when absent */
-    const char *timeout;            /* --timeout SECONDS (diagnose), NULL when absent */
+    const char *timeout;            /* --timeout DURATION (diagnose), NULL when absent */
     int open;                       /* --open (log) */
     const char *limit;              /* --limit N (log), NULL when absent */
     const char *threshold;          /* --threshold X (trigger), NULL when absent */
@@ -127,10 +127,14 @@ int dqctl_parse_args(int argc, char **argv, unsigned accepts, int min_pos, int m
 /*
  * Parses a duration (dq_parse_duration): a number with an optional unit ns, us, µs, ms, s,
  * m (minutes). A bare number is in `bare_unit_s` seconds: dqctl's arguments pass 1e-3 (a
- * bare duration is milliseconds, for set-timeout and QTA times alike). No sign; the result
+ * bare duration is milliseconds, for every duration dqctl takes). No sign; the result
  * is finite and ≥ 0. Returns 0 and *out_s, or -1.
  */
 int dqctl_parse_duration(const char *s, double bare_unit_s, double *out_s);
+
+/* Parses an integer in [lo, hi] from the whole of s (decimal, no blanks). Returns 0, or -1
+ * leaving *out untouched. */
+int dqctl_parse_int(const char *s, long lo, long hi, long *out);
 
 /* Parses a probability or fraction in [0, 1] ("0.95", "95%"). Returns 0 or -1. */
 int dqctl_parse_fraction(const char *s, double *out);
@@ -150,6 +154,25 @@ int dqctl_parse_qta_point(const char *s, double *p, double *t_s, char *err, size
 json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, char *err,
                        size_t err_cap);
 
+#define DQCTL_SUGGEST_DISTANCE 2 /* "did you mean": names this many edits away */
+#define DQCTL_SUGGESTIONS 3      /* at most this many named */
+
+/*
+ * The optimal-string-alignment distance between a and b: the fewest insertions,
+ * deletions, substitutions and swaps of two neighbouring bytes that turn one into the
+ * other ("fornt_b2" is 1 from "front_b2"). Returns it when it is at most max, else max + 1
+ * (also for names over 255 bytes).
+ */
+int dqctl_edit_distance(const char *a, const char *b, int max);
+
+/*
+ * "did you mean": the names in `probes` (an API list of objects with "name") within
+ * DQCTL_SUGGEST_DISTANCE edits of name, nearest first (ties by name), at most
+ * DQCTL_SUGGESTIONS of them, written "a", "a or b", "a, b or c" into buf. Returns how
+ * many were named (0: buf is empty).
+ */
+size_t dqctl_did_you_mean(const char *name, const json_t *probes, char *buf, size_t cap);
+
 /* Percent-encodes a probe name for a URL path segment (unreserved bytes kept). Returns
  * 0, or -1 when out is too small. */
 int dqctl_url_escape(const char *in, char *out, size_t cap);
@@ -162,8 +185,21 @@ int dqctl_url_escape(const char *in, char *out, size_t cap);
  */
 int dqctl_qta_check(const json_t *dq, const json_t *qta, char *why, size_t why_cap);
 
-/* Formats a duration in seconds for people: "850 us", "12.5 ms", "1.25 s". */
+/* The width of a table's name column: the longest string field `key` of the objects in
+ * list ("?" for one without it), at least min, at most max bytes. */
+int dqctl_column_width(const json_t *list, const char *key, int min, int max);
+
+/* A fraction as a percentage, "12.34%" ("-" for NAN). */
+void dqctl_format_percent(double f, char *buf, size_t cap);
+
+/* Formats a duration in seconds for people, in the one style of dq_format_duration:
+ * "850 µs", "12.5 ms", "1024 ms", "12.5 s". */
 void dqctl_format_duration(double s, char *buf, size_t cap);
+
+/* The printf field width that pads s to `width` columns on a terminal: bytes that continue
+ * a UTF-8 character (the µ of µs, a Δ) take no column of their own. Negative width (left
+ * alignment, as in "%-*s") stays negative. */
+int dqctl_cols(const char *s, int width);
 
 /* "0.5@100ms 0.95@250ms, max lost 1%" from a QTA object {"points","max_lost"}. */
 void dqctl_format_qta(const json_t *qta, char *buf, size_t cap);
@@ -216,9 +252,8 @@ void dqctl_set_json_errors(int on);
 /*
  * Starts a subcommand: parses argv with dqctl_parse_args ($DQD_URL as the default
  * server). On a usage error prints it and returns 2; on --help prints `help`, the common
- * options and (unless `help` has its own "Exit status" paragraph) the exit codes, and
- * returns 0. Otherwise initialises libcurl and returns -1: the caller goes on and ends
- * with dqctl_end_cmd.
+ * options and the exit codes (DQCTL_EXIT_TABLE), and returns 0. Otherwise initialises
+ * libcurl and returns -1: the caller goes on and ends with dqctl_end_cmd.
  */
 int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
                     const char *help, struct dqctl_opts *o);
@@ -229,26 +264,39 @@ int dqctl_end_cmd(int code);
 /*
  * One API call: method on o->server + path with an optional JSON body. On success
  * *data is a new reference to the envelope's data and the result is 0; otherwise the
- * message (connection, HTTP status or the API's error) is printed and the result is 2.
+ * message (connection, HTTP status or the API's error; an unknown probe in the CLI's
+ * words, see dqctl_note_probe) is printed and the result is 3 (DQCTL_EXIT_API), or 2 when
+ * the request could not be made at all (a URL too long).
  */
 int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
                    const json_t *body, json_t **data);
 
 /*
  * A GET like dqctl_api_call that prints nothing: on failure the message (the same text,
- * without the "dqctl: " prefix) goes to err and the result is 2, for a caller that says
- * what it was fetching (dqctl model's measured ΔQs). Needs curl_global_init done.
+ * without the "dqctl: " prefix) goes to err and the result is 3 (or 2, as there), for a
+ * caller that says what it was fetching (dqctl model's measured ΔQs). Needs
+ * curl_global_init done.
  */
 int dqctl_api_get_quiet(const struct dqctl_opts *o, const char *path, json_t **data, char *err,
                         size_t err_cap);
 
 /*
- * A request whose body is text (the diagram's PUT), printing nothing: 0 and *data, or 2
- * with the message in err and the error's type (as dqctl_complain_typed takes it) in type.
+ * A request whose body is text (the diagram's PUT), printing nothing: 0 and *data, or 3
+ * (2 as there) with the message in err and the error's type (as dqctl_complain_typed takes
+ * it) in type.
  */
 int dqctl_api_call_text(const struct dqctl_opts *o, const char *method, const char *path,
                         const char *text, size_t len, json_t **data, char *err, size_t err_cap,
                         char *type, size_t type_cap);
+
+/*
+ * The probe the running command names, for its errors: when a call on a probe route
+ * answers 404 and dqd does not list the name, dqctl_api_call says so in the CLI's words,
+ * with the names near it ("did you mean") and, for a command that can register a name
+ * (it accepts --create and is not disable), that --create does. dqctl_probe_path notes the
+ * name; dqctl_start_cmd forgets it.
+ */
+void dqctl_note_probe(const char *name);
 
 /* Prints data as one line of JSON on dqctl_out() (what --json shows). */
 void dqctl_print_json(const json_t *data);
@@ -294,7 +342,7 @@ struct dqctl_show {
 int dqctl_show_main(int argc, char **argv, const struct dqctl_show *cmd);
 
 /* "/api/v1/probes/<escaped name><suffix>" into buf; -1 (with a message) when it does not
- * fit or the name is empty. */
+ * fit or the name is empty. Notes the name (dqctl_note_probe). */
 int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap);
 
 #endif /* DQCTL_API_H */

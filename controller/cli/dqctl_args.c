@@ -2,7 +2,8 @@
  * dqctl_args.c: what dqctl reads from its command line (declared in dqctl_api.h): the
  * options of every subcommand (one table of names, the bit that enables each, whether it
  * takes a value), durations, fractions, QTA points and the QTA body they make, and the
- * escaping of a probe name for a URL. Pure: no I/O.
+ * escaping of a probe name for a URL, and the names near a mistyped one ("did you
+ * mean"). Pure: no I/O.
  */
 #include "dqctl_api.h"
 #include "dqctl_set_err.h"
@@ -298,6 +299,98 @@ json_t *dqctl_qta_body(const char *const *points, int n, const char *max_lost, c
         dqctl_set_err(err, err_cap, "out of memory");
     }
     return body;
+}
+
+int dqctl_edit_distance(const char *a, const char *b, int max) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (max < 0 || la > 255 || lb > 255 || (la > lb ? la - lb : lb - la) > (size_t)max) {
+        return max + 1;
+    }
+    /* three rows of the optimal-string-alignment table: i − 2, i − 1 and i */
+    int rows[3][256];
+    int *older = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= lb; j++) {
+        prev[j] = (int)j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        int best = cur[0];
+        for (size_t j = 1; j <= lb; j++) {
+            int d = prev[j] + 1;
+            d = cur[j - 1] + 1 < d ? cur[j - 1] + 1 : d;
+            d = prev[j - 1] + (a[i - 1] != b[j - 1]) < d ? prev[j - 1] + (a[i - 1] != b[j - 1]) : d;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                older[j - 2] + 1 < d) {
+                d = older[j - 2] + 1; /* two neighbours swapped */
+            }
+            cur[j] = d;
+            best = d < best ? d : best;
+        }
+        if (best > max) {
+            return max + 1;
+        }
+        int *t = older;
+        older = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[lb] > max ? max + 1 : prev[lb];
+}
+
+size_t dqctl_did_you_mean(const char *name, const json_t *probes, char *buf, size_t cap) {
+    const char *pick[DQCTL_SUGGESTIONS];
+    int dist[DQCTL_SUGGESTIONS];
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(probes); i++) {
+        const char *cand = json_string_value(json_object_get(json_array_get(probes, i), "name"));
+        if (!cand || strcmp(cand, name) == 0) {
+            continue;
+        }
+        int d = dqctl_edit_distance(name, cand, DQCTL_SUGGEST_DISTANCE);
+        if (d > DQCTL_SUGGEST_DISTANCE) {
+            continue;
+        }
+        /* insert by distance, then by name: the nearest first, the same order every run */
+        size_t k = n < DQCTL_SUGGESTIONS ? n++ : DQCTL_SUGGESTIONS;
+        while (k > 0 && (dist[k - 1] > d || (dist[k - 1] == d && strcmp(pick[k - 1], cand) > 0))) {
+            if (k < DQCTL_SUGGESTIONS) {
+                pick[k] = pick[k - 1];
+                dist[k] = dist[k - 1];
+            }
+            k--;
+        }
+        if (k < DQCTL_SUGGESTIONS) {
+            pick[k] = cand;
+            dist[k] = d;
+        }
+    }
+    if (cap) {
+        buf[0] = '\0';
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < n && cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s",
+                         i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ",
+                         pick[i]);
+        if (w < 0 || (size_t)w >= cap - len) {
+            break;
+        }
+        len += (size_t)w;
+    }
+    return n;
+}
+
+int dqctl_parse_int(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || end == s || *end || errno || v < lo || v > hi) {
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int dqctl_url_escape(const char *in, char *out, size_t cap) {

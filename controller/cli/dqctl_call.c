@@ -10,6 +10,8 @@
 #include "dqctl_json.h"
 #include "dqctl_set_err.h"
 
+#include "dq_strbuf.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -116,7 +118,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud) {
 /*
  * One API call: method on server+path with an optional JSON body. On success *data is a
  * new reference to the envelope's data and the result is 0; otherwise the message goes to
- * msg and the result is DQCTL_EXIT_USAGE (connection, HTTP or envelope error).
+ * msg and the result is DQCTL_EXIT_API (connection, HTTP or envelope error), or
+ * DQCTL_EXIT_USAGE when the request could not be made (a URL too long, no memory).
  */
 struct api_failure {
     char type[64]; /* the API's errorType, "unreachable", "bad_answer", "usage" */
@@ -216,7 +219,7 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
     free(payload);
-    int result = DQCTL_EXIT_USAGE;
+    int result = DQCTL_EXIT_API;
     if (rc != CURLE_OK) {
         if (f.over) {
             dqctl_set_err(msg, msg_cap, "the answer of dqd at %.*s is larger than %u MiB", (int)sl,
@@ -251,7 +254,7 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
         }
     } else {
         *data = json_incref(json_object_get(env, "data"));
-        result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_USAGE;
+        result = *data ? DQCTL_EXIT_OK : DQCTL_EXIT_API;
         if (!*data) {
             dqctl_set_err(msg, msg_cap, "%s %s: the answer has no data", method, path);
         }
@@ -261,12 +264,74 @@ static int api_request(const struct dqctl_opts *o, const char *method, const cha
     return result;
 }
 
+/* The command running and the probe it names (dqctl_start_cmd, dqctl_note_probe): what an
+ * unknown probe's error says. */
+static char cur_cmd[64];
+static unsigned cur_accepts;
+static char cur_probe[1024];
+
+void dqctl_note_probe(const char *name) {
+    snprintf(cur_probe, sizeof cur_probe, "%s", name ? name : "");
+}
+
+/* 1 when `name` is among the probes dqd knows (the list in probes). */
+static int listed(const json_t *probes, const char *name) {
+    for (size_t i = 0; i < json_array_size(probes); i++) {
+        const char *n = json_string_value(json_object_get(json_array_get(probes, i), "name"));
+        if (n && strcmp(n, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A probe route answered 404 for the probe the command names: when dqd does not know the
+ * name at all, the error in the CLI's words (what the name is not, the names near it, and
+ * --create for a command that can register one) into msg; 0 when it is not that case. */
+static int unknown_probe(const struct dqctl_opts *o, const char *path, const struct api_failure *f,
+                         char *msg, size_t cap) {
+    if (!cur_probe[0] || f->http_status != 404 || strcmp(f->type, "not_found") != 0 ||
+        (strncmp(path, "/api/v1/probes/", 15) != 0 && strncmp(path, "/api/v1/why/", 12) != 0)) {
+        return 0;
+    }
+    json_t *probes = NULL;
+    char err[512];
+    struct api_failure lf;
+    if (api_request(o, "GET", "/api/v1/probes", NULL, NULL, 0, &probes, err, sizeof err, &lf) !=
+            DQCTL_EXIT_OK ||
+        listed(probes, cur_probe)) {
+        json_decref(probes); /* the probe exists: the API's own words say what is missing */
+        return 0;
+    }
+    char near[600], name[300];
+    dqctl_escape(cur_probe, name, sizeof name);
+    size_t n = dqctl_did_you_mean(cur_probe, probes, near, sizeof near);
+    json_decref(probes);
+    int creates = (cur_accepts & DQCTL_OPT_CREATE) && strcmp(cur_cmd, "disable") != 0;
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, msg, cap);
+    dq_strbuf_printf(&b,
+                     "%s: dqd knows no probe named \"%s\" (it is not in the diagram and no "
+                     "wrapper has reported it)",
+                     cur_cmd, name);
+    if (n) {
+        dq_strbuf_printf(&b, ". Did you mean %s?", near);
+    } else {
+        dq_strbuf_printf(&b, "; `dqctl probes` lists the names it knows");
+    }
+    if (creates) {
+        dq_strbuf_printf(&b, "%s To register a new name, add --create.", n ? "" : ".");
+    }
+    return 1;
+}
+
 int dqctl_api_call(const struct dqctl_opts *o, const char *method, const char *path,
                    const json_t *body, json_t **data) {
     char msg[4096];
     struct api_failure f;
     int rc = api_request(o, method, path, body, NULL, 0, data, msg, sizeof msg, &f);
     if (rc != DQCTL_EXIT_OK) {
+        unknown_probe(o, path, &f, msg, sizeof msg);
         complain_as(f.type, f.http_status, msg);
     }
     return rc;
@@ -306,7 +371,7 @@ static int get_and_show(const struct dqctl_opts *o, const char *path, const stru
             dqctl_print_json(data);
         } else if (v->not_list && !json_is_array(data)) {
             dqctl_complain("%s", v->not_list);
-            rc = DQCTL_EXIT_USAGE;
+            rc = DQCTL_EXIT_API;
         } else if (v->not_list && v->empty && json_array_size(data) == 0) {
             fprintf(dqctl_out(), "%s\n", v->empty);
         } else {
@@ -324,6 +389,7 @@ static int get_and_show(const struct dqctl_opts *o, const char *path, const stru
 /* "/api/v1/probes/<escaped name><suffix>" */
 int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap) {
     char esc[1024];
+    dqctl_note_probe(name);
     if (!*name || dqctl_url_escape(name, esc, sizeof esc) < 0) {
         dqctl_complain("invalid probe name");
         return -1;
@@ -342,8 +408,6 @@ static const char common_help[] =
     "  --server URL   dqd's HTTP API (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ")\n"
     "  --json         print the API's data object (one line of JSON) instead of the table\n"
     "  --help         this text\n";
-static const char common_exit[] =
-    "Exit status: 0 ok, 1 a problem was found, 2 usage, API or connection error.\n";
 
 /* Parses options; prints help or the usage error. Returns -1 to go on, else an exit code. */
 int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int max_pos,
@@ -363,10 +427,11 @@ int dqctl_start_cmd(int argc, char **argv, unsigned accepts, int min_pos, int ma
         return DQCTL_EXIT_USAGE;
     }
     dqctl_set_json_errors(o->json);
+    snprintf(cur_cmd, sizeof cur_cmd, "%s", argc > 0 ? argv[0] : "dqctl");
+    cur_accepts = accepts;
+    cur_probe[0] = '\0';
     if (o->help) {
-        /* a command whose exit codes say more than the common line documents its own */
-        fprintf(dqctl_out(), "%s%s%s", help, common_help,
-                strstr(help, "Exit status") ? "" : common_exit);
+        fprintf(dqctl_out(), "%s%s\n%s", help, common_help, DQCTL_EXIT_TABLE);
         return DQCTL_EXIT_OK;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);

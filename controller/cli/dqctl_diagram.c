@@ -160,6 +160,7 @@ int dqctl_diagram_main(int argc, char **argv) {
             if (strcmp(type, "unprocessable") == 0 && sscanf(err, "%d:%d:", &line, &col) == 2) {
                 dqctl_complain_typed(type, "%s:%s",
                                      strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0], err);
+                rc = DQCTL_EXIT_USAGE; /* the file is at fault, as a compiler's input */
             } else {
                 dqctl_complain_typed(type, "%s", err);
             }

@@ -23,6 +23,7 @@
 
 #include "dqctl.h"
 #include "dqctl_api.h"
+#include "dq.h"
 #include "dq_strbuf.h"
 
 static double poll_interval_s = 0.5;
@@ -52,14 +53,6 @@ static void join_names(const json_t *arr, char *buf, size_t cap) {
 /* "27.4 ms" or "-" */
 static void dur(double s, char *buf, size_t cap) {
     dqctl_format_duration(s, buf, cap);
-}
-
-static void percent(double f, char *buf, size_t cap) {
-    if (isnan(f)) {
-        snprintf(buf, cap, "-");
-    } else {
-        snprintf(buf, cap, "%.2f%%", f * 100);
-    }
 }
 
 /*
@@ -92,7 +85,7 @@ static void format_node_stats(const json_t *st, char *buf, size_t cap) {
         dq_strbuf_printf(&sb, "%smean %s, sd %s", sb.len ? ", " : "", a, b);
     }
     if (!isnan(jnum(st, "lost"))) {
-        percent(jnum(st, "lost"), a, sizeof a);
+        dqctl_format_percent(jnum(st, "lost"), a, sizeof a);
         dq_strbuf_printf(&sb, "%slost %s", sb.len ? ", " : "", a);
     }
     if (!isnan(jnum(st, "ks_d"))) {
@@ -108,19 +101,27 @@ static void format_node_stats(const json_t *st, char *buf, size_t cap) {
 }
 
 /* A contribution in the unit of the problem kind: seconds, s² (shown as ms²), a lost
- * fraction, a KS distance. */
-static void format_value(const char *problem, double v, char *buf, size_t cap) {
+ * fraction, a KS distance, or for `shape` (problem "mass": its evidence's "unit") a
+ * fraction of the child's mass that moved. */
+static void format_value(const char *problem, double v, int sig, char *buf, size_t cap) {
+    char n[40];
     if (isnan(v)) {
         snprintf(buf, cap, "-");
     } else if (strcmp(problem, "variance") == 0) {
-        snprintf(buf, cap, "%.3g ms²", v * 1e6);
-    } else if (strcmp(problem, "lost") == 0) {
-        snprintf(buf, cap, "%.3g%%", v * 100);
+        snprintf(buf, cap, "%.30s ms²", dq_format_number(v * 1e6, sig, n, sizeof n));
+    } else if (strcmp(problem, "lost") == 0 || strcmp(problem, "mass") == 0) {
+        snprintf(buf, cap, "%.30s %%", dq_format_number(v * 100, sig, n, sizeof n));
     } else if (strcmp(problem, "divergence") == 0) {
-        snprintf(buf, cap, "D %.3g", v);
+        snprintf(buf, cap, "D %.30s", dq_format_number(v, sig, n, sizeof n));
     } else {
         dur(v, buf, cap);
     }
+}
+
+/* The unit an evidence object's contributions are in: "mass" for a shape problem weighed
+ * by the mass that moved, else the problem kind's (format_value). */
+static const char *evidence_unit(const json_t *ev, const char *problem) {
+    return strcmp(jstr(ev, "unit", ""), "mass") == 0 ? "mass" : problem;
 }
 
 static void format_contribution(const char *problem, const json_t *c, char *buf, size_t cap) {
@@ -129,18 +130,22 @@ static void format_contribution(const char *problem, const json_t *c, char *buf,
         snprintf(buf, cap, "-");
         return;
     }
-    char a[32], b[32];
-    format_value(problem, v, a, sizeof a);
+    char a[40], b[40];
+    int timed = strcmp(problem, "variance") != 0 && strcmp(problem, "lost") != 0 &&
+                strcmp(problem, "mass") != 0 && strcmp(problem, "divergence") != 0;
+    if (timed) {
+        dq_format_duration_pm(v, h, buf, cap);
+        return;
+    }
+    format_value(problem, v, 3, a, sizeof a);
     if (isnan(h)) {
         snprintf(buf, cap, "%s", a);
         return;
     }
-    if (strcmp(problem, "divergence") == 0) {
-        snprintf(b, sizeof b, "%.3g", h);
-    } else {
-        format_value(problem, h, b, sizeof b);
-    }
-    snprintf(buf, cap, "%s ± %s", a, b);
+    format_value(problem, h, 2, b, sizeof b);
+    struct dq_strbuf sb;
+    dq_strbuf_init(&sb, buf, cap);
+    dq_strbuf_printf(&sb, "%s ± %s", a, strcmp(problem, "divergence") == 0 ? b + 2 : b);
 }
 
 /* The statistics of the node a hypothesis is about: stats.node (root), stats.focus
@@ -198,20 +203,106 @@ static void hyp_reason(const json_t *h, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", err ? err : "");
 }
 
+/* "latency problem", "no problem found" (a healthy verdict's "none"), "problem not decided
+ * yet" ("unknown": decided from the node's data). */
+static void problem_words(const char *problem, char *buf, size_t cap) {
+    if (strcmp(problem, "none") == 0) {
+        snprintf(buf, cap, "no problem found");
+    } else if (strcmp(problem, "unknown") == 0) {
+        snprintf(buf, cap, "problem not decided yet");
+    } else {
+        snprintf(buf, cap, "%s problem", problem);
+    }
+}
+
+/* A reason without its leading "VERDICT at NODE: " (the line it is printed under names
+ * the verdict and the node already): "localized at b: b holds 81 %" → "b holds 81 %". */
+const char *dqctl_strip_verdict(const char *reason) {
+    static const char *const verbs[] = {"localized at ", "diffuse at ", "overload at ",
+                                        "healthy at ", "inconclusive at "};
+    const char *colon = strstr(reason, ": ");
+    for (size_t i = 0; colon && i < sizeof verbs / sizeof verbs[0]; i++) {
+        if (strncmp(reason, verbs[i], strlen(verbs[i])) == 0) {
+            return colon + 2;
+        }
+    }
+    return reason;
+}
+
+/* "fb and sb", "a, b and c": the culprits an evidence object names (none: buf empty). */
+static void culprit_names(const json_t *ev, char *buf, size_t cap) {
+    const json_t *list = json_object_get(ev, "culprits");
+    size_t n = json_array_size(list);
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t i = 0; i < n; i++) {
+        char name[300];
+        dqctl_escape(jstr(json_array_get(list, i), "probe", "?"), name, sizeof name);
+        dq_strbuf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", name);
+    }
+}
+
+/* "localized at fb and sb", "healthy at root": a verdict and where, every culprit named. */
+void dqctl_verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
+                         size_t cap) {
+    char names[1200];
+    culprit_names(ev, names, sizeof names);
+    char at[1100];
+    dqctl_escape(names[0] && json_array_size(json_object_get(ev, "culprits")) > 1 ? names
+                 : node                                                           ? node
+                                                                                  : "",
+                 at, sizeof at);
+    snprintf(buf, cap, "%s%s%s", verdict ? verdict : "no verdict", at[0] ? " at " : "", at);
+}
+
+/*
+ * The culprits of a verdict, one line each with the share of the change at the
+ * investigation's node it explains:
+ *   culprits, each with its share of root's change (12.2 ms against its baseline; 100 % explained):
+ *     fb   62 %   reference fa
+ */
+static void render_culprits(FILE *out, const json_t *ev, const char *problem, const char *node,
+                            const char *indent) {
+    const json_t *list = json_object_get(ev, "culprits");
+    if (json_array_size(list) == 0) {
+        return;
+    }
+    char change[64] = "-", expl[32] = "-";
+    double ch = jnum(ev, "change"), all = jnum(ev, "explained");
+    if (!isnan(ch)) {
+        format_value(strcmp(problem, "lost") == 0 ? "lost" : "latency", ch, 3, change,
+                     sizeof change);
+    }
+    if (!isnan(all)) {
+        snprintf(expl, sizeof expl, "%.0f %%", 100.0 * all);
+    }
+    fprintf(out,
+            "%sculprits, each with the share of %s's change it explains (%s against its "
+            "baseline; %s explained):\n",
+            indent, node, change, expl);
+    int width = dqctl_column_width(list, "probe", 5, 40);
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *c = json_array_get(list, i);
+        char share[24] = "-";
+        if (!isnan(jnum(c, "share"))) {
+            snprintf(share, sizeof share, "%.0f %%", 100.0 * jnum(c, "share"));
+        }
+        fprintf(out, "%s  %-*.*s %6s   reference: %s\n", indent, width, width,
+                jstr(c, "probe", "?"), share, jstr(c, "reference", "its baseline"));
+    }
+}
+
 /* ---- verdicts and progress ------------------------------------------------------------ */
 
 int dqctl_verdict_exit(const char *verdict) {
-    if (!verdict) {
-        return DQCTL_EXIT_USAGE;
-    }
-    if (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0 ||
-        strcmp(verdict, "overload") == 0) {
+    if (verdict && (strcmp(verdict, "localized") == 0 || strcmp(verdict, "diffuse") == 0 ||
+                    strcmp(verdict, "overload") == 0)) {
         return DQCTL_EXIT_PROBLEM;
     }
-    if (strcmp(verdict, "inconclusive") == 0 || strcmp(verdict, "healthy") == 0) {
+    if (verdict && strcmp(verdict, "healthy") == 0) {
         return DQCTL_EXIT_OK;
     }
-    return DQCTL_EXIT_USAGE;
+    return DQCTL_EXIT_NO_VERDICT; /* inconclusive, aborted, unknown */
 }
 
 void dqctl_render_progress(FILE *out, const json_t *h) {
@@ -220,7 +311,18 @@ void dqctl_render_progress(FILE *out, const json_t *h) {
     join_names(json_object_get(h, "probes"), probes, sizeof probes);
     hyp_reason(h, reason, sizeof reason);
     const char *action = jstr(h, "action", "?");
-    fprintf(out, "%s  %-8s %s", when, action, jstr(h, "node", "?"));
+    if (strcmp(action, "verdict") == 0) {
+        /* "verdict  localized at fb and sb: …", the reason without its own "… at X: " */
+        char head[1300];
+        const json_t *ev = json_object_get(json_object_get(h, "stats"), "evidence");
+        dqctl_verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        fprintf(out, "%s  %-8s %s%s%s\n", when, action, head, reason[0] ? ": " : "",
+                dqctl_strip_verdict(reason));
+        return;
+    }
+    /* the first step opened the investigation: "opened   root: …" */
+    fprintf(out, "%s  %-8s %s", when, strcmp(action, "root") == 0 ? "opened" : action,
+            jstr(h, "node", "?"));
     if (probes[0]) {
         fprintf(out, " [%s]", probes);
     }
@@ -239,12 +341,7 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
     if (json_array_size(kids) == 0) {
         return;
     }
-    int width = 5;
-    for (size_t i = 0; i < json_array_size(kids); i++) {
-        int n = (int)strlen(jstr(json_array_get(kids, i), "node", "?"));
-        width = n > width ? n : width;
-    }
-    width = width > 40 ? 40 : width;
+    int width = dqctl_column_width(kids, "node", 5, 40);
     const char *best = jstr(ev, "best", "");
     int dominant = json_is_true(json_object_get(ev, "dominant"));
     fprintf(out, "%s  %-*s %8s %9s %9s %7s  %-24s %6s\n", indent, width, "CHILD", "N", "MEAN", "SD",
@@ -260,14 +357,15 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
         }
         dur(jnum(k, "mean"), mean, sizeof mean);
         dur(jnum(k, "sd"), sd, sizeof sd);
-        percent(jnum(k, "lost"), lost, sizeof lost);
-        format_contribution(problem, k, contrib, sizeof contrib);
+        dqctl_format_percent(jnum(k, "lost"), lost, sizeof lost);
+        format_contribution(evidence_unit(ev, problem), k, contrib, sizeof contrib);
         if (!isnan(jnum(k, "share"))) {
             snprintf(share, sizeof share, "%.1f%%", jnum(k, "share") * 100);
         }
         int is_best = strcmp(name, best) == 0;
-        fprintf(out, "%s%c %-*.*s %8s %9s %9s %7s  %-24s %6s%s\n", indent, is_best ? '*' : ' ',
-                width, width, name, n, mean, sd, lost, contrib, share,
+        fprintf(out, "%s%c %-*.*s %8s %*s %*s %7s  %*s %6s%s\n", indent, is_best ? '*' : ' ', width,
+                width, name, n, dqctl_cols(mean, 9), mean, dqctl_cols(sd, 9), sd, lost,
+                dqctl_cols(contrib, -24), contrib, share,
                 !is_best   ? ""
                 : dominant ? "  dominant"
                 : !present ? ""
@@ -276,7 +374,7 @@ static void render_children(FILE *out, const json_t *ev, const char *problem, co
     double cov = jnum(ev, "covariance");
     if (!isnan(cov)) {
         char c[40];
-        format_value("variance", cov, c, sizeof c);
+        format_value("variance", cov, 3, c, sizeof c);
         fprintf(out, "%s  covariance (observed variance minus the children's sum): %s\n", indent,
                 c);
     }
@@ -302,12 +400,7 @@ static void render_overload(FILE *out, const json_t *ov, const char *root, const
     const json_t *stages = json_object_get(ov, "stages");
     const char *bottleneck = jstr(ov, "bottleneck", "");
     const json_t *co = json_object_get(ov, "co_bottlenecks");
-    int width = 5;
-    for (size_t i = 0; i < json_array_size(stages); i++) {
-        int l = (int)strlen(jstr(json_array_get(stages, i), "probe", "?"));
-        width = l > width ? l : width;
-    }
-    width = width > 32 ? 32 : width;
+    int width = dqctl_column_width(stages, "probe", 5, 32);
     fprintf(out, "%s  %-*s %5s  %-12s %9s  %-11s %9s %10s %10s  %s\n", indent, width, "STAGE",
             "RHO", "INTERVAL", "SERVICE", "SERVERS", "ARRIVALS", "SATURATES", root ? "ROOT AT" : "",
             "METHOD");
@@ -332,11 +425,11 @@ static void render_overload(FILE *out, const json_t *ov, const char *root, const
         per_s(jnum(st, "saturation_per_s"), sat, sizeof sat);
         per_s(jnum(st, "root_saturation_per_s"), rsat, sizeof rsat);
         const char *m = jstr(st, "method", "?");
-        fprintf(out, "%s%c %-*.*s %5s  %-14s %9s  %-11s %9s %10s %10s  %s\n", indent,
+        fprintf(out, "%s%c %-*.*s %5s  %-14s %*s  %-11s %9s %10s %10s  %s\n", indent,
                 strcmp(name, bottleneck) == 0 ? '*'
                 : is_co                       ? '+'
                                               : ' ',
-                width, width, name, rho, iv, svc, servers, arr, sat, rsat,
+                width, width, name, rho, iv, dqctl_cols(svc, 9), svc, servers, arr, sat, rsat,
                 strcmp(m, "busy") == 0       ? "busy time"
                 : strcmp(m, "baseline") == 0 ? "quiet baseline"
                 : strcmp(m, "mmc") == 0      ? "M/M/c, Little"
@@ -369,29 +462,34 @@ void dqctl_render_verdict(FILE *out, const json_t *inv) {
     if (on) {
         dqctl_escape(on, on_safe, sizeof on_safe);
     }
-    fprintf(out, "verdict: %s%s%s%s%s (investigation %lld: %s problem at %s",
-            verdict ? verdict : "none", vnode ? " at " : "", vnode ? vnode : "",
-            on ? " on node " : "", on_safe, jint(inv, "id", 0), problem, jstr(inv, "node", "?"));
+    const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
+    char head[1300], what[64];
+    dqctl_verdict_words(verdict, vnode, ev, head, sizeof head);
+    problem_words(problem, what, sizeof what);
+    fprintf(out, "verdict: %s%s%s (investigation %lld: %s at %s", head, on ? " on node " : "",
+            on_safe, jint(inv, "id", 0), what, jstr(inv, "node", "?"));
     if (!isnan(took) && took >= 0) {
         char t[32];
         dur(took, t, sizeof t);
         fprintf(out, ", %s", t);
     }
     fprintf(out, ")\n");
-    const json_t *ev = json_object_get(json_object_get(inv, "summary"), "evidence");
     const char *reason = jstr(ev, "reason", NULL);
     const char *error = jstr(ev, "error", NULL);
     if (reason) {
-        fprintf(out, "  %s\n", reason);
+        fprintf(out, "  %s\n", dqctl_strip_verdict(reason));
     }
     if (error) {
         fprintf(out, "  error: %s\n", error);
     }
+    render_culprits(out, ev, problem, jstr(inv, "node", "?"), "  ");
     const json_t *focus = json_object_get(ev, "focus");
     if (json_is_object(focus)) {
         char st[256];
         format_node_stats(focus, st, sizeof st);
-        fprintf(out, "  %s: %s\n", jstr(focus, "node", "?"), st);
+        fprintf(out, "  %s%s: %s\n",
+                json_array_size(json_object_get(ev, "culprits")) > 1 ? "the last step, at " : "",
+                jstr(focus, "node", "?"), st);
     }
     const json_t *ov = json_object_get(ev, "overload");
     if (json_is_object(ov)) {
@@ -413,8 +511,20 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     hyp_reason(h, reason, sizeof reason);
     int ind = 2 + 2 * depth;
     const char *verdict = jstr(h, "verdict", "pending");
-    fprintf(out, "%*s#%lld %s %s  %s", ind, "", jint(h, "id", 0), jstr(h, "action", "?"),
-            jstr(h, "node", "?"), when);
+    const char *action = jstr(h, "action", "?");
+    const json_t *ev = json_object_get(json_object_get(h, "stats"), "evidence");
+    if (strcmp(action, "root") == 0) { /* the step that opened it: "#1 opened at root" */
+        fprintf(out, "%*s#%lld opened at %s  %s", ind, "", jint(h, "id", 0), jstr(h, "node", "?"),
+                when);
+    } else if (strcmp(action, "verdict") == 0) { /* "#9 verdict: localized at fb and sb" */
+        char head[1300];
+        dqctl_verdict_words(jstr(h, "verdict", NULL), jstr(h, "node", NULL), ev, head, sizeof head);
+        fprintf(out, "%*s#%lld verdict: %s  %s", ind, "", jint(h, "id", 0), head, when);
+        verdict = "pending"; /* said already */
+    } else {
+        fprintf(out, "%*s#%lld %s %s  %s", ind, "", jint(h, "id", 0), action, jstr(h, "node", "?"),
+                when);
+    }
     if (probes[0]) {
         fprintf(out, "  [%s]", probes);
     }
@@ -424,13 +534,15 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
     fprintf(out, "%s\n", mark ? mark : "");
     const json_t *stats = json_object_get(h, "stats");
     const json_t *node_st = hyp_node_stats(h);
-    if (json_is_object(node_st)) {
+    /* an expand step has no windows of its own yet: its empty numbers say nothing */
+    if (json_is_object(node_st) &&
+        !(json_is_false(json_object_get(node_st, "present")) && strcmp(action, "expand") == 0)) {
         fprintf(out, "%*s  %s: %s\n", ind, "", jstr(node_st, "node", jstr(h, "node", "?")), st);
     }
-    const json_t *best = evidence_best(json_object_get(stats, "evidence"));
+    const json_t *best = evidence_best(ev);
     if (best) {
         char c[80];
-        format_contribution(jstr(h, "kind", "latency"), best, c, sizeof c);
+        format_contribution(evidence_unit(ev, jstr(h, "kind", "latency")), best, c, sizeof c);
         double share = jnum(best, "share");
         fprintf(out, "%*s  largest contribution: %s %s", ind, "", jstr(best, "node", "?"), c);
         if (!isnan(share)) {
@@ -442,7 +554,8 @@ static void render_hyp_item(FILE *out, const json_t *h, int depth, const char *m
                     : ", not dominant");
     }
     if (reason[0]) {
-        fprintf(out, "%*s  %s\n", ind, "", reason);
+        fprintf(out, "%*s  %s\n", ind, "",
+                strcmp(action, "verdict") == 0 ? dqctl_strip_verdict(reason) : reason);
     }
 }
 
@@ -615,9 +728,11 @@ void dqctl_render_investigation(FILE *out, const json_t *inv) {
     char opened[40], closed[40], o[160];
     dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
     origin_text(inv, o, sizeof o);
-    fprintf(out, "investigation %lld at %s: %s problem, strategy %s, started by %s at %s UTC\n",
-            jint(inv, "id", 0), jstr(inv, "node", "?"), jstr(inv, "problem", "?"),
-            jstr(inv, "strategy", "?"), o, opened);
+    char what[64];
+    problem_words(jstr(inv, "problem", "?"), what, sizeof what);
+    fprintf(out, "investigation %lld at %s: %s, strategy %s, started by %s at %s UTC\n",
+            jint(inv, "id", 0), jstr(inv, "node", "?"), what, jstr(inv, "strategy", "?"), o,
+            opened);
     if (json_is_true(json_object_get(inv, "open"))) {
         fprintf(out, "still open\n");
     } else {
@@ -633,302 +748,6 @@ void dqctl_render_investigation(FILE *out, const json_t *inv) {
     for (size_t i = 0; i < json_array_size(cmds); i++) {
         render_command(out, json_array_get(cmds, i), 1);
     }
-}
-
-/* ---- snapshots ---------------------------------------------------------------------- */
-
-void dqctl_render_snapshots(FILE *out, const json_t *list) {
-    int wp = 5;
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        int n = (int)strlen(jstr(json_array_get(list, i), "probe", "?"));
-        wp = n > wp ? n : wp;
-    }
-    wp = wp > 40 ? 40 : wp;
-    /* "ΔQS" is one column wider in bytes than on screen (Δ is two bytes of UTF-8) */
-    fprintf(out, "%5s  %-23s  %-*s %8s %6s %7s %10s  %s\n", "ID", "TIME (UTC)", wp, "PROBE",
-            "TRIGGER", "INV", "WINDOWS", "ΔQS", "REASON");
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        const json_t *s = json_array_get(list, i);
-        char when[40], trig[24] = "-", inv[24] = "-", dqs[32];
-        dqctl_format_time(jnum(s, "time"), when, sizeof when);
-        if (jint(s, "trigger", 0)) {
-            snprintf(trig, sizeof trig, "#%lld", jint(s, "trigger", 0));
-        }
-        if (jint(s, "investigation", 0)) {
-            snprintf(inv, sizeof inv, "%lld", jint(s, "investigation", 0));
-        }
-        snprintf(dqs, sizeof dqs, "%lld%s", jint(s, "dq_count", 0),
-                 json_is_true(json_object_get(s, "complete")) ? "" : " (+)");
-        fprintf(out, "%5lld  %-23s  %-*.*s %8s %6s %7lld %9s  %s\n", jint(s, "id", 0), when, wp, wp,
-                jstr(s, "probe", "?"), trig, inv, jint(s, "windows", 0), dqs,
-                jstr(s, "reason", "-"));
-    }
-}
-
-/* A snapshot ΔQ entry has a pdf; other objects in "dqs" are skipped. */
-static int is_dq_entry(const json_t *e) {
-    return json_is_array(json_object_get(e, "pdf")) && jnum(e, "bin_width") > 0;
-}
-
-/* Moments and quantiles of one pdf on its grid. */
-struct pdf_summary {
-    double mass, mean, q[4];
-};
-
-static const double summary_p[4] = {0.5, 0.9, 0.95, 0.99};
-
-static void pdf_summarize(const json_t *e, struct pdf_summary *s) {
-    const json_t *pdf = json_object_get(e, "pdf");
-    double w = jnum(e, "bin_width");
-    double acc = 0, first = 0;
-    for (int k = 0; k < 4; k++) {
-        s->q[k] = NAN;
-    }
-    for (size_t i = 0; i < json_array_size(pdf); i++) {
-        double m = json_number_value(json_array_get(pdf, i));
-        double t = (double)(i + 1) * w; /* the right edge of bin i: P(delay ≤ t) = acc */
-        acc += m;
-        first += m * (t - 0.5 * w); /* the bin's mass at its middle */
-        for (int k = 0; k < 4; k++) {
-            if (isnan(s->q[k]) && acc >= summary_p[k] - 1e-12) {
-                s->q[k] = t;
-            }
-        }
-    }
-    s->mass = acc;
-    s->mean = acc > 0 ? first / acc : NAN;
-}
-
-void dqctl_render_snapshot(FILE *out, const json_t *snap) {
-    char when[40];
-    dqctl_format_time(jnum(snap, "time"), when, sizeof when);
-    fprintf(out, "snapshot %lld of %s at %s UTC: %s", jint(snap, "id", 0), jstr(snap, "probe", "?"),
-            when, jstr(snap, "reason", "no reason recorded"));
-    if (jint(snap, "trigger", 0)) {
-        fprintf(out, " (trigger #%lld", jint(snap, "trigger", 0));
-        if (jint(snap, "investigation", 0)) {
-            fprintf(out, ", investigation %lld", jint(snap, "investigation", 0));
-        }
-        fprintf(out, ")");
-    }
-    fprintf(out, "\n%lld windows before and after, %s\n", jint(snap, "windows", 0),
-            json_is_true(json_object_get(snap, "complete"))
-                ? "complete"
-                : "still collecting the windows after the firing");
-    const json_t *dqs = json_object_get(snap, "dqs");
-    int wp = 5;
-    for (size_t i = 0; i < json_array_size(dqs); i++) {
-        int n = (int)strlen(jstr(json_array_get(dqs, i), "probe", "?"));
-        wp = n > wp ? n : wp;
-    }
-    wp = wp > 40 ? 40 : wp;
-    fprintf(out, "%-*s %-10s  %-23s %8s %7s %9s %9s %9s %9s %9s\n", wp, "PROBE", "KIND",
-            "WINDOW START (UTC)", "LENGTH", "LOST", "MEAN", "P50", "P90", "P95", "P99");
-    for (size_t i = 0; i < json_array_size(dqs); i++) {
-        const json_t *e = json_array_get(dqs, i);
-        if (!is_dq_entry(e)) {
-            continue;
-        }
-        struct pdf_summary s;
-        pdf_summarize(e, &s);
-        char start[40], len[24], lost[24], mean[24], q[4][24];
-        dqctl_format_time(jnum(e, "start"), start, sizeof start);
-        dur(jnum(e, "end") - jnum(e, "start"), len, sizeof len);
-        double l = jnum(e, "lost");
-        percent(isnan(l) ? 1.0 - s.mass : l, lost, sizeof lost);
-        dur(s.mean, mean, sizeof mean);
-        for (int k = 0; k < 4; k++) {
-            dur(s.q[k], q[k], sizeof q[k]);
-        }
-        fprintf(out, "%-*.*s %-10s  %-23s %8s %7s %9s %9s %9s %9s %9s\n", wp, wp,
-                jstr(e, "probe", "?"), jstr(e, "kind", "?"), start, len, lost, mean, q[0], q[1],
-                q[2], q[3]);
-    }
-}
-
-/* A CSV field: quoted (with doubled quotes) when it holds a comma, quote or line break. */
-static void csv_field(FILE *out, const char *s) {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"') {
-            fputc('"', out);
-        }
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
-void dqctl_render_snapshot_csv(FILE *out, const json_t *snap) {
-    fprintf(out, "probe,kind,window_start,window_end,bin,time_s,pdf,cdf\n");
-    const json_t *dqs = json_object_get(snap, "dqs");
-    for (size_t i = 0; i < json_array_size(dqs); i++) {
-        const json_t *e = json_array_get(dqs, i);
-        if (!is_dq_entry(e)) {
-            continue;
-        }
-        const json_t *pdf = json_object_get(e, "pdf");
-        double w = jnum(e, "bin_width"), acc = 0;
-        for (size_t b = 0; b < json_array_size(pdf); b++) {
-            double m = json_number_value(json_array_get(pdf, b));
-            acc += m;
-            csv_field(out, jstr(e, "probe", ""));
-            fputc(',', out);
-            csv_field(out, jstr(e, "kind", ""));
-            fprintf(out, ",%.6f,%.6f,%zu,%.9g,%.9g,%.9g\n", jnum(e, "start"), jnum(e, "end"), b,
-                    (double)(b + 1) * w, m, acc);
-        }
-    }
-}
-
-/* ---- triggers ------------------------------------------------------------------------- */
-
-static const char *const trigger_kinds[] = {"qta", "load", "lost", "divergence", "cv"};
-
-static int known_trigger_kind(const char *k) {
-    for (size_t i = 0; i < sizeof trigger_kinds / sizeof trigger_kinds[0]; i++) {
-        if (strcmp(k, trigger_kinds[i]) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The threshold in the kind's words: "> 5% lost", "> 1000 instances/window". */
-static void format_threshold(const json_t *t, char *buf, size_t cap) {
-    const char *kind = jstr(t, "kind", "?");
-    double th = jnum(t, "threshold");
-    if (isnan(th)) {
-        snprintf(buf, cap, "default");
-    } else if (strcmp(kind, "lost") == 0) {
-        snprintf(buf, cap, "lost > %g%%", th * 100);
-    } else if (strcmp(kind, "load") == 0) {
-        snprintf(buf, cap, "n > %g/window", th);
-    } else if (strcmp(kind, "qta") == 0) {
-        snprintf(buf, cap, "hazard > %g", th);
-    } else if (strcmp(kind, "divergence") == 0) {
-        snprintf(buf, cap, "KS D > %g", th);
-    } else if (strcmp(kind, "cv") == 0) {
-        snprintf(buf, cap, "sd/mean > %g", th);
-    } else {
-        snprintf(buf, cap, "%g", th);
-    }
-}
-
-int dqctl_render_triggers(FILE *out, const json_t *list) {
-    int wp = 5, fired = 0;
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        int n = (int)strlen(jstr(json_array_get(list, i), "probe", "?"));
-        wp = n > wp ? n : wp;
-    }
-    wp = wp > 40 ? 40 : wp;
-    fprintf(out, "%-*s %-10s %-20s %4s %5s  %-8s %s\n", wp, "PROBE", "KIND", "THRESHOLD", "FIRE",
-            "CLEAR", "ENABLED", "STATE");
-    for (size_t i = 0; i < json_array_size(list); i++) {
-        const json_t *t = json_array_get(list, i);
-        char th[64], state[96];
-        format_threshold(t, th, sizeof th);
-        int enabled = json_is_true(json_object_get(t, "enabled"));
-        if (json_is_true(json_object_get(t, "fired"))) {
-            char when[40];
-            dqctl_format_time(jnum(t, "fired_at"), when, sizeof when);
-            snprintf(state, sizeof state, "FIRED at %s (%lld bad windows in a row)", when,
-                     jint(t, "bad", 0));
-            fired += enabled;
-        } else {
-            snprintf(state, sizeof state, "quiet (%lld good, %lld bad windows in a row)",
-                     jint(t, "good", 0), jint(t, "bad", 0));
-        }
-        fprintf(out, "%-*.*s %-10s %-20s %4lld %5lld  %-8s %s\n", wp, wp, jstr(t, "probe", "?"),
-                jstr(t, "kind", "?"), th, jint(t, "fire_after", 0), jint(t, "clear_after", 0),
-                enabled ? "yes" : "no", state);
-    }
-    return fired;
-}
-
-/* An integer in [lo, hi] from the whole of s. */
-static int parse_int(const char *s, long lo, long hi, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || end == s || *end || errno || v < lo || v > hi) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* A threshold: a plain decimal ≥ 0, with an optional % (divided by 100). */
-static int parse_threshold(const char *s, double *out) {
-    char *end = NULL;
-    errno = 0;
-    if (!((*s >= '0' && *s <= '9') || *s == '.')) {
-        return -1; /* no sign, no "inf"/"nan" */
-    }
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v)) {
-        return -1;
-    }
-    if (strcmp(end, "%") == 0) {
-        v /= 100.0;
-    } else if (*end) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-json_t *dqctl_trigger_body(const json_t *current, const char *threshold, const char *fire_after,
-                           const char *clear_after, int disable, char *err, size_t err_cap) {
-    json_t *body = json_object();
-    if (!body) {
-        dqctl_set_err(err, err_cap, "out of memory");
-        return NULL;
-    }
-    /* what is not given keeps its current value (the API would reset it to the default) */
-    static const char *const keep[] = {"threshold", "fire_after", "clear_after"};
-    for (size_t i = 0; current && i < sizeof keep / sizeof keep[0]; i++) {
-        const json_t *v = json_object_get(current, keep[i]);
-        if (v && (json_is_number(v) || json_is_null(v))) {
-            json_object_set(body, keep[i], (json_t *)v);
-        }
-    }
-    if (threshold) {
-        double th;
-        if (strcmp(threshold, "default") == 0) {
-            json_object_set_new(body, "threshold", json_null());
-        } else if (parse_threshold(threshold, &th) == 0) {
-            json_object_set_new(body, "threshold", json_real(th));
-        } else {
-            json_decref(body);
-            dqctl_set_err(
-                err, err_cap,
-                "--threshold must be a number >= 0 (5%% = 0.05) or \"default\", not \"%s\"",
-                threshold);
-            return NULL;
-        }
-    }
-    const char *counts[2] = {fire_after, clear_after};
-    const char *names[2] = {"fire_after", "clear_after"};
-    for (int i = 0; i < 2; i++) {
-        long v;
-        if (!counts[i]) {
-            continue;
-        }
-        if (parse_int(counts[i], 1, 1000, &v) < 0) {
-            json_decref(body);
-            dqctl_set_err(err, err_cap,
-                          "--%s must be a whole number of windows from 1 to 1000, not \"%s\"",
-                          i == 0 ? "fire-after" : "clear-after", counts[i]);
-            return NULL;
-        }
-        json_object_set_new(body, names[i], json_integer(v));
-    }
-    json_object_set_new(body, "enabled", json_boolean(!disable));
-    return body;
 }
 
 /* ---- subcommands -------------------------------------------------------------------- */
@@ -987,19 +806,23 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
                 dqctl_render_verdict(dqctl_out(), inv);
             }
             rc = dqctl_verdict_exit(verdict);
-            if (rc == DQCTL_EXIT_USAGE) {
-                dqctl_complain("diagnose: investigation %lld ended without a verdict (%s)", id,
-                               verdict ? verdict : "none");
+            if (rc == DQCTL_EXIT_NO_VERDICT) {
+                dqctl_complain_typed("no_verdict",
+                                     "diagnose: investigation %lld ended without a verdict (%s)",
+                                     id, verdict ? verdict : "none recorded");
             }
             json_decref(inv);
             return rc;
         }
         json_decref(inv);
         if (now_s() >= deadline) {
-            dqctl_complain("diagnose: no verdict after %g s; investigation %lld goes on in dqd "
-                           "(dqctl log %lld shows it, dqctl diagnose … --wait follows it again)",
-                           timeout_s, id, id);
-            return DQCTL_EXIT_USAGE;
+            char t[DQ_DURATION_TEXT];
+            dqctl_complain_typed("timeout",
+                                 "diagnose: no verdict after %s (--timeout); investigation %lld "
+                                 "goes on in dqd (dqctl log %lld shows it, dqctl diagnose … "
+                                 "--wait follows it again)",
+                                 dq_format_duration(timeout_s, t, sizeof t), id, id);
+            return DQCTL_EXIT_NO_VERDICT;
         }
         sleep_s(poll_interval_s);
     }
@@ -1051,7 +874,7 @@ static int abort_investigation(const struct dqctl_opts *o) {
 int dqctl_diagnose_main(int argc, char **argv) {
     static const char help[] =
         "usage: dqctl diagnose [NODE] [--strategy children|bisect] [--overload] [--wait]\n"
-        "                      [--timeout SECONDS] [--server URL] [--json]\n"
+        "                      [--timeout DURATION] [--server URL] [--json]\n"
         "       dqctl diagnose --abort ID\n"
         "Asks dqd whether something is wrong at NODE (default: the diagram's first root)\n"
         "and where it comes from. An investigation opens and first decides from NODE's\n"
@@ -1078,18 +901,17 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "`dqctl log ID` shows its progress. With --wait, prints one line per step as it\n"
         "happens (time, action, node, probes enabled, reason) and at the end the verdict,\n"
         "its reason and the children's contributions; --json prints only the finished\n"
-        "investigation. --timeout gives up waiting after SECONDS (a number, or with a unit:\n"
-        "90s, 5m; default 300; 0 waits for ever); the investigation itself goes on in dqd.\n"
+        "investigation. --timeout gives up waiting after DURATION (a bare number is\n"
+        "milliseconds, as everywhere in dqctl: 90000; or with a unit: 90s, 5m; default 5m;\n"
+        "0 waits for ever); the investigation itself goes on in dqd.\n"
         "\n"
-        "Exit status (with --wait):\n"
-        "  1  a problem was found: verdict localized (at a leaf), diffuse (spread over\n"
-        "     NODE's children, or load-induced coupling) or overload (a bottleneck named)\n"
-        "  0  verdict healthy (nothing abnormal), or inconclusive (no problem could be\n"
-        "     pinned down)\n"
-        "  2  no verdict: usage error, no connection, dqd refused (no diagram, unknown node,\n"
-        "     a leaf), the investigation was aborted, or --timeout passed\n"
-        "Without --wait: 0 when the investigation was opened or is already open, else 2.\n"
-        "--abort: 0 when it was ended, 2 otherwise (unknown id, or nothing left to end).\n";
+        "With --wait, the exit status is the verdict's: 0 healthy (nothing abnormal); 1 a\n"
+        "problem was found: localized (at a leaf), diffuse (spread over NODE's children, or\n"
+        "load-induced coupling) or overload (a bottleneck named); 4 no verdict: inconclusive\n"
+        "(no problem could be pinned down), aborted, or --timeout passed. 3 when dqd refused\n"
+        "(no diagram, an unknown node, a leaf) or cannot be reached. Without --wait: 0 once\n"
+        "the investigation is open (or was already). --abort: 0 when it was ended, 3 when\n"
+        "dqd refused (an unknown id, or nothing left to end).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(
         argc, argv, DQCTL_OPT_STRATEGY | DQCTL_OPT_WAIT | DQCTL_OPT_ABORT | DQCTL_OPT_OVERLOAD, 0,
@@ -1105,9 +927,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
     double timeout_s = DQCTL_DIAGNOSE_TIMEOUT_S;
-    if (o.timeout && (!o.wait || dqctl_parse_duration(o.timeout, 1.0, &timeout_s) < 0)) {
-        dqctl_complain(o.wait ? "diagnose: --timeout must be a duration >= 0 in seconds (90, "
-                                "90s, 5m), not \"%s\""
+    if (o.timeout && (!o.wait || dqctl_parse_duration(o.timeout, 1e-3, &timeout_s) < 0)) {
+        dqctl_complain(o.wait ? "diagnose: --timeout must be a duration >= 0: milliseconds "
+                                "(90000) or with a unit (90s, 5m), not \"%s\""
                               : "diagnose: --timeout \"%s\" only goes with --wait",
                        o.timeout);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
@@ -1139,7 +961,7 @@ int dqctl_diagnose_main(int argc, char **argv) {
     if (id <= 0) {
         dqctl_complain("diagnose: dqd's answer names no investigation");
         json_decref(data);
-        return dqctl_end_cmd(DQCTL_EXIT_USAGE);
+        return dqctl_end_cmd(DQCTL_EXIT_API);
     }
     const char *node = jstr(inv, "node", o.npos ? o.pos[0] : "?");
     if (o.json && !o.wait) {
@@ -1147,12 +969,12 @@ int dqctl_diagnose_main(int argc, char **argv) {
     } else if (!o.json) {
         FILE *out = dqctl_out();
         if (already) {
-            char opened[40];
+            char opened[40], what[64];
             dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
+            problem_words(jstr(inv, "problem", "?"), what, sizeof what);
             fprintf(out,
-                    "investigation %lld is already open at %s (%s problem, strategy %s, opened %s "
-                    "UTC)%s\n",
-                    id, node, jstr(inv, "problem", "?"), jstr(inv, "strategy", "?"), opened,
+                    "investigation %lld is already open at %s (%s, strategy %s, opened %s UTC)%s\n",
+                    id, node, what, jstr(inv, "strategy", "?"), opened,
                     o.wait ? "; following it" : "");
             if (o.strategy && strcmp(o.strategy, jstr(inv, "strategy", o.strategy)) != 0) {
                 fprintf(out, "(it keeps its strategy; --strategy %s applies to new ones)\n",
@@ -1165,6 +987,10 @@ int dqctl_diagnose_main(int argc, char **argv) {
                         "investigation %lld opened at %s (strategy %s); its problem is decided "
                         "from %s's data\n",
                         id, node, jstr(inv, "strategy", "?"), node);
+            } else if (json_is_false(json_object_get(inv, "open"))) {
+                /* decided in the round that opened it (healthy at once, or a refusal) */
+                fprintf(out, "investigation %lld at %s (strategy %s) ended at once: %s\n", id, node,
+                        jstr(inv, "strategy", "?"), jstr(inv, "verdict", "no verdict"));
             } else {
                 fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id,
                         node, problem, jstr(inv, "strategy", "?"));
@@ -1216,7 +1042,7 @@ int dqctl_why_main(int argc, char **argv) {
 
 static int parse_id_arg(const char *what, const char *s, long long *id) {
     long v;
-    if (parse_int(s, 1, 0x7fffffffL, &v) < 0) {
+    if (dqctl_parse_int(s, 1, 0x7fffffffL, &v) < 0) {
         dqctl_complain("%s: the id must be a whole number >= 1, not \"%s\"", what, s);
         return -1;
     }
@@ -1241,7 +1067,7 @@ static int log_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {
         return 0;
     }
     long limit = 50;
-    if (o->limit && parse_int(o->limit, 1, 100000, &limit) < 0) {
+    if (o->limit && dqctl_parse_int(o->limit, 1, 100000, &limit) < 0) {
         dqctl_complain("log: --limit must be a whole number from 1 to 100000, not \"%s\"",
                        o->limit);
         return -1;
@@ -1369,7 +1195,7 @@ int dqctl_trigger_main(int argc, char **argv) {
         return rc;
     }
     const char *probe = o.pos[0], *kind = o.pos[1];
-    if (!known_trigger_kind(kind)) {
+    if (!dqctl_trigger_kind_known(kind)) {
         dqctl_complain("trigger: KIND must be qta, load, lost, divergence or cv, not \"%s\"", kind);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
@@ -1409,7 +1235,7 @@ int dqctl_trigger_main(int argc, char **argv) {
             json_decref(one);
         } else {
             dqctl_complain("trigger: dqd's answer does not list the %s trigger of %s", kind, probe);
-            rc = DQCTL_EXIT_USAGE;
+            rc = DQCTL_EXIT_API;
         }
     }
     json_decref(data);
@@ -1452,8 +1278,7 @@ int dqctl_triggers_main(int argc, char **argv) {
                 "row that fire it and the good ones that clear it, whether it is enabled, and its\n"
                 "state (fired since when, or quiet) with the current run of bad or good windows.\n"
                 "Set them with `dqctl trigger`.\n"
-                "Exit status: 0 ok, 1 an enabled trigger is fired (a problem was found),\n"
-                "2 usage, API or connection error.\n",
+                "Exit 1 when an enabled trigger is fired.\n",
         .max_pos = 1,
         .path = "/api/v1/triggers",
         .view =

@@ -3,7 +3,8 @@
  * §5-§7): start a diagnosis and follow it, explain why a probe is enabled, read the
  * hypothesis log, the trigger snapshots, and set or list triggers. Their pure parts
  * (renderers of the API's answers, the trigger body, the exit code of a verdict) are
- * exposed for tests.
+ * exposed for tests: those of snapshots and triggers are in dqctl_snap.c, the others and
+ * the subcommands in dqctl_log.c.
  *
  * Entry points have main()'s signature with argv[0] the subcommand's name and return
  * the exit codes of dqctl.h. They share the options and plumbing of dqctl_api.h
@@ -35,10 +36,20 @@ void dqctl_log_set_poll_interval(double seconds);
 
 /*
  * The exit code of a finished investigation's verdict: 1 (a problem was found) for
- * "localized" and "diffuse", 0 for "inconclusive" (it ended without pinning a problem
- * down), 2 for anything else ("aborted", unknown, NULL).
+ * "localized", "diffuse" and "overload", 0 for "healthy", 4 (DQCTL_EXIT_NO_VERDICT) for
+ * anything else: "inconclusive" (it ended without pinning a problem down), "aborted",
+ * unknown, NULL.
  */
 int dqctl_verdict_exit(const char *verdict);
+
+/* A verdict's reason without its leading "VERDICT at NODE: " ("localized at b: b holds
+ * 81 %" → "b holds 81 %"), for a line that names the verdict and its node already. */
+const char *dqctl_strip_verdict(const char *reason);
+
+/* "localized at fb and sb", "healthy at root": a verdict and where, every culprit of the
+ * evidence object ev named when there are several, else node (NULL: none). */
+void dqctl_verdict_words(const char *verdict, const char *node, const json_t *ev, char *buf,
+                         size_t cap);
 
 /* One progress line of `diagnose --wait` for a hypothesis object of the API: time,
  * action, node, the probes it names and the reason from its stats. */
@@ -71,6 +82,9 @@ void dqctl_render_snapshot_csv(FILE *out, const json_t *snap);
 
 /* `dqctl triggers`: a table of trigger objects. Returns how many are enabled and fired. */
 int dqctl_render_triggers(FILE *out, const json_t *list);
+
+/* 1 when k is a trigger kind dqd has: qta, load, lost, divergence, cv. */
+int dqctl_trigger_kind_known(const char *k);
 
 /*
  * The PUT body of `dqctl trigger`: the options given (threshold text: a number ≥ 0, a

@@ -82,15 +82,16 @@ static void usage(FILE *out) {
         fprintf(out, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
     }
     fprintf(out, "\n"
-                 "Durations: a bare number is milliseconds (set-timeout 250, qta P@250); a unit\n"
-                 "may follow anywhere (us, ms, s, m: 800us, 0.25s). In `model`'s DISTs, as in\n"
-                 "dqd's JSON, a bare number stays seconds (wait(0.25)) and units work too.\n"
+                 "Durations: a bare number is milliseconds everywhere (set-timeout 250, qta\n"
+                 "P@250, diagnose --timeout 90000, watch --for 30000); a unit may follow (us,\n"
+                 "ms, s, m: 800us, 0.25s, 90s). Only in `model`'s DISTs, as in the .dq language,\n"
+                 "a bare number is seconds (wait(0.25)); units work there too. Output writes\n"
+                 "every duration as a value and a unit: 30.6 µs, 1024 ms, 12.5 s.\n"
                  "With --json, errors are one line of JSON on stderr: {\"status\":\"error\",\n"
                  "\"errorType\":…, \"error\":…}.\n"
                  "\n"
                  "`dqctl COMMAND --help` (or `dqctl help COMMAND`) describes one command.\n"
-                 "Exit status: 0 success, 1 a problem was found (see each command's --help), 2 "
-                 "usage,\nmodel, API or connection error.\n");
+                 "\n" DQCTL_EXIT_TABLE);
 }
 
 static const struct dqctl_command *find_command(const char *name) {

@@ -68,6 +68,30 @@ struct model_args {
     const char *server; /* --server, NULL when not given */
 };
 
+/* A duration of a result, in the one output style with six significant digits (the
+ * digits of a calculation matter): "37.0326 ms", "3.554 s". T(x) is valid to the end of the
+ * statement it is in. */
+struct dur6 {
+    char s[DQ_DURATION_TEXT];
+};
+static struct dur6 dur6(double x) {
+    struct dur6 d;
+    dq_format_duration_sig(x, 6, d.s, sizeof d.s);
+    return d;
+}
+#define T(x) (dur6(x).s)
+
+/* A fraction (lost mass) to six significant digits, never an exponent: "0.0000032". */
+struct num6 {
+    char s[48];
+};
+static struct num6 num6(double x) {
+    struct num6 n;
+    dq_format_number(x, 6, n.s, sizeof n.s);
+    return n;
+}
+#define F(x) (num6(x).s)
+
 static void model_usage(FILE *out) {
     fprintf(out,
             "usage: dqctl model FILE.dq --set NAME=DIST [--set NAME=DIST …] [--node NAME]…\n"
@@ -116,9 +140,16 @@ static void model_usage(FILE *out) {
             "enough for the sharpest reported density, reaching every reported node's\n"
             "support (up to 4096 bins), no finer than the measured ΔQs' bins (times K under\n"
             "scale); a tail cut at the horizon is reported as such. cdf[i] and quantiles are\n"
-            "read at the bins' right edges (docs/engine.md). Exit status: 0 success, 2 usage,\n"
-            "model or connection error (also: an unknown probe or snapshot, a probe with no\n"
-            "closed window yet, dqd unreachable).\n"
+            "read at the bins' right edges (docs/engine.md).\n"
+            "\n"
+            "Durations: unlike dqctl's other commands, where a bare number is milliseconds,\n"
+            "a bare number in a DIST is seconds, as in the .dq language (wait(0.25) is\n"
+            "250 ms); a unit makes it plain (wait(250ms)). A measured window with fewer\n"
+            "instances than dqd's min_instances is refused (its ΔQ would stand for too few);\n"
+            "the output names the window each measured DIST used.\n"
+            "\n" DQCTL_EXIT_TABLE
+            "Here 2 is also a model error or a measured window too thin, and 3 an unknown\n"
+            "probe or snapshot, a probe with no closed window yet, or dqd unreachable.\n"
             "\n"
             "examples:\n"
             "  dqctl model pipeline.dq --set worker_1='uniform(1,2)' "
@@ -480,9 +511,9 @@ static int choose_grid(const struct model_args *a, const struct dq_hint *h, int 
         *short_default = 1;
     } else if (!covered) {
         fprintf(dqctl_err(),
-                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s (%d bins of %g s); mass beyond it is reported as lost past the horizon\n",
-                dq_width_of(*k) * *n, b, *n, dq_width_of(*k));
+                "dqctl model: warning: the horizon %s is shorter than the support bound %s "
+                "(%d bins of %s); mass beyond it is reported as lost past the horizon\n",
+                T(dq_width_of(*k) * *n), T(b), *n, T(dq_width_of(*k)));
     }
     return DQCTL_EXIT_OK;
 }
@@ -566,8 +597,37 @@ static void note_of(const struct dqctl_dist *l, const json_t *q, const json_t *s
     }
 }
 
-/* Fetches the measured leaf of st from dqd. Prints why not and returns 2 on failure. */
-static int fetch_measured(const struct dqctl_opts *o, struct setting *st) {
+/*
+ * An observed window with fewer instances than min_instances (dqd's, from its status; 0:
+ * unknown, no check) cannot stand for the probe's ΔQ: says so, naming the window, and
+ * returns 1.
+ */
+static int too_thin(const struct setting *st, const struct dqctl_dist *l, const json_t *q,
+                    long long min_instances) {
+    const json_t *jn = json_object_get(q, "n");
+    if (l->kind != DQCTL_DIST_PROBE || min_instances <= 0 || !json_is_integer(jn) ||
+        json_integer_value(jn) >= min_instances) {
+        return 0;
+    }
+    const json_t *win = json_object_get(q, "window");
+    char t0[40], len[DQ_DURATION_TEXT];
+    double start = json_number_value(json_object_get(win, "start"));
+    dqctl_format_time(start, t0, sizeof t0);
+    dqctl_format_duration(json_number_value(json_object_get(win, "end")) - start, len, sizeof len);
+    long long n = (long long)json_integer_value(jn);
+    fprintf(dqctl_err(),
+            "dqctl model: --set %s=%s: the window of %s it names (%s%ld back: %s UTC + %s) "
+            "holds %lld instance%s, fewer than dqd's min_instances (%lld): too few to stand "
+            "for %s's ΔQ. Name a window with more (probe:%s@W, `dqctl dq %s --window W` shows "
+            "one), or a longer --window for dqd.\n",
+            st->name, st->text, l->name, l->window == 0 ? "the latest, " : "", l->window, t0, len,
+            n, n == 1 ? "" : "s", min_instances, l->name, l->name, l->name);
+    return 1;
+}
+
+/* Fetches the measured leaf of st from dqd. Prints why not and returns 3 (2 for a window
+ * too thin) on failure. */
+static int fetch_measured(const struct dqctl_opts *o, struct setting *st, long long min_instances) {
     struct dqctl_dist *l = dqctl_dist_leaf(st->dist);
     char path[512], what[400], msg[4096], srv[256];
     if (l->kind == DQCTL_DIST_SNAPSHOT) {
@@ -589,21 +649,22 @@ static int fetch_measured(const struct dqctl_opts *o, struct setting *st) {
         fprintf(dqctl_err(), "dqctl model: --set %s=%s: cannot get %s%s%s: %s\n", st->name,
                 st->text, what, strstr(msg, srv) ? "" : " from dqd at ",
                 strstr(msg, srv) ? "" : srv, msg);
-        return DQCTL_EXIT_USAGE;
+        return DQCTL_EXIT_API;
     }
     const json_t *q = data;
     if (l->kind == DQCTL_DIST_SNAPSHOT) {
         q = dqctl_snapshot_pick(data, l->name, l->before, msg, sizeof msg);
     }
     if (q && dqctl_dq_from_json(q, &l->measured, msg, sizeof msg) == 0) {
+        int thin = too_thin(st, l, q, min_instances);
         note_of(l, q, l->kind == DQCTL_DIST_SNAPSHOT ? data : NULL, st->note, sizeof st->note);
         json_decref(data);
-        return DQCTL_EXIT_OK;
+        return thin ? DQCTL_EXIT_USAGE : DQCTL_EXIT_OK;
     }
     fprintf(dqctl_err(), "dqctl model: --set %s=%s: %s from dqd at %s: %s\n", st->name, st->text,
             what, srv, msg);
     json_decref(data);
-    return DQCTL_EXIT_USAGE;
+    return DQCTL_EXIT_API;
 }
 
 /* Fetches every measured DIST (only they touch the network). */
@@ -613,6 +674,7 @@ static int fetch_all(const struct model_args *a, struct setting *sets, int *any)
     const char *env = getenv("DQD_URL");
     o.server = a->server && *a->server ? a->server : (env && *env ? env : DQCTL_DEFAULT_SERVER);
     int status = DQCTL_EXIT_OK;
+    long long min_instances = 0; /* dqd's, from its status (an older dqd: no check) */
     *any = 0;
     for (size_t s = 0; s < a->n_sets && status == DQCTL_EXIT_OK; s++) {
         if (!dqctl_dist_is_live(sets[s].dist)) {
@@ -621,8 +683,15 @@ static int fetch_all(const struct model_args *a, struct setting *sets, int *any)
         if (!*any) {
             curl_global_init(CURL_GLOBAL_DEFAULT);
             *any = 1;
+            json_t *st = NULL;
+            char msg[1024];
+            if (dqctl_api_get_quiet(&o, "/api/v1/status", &st, msg, sizeof msg) == DQCTL_EXIT_OK &&
+                json_is_integer(json_object_get(st, "min_instances"))) {
+                min_instances = (long long)json_integer_value(json_object_get(st, "min_instances"));
+            }
+            json_decref(st);
         }
-        status = fetch_measured(&o, &sets[s]);
+        status = fetch_measured(&o, &sets[s], min_instances);
     }
     if (*any) {
         curl_global_cleanup();
@@ -753,33 +822,33 @@ static void print_plot(const struct dq *a) {
     for (int c = 0; c < PLOT_COLS; c++) {
         fputc('-', dqctl_out());
     }
-    fprintf(dqctl_out(), "\n        0%*s%.6g s\n", PLOT_COLS - 10, "", tmax);
+    fprintf(dqctl_out(), "\n        0%*s%s\n", PLOT_COLS - 10, "", T(tmax));
 }
 
 static void print_human(const struct report *r) {
     const struct dq *a = r->dq;
-    fprintf(dqctl_out(), "%s  (%s; bin width %g s, %d bins, horizon %g s)\n", r->node, r->source,
-            a->width, a->n, dq_horizon(a));
+    fprintf(dqctl_out(), "%s  (%s; bin width %s, %d bins, horizon %s)\n", r->node, r->source,
+            T(a->width), a->n, T(dq_horizon(a)));
     for (size_t j = 0; j < N_REPORT_P; j++) {
         char label[16];
         snprintf(label, sizeof label, "p%g", report_p[j] * 100.0);
         if (r->have_q[j]) {
-            fprintf(dqctl_out(), "  %-9s %.6g s\n", label, r->q[j]);
+            fprintf(dqctl_out(), "  %-9s %s\n", label, T(r->q[j]));
         } else {
-            fprintf(dqctl_out(), "  %-9s not reached (lost mass %.6g)\n", label, lost_of(a));
+            fprintf(dqctl_out(), "  %-9s not reached (lost mass %s)\n", label, F(lost_of(a)));
         }
     }
     if (r->have_m) {
-        fprintf(dqctl_out(), "  %-9s %.6g s\n", "mean", r->m.mean);
-        fprintf(dqctl_out(), "  %-9s %.6g s\n", "std dev", sqrt(r->m.variance));
+        fprintf(dqctl_out(), "  %-9s %s\n", "mean", T(r->m.mean));
+        fprintf(dqctl_out(), "  %-9s %s\n", "std dev", T(sqrt(r->m.variance)));
     } else {
         fprintf(dqctl_out(), "  %-9s none (nothing completes)\n", "mean");
     }
     if (past_of(a) > 0.0) {
-        fprintf(dqctl_out(), "  %-9s %.6g (%.6g of it past the horizon %g s)\n", "lost", lost_of(a),
-                past_of(a), dq_horizon(a));
+        fprintf(dqctl_out(), "  %-9s %s (%s of it past the horizon %s)\n", "lost", F(lost_of(a)),
+                F(past_of(a)), T(dq_horizon(a)));
     } else {
-        fprintf(dqctl_out(), "  %-9s %.6g\n", "lost", lost_of(a));
+        fprintf(dqctl_out(), "  %-9s %s\n", "lost", F(lost_of(a)));
     }
     print_plot(a);
 }
@@ -919,6 +988,7 @@ static int evaluate_on_grid(struct model_run *r) {
         }
         /* resolution was preferred to reach: fine when the tail it cuts is small */
         double cut = 0.0;
+        char cutb[48];
         for (size_t j = 0; j < r->n_report; j++) {
             const struct dq *q = dq_eval_calculated(r->ev, r->report_nodes[j]);
             q = q ? q : dq_eval_observed(r->ev, r->report_nodes[j]);
@@ -929,21 +999,22 @@ static int evaluate_on_grid(struct model_run *r) {
         if (pass == 0 && cut > MODEL_TAIL_CUT_MAX &&
             dq_grid_choose(&r->merged, DQ_MAX_BINS, &k2, &n2, &covered) == DQ_OK && k2 != r->k) {
             fprintf(dqctl_err(),
-                    "dqctl model: warning: %d bins of %g s (as fine as the sharpest density "
-                    "needs) reach only %g s and leave %.3g past it; reaching %g s instead with "
-                    "%d bins of %g s (the sharpest part is resolved less finely)\n",
-                    r->n, dq_width_of(r->k), dq_width_of(r->k) * r->n, cut, dq_width_of(k2) * n2,
-                    n2, dq_width_of(k2));
+                    "dqctl model: warning: %d bins of %s (as fine as the sharpest density "
+                    "needs) reach only %s and leave %s past it; reaching %s instead with "
+                    "%d bins of %s (the sharpest part is resolved less finely)\n",
+                    r->n, T(dq_width_of(r->k)), T(dq_width_of(r->k) * r->n),
+                    dq_format_number(cut, 3, cutb, sizeof cutb), T(dq_width_of(k2) * n2), n2,
+                    T(dq_width_of(k2)));
             r->k = k2;
             r->n = n2;
             r->short_default = !covered;
             continue;
         }
         fprintf(dqctl_err(),
-                "dqctl model: warning: the horizon %g s is shorter than the support bound %g "
-                "s (%d bins of %g s, as fine as the sharpest density needs); mass beyond it "
-                "is reported as lost past the horizon\n",
-                dq_width_of(r->k) * r->n, r->merged.hi, r->n, dq_width_of(r->k));
+                "dqctl model: warning: the horizon %s is shorter than the support bound %s "
+                "(%d bins of %s, as fine as the sharpest density needs); mass beyond it is "
+                "reported as lost past the horizon\n",
+                T(dq_width_of(r->k) * r->n), T(r->merged.hi), r->n, T(dq_width_of(r->k)));
         break;
     }
     return DQCTL_EXIT_OK;

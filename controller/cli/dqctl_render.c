@@ -13,28 +13,44 @@
 #include <string.h>
 #include <time.h>
 
+#include "dq.h"
 #include "dq_strbuf.h"
 
 #define PROBE_TEXT 1100 /* a name from the wire, each byte escaped at worst to \xNN */
 
 void dqctl_format_duration(double s, char *buf, size_t cap) {
-    if (!isfinite(s)) {
-        snprintf(buf, cap, "-");
-    } else if (s == 0) {
-        snprintf(buf, cap, "0");
-    } else if (s < 1e-3) {
-        snprintf(buf, cap, "%.3g us", s * 1e6);
-    } else if (s < 1.0) {
-        snprintf(buf, cap, "%.3g ms", s * 1e3);
-    } else {
-        snprintf(buf, cap, "%.3g s", s);
+    dq_format_duration(s, buf, cap);
+}
+
+int dqctl_column_width(const json_t *list, const char *key, int min, int max) {
+    int width = min;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        int n = (int)strlen(jstr(json_array_get(list, i), key, "?"));
+        width = n > width ? n : width;
     }
+    return width > max ? max : width;
+}
+
+void dqctl_format_percent(double f, char *buf, size_t cap) {
+    if (isnan(f)) {
+        snprintf(buf, cap, "-");
+    } else {
+        snprintf(buf, cap, "%.2f%%", f * 100);
+    }
+}
+
+int dqctl_cols(const char *s, int width) {
+    int extra = 0;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        extra += (*c & 0xc0) == 0x80;
+    }
+    return width < 0 ? width - extra : width + extra;
 }
 
 /* Compact form for QTA points: 250ms, 1.5s. */
 static void format_compact(double s, char *buf, size_t cap) {
     if (s < 1e-3) {
-        snprintf(buf, cap, "%.6gus", s * 1e6);
+        snprintf(buf, cap, "%.6g\xc2\xb5s", s * 1e6);
     } else if (s < 1.0) {
         snprintf(buf, cap, "%.6gms", s * 1e3);
     } else {
@@ -350,18 +366,14 @@ void dqctl_render_status(FILE *out, const json_t *st) {
 }
 
 void dqctl_render_probes(FILE *out, const json_t *probes) {
-    int width = 4;
-    for (size_t i = 0; i < json_array_size(probes); i++) {
-        int n = (int)strlen(jstr(json_array_get(probes, i), "name", "?"));
-        width = n > width ? n : width;
-    }
-    width = width > 40 ? 40 : width;
-    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %s\n", width, "NAME", "STATE", "DMAX",
-            "BINS", "N", "P50", "P95", "P99", "LOST", "QTA");
+    int width = dqctl_column_width(probes, "name", 4, 40);
+    fprintf(out, "%-*s %-6s %9s %5s %8s %9s %9s %9s %7s  %-18s %s\n", width, "NAME", "STATE",
+            "DMAX", "BINS", "N", "P50", "P95", "P99", "LOST", "LAST WINDOW", "QTA");
     for (size_t i = 0; i < json_array_size(probes); i++) {
         const json_t *p = json_array_get(probes, i);
         const json_t *lw = json_object_get(p, "last_window");
         char dmax[24], n[24] = "-", p50[24] = "-", p95[24] = "-", p99[24] = "-", lost[24] = "-";
+        char last[64] = "-";
         dqctl_format_duration(jnum(p, "dmax_ms") / 1e3, dmax, sizeof dmax);
         if (json_is_object(lw)) {
             fmt_count(lw, "n", n, sizeof n);
@@ -372,6 +384,14 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
             if (!isnan(l)) {
                 snprintf(lost, sizeof lost, "%.2f%%", l * 100);
             }
+            /* how old the numbers are; a disabled or silent probe's are not its present */
+            double age = jnum(lw, "age_s");
+            if (!isnan(age)) {
+                char a[DQ_DURATION_TEXT];
+                dqctl_format_duration(age, a, sizeof a);
+                snprintf(last, sizeof last, "%s%s ago",
+                         json_is_true(json_object_get(lw, "stale")) ? "STALE, " : "", a);
+            }
         }
         char qta[256] = "-";
         const json_t *q = json_object_get(p, "qta");
@@ -381,9 +401,10 @@ void dqctl_render_probes(FILE *out, const json_t *probes) {
         /* an enabled probe whose source went away is "silent", not just "on" */
         int on = json_is_true(json_object_get(p, "enabled"));
         int silent = on && json_is_number(json_object_get(p, "silent_since_ns"));
-        fprintf(out, "%-*.*s %-6s %9s %5.0f %8s %9s %9s %9s %7s  %s\n", width, width,
-                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dmax,
-                jnum(p, "bins"), n, p50, p95, p99, lost, qta);
+        fprintf(out, "%-*.*s %-6s %*s %5.0f %8s %*s %*s %*s %7s  %*s %s\n", width, width,
+                jstr(p, "name", "?"), silent ? "silent" : (on ? "on" : "off"), dqctl_cols(dmax, 9),
+                dmax, jnum(p, "bins"), n, dqctl_cols(p50, 9), p50, dqctl_cols(p95, 9), p95,
+                dqctl_cols(p99, 9), p99, lost, dqctl_cols(last, -18), last, qta);
     }
 }
 

@@ -6,6 +6,7 @@
 #include "dqctl.h"
 #include "dqctl_api.h"
 #include "dqctl_json.h"
+#include "dqctl_log.h"
 #include "dqctl_watch.h"
 
 #include <curl/curl.h>
@@ -252,8 +253,11 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
         fprintf(out, ")\n");
     } else if (strcmp(type, "hypothesis") == 0) {
         dqctl_escape(jstr(d, "reason", ""), reason, sizeof reason);
-        fprintf(out, "step     investigation %.0f #%.0f %s %s", jnum(d, "investigation"),
-                jnum(d, "id"), jstr(d, "action", "?"), node);
+        const char *action = jstr(d, "action", "?");
+        int root = strcmp(action, "root") == 0; /* the step that opened it: "opened at X" */
+        fprintf(out, "step     investigation %.0f #%.0f %s%s", jnum(d, "investigation"),
+                jnum(d, "id"), root ? "opened at " : action, root ? "" : " ");
+        fputs(node, out);
         const json_t *probes = json_object_get(d, "probes");
         if (json_array_size(probes) > 0) {
             fprintf(out, " [");
@@ -262,13 +266,17 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
         }
         fprintf(out, "%s%s\n", reason[0] ? ": " : "", reason);
     } else if (strcmp(type, "verdict") == 0) {
+        /* "localized at fb and sb: …", the reason without its own "localized at X: " */
         const json_t *s = json_object_get(d, "summary");
-        char at[300];
-        dqctl_escape(jstr(s, "node", ""), at, sizeof at);
-        dqctl_escape(jstr(json_object_get(s, "evidence"), "reason", ""), reason, sizeof reason);
-        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s%s%s\n", jnum(d, "investigation"),
-                node, jstr(d, "verdict", "?"), at[0] ? " at " : "", at, reason[0] ? ": " : "",
-                reason);
+        const json_t *ev = json_object_get(s, "evidence");
+        char head[1300], at[1400];
+        const char *where = jstr(s, "node", "");
+        dqctl_verdict_words(jstr(d, "verdict", "?"), where[0] ? where : NULL, ev, head,
+                            sizeof head);
+        dqctl_escape(head, at, sizeof at);
+        dqctl_escape(dqctl_strip_verdict(jstr(ev, "reason", "")), reason, sizeof reason);
+        fprintf(out, "verdict  investigation %.0f at %s: %s%s%s\n", jnum(d, "investigation"), node,
+                at, reason[0] ? ": " : "", reason);
     } else if (strcmp(type, "probe_silent") == 0 || strcmp(type, "probe_data_returned") == 0) {
         char conn[300];
         dqctl_escape(jstr(d, "connection", ""), conn, sizeof conn);
@@ -372,9 +380,9 @@ static const char watch_help[] =
     "  --count N        stop after N events (hello not counted)\n"
     "  --for DURATION   stop after that long (a bare number is ms: --for 30s)\n"
     "  --json           each event as one line {\"event\", \"id\", \"data\"}\n"
-    "Exit status: 0 after --count events or --for, 2 on a usage error, when dqd cannot\n"
-    "be reached or refuses (an unknown type), or when dqd ends the stream (it stopped,\n"
-    "or dropped this client because it did not read).\n";
+    "Exit 0 after --count events or --for; 3 when dqd cannot be reached or refuses (an\n"
+    "unknown type), or ends the stream (it stopped, or dropped this client because it\n"
+    "did not read).\n";
 
 int dqctl_watch_main(int argc, char **argv) {
     struct dqctl_opts o;
@@ -443,7 +451,7 @@ int dqctl_watch_main(int argc, char **argv) {
         dqctl_complain_typed(jstr(env, "errorType", "bad_answer"), "%s (HTTP %ld)",
                              jstr(env, "error", "GET /api/v1/events failed"), w.status);
         json_decref(env);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else if (cc != CURLE_OK && w.status == 0) {
         dqctl_complain_typed("unreachable",
                              "cannot reach dqd at %.*s: %s. Is dqd running? Set --server or "
@@ -451,17 +459,17 @@ int dqctl_watch_main(int argc, char **argv) {
                              (int)sl, o.server,
                              os_errno ? strerror((int)os_errno)
                                       : (errbuf[0] ? errbuf : curl_easy_strerror(cc)));
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else if (w.sse.overflow) {
         dqctl_complain("an event from dqd was larger than %u MiB or memory ran out",
                        DQCTL_SSE_MAX_EVENT >> 20);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     } else {
         dqctl_complain_typed("unreachable",
                              "dqd ended the event stream after %ld events (it stopped, or "
                              "dropped this client for not reading fast enough)",
                              w.printed);
-        code = DQCTL_EXIT_USAGE;
+        code = DQCTL_EXIT_API;
     }
     dqctl_sse_release(&w.sse);
     free(w.err_body);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "dq_error.h"
+#include "dq_strbuf.h"
 #include "log.h"
 
 #define PRUNE_EVERY_NS (300 * (int64_t)1000000000)
@@ -146,6 +147,7 @@ static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
 }
 
 static int find_downtime(struct core *c);
+static void set_downtime_end(struct core *c);
 
 int core_create(const struct core_options *o, struct store *store, const struct clock *clock,
                 struct core **out) {
@@ -173,9 +175,14 @@ int core_create(const struct core_options *o, struct store *store, const struct 
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
     }
     if (!rc) {
+        rc = probes_set_exemplars(&c->probes, o->exemplars_slowest, o->exemplars_failed);
+    }
+    if (!rc) {
         struct store_retention ret;
         store_retention_default(&ret);
         ret.window_max_age_ns = (int64_t)o->retention_hours * 3600 * 1000000000;
+        ret.dq_max_age_ns = (int64_t)o->dq_retention_hours * 3600 * 1000000000;
+        c->prune = o->retention_hours > 0 || o->dq_retention_hours > 0;
         rc = store_set_retention(store, &ret);
     }
     if (!rc) {
@@ -207,13 +214,25 @@ static int find_downtime(struct core *c) {
     if (rc) {
         return rc;
     }
-    c->down.to_ns = c->started_ns;
     c->down.clean = stopped && stop_id > start_id;
-    c->down.from_ns = c->down.clean ? stop_ns : last;
+    c->down_last_ns = c->down.clean ? stop_ns : last;
+    set_downtime_end(c);
+    return DQ_OK;
+}
+
+/* The gap ends where this run starts. */
+static void set_downtime_end(struct core *c) {
+    c->down.to_ns = c->started_ns;
+    c->down.from_ns = c->down_last_ns;
     if (c->down.from_ns > c->started_ns) {
         c->down.from_ns = c->started_ns; /* a clock set back: no gap to speak of */
     }
-    return DQ_OK;
+}
+
+void core_set_start(struct core *c, int64_t ns) {
+    c->started_ns = ns;
+    c->probes.open_ns = ns; /* the window it starts in is partial from there */
+    set_downtime_end(c);
 }
 
 void core_downtime(const struct core *c, struct core_downtime *out) {
@@ -588,6 +607,30 @@ int64_t core_next_deadline(const struct core *c) {
     return (c->probes.next_close + 1) * c->probes.window_ns + c->probes.lag_ns;
 }
 
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf,
+                         size_t cap) {
+    if (cap) {
+        buf[0] = '\0';
+    }
+    int node = c->diagram && p ? dq_diagram_find(c->diagram, p->name) : -1;
+    if (node < 0) {
+        return 0;
+    }
+    int kids[256];
+    size_t n = dq_diagram_probe_children(c->diagram, node, kids, 256), missing = 0;
+    struct dq_strbuf b;
+    dq_strbuf_init(&b, buf, cap);
+    for (size_t j = 0; j < n && j < 256; j++) {
+        const char *name = dq_diagram_node(c->diagram, kids[j])->name;
+        struct probe *k = probes_find(&c->probes, name, strlen(name));
+        const struct probe_window *w = k ? probes_ring_find(k, wid) : NULL;
+        if (!w || (!w->observed && !w->calculated)) {
+            dq_strbuf_printf(&b, "%s%s", missing++ ? ", " : "", name);
+        }
+    }
+    return missing;
+}
+
 /* Ring entry of p for wid, creating an empty one when p had no instance in it. */
 static struct probe_window *ring_entry(struct probe *p, int64_t wid) {
     if (probes_has_window(p, wid)) {
@@ -785,20 +828,25 @@ int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
     return closed;
 }
 
+/* The part of window wid this run was there for: from its start, up to its stop. Returns
+ * whether that is only part of it (a partial window). */
+static bool run_span(const struct probe_table *tb, int64_t wid, int64_t *start, int64_t *end) {
+    *start = wid * tb->window_ns;
+    *end = *start + tb->window_ns;
+    bool partial = *start < tb->open_ns || tb->stop_ns != 0;
+    if (tb->open_ns > *start && tb->open_ns < *end) {
+        *start = tb->open_ns;
+    }
+    if (tb->stop_ns != 0 && tb->stop_ns < *end) {
+        *end = tb->stop_ns > *start ? tb->stop_ns : *start;
+    }
+    return partial;
+}
+
 static int summary_row(struct core *c, const struct probe *p, const struct dq *q,
                        const struct probe_window *w, enum store_kind kind) {
-    const struct probe_table *tb = &c->probes;
     struct store_window row = {.probe = p->name, .kind = kind, .run_ns = c->started_ns};
-    row.start_ns = w->wid * tb->window_ns;
-    row.end_ns = row.start_ns + tb->window_ns;
-    /* the part of the window this run was there for: from its start, up to its stop */
-    row.partial = row.start_ns < tb->open_ns || tb->stop_ns != 0;
-    if (tb->open_ns > row.start_ns && tb->open_ns < row.end_ns) {
-        row.start_ns = tb->open_ns;
-    }
-    if (tb->stop_ns != 0 && tb->stop_ns < row.end_ns) {
-        row.end_ns = tb->stop_ns > row.start_ns ? tb->stop_ns : row.start_ns;
-    }
+    row.partial = run_span(&c->probes, w->wid, &row.start_ns, &row.end_ns);
     if (kind == STORE_OBSERVED) {
         row.n_ok = w->ok + w->out;
         row.n_fa = w->fa;
@@ -858,6 +906,18 @@ int core_persist_window(struct core *c, int64_t wid) {
         if (w && w->observed) {
             rc = summary_row(c, p, w->observed, w, STORE_OBSERVED);
             result = result ? result : rc;
+            /* the window's ΔQ for the heatmap, and what identified its slowest instances,
+             * under the span of its summary: two runs that each saw part of it keep theirs */
+            int64_t start, end;
+            run_span(&c->probes, wid, &start, &end);
+            rc = store_window_dq_put(c->store, p->name, start, end, w->observed);
+            rc = rc ? rc : core__persist_exemplars(c, p, wid, start);
+            if (rc) {
+                c->store_errors++;
+                LOG(LOG_ERROR, "store: ΔQ or exemplars of %s not recorded: %s", p->name,
+                    dq_last_error());
+                result = result ? result : rc;
+            }
         }
         if (w && w->calculated) {
             rc = summary_row(c, p, w->calculated, w, STORE_CALCULATED);
@@ -993,7 +1053,7 @@ int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_sto
 
 void core_prune_if_due(struct core *c) {
     int64_t now = clock_now(&c->clock);
-    if (c->retention_hours <= 0 || now - c->last_prune_ns < PRUNE_EVERY_NS) {
+    if (!c->prune || now - c->last_prune_ns < PRUNE_EVERY_NS) {
         return;
     }
     c->last_prune_ns = now;

@@ -105,7 +105,8 @@ struct probe_slot {
     uint32_t *counts;   /* n entries */
 };
 
-struct probe_split; /* per-node moments of a probe (internal to probes.c) */
+struct probe_split;     /* per-node moments of a probe (internal to probes.c) */
+struct probe_exemplars; /* exemplars of a probe's windows (internal to exemplars.c) */
 
 #define PROBES_TRACE_LINKS 8 /* connections whose tracer figures a probe keeps */
 
@@ -119,7 +120,8 @@ struct probe {
      * those moments (see "where instances come from" below) */
     uint32_t node_origin;
     int node_slot;
-    struct probe_split *split; /* owned; NULL until a second node reports the probe */
+    struct probe_split *split;  /* owned; NULL until a second node reports the probe */
+    struct probe_exemplars *ex; /* owned; NULL until an instance that identifies itself */
 
     /* settings */
     int enabled;    /* dqd wants instances (a dMax was pushed) */
@@ -293,6 +295,9 @@ struct probe_table {
     struct probe_node_name *nodes;
     uint32_t n_nodes, nodes_cap;
     uint64_t split_failures; /* per-node storage that could not be allocated */
+    /* exemplars kept per probe and window (probes_set_exemplars) */
+    int ex_slowest, ex_failed;
+    uint64_t ex_failures; /* exemplar storage that could not be allocated */
     /* test hook: the allocator of per-node storage (NULL: calloc) */
     void *(*split_calloc)(size_t n, size_t size);
 };
@@ -397,14 +402,91 @@ struct probe_span_source {
 };
 
 /*
- * probes_record_hashed() for a span of a passive source (OTLP): `failed` 1 records it as
+ * What identifies an instance, as its source has it (slices valid during the call): a v2
+ * line's `t:`, `i:` and `a:` (hex text, "K=V,K=V"), or a span's trace and span ids as raw
+ * bytes (binary 1: written as hex only when the instance is kept as an exemplar).
+ */
+struct probe_ident {
+    const char *trace;
+    size_t trace_len;
+    const char *id;
+    size_t id_len;
+    const char *attrs;
+    size_t attrs_len;
+    int binary;
+};
+
+/*
+ * probes_record_hashed() for an instance that identifies itself (ident non-NULL): besides
+ * being binned, it may be kept as one of its window's exemplars (see "exemplars" below).
+ * Same returns. Allocates once per probe, at its first such instance (its exemplar storage;
+ * when that fails it is counted in t->ex_failures and no exemplar is kept).
+ */
+int probes_record_ident(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                        uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
+                        const struct probe_ident *ident);
+
+/*
+ * probes_record_ident() for a span of a passive source (OTLP): `failed` 1 records it as
  * failed; an ok span longer than the probe's dMax is recorded as timed out (its end is
  * then start + dMax, as a wrapper reports a timeout). A new name counts against src->peer
- * (when not NULL) and the table's budget. Same returns.
+ * (when not NULL) and the table's budget. ident may be NULL. Same returns.
  */
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                        const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
-                       int failed);
+                       int failed, const struct probe_ident *ident);
+
+/* ---- exemplars ------------------------------------------------------------------------
+ *
+ * Per probe and window the table keeps, from the instances that identify themselves, the
+ * `slowest` successful ones (by duration; ok instances past dMax included) and the first
+ * `failed` failed or timed-out ones, each with its trace id, instance id, the node of its
+ * origin, its attributes and its duration: a fixed set per open window and one for the
+ * newest closed window, in the probe's exemplar storage (allocated at its first identified
+ * instance; (open windows + 1) × (slowest + failed) exemplars of PROBES_EX_BYTES or so).
+ * Keeping one is a compare with the fastest kept and, when it is slower, a copy of its ids;
+ * instances without ids cost nothing. At window close the open set moves to the closed one,
+ * which the core writes to the store with the window's summary.
+ */
+#define PROBES_EX_ID_MAX WIRE_MAX_ID /* hex digits of a trace or instance id kept */
+#define PROBES_EX_NODE_MAX 64        /* bytes of a node name kept (longer ones cut) */
+#define PROBES_EX_ATTRS_MAX 160      /* bytes of attributes kept (cut after a whole pair) */
+#define PROBES_EX_MAX 16             /* the most of each kind kept per window */
+
+struct probe_exemplar {
+    int64_t end_ns, d_ns; /* when it ended, its duration */
+    int status;           /* enum probe_status */
+    int trace_len, id_len, node_len, attrs_len;
+    char trace[PROBES_EX_ID_MAX];
+    char id[PROBES_EX_ID_MAX];
+    char node[PROBES_EX_NODE_MAX];
+    char attrs[PROBES_EX_ATTRS_MAX];
+};
+#define PROBES_EX_BYTES ((int)sizeof(struct probe_exemplar))
+
+/* Exemplars kept per probe and window from now on: the slowest ok ones and the first
+ * failed ones, each 0 … PROBES_EX_MAX (0 and 0: none). Probes already keeping some keep
+ * their sizes. DQ_ERANGE. */
+int probes_set_exemplars(struct probe_table *t, int slowest, int failed);
+
+/*
+ * The exemplars p kept for closed window wid, when it is the newest one it kept them for:
+ * *out points at them (valid until the next window closes), the successful ones first,
+ * slowest first, then the failed ones in the order they came. Returns how many (0 when
+ * none, or when wid is not that window).
+ */
+int probes_exemplars_of(const struct probe *p, int64_t wid, const struct probe_exemplar **out);
+
+/* The exemplars of the newest window p kept any for, as probes_exemplars_of: *wid is that
+ * window. Returns how many (0: none yet). */
+int probes_exemplars_newest(const struct probe *p, int64_t *wid, const struct probe_exemplar **out);
+
+/* "ok", "fa" or "to": an exemplar's status as the store and the API write it. */
+const char *core_exemplar_status(int status);
+
+/* The Prometheus bucket (0 … PROBES_HIST_BUCKETS − 1, or PROBES_HIST_BUCKETS for +Inf
+ * only) a duration falls in, as dqd_duration_seconds counts it. */
+int probes_bucket_of(int64_t d_ns);
 
 /*
  * Changes a probe's deadline and bins (bins 0 keeps the current count). The grid is
@@ -657,6 +739,9 @@ struct core_options {
     double default_dmax_ms; /* dMax of a probe that has none of its own */
     int default_bins;       /* bins of such a probe */
     int retention_hours;    /* window summaries older than this are pruned (0: never) */
+    int dq_retention_hours; /* window ΔQs (the heatmap's) older than this are pruned (0: never) */
+    int exemplars_slowest;  /* exemplars kept per probe and window: the slowest ok ones … */
+    int exemplars_failed;   /* … and the first failed ones (probes_set_exemplars; 0: none) */
     int auto_range;         /* 1: probes without a dMax of their own auto-range (0: off) */
     double auto_range_min_ms, auto_range_max_ms; /* their dMax's range (0: 1 ms, 60 s) */
     double new_names_per_second;                 /* new probe names per source (0: no limit) */
@@ -760,6 +845,16 @@ int64_t core_next_close(const struct core *c);
 int64_t core_last_closed(const struct core *c);
 
 /*
+ * Why probe p has no calculated ΔQ for window wid: the named children of its node in the
+ * diagram (dq_diagram_probe_children) that had no ΔQ in that window, neither observed nor
+ * calculated, written "a, b" into buf (cap bytes, cut there). A calculated ΔQ comes from
+ * every child's ΔQ of the same window, never from older ones: these are the missing.
+ * Returns how many; 0 when p is no node of the diagram, has no named children, or none
+ * is missing.
+ */
+size_t core_calc_missing(struct core *c, const struct probe *p, int64_t wid, char *buf, size_t cap);
+
+/*
  * Writes the summary rows of window wid (one per probe and kind, observed and
  * calculated) to the store. Meant to run inside the caller's transaction (the adaptive
  * loop's, one per window). Returns DQ_OK or the first store error (the others are still
@@ -790,6 +885,11 @@ struct core_downtime {
 
 /* Fills *out with the gap core_create found in the store before this run. */
 void core_downtime(const struct core *c, struct core_downtime *out);
+
+/* Simulated time: this run starts at ns, the simulator's first time, not at the time the
+ * core was made with (the wall clock's); the gap before it ends there. Before
+ * core_record_start, and before any window is written. */
+void core_set_start(struct core *c, int64_t ns);
 
 /* Records this run's start (a `dqd_started` event: version, and the gap before it), once
  * dqd has started. The store's error (counted and logged), or DQ_OK. */

@@ -277,6 +277,18 @@ static int list_destinations(struct core *c, struct core_change *ch, const struc
     return DQ_OK;
 }
 
+/* An event of the store's log that marks a change to a probe on the dashboard's time
+ * charts ("probe_enabled", "probe_disabled", "probe_dmax"); a failure is counted. */
+static int probe_event(struct core *c, const char *kind, const struct probe *p,
+                       const char *detail) {
+    struct store_event ev = {.kind = kind, .probe = p->name, .detail_json = detail};
+    int rc = store_event_add(c->store, &ev, NULL);
+    if (rc) {
+        c->store_errors++;
+    }
+    return rc;
+}
+
 int core_change_record(struct core *c, struct core_change *ch) {
     if (ch->kind != CORE_START && ch->kind != CORE_STOP && !ch->probe) {
         return dq_fail(DQ_EINVAL, "a probe change needs a probe");
@@ -299,6 +311,14 @@ int core_change_record(struct core *c, struct core_change *ch) {
         ch->probe->chosen = ch->kind == CORE_ENABLE || (chosen && ch->kind != CORE_DISABLE);
         result = core__save_row(c, ch->probe, enabled, dmax, n);
         ch->probe->chosen = chosen;
+        if (enabled != ch->probe->enabled) {
+            char detail[96];
+            snprintf(detail, sizeof detail, "{\"dmax_ms\":%.9g,\"hypothesis\":%" PRId64 "}", dmax,
+                     ch->hypothesis);
+            int ev =
+                probe_event(c, enabled ? "probe_enabled" : "probe_disabled", ch->probe, detail);
+            result = result ? result : ev;
+        }
     }
     char args[64 + 2 * WIRE_MAX_MFA] = "";
     if (cmd.kind == WIRE_CMD_SET_TIMEOUT) {
@@ -461,7 +481,8 @@ struct probe_before {
  * caller has one open): the probe's row (or the set_timeout that writes it), its servers,
  * the enable or disable. *step names the setting whose write failed. */
 static int record_update(struct core *c, struct probe *p, const struct core_probe_update *u,
-                         struct core_change *resend, struct core_change *onoff, const char **step) {
+                         const struct probe_before *was, struct core_change *resend,
+                         struct core_change *onoff, const char **step) {
     int own = !store_in_transaction(c->store);
     *step = "the store";
     if (own && store_begin(c->store) != DQ_OK) {
@@ -471,6 +492,12 @@ static int record_update(struct core *c, struct probe *p, const struct core_prob
     *step = u->has_grid ? "dMax" : u->has_qta ? "QTA" : "the probe";
     int rc =
         resend ? core_change_record(c, resend) : core__save_row(c, p, p->enabled, p->dmax_ms, p->n);
+    if (!rc && u->has_grid && (was->dmax_ms != p->dmax_ms || was->n != p->n)) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "{\"old_dmax_ms\":%.9g,\"dmax_ms\":%.9g,\"bins\":%d}",
+                 was->dmax_ms, p->dmax_ms, p->n);
+        rc = probe_event(c, "probe_dmax", p, detail);
+    }
     if (!rc && u->has_servers) {
         *step = "servers";
         rc = store_probe_set_servers(c->store, p->name, p->servers);
@@ -536,7 +563,8 @@ int core_update_probe(struct core *c, struct probe *p, const struct core_probe_u
     int do_resend = u->has_grid && p->enabled;
     int do_onoff = u->has_enabled && core_change_needed(&onoff);
     const char *step = "";
-    int rc = record_update(c, p, u, do_resend ? &resend : NULL, do_onoff ? &onoff : NULL, &step);
+    int rc =
+        record_update(c, p, u, &was, do_resend ? &resend : NULL, do_onoff ? &onoff : NULL, &step);
     if (rc) {
         char why[256];
         snprintf(why, sizeof why, "%s", dq_last_error());

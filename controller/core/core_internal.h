@@ -1,7 +1,8 @@
 /*
  * core_internal.h: what the core's files share (core.c: the diagram, windows, sources;
  * core_change.c: changes to probes; probes.c: the probe table; probes_names.c: its name
- * budget). Nothing outside controller/core/ includes it.
+ * budget; exemplars.c: the exemplars its windows keep). Nothing outside controller/core/
+ * includes it.
  */
 #ifndef DQ_CORE_INTERNAL_H
 #define DQ_CORE_INTERNAL_H
@@ -18,6 +19,7 @@ struct core {
     struct store *store;
     struct clock clock;
     int retention_hours;
+    int prune; /* some retention is set: store_prune runs every few minutes */
     /* diagram */
     struct dq_diagram *diagram;
     struct dq_eval *eval;
@@ -48,6 +50,7 @@ struct core {
     struct core_range_stats range;
     /* dqd's own runs: the gap before this one */
     struct core_downtime down;
+    int64_t down_last_ns; /* the previous run's end as the store had it, before any clamp */
 };
 
 /* Tells the observer (core_set_observer) that p changed: what as in core_observer_fn. */
@@ -82,5 +85,23 @@ void core__index_rebuild(struct probe_table *t);
 
 /* Frees p, already out of the probe array: the recent cache and its origins let go. */
 void core__probe_free(struct probe_table *t, struct probe *p);
+
+/* ---- exemplars (exemplars.c), for probes.c ---------------------------------------------- */
+
+/* Offers an identified instance of window wid (in open slot si) to p's exemplars. */
+void probes__ex_offer(struct probe_table *t, struct probe *p, int si, int64_t wid,
+                      const struct probe_ident *id, uint32_t origin, int64_t start_ns,
+                      int64_t end_ns, enum probe_status status);
+
+/* Window wid closes (p->ex non-NULL): slot si's exemplars become the closed set. */
+void probes__ex_close(struct probe *p, int si, int64_t wid);
+
+/* Every open window was cleared (a new grid): so are their exemplars. */
+void probes__ex_clear_open(struct probe *p);
+
+/* Writes the exemplars p kept for closed window wid to the store (in the caller's
+ * transaction) under start_ns (the start of its summary row: the run's start for the
+ * window a run started in), replacing those written there before. */
+int core__persist_exemplars(struct core *c, const struct probe *p, int64_t wid, int64_t start_ns);
 
 #endif /* DQ_CORE_INTERNAL_H */

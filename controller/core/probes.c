@@ -6,7 +6,6 @@
  * carries one origin), plus the node's moments once the probe is split by node. Deciding
  * which empty windows are no data is done at window close.
  */
-#include "core.h"
 #include "core_internal.h"
 
 #include <math.h>
@@ -152,6 +151,7 @@ static void probe_destroy(struct probe *p, int nslots, int ring_cap) {
         return;
     }
     free(p->split);
+    free(p->ex);
     if (p->slots) {
         for (int i = 0; i < nslots; i++) {
             free(p->slots[i].counts);
@@ -192,6 +192,7 @@ static int probe_alloc_slots(struct probe_table *t, struct probe *p, int n) {
     if (p->split) {
         memset(p->split->open, 0, sizeof p->split->open[0] * (size_t)ns * NODE_ROWS);
     }
+    probes__ex_clear_open(p);
     return DQ_OK;
 }
 
@@ -618,6 +619,10 @@ static int bucket_of(int64_t d_ns) {
     return j < PROBES_HIST_BUCKETS ? j : PROBES_HIST_BUCKETS;
 }
 
+int probes_bucket_of(int64_t d_ns) {
+    return bucket_of(d_ns);
+}
+
 double probes_bucket_le(int j) {
     return ldexp(1.0, j - 6) * 1e-3;
 }
@@ -630,10 +635,11 @@ int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t 
 
 static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin);
 
-/* probes_record_hashed, and with `deadline` an ok instance longer than dMax times out. */
+/* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
+ * out, and a new name counts against src->peer. */
 static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                   uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                  const struct probe_span_source *src) {
+                  const struct probe_span_source *src, const struct probe_ident *ident) {
     int span = src != NULL;
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
@@ -702,6 +708,9 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         s->k = p->k;
         s->inv_width_ns = p->inv_width_ns;
         s->dmax_ns = (int64_t)(p->dmax_ms * 1e6);
+    }
+    if (ident) {
+        probes__ex_offer(t, p, si, wid, ident, origin, start_ns, end_ns, status);
     }
     if (status != PROBE_TO) {
         /* what the previous window counted already: its busy time up to its newest
@@ -782,14 +791,20 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                          uint32_t origin, int64_t start_ns, int64_t end_ns,
                          enum probe_status status) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL);
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL, NULL);
+}
+
+int probes_record_ident(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                        uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
+                        const struct probe_ident *ident) {
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL, ident);
 }
 
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                        const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
-                       int failed) {
+                       int failed, const struct probe_ident *ident) {
     return record(t, name, len, hash, src->origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK,
-                  src);
+                  src, ident);
 }
 
 struct probe_window *probes_ring_get(struct probe *p, int back) {
@@ -957,6 +972,9 @@ int probes_close_window(struct probe_table *t, int64_t wid) {
         int has = s->wid == wid;
         if (p->split) {
             split_close(p->split, si, wid, has);
+        }
+        if (p->ex) {
+            probes__ex_close(p, si, wid);
         }
         judge_window(t, p, wid, has, any_live);
         if (!has) {

@@ -526,7 +526,13 @@ static uint64_t record_batch(struct otlp *r, const struct otlp_batch *b, struct 
         size_t len = otlp_probe_name(s, r->rules, r->opt.n_rules, name, sizeof name);
         uint64_t h = wire_name_hash(name, len);
         uint64_t late0 = t->late, rate0 = t->name_rate;
-        int rc = probes_record_span(t, name, len, h, &src, s->start_ns, s->end_ns, s->status == 2);
+        struct probe_ident id = {.trace = (const char *)s->trace_id,
+                                 .trace_len = sizeof s->trace_id,
+                                 .id = (const char *)s->span_id,
+                                 .id_len = sizeof s->span_id,
+                                 .binary = 1};
+        int rc =
+            probes_record_span(t, name, len, h, &src, s->start_ns, s->end_ns, s->status == 2, &id);
         if (rc == DQ_OK) {
             o.accepted++;
             uint64_t moved = r->compactions;

@@ -23,6 +23,7 @@ enum setting_type {
     ST_HOSTPORT, /* "HOST:PORT" string */
     ST_PATH,     /* file path string */
     ST_TEXT,     /* free string (a comma-separated list) */
+    ST_URL,      /* a URL template string */
     ST_INT,      /* int */
     ST_MS,       /* int64_t milliseconds */
     ST_DOUBLE,   /* double */
@@ -33,6 +34,7 @@ enum setting_type {
 #define SF_CLI_ONLY 1u       /* a flag only, not a key of the config file */
 #define SF_EMPTY_OK 2u       /* "" (JSON null) means "none" */
 #define SF_DEFAULT_WINDOW 4u /* unset (−1) means "the window length" */
+#define SF_MS 8u             /* ST_DOUBLE in milliseconds: a duration, units accepted */
 
 struct setting {
     const char *name; /* JSON key */
@@ -109,7 +111,7 @@ static const struct setting settings[] = {
     {"ring", "--ring", ST_INT, FIELD(ring), 1, 10000, "60", NULL, 0, 0,
      "Closed windows (observed ΔQs) kept in memory per probe, for bands and statistics."},
     {"default_dmax_ms", "--default-dmax-ms", ST_DOUBLE, FIELD(default_dmax_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "1024", NULL, 0, 0,
+     MAX_DMAX_MS, "1024", NULL, SF_MS, 0,
      "dMax in milliseconds of a probe enabled without one (it then auto-ranges)."},
     {"default_bins", "--default-bins", ST_INT, FIELD(default_bins), DQ_MIN_BINS, DQ_MAX_BINS,
      "1024", NULL, 0, 0, "Number of bins of a probe enabled without a setting."},
@@ -120,9 +122,9 @@ static const struct setting settings[] = {
      "the wrappers (a probe with a configured dMax does so only with \"auto_range\": true "
      "in its entry of `probes`)."},
     {"auto_range_min_ms", "--auto-range-min-ms", ST_DOUBLE, FIELD(auto_range_min_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "1", NULL, 0, 0, "The smallest dMax auto-ranging gives a probe."},
+     MAX_DMAX_MS, "1", NULL, SF_MS, 0, "The smallest dMax auto-ranging gives a probe."},
     {"auto_range_max_ms", "--auto-range-max-ms", ST_DOUBLE, FIELD(auto_range_max_ms), MIN_DMAX_MS,
-     MAX_DMAX_MS, "60000", NULL, 0, 0,
+     MAX_DMAX_MS, "60000", NULL, SF_MS, 0,
      "The largest dMax auto-ranging gives a probe without a dMax of its own."},
     {"min_instances", "--min-instances", ST_INT, FIELD(min_instances), 1, 1000000, "30", NULL, 0, 0,
      "Instances a newly enabled probe needs before the adaptive loop decides on it."},
@@ -152,6 +154,26 @@ static const struct setting settings[] = {
      NULL, 0, 0,
      "Window summaries older than this many hours are deleted from the store, every five "
      "minutes (0: keep them all)."},
+    {"dq_retention_hours", "--dq-retention-hours", ST_INT, FIELD(dq_retention_hours), 0, 1000000,
+     "24", NULL, 0, 0,
+     "Each window's observed ΔQ is kept in the store as counts per bin (at most 256, only "
+     "those with instances) for the dashboard's heatmap of the ΔQ over time; rows older than "
+     "this many hours are deleted every five minutes (0: keep them all). A probe with "
+     "instances every window adds 86,400 rows a day, about 0.1 to 2 kB each."},
+    {"exemplars", "--exemplars", ST_INT, FIELD(exemplars_slowest), 0, 16, "5", NULL, 0, 0,
+     "Exemplars kept per probe and window: the slowest successful instances among those that "
+     "identify themselves (a v2 line's t:, i: or a:; every OTLP span), with their trace id, "
+     "instance id, node, attributes and duration; stored with the window's summary, served "
+     "by GET /api/v1/probes/NAME/exemplars and as OpenMetrics exemplars on /metrics "
+     "(0: none)."},
+    {"exemplars_failed", "--exemplars-failed", ST_INT, FIELD(exemplars_failed), 0, 16, "2", NULL, 0,
+     0,
+     "Exemplars kept per probe and window among its failed and timed-out instances that "
+     "identify themselves (the first ones of the window; 0: none)."},
+    {"trace_url", "--trace-url", ST_URL, FIELD(trace_url), 0, 0, "", NULL, SF_EMPTY_OK, 0,
+     "A link to a trace in a tracing UI, with {trace_id} where the exemplar's trace id goes "
+     "(Jaeger: http://jaeger:16686/trace/{trace_id}; Tempo through Grafana's explore URL): "
+     "the dashboard turns each exemplar's trace id into that link. Empty: no link."},
     {"webhook_queue", "--webhook-queue", ST_INT, FIELD(webhook_queue), 1, 100000, "256", NULL, 0, 0,
      "Webhook events waiting to be posted, at most; the oldest is dropped beyond."},
     {"webhook_retries", "--webhook-retries", ST_INT, FIELD(webhook_retries), 0, 100, "5", NULL, 0,
@@ -283,12 +305,14 @@ static const char *metavar(const struct setting *s) {
         return "PATH";
     case ST_TEXT:
         return "LIST";
+    case ST_URL:
+        return "URL";
     case ST_INT:
         return "N";
     case ST_MS:
-        return "MS";
+        return "DURATION";
     case ST_DOUBLE:
-        return "NUMBER";
+        return s->flags & SF_MS ? "DURATION" : "NUMBER";
     case ST_ENUM:
         return s->choices == log_levels ? "LEVEL" : "CHOICE";
     case ST_ACTION:
@@ -305,12 +329,14 @@ static const char *type_doc(const struct setting *s) {
         return "path";
     case ST_TEXT:
         return "list";
+    case ST_URL:
+        return "URL";
     case ST_INT:
         return "integer";
     case ST_MS:
-        return "integer (ms)";
+        return "duration: whole ms (250), or with a unit (250ms, 1.5s)";
     case ST_DOUBLE:
-        return "number";
+        return s->flags & SF_MS ? "duration: ms (0.5), or with a unit (500us, 2s)" : "number";
     case ST_ENUM:
         return "string";
     case ST_ACTION:
@@ -466,6 +492,40 @@ static int starts_number(const char *v) {
     return (v[0] >= '0' && v[0] <= '9') || v[0] == '-' || v[0] == '+' || v[0] == '.';
 }
 
+/* A duration in milliseconds from text: a bare number is milliseconds (the setting's
+ * documented unit), or a number with a unit (250ms, 1.5s, 800us, 2m). */
+static int parse_ms(const char *v, const char *label, double *ms) {
+    double s;
+    if (dq_parse_duration(v, strlen(v), 1e-3, 1, &s) != DQ_OK) { /* the range says "< 0" */
+        return dq_fail(DQ_EINVAL,
+                       "%s: \"%s\" is not a duration: milliseconds (250) or a number with a "
+                       "unit (250ms, 1.5s)",
+                       label, v);
+    }
+    *ms = s * 1e3;
+    return 0;
+}
+
+/* An ST_MS setting (whole milliseconds) from a duration's text. */
+static int set_ms_text(struct dqd_config *cfg, const struct setting *s, const char *v,
+                       const char *label) {
+    double ms;
+    int r = parse_ms(v, label, &ms);
+    if (r) {
+        return r;
+    }
+    if (!(ms >= s->min && ms <= s->max)) {
+        return dq_fail(DQ_ERANGE, "%s: %s is out of range [%.0f, %.0f] ms", label, v, s->min,
+                       s->max);
+    }
+    if (fabs(ms - round(ms)) > 1e-6 * (ms > 1 ? ms : 1)) {
+        char n[40];
+        return dq_fail(DQ_EINVAL, "%s: %s is %s ms, not a whole number of milliseconds", label, v,
+                       dq_format_number(ms, 6, n, sizeof n));
+    }
+    return store_int(cfg, s, llround(ms), label);
+}
+
 /* A setting from flag text (also used for the defaults). */
 static int set_text(struct dqd_config *cfg, const struct setting *s, const char *v,
                     const char *label) {
@@ -476,6 +536,9 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
         if (v[0] == '\0' && (s->flags & SF_DEFAULT_WINDOW)) {
             *(int64_t *)field(cfg, s) = -1;
             return 0;
+        }
+        if (s->type == ST_MS) {
+            return set_ms_text(cfg, s, v, label);
         }
         errno = 0;
         long long x = strtoll(v, &end, 10);
@@ -489,7 +552,12 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
         return store_int(cfg, s, x, label);
     }
     case ST_DOUBLE: {
-        double x = strtod(v, &end);
+        double x;
+        if (s->flags & SF_MS) {
+            int r = parse_ms(v, label, &x);
+            return r ? r : store_double(cfg, s, x, label);
+        }
+        x = strtod(v, &end);
         if (!starts_number(v) || *end != '\0' || end == v) {
             return dq_fail(DQ_EINVAL, "%s: \"%s\" is not a number", label, v);
         }
@@ -498,6 +566,7 @@ static int set_text(struct dqd_config *cfg, const struct setting *s, const char 
     case ST_HOSTPORT:
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ENUM:
         return store_string(cfg, s, v, label);
     case ST_ACTION:
@@ -672,6 +741,14 @@ int settings_finish(struct dqd_config *cfg) {
             return dq_fail(DQ_EINVAL, "--otlp %s is the address of --listen or --http", cfg->otlp);
         }
     }
+    if (cfg->trace_url[0] &&
+        (!strstr(cfg->trace_url, "{trace_id}") || (strncmp(cfg->trace_url, "http://", 7) != 0 &&
+                                                   strncmp(cfg->trace_url, "https://", 8) != 0))) {
+        return dq_fail(DQ_EINVAL,
+                       "trace_url \"%s\" must be an http:// or https:// URL with {trace_id} "
+                       "where the trace id goes",
+                       cfg->trace_url);
+    }
     if (cfg->auto_range_min_ms > cfg->auto_range_max_ms) {
         return dq_fail(DQ_EINVAL, "auto_range_min_ms %g is above auto_range_max_ms %g",
                        cfg->auto_range_min_ms, cfg->auto_range_max_ms);
@@ -724,18 +801,35 @@ static int set_json(struct dqd_config *cfg, const struct setting *s, json_t *v, 
             *(int64_t *)field(cfg, s) = -1;
             return 0;
         }
+        if (s->type == ST_MS && json_is_string(v)) { /* a duration with its unit: "250ms" */
+            return set_ms_text(cfg, s, json_string_value(v), label);
+        }
         if (!json_is_integer(v)) {
-            return wrong_type(label, "an integer", v);
+            return wrong_type(label,
+                              s->type == ST_MS ? "an integer (milliseconds) or a duration "
+                                                 "string (\"250ms\", \"1.5s\")"
+                                               : "an integer",
+                              v);
         }
         return store_int(cfg, s, (long long)json_integer_value(v), label);
     case ST_DOUBLE:
+        if ((s->flags & SF_MS) && json_is_string(v)) {
+            double x;
+            int r = parse_ms(json_string_value(v), label, &x);
+            return r ? r : store_double(cfg, s, x, label);
+        }
         if (!json_is_number(v)) {
-            return wrong_type(label, "a number", v);
+            return wrong_type(label,
+                              s->flags & SF_MS ? "a number (milliseconds) or a duration string "
+                                                 "(\"500us\", \"2s\")"
+                                               : "a number",
+                              v);
         }
         return store_double(cfg, s, json_number_value(v), label);
     case ST_HOSTPORT:
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ENUM:
         if (json_is_null(v) && (s->flags & SF_EMPTY_OK)) {
             return store_string(cfg, s, "", label);
@@ -1017,10 +1111,16 @@ static int load_probe(struct dqd_probe_config *pc, const char *name, json_t *obj
     json_object_foreach(obj, key, v) {
         snprintf(sub, sizeof sub, "%s.%s", label, key);
         if (strcmp(key, "dmax_ms") == 0) {
-            if (!json_is_number(v)) {
-                return wrong_type(sub, "a number", v);
+            if (json_is_string(v)) { /* a duration with its unit: "250ms", "1.5s" */
+                if ((r = parse_ms(json_string_value(v), sub, &pc->dmax_ms)) != 0) {
+                    return r;
+                }
+            } else if (!json_is_number(v)) {
+                return wrong_type(sub, "a number (milliseconds) or a duration string (\"250ms\")",
+                                  v);
+            } else {
+                pc->dmax_ms = json_number_value(v);
             }
-            pc->dmax_ms = json_number_value(v);
             if (!(pc->dmax_ms >= MIN_DMAX_MS && pc->dmax_ms <= MAX_DMAX_MS)) {
                 return dq_fail(DQ_ERANGE, "%s: %.10g is out of range [%.10g, %.10g]", sub,
                                pc->dmax_ms, MIN_DMAX_MS, MAX_DMAX_MS);
@@ -1332,6 +1432,7 @@ int settings_write_json(const struct dqd_config *cfg, FILE *out) {
         case ST_HOSTPORT:
         case ST_PATH:
         case ST_TEXT:
+        case ST_URL:
             v = ((const char *)f)[0] == '\0' && (s->flags & SF_EMPTY_OK) ? json_null()
                                                                          : json_string(f);
             break;
@@ -1542,6 +1643,7 @@ static void range_text(const struct setting *s, char *buf, size_t cap) {
         break;
     case ST_PATH:
     case ST_TEXT:
+    case ST_URL:
     case ST_ACTION:
         snprintf(buf, cap, "%s", "");
         break;
@@ -1576,21 +1678,30 @@ void settings_print_help(FILE *out, const char *argv0) {
     fprintf(out,
             "Usage: %s [OPTIONS]\n"
             "dqd: adaptive ΔQ instrumentation controller.\n\n"
-            "Options (flags override the --config file, which overrides the defaults):\n",
+            "Options (flags override the --config file, which overrides the defaults).\n"
+            "A DURATION is a number in the unit its line names (milliseconds), or a number\n"
+            "with a unit: ns, us, ms, s, m (--window 250ms, --webhook-timeout 1.5s).\n",
             argv0 ? argv0 : "dqd");
     for (size_t i = 0; i < N_SETTINGS; i++) {
         const struct setting *s = &settings[i];
         char left[64], def[64];
         snprintf(left, sizeof left, "%s%s%s", s->flag, s->type == ST_ACTION ? "" : " ", metavar(s));
         default_text(s, def, sizeof def);
-        char text[400];
-        if (s->type != ST_ACTION) {
-            snprintf(text, sizeof text, "%s (default: %s)", s->help, def);
-        } else {
-            snprintf(text, sizeof text, "%s", s->help);
-        }
         fprintf(out, "  %-26s ", left);
+        if (s->type == ST_ACTION) {
+            wrap(out, s->help, 29, 92);
+            continue;
+        }
+        /* the whole sentence, however long: no fixed buffer cuts it */
+        size_t need = strlen(s->help) + strlen(def) + sizeof " (default: )";
+        char *text = malloc(need);
+        if (!text) {
+            wrap(out, s->help, 29, 92);
+            continue;
+        }
+        snprintf(text, need, "%s (default: %s)", s->help, def);
         wrap(out, text, 29, 92);
+        free(text);
     }
     fprintf(out, "\nThe config file is JSON: {\"<setting>\": value, ..., \"wrappers\": "
                  "[\"HOST:PORT\", ...],\n"

@@ -137,10 +137,14 @@ struct dqd_config {
     struct dqd_trigger_config triggers[DQD_MAX_CFG_TRIGGERS];
     int n_webhooks;
     struct dqd_webhook_config webhooks[DQD_MAX_WEBHOOKS];
-    int retention_hours;        /* window summaries older than this are pruned (0: keep) */
-    int webhook_queue;          /* events waiting to be posted, at most */
-    int webhook_retries;        /* attempts per event after the first */
-    int64_t webhook_timeout_ms; /* per attempt */
+    int retention_hours;          /* window summaries older than this are pruned (0: keep) */
+    int dq_retention_hours;       /* window ΔQs (the heatmap's) older than this are pruned */
+    int exemplars_slowest;        /* exemplars per probe and window: the slowest ok ones … */
+    int exemplars_failed;         /* … and the first failed ones */
+    char trace_url[DQD_PATH_MAX]; /* a tracing UI's link with {trace_id}, "" for none */
+    int webhook_queue;            /* events waiting to be posted, at most */
+    int webhook_retries;          /* attempts per event after the first */
+    int64_t webhook_timeout_ms;   /* per attempt */
     /* OTLP/HTTP ingest (controller/otlp/) */
     char otlp[DQD_HOSTPORT_MAX];          /* "HOST:PORT" of POST /v1/traces, "" = off */
     int64_t otlp_lag_ms;                  /* lateness allowance of spans */

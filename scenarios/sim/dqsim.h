@@ -32,6 +32,7 @@ struct pending {
     int64_t end;
     int node;
     int failed;
+    uint64_t request; /* with --trace-ids: the request's number (1, 2, …); else 0 */
 };
 
 struct write_req {
@@ -133,6 +134,8 @@ struct app {
     int64_t tick_wait;      /* the `clock;NS` sent and not answered yet, 0 when none */
     struct link *tick_link; /* the link that carried it */
     int hold;               /* --hold: advance only on `run S` from stdin */
+    int trace_ids;          /* --trace-ids: instances say their request (i:, t:, a:) */
+    int64_t start_at_ns;    /* --start-at: where simulated time starts (0: now) */
     int64_t hold_until;     /* --hold: the simulated time the last `run` reaches */
     int held;               /* the `held at` event was printed for hold_until */
     uint64_t sim_steps;     /* steps answered by dqd */

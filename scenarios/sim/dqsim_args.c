@@ -37,6 +37,9 @@ void dqsim_usage(FILE *f) {
                "                      simulated seconds)\n"
                "  --hold              with --clock sim: stand still until stdin says `run S`\n"
                "                      (S simulated seconds more, then `held at T`)\n"
+               "  --start-at S        with --clock sim: simulated time starts at S (Unix seconds;\n"
+               "                      default now), e.g. after what a dqd saw before a restart\n"
+               "  --trace-ids         instances say which request they were (v2 i:, t:, a:)\n"
                "  --clock-link        with --clock sim: a second connection (node NAME-clock)\n"
                "                      keeps simulated time going while the data link is down\n"
                "  --node NAME, --app NAME   labels of the hello (default dqsim@HOST, dqsim)\n"
@@ -139,6 +142,13 @@ static int parse_option(const char *name, const char *val, const char *arg, stru
         }
     } else if (strcmp(name, "--hold") == 0) {
         a->hold = 1;
+    } else if (strcmp(name, "--trace-ids") == 0) {
+        a->trace_ids = 1;
+    } else if (strcmp(name, "--start-at") == 0) {
+        if (parse_double_arg(name, val, 1, 9e9, &v)) {
+            return -1;
+        }
+        a->start_at_ns = (int64_t)(v * 1e9);
     } else if (strcmp(name, "--clock-link") == 0) {
         a->clock_link = 1;
     } else if (strcmp(name, "--station") == 0) {
@@ -192,7 +202,7 @@ int dqsim_parse_args(int argc, char **argv, struct cli *cli, struct app *a) {
         }
         int flag = strcmp(name, "--list") == 0 || strcmp(name, "--help") == 0 ||
                    strcmp(name, "-h") == 0 || strcmp(name, "--hold") == 0 ||
-                   strcmp(name, "--clock-link") == 0;
+                   strcmp(name, "--clock-link") == 0 || strcmp(name, "--trace-ids") == 0;
         if (!flag && !val) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "dqsim: %s needs a value\n", name);

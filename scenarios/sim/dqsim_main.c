@@ -357,7 +357,8 @@ static void simulate(struct app *a, int64_t start) {
         struct pending p = {.begin = start + in->begin_ns,
                             .end = start + in->end_ns,
                             .node = in->node,
-                            .failed = in->failed};
+                            .failed = in->failed,
+                            .request = a->trace_ids ? a->requests : 0};
         p.due = p.begin + (dur > dmax_ns ? dmax_ns : dur);
         if (heap_push(a, &p) != 0) {
             a->dropped++;
@@ -435,14 +436,14 @@ static void send_due(struct app *a) {
         if (OUT_CAP - a->out_len < SIM_LINE_MAX) {
             flush_out(a);
         }
-        int n = sim_ctl_format_instance(&a->ctl, p.node, p.begin, p.end, p.failed,
+        int n = sim_ctl_format_instance(&a->ctl, p.node, p.begin, p.end, p.failed, p.request,
                                         a->out + a->out_len, OUT_CAP - a->out_len);
         if (n > 0) {
+            const char *st = strstr(a->out + a->out_len, ";s:") + 3; /* snprintf ended it */
+            a->sent_to += memcmp(st, "to", 2) == 0;
+            a->sent_fa += memcmp(st, "fa", 2) == 0;
             a->out_len += (size_t)n;
             a->sent++;
-            const char *st = a->out + a->out_len - 3;
-            a->sent_to += memcmp(st, "to\n", 3) == 0;
-            a->sent_fa += memcmp(st, "fa\n", 3) == 0;
         }
     }
     send_drops(a);
@@ -997,7 +998,8 @@ static void dry_run(struct app *a, uint64_t n) {
                 continue;
             }
             int len = sim_ctl_format_instance(&a->ctl, in->node, t + in->begin_ns, t + in->end_ns,
-                                              in->failed, line, sizeof line);
+                                              in->failed, a->trace_ids ? a->requests : 0, line,
+                                              sizeof line);
             if (len > 0) {
                 fwrite(line, 1, (size_t)len, stdout);
                 a->sent++;
@@ -1086,7 +1088,7 @@ static int run_network(struct app *a, const struct cli *cli) {
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
     uv_signal_start(&a->sigpipe, on_signal, SIGPIPE);
-    a->sim_now = a->sim_start = wall_ns();
+    a->sim_now = a->sim_start = a->sim_clock && a->start_at_ns > 0 ? a->start_at_ns : wall_ns();
     a->next_arrival = a->sim_now;
     for (size_t k = 0; k < ns; k++) {
         sim_station_stats(a->model, (int)k, a->sim_start, &a->station_mark[k]);

@@ -872,8 +872,16 @@ int sim_ctl_reports(const struct sim_ctl *c, int node) {
     return c->running && node >= 0 && (size_t)node < c->m->count && c->dmax_ms[node] > 0;
 }
 
+/* splitmix64's finaliser: a request number's trace id */
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
 int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns, int64_t end_ns,
-                            int failed, char *buf, size_t cap) {
+                            int failed, uint64_t request, char *buf, size_t cap) {
     if (node < 0 || (size_t)node >= c->m->count || !(c->dmax_ms[node] > 0)) {
         return 0;
     }
@@ -887,8 +895,17 @@ int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns,
         st = "to";
         end_ns = start_ns + dmax_ns;
     }
-    int n = snprintf(buf, cap, "n:%s;b:%lld;e:%lld;s:%s\n", name, (long long)start_ns,
+    int n;
+    if (request) {
+        uint64_t trace = mix64(request);
+        n = snprintf(buf, cap, "n:%s;b:%lld;e:%lld;s:%s;i:%016llx;t:%016llx;a:request=%llu\n", name,
+                     (long long)start_ns, (long long)end_ns, st,
+                     (unsigned long long)mix64(trace ^ (uint64_t)node), (unsigned long long)trace,
+                     (unsigned long long)request);
+    } else {
+        n = snprintf(buf, cap, "n:%s;b:%lld;e:%lld;s:%s\n", name, (long long)start_ns,
                      (long long)end_ns, st);
+    }
     if (n < 0 || (size_t)n >= cap) {
         return dq_fail(DQ_EFULL, "instance line does not fit in %zu bytes", cap);
     }

@@ -32,13 +32,13 @@
 
 #include "diagram.h"
 
-#define SIM_MAX_DEPTH 1000          /* nesting of the expanded request tree */
-#define SIM_MAX_INSTANCES 100000    /* instances one request may yield */
-#define SIM_DEFAULT_MEAN_LO_MS 1.0  /* default band of the leaves' mean delays */
-#define SIM_DEFAULT_MEAN_HI_MS 3.0  /* … */
-#define SIM_DEFAULT_SHIFT_FRAC 0.5  /* the fixed part of a leaf's delay, share of its mean */
-#define SIM_STATE_MAX 1024          /* a state line is a protocol line: at most this long */
-#define SIM_LINE_MAX (300 + 2 * 20) /* an instance line (name ≤ 255 bytes) fits in this */
+#define SIM_MAX_DEPTH 1000               /* nesting of the expanded request tree */
+#define SIM_MAX_INSTANCES 100000         /* instances one request may yield */
+#define SIM_DEFAULT_MEAN_LO_MS 1.0       /* default band of the leaves' mean delays */
+#define SIM_DEFAULT_MEAN_HI_MS 3.0       /* … */
+#define SIM_DEFAULT_SHIFT_FRAC 0.5       /* the fixed part of a leaf's delay, share of its mean */
+#define SIM_STATE_MAX 1024               /* a state line is a protocol line: at most this long */
+#define SIM_LINE_MAX (300 + 2 * 20 + 80) /* an instance line (name ≤ 255 bytes, ids) fits */
 
 /* ---- PRNG: xoshiro256** seeded through splitmix64 ------------------------------------- */
 
@@ -379,11 +379,13 @@ int sim_ctl_reports(const struct sim_ctl *c, int node);
  * Writes one instance line `n:NAME;b:START;e:END;s:STATUS\n` for node `node` with
  * absolute times (ns since the epoch): s:to with END = START + dMax when END − START
  * exceeds node's dMax (the timeout wins over a failure), else s:fa when failed, else
- * s:ok. Returns the length, 0 when the node has no dMax (nothing to send), or DQ_EFULL
- * when cap is too small (SIM_LINE_MAX always suffices).
+ * s:ok. With request > 0 the line also says which request it was (v2 trailing fields):
+ * `;i:ID;t:TRACE;a:request=N`, TRACE 16 hex digits of a hash of N (one per request), ID
+ * TRACE's hash with the node. Returns the length, 0 when the node has no dMax (nothing to
+ * send), or DQ_EFULL when cap is too small (SIM_LINE_MAX always suffices).
  */
 int sim_ctl_format_instance(const struct sim_ctl *c, int node, int64_t start_ns, int64_t end_ns,
-                            int failed, char *buf, size_t cap);
+                            int failed, uint64_t request, char *buf, size_t cap);
 
 /* ---- operator commands (dqsim's stdin and --fault) ------------------------------------- */
 

@@ -702,9 +702,13 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
                  : strcmp(mode, "overload") == 0 ? " (overload)"
                                                  : " (largest contributor: no reference)",
                  also ? ", also " : "", also ? also : "");
+    } else if (strcmp(h->action, "handover") == 0) {
+        /* the investigation it hands over to, as stored ("to": a real id, never -1) */
+        snprintf(row->text, sizeof row->text,
+                 "inv%" PRId64 " handover %s to inv%" JSON_INTEGER_FORMAT ": %s", h->investigation,
+                 h->node, json_integer_value(json_object_get(stats, "to")), names);
     } else if (strcmp(h->action, "expand") == 0 || strcmp(h->action, "disable") == 0 ||
-               strcmp(h->action, "share") == 0 || strcmp(h->action, "enable") == 0 ||
-               strcmp(h->action, "handover") == 0) {
+               strcmp(h->action, "share") == 0 || strcmp(h->action, "enable") == 0) {
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s: %s", h->investigation,
                  h->action, h->node, names);
     } else if (strcmp(h->action, "verdict") == 0) {

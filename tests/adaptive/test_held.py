@@ -291,7 +291,7 @@ def tutorial(c, origin):
         sim.run(5)
         sim.drive()
         r = subprocess.run([DQCTL, "--server", d.url, "diagnose", "root", "--wait",
-                            "--timeout", "120"], capture_output=True, text=True, timeout=180)
+                            "--timeout", "120s"], capture_output=True, text=True, timeout=180)
         sim.stop_driving()
         c.check(r.returncode == 1 and "front_b2" in r.stdout,
                 "%s: dqctl diagnose root --wait names front_b2 (exit %d): %s %s" %

@@ -6,8 +6,11 @@
  * dqd's read callback does (probes_origin_heard, wire_splitter_feed_instances +
  * probes_record_hashed with the connection's origin). The
  * copy alone is timed too, so the rest is parse + record. Best of many passes over 8 MB,
- * alternating, to see through other jobs on a shared machine.
- * Usage: bench_probes [PASSES]   (default 40)
+ * alternating, to see through other jobs on a shared machine. With --ids every line also
+ * carries v2 ids (`;i:…;t:…`, 16 hex digits each), recorded with probes_record_ident as dqd
+ * does, so every instance is offered to its window's exemplars (5 slowest, 2 failed kept;
+ * none with --no-exemplars, the same lines' cost without them).
+ * Usage: bench_probes [PASSES] [--ids [--no-exemplars]]   (default 40)
  */
 #include "core.h"
 
@@ -44,6 +47,17 @@ static void record(struct ctx *x, const struct wire_msg *m) {
                            : m->status == WIRE_ST_FA ? PROBE_FA
                                                      : PROBE_TO;
     x->instances++;
+    if (m->v2_fields && (m->trace.n || m->id.n || m->attrs.n)) { /* as ingest_tcp.c */
+        struct probe_ident id = {.trace = m->trace.p,
+                                 .trace_len = m->trace.n,
+                                 .id = m->id.p,
+                                 .id_len = m->id.n,
+                                 .attrs = m->attrs.p,
+                                 .attrs_len = m->attrs.n};
+        x->rejected += probes_record_ident(&x->t, m->name.p, m->name.n, m->name_hash, x->origin,
+                                           m->start_ns, m->end_ns, st, &id) != 0;
+        return;
+    }
     x->rejected += probes_record_hashed(&x->t, m->name.p, m->name.n, m->name_hash, x->origin,
                                         m->start_ns, m->end_ns, st) != 0;
 }
@@ -66,7 +80,12 @@ static void on_instance(void *c, const struct wire_msg *m) {
 
 int main(int argc, char **argv) {
     static const char *const names[] = {"checkout", "payment", "search", "login"};
-    int passes = argc > 1 ? atoi(argv[1]) : 40;
+    int passes = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : 40;
+    int ids = 0, keep = 1;
+    for (int i = 1; i < argc; i++) {
+        ids |= strcmp(argv[i], "--ids") == 0;
+        keep &= strcmp(argv[i], "--no-exemplars") != 0;
+    }
     char *data = malloc(DATA), *rb = malloc(CHUNK);
     static struct ctx c;
     if (!data || !rb || passes < 1) {
@@ -83,13 +102,19 @@ int main(int argc, char **argv) {
         int64_t end = now - (int64_t)(rng % 1000000);
         int64_t dur = 1000000 + (int64_t)((rng >> 20) % 49000000);
         unsigned st = (unsigned)((rng >> 48) % 100);
-        n += (size_t)snprintf(data + n, DATA - n, "n:%s;b:%lld;e:%lld;s:%s\n", names[lines % 4],
+        n += (size_t)snprintf(data + n, DATA - n, "n:%s;b:%lld;e:%lld;s:%s", names[lines % 4],
                               (long long)(end - dur), (long long)end,
                               st < 97 ? "ok" : (st < 99 ? "fa" : "to"));
+        if (ids) {
+            n += (size_t)snprintf(data + n, DATA - n, ";i:%016llx;t:%016llx",
+                                  (unsigned long long)(rng * 31), (unsigned long long)rng);
+        }
+        data[n++] = '\n';
         lines++;
     }
     /* window 1 s, lag 1 s, dMax 1 s as dqd's defaults would have it: nothing is late */
-    if (probes_init(&c.t, 10000, 1000000000LL, 1000000000LL, 60, 1000.0, 100, now) != 0) {
+    if (probes_init(&c.t, 10000, 1000000000LL, 1000000000LL, 60, 1000.0, 100, now) != 0 ||
+        probes_set_exemplars(&c.t, keep ? 5 : 0, keep ? 2 : 0) != 0) {
         fprintf(stderr, "bench_probes: probes_init failed\n");
         return 1;
     }
@@ -125,8 +150,10 @@ int main(int argc, char **argv) {
                 (unsigned long long)c.rejected);
         return 1;
     }
-    printf("bench_probes: %llu lines (%.1f bytes each), best of %d passes\n",
-           (unsigned long long)lines, (double)n / (double)lines, passes);
+    printf("bench_probes: %llu lines (%.1f bytes each%s), best of %d passes\n",
+           (unsigned long long)lines, (double)n / (double)lines,
+           ids ? (keep ? ", with ids, exemplars kept" : ", with ids, no exemplar kept") : "",
+           passes);
     printf("  copy 64 KiB chunks         : %6.2f ns/line\n", 1e9 * best_copy / (double)lines);
     printf("  copy + split, parse, record: %6.2f ns/line (%.1f M lines/s)\n",
            1e9 * best_all / (double)lines, (double)lines / best_all / 1e6);

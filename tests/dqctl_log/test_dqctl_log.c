@@ -271,10 +271,12 @@ static void test_parse_args(void) {
 static void test_verdict_exit(void) {
     CHECK_INT(dqctl_verdict_exit("localized"), DQCTL_EXIT_PROBLEM);
     CHECK_INT(dqctl_verdict_exit("diffuse"), DQCTL_EXIT_PROBLEM);
-    CHECK_INT(dqctl_verdict_exit("inconclusive"), DQCTL_EXIT_OK);
-    CHECK_INT(dqctl_verdict_exit("aborted"), DQCTL_EXIT_USAGE);
-    CHECK_INT(dqctl_verdict_exit("something new"), DQCTL_EXIT_USAGE);
-    CHECK_INT(dqctl_verdict_exit(NULL), DQCTL_EXIT_USAGE);
+    CHECK_INT(dqctl_verdict_exit("overload"), DQCTL_EXIT_PROBLEM);
+    CHECK_INT(dqctl_verdict_exit("healthy"), DQCTL_EXIT_OK);
+    CHECK_INT(dqctl_verdict_exit("inconclusive"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit("aborted"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit("something new"), DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(dqctl_verdict_exit(NULL), DQCTL_EXIT_NO_VERDICT);
 }
 
 static void test_trigger_body(void) {
@@ -325,6 +327,109 @@ static void test_trigger_body(void) {
     json_decref(cur);
 }
 
+/* Verdicts that hold (issue 24 items 4-5): every culprit with its share, a healthy verdict
+ * without "none problem", the verdict said once, the first step "opened", a shape problem's
+ * contributions as fractions of mass. */
+static const char INV_TWO[] =
+    "{\"id\":3,\"node\":\"root\",\"problem\":\"latency\",\"strategy\":\"children\","
+    "\"origin\":\"person\",\"open\":false,\"verdict\":\"localized\",\"verdict_node\":\"fb\","
+    "\"opened\":1795714612.598,\"closed\":1795714641.218,\"summary\":{\"verdict\":"
+    "\"localized\",\"node\":\"fb\",\"evidence\":{\"verdict\":\"localized\",\"reason\":"
+    "\"localized at 2 culprits: fb (62 %), sb (38 %) explain 100 % of root's change together "
+    "(12.2 ms of 12.2 ms); the last found, sb: sb holds 78 % of the mean latency of store's "
+    "children\",\"focus\":{\"node\":\"store\",\"ok\":1844,\"fa\":0,\"to\":0,\"windows\":6,"
+    "\"mean\":0.00899,\"sd\":0.0014,\"lost\":0},\"children\":[{\"node\":\"sa\",\"ok\":1839,"
+    "\"fa\":0,\"to\":0,\"mean\":0.002,\"sd\":0.001,\"lost\":0,\"contribution\":0.002,"
+    "\"half_width\":4.6e-05,\"share\":0.223},{\"node\":\"sb\",\"ok\":1844,\"fa\":0,\"to\":0,"
+    "\"mean\":0.00698,\"sd\":0.00096,\"lost\":0,\"contribution\":0.00698,\"half_width\":"
+    "4.4e-05,\"share\":0.777}],\"best\":\"sb\",\"dominant\":true,\"culprits\":[{\"probe\":"
+    "\"fb\",\"reference\":\"fa\",\"share\":0.61601},{\"probe\":\"sb\",\"reference\":\"sa\","
+    "\"share\":0.38399}],\"explained\":1.0,\"change\":0.012175}},\"hypotheses\":["
+    "{\"id\":10,\"investigation\":3,\"parent\":9,\"node\":\"fb\",\"kind\":\"latency\","
+    "\"action\":\"recheck\",\"probes\":[],\"stats\":{\"reason\":\"root is still abnormal "
+    "against its baseline from before the problem\",\"holds\":true},\"verdict\":\"pending\","
+    "\"time\":1795714642.218}]}";
+
+static const char INV_HEALTHY[] =
+    "{\"id\":4,\"node\":\"root\",\"problem\":\"none\",\"strategy\":\"children\",\"origin\":"
+    "\"person\",\"open\":false,\"verdict\":\"healthy\",\"verdict_node\":\"root\","
+    "\"opened\":1795714612.5,\"closed\":1795714612.5,\"summary\":{\"verdict\":\"healthy\","
+    "\"node\":\"root\",\"evidence\":{\"reason\":\"healthy at root: nothing abnormal against "
+    "its baseline (mean 21 ms against 21 ms before, 0 % lost against 0 %)\"}},\"hypotheses\":[]}";
+
+static const char EV_SHAPE[] =
+    "{\"verdict\":\"localized\",\"problem\":\"shape\",\"unit\":\"mass\",\"reason\":\"x\","
+    "\"children\":[{\"node\":\"p2\",\"ok\":500,\"fa\":0,\"to\":0,\"mean\":0.0156,\"sd\":"
+    "0.002,\"lost\":0,\"contribution\":0.976,\"half_width\":0.096,\"share\":1.0}],\"best\":"
+    "\"p2\",\"dominant\":true}";
+
+static void test_render_culprits(void) {
+    json_t *inv = parse(INV_TWO);
+    CHECK(inv != NULL);
+    struct capture c;
+    cap_open(&c);
+    dqctl_render_verdict(c.f, inv);
+    const char *t = cap_text(&c);
+    CHECK_MSG(starts_with(t, "verdict: localized at fb and sb (investigation 3: latency problem "
+                             "at root, 28.6 s)\n  fb (62 %), sb (38 %) explain 100 % of root's "
+                             "change together"),
+              "%s", t);
+    CHECK_MSG(strstr(t,
+                     "\n  culprits, each with the share of root's change it explains (12.2 ms "
+                     "against its baseline; 100 % explained):\n    fb      62 %   reference: fa\n"
+                     "    sb      38 %   reference: sa\n") != NULL,
+              "%s", t);
+    CHECK(strstr(t, "\n  the last step, at store: n 1844 in 6 windows") != NULL);
+    CHECK(strstr(t, "localized at 2 culprits") == NULL); /* said by the verdict line */
+    cap_close(&c);
+    /* the progress line of the verdict names both, and a re-check reads as one */
+    json_t *h =
+        json_pack("{s:I,s:s,s:s,s:s,s:f,s:{s:s,s:O}}", "id", (json_int_t)9, "action", "verdict",
+                  "node", "fb", "verdict", "localized", "time", 1795714641.218, "stats", "reason",
+                  "localized at 2 culprits: fb (62 %), sb (38 %) explain all", "evidence",
+                  json_object_get(json_object_get(inv, "summary"), "evidence"));
+    cap_open(&c);
+    dqctl_render_progress(c.f, h);
+    dqctl_render_progress(c.f, json_array_get(json_object_get(inv, "hypotheses"), 0));
+    CHECK_STR(cap_text(&c), "17:37:21.218  verdict  localized at fb and sb: fb (62 %), sb (38 %) "
+                            "explain all\n17:37:22.218  recheck  fb: root is still abnormal "
+                            "against its baseline from before the problem\n");
+    cap_close(&c);
+    json_decref(h);
+    json_decref(inv);
+
+    /* a healthy verdict: its problem is "none", never printed as "none problem" */
+    inv = parse(INV_HEALTHY);
+    cap_open(&c);
+    dqctl_render_verdict(c.f, inv);
+    CHECK_STR(cap_text(&c), "verdict: healthy at root (investigation 4: no problem found at root, "
+                            "0 ms)\n  nothing abnormal against its baseline (mean 21 ms against "
+                            "21 ms before, 0 % lost against 0 %)\n");
+    cap_close(&c);
+    cap_open(&c);
+    dqctl_render_investigation(c.f, inv);
+    CHECK(starts_with(cap_text(&c), "investigation 4 at root: no problem found, strategy"));
+    CHECK(strstr(cap_text(&c), "none problem") == NULL);
+    cap_close(&c);
+    json_decref(inv);
+
+    /* shape: how much of each child's mass moved, not a time */
+    json_t *ev = parse(EV_SHAPE);
+    inv =
+        json_pack("{s:I,s:s,s:s,s:s,s:s,s:{s:O}}", "id", (json_int_t)5, "node", "root", "problem",
+                  "shape", "verdict", "localized", "verdict_node", "p2", "summary", "evidence", ev);
+    cap_open(&c);
+    dqctl_render_verdict(c.f, inv);
+    t = cap_text(&c);
+    char line[512];
+    line_with(t, "* p2", line, sizeof line);
+    CHECK_MSG(strstr(line, "97.6 % ± 9.6 %") != NULL, "shape row: %s", line);
+    CHECK(strstr(line, "976 ms") == NULL && strstr(line, " s ") == NULL);
+    cap_close(&c);
+    json_decref(inv);
+    json_decref(ev);
+}
+
 static void test_render_progress_and_verdict(void) {
     json_t *inv = parse(INV1);
     CHECK(inv != NULL);
@@ -336,12 +441,12 @@ static void test_render_progress_and_verdict(void) {
         dqctl_render_progress(c.f, json_array_get(hyps, i));
     }
     const char *t = cap_text(&c);
-    CHECK_STR(t, "03:42:39.935  root     checkout: opened for a latency problem, by a person "
+    CHECK_STR(t, "03:42:39.935  opened   checkout: opened for a latency problem, by a person "
                  "(me); n 1453 in 3 windows, mean 27.4 ms, sd 4.72 ms, lost 0.00%, KS D 0.0101 "
                  "(p 0.998)\n"
                  "03:42:40.001  expand   checkout [validate, pay, ship]: enable 3 children of "
                  "checkout (validate, …): the strategy `children` weighs every child at once\n"
-                 "03:42:40.401  verdict  pay: localized at pay: pay holds 87 % of checkout's mean "
+                 "03:42:40.401  verdict  localized at pay: pay holds 87 % of checkout's mean "
                  "latency (23.9 ms ± 0.29 of 27.5 ms); the runner-up validate holds 7 % (2.01 ms ± "
                  "0.036)\n");
     cap_close(&c);
@@ -350,17 +455,18 @@ static void test_render_progress_and_verdict(void) {
     dqctl_render_verdict(c.f, inv);
     t = cap_text(&c);
     char line[512];
+    /* the verdict line names the verdict and its node: the reason under it does not again */
     CHECK(starts_with(t, "verdict: localized at pay (investigation 1: latency problem at checkout, "
-                         "466 ms)\n  localized at pay: pay holds 87 %"));
+                         "466 ms)\n  pay holds 87 %"));
     CHECK(strstr(t, "  checkout: n 967 in 2 windows, mean 27.5 ms, sd 4.72 ms, lost 0.00%") !=
           NULL);
     /* the dominant child is marked and its contribution carries its interval and share */
     line_with(t, "* pay", line, sizeof line);
-    CHECK_MSG(strstr(line, "970") && strstr(line, "23.9 ms ± 294 us") && strstr(line, "87.1%") &&
+    CHECK_MSG(strstr(line, "970") && strstr(line, "23.9 ms ± 0.29 ms") && strstr(line, "87.1%") &&
                   strstr(line, "dominant"),
               "row: %s", line);
     line_with(t, "  validate ", line, sizeof line);
-    CHECK_MSG(strstr(line, "2.01 ms ± 36 us") && strstr(line, "7.3%") && !strstr(line, "*") &&
+    CHECK_MSG(strstr(line, "2.01 ms ± 0.036 ms") && strstr(line, "7.3%") && !strstr(line, "*") &&
                   !strstr(line, "dominant"),
               "row: %s", line);
     CHECK_INT(count_of(t, "dominant"), 1);
@@ -378,7 +484,8 @@ static void test_render_progress_and_verdict(void) {
     dqctl_render_verdict(c.f, inv);
     t = cap_text(&c);
     line_with(t, "* pay", line, sizeof line);
-    CHECK_MSG(strstr(line, "5% ± 0.4%") && strstr(line, "largest, not dominant"), "row: %s", line);
+    CHECK_MSG(strstr(line, "5 % ± 0.4 %") && strstr(line, "largest, not dominant"), "row: %s",
+              line);
     cap_close(&c);
     json_object_set_new(inv, "problem", json_string("variance"));
     json_object_set_new(kid, "contribution", json_real(2e-6));
@@ -416,7 +523,7 @@ static void test_render_why(void) {
            "a latency problem at checkout.\nEvidence at checkout: enable 3 children"));
     CHECK(strstr(t, "\nInvestigation 1 was started by a person (me) at checkout.\n") != NULL);
     /* the chain: root first, the enabling step one level deeper and marked */
-    const char *root = strstr(t, "\n  #1 root checkout  03:42:39.935\n");
+    const char *root = strstr(t, "\n  #1 opened at checkout  03:42:39.935\n");
     const char *exp = strstr(t, "\n    #2 expand checkout  03:42:40.001  [validate, pay, ship]  "
                                 "-> localized  <- enabled pay\n");
     CHECK(root != NULL);
@@ -477,11 +584,12 @@ static void test_render_log(void) {
                       "person (me) at 2026-11-22 03:42:39.935 UTC\nclosed at 2026-11-22 "
                       "03:42:40.401 UTC\nverdict: localized at pay"));
     /* the tree: each hypothesis indented under its parent */
-    CHECK(strstr(t, "\nhypotheses (3):\n  #1 root checkout  03:42:39.935\n") != NULL);
+    CHECK(strstr(t, "\nhypotheses (3):\n  #1 opened at checkout  03:42:39.935\n") != NULL);
+    CHECK(strstr(t, " root ") == NULL); /* never "#1 root checkout" (nor "root root") */
     CHECK(strstr(t, "\n    #2 expand checkout  03:42:40.001  [validate, pay, ship]  -> "
                     "localized\n") != NULL);
-    CHECK(strstr(t, "\n      #3 verdict pay  03:42:40.401  -> localized\n") != NULL);
-    CHECK(strstr(t, "\n        largest contribution: pay 23.9 ms ± 294 us (87.1%), dominant\n") !=
+    CHECK(strstr(t, "\n      #3 verdict: localized at pay  03:42:40.401\n") != NULL);
+    CHECK(strstr(t, "\n        largest contribution: pay 23.9 ms ± 0.29 ms (87.1%), dominant\n") !=
           NULL);
     CHECK(strstr(t, "\ncommands (3):\n  2026-11-22 03:42:40.001  set_timeout validate "
                     "{\"dmax_ms\":1024}  to wrapper 1 127.0.0.1:55166: sent\n") != NULL);
@@ -502,7 +610,7 @@ static void test_render_log(void) {
     cap_open(&c);
     dqctl_render_investigation(c.f, inv);
     t = cap_text(&c);
-    const char *r = strstr(t, "\n  #1 root r");
+    const char *r = strstr(t, "\n  #1 opened at r");
     const char *a = strstr(t, "\n    #2 expand a");
     const char *b = strstr(t, "\n    #3 expand b");
     const char *d = strstr(t, "\n  #4 pause c");
@@ -837,9 +945,9 @@ static void test_diagnose(struct fake *f, char *server) {
               DQCTL_EXIT_PROBLEM);
     CHECK_INT(f->gets_of_7, 3);
     const char *t = out_of(&r);
-    CHECK_INT(count_of(t, "  root     checkout: "), 1);
+    CHECK_INT(count_of(t, "  opened   checkout: "), 1);
     CHECK_INT(count_of(t, "  expand   checkout [validate, pay, ship]: "), 1);
-    CHECK_INT(count_of(t, "  verdict  pay: localized at pay"), 1);
+    CHECK_INT(count_of(t, "  verdict  localized at pay: pay holds"), 1);
     const char *v = strstr(t, "\nverdict: localized at pay (investigation 7: latency problem at "
                               "checkout, 466 ms)\n");
     CHECK(v != NULL);
@@ -874,33 +982,35 @@ static void test_diagnose(struct fake *f, char *server) {
     CHECK(strstr(out_of(&r), "\nverdict: localized at pay (investigation 8") != NULL);
     run_free(&r);
 
-    /* inconclusive → 0; aborted → 2 with a message */
+    /* inconclusive → 4; aborted → 4 with a message */
     CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 5,
                       (char *[]){"diagnose", "vague", "--wait", "--server", server}),
-              DQCTL_EXIT_OK);
+              DQCTL_EXIT_NO_VERDICT);
     CHECK(strstr(out_of(&r), "verdict: inconclusive at checkout") != NULL);
     run_free(&r);
     CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 5,
                       (char *[]){"diagnose", "broken", "--wait", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_NO_VERDICT);
     CHECK(strstr(err_of(&r), "investigation 10 ended without a verdict (aborted)") != NULL);
     run_free(&r);
 
-    /* --timeout: gives up with 2, and says the investigation goes on */
+    /* --timeout (a bare number is milliseconds): gives up with 4, and says the
+     * investigation goes on */
     int before = f->requests;
     CHECK_INT(
         run_cmd(&r, dqctl_diagnose_main, 7,
-                (char *[]){"diagnose", "slow", "--wait", "--timeout", "0.2", "--server", server}),
-        DQCTL_EXIT_USAGE);
-    CHECK(strstr(err_of(&r), "no verdict after 0.2 s; investigation 11 goes on in dqd") != NULL);
-    CHECK_INT(count_of(out_of(&r), "  root "), 1); /* printed once over several polls */
-    CHECK(f->requests - before >= 3);              /* the POST and at least two polls */
+                (char *[]){"diagnose", "slow", "--wait", "--timeout", "200", "--server", server}),
+        DQCTL_EXIT_NO_VERDICT);
+    CHECK(strstr(err_of(&r), "no verdict after 200 ms (--timeout); investigation 11 goes on in "
+                             "dqd") != NULL);
+    CHECK_INT(count_of(out_of(&r), "  opened "), 1); /* printed once over several polls */
+    CHECK(f->requests - before >= 3);                /* the POST and at least two polls */
     run_free(&r);
 
-    /* dqd refuses: its message, 2 */
+    /* dqd refuses: its message, 3 */
     CHECK_INT(
         run_cmd(&r, dqctl_diagnose_main, 4, (char *[]){"diagnose", "nowhere", "--server", server}),
-        DQCTL_EXIT_USAGE);
+        DQCTL_EXIT_API);
     CHECK(strstr(err_of(&r), "no node named \"nowhere\" in the diagram (HTTP 404") != NULL);
     run_free(&r);
 
@@ -954,10 +1064,10 @@ static void test_other_commands(struct fake *f, char *server) {
     run_free(&r);
     CHECK_INT(run_cmd(&r, dqctl_log_main, 4, (char *[]){"log", "1", "--server", server}), 0);
     CHECK_STR(f->path, "/api/v1/investigations/1");
-    CHECK(strstr(out_of(&r), "\n      #3 verdict pay") != NULL);
+    CHECK(strstr(out_of(&r), "\n      #3 verdict: localized at pay") != NULL);
     run_free(&r);
     CHECK_INT(run_cmd(&r, dqctl_log_main, 4, (char *[]){"log", "99", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK(strstr(err_of(&r), "no such investigation (HTTP 404") != NULL);
     run_free(&r);
 
@@ -1064,8 +1174,8 @@ static const struct check_case cases[] = {
     CHECK_CASE(parse_args),      CHECK_CASE(verdict_exit),
     CHECK_CASE(trigger_body),    CHECK_CASE(render_progress_and_verdict),
     CHECK_CASE(render_why),      CHECK_CASE(render_log),
-    CHECK_CASE(render_snapshot), CHECK_CASE(render_triggers),
-    CHECK_CASE(against_fake),
+    CHECK_CASE(render_culprits), CHECK_CASE(render_snapshot),
+    CHECK_CASE(render_triggers), CHECK_CASE(against_fake),
 };
 
 CHECK_MAIN(cases)

@@ -70,9 +70,33 @@ static void test_durations(void) {
     dqctl_format_duration(1.5, b, sizeof b);
     CHECK_STR(b, "1.5 s");
     dqctl_format_duration(0.0008, b, sizeof b);
-    CHECK_STR(b, "800 us");
+    CHECK_STR(b, "800 \xc2\xb5s");
     dqctl_format_duration(NAN, b, sizeof b);
     CHECK_STR(b, "-");
+}
+
+/* "did you mean": edits, swaps, the limit, and the names offered */
+static void test_did_you_mean(void) {
+    CHECK_INT(dqctl_edit_distance("front_b2", "front_b2", 2), 0);
+    CHECK_INT(dqctl_edit_distance("fornt_b2", "front_b2", 2), 1); /* two neighbours swapped */
+    CHECK_INT(dqctl_edit_distance("front_b", "front_b2", 2), 1);
+    CHECK_INT(dqctl_edit_distance("frnt_b3", "front_b2", 2), 2);
+    CHECK_INT(dqctl_edit_distance("xx", "front_b2", 2), 3); /* beyond: max + 1 */
+    CHECK_INT(dqctl_edit_distance("", "ab", 2), 2);
+    CHECK_INT(dqctl_edit_distance("abc", "", 2), 3);
+    CHECK_INT(dqctl_edit_distance("ca", "abc", 5), 3); /* no swap across an insertion (OSA) */
+    json_t *probes =
+        json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "name", "front_b2", "name", "front_b1",
+                  "name", "front", "name", "store", "name", "front_c2", "name", "front_b3");
+    char buf[256];
+    CHECK_INT(dqctl_did_you_mean("fornt_b2", probes, buf, sizeof buf), 3);
+    CHECK_STR(buf, "front_b2, front_b1 or front_b3"); /* the nearest first, then by name */
+    CHECK_INT(dqctl_did_you_mean("stroe", probes, buf, sizeof buf), 1);
+    CHECK_STR(buf, "store");
+    CHECK_INT(dqctl_did_you_mean("zzzz", probes, buf, sizeof buf), 0);
+    CHECK_STR(buf, "");
+    CHECK_INT(dqctl_did_you_mean("store", probes, buf, sizeof buf), 0); /* itself is no hint */
+    json_decref(probes);
 }
 
 static void test_qta_points(void) {
@@ -451,6 +475,29 @@ static void test_renderers(void) {
     dqctl_escape("\x01\x02\x03", esc, 10); /* cut at a whole escape */
     CHECK(strcmp(esc, "\\x01\\x02") == 0);
 
+    /* numbers from a disabled probe's last window are stale, with their age; an enabled
+     * probe's say how old they are */
+    probes =
+        json_pack("[{s:s,s:b,s:f,s:i,s:{s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:f,s:b},s:n},"
+                  "{s:s,s:b,s:f,s:i,s:{s:f,s:f,s:i,s:f,s:f,s:f,s:f,s:f,s:b},s:n}]",
+                  "name", "gone", "enabled", 0, "dmax_ms", 100.0, "bins", 100, "last_window",
+                  "start", 1.0, "end", 2.0, "n", 2, "p50", 0.01, "p95", 0.02, "p99", 0.02, "lost",
+                  0.0, "age_s", 185.0, "stale", 1, "qta", "name", "live", "enabled", 1, "dmax_ms",
+                  100.0, "bins", 100, "last_window", "start", 1.0, "end", 2.0, "n", 90, "p50", 0.01,
+                  "p95", 0.02, "p99", 0.02, "lost", 0.0, "age_s", 1.2, "stale", 0, "qta");
+    CHECK(probes != NULL);
+    cap_open(&c);
+    dqctl_render_probes(c.f, probes);
+    t = cap_text(&c);
+    CHECK(strstr(t, "LAST WINDOW") != NULL);
+    const char *gone = strstr(t, "\ngone "), *live = strstr(t, "\nlive ");
+    CHECK(gone && live && gone < live);
+    CHECK_MSG(gone && strstr(gone, "STALE, 185 s ago") && strstr(gone, "STALE, 185 s ago") < live,
+              "%s", t);
+    CHECK_MSG(live && strstr(live, " 1.2 s ago") && !strstr(live, "STALE"), "%s", t);
+    cap_close(&c);
+    json_decref(probes);
+
     /* a silent probe is marked in the probes list */
     probes =
         json_pack("[{s:s,s:b,s:f,s:i,s:n,s:n,s:I},{s:s,s:b,s:f,s:i,s:n,s:n,s:n}]", "name", "db",
@@ -695,10 +742,12 @@ static void test_against_fake(void) {
     CHECK(strstr(r.err.buf, "no wrapper is connected") != NULL);
     run_free(&r);
 
-    /* API errors: the envelope's message, exit 2 */
+    /* an unknown probe: said for the CLI, with the names near it; exit 3 */
     CHECK_INT(run_cmd(&r, dqctl_dq_main, 4, (char *[]){"dq", "nope", "--server", server}),
-              DQCTL_EXIT_USAGE);
-    CHECK(strstr(r.err.buf, "dqctl: no probe named \"nope\" (HTTP 404, not_found)") != NULL);
+              DQCTL_EXIT_API);
+    CHECK(strstr(r.err.buf, "dqctl: dq: dqd knows no probe named \"nope\" (it is not in the "
+                            "diagram and no wrapper has reported it); `dqctl probes` lists the "
+                            "names it knows\n") != NULL);
     CHECK_STR(r.out.buf ? r.out.buf : "", "");
     run_free(&r);
 
@@ -706,7 +755,7 @@ static void test_against_fake(void) {
     char notdqd[96];
     snprintf(notdqd, sizeof notdqd, "http://127.0.0.1:%d/notdqd", f.port);
     CHECK_INT(run_cmd(&r, dqctl_status_main, 3, (char *[]){"status", "--server", notdqd}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK(strstr(r.err.buf, "without the API's JSON envelope") != NULL);
     run_free(&r);
 
@@ -760,7 +809,7 @@ static void test_unreachable(void) {
              server);
     struct run r;
     CHECK_INT(run_cmd(&r, dqctl_probes_main, 3, (char *[]){"probes", "--server", server}),
-              DQCTL_EXIT_USAGE);
+              DQCTL_EXIT_API);
     CHECK_STR(r.err.buf, want);
     run_free(&r);
 }
@@ -858,10 +907,23 @@ static void test_watch_lines(void) {
                      "{\"investigation\":3,\"id\":9,\"parent\":8,\"node\":\"pay\","
                      "\"action\":\"expand\",\"probes\":[\"x\",\"y\"],\"reason\":\"because\"}",
                      "11:06:40.250 step     investigation 3 #9 expand pay [x, y]: because\n");
+    check_watch_line(now, "hypothesis", /* the first step: never "#7 root root" */
+                     "{\"investigation\":3,\"id\":7,\"action\":\"root\",\"node\":\"root\","
+                     "\"probes\":[],\"reason\":null}",
+                     "11:06:40.250 step     investigation 3 #7 opened at root\n");
     check_watch_line(now, "verdict",
                      "{\"investigation\":3,\"node\":\"root\",\"verdict\":\"localized\","
                      "\"summary\":{\"node\":\"leaf\",\"evidence\":{\"reason\":\"r\"}}}",
                      "11:06:40.250 verdict  investigation 3 at root: localized at leaf: r\n");
+    /* said once, every culprit named */
+    check_watch_line(
+        now, "verdict",
+        "{\"investigation\":4,\"node\":\"root\",\"verdict\":\"localized\","
+        "\"summary\":{\"node\":\"fb\",\"evidence\":{\"reason\":\"localized at 2 "
+        "culprits: fb (62 %), sb (38 %) explain it\",\"culprits\":[{\"probe\":\"fb\","
+        "\"share\":0.62},{\"probe\":\"sb\",\"share\":0.38}]}}}",
+        "11:06:40.250 verdict  investigation 4 at root: localized at fb and sb: fb (62 "
+        "%), sb (38 %) explain it\n");
     check_watch_line(now, "probe",
                      "{\"probe\":\"p\\u0001\",\"change\":\"enable\",\"summary\":{"
                      "\"enabled\":true,\"dmax_ms\":250,\"qta\":null}}",
@@ -874,10 +936,10 @@ static void test_watch_lines(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(sse_parser),  CHECK_CASE(watch_lines), CHECK_CASE(durations),
-    CHECK_CASE(qta_points),  CHECK_CASE(url_escape),  CHECK_CASE(parse_args),
-    CHECK_CASE(qta_check),   CHECK_CASE(renderers),   CHECK_CASE(against_fake),
-    CHECK_CASE(unreachable),
+    CHECK_CASE(sse_parser),  CHECK_CASE(watch_lines),  CHECK_CASE(durations),
+    CHECK_CASE(qta_points),  CHECK_CASE(url_escape),   CHECK_CASE(parse_args),
+    CHECK_CASE(qta_check),   CHECK_CASE(renderers),    CHECK_CASE(against_fake),
+    CHECK_CASE(unreachable), CHECK_CASE(did_you_mean),
 };
 
 CHECK_MAIN(cases)

@@ -92,7 +92,12 @@ static void handler(void *ctx, const struct http_request *req, struct http_respo
     snprintf(f->auth, sizeof f->auth, "%s", a ? a : "");
     int latest = !w || strcmp(w, "latest") == 0 || strcmp(w, "0") == 0;
     int calc = k && strcmp(k, "calculated") == 0;
-    if (strcmp(req->path, "/api/v1/probes/front/dq") == 0 && latest && !calc) {
+    if (strcmp(req->path, "/api/v1/status") == 0) {
+        http_reply_data(res, json_pack("{s:s,s:i,s:i}", "version", "fake", "min_instances", 5,
+                                       "min_windows", 2));
+    } else if (strcmp(req->path, "/api/v1/probes/thin/dq") == 0) {
+        http_reply_data(res, dq_json("thin", "observed", 0.001, 16, 1, 1, 1.0, T0, 2, 0));
+    } else if (strcmp(req->path, "/api/v1/probes/front/dq") == 0 && latest && !calc) {
         /* 2 ms bins: all at 4 ms */
         http_reply_data(res, dq_json("front", "observed", 0.002, 512, 2, 2, 1.0, T0, 10, 0));
     } else if (strcmp(req->path, "/api/v1/probes/db/dq") == 0 && calc) {
@@ -165,11 +170,11 @@ static double quant(const json_t *o, const char *p) {
     return json_number_value(v);
 }
 
-/* Expects exit 2 and every needle on stderr. */
-static void expect_fail(struct fake *f, const char *const *words, int n, const char *n1,
+/* Expects exit `code` and every needle on stderr. */
+static void expect_fail(struct fake *f, int code, const char *const *words, int n, const char *n1,
                         const char *n2, const char *n3) {
     struct run r;
-    CHECK_INT(model_run(&r, words, n), DQCTL_EXIT_USAGE);
+    CHECK_INT(model_run(&r, words, n), code);
     const char *needles[] = {n1, n2, n3};
     for (int i = 0; i < 3; i++) {
         CHECK_MSG(!needles[i] || strstr(r.err.buf, needles[i]), "stderr lacks \"%s\": %s",
@@ -189,7 +194,7 @@ static void test_measured(void) {
     const char *w1[] = {"--set", "front=probe:front", "--set", "db=probe:db", "--server", server,
                         "--json"};
     json_t *j = model_json(w1, 7);
-    CHECK_INT(f->requests, 2);
+    CHECK_INT(f->requests, 3); /* the status (min_instances), then the two ΔQs */
     CHECK_STR(f->path, "/api/v1/probes/db/dq");
     CHECK_STR(f->kind, "observed");
     CHECK_STR(f->window, "0");
@@ -305,8 +310,8 @@ static void test_human(void) {
     CHECK(strstr(o, " UTC + 100 ms, 10 instances (0 failed or timed out), bins of 2 ms\n") != NULL);
     CHECK(strstr(o, "          db = scale(snapshot:3:db,0.5): snapshot 3, window ") != NULL);
     CHECK(strstr(o, " UTC + 100 ms (after the firing), bins of 1 ms\n\ne2e  (calculated; bin "
-                    "width 0.002 s") != NULL);
-    CHECK(strstr(o, "p50       0.026 s") != NULL); /* (4, 6] + 0.5·(40, 41] ms */
+                    "width 2 ms") != NULL);
+    CHECK(strstr(o, "p50       26 ms") != NULL); /* (4, 6] + 0.5·(40, 41] ms */
     run_free(&r);
     /* --json has no such lines: one object per line, as without measured DISTs */
     const char *wj[] = {"--set", "front=probe:front", "--set", "db=probe:db", "--server", server,
@@ -319,26 +324,38 @@ static void test_human(void) {
 static void test_failures(void) {
     struct fake *f = &the_fake;
     const char *w1[] = {"--set", "front=probe:front", "--set", "db=probe:nope", "--server", server};
-    expect_fail(f, w1, 6,
+    expect_fail(f, DQCTL_EXIT_API, w1, 6,
                 "--set db=probe:nope: cannot get the observed ΔQ of probe nope (latest "
                 "window)",
                 base, "no probe named \"nope\" (HTTP 404, not_found)");
     const char *w2[] = {"--set", "front=probe:fresh", "--set", "db=wait(0)", "--server", server};
-    expect_fail(f, w2, 6, "probe fresh", "has no observed ΔQ for window 0 yet", base);
-    const char *w3[] = {"--set", "front=probe:weird", "--set", "db=wait(0)", "--server", server};
-    expect_fail(f, w3, 6, "probe weird", "bin width 0.003 s, not 0.001 s times a power of two",
+    expect_fail(f, DQCTL_EXIT_API, w2, 6, "probe fresh", "has no observed ΔQ for window 0 yet",
                 base);
+    const char *w3[] = {"--set", "front=probe:weird", "--set", "db=wait(0)", "--server", server};
+    expect_fail(f, DQCTL_EXIT_API, w3, 6, "probe weird",
+                "bin width 0.003 s, not 0.001 s times a power of two", base);
     const char *w4[] = {"--set", "front=wait(0)", "--set", "db=snapshot:4:db", "--server", server};
-    expect_fail(f, w4, 6, "snapshot 4 has no observed ΔQ of db after its firing yet", base,
+    expect_fail(f, DQCTL_EXIT_API, w4, 6,
+                "snapshot 4 has no observed ΔQ of db after its firing yet", base,
                 "snapshot:ID:NAME:before");
     const char *w5[] = {"--set", "front=wait(0)", "--set", "db=snapshot:9:db", "--server", server};
-    expect_fail(f, w5, 6, "probe db in snapshot 9", "no such snapshot (HTTP 404", base);
+    expect_fail(f, DQCTL_EXIT_API, w5, 6, "probe db in snapshot 9", "no such snapshot (HTTP 404",
+                base);
     const char *w6[] = {"--set", "front=wait(0)", "--set", "db=snapshot:3:zzz", "--server", server};
-    expect_fail(f, w6, 6, "snapshot 3 holds no observed ΔQ of probe zzz (it holds: db, other)",
-                base, NULL);
+    expect_fail(f, DQCTL_EXIT_API, w6, 6,
+                "snapshot 3 holds no observed ΔQ of probe zzz (it holds: db, other)", base, NULL);
     const char *w7[] = {"--set",    "front=wait(0)", "--set", "db=shift(probe:db@2,1)",
                         "--server", server};
-    expect_fail(f, w7, 6, "(window 2 back)", "no observed ΔQ for window 2 yet", base);
+    expect_fail(f, DQCTL_EXIT_API, w7, 6, "(window 2 back)", "no observed ΔQ for window 2 yet",
+                base);
+
+    /* a window with fewer instances than dqd's min_instances: refused, the window named */
+    const char *wt[] = {"--set", "front=probe:thin", "--set", "db=wait(0)", "--server", server};
+    expect_fail(f, DQCTL_EXIT_USAGE, wt, 6,
+                "--set front=probe:thin: the window of thin it names (the latest, 0 back: ",
+                "holds 2 instances, fewer than dqd's min_instances (5): too few to stand for "
+                "thin's ΔQ",
+                "probe:thin@W");
 
     /* no request at all: a model without measured DISTs, a DIST or model error */
     int before = f->requests;
@@ -351,12 +368,13 @@ static void test_failures(void) {
     run_free(&r);
     const char *w9[] = {"--set", "front=probe:front", "--set", "nothere=probe:db", "--server",
                         server};
-    expect_fail(f, w9, 6, "no node named `nothere`", NULL, NULL);
+    expect_fail(f, DQCTL_EXIT_USAGE, w9, 6, "no node named `nothere`", NULL, NULL);
     const char *w10[] = {"--set", "front=probe:front", "--set", "db=scale(probe:db)", "--server",
                          server};
-    expect_fail(f, w10, 6, "--set db: scale(DIST,K) needs a distribution and a factor", NULL, NULL);
+    expect_fail(f, DQCTL_EXIT_USAGE, w10, 6,
+                "--set db: scale(DIST,K) needs a distribution and a factor", NULL, NULL);
     const char *w11[] = {"--set", "front=probe:front", "--set", "db=probe:db", "--server"};
-    expect_fail(f, w11, 5, "--server needs a value", NULL, NULL);
+    expect_fail(f, DQCTL_EXIT_USAGE, w11, 5, "--server needs a value", NULL, NULL);
     CHECK_INT(f->requests, before);
 }
 
@@ -380,7 +398,7 @@ static void test_unreachable(void) {
     struct run r;
     const char *w[] = {"--set", "front=wait(0)", "--set", "db=scale(probe:db,0.5)", "--server",
                        url};
-    CHECK_INT(model_run(&r, w, 6), DQCTL_EXIT_USAGE);
+    CHECK_INT(model_run(&r, w, 6), DQCTL_EXIT_API);
     CHECK_STR(r.err.buf, want);
     CHECK_STR(r.out.buf ? r.out.buf : "", "");
     run_free(&r);

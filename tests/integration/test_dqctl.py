@@ -110,8 +110,9 @@ def body(c):
     c.eq(rc, 0, "dq --kind calculated exit status")
     c.check("calculated" in out and "p50 30 ms" in out, "calculated flow median 30 ms: %r" % out)
     rc, out, err = ctl("dq", "nosuch")
-    c.eq(rc, 2, "dq of an unknown probe exits 2")
-    c.check("nosuch" in err and "404" in err, "dq unknown probe message: %r" % err)
+    c.eq(rc, 3, "dq of an unknown probe exits 3")
+    c.check("dq: dqd knows no probe named \"nosuch\"" in err and "404" not in err,
+            "dq unknown probe message, in the CLI's words: %r" % err)
 
     # enable / disable / set-timeout
     # (the only wrapper is an inbound legacy connection, which dqd does not write to: every
@@ -139,6 +140,17 @@ def body(c):
         c.eq(j["enabled"], False, "disable --json")
         c.eq([x["status"] for x in j["commands"]], ["not_applied"], "disable --json commands")
     c.eq(d.get("/api/v1/probes/checkout")["enabled"], False, "disable reached dqd")
+    # checkout's numbers are from its last window: once a window closes without an
+    # instance of it, they are stale, with their age
+    lw = d.get("/api/v1/probes/checkout")["last_window"]
+    c.check(lw and lw["age_s"] >= 0 and lw["n"] == 30, "the last window has its age: %r" % lw)
+    c.check(d.wait_until(lambda: d.get("/api/v1/probes/checkout")["last_window"]["stale"],
+                         timeout=5),
+            "a window closed without checkout: its numbers are stale")
+    rc, out, err = ctl("probes")
+    row = [l for l in out.splitlines() if l.startswith("checkout ")]
+    c.check(rc == 0 and row and " STALE, " in row[0] and " ago " in row[0],
+            "probes marks checkout's numbers STALE with their age: %r" % out)
 
     # qta: set, show, a violated agreement makes dq exit 1, clear
     rc, out, err = ctl("qta", "pay", "0.5@5ms", "0.8@50ms", "--max-lost", "0.2")
@@ -175,6 +187,29 @@ def body(c):
     c.check("sent to 1 wrapper" in out, "start output: %r" % out)
     c.eq(d.status()["running"], True, "running again")
 
+    # a calculated ΔQ comes only from the children's ΔQs of the same window: a window where
+    # flow and checkout report and pay does not has none, and dqd says which child is
+    # missing rather than show the older one next to the newer observed ΔQ
+    w2 = d.window_of(t.now_ns()) + 1
+    base2 = w2 * 100 * MS + 50 * MS
+    lines = [t.legacy_line("flow", base2 - 35 * MS + i, base2 + i) for i in range(30)]
+    lines += [t.legacy_line("checkout", base2 - 12 * MS + i, base2 + i) for i in range(30)]
+    s.sendall("".join(lines).encode())
+    c.check(d.wait_window("flow", w2) is not None, "flow's own window closed")
+    st, env = d.api("GET", "/api/v1/probes/flow/dq?kind=calculated")
+    c.check(st == 404 and "its child pay had no data in it" in env.get("error", ""),
+            "no calculated flow for its latest window, pay named: %r %r" % (st, env))
+    rc, out, err = ctl("dq", "flow", "--kind", "calculated")
+    c.check(rc == 3 and "its child pay had no data" in err, "dqctl dq says so: %r %r" % (rc, err))
+    dqs = d.get("/api/v1/probes/flow/dqs")
+    c.check(dqs["observed"] is not None and dqs["calculated"] is None and
+            dqs["calculated_missing"] == ["pay"],
+            "the dashboard's ΔQs: observed, no stale calculated, pay missing: %r" %
+            {k: dqs.get(k) is not None for k in ("observed", "calculated")})
+    st, env = d.api("GET", "/api/v1/probes/flow/dq?kind=calculated&window=0")
+    c.eq(st, 200, "the newest calculated ΔQ, older than the observed, is there when asked by "
+         "its place (window=0)")
+
     # usage errors: exit 2 with a message
     for args, what in [(("dq",), "missing PROBE"), (("frobnicate",), "unknown command"),
                        (("status", "--bogus"), "unknown option"),
@@ -187,14 +222,14 @@ def body(c):
     v2.close()
     d.stop(c)
 
-    # an unreachable server: exit 2, a message naming the URL
+    # an unreachable server: exit 3, a message naming the URL
     url = "http://127.0.0.1:%d" % t.free_port()
     rc, out, err = t.dqctl(dqctl_bin, "status", "--server", url)
-    c.eq(rc, 2, "unreachable server exits 2")
+    c.eq(rc, 3, "unreachable server exits 3")
     c.check(url in err and "cannot reach dqd" in err, "unreachable message: %r" % err)
     c.eq(out, "", "nothing on stdout when unreachable")
     rc, out, err = t.dqctl(dqctl_bin, "probes", "--json", "--server", url)
-    c.eq(rc, 2, "unreachable server exits 2 with --json too")
+    c.eq(rc, 3, "unreachable server exits 3 with --json too")
     t.remove_workdir(wd)
 
 

@@ -7,8 +7,10 @@ real dqd. Instances of probes a and b with known durations go in through the ing
 must give the mean, quantiles and lost mass that follow from those durations; probe:NAME@W
 picks an older window; the model of the measured parts agrees with dqd's own calculated
 ΔQ of e2e (and with calculated:e2e); the human output names the windows used; a model
-with no measured DIST needs no dqd; an unknown probe, a probe with no window yet and an
-unreachable dqd exit 2 with a message that names the probe and the server.
+with no measured DIST needs no dqd; a window with fewer instances than dqd's
+min_instances is refused (exit 2, the window named); an unknown probe, a probe with no
+window yet and an unreachable dqd exit 3 with a message that names the probe and the
+server.
 
 usage: test_dqctl_model.py DQD_BINARY DQCTL_BINARY
 """
@@ -50,13 +52,15 @@ def body(c):
             return None
 
     # Window 1: a takes 8 ms. Window 2 (the latest): a takes 10 ms; b takes 10, 11, …, 49
-    # ms once each (40 successes) plus 10 failures: lost 10/50 = 0.2.
+    # ms once each (40 successes) plus 10 failures: lost 10/50 = 0.2; c (not in the
+    # diagram) 5 instances, fewer than dqd's min_instances (30).
     s = t.connect(d.ingest_port)
     w2 = d.window_of(t.now_ns())  # the open window; the one before closes 300 ms after it ends
     w1 = w2 - 1
     base1 = w1 * 100 * MS + 60 * MS
     base2 = w2 * 100 * MS + 55 * MS
-    lines = [t.legacy_line("a", base1 - 8 * MS + i, base1 + i) for i in range(20)]
+    lines = [t.legacy_line("a", base1 - 8 * MS + i, base1 + i) for i in range(30)]
+    lines += [t.legacy_line("c", base2 - 3 * MS + i, base2 + i) for i in range(5)]
     lines += [t.legacy_line("a", base2 - 10 * MS + i, base2 + i) for i in range(30)]
     lines += [t.legacy_line("b", base2 - (10 + i) * MS, base2) for i in range(40)]
     lines += [t.legacy_line("b", base2 - 5 * MS, base2, "fa") for _ in range(10)]
@@ -148,25 +152,33 @@ def body(c):
     c.check("30 instances (0 failed or timed out), bins of 1 ms" in out, "a's window: %r" % out)
     c.check("b = scale(probe:b,0.5): observed" in out and "50 instances (10 failed" in out,
             "b's window: %r" % out)
-    c.check("e2e  (calculated; bin width 0.001 s" in out, "the report follows: %r" % out)
+    c.check("e2e  (calculated; bin width 1 ms" in out, "the report follows: %r" % out)
 
     # errors: an unknown probe, a probe with no window yet (registered by a PUT)
     rc, out, err = ctl("model", model, "--set", "a=probe:nosuch", "--set", "b=wait(0)",
                        "--server", d.url)
-    c.eq(rc, 2, "unknown probe exits 2")
+    c.eq(rc, 3, "unknown probe exits 3")
     c.check("probe nosuch" in err and d.url in err and "404" in err,
             "unknown probe message names the probe and the server: %r" % err)
     st, _ = d.api("PUT", "/api/v1/probes/fresh?create=1", {"enabled": False})
     c.eq(st, 200, "probe fresh registered")
     rc, out, err = ctl("model", model, "--set", "a=probe:fresh", "--set", "b=wait(0)",
                        "--server", d.url)
-    c.eq(rc, 2, "a probe with no window yet exits 2")
+    c.eq(rc, 3, "a probe with no window yet exits 3")
     c.check("probe fresh" in err and "no observed" in err and d.url in err,
             "no-window message: %r" % err)
     rc, out, err = ctl("model", model, "--set", "a=probe:a@7", "--set", "b=wait(0)",
                        "--server", d.url)
-    c.eq(rc, 2, "a window that does not exist exits 2")
+    c.eq(rc, 3, "a window that does not exist exits 3")
     c.check("window 7 back" in err, "window message: %r" % err)
+    # a window thinner than min_instances: refused, naming the window and the numbers
+    rc, out, err = ctl("model", model, "--set", "a=probe:c", "--set", "b=wait(0)",
+                       "--server", d.url)
+    c.eq(rc, 2, "a window under min_instances exits 2 (%r)" % err)
+    c.check("the window of c it names (the latest, 0 back: " in err and
+            "holds 5 instances, fewer than dqd's min_instances (30)" in err,
+            "thin window message: %r" % err)
+    c.eq(out, "", "nothing computed from a thin window")
     s.close()
     d.stop(c)
 
@@ -175,7 +187,7 @@ def body(c):
     url = "http://127.0.0.1:%d" % t.free_port()
     rc, out, err = ctl("model", model, "--set", "a=probe:a", "--set", "b=wait(0)",
                        "--server", url)
-    c.eq(rc, 2, "unreachable dqd exits 2")
+    c.eq(rc, 3, "unreachable dqd exits 3")
     c.check("probe a" in err and url in err and "cannot reach dqd" in err,
             "unreachable message: %r" % err)
     c.eq(out, "", "nothing on stdout when unreachable")

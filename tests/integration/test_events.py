@@ -18,6 +18,7 @@ usage: test_events.py DQD DQCTL DQSIM DIAGRAM
 
 import json
 import os
+import queue
 import socket
 import struct
 import subprocess
@@ -131,7 +132,9 @@ def part_stream(c, dqd_bin, dqctl_bin):
     diagram = os.path.join(work, "flow.dq")
     with open(diagram, "w") as f:
         f.write("flow = a -> b;\n")
-    d = t.Dqd(dqd_bin, work, window_ms=100, lag_ms=100, diagram=diagram)
+    # a lag of 1 s: the lines sent 20 ms into a window are in time even when this machine
+    # holds the test or dqd back for most of a second
+    d = t.Dqd(dqd_bin, work, window_ms=100, lag_ms=1000, diagram=diagram)
     try:
         s = SseClient(d.http_port)
         c.eq(s.read_head(), 200, "GET /api/v1/events answers 200")
@@ -264,23 +267,30 @@ def part_stream(c, dqd_bin, dqctl_bin):
                 events["dropped"] == 0,
                 "the status counts the clients (HEAD opens none): %r" % d.status()["events"])
 
-        # dqctl watch
+        # dqctl watch: --count ends it (the windows of 100 ms go on closing)
         env = dict(os.environ)
         env.pop("DQD_URL", None)
         w = subprocess.Popen([dqctl_bin, "--server", d.url, "watch", "--count", "3",
                               "--types", "window,probe"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
-        time.sleep(0.3)
-        d.api("PUT", "/api/v1/probes/b", {"enabled": False})
         out, err = w.communicate(timeout=20)
         lines = out.strip().split("\n")
         c.eq(w.returncode, 0, "dqctl watch --count 3 exits 0: %s" % err)
         c.check(len(lines) == 4 and lines[0].split()[1] == "hello" and
                 all(ln.split()[1] in ("window", "probe") for ln in lines[1:]),
                 "dqctl watch prints hello and 3 events:\n%s" % out)
-        c.check(any(" window " in ln and " a n " in ln and "p50" in ln for ln in lines) or
-                any("probe    b: disable" in ln for ln in lines),
-                "dqctl watch's lines say what happened:\n%s" % out)
+        # its line for a change made once it watches (its hello printed)
+        w = subprocess.Popen([dqctl_bin, "--server", d.url, "watch", "--types", "probe"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        got = queue.Queue()
+        threading.Thread(target=lambda: [got.put(ln) for ln in w.stdout], daemon=True).start()
+        hello = got.get(timeout=20)
+        d.api("PUT", "/api/v1/probes/b", {"enabled": False})
+        line = got.get(timeout=20)
+        w.terminate()
+        out, err = w.communicate(timeout=20)
+        c.check(" hello " in hello and "probe    b: disable" in line,
+                "dqctl watch's line says what happened:\n%s%s%s" % (hello, line, out))
         rc, out, err = t.dqctl(dqctl_bin, "--server", d.url, "watch", "--json", "--count", "2",
                                "--types", "window")
         objs = [json.loads(ln) for ln in out.strip().split("\n")]
@@ -288,10 +298,10 @@ def part_stream(c, dqd_bin, dqctl_bin):
                 isinstance(objs[1]["data"].get("probes"), list) and objs[2]["id"] > objs[1]["id"],
                 "dqctl watch --json: one object per line: %r" % out[:300])
         rc, out, err = t.dqctl(dqctl_bin, "--server", d.url, "watch", "--types", "nope")
-        c.check(rc == 2 and "unknown event type" in err, "watch --types nope: %d %r" % (rc, err))
+        c.check(rc == 3 and "unknown event type" in err, "watch --types nope: %d %r" % (rc, err))
         rc, out, err = t.dqctl(dqctl_bin, "--server", "http://127.0.0.1:%d" % t.free_port(),
                                "watch", "--count", "1")
-        c.check(rc == 2 and "cannot reach dqd" in err, "watch without dqd: %d %r" % (rc, err))
+        c.check(rc == 3 and "cannot reach dqd" in err, "watch without dqd: %d %r" % (rc, err))
         rc, out, err = t.dqctl(dqctl_bin, "--server", d.url, "watch", "--for", "300ms",
                                "--types", "verdict")
         c.check(rc == 0 and out.count("\n") == 1 and "hello" in out,
@@ -311,20 +321,27 @@ def part_load(c, dqd_bin, dqsim_bin, diagram):
     try:
         for name in d.get("/api/v1/diagram")["probes"]:
             d.api("PUT", "/api/v1/probes/" + name, {"enabled": True})
+        sim = subprocess.Popen([dqsim_bin, "--diagram", diagram, "--dqd",
+                                "127.0.0.1:%d" % d.ingest_port, "--clock", "sim", "--rate", "2000",
+                                "--batch-ms", "50", "--duration", "100000"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        # the clients connect once dqsim's first clock line has moved dqd's clock from its
+        # start to the simulation's (a jump past the open windows, which dqd skips when
+        # this machine started dqsim late: not a gap in the stream)
+        c.check(d.wait_until(lambda: d.status()["windows_closed"] > 0, timeout=30),
+                "dqsim moves dqd's clock")
         good = SseClient(d.http_port, "?types=window")
         good.read_head()
         slow = SseClient(d.http_port, "?types=window", rcvbuf=4096)
         slow.read_head()  # the head and the hello, then it never reads again
         c.check(d.wait_until(lambda: d.status()["events"]["clients"] == 2, timeout=5),
                 "two event clients connected")
-        sim = subprocess.Popen([dqsim_bin, "--diagram", diagram, "--dqd",
-                                "127.0.0.1:%d" % d.ingest_port, "--clock", "sim", "--rate", "2000",
-                                "--batch-ms", "50", "--duration", "100000"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
         # the reader keeps up: every window in order, until the slow one has been dropped
+        # (after about a thousand windows: dqd's bound, plus the kernel's socket buffers;
+        # dqd under the sanitizers on a busy machine closes fewer than 10 a second)
         wids, gaps = [], 0
-        deadline = time.time() + 60
+        deadline = time.time() + 150
         dropped = 0
         while time.time() < deadline:
             ev = good.next_event(timeout=5)

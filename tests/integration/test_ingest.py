@@ -30,6 +30,7 @@ def body(c):
     with open(diagram, "w") as f:
         f.write("# two stages in sequence\npipeline = w1 -> w2;\n")
     d = t.Dqd(dqd_bin, wd, window_ms=WINDOW_MS, lag_ms=LAG_MS, diagram=diagram)
+    up_ns = t.now_ns()  # dqd is running: it opened its windows before this
 
     # A v2 client says hello and gets the enabled set (empty) and start_stub.
     v2 = t.connect(d.ingest_port)
@@ -38,7 +39,11 @@ def body(c):
     c.eq(r.read_lines(1), ["start_stub"], "v2 hello answered with the (empty) enabled set")
     legacy = t.connect(d.ingest_port)  # never read: like the oscilloscope's wrapper
 
-    # Every instance ends in window wt, which has already ended but is within the lag.
+    # Every instance ends in window wt, which has already ended but is within the lag, and
+    # began after dqd started (a window dqd started in is stored from its start on, as a
+    # partial row): wait until the window after the one holding up_ns has ended.
+    while d.window_of(t.now_ns()) - 1 <= d.window_of(up_ns):
+        time.sleep(0.01)
     now = t.now_ns()
     wt = d.window_of(now) - 1
     base = wt * WINDOW_MS * MS + WINDOW_MS * MS // 2

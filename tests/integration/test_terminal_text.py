@@ -67,7 +67,8 @@ def body(c):
     r = subprocess.run([dqctl, "dq", "no\x1bsuch", "--server", d.url], capture_output=True,
                        timeout=30)
     err = r.stderr.decode("utf-8", "replace")
-    c.check(r.returncode == 2 and not controls(err), "an error quoting ESC: %r" % err)
+    c.check(r.returncode == 3 and not controls(err) and "no\\x1bsuch" in err,
+            "an error quoting ESC: %r" % err)
     d.stop(c)
     # issue 26: dqd's own error on a config whose key or mfa holds a newline or ESC is one
     # line, the bytes escaped (a config's text cannot forge a log line)

@@ -39,9 +39,10 @@ def body(c):
     run = lambda env: subprocess.run([dqctl, "enable", "x", "--create", "--server", d.url],
                                      capture_output=True, text=True, env=env, timeout=30)
     r = run({k: v for k, v in os.environ.items() if k != "DQD_TOKEN"})
-    c.check(r.returncode == 2 and "Bearer" in r.stderr, "dqctl without DQD_TOKEN: %r" % r.stderr)
+    c.check(r.returncode == 3 and "Bearer" in r.stderr,
+            "dqctl without DQD_TOKEN: dqd refuses, exit 3: %r" % r.stderr)
     r = run(dict(os.environ, DQD_TOKEN="wrong"))
-    c.eq(r.returncode, 2, "dqctl with a wrong token")
+    c.eq(r.returncode, 3, "dqctl with a wrong token (dqd refuses)")
     r = run(dict(os.environ, DQD_TOKEN="s3cret"))
     c.eq(r.returncode, 0, "dqctl with DQD_TOKEN: %s" % r.stderr)
     c.check(any(p["name"] == "x" and p["enabled"] for p in d.get("/api/v1/probes")),

@@ -99,11 +99,22 @@ def body(c):
 
     # ---- 1: unknown names ----
     rc, out, err = ctl("enable", "nosuch")
-    c.eq(rc, 2, "enable of an unknown name exits 2")
+    c.eq(rc, 3, "enable of an unknown name exits 3 (dqd refused)")
     c.check("nosuch" in err and "--create" in err, "the refusal says how to create: %r" % err)
+    c.check("?create=1" not in err and "GET /api" not in err and "HTTP" not in err,
+            "the refusal is in the CLI's words, not the API's: %r" % err)
     c.eq(d.api("GET", "/api/v1/probes/nosuch")[0], 404, "a refused enable creates nothing")
+    rc, out, err = ctl("disable", "nosuch")
+    c.check(rc == 3 and "dqd knows no probe named \"nosuch\"" in err and "--create" not in err,
+            "disable of an unknown name does not suggest creating it: %r" % err)
+    # a typo within two edits: "did you mean"
+    rc, out, err = ctl("disable", "fl0w")
+    c.check(rc == 3 and "Did you mean flow?" in err, "did you mean, for fl0w: %r" % err)
+    rc, out, err = ctl("set-timeout", "ppie", "50")
+    c.check(rc == 3 and "Did you mean pipe?" in err and "add --create" in err,
+            "did you mean, for a swap (ppie), and how to create: %r" % err)
     rc, out, err = ctl("why", "nosuch")
-    c.eq(rc, 2, "why of an unknown name exits 2")
+    c.eq(rc, 3, "why of an unknown name exits 3")
     c.check("no probe named" in err, "why says it does not know the name: %r" % err)
     rc, out, err = ctl("--json", "enable", "nosuch")
     try:
@@ -111,7 +122,7 @@ def body(c):
     except ValueError:
         j = {}
     c.eq((rc, j.get("status"), j.get("errorType"), j.get("http_status")),
-         (2, "error", "not_found", 404), "--json: the error is one JSON object (%r)" % err)
+         (3, "error", "not_found", 404), "--json: the error is one JSON object (%r)" % err)
     c.eq(out, "", "--json: nothing on stdout on an error")
     rc, out, err = ctl("--json", "enable")
     c.eq(json.loads(err or "{}").get("errorType"), "usage", "--json: a usage error too")
@@ -135,7 +146,7 @@ def body(c):
     st, env = d.api("DELETE", "/api/v1/probes/other")
     c.eq(st, 404, "DELETE of a deleted probe: 404")
     rc, out, err = ctl("delete", "a")
-    c.check(rc == 2 and "diagram" in err, "a diagram node cannot be deleted: %r" % err)
+    c.check(rc == 3 and "diagram" in err, "a diagram node cannot be deleted: %r" % err)
 
     # ---- 6: metrics before any wrapper ----
     m = d.metrics()

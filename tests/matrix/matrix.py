@@ -26,8 +26,8 @@ Usage:
   matrix.py --dqd DQD --dqsim DQSIM --diagrams DIR [--subset] [--repeat N] [--seed S]
             [--only TOPOLOGY[/FAULT[/TIMING]]] [--markdown FILE] [--transcript]
 
---subset runs one case per topology and fault kind (but two faults, and the rare branch's
-slow and erratic faults: see SUBSET_LEAVES), and one held case (what `make test`
+--subset runs one case per topology and fault kind (but two faults in the choice and the
+rare branch, and the rare branch's slow and erratic faults: see SUBSET_LEAVES), and one held case (what `make test`
 runs); the default is the whole matrix (`make matrix`). Seeds come from the system's
 random source unless --seed is given, and each run prints its own: `--seed S --only
 deep/slow/after` replays it; --transcript prints the hypotheses of every wrong run. Exit 0 when every run gave its case's answer and the mean
@@ -133,7 +133,7 @@ SUBSET_HELD = ("deep", "slow", "held")
 # fault is weighed by raw means among siblings that differ by nature, and a rarely taken
 # branch by its share of the node's tail beside a wide common one (docs/diagnosis.md,
 # "Verdicts that hold"): answers the full matrix records, right or wrong
-SUBSET_LEAVES = {("rare", "slow"), ("rare", "erratic")}
+SUBSET_LEAVES = {("rare", "slow"), ("rare", "erratic"), ("rare", "two"), ("choice", "two")}
 
 PROBE_SHARE_MAX = 0.20
 RATE = 300
@@ -407,7 +407,7 @@ def cases(args):
             for timing in timings_of(topo, fault):
                 if args.subset and (topo, fault, timing) != SUBSET_HELD and \
                         (timing != timings_of(topo, fault)[0 if fault != "none" else -1] or
-                         fault == "two" or (topo, fault) in SUBSET_LEAVES):
+                         (topo, fault) in SUBSET_LEAVES):
                     continue
                 name = "%s/%s/%s" % (topo, fault, timing)
                 if args.only and not name.startswith(args.only):

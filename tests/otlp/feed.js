@@ -6,7 +6,9 @@
 //
 // The environment's FEED_LINGER_MS (default 6000) is how long the application runs on after
 // its last span before it shuts the provider down: longer than the 5 s export interval, so
-// the last batch goes out on the processor's timer, 5 s after its spans ended.
+// the last batch goes out on the processor's timer, 5 s after its spans ended. With
+// FEED_WINDOW_MS (dqd's window), a checkout trace that would straddle a window boundary is
+// moved earlier to end before it, so that a trace's spans all fall in one window.
 //
 // URL       dqd's OTLP endpoint, http://127.0.0.1:PORT/v1/traces
 // PROTOCOL  json (exporter-trace-otlp-http) or proto (exporter-trace-otlp-proto, gzip)
@@ -93,10 +95,19 @@ function random() {
   return rnd / 2147483648;
 }
 
+const windowMs = parseInt(process.env.FEED_WINDOW_MS || '0', 10);
+
+// the start of a trace of length ms: start, or earlier so that it ends in start's window
+function inOneWindow(start, ms) {
+  if (!windowMs) return start;
+  const boundary = (Math.floor(start / windowMs) + 1) * windowMs;
+  return start + ms < boundary ? start : boundary - ms - 0.1;
+}
+
 function checkoutTrace(i) {
-  const t0 = Date.now() - 80;
   const pay = 10 + 20 * random();
   const stock = 3 + 6 * random();
+  const t0 = inOneWindow(Date.now() - 80, pay + stock + 0.5);
   const failed = i % 20 === 7;
   const root = span('checkout', null, t0, t0 + pay + stock + 0.5, failed);
   const p = span('payment', root.s, t0 + 0.2, t0 + 0.2 + pay, failed);

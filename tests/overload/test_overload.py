@@ -91,7 +91,7 @@ def ramp_diagnose(c, name):
         c.eq(enabled_names(d), ["pipeline"],
              "%s: only the root is enabled before the button is pressed" % name)
         mark = sim.stations()
-        args = ["diagnose", "pipeline", "--wait", "--timeout", "150"]
+        args = ["diagnose", "pipeline", "--wait", "--timeout", "150s"]
         if run["overload_flag"]:
             args.append("--overload")
         sim.drive()

@@ -7,6 +7,7 @@
  */
 #include "settings.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,38 @@ static void test_flags(void) {
 
     CHECK_INT(settings_set(&cfg, "window", "1500"), 0);
     CHECK_INT(cfg.window_ms, 1500);
+
+    /* durations take units as well as their bare milliseconds (issue 25 item 6) */
+    const char *u[] = {"--window",
+                       "250ms",
+                       "--lag",
+                       "0.5s",
+                       "--default-dmax-ms",
+                       "2s",
+                       "--webhook-timeout",
+                       "1.5s",
+                       "--otlp-silence",
+                       "1m",
+                       "--auto-range-min-ms",
+                       "500us",
+                       NULL};
+    CHECK_INT(run_args(&cfg, &act, u), 0);
+    CHECK_INT(cfg.window_ms, 250);
+    CHECK_INT(cfg.lag_ms, 500);
+    CHECK_NEAR(cfg.default_dmax_ms, 2000, 1e-9);
+    CHECK_INT(cfg.webhook_timeout_ms, 1500);
+    CHECK_INT(cfg.otlp_silence_ms, 60000);
+    CHECK_NEAR(cfg.auto_range_min_ms, 0.5, 1e-12);
+    const char *uj = "{\"window\": \"2s\", \"lag\": 300, \"default_dmax_ms\": \"250ms\","
+                     " \"probes\": {\"a\": {\"dmax_ms\": \"1.5s\"}, \"b\": {\"dmax_ms\": 64}}}";
+    settings_defaults(&cfg);
+    CHECK_INT(settings_load_json(&cfg, uj, strlen(uj), "u.json"), 0);
+    CHECK_INT(cfg.window_ms, 2000);
+    CHECK_INT(cfg.lag_ms, 300);
+    CHECK_NEAR(cfg.default_dmax_ms, 250, 1e-9);
+    const struct dqd_probe_config *pa = settings_find_probe(&cfg, "a");
+    const struct dqd_probe_config *pb = settings_find_probe(&cfg, "b");
+    CHECK(pa && fabs(pa->dmax_ms - 1500) < 1e-9 && pb && pb->dmax_ms == 64);
     CHECK_INT(settings_set(&cfg, "nope", "1"), DQ_ENOTFOUND);
     CHECK_INT(settings_set(&cfg, "help", "1"), DQ_ENOTFOUND);
     CHECK_INT(settings_set(&cfg, "ring", "0"), DQ_ERANGE);
@@ -170,18 +203,23 @@ static const struct bad_flags bad_flags[] = {
     {{"--window", "0"}, DQ_ERANGE, "--window: 0 is out of range [10, 3600000]"},
     {{"--window=3600001"}, DQ_ERANGE, "--window: 3600001 is out of range [10, 3600000]"},
     {{"--window", "99999999999999999999"}, DQ_ERANGE, "--window: 99999999999999999999 is out"},
-    {{"--window", "1s"}, DQ_EINVAL, "--window: \"1s\" is not an integer"},
-    {{"--window", "1.5"}, DQ_EINVAL, "--window: \"1.5\" is not an integer"},
-    {{"--window", " 100"}, DQ_EINVAL, "is not an integer"},
-    {{"--window", ""}, DQ_EINVAL, "--window: \"\" is not an integer"},
+    {{"--window", "10.5"},
+     DQ_EINVAL,
+     "--window: 10.5 is 10.5 ms, not a whole number of milliseconds"},
+    {{"--window", "10.5ms"}, DQ_EINVAL, "--window: 10.5ms is 10.5 ms, not a whole number"},
+    {{"--window", "5ms"}, DQ_ERANGE, "--window: 5ms is out of range [10, 3600000] ms"},
+    {{"--window", "2h"}, DQ_EINVAL, "--window: \"2h\" is not a duration: milliseconds (250) or"},
+    {{"--window", "1 s"}, DQ_EINVAL, "--window: \"1 s\" is not a duration"},
+    {{"--window", " 100"}, DQ_EINVAL, "is not a duration"},
+    {{"--window", ""}, DQ_EINVAL, "--window: \"\" is not a duration"},
     {{"--window"}, DQ_EINVAL, "--window: missing value"},
     {{"--window", "--lag", "5"}, DQ_EINVAL, "--window: missing value"},
     {{"--lag", "-1"}, DQ_ERANGE, "--lag: -1 is out of range [0, 3600000]"},
     {{"--ring", "0"}, DQ_ERANGE, "--ring: 0 is out of range [1, 10000]"},
     {{"--default-bins", "4097"}, DQ_ERANGE, "--default-bins: 4097 is out of range [1, 4096]"},
     {{"--default-dmax-ms", "0"}, DQ_ERANGE, "--default-dmax-ms: 0 is out of range"},
-    {{"--default-dmax-ms", "abc"}, DQ_EINVAL, "--default-dmax-ms: \"abc\" is not a number"},
-    {{"--default-dmax-ms", "inf"}, DQ_EINVAL, "is not a number"},
+    {{"--default-dmax-ms", "abc"}, DQ_EINVAL, "--default-dmax-ms: \"abc\" is not a duration"},
+    {{"--default-dmax-ms", "inf"}, DQ_EINVAL, "is not a duration"},
     {{"--default-dmax-ms", "1e9"},
      DQ_ERANGE,
      "--default-dmax-ms: 1000000000 is out of range [0.001, 4194304]"},
@@ -356,10 +394,12 @@ static const struct bad_json bad_json[] = {
     {"{\"windw\": 1000}", DQ_EINVAL, "b.json: \"windw\": unknown key"},
     {"{\"ingest_junk_timeout\": 2000}", DQ_EINVAL,
      "\"ingest_junk_timeout\": it was removed: an ingest connection that sends nothing"},
-    {"{\"window\": \"1000\"}", DQ_EINVAL, "b.json: \"window\": expected an integer, got a string"},
-    {"{\"window\": 1000.5}", DQ_EINVAL, "\"window\": expected an integer, got a real number"},
-    {"{\"window\": 1000.0}", DQ_EINVAL, "\"window\": expected an integer, got a real number"},
-    {"{\"window\": null}", DQ_EINVAL, "\"window\": expected an integer, got null"},
+    {"{\"window\": \"ten\"}", DQ_EINVAL, "b.json: \"window\": \"ten\" is not a duration"},
+    {"{\"window\": 1000.5}", DQ_EINVAL,
+     "\"window\": expected an integer (milliseconds) or a duration string (\"250ms\", \"1.5s\"), "
+     "got a real number"},
+    {"{\"window\": 1000.0}", DQ_EINVAL, "or a duration string (\"250ms\", \"1.5s\"), got a real"},
+    {"{\"window\": null}", DQ_EINVAL, "or a duration string (\"250ms\", \"1.5s\"), got null"},
     {"{\"window\": 5}", DQ_ERANGE, "b.json: \"window\": 5 is out of range [10, 3600000]"},
     {"{\"window\": 99999999999999999}", DQ_ERANGE, "\"window\": 99999999999999999 is out"},
     {"{\"listen\": 7400}", DQ_EINVAL, "\"listen\": expected a string, got an integer"},
@@ -367,8 +407,13 @@ static const struct bad_json bad_json[] = {
     {"{\"listen\": \"nohost\"}", DQ_EINVAL, "\"listen\": \"nohost\" is not HOST:PORT"},
     {"{\"db\": \"\"}", DQ_EINVAL, "\"db\": must not be empty"},
     {"{\"db\": \"a\\u0000b\"}", DQ_EPARSE, "b.json:1:"},
-    {"{\"default_dmax_ms\": \"x\"}", DQ_EINVAL, "expected a number, got a string"},
-    {"{\"default_dmax_ms\": true}", DQ_EINVAL, "expected a number, got a boolean"},
+    {"{\"default_dmax_ms\": \"x\"}", DQ_EINVAL, "\"default_dmax_ms\": \"x\" is not a duration"},
+    {"{\"default_dmax_ms\": true}", DQ_EINVAL,
+     "expected a number (milliseconds) or a duration string (\"500us\", \"2s\"), got a boolean"},
+    {"{\"window\": 1.5}", DQ_EINVAL,
+     "\"window\": expected an integer (milliseconds) or a duration string"},
+    {"{\"window\": \"10.5ms\"}", DQ_EINVAL, "not a whole number of milliseconds"},
+    {"{\"probes\": {\"a\": {\"dmax_ms\": \"soon\"}}}", DQ_EINVAL, ".dmax_ms: \"soon\" is not a"},
     {"{\"default_dmax_ms\": -1}", DQ_ERANGE, "\"default_dmax_ms\": -1 is out of range"},
     {"{\"log_level\": 1}", DQ_EINVAL, "\"log_level\": expected a string, got an integer"},
     {"{\"log_level\": \"INFO\"}", DQ_EINVAL, "\"INFO\" is not one of error, warn, info, debug"},
@@ -401,7 +446,8 @@ static const struct bad_json bad_json[] = {
      "character"},
     {"{\"probes\": {\"a\": {\"mfa\": \"'my-mod:f/1\"}}}", DQ_EINVAL, "a quote is not closed"},
     {"{\"probes\": {\"a\": {\"dmax_ms\": 0}}}", DQ_ERANGE, "probe \"a\".dmax_ms: 0 is out of"},
-    {"{\"probes\": {\"a\": {\"dmax_ms\": \"5\"}}}", DQ_EINVAL, ".dmax_ms: expected a number"},
+    {"{\"probes\": {\"a\": {\"dmax_ms\": true}}}", DQ_EINVAL,
+     ".dmax_ms: expected a number (milliseconds) or a duration string"},
     {"{\"probes\": {\"a\": {\"bins\": 0}}}", DQ_ERANGE, ".bins: 0 is out of range [1, 4096]"},
     {"{\"probes\": {\"a\": {\"bins\": 2.5}}}", DQ_EINVAL, ".bins: expected an integer"},
     {"{\"probes\": {\"a\": {\"enabled\": 1}}}", DQ_EINVAL, ".enabled: expected true or false"},
@@ -634,10 +680,10 @@ static void test_generated_text(void) {
                            "--db PATH",
                            "--diagram PATH",
                            "--config PATH",
-                           "--window MS",
-                           "--lag MS",
+                           "--window DURATION",
+                           "--lag DURATION",
                            "--ring N",
-                           "--default-dmax-ms NUMBER",
+                           "--default-dmax-ms DURATION",
                            "--default-bins N",
                            "--log-level LEVEL",
                            "--print-config",
@@ -649,6 +695,33 @@ static void test_generated_text(void) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         CHECK_MSG(buf && contains(buf, flags[i]), "help lacks %s", flags[i]);
     }
+    /* every entry whole, however long (a fixed buffer once cut three mid-word): the long
+     * ones end as their sentences do, with their defaults, once the wrapping is undone */
+    char *flat = buf ? strdup(buf) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; flat && flat[i]; i++) {
+        if (flat[i] == '\n') { /* a wrapped line: newline and indent are one space */
+            while (flat[i + 1] == ' ') {
+                i++;
+            }
+            flat[k++] = ' ';
+        } else {
+            flat[k++] = flat[i];
+        }
+    }
+    if (flat) {
+        flat[k] = '\0';
+    }
+    const char *ends[] = {"changes are refused when --http is not a loopback address. (default: "
+                          "none)",
+                          "every name under it, `*` for any). Other Hosts get 403: a web page "
+                          "cannot reach dqd through DNS rebinding. (default: none)",
+                          "v2 wrappers and `wrappers` listeners always get commands. (default: "
+                          "off)"};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        CHECK_MSG(flat && contains(flat, ends[i]), "help cuts the entry ending \"%s\"", ends[i]);
+    }
+    free(flat);
     free(buf);
 
     buf = NULL;
@@ -661,8 +734,10 @@ static void test_generated_text(void) {
     fclose(f);
     const char *rows[] = {"| `listen` | `--listen HOST:PORT` | host:port | port 0 … 65535 | "
                           "`127.0.0.1:7400` |",
-                          "| `window` | `--window MS` | integer (ms) | 10 … 3600000 | `1000` |",
-                          "| `lag` | `--lag MS` | integer (ms) | 0 … 3600000 | = window |",
+                          "| `window` | `--window DURATION` | duration: whole ms (250), or with a "
+                          "unit (250ms, 1.5s) | 10 … 3600000 | `1000` |",
+                          "| `lag` | `--lag DURATION` | duration: whole ms (250), or with a unit "
+                          "(250ms, 1.5s) | 0 … 3600000 | = window |",
                           "| `diagram` | `--diagram PATH` | path |  | none |",
                           "| `--print-config` |",
                           "### `wrappers`",

@@ -1119,24 +1119,40 @@ static void test_ctl(void) {
     CHECK(c.dmax_ms[fa1] == 0.25);
     char buf[SIM_LINE_MAX];
     int64_t t0 = 1767225600000000000LL;
-    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 300000, 0, buf, sizeof buf);
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 300000, 0, 0, buf, sizeof buf);
     buf[n > 0 ? n : 0] = '\0';
     CHECK_STR(buf, "n:front_a1;b:1767225600000000000;e:1767225600000250000;s:to\n");
-    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 250000, 0, buf, sizeof buf);
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 250000, 0, 0, buf, sizeof buf);
     buf[n > 0 ? n : 0] = '\0';
     CHECK_STR(buf, "n:front_a1;b:1767225600000000000;e:1767225600000250000;s:ok\n");
-    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 200000, 1, buf, sizeof buf);
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 200000, 1, 0, buf, sizeof buf);
     buf[n > 0 ? n : 0] = '\0';
     CHECK_STR(buf, "n:front_a1;b:1767225600000000000;e:1767225600000200000;s:fa\n");
     /* a failure that outlasts dMax is a timeout */
-    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 900000, 1, buf, sizeof buf);
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 900000, 1, 0, buf, sizeof buf);
     CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
     CHECK(msg.kind == WIRE_INSTANCE && msg.status == WIRE_ST_TO && msg.end_ns == t0 + 250000 &&
           msg.start_ns == t0);
+    /* --trace-ids: the request's trace id, the instance's id, the request as an attribute,
+     * as v2 fields dqd's parser takes */
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 200000, 0, 7, buf, sizeof buf);
+    CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
+    CHECK(msg.kind == WIRE_INSTANCE && msg.status == WIRE_ST_OK && msg.trace.n == 16 &&
+          msg.id.n == 16 && msg.attrs.n == 9 && memcmp(msg.attrs.p, "request=7", 9) == 0);
+    char trace7[17];
+    memcpy(trace7, msg.trace.p, 16);
+    trace7[16] = '\0';
+    /* another instance of request 7: the same trace; request 8: another */
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 100000, 0, 7, buf, sizeof buf);
+    CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
+    CHECK(msg.trace.n == 16 && memcmp(msg.trace.p, trace7, 16) == 0);
+    n = sim_ctl_format_instance(&c, fa1, t0, t0 + 100000, 0, 8, buf, sizeof buf);
+    CHECK(n > 0 && wire_parse(buf, (size_t)n - 1, t0, &msg) == WIRE_OK);
+    CHECK(msg.trace.n == 16 && memcmp(msg.trace.p, trace7, 16) != 0);
     /* a probe without dMax: nothing to send */
-    CHECK(sim_ctl_format_instance(&c, dq_diagram_find(d, "core"), t0, t0 + 1, 0, buf, sizeof buf) ==
-          0);
-    CHECK(sim_ctl_format_instance(&c, fa1, t0, t0 + 1, 0, buf, 10) == DQ_EFULL);
+    CHECK(sim_ctl_format_instance(&c, dq_diagram_find(d, "core"), t0, t0 + 1, 0, 0, buf,
+                                  sizeof buf) == 0);
+    CHECK(sim_ctl_format_instance(&c, fa1, t0, t0 + 1, 0, 0, buf, 10) == DQ_EFULL);
 
     /* stop_stub / start_stub */
     struct wire_cmd stop = {.kind = WIRE_CMD_STOP_STUB};

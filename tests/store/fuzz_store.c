@@ -11,7 +11,11 @@
  * Seeds: empty.sqlite3 (a new file: the store creates the schema) and
  * dqd_v2_small_pages.sqlite3, the database test_store_log builds (DQD_KEEP_TMP=1 keeps it),
  * rewritten with `sqlite3 F 'PRAGMA journal_mode=DELETE; PRAGMA page_size=512; VACUUM'`
- * so that it is 30 KB instead of 110 KB.
+ * so that it is 30 KB instead of 110 KB; dqd_v7_history_small_pages.sqlite3, the store of
+ * test_history (two runs of dqd with dqsim --trace-ids, a search and its verdict) cut to
+ * two windows, one of them a run's partial first window, and one snapshot ΔQ (rows in
+ * window_dqs and exemplars, events for the marks: the JSON counts and exemplars the store
+ * parses), rewritten the same way.
  */
 #include "store.h"
 
@@ -35,10 +39,41 @@ static int on_window(void *ctx, const struct store_window *w) {
     return 0;
 }
 
+static int on_window_bin(void *ctx, const struct store_window *w, int windows) {
+    *(size_t *)ctx += touch(w->probe) + (size_t)(windows & 1);
+    return 0;
+}
+
+static int on_window_dq(void *ctx, const struct store_window_dq *d) {
+    size_t s = 0;
+    for (int i = 0; i < d->bins; i++) { /* every count the store parsed */
+        s += (size_t)(d->counts[i] & 1);
+    }
+    *(size_t *)ctx += touch(d->probe) + s;
+    return 0;
+}
+
+static int on_exemplar(void *ctx, const struct store_exemplar *e) {
+    *(size_t *)ctx += touch(e->status) + touch(e->trace_id) + touch(e->instance_id) +
+                      touch(e->node) + touch(e->attrs_json);
+    return 0;
+}
+
+static int on_mark(void *ctx, const struct store_mark *m) {
+    *(size_t *)ctx += touch(m->kind) + touch(m->probe) + touch(m->detail_json);
+    return 0;
+}
+
 static int on_probe(void *ctx, const struct store_probe *p) {
     struct store *st = ctx;
     size_t sink = touch(p->name) + touch(p->qta_json);
     store_windows_each(st, p->name, STORE_OBSERVED, INT64_MIN, INT64_MAX, 50, on_window, &sink);
+    /* the history (version 6): bins, window ΔQs, exemplars (slowest and failed) */
+    store_windows_binned(st, p->name, STORE_OBSERVED, 0, INT64_MAX, INT64_C(3600000000000),
+                         on_window_bin, &sink);
+    store_window_dqs_each(st, p->name, INT64_MIN, INT64_MAX, on_window_dq, &sink);
+    store_exemplars_each(st, p->name, INT64_MIN, INT64_MAX, 0, 20, on_exemplar, &sink);
+    store_exemplars_each(st, p->name, INT64_MIN, INT64_MAX, 1, 20, on_exemplar, &sink);
     struct store_window w;
     store_window_latest(st, p->name, STORE_CALCULATED, &w);
     return 0;
@@ -150,7 +185,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         store_commands_each(st, NULL, on_command, &c.sink);
         store_snapshots_each(st, 20, on_snapshot, &c);
         store_diagram_latest(st, on_diagram, &c.sink);
-        struct store_retention r = {.window_max_rows = 1, .event_max_age_ns = 1};
+        store_marks_each(st, INT64_MIN, INT64_MAX, 100, on_mark, &c.sink);
+        struct store_retention r = {
+            .window_max_rows = 1, .event_max_age_ns = 1, .dq_max_age_ns = 1};
         store_set_retention(st, &r);
         int64_t deleted = 0;
         store_prune(st, &deleted);

@@ -41,20 +41,24 @@ LEAF = "front_b2"
 
 # For the opened probe's CDF chart: every plotted point (x ms, y) of the observed and the
 # calculated curves against the ΔQ the page fetched: y must be 0 before the first right
-# edge and cdf[k - 1] from the k-th right edge k*w on. {points, bad: [first mismatches]}
+# edge and cdf[k - 1] from the k-th right edge k*w on (k - L for a calculated ΔQ with lag L:
+# its lower bound). {points, bad: [first mismatches]}
 CDF_EDGES_JS = """(() => {
   const p = window.dqdState.panels.get(%r);
   const u = p && p.charts.cdf;
   if (!u || !p.dqs || p.density) return null;
   const bad = [];
   let points = 0;
-  [[1, p.dqs.observed], [2, p.dqs.calculated]].forEach(([k, q]) => {
-    if (!q) return;
+  // the curves drawn, by their labels (a calculated ΔQ from stale children is not drawn)
+  const at = (label) => u.series.findIndex((s) => s.label === label);
+  [[at('observed'), p.dqs.observed], [at('calculated'), p.dqs.calculated]].forEach(([k, q]) => {
+    if (!q || k < 0) return;
     const cdf = [];
     q.pdf.reduce((s, v, i) => (cdf[i] = Math.min(1, s + v)), 0);
     u.data[0].forEach((xms, i) => {
-      const edges = Math.floor(xms / (q.bin_width * 1e3) + 1e-6);
-      const want = edges === 0 ? 0 : cdf[Math.min(edges, cdf.length) - 1];
+      // a calculated ΔQ with lag L is drawn as its lower bound: cdf[i - L] at edge i + 1
+      const edges = Math.floor(xms / (q.bin_width * 1e3) + 1e-6) - (q.lag > 0 ? q.lag : 0);
+      const want = edges <= 0 ? 0 : cdf[Math.min(edges, cdf.length) - 1];
       points++;
       if (Math.abs(u.data[k][i] - want) > 1e-9 && bad.length < 5)
         bad.push([k, xms, u.data[k][i], want]);
@@ -71,8 +75,9 @@ DENSITY_JS = """(() => {
   if (!u || !p.dqs || !p.density) return null;
   const bad = [];
   let points = 0;
-  [[1, p.dqs.observed], [2, p.dqs.calculated]].forEach(([k, q]) => {
-    if (!q) return;
+  const at = (label) => u.series.findIndex((s) => s.label === label);
+  [[at('observed'), p.dqs.observed], [at('calculated'), p.dqs.calculated]].forEach(([k, q]) => {
+    if (!q || k < 0) return;
     u.data[0].forEach((xms, i) => {
       const b = Math.floor(xms / (q.bin_width * 1e3) + 1e-6);
       const want = b < q.pdf.length ? q.pdf[b] / (q.bin_width * 1e3) : 0;
@@ -225,7 +230,7 @@ def main(c):
         sim.drive()
         env = dict(os.environ, DQD_TOKEN=TOKEN)
         r = subprocess.run([dqctl_bin, "--server", d.url, "diagnose", "root", "--wait",
-                            "--timeout", "120"], capture_output=True, text=True, timeout=180,
+                            "--timeout", "120s"], capture_output=True, text=True, timeout=180,
                            env=env)
         sim.stop_driving()
         c.eq(r.returncode, 1, "dqctl diagnose root --wait finds a problem: %s %s" %
@@ -245,6 +250,17 @@ def main(c):
             "'.why-sentences li').length > 0 && b.textContent; })()" % inv["id"], timeout=20)
         c.check(shown and ("localized at " + LEAF) in shown,
                 "the page shows the verdict localized at %s" % LEAF)
+        # every culprit the verdict names, with the share of root's change it explains
+        ev = d.get("/api/v1/investigations/%d" % inv["id"])["summary"]["evidence"]
+        culprits = ev.get("culprits") or []
+        listed = browser.evaluate(
+            "[...document.querySelectorAll('#inv-detail .verdict-block ul.culprits li')]"
+            ".map(l => [l.dataset.probe, l.textContent])")
+        c.check(culprits and [x[0] for x in listed or []] == [x["probe"] for x in culprits]
+                and all(("%.2f%%" % (100 * x["share"])) in t for x, (_, t) in
+                        zip(culprits, listed)),
+                "the verdict block lists every culprit with its share: %r (evidence %r)" %
+                (listed, culprits))
         why = d.get("/api/v1/why/" + LEAF)
         c.check(shown and why["sentences"] and why["sentences"][0] in shown,
                 "the page shows the why sentences (%r)" % (why["sentences"][:1],))

@@ -629,8 +629,16 @@ done(Pid, Mfa, Ts, Status, T) ->
                     End = erlang:convert_time_unit(Ts, native, nanosecond),
                     case T#t.binds of
                         #{Name := #b{ns = Ns} = B} ->
-                            ets:delete(T#t.tmo, {Start + Ns, Seq}),
-                            report(Name, Start, End, Status),
+                            Deadline = Start + Ns,
+                            ets:delete(T#t.tmo, {Deadline, Seq}),
+                            case End > Deadline of
+                                true ->
+                                    %% ended after its dMax but before the sweep reached
+                                    %% it: a timeout all the same, as the sweep reports it
+                                    report(Name, Start, Deadline, to);
+                                false ->
+                                    report(Name, Start, End, Status)
+                            end,
                             put_bind(B#b{reported = B#b.reported + 1}, T);
                         _ ->
                             T
