@@ -449,9 +449,11 @@ int probes_record_span(struct probe_table *t, const char *name, size_t len, uint
  * which the core writes to the store with the window's summary.
  */
 #define PROBES_EX_ID_MAX WIRE_MAX_ID /* hex digits of a trace or instance id kept */
-#define PROBES_EX_NODE_MAX 64        /* bytes of a node name kept (longer ones cut) */
-#define PROBES_EX_ATTRS_MAX 160      /* bytes of attributes kept (cut after a whole pair) */
-#define PROBES_EX_MAX 16             /* the most of each kind kept per window */
+#define PROBES_EX_NODE_MAX                                                                         \
+    64                          /* bytes of a node name kept (longer ones cut before a             \
+                                   whole UTF-8 character) */
+#define PROBES_EX_ATTRS_MAX 160 /* bytes of attributes kept (cut after a whole pair) */
+#define PROBES_EX_MAX 16        /* the most of each kind kept per window */
 
 struct probe_exemplar {
     int64_t end_ns, d_ns; /* when it ended, its duration */

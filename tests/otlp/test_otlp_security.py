@@ -11,7 +11,9 @@ everything else, attacked as an outsider on loopback.
    are refused on the OTLP port (403, counted in dqd_otlp_refused_total); a browser origin
    listed in otlp_cors_origins gets its preflight answered and may POST.
 3. Text: a span with a non-UTF-8 service name, or a NUL in its name, is refused in
-   partial_success; /api/v1/otlp/spans answers 200 and `dqctl diagram --infer` works.
+   partial_success; /api/v1/otlp/spans answers 200 and `dqctl diagram --infer` works; a
+   UTF-8 service name longer than an exemplar keeps is cut there before a whole character
+   (the exemplars route lists it).
 4. Duplicated Host, Origin, Content-Type or Content-Length headers: 400 on the API and the
    OTLP port.
 5. Memory: 10^6 junk names over 10^4 service names from 200 peers; dqd's RSS stays under
@@ -169,12 +171,29 @@ def access_phase(c, work):
 
 
 def text_phase(c, work):
-    d = Dqd(DQD, work, window_ms=1000, lag_ms=1000, extra=["--otlp", "127.0.0.1:0"])
+    diagram = os.path.join(work, "long.dq")
+    with open(diagram, "w") as f:
+        f.write("long = pay;\n")
+    d = Dqd(DQD, work, window_ms=1000, lag_ms=1000, diagram=diagram,
+            extra=["--otlp", "127.0.0.1:0"])
     now = time.time_ns()
     ok = [fl.span(b"order", 1, now - 3000000, now - 1000000, trace=1),
           fl.span(b"validate", 2, now - 3000000, now - 2000000, trace=1, parent=1)]
     st, _, _ = fl.post(d.otlp_port, fl.request([(b"shop", ok)]))
     c.eq(st, 200, "a good request")
+    # a UTF-8 service name longer than an exemplar's node (64 bytes), cut inside a character
+    # there: the stored exemplar keeps the whole characters before it
+    long_svc = "a" + "\u00e9" * 40
+    st, _, _ = fl.post(d.otlp_port, fl.request([(long_svc.encode(), [
+        fl.span(b"pay", 9, now - 3000000, now - 1000000)])]))
+    c.eq(st, 200, "a span of a long UTF-8 service")
+
+    def exemplars():
+        st_, env_ = d.api("GET", "/api/v1/probes/pay/exemplars")
+        return env_["data"]["exemplars"] if st_ == 200 and env_["data"]["exemplars"] else None
+    ex = d.wait_until(exemplars, timeout=20, step=0.2)
+    c.check(ex and ex[0].get("node") == long_svc[:32],
+            "the exemplar's node is the service name cut before a whole character: %r" % ex)
     bad = fl.request([(b"caf\xe9", [fl.span(b"op", 3, now - 2000000, now - 1000000)]),
                       (b"shop", [fl.span(b"a\x00b", 4, now - 2000000, now - 1000000),
                                  fl.span(b"x\xff", 5, now - 2000000, now - 1000000)])])
