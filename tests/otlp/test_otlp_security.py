@@ -34,6 +34,7 @@ import otlp_flood as fl  # noqa: E402
 
 DQD, DQCTL, NODE_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
 RSS_BOUND_MB = 200  # docs/otlp.md: max_observed_probes (1000) one-span probes, plus the fixed part
+NAMES_PER_SECOND = 10  # new_names_per_second's default: a peer's new names after its burst
 
 
 def metric(d, name, **labels):
@@ -70,26 +71,31 @@ def names_phase(c, work):
         f.write("shop = checkout -> refund;\n")
     d = Dqd(DQD, work, window_ms=1000, lag_ms=1000, diagram=diagram,
             extra=["--otlp", "127.0.0.1:0"])
-    now = time.time_ns()
     # 15 requests of 1000 new names, a new service every 20 spans, from 127.0.0.2
     accepted = 0
     why = ""
+    t0 = time.monotonic()
     for r in range(15):
-        st, _, body = fl.post(d.otlp_port, junk_request(r * 1000, 1000, 50, now),
+        st, _, body = fl.post(d.otlp_port, junk_request(r * 1000, 1000, 50, time.time_ns()),
                               source="127.0.0.2")
         c.eq(st, 200, "junk request %d: 200" % r)
         rej, msg = fl.partial(body)
         accepted += 1000 - rej
         why = msg or why
-    c.check(accepted <= 1000 + 20, "junk over 750 services from one peer: %d of 15000 names "
-            "registered (the peer's burst of new_names_burst, 1000)" % accepted)
+    # the peer's bucket refills at new_names_per_second while the requests are sent: a
+    # loaded machine (the sanitizer build beside make test's other stages) takes seconds
+    refill = int(NAMES_PER_SECOND * (time.monotonic() - t0)) + 1
+    c.check(accepted <= 1000 + refill, "junk over 750 services from one peer: %d of 15000 "
+            "names registered (the peer's burst of new_names_burst, 1000, and %d refilled)"
+            % (accepted, refill))
     c.check("new_name_rate (" in why, "partial_success names the reason as /metrics does: %r"
             % why)
     c.check("table is full" not in why, "and not a full table: %r" % why)
-    c.check(metric(d, "dqd_otlp_spans_total", result="new_name_rate") >= 13900,
+    c.check(metric(d, "dqd_otlp_spans_total", result="new_name_rate") >= 14000 - refill,
             "dqd_otlp_spans_total{result=\"new_name_rate\"} counts them")
     probes = d.status()["probes"]
-    c.check(probes <= 2 + 1000 + 20, "the table holds the peer's burst, not 15,000: %d" % probes)
+    c.check(probes <= 2 + 1000 + refill, "the table holds the peer's burst, not 15,000: %d"
+            % probes)
     # a real wrapper's new probe: it fires again and again, as real code does
     w = socket.create_connection(("127.0.0.1", d.ingest_port), timeout=10)
     w.sendall(b"h:2;node:shop@host1;app:shop\n")
