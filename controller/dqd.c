@@ -497,6 +497,10 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
                                   .auto_range_min_ms = o->auto_range_min_ms,
                                   .new_names_per_second = o->new_names_per_second,
                                   .new_names_burst = o->new_names_burst,
+                                  .names = {.all_per_second = o->new_names_global_per_second,
+                                            .all_burst = o->new_names_global_burst,
+                                            .max_observed = (size_t)o->max_observed_probes,
+                                            .idle_windows = o->idle_probe_windows},
                                   .auto_range_max_ms = o->auto_range_max_ms};
         rc = core_create(&co, d->store, &d->clock, &d->core);
         if (rc) {

@@ -38,6 +38,20 @@ static void on_signal(uv_signal_t *h, int signum) {
     }
 }
 
+/* Writes msg on one line: a control character a config's key or value brought in (a
+ * newline would start a line of its own) as \n, \r, \t or \xNN. */
+static void print_one_line(FILE *f, const char *msg) {
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+        if (*c == '\n' || *c == '\r' || *c == '\t') {
+            fprintf(f, "\\%c", *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't');
+        } else if (*c < 0x20 || *c == 0x7f) {
+            fprintf(f, "\\x%02x", *c);
+        } else {
+            fputc(*c, f);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
 #ifdef __GLIBC__
     /* Large transient buffers (a /metrics answer of 17 MB with 10,000 probes) are mapped
@@ -48,7 +62,9 @@ int main(int argc, char **argv) {
     static struct dqd_config cfg;
     enum settings_action action;
     if (settings_parse_args(&cfg, argc, argv, &action) != DQ_OK) {
-        fprintf(stderr, "dqd: %s\n(see dqd --help)\n", dq_last_error());
+        fputs("dqd: ", stderr);
+        print_one_line(stderr, dq_last_error());
+        fputs("\n(see dqd --help)\n", stderr);
         return 2;
     }
     switch (action) {

@@ -172,7 +172,8 @@ static void split_failures(struct api *api, struct http_response *res) {
                          core_probes(api->env.core)->split_failures);
 }
 
-/* dqd_ingest_instances_total, dqd_ingest_rejected_total, dqd_probes_evicted_total. */
+/* dqd_ingest_instances_total, dqd_ingest_rejected_total, dqd_probes_evicted_total,
+ * dqd_probes_idle_removed_total. */
 static void ingest(struct api *api, struct http_response *res) {
     struct probe_table *t = core_probes(api->env.core);
     struct core_stats cs;
@@ -188,11 +189,16 @@ static void ingest(struct api *api, struct http_response *res) {
         "dqd_ingest_rejected_total{reason=\"future\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"probe_table_full\"} %" PRIu64 "\n"
         "dqd_ingest_rejected_total{reason=\"new_name_rate\"} %" PRIu64 "\n"
-        "# HELP dqd_probes_evicted_total Probes only seen on the wire (never in the diagram, "
-        "enabled or configured) evicted to make room for new names.\n"
+        "# HELP dqd_probes_evicted_total Probes only observed (seen in instances or spans, "
+        "never in the diagram, configured or enabled by a person or the loop) evicted to make "
+        "room for new names.\n"
         "# TYPE dqd_probes_evicted_total counter\n"
-        "dqd_probes_evicted_total %" PRIu64 "\n",
-        cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted);
+        "dqd_probes_evicted_total %" PRIu64 "\n"
+        "# HELP dqd_probes_idle_removed_total Probes only observed removed after "
+        "idle_probe_windows windows without an instance.\n"
+        "# TYPE dqd_probes_idle_removed_total counter\n"
+        "dqd_probes_idle_removed_total %" PRIu64 "\n",
+        cs.instances_total, t->late, t->future, t->full, t->name_rate, t->evicted, t->idle);
 }
 
 /* dqd_windows_closed_total, dqd_store_errors_total. */

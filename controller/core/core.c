@@ -136,6 +136,7 @@ static int apply_stored_probe(void *ctx, const struct store_probe *sp) {
     }
     p->enabled = sp->enabled;
     p->always_on = sp->always_on;
+    p->chosen = sp->enabled;
     if (sp->qta_json) {
         p->has_qta = core_qta_from_json_text(sp->qta_json, &p->qta) == DQ_OK;
     }
@@ -168,6 +169,7 @@ int core_create(const struct core_options *o, struct store *store, const struct 
             probes_set_line_lag(&c->probes, o->line_lag_ns);
         }
         probes_set_name_limit(&c->probes, o->new_names_per_second, o->new_names_burst);
+        probes_set_name_budget(&c->probes, &o->names);
         rc = probes_set_auto_range(&c->probes, o->auto_range,
                                    o->auto_range_min_ms > 0 ? o->auto_range_min_ms : 1.0,
                                    o->auto_range_max_ms > 0 ? o->auto_range_max_ms : 60000.0);
@@ -347,11 +349,14 @@ int core__save_row(struct core *c, const struct probe *p, int enabled, double dm
     if (p->has_qta) {
         qta_text(&p->qta, qta, sizeof qta);
     }
+    /* a probe a passive source (OTLP) feeds is observed, not enabled in the store's sense,
+     * unless someone chose to enable it */
+    int observed_only = p->passive && !p->chosen;
     struct store_probe sp = {.name = p->name,
                              .dmax_ms = dmax_ms,
                              .bins = n,
-                             .enabled = enabled,
-                             .always_on = p->always_on,
+                             .enabled = enabled && !observed_only,
+                             .always_on = p->always_on && !observed_only,
                              .qta_json = p->has_qta ? qta : NULL};
     int rc = store_probe_upsert(c->store, &sp);
     if (rc) {
@@ -395,6 +400,7 @@ int core_configure_probe(struct core *c, const char *name, double dmax_ms, int b
     if (enabled >= 0) {
         p->enabled = enabled;
         p->always_on = enabled;
+        p->chosen = enabled;
     }
     if (qta) {
         p->has_qta = 1;
@@ -758,8 +764,9 @@ static void auto_range(struct core *c, int64_t wid) {
     }
 }
 
-/* Stores the probes a passive source (OTLP) made enabled and always on since the last
- * window (probes_origin_set_passive): passive 1 is new, 2 stored. */
+/* Stores the probes a passive source (OTLP) made observed since the last window
+ * (probes_origin_set_passive; passive 1 is new, 2 seen here) that are persisted: those in
+ * the diagram, configured or given something by a person; one only observed is not. */
 static void save_passive(struct core *c) {
     struct probe_table *t = &c->probes;
     for (size_t i = 0; t->passive_new > 0 && i < t->count; i++) {
@@ -767,7 +774,7 @@ static void save_passive(struct core *c) {
         if (p->passive == 1) {
             p->passive = 2;
             t->passive_new--;
-            if (core__save_row(c, p, 1, p->dmax_ms, p->n) == DQ_OK) {
+            if (!probes_observed(p) && core__save_row(c, p, p->chosen, p->dmax_ms, p->n) == DQ_OK) {
                 LOG(LOG_INFO, "probe %s: fed by OTLP, always observed", p->name);
             }
         }
@@ -781,6 +788,11 @@ static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *c
     }
     if (probes_close_window(&c->probes, wid) != DQ_OK) {
         LOG(LOG_ERROR, "window %" PRId64 ": %s", wid, dq_last_error());
+    }
+    size_t idle = probes_remove_idle(&c->probes, wid);
+    if (idle) {
+        LOG(LOG_INFO, "%zu observed probe(s) without an instance for %" PRId64 " windows removed",
+            idle, c->probes.idle_windows);
     }
     if (c->eval) {
         calculate(c, wid);

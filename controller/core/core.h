@@ -142,6 +142,8 @@ struct probe {
     struct dq_qta qta;
     int in_diagram;   /* a node of the loaded diagram carries this probe */
     int from_wire;    /* registered by an instance, not by the diagram, config or a person */
+    int chosen;       /* enabled by a person, the config or the adaptive loop (not only
+                         observed because a passive source feeds it) */
     int64_t last_wid; /* window of its newest instance (eviction takes the oldest first) */
     int servers;      /* servers of the station the probe measures (config), 0 = not set */
 
@@ -268,10 +270,17 @@ struct probe_table {
     uint64_t late;      /* END in a window already closed */
     uint64_t future;    /* END too far ahead to have an open window */
     uint64_t full;      /* a new name but the table is full (and nothing could be evicted) */
-    uint64_t name_rate; /* a new name over its source's new_names_per_second */
-    uint64_t evicted;   /* wire-only probes evicted to make room */
-    /* new names per source (probes_set_name_limit) */
+    uint64_t name_rate; /* a new name over its source's or the daemon's rate */
+    uint64_t evicted;   /* observed probes evicted to make room */
+    uint64_t idle;      /* observed probes removed after idle_windows without an instance */
+    /* new names per source (probes_set_name_limit) and of the whole table
+     * (probes_set_name_budget) */
     double name_rate_per_s, name_burst;
+    double all_rate_per_s, all_burst;
+    struct probe_name_bucket all_names;
+    int64_t names_now;    /* the newest time a source gave (the daemon's bucket's clock) */
+    size_t max_observed;  /* observed probes (probes_evictable but for the veto) at most */
+    int64_t idle_windows; /* an observed probe without an instance this long goes; 0: never */
     /* what may not be evicted besides the table's own rules (an investigation's probes) */
     int (*evict_veto)(void *ctx, const struct probe *p);
     void *evict_ctx;
@@ -319,19 +328,42 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len);
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out);
 
 /*
- * 1 when p may be evicted to make room: registered by an instance only (from_wire) and
- * never given anything since: not enabled nor always on, no dMax set, no QTA, not in the
- * diagram, no servers, and not vetoed (evict_veto). Such probes are not persisted either.
+ * 1 when p is only *observed*: registered by an instance (from_wire) and never given
+ * anything since: not chosen (enabled by a person, the config or the loop), not enabled
+ * nor always on unless a passive source (OTLP) made it so, no dMax set, no QTA, not in the
+ * diagram, no servers. probes_evictable: observed and not vetoed (evict_veto, an
+ * investigation's probes). Such probes may be evicted and are not persisted.
  */
+int probes_observed(const struct probe *p);
 int probes_evictable(const struct probe_table *t, const struct probe *p);
 
 /*
- * New probe names per source: a source (an origin's node, else the origin) may register
- * `burst` names at once and `per_second` more each second (its origin's last_rx_ns is the
- * clock); instances of further new names are refused (DQ_EFULL, counted in t->name_rate).
- * per_second <= 0: no limit (the default).
+ * New probe names per source: a source (an origin's node, else the origin; for a passive
+ * source the caller's bucket, probes_record_span) may register `burst` names at once and
+ * `per_second` more each second (its origin's last_rx_ns is the clock); instances of
+ * further new names are refused (DQ_EFULL, counted in t->name_rate). per_second <= 0: no
+ * limit (the default).
  */
 void probes_set_name_limit(struct probe_table *t, double per_second, double burst);
+
+/* The names of the whole table (docs/running.md, "The name budget"). */
+struct probes_name_budget {
+    double all_per_second; /* new names of every source together per second (0: no limit) */
+    double all_burst;      /* … after a burst of this many */
+    size_t max_observed;   /* observed probes at most (0: the table's size); the rest of the
+                              table is a reserve for real probes (diagram, config, a person) */
+    int64_t idle_windows;  /* an observed probe without an instance for this many windows is
+                              removed at a window's close (probes_remove_idle); 0: never */
+};
+
+/* Sets the budget. A new name from an instance is refused (DQ_EFULL, counted in
+ * t->name_rate) over its source's rate or the table's; past max_observed observed probes,
+ * or a full table, the evictable probe heard from least recently makes room. */
+void probes_set_name_budget(struct probe_table *t, const struct probes_name_budget *b);
+
+/* Removes the evictable probes whose newest instance is more than t->idle_windows
+ * windows before wid (counted in t->idle); returns how many. */
+size_t probes_remove_idle(struct probe_table *t, int64_t wid);
 
 /*
  * Removes p from the table and frees it (its windows, ring and per-node moments; the
@@ -361,6 +393,14 @@ int probes_record_hashed(struct probe_table *t, const char *name, size_t len, ui
                          uint32_t origin, int64_t start_ns, int64_t end_ns,
                          enum probe_status status);
 
+/* Where a span comes from (probes_record_span). */
+struct probe_span_source {
+    uint32_t origin;                /* its service's passive origin; 0: none */
+    struct probe_name_bucket *peer; /* the new names of the connection's peer (the source
+                                       the name limit counts, whatever the service) */
+    int64_t now_ns;                 /* the clock of the name buckets */
+};
+
 /*
  * What identifies an instance, as its source has it (slices valid during the call): a v2
  * line's `t:`, `i:` and `a:` (hex text, "K=V,K=V"), or a span's trace and span ids as raw
@@ -389,11 +429,12 @@ int probes_record_ident(struct probe_table *t, const char *name, size_t len, uin
 /*
  * probes_record_ident() for a span of a passive source (OTLP): `failed` 1 records it as
  * failed; an ok span longer than the probe's dMax is recorded as timed out (its end is
- * then start + dMax, as a wrapper reports a timeout). ident may be NULL. Same returns.
+ * then start + dMax, as a wrapper reports a timeout). A new name counts against src->peer
+ * (when not NULL) and the table's budget. ident may be NULL. Same returns.
  */
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                       uint32_t origin, int64_t start_ns, int64_t end_ns, int failed,
-                       const struct probe_ident *ident);
+                       const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
+                       int failed, const struct probe_ident *ident);
 
 /* ---- exemplars ------------------------------------------------------------------------
  *
@@ -408,9 +449,11 @@ int probes_record_span(struct probe_table *t, const char *name, size_t len, uint
  * which the core writes to the store with the window's summary.
  */
 #define PROBES_EX_ID_MAX WIRE_MAX_ID /* hex digits of a trace or instance id kept */
-#define PROBES_EX_NODE_MAX 64        /* bytes of a node name kept (longer ones cut) */
-#define PROBES_EX_ATTRS_MAX 160      /* bytes of attributes kept (cut after a whole pair) */
-#define PROBES_EX_MAX 16             /* the most of each kind kept per window */
+#define PROBES_EX_NODE_MAX                                                                         \
+    64                          /* bytes of a node name kept (longer ones cut before a             \
+                                   whole UTF-8 character) */
+#define PROBES_EX_ATTRS_MAX 160 /* bytes of attributes kept (cut after a whole pair) */
+#define PROBES_EX_MAX 16        /* the most of each kind kept per window */
 
 struct probe_exemplar {
     int64_t end_ns, d_ns; /* when it ended, its duration */
@@ -705,6 +748,7 @@ struct core_options {
     double auto_range_min_ms, auto_range_max_ms; /* their dMax's range (0: 1 ms, 60 s) */
     double new_names_per_second;                 /* new probe names per source (0: no limit) */
     double new_names_burst;                      /* … after a burst of this many */
+    struct probes_name_budget names;             /* of the whole table (zero: none) */
 };
 
 /* Counters of the daemon as a whole (for status and /metrics). */

@@ -307,7 +307,10 @@ int core_change_record(struct core *c, struct core_change *ch) {
         int enabled = ch->kind == CORE_ENABLE    ? 1
                       : ch->kind == CORE_DISABLE ? 0
                                                  : ch->probe->enabled;
+        int chosen = ch->probe->chosen; /* as core_change_apply will make it, for the row */
+        ch->probe->chosen = ch->kind == CORE_ENABLE || (chosen && ch->kind != CORE_DISABLE);
         result = core__save_row(c, ch->probe, enabled, dmax, n);
+        ch->probe->chosen = chosen;
         if (enabled != ch->probe->enabled) {
             char detail[96];
             snprintf(detail, sizeof detail, "{\"dmax_ms\":%.9g,\"hypothesis\":%" PRId64 "}", dmax,
@@ -366,6 +369,7 @@ int core_change_apply(struct core *c, struct core_change *ch) {
     }
     if (ch->kind == CORE_ENABLE || ch->kind == CORE_DISABLE) {
         ch->probe->enabled = ch->kind == CORE_ENABLE;
+        ch->probe->chosen = ch->kind == CORE_ENABLE;
     } else if (ch->kind == CORE_START || ch->kind == CORE_STOP) {
         c->running = ch->kind == CORE_START;
     }

@@ -1,7 +1,7 @@
 /*
- * core_internal.h: what the core's files share (core.c: the probe table, the diagram,
- * windows, sources; core_change.c: changes to probes; probes.c and exemplars.c: the probe
- * table and the exemplars its windows keep). Nothing outside controller/core/
+ * core_internal.h: what the core's files share (core.c: the diagram, windows, sources;
+ * core_change.c: changes to probes; probes.c: the probe table; probes_names.c: its name
+ * budget; exemplars.c: the exemplars its windows keep). Nothing outside controller/core/
  * includes it.
  */
 #ifndef DQ_CORE_INTERNAL_H
@@ -66,6 +66,25 @@ int core__set_dmax(struct core *c, struct probe *p, double dmax_ms, int bins, in
 /* Writes p's row as it would be with `enabled` and the grid (dmax_ms, n); a failure is
  * counted and logged. */
 int core__save_row(struct core *c, const struct probe *p, int enabled, double dmax_ms, int n);
+
+/* ---- the probe table's name budget (probes_names.c) and its removals (probes.c) ---- */
+
+/* Whether one more new name may be registered now: its source's bucket (peer when given,
+ * else the node or origin of `origin`, whose last_rx_ns is then the clock) and the table's
+ * both have a token; takes one from each, or none. */
+int core__name_allowed(struct probe_table *t, uint32_t origin, struct probe_name_bucket *peer,
+                       int64_t now);
+
+/* Room for one more probe (an observed one when observed): evicts the evictable probe seen
+ * least recently when the table or the observed share is full. DQ_OK, or DQ_EFULL when
+ * nothing could be evicted (counted in t->full). */
+int core__make_room(struct probe_table *t, int observed);
+
+/* Rebuilds the name index from the probe array (after removals). */
+void core__index_rebuild(struct probe_table *t);
+
+/* Frees p, already out of the probe array: the recent cache and its origins let go. */
+void core__probe_free(struct probe_table *t, struct probe *p);
 
 /* ---- exemplars (exemplars.c), for probes.c ---------------------------------------------- */
 

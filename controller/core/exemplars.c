@@ -121,8 +121,12 @@ static void fill(struct probe_table *t, struct probe_exemplar *e, const struct p
     if (o && o->node > 0 && o->node < t->n_nodes) {
         const char *name = t->nodes[o->node].name;
         size_t n = strlen(name);
-        e->node_len = (int)(n < PROBES_EX_NODE_MAX ? n : PROBES_EX_NODE_MAX);
-        memcpy(e->node, name, (size_t)e->node_len);
+        size_t k = n < PROBES_EX_NODE_MAX ? n : PROBES_EX_NODE_MAX;
+        while (k < n && k > 0 && ((unsigned char)name[k] & 0xC0) == 0x80) {
+            k--; /* cut before a whole character: an OTLP service name is UTF-8 */
+        }
+        e->node_len = (int)k;
+        memcpy(e->node, name, k);
     }
 }
 

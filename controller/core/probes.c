@@ -323,70 +323,26 @@ struct probe *probes_find(struct probe_table *t, const char *name, size_t len) {
     return found ? t->probes[t->index[i]] : NULL;
 }
 
-int probes_evictable(const struct probe_table *t, const struct probe *p) {
-    return p->from_wire && !p->enabled && !p->always_on && !p->dmax_set && !p->has_qta &&
-           !p->in_diagram && !p->servers && !(t->evict_veto && t->evict_veto(t->evict_ctx, p));
-}
+/* Who registers a name: a person, the diagram or the config (from_wire 0), or an instance
+ * from origin, its source's new names in peer (NULL: the origin's) at now. */
+struct registrar {
+    int from_wire;
+    uint32_t origin;
+    struct probe_name_bucket *peer;
+    int64_t now;
+};
 
-void probes_set_name_limit(struct probe_table *t, double per_second, double burst) {
-    t->name_rate_per_s = per_second;
-    t->name_burst = burst < 1 ? 1 : burst;
-}
-
-/* Makes room: removes the evictable probe heard from least recently. 0, or −1 when none. */
-static int evict_one(struct probe_table *t) {
-    struct probe *victim = NULL;
-    for (size_t i = 0; i < t->count; i++) {
-        struct probe *q = t->probes[i];
-        if ((!victim || q->last_wid < victim->last_wid) && probes_evictable(t, q)) {
-            victim = q;
-        }
-    }
-    if (!victim) {
-        return -1;
-    }
-    t->evicted++;
-    probes_remove(t, victim);
-    return 0;
-}
-
-/* Whether the source of `origin` may register one more new name now (takes a token). */
-static int name_allowed(struct probe_table *t, uint32_t origin) {
-    if (t->name_rate_per_s <= 0 || origin == 0 || origin >= t->n_origins ||
-        !t->origins[origin].used) {
-        return 1;
-    }
-    struct probe_origin *o = &t->origins[origin];
-    struct probe_name_bucket *b =
-        o->node && o->node < t->n_nodes ? &t->nodes[o->node].names : &o->names;
-    int64_t now = o->last_rx_ns;
-    if (b->at_ns == 0) {
-        b->tokens = t->name_burst;
-    } else if (now > b->at_ns) {
-        b->tokens += (double)(now - b->at_ns) * 1e-9 * t->name_rate_per_s;
-        if (b->tokens > t->name_burst) {
-            b->tokens = t->name_burst;
-        }
-    }
-    if (now > b->at_ns || b->at_ns == 0) {
-        b->at_ns = now > 0 ? now : 1;
-    }
-    if (b->tokens < 1) {
-        return 0;
-    }
-    b->tokens -= 1;
-    return 1;
-}
-
-static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
-                          uint32_t origin, struct probe **out);
+static int probe_register(struct probe_table *t, const char *name, size_t len,
+                          const struct registrar *who, struct probe **out);
 
 int probes_get(struct probe_table *t, const char *name, size_t len, struct probe **out) {
-    return probe_register(t, name, len, 0, 0, out);
+    static const struct registrar person = {0};
+    return probe_register(t, name, len, &person, out);
 }
 
-static int probe_register(struct probe_table *t, const char *name, size_t len, int from_wire,
-                          uint32_t origin, struct probe **out) {
+static int probe_register(struct probe_table *t, const char *name, size_t len,
+                          const struct registrar *who, struct probe **out) {
+    int from_wire = who->from_wire;
     if (!name_valid(name, len)) {
         return dq_fail(DQ_EINVAL,
                        "invalid probe name (want [A-Za-z_][A-Za-z0-9_]*, at most "
@@ -400,16 +356,17 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
         *out = t->probes[t->index[i]];
         return DQ_OK;
     }
-    if (from_wire && !name_allowed(t, origin)) {
+    if (from_wire && !core__name_allowed(t, who->origin, who->peer, who->now)) {
         t->name_rate++;
-        return dq_fail(DQ_EFULL, "over new_names_per_second for this source");
+        return dq_fail(DQ_EFULL, "over new_names_per_second for this source or "
+                                 "new_names_global_per_second");
     }
-    if (t->count >= t->cap) {
-        if (evict_one(t) < 0) {
-            t->full++;
-            return dq_fail(DQ_EFULL, "probe table full (%zu probes, none only seen on the wire)",
-                           t->cap);
-        }
+    size_t before = t->count;
+    int rc = core__make_room(t, from_wire);
+    if (rc) {
+        return rc;
+    }
+    if (t->count != before) {
         i = slot_of(t, h, name, len, &found); /* the index was rebuilt */
     }
     struct probe *p = calloc(1, sizeof *p);
@@ -434,8 +391,8 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
     p->auto_range = t->auto_range;
     p->range_min_ms = t->range_min_ms;
     p->range_max_ms = t->range_max_ms;
-    int rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
-                                   : dq_fail(DQ_ENOMEM, "no memory for a probe");
+    rc = (p->slots && p->ring) ? probe_alloc_slots(t, p, p->n)
+                               : dq_fail(DQ_ENOMEM, "no memory for a probe");
     if (rc) {
         probe_destroy(p, t->nslots, t->ring_cap);
         return rc;
@@ -448,16 +405,8 @@ static int probe_register(struct probe_table *t, const char *name, size_t len, i
 
 static void origin_unref(struct probe_table *t, uint32_t id);
 
-int probes_remove(struct probe_table *t, struct probe *p) {
-    if (!p || p->index < 0 || (size_t)p->index >= t->count || t->probes[p->index] != p) {
-        return dq_fail(DQ_EINVAL, "not a probe of this table");
-    }
-    /* the last probe takes its place, so the array stays dense */
-    size_t at = (size_t)p->index;
-    t->probes[at] = t->probes[t->count - 1];
-    t->probes[at]->index = (int)at;
-    t->probes[--t->count] = NULL;
-    /* open addressing without tombstones: the index is rebuilt (a rare, person's act) */
+/* Open addressing without tombstones: the index is rebuilt after removals. */
+void core__index_rebuild(struct probe_table *t) {
     for (size_t i = 0; i < t->index_size; i++) {
         t->index[i] = -1;
     }
@@ -466,6 +415,9 @@ int probes_remove(struct probe_table *t, struct probe *p) {
         int found;
         t->index[slot_of(t, q->hash, q->name, q->name_len, &found)] = (int32_t)j;
     }
+}
+
+void core__probe_free(struct probe_table *t, struct probe *p) {
     for (size_t i = 0; i < sizeof t->recent / sizeof t->recent[0]; i++) {
         if (t->recent[i] == p) {
             t->recent[i] = NULL;
@@ -476,6 +428,19 @@ int probes_remove(struct probe_table *t, struct probe *p) {
     origin_unref(t, o);
     origin_unref(t, so);
     probe_destroy(p, t->nslots, t->ring_cap);
+}
+
+int probes_remove(struct probe_table *t, struct probe *p) {
+    if (!p || p->index < 0 || (size_t)p->index >= t->count || t->probes[p->index] != p) {
+        return dq_fail(DQ_EINVAL, "not a probe of this table");
+    }
+    /* the last probe takes its place, so the array stays dense */
+    size_t at = (size_t)p->index;
+    t->probes[at] = t->probes[t->count - 1];
+    t->probes[at]->index = (int)at;
+    t->probes[--t->count] = NULL;
+    core__index_rebuild(t); /* O(table): a person's act, or a new name finding no room */
+    core__probe_free(t, p);
     return DQ_OK;
 }
 
@@ -670,10 +635,12 @@ int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t 
 
 static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin);
 
-/* probes_record_ident; with `span` an ok instance longer than dMax times out. */
+/* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
+ * out, and a new name counts against src->peer. */
 static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                   uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                  int span, const struct probe_ident *ident) {
+                  const struct probe_span_source *src, const struct probe_ident *ident) {
+    int span = src != NULL;
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
     struct probe *p = *recent;
@@ -688,7 +655,11 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         p = NULL;
     }
     if (!p) {
-        int rc = probe_register(t, name, len, 1, origin, &p);
+        struct registrar who = {.from_wire = 1,
+                                .origin = origin,
+                                .peer = src ? src->peer : NULL,
+                                .now = src ? src->now_ns : 0};
+        int rc = probe_register(t, name, len, &who, &p);
         if (rc) {
             return rc;
         }
@@ -820,20 +791,20 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
 int probes_record_hashed(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                          uint32_t origin, int64_t start_ns, int64_t end_ns,
                          enum probe_status status) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, status, 0, NULL);
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL, NULL);
 }
 
 int probes_record_ident(struct probe_table *t, const char *name, size_t len, uint64_t hash,
                         uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
                         const struct probe_ident *ident) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, status, 0, ident);
+    return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL, ident);
 }
 
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                       uint32_t origin, int64_t start_ns, int64_t end_ns, int failed,
-                       const struct probe_ident *ident) {
-    return record(t, name, len, hash, origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK, 1,
-                  ident);
+                       const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
+                       int failed, const struct probe_ident *ident) {
+    return record(t, name, len, hash, src->origin, start_ns, end_ns, failed ? PROBE_FA : PROBE_OK,
+                  src, ident);
 }
 
 struct probe_window *probes_ring_get(struct probe *p, int back) {

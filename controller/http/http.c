@@ -593,9 +593,30 @@ static int on_header_value(http_parser *hp, const char *at, size_t len) {
     return rc < 0 ? fail_alloc(p, rc) : 0;
 }
 
+/* The first of the headers whose repetition would let two readers see two requests (a
+ * proxy and dqd taking different Hosts or body lengths) that p holds more than once; NULL. */
+static const char *repeated_header(const struct http_conn_parser *p) {
+    static const char *const once[] = {"Host", "Origin", "Content-Type", "Content-Length"};
+    for (size_t k = 0; k < sizeof once / sizeof once[0]; k++) {
+        int seen = 0;
+        for (size_t i = 0; i < p->n_hdrs; i++) {
+            seen += strcasecmp(p->head.data + p->hdrs[i].name, once[k]) == 0;
+        }
+        if (seen > 1) {
+            return once[k];
+        }
+    }
+    return NULL;
+}
+
 static int on_headers_complete(http_parser *hp) {
     struct http_conn_parser *p = parser_of(hp);
     if (close_piece(p) < 0) {
+        return -1;
+    }
+    const char *twice = repeated_header(p);
+    if (twice) {
+        fail(p, 400, "the header %s is sent more than once", twice);
         return -1;
     }
     if (hp->method == HTTP_CONNECT) {
@@ -682,6 +703,7 @@ static int on_message_complete(http_parser *hp) {
         .http_major = hp->http_major,
         .http_minor = hp->http_minor,
         .keep_alive = http_should_keep_alive(hp) && !hp->upgrade,
+        .peer = p->peer,
         .priv_ = p,
     };
     p->in_message = 0;
@@ -1409,6 +1431,21 @@ static int shed_idle(struct http_server *s) {
     return 1;
 }
 
+/* The peer's address as text into the parser (its requests carry it); "" when unknown. */
+static void conn_peer(struct http_conn *c) {
+    struct sockaddr_storage ss;
+    int n = sizeof ss;
+    c->parser.peer[0] = '\0';
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &n) != 0) {
+        return;
+    }
+    if (ss.ss_family == AF_INET) {
+        uv_ip4_name((const struct sockaddr_in *)&ss, c->parser.peer, sizeof c->parser.peer);
+    } else if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((const struct sockaddr_in6 *)&ss, c->parser.peer, sizeof c->parser.peer);
+    }
+}
+
 static void on_connection(uv_stream_t *listener, int status) {
     struct http_server *s = listener->data;
     if (status < 0 || s->closing) {
@@ -1451,6 +1488,7 @@ static void on_connection(uv_stream_t *listener, int status) {
         return;
     }
     s->stats.connections_accepted++;
+    conn_peer(c);
     c->reserve = reserve;
     c->last_active = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);

@@ -4,8 +4,10 @@
  * Two layers, usable separately:
  *
  *   struct http_conn_parser  turns a byte stream into complete requests, with every
- *                            size capped (URL, headers, body, query parameters). It does
- *                            no I/O, so unit tests and the libFuzzer target feed it bytes.
+ *                            size capped (URL, headers, body, query parameters), and
+ *                            refuses (400) a request that sends Host, Origin, Content-Type
+ *                            or Content-Length more than once. It does no I/O, so unit
+ *                            tests and the libFuzzer target feed it bytes.
  *   struct http_server       listens on HOST:PORT on a caller's uv_loop_t, runs one
  *                            parser per connection, calls one handler per request and
  *                            writes the responses back in request order (keep-alive and
@@ -75,6 +77,8 @@ struct http_request {
     int http_major;          /* 1 */
     int http_minor;          /* 0 or 1 */
     int keep_alive;          /* 1 when the connection stays open after the response */
+    const char *peer;        /* the connection's peer address ("127.0.0.1", "::1"), "" when
+                                not known (a parser fed without a socket) */
     /* Private to http.c: header and query tables (offsets into the parser's buffers). */
     const struct http_conn_parser *priv_;
 };
@@ -254,6 +258,9 @@ struct http_access_policy {
                                   (every name under it), * (any); "" or NULL: none */
     int loopback;              /* 1: the server listens on loopback only */
     int public_reads;          /* 1: READ needs no token beyond loopback either */
+    const char *origins;       /* Origins of other sites a change may come from (CORS:
+                                  "http://app.example:8080", comma-separated, exact); "" or
+                                  NULL: none */
 };
 
 /* What a request says about itself (http_access_ask_of fills it from a request). */
@@ -273,7 +280,8 @@ enum http_access_verdict {
     HTTP_ACCESS_NO_HOST,        /* 400: an HTTP/1.1 request without Host */
     HTTP_ACCESS_FOREIGN_HOST,   /* 403: a Host that is not the server's */
     HTTP_ACCESS_READ_TOKEN,     /* 401: a read beyond loopback without the right token */
-    HTTP_ACCESS_FOREIGN_ORIGIN, /* 403: a change whose Origin is not http(s)://HOST */
+    HTTP_ACCESS_FOREIGN_ORIGIN, /* 403: a change whose Origin is not http(s)://HOST nor
+                                   one of the policy's origins */
     HTTP_ACCESS_NOT_JSON,       /* 415: a change with a body or a Content-Type not JSON */
     HTTP_ACCESS_NO_TOKEN_SET,   /* 403: a change beyond loopback while no token is set */
     HTTP_ACCESS_CHANGE_TOKEN,   /* 401: a change without the right token */
@@ -298,11 +306,16 @@ int http_access_loopback(const char *listen_host);
  * 1 when a Host value (a name or address, optional :port, [v6]) is one the server answers
  * to: an IP literal, localhost and *.localhost (a trailing dot ignored), hostname, or an
  * entry of allowed_hosts (names compared without case; NAME:PORT must match with its port).
+ * A port that is not 1 to 5 digits ("localhost:17401 evil") is refused.
  */
 int http_access_host_allowed(const char *value, const char *hostname, const char *allowed_hosts);
 
 /* 1 when origin is "http://" or "https://" followed by host (no case); 0 when host is NULL. */
 int http_access_same_origin(const char *origin, const char *host);
+
+/* 1 when origin is one of the comma-separated entries of list (blanks around them ignored,
+ * compared without case, "*" matches any); 0 for an empty or NULL list. */
+int http_access_origin_listed(const char *origin, const char *list);
 
 /* 1 when a Content-Type value is application/json (parameters allowed). */
 int http_access_json_type(const char *content_type);
@@ -363,6 +376,7 @@ struct http_conn_parser {
     int error_status;             /* 0, or the HTTP status of the failure (400/413/...) */
     char error_msg[160];          /* why */
     uint64_t requests;            /* complete requests parsed */
+    char peer[48];                /* the peer's address (the server sets it), "" unknown */
 };
 
 #define HTTP_FEED_PAUSED 1

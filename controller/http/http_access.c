@@ -55,25 +55,51 @@ static int entry_matches(const char *e, size_t en, const char *host, size_t hn, 
     return en == hn && strncasecmp(host, e, en) == 0;
 }
 
+/* The next entry of a comma-separated list at *e (blanks around it trimmed) in *x, *xn;
+ * 0 at the end of the list. An empty entry has *xn 0. */
+static int next_entry(const char **e, const char **x, size_t *xn) {
+    if (!**e) {
+        return 0;
+    }
+    size_t en = strcspn(*e, ",");
+    *x = *e;
+    *xn = en;
+    while (*xn && (**x == ' ' || **x == '\t')) {
+        (*x)++, (*xn)--;
+    }
+    while (*xn && ((*x)[*xn - 1] == ' ' || (*x)[*xn - 1] == '\t')) {
+        (*xn)--;
+    }
+    *e += en + ((*e)[en] == ',');
+    return 1;
+}
+
 /* 1 when one of the comma-separated entries of list (blanks around them ignored) matches. */
 static int listed(const char *list, const char *host, size_t hn, const char *full, size_t fn) {
-    const char *e = list ? list : "";
-    while (*e) {
-        size_t en = strcspn(e, ",");
-        const char *x = e;
-        size_t xn = en;
-        while (xn && (*x == ' ' || *x == '\t')) {
-            x++, xn--;
-        }
-        while (xn && (x[xn - 1] == ' ' || x[xn - 1] == '\t')) {
-            xn--;
-        }
+    const char *e = list ? list : "", *x;
+    size_t xn;
+    while (next_entry(&e, &x, &xn)) {
         if (xn && entry_matches(x, xn, host, hn, full, fn)) {
             return 1;
         }
-        e += en + (e[en] == ',');
     }
     return 0;
+}
+
+/* 1 when p[0, n) is empty or ":" and a port of 1 to 5 digits. */
+static int port_ok(const char *p, size_t n) {
+    if (n == 0) {
+        return 1;
+    }
+    if (p[0] != ':' || n < 2 || n > 6) {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int http_access_host_allowed(const char *value, const char *hostname, const char *allowed_hosts) {
@@ -95,7 +121,8 @@ int http_access_host_allowed(const char *value, const char *hostname, const char
             hn = (size_t)(colon - value);
         }
     }
-    if (hn == 0) {
+    size_t after = (size_t)(host - value) + hn + (size_t)bracketed;
+    if (hn == 0 || !port_ok(value + after, fn - after)) {
         return 0;
     }
     if (host[hn - 1] == '.' && !bracketed) {
@@ -114,6 +141,17 @@ int http_access_same_origin(const char *origin, const char *host) {
                        : strncasecmp(origin, "https://", 8) == 0 ? origin + 8
                                                                  : NULL;
     return rest && host && strcasecmp(rest, host) == 0;
+}
+
+int http_access_origin_listed(const char *origin, const char *list) {
+    const char *e = list && origin ? list : "", *x;
+    size_t xn, on = origin ? strlen(origin) : 0;
+    while (next_entry(&e, &x, &xn)) {
+        if ((xn == 1 && x[0] == '*') || (xn == on && xn && strncasecmp(x, origin, on) == 0)) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int http_access_json_type(const char *content_type) {
@@ -142,7 +180,8 @@ int http_access_bearer_ok(const char *authorization, const char *token) {
 static enum http_access_verdict decide_change(const struct http_access_policy *pol,
                                               enum http_access_class cls,
                                               const struct http_access_ask *ask) {
-    if (ask->origin && !http_access_same_origin(ask->origin, ask->host)) {
+    if (ask->origin && !http_access_same_origin(ask->origin, ask->host) &&
+        !http_access_origin_listed(ask->origin, pol->origins)) {
         return HTTP_ACCESS_FOREIGN_ORIGIN;
     }
     if (cls != HTTP_ACCESS_TEXT_BODY && !http_access_json_type(ask->content_type) &&

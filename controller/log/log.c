@@ -37,6 +37,7 @@ struct log_site {
     int64_t second;  /* the second being counted (monotonic) */
     int passed;      /* lines written in that second */
     uint64_t held;   /* lines held back, not yet reported */
+    char last[64];   /* the start of its last line written: what the held ones were like */
 };
 
 static struct log_site sites[LOG_SITES];
@@ -50,6 +51,12 @@ static int64_t mono_second(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec;
+}
+
+static int64_t (*seconds_of)(void) = mono_second;
+
+void log_set_seconds(int64_t (*seconds)(void)) {
+    seconds_of = seconds ? seconds : mono_second;
 }
 
 static struct log_site *site_of(const char *fmt) {
@@ -77,15 +84,15 @@ static void emit(int level, const char *msg) {
 
 static void report_held(int level, struct log_site *s) {
     char note[160];
-    snprintf(note, sizeof note, "(%llu more lines like \"%.60s\" were not logged)",
-             (unsigned long long)s->held, s->fmt);
+    snprintf(note, sizeof note, "(%llu more lines like \"%s\" were not logged)",
+             (unsigned long long)s->held, s->last);
     s->held = 0;
     emit(level, note);
 }
 
 void log_write(int level, const char *fmt, ...) {
     struct log_site *s = site_of(fmt);
-    int64_t sec = mono_second();
+    int64_t sec = seconds_of();
     if (sec != s->second) {
         s->second = sec;
         s->passed = 0;
@@ -102,13 +109,21 @@ void log_write(int level, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* the held lines' summary quotes this one (cut: "…" at a character's end) */
+    size_t len = n > 0 ? strlen(msg) : 0;
+    size_t cut = len < sizeof s->last ? len : sizeof s->last - 4;
+    while (cut < len && cut > 0 && ((unsigned char)msg[cut] & 0xc0) == 0x80) {
+        cut--;
+    }
+    memcpy(s->last, msg, cut);
+    strcpy(s->last + cut, cut < len ? "..." : "");
     emit(level, msg);
 }
 
 void log_report_suppressed(void) {
-    int64_t sec = mono_second();
+    int64_t sec = seconds_of();
     for (size_t i = 0; i < LOG_SITES; i++) {
         if (sites[i].fmt && sites[i].held && sites[i].second != sec) {
             report_held(LOG_WARN, &sites[i]);

@@ -28,8 +28,12 @@ void log_write(int level, const char *fmt, ...)
 /* Lines not written because their call site was over its rate, since start. */
 uint64_t log_suppressed_total(void);
 
-/* Writes, for every call site that held lines back in an earlier second, how many. */
+/* Writes, for every call site that held lines back in an earlier second, how many, quoting
+ * the site's last line written ("(980 more lines like \"probe x: …\" were not logged)"). */
 void log_report_suppressed(void);
+
+/* For tests: where the per-site limit reads its seconds (NULL: the monotonic clock). */
+void log_set_seconds(int64_t (*seconds)(void));
 
 #define LOG(level, ...)                                                                            \
     do {                                                                                           \

@@ -142,8 +142,13 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
 struct otlp;
 
 struct otlp_options {
-    const char *listen;                /* "HOST:PORT" (port 0: any) */
-    const char *api_token;             /* "" or NULL: none (then loopback only) */
+    const char *listen;    /* "HOST:PORT" (port 0: any) */
+    const char *api_token; /* "" or NULL: none (then loopback only) */
+    /* who may ask, as the API (http.h, "who may ask"): Host names besides loopback names,
+     * IP addresses and hostname; browser origins allowed (CORS); NULL or "": none */
+    const char *hostname;
+    const char *allowed_hosts;
+    const char *cors_origins;
     int64_t silence_ns;                /* a passive probe's silence (otlp_silence) */
     size_t max_body;                   /* bytes, as sent and inflated */
     double max_spans_per_second;       /* 0: no limit */
@@ -159,16 +164,22 @@ struct otlp_stats {
     uint64_t other_responses; /* 401, 403, 404, 405 */
     uint64_t spans_received;  /* decoded spans, valid or not */
     uint64_t spans_accepted;  /* recorded in a window */
-    uint64_t spans_rejected;  /* invalid, or their probe could not be registered */
+    uint64_t spans_rejected;  /* invalid (the decoders' checks, docs/otlp.md §3) */
+    uint64_t spans_name_rate; /* a new probe name over its peer's or dqd's rate */
+    uint64_t spans_full;      /* a new probe name and no room (probe_table_full) */
     uint64_t spans_late;      /* ended in a window already closed (later than the lag) */
     uint64_t spans_future;    /* ended too far ahead of the clock */
     uint64_t spans_throttled; /* in requests answered 429 */
     uint64_t bytes_received;  /* bodies as sent */
     uint64_t bytes_inflated;  /* bodies after gzip */
     uint64_t services;        /* distinct service.name values seen */
+    uint64_t refused[3];      /* before decoding, by otlp_refusal: Host, Origin, token */
     uint64_t http_errors;     /* refused by the HTTP layer before the handler: malformed
                                  HTTP or over a size cap (400, 413, 414, 431) */
 };
+
+/* The reasons of otlp_stats.refused, named as the API's dqd_http_refused_total. */
+enum otlp_refusal { OTLP_REFUSED_HOST, OTLP_REFUSED_ORIGIN, OTLP_REFUSED_TOKEN };
 
 /* Index of status in otlp_stats.responses, or −1. */
 int otlp_status_index(int status);
@@ -203,9 +214,10 @@ json_t *otlp_recent_json(const struct otlp *r, const char *service, size_t max);
 void otlp_close(struct otlp *r, void (*done)(void *arg), void *arg);
 
 /* For the benchmark and tests: handles one request body as the server would, without
- * HTTP (content_type and content_encoding as the headers say, NULL when absent): fills res
- * (status, headers, body) as the server would send it. */
+ * HTTP (content_type and content_encoding as the headers say, NULL when absent; peer the
+ * client's address, "" or NULL for one shared unknown peer): fills res (status, headers,
+ * body) as the server would send it. */
 void otlp_handle_body(struct otlp *r, const char *content_type, const char *content_encoding,
-                      const uint8_t *body, size_t len, struct http_response *res);
+                      const char *peer, const uint8_t *body, size_t len, struct http_response *res);
 
 #endif /* DQ_OTLP_H */

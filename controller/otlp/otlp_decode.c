@@ -131,6 +131,54 @@ void otlp_batch_release(struct otlp_batch *b) {
     memset(b, 0, sizeof *b);
 }
 
+int otlp_text_check(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        /* eight bytes at a time while they are ASCII and none is zero */
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if ((w & 0x8080808080808080ULL) ||
+                ((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL)) {
+                break;
+            }
+        }
+        if (i >= n) {
+            break;
+        }
+        unsigned c = p[i];
+        if (c == 0) {
+            return OTLP_TEXT_NUL;
+        }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                     : c >= 0xe0 && c <= 0xef ? 3
+                     : c >= 0xf0 && c <= 0xf4 ? 4
+                                              : 0;
+        if (len == 0 || i + len > n) {
+            return OTLP_TEXT_NOT_UTF8;
+        }
+        unsigned c1 = p[i + 1];
+        /* the second byte's range excludes overlong forms, surrogates and > U+10FFFF */
+        unsigned lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+        unsigned hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        if (c1 < lo || c1 > hi) {
+            return OTLP_TEXT_NOT_UTF8;
+        }
+        for (size_t k = 2; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return OTLP_TEXT_NOT_UTF8;
+            }
+        }
+        i += len;
+    }
+    return OTLP_TEXT_OK;
+}
+
 void otlp_span_reject(struct otlp_batch *b, const char *why) {
     if (b->rejected++ == 0) {
         snprintf(b->reason, sizeof b->reason, "%s", why);

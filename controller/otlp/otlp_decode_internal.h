@@ -15,6 +15,9 @@
 /* The service of spans whose resource has no service.name. */
 #define OTLP_UNKNOWN_SERVICE "unknown_service"
 
+/* The longest service.name taken (bytes): a longer one refuses its spans. */
+#define OTLP_SERVICE_MAX 255
+
 /* 1 when the n bytes at p are all zero. */
 static inline int otlp_all_zero(const uint8_t *p, size_t n) {
     uint64_t any = 0;
@@ -33,14 +36,40 @@ static inline int otlp_all_zero(const uint8_t *p, size_t n) {
 /* Counts a span left out for why (the first reason is kept for partial_success). */
 void otlp_span_reject(struct otlp_batch *b, const char *why);
 
+/* What otlp_text_check finds in a name. */
+enum { OTLP_TEXT_OK = 0, OTLP_TEXT_NUL = 1, OTLP_TEXT_NOT_UTF8 = 2 };
+
+/* Whether the n bytes at s are UTF-8 (no overlong form, no surrogate, nothing above
+ * U+10FFFF) without a NUL byte: OTLP_TEXT_OK, else the first fault's kind (a NUL before a
+ * byte that is not UTF-8 is OTLP_TEXT_NUL). */
+int otlp_text_check(const char *s, size_t n);
+
 /*
  * Checks a decoded span: 1 when it can be recorded, else 0 with the span counted in
- * b->rejected. trace_len, span_len and parent_len are the id lengths as sent. The place
- * for checks of a span's text (UTF-8, NUL bytes) too.
+ * b->rejected. trace_len, span_len and parent_len are the id lengths as sent; keys_text is
+ * otlp_text_check's worst verdict on the span's attribute keys (OTLP_TEXT_OK when none).
+ * A service name, span name or attribute key that holds a NUL byte or is not UTF-8 refuses
+ * the span (docs/otlp.md, "The text of a span").
  */
 static inline int otlp_span_check(struct otlp_batch *b, struct otlp_span *s, size_t trace_len,
-                                  size_t span_len, size_t parent_len) {
-    if (trace_len != 16 || otlp_all_zero(s->trace_id, 16)) {
+                                  size_t span_len, size_t parent_len, int keys_text) {
+    int name_text = otlp_text_check(s->name, s->name_len);
+    int svc_text = otlp_text_check(s->service, s->service_len);
+    if (name_text == OTLP_TEXT_NUL) {
+        otlp_span_reject(b, "a span's name holds a NUL byte");
+    } else if (name_text) {
+        otlp_span_reject(b, "a span's name is not UTF-8");
+    } else if (svc_text == OTLP_TEXT_NUL) {
+        otlp_span_reject(b, "a span's service.name holds a NUL byte");
+    } else if (svc_text) {
+        otlp_span_reject(b, "a span's service.name is not UTF-8");
+    } else if (s->service_len > OTLP_SERVICE_MAX) {
+        otlp_span_reject(b, "a span's service.name is longer than 255 bytes");
+    } else if (keys_text == OTLP_TEXT_NUL) {
+        otlp_span_reject(b, "a span's attribute key holds a NUL byte");
+    } else if (keys_text) {
+        otlp_span_reject(b, "a span's attribute key is not UTF-8");
+    } else if (trace_len != 16 || otlp_all_zero(s->trace_id, 16)) {
         otlp_span_reject(b, "a span's trace_id is not 16 bytes, or all zero");
     } else if (span_len != 8 || otlp_all_zero(s->span_id, 8)) {
         otlp_span_reject(b, "a span's span_id is not 8 bytes, or all zero");

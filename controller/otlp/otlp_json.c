@@ -1163,7 +1163,8 @@ static int span(struct jp *j, struct spans *sa) {
         return -1;
     }
     s->has_parent = pl == 8 && !otlp_all_zero(s->parent_id, 8);
-    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl)) {
+    /* a JSON string is UTF-8 without NUL (the parser refuses the body otherwise) */
+    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl, OTLP_TEXT_OK)) {
         b->n++;
     }
     return 0;

@@ -18,7 +18,9 @@
  *     over), KeyValue.value is the newest AnyValue that has a value, or when the newest
  *     has none the one before it carried over unless that was a string or empty bytes
  *     (then none); two in a row without a value are refused;
- *   - strings end at their first NUL byte (protobuf-c's were C strings).
+ *   - an attribute's string value ends at its first NUL byte (protobuf-c's were C
+ *     strings); a service name, a span name and an attribute key are kept whole, and
+ *     otlp_span_check refuses the span when one holds a NUL byte or is not UTF-8.
  * Every span's attributes, and every resource, are walked whole, so that a body is
  * refused for a malformed attribute as before, even when no mapping reads it.
  */
@@ -394,10 +396,10 @@ static int kvs_walk(const uint8_t *p, size_t n, uint32_t num, const char *key, c
             if (kv.has_value && key_is(&kv, key)) {
                 return any_text(&kv.val, buf, cap) ? KV_TEXT : KV_NO_TEXT;
             }
-        } else if (svc && kv.has_value && kv.val.kind == 1 && kv.val.n > 0 && kv.val.p[0] &&
+        } else if (svc && kv.has_value && kv.val.kind == 1 && kv.val.n > 0 &&
                    key_is(&kv, "service.name")) {
             *svc = kv.val.p;
-            *svc_n = text_len(kv.val.p, kv.val.n);
+            *svc_n = kv.val.n;
         }
     }
     return rc < 0 ? -1 : KV_NONE;
@@ -455,7 +457,16 @@ struct span_fields {
     size_t name_n;
     uint64_t start, end;
     int32_t status;
+    int keys_text; /* the worst otlp_text_check of the attribute keys */
 };
+
+/* Notes the text verdict of an attribute key in sf (the worst one counts). */
+static inline void span_key(struct span_fields *sf, const uint8_t *key, size_t n) {
+    int v = otlp_text_check((const char *)key, n);
+    if (v && (!sf->keys_text || v < sf->keys_text)) {
+        sf->keys_text = v;
+    }
+}
 
 /* One field of a Span (its wire type checked) into sf; −1 when malformed. */
 static inline int span_field(struct span_fields *sf, uint32_t num, const uint8_t *data, size_t n,
@@ -479,7 +490,15 @@ static inline int span_field(struct span_fields *sf, uint32_t num, const uint8_t
         sf->end = v;
         return 0;
     case 9:
-        return kv_plain(data, n) ? 0 : kv_parse(data, n, &kv);
+        if (kv_plain(data, n)) {
+            span_key(sf, data + 2, data[1]);
+            return 0;
+        }
+        if (kv_parse(data, n, &kv) < 0) {
+            return -1;
+        }
+        span_key(sf, kv.key, kv.key_n);
+        return 0;
     case 15:
         if (n == 2 && data[0] == (3 << 3 | WT_VARINT) && data[1] < 0x80) {
             sf->status = data[1]; /* the usual Status: only a small code */
@@ -537,7 +556,7 @@ static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p
         q = r.p;
     }
     s->name = (const char *)sf.name;
-    s->name_len = text_len(sf.name, sf.name_n);
+    s->name_len = sf.name_n;
     if (sf.id_n[1] == 16) {
         memcpy(s->trace_id, sf.ids[1], 16);
     }
@@ -554,7 +573,7 @@ static int span_walk(struct otlp_batch *b, struct otlp_span *s, const uint8_t *p
     s->attrs = p;
     s->n_attrs = n;
     s->json = 0;
-    if (otlp_span_check(b, s, sf.id_n[1], sf.id_n[2], sf.id_n[4])) {
+    if (otlp_span_check(b, s, sf.id_n[1], sf.id_n[2], sf.id_n[4], sf.keys_text)) {
         b->n++;
     }
     return 0;

@@ -203,6 +203,12 @@ static const struct setting settings[] = {
      "65536", NULL, 0, 0,
      "Spans kept (the newest) with their trace, span and parent ids for `dqctl diagram "
      "--infer` (0: none)."},
+    {"otlp_cors_origins", "--otlp-cors-origins", ST_TEXT, FIELD(otlp_cors_origins), 0, 0, "", NULL,
+     SF_EMPTY_OK, 0,
+     "Web page origins (`https://app.example.com`, comma-separated; `*` for any) whose "
+     "browser OpenTelemetry SDK may POST to the OTLP receiver: their preflight (OPTIONS) is "
+     "answered and replies carry Access-Control-Allow-Origin. Empty (the default): CORS is "
+     "off and a request carrying another site's Origin is refused (403)."},
     {"max_ingest_connections", "--max-ingest-connections", ST_INT, FIELD(max_ingest_connections), 1,
      65536, "512", NULL, 0, 0,
      "Ingest connections open at once. At the cap a new connection closes the one that has "
@@ -219,7 +225,31 @@ static const struct setting settings[] = {
      "further new names are rejected and counted (reason new_name_rate). Known names are "
      "never limited."},
     {"new_names_burst", "--new-names-burst", ST_INT, FIELD(new_names_burst), 1, 1000000, "1000",
-     NULL, 0, 0, "New probe names a source may register at once (see new_names_per_second)."},
+     NULL, 0, 0,
+     "New probe names a source may register at once (see new_names_per_second). Over OTLP "
+     "the source is the connection's peer address, whatever service.name its spans carry."},
+    {"new_names_global_per_second", "--new-names-global-per-second", ST_DOUBLE,
+     FIELD(new_names_global_per_second), 0, 1e9, "100", NULL, 0, 0,
+     "Probe names never seen before that every source together (wrappers and OTLP) may "
+     "register per second, after a burst of new_names_global_burst; further new names are "
+     "rejected and counted as new_name_rate (0: no limit). A source over its own rate takes "
+     "nothing from this one."},
+    {"new_names_global_burst", "--new-names-global-burst", ST_INT, FIELD(new_names_global_burst), 1,
+     1000000, "2000", NULL, 0, 0,
+     "New probe names every source together may register at once (see "
+     "new_names_global_per_second)."},
+    {"max_observed_probes", "--max-observed-probes", ST_INT, FIELD(max_observed_probes), 1, 9000,
+     "1000", NULL, 0, 0,
+     "Probes only observed (first seen in an instance or a span, and not in the diagram, "
+     "configured, enabled by a person or the adaptive loop, nor given a dMax, QTA or servers) "
+     "the probe table holds at most; the rest of its 10000 slots are a reserve that only real "
+     "probes take. Past it a new name evicts the observed probe seen least recently (never "
+     "one an investigation holds), or is rejected as probe_table_full. It bounds their "
+     "memory (docs/running.md, \"The name budget\")."},
+    {"idle_probe_windows", "--idle-probe-windows", ST_INT, FIELD(idle_probe_windows), 0, 1000000,
+     "300", NULL, 0, 0,
+     "An observed probe (see max_observed_probes) without an instance for this many windows "
+     "is removed when a window closes (counted in dqd_probes_idle_removed_total); 0: never."},
     {"log_level", "--log-level", ST_ENUM, FIELD(log_level), 0, 0, "info", log_levels, 0, 0,
      "Least severe log messages written to stderr."},
     {"config", "--config", ST_PATH, FIELD(config), 0, 0, "", NULL, SF_CLI_ONLY | SF_EMPTY_OK, 0,

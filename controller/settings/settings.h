@@ -92,27 +92,31 @@ struct dqd_otlp_rule {
 
 /* The effective configuration. Fill with settings_defaults() before anything else. */
 struct dqd_config {
-    char listen[DQD_HOSTPORT_MAX];    /* ingest address, "HOST:PORT" */
-    char http[DQD_HOSTPORT_MAX];      /* HTTP API address, "HOST:PORT" */
-    char db[DQD_PATH_MAX];            /* SQLite store path */
-    char diagram[DQD_PATH_MAX];       /* outcome diagram (.dq) path, "" for none */
-    char config[DQD_PATH_MAX];        /* the config file that was read, "" for none */
-    char api_token[DQD_PATH_MAX];     /* file holding the API's bearer token, "" none */
-    char token[DQD_TOKEN_MAX];        /* the token itself (settings_resolve_token), "" none */
-    char allowed_hosts[DQD_PATH_MAX]; /* extra Host names the API accepts, comma-separated */
-    int public_reads;                 /* 1: reads beyond loopback need no token */
-    int max_ingest_connections;       /* ingest connections open at once */
-    double new_names_per_second;      /* new probe names per source and second */
-    int new_names_burst;              /* … after a burst of this many */
-    int64_t window_ms;                /* window length */
-    int64_t lag_ms;                   /* how long a window stays open after its end */
-    int clock;                        /* enum dqd_clock_mode */
-    int legacy_commands;              /* 1: write commands on inbound legacy connections */
-    int ring;                         /* closed ΔQs kept per probe */
-    double default_dmax_ms;           /* dMax of a probe enabled without one */
-    int default_bins;                 /* bins of a probe enabled without a setting */
-    int auto_range;                   /* 1: probes without a dMax of their own auto-range */
-    double auto_range_min_ms;         /* … between these dMax */
+    char listen[DQD_HOSTPORT_MAX];      /* ingest address, "HOST:PORT" */
+    char http[DQD_HOSTPORT_MAX];        /* HTTP API address, "HOST:PORT" */
+    char db[DQD_PATH_MAX];              /* SQLite store path */
+    char diagram[DQD_PATH_MAX];         /* outcome diagram (.dq) path, "" for none */
+    char config[DQD_PATH_MAX];          /* the config file that was read, "" for none */
+    char api_token[DQD_PATH_MAX];       /* file holding the API's bearer token, "" none */
+    char token[DQD_TOKEN_MAX];          /* the token itself (settings_resolve_token), "" none */
+    char allowed_hosts[DQD_PATH_MAX];   /* extra Host names the API accepts, comma-separated */
+    int public_reads;                   /* 1: reads beyond loopback need no token */
+    int max_ingest_connections;         /* ingest connections open at once */
+    double new_names_per_second;        /* new probe names per source and second */
+    int new_names_burst;                /* … after a burst of this many */
+    double new_names_global_per_second; /* new probe names of every source together */
+    int new_names_global_burst;         /* … after a burst of this many */
+    int max_observed_probes;            /* probes only observed (seen in instances) at most */
+    int idle_probe_windows;             /* an observed probe without an instance this long goes */
+    int64_t window_ms;                  /* window length */
+    int64_t lag_ms;                     /* how long a window stays open after its end */
+    int clock;                          /* enum dqd_clock_mode */
+    int legacy_commands;                /* 1: write commands on inbound legacy connections */
+    int ring;                           /* closed ΔQs kept per probe */
+    double default_dmax_ms;             /* dMax of a probe enabled without one */
+    int default_bins;                   /* bins of a probe enabled without a setting */
+    int auto_range;                     /* 1: probes without a dMax of their own auto-range */
+    double auto_range_min_ms;           /* … between these dMax */
     double auto_range_max_ms;
     int log_level;                                     /* enum dqd_log_level */
     int n_wrappers;                                    /* entries used in wrappers */
@@ -142,12 +146,13 @@ struct dqd_config {
     int webhook_retries;          /* attempts per event after the first */
     int64_t webhook_timeout_ms;   /* per attempt */
     /* OTLP/HTTP ingest (controller/otlp/) */
-    char otlp[DQD_HOSTPORT_MAX];      /* "HOST:PORT" of POST /v1/traces, "" = off */
-    int64_t otlp_lag_ms;              /* lateness allowance of spans */
-    int64_t otlp_silence_ms;          /* no span of a probe this long: its source is silent */
-    int otlp_max_body;                /* bytes of a request body, before and after gzip */
-    double otlp_max_spans_per_second; /* 429 above it (0: no limit) */
-    int otlp_recent_spans;            /* spans kept for `dqctl diagram --infer` */
+    char otlp[DQD_HOSTPORT_MAX];          /* "HOST:PORT" of POST /v1/traces, "" = off */
+    int64_t otlp_lag_ms;                  /* lateness allowance of spans */
+    int64_t otlp_silence_ms;              /* no span of a probe this long: its source is silent */
+    int otlp_max_body;                    /* bytes of a request body, before and after gzip */
+    double otlp_max_spans_per_second;     /* 429 above it (0: no limit) */
+    int otlp_recent_spans;                /* spans kept for `dqctl diagram --infer` */
+    char otlp_cors_origins[DQD_PATH_MAX]; /* browser origins allowed on OTLP (CORS), "" none */
     int n_otlp_rules;
     struct dqd_otlp_rule otlp_rules[DQD_MAX_OTLP_RULES];
 };

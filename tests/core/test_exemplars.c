@@ -3,8 +3,9 @@
  * "exemplars"), on a bare probe table: the slowest identified ok instances whatever their
  * order, the first failed and timed-out ones, nothing from instances without ids, the ids,
  * node and attributes as they came (attributes cut after a whole pair, a span's binary ids
- * as hex), each window's set apart from the next, a grid change clearing the open windows,
- * and the bounds (0 kept, the maximum, a bad size).
+ * as hex, a long node cut before a whole character), each window's set apart from the
+ * next, a grid change clearing the open windows, and the bounds (0 kept, the maximum, a bad
+ * size).
  */
 #include "core.h"
 
@@ -131,7 +132,8 @@ static void test_ids_node_attrs(void) {
                                .id_len = 8,
                                .binary = 1};
     uint64_t h = wire_name_hash("api", 3);
-    CHECK_INT(probes_record_span(&t, "api", 3, h, o, T0 + 100 * MS, T0 + 300 * MS, 1, &span), 0);
+    struct probe_span_source src = {.origin = o};
+    CHECK_INT(probes_record_span(&t, "api", 3, h, &src, T0 + 100 * MS, T0 + 300 * MS, 1, &span), 0);
     CHECK_INT(probes_close_window(&t, W0), 0);
     int n;
     const struct probe_exemplar *e = closed(&t, 0, &n);
@@ -149,6 +151,36 @@ static void test_ids_node_attrs(void) {
         CHECK_INT(e[1].status, PROBE_FA);
     }
     probes_release(&t);
+}
+
+/* The bytes of node an exemplar keeps from an instance of an origin of that node (-1: none
+ * kept). */
+static int node_kept(const char *node) {
+    struct probe_table t;
+    table(&t, 1, 0);
+    uint32_t o = 0;
+    CHECK_INT(probes_origin_open(&t, "otlp node", node, node, &o), 0);
+    inst(&t, o, 0, 30, PROBE_OK, "aa", NULL);
+    CHECK_INT(probes_close_window(&t, W0), 0);
+    int n;
+    const struct probe_exemplar *e = closed(&t, 0, &n);
+    int kept = n == 1 && memcmp(e[0].node, node, (size_t)e[0].node_len) == 0 ? e[0].node_len : -1;
+    probes_release(&t);
+    return kept;
+}
+
+/* A node name longer than PROBES_EX_NODE_MAX (an OTLP service name, UTF-8 checked where it
+ * entered) is cut before a whole character: the exemplar's JSON can be built from it. */
+static void test_node_cut_whole_character(void) {
+    char node[128] = "a";
+    for (int i = 0; i < 40; i++) {
+        strcat(node, "\xc3\xa9"); /* é: byte 64 is the second byte of the 32nd */
+    }
+    CHECK_INT(node_kept(node), 63);
+    memset(node, 'n', 100); /* an ASCII name is cut at the bound itself */
+    node[100] = '\0';
+    CHECK_INT(node_kept(node), PROBES_EX_NODE_MAX);
+    CHECK_INT(node_kept("shop@host1"), 10);
 }
 
 static void test_grid_change_and_bounds(void) {
@@ -197,6 +229,7 @@ static void test_grid_change_and_bounds(void) {
 static const struct check_case cases[] = {
     CHECK_CASE(slowest_and_failed),
     CHECK_CASE(ids_node_attrs),
+    CHECK_CASE(node_cut_whole_character),
     CHECK_CASE(grid_change_and_bounds),
 };
 CHECK_MAIN(cases)

@@ -318,9 +318,82 @@ static void test_ask_of(void) {
     CHECK_INT(n_parsed, 2);
 }
 
+/* Issue 26: a header two readers could take differently when sent twice (a proxy the first,
+ * dqd the last) is refused whole: Host, Origin, Content-Type, Content-Length. */
+static int n_dup;
+static int on_dup(void *ctx, const struct http_request *req) {
+    (void)ctx;
+    (void)req;
+    n_dup++;
+    return HTTP_FEED_CONTINUE;
+}
+
+static void test_repeated_headers(void) {
+    static const char *const twice[] = {
+        "Host: localhost:7401\r\nHost: evil.example\r\n",
+        "Host: a\r\nOrigin: http://a\r\norigin: http://evil.example\r\n",
+        "Host: a\r\nContent-Type: application/json\r\nCONTENT-TYPE: text/plain\r\n",
+        "Host: a\r\nContent-Length: 2\r\nContent-Length: 2\r\n",
+    };
+    for (size_t i = 0; i < sizeof twice / sizeof twice[0]; i++) {
+        char req[512];
+        snprintf(req, sizeof req, "POST /v1/traces HTTP/1.1\r\n%s\r\n{}", twice[i]);
+        struct http_conn_parser p;
+        CHECK_INT(http_conn_parser_init(&p, NULL, on_dup, NULL, NULL), DQ_OK);
+        n_dup = 0;
+        int rc = http_conn_parser_feed(&p, req, strlen(req), NULL);
+        CHECK_MSG(rc < 0 && p.error_status == 400 && n_dup == 0,
+                  "headers %zu: rc %d, status %d, %d requests", i, rc, p.error_status, n_dup);
+        CHECK_MSG(i == 3 || strstr(p.error_msg, "more than once"), "%s", p.error_msg);
+        http_conn_parser_release(&p);
+    }
+    /* other headers may repeat */
+    static const char ok[] = "GET / HTTP/1.1\r\nHost: a\r\nAccept: x\r\nAccept: y\r\n\r\n";
+    struct http_conn_parser p;
+    CHECK_INT(http_conn_parser_init(&p, NULL, on_dup, NULL, NULL), DQ_OK);
+    n_dup = 0;
+    CHECK_INT(http_conn_parser_feed(&p, ok, sizeof ok - 1, NULL), DQ_OK);
+    CHECK_INT(n_dup, 1);
+    http_conn_parser_release(&p);
+}
+
+/* A Host's port is digits only; a policy's listed origins pass the Origin check. */
+static void test_port_and_origins(void) {
+    CHECK(http_access_host_allowed("localhost:17401", NULL, NULL));
+    CHECK(!http_access_host_allowed("localhost:17401 evil", NULL, NULL));
+    CHECK(!http_access_host_allowed("localhost:", NULL, NULL));
+    CHECK(!http_access_host_allowed("localhost:1x", NULL, NULL));
+    CHECK(!http_access_host_allowed("127.0.0.1:123456", NULL, NULL));
+    CHECK(http_access_host_allowed("[::1]:4318", NULL, NULL));
+    CHECK(!http_access_host_allowed("[::1]x", NULL, NULL));
+    CHECK(http_access_origin_listed("https://app.example", " https://x, HTTPS://APP.example "));
+    CHECK(!http_access_origin_listed("https://app.example.evil", "https://app.example"));
+    CHECK(http_access_origin_listed("http://anything", "*"));
+    CHECK(!http_access_origin_listed("http://a", ""));
+    CHECK(!http_access_origin_listed("http://a", NULL));
+    struct http_access_policy pol = {.loopback = 1, .origins = "https://app.example"};
+    struct http_access_ask ask = {.host = "localhost:4318", .origin = "https://app.example"};
+    CHECK_INT(http_access_decide(&pol, HTTP_ACCESS_TEXT_BODY, &ask), HTTP_ACCESS_OK);
+    ask.origin = "https://evil.example";
+    CHECK_INT(http_access_decide(&pol, HTTP_ACCESS_TEXT_BODY, &ask), HTTP_ACCESS_FOREIGN_ORIGIN);
+    pol.token = "s3cret";
+    ask.origin = NULL;
+    ask.authorization = "Bearer s3cret";
+    CHECK_INT(http_access_decide(&pol, HTTP_ACCESS_TEXT_BODY, &ask), HTTP_ACCESS_OK);
+    ask.authorization = "Bearer s3creT";
+    CHECK_INT(http_access_decide(&pol, HTTP_ACCESS_TEXT_BODY, &ask), HTTP_ACCESS_CHANGE_TOKEN);
+    ask.host = "rebind.evil.example:4318";
+    CHECK_INT(http_access_decide(&pol, HTTP_ACCESS_OPEN, &ask), HTTP_ACCESS_FOREIGN_HOST);
+}
+
 static const struct check_case cases[] = {
-    CHECK_CASE(host),   CHECK_CASE(origin_type_token), CHECK_CASE(decide), CHECK_CASE(status),
+    CHECK_CASE(host),
+    CHECK_CASE(origin_type_token),
+    CHECK_CASE(decide),
+    CHECK_CASE(status),
     CHECK_CASE(ask_of),
+    CHECK_CASE(repeated_headers),
+    CHECK_CASE(port_and_origins),
 };
 
 CHECK_MAIN(cases)

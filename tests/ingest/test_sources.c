@@ -180,8 +180,8 @@ static void test_three_sources(void) {
              1, 1, T0, T0 + SEC / 10, 1, 2, T0, T0 + SEC / 5);
     struct http_response res;
     http_response_init(&res, 1 << 20);
-    otlp_handle_body(otlp_of(otlp), "application/json", NULL, (const uint8_t *)body, strlen(body),
-                     &res);
+    otlp_handle_body(otlp_of(otlp), "application/json", NULL, NULL, (const uint8_t *)body,
+                     strlen(body), &res);
     CHECK_INT(res.status, 200);
     http_response_release(&res);
 

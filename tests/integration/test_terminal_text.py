@@ -70,6 +70,21 @@ def body(c):
     c.check(r.returncode == 3 and not controls(err) and "no\\x1bsuch" in err,
             "an error quoting ESC: %r" % err)
     d.stop(c)
+    # issue 26: dqd's own error on a config whose key or mfa holds a newline or ESC is one
+    # line, the bytes escaped (a config's text cannot forge a log line)
+    for i, cfg in enumerate(['{"probes":{"p1":{"mfa":"a:b/1","x\\ny":1}}}',
+                             '{"probes":{"p1":{"mfa":"a:b/1\\nINJECTED \\u001b[2J"}}}',
+                             '{"a\\nb\\u001b":1}']):
+        path = os.path.join(work, "bad%d.json" % i)
+        with open(path, "w") as f:
+            f.write(cfg)
+        r = subprocess.run([dqd_bin, "--config", path, "--db", os.path.join(work, "x.db")],
+                           capture_output=True, timeout=30)
+        err = r.stderr.decode("utf-8", "replace")
+        lines = err.splitlines()
+        c.check(r.returncode == 2 and len(lines) == 2 and lines[1] == "(see dqd --help)" and
+                not controls(err) and "\\n" in lines[0],
+                "a config's newline stays on dqd's error line: %r" % err)
     remove_workdir(work)
 
 

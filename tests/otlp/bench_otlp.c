@@ -297,16 +297,17 @@ int main(int argc, char **argv) {
                 otlp_arena_reset(&arena);
                 switch (path) {
                 case PB:
-                    otlp_handle_body(otlp, "application/x-protobuf", NULL, q->pb, q->pb_len, &res);
+                    otlp_handle_body(otlp, "application/x-protobuf", NULL, NULL, q->pb, q->pb_len,
+                                     &res);
                     bad += res.status != 200 || res.len != 0;
                     break;
                 case GZIP:
-                    otlp_handle_body(otlp, "application/x-protobuf", "gzip", q->gz, q->gz_len,
+                    otlp_handle_body(otlp, "application/x-protobuf", "gzip", NULL, q->gz, q->gz_len,
                                      &res);
                     bad += res.status != 200;
                     break;
                 case JSON:
-                    otlp_handle_body(otlp, "application/json", NULL, (const uint8_t *)q->json,
+                    otlp_handle_body(otlp, "application/json", NULL, NULL, (const uint8_t *)q->json,
                                      q->json_len, &res);
                     bad += res.status != 200;
                     break;

@@ -106,7 +106,8 @@ static bool on_span(pb_istream_t *s, const pb_field_t *f, void **arg) {
     sp->service = c->svc;
     sp->service_len = c->svc_n;
     sp->json = 0;
-    if (otlp_span_check(c->b, sp, m.trace_id.size, m.span_id.size, m.parent_span_id.size)) {
+    if (otlp_span_check(c->b, sp, m.trace_id.size, m.span_id.size, m.parent_span_id.size,
+                        OTLP_TEXT_OK)) {
         c->b->n++;
     }
     return true;

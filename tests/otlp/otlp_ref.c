@@ -15,8 +15,40 @@
 #include "otlp_decode_internal.h"
 #include "otlp_trace.pb-c.h"
 
+/* Each block protobuf-c asks for is preceded by its size, so that the length of a string
+ * it unpacked (a C string: len + 1 bytes, copied whole) is known past a NUL byte. */
+#define PB_HEAD 16
+
 static void *pb_alloc(void *data, size_t size) {
-    return otlp_arena_alloc(data, size);
+    unsigned char *p = otlp_arena_alloc(data, size + PB_HEAD);
+    if (!p) {
+        return NULL;
+    }
+    memcpy(p, &size, sizeof size);
+    return p + PB_HEAD;
+}
+
+/* The length of a string field as sent: NUL bytes in it included. */
+static size_t pb_len(const char *s) {
+    if (!s || s == protobuf_c_empty_string) {
+        return 0;
+    }
+    size_t size;
+    memcpy(&size, s - PB_HEAD, sizeof size);
+    return size - 1;
+}
+
+/* otlp_span_check's verdict on the keys of a span's attributes (the worst one). */
+static int pb_keys_text(const Dqotlp__Span *sp) {
+    int worst = OTLP_TEXT_OK;
+    for (size_t i = 0; i < sp->n_attributes; i++) {
+        const char *k = sp->attributes[i]->key;
+        int v = otlp_text_check(k, pb_len(k));
+        if (v && (!worst || v < worst)) {
+            worst = v;
+        }
+    }
+    return worst;
 }
 
 static void pb_free(void *data, void *ptr) {
@@ -33,9 +65,9 @@ static void pb_service(const Dqotlp__Resource *r, const char **name, size_t *len
         const Dqotlp__KeyValue *kv = r->attributes[i];
         if (kv->key && strcmp(kv->key, "service.name") == 0 && kv->value &&
             kv->value->value_case == DQOTLP__ANY_VALUE__VALUE_STRING_VALUE &&
-            kv->value->string_value[0]) {
+            pb_len(kv->value->string_value) > 0) {
             *name = kv->value->string_value;
-            *len = strlen(*name);
+            *len = pb_len(*name);
         }
     }
 }
@@ -79,7 +111,7 @@ int ref_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
                 s->service = svc;
                 s->service_len = svc_len;
                 s->name = sp->name;
-                s->name_len = strlen(sp->name);
+                s->name_len = pb_len(sp->name);
                 if (sp->trace_id.len == 16) {
                     memcpy(s->trace_id, sp->trace_id.data, 16);
                 }
@@ -100,8 +132,8 @@ int ref_decode_protobuf(struct otlp_arena *a, const uint8_t *body, size_t len,
                 s->res_attrs = rs->resource ? rs->resource->attributes : NULL;
                 s->n_res_attrs = rs->resource ? rs->resource->n_attributes : 0;
                 s->json = 0;
-                if (otlp_span_check(b, s, sp->trace_id.len, sp->span_id.len,
-                                    sp->parent_span_id.len)) {
+                if (otlp_span_check(b, s, sp->trace_id.len, sp->span_id.len, sp->parent_span_id.len,
+                                    pb_keys_text(sp))) {
                     b->n++;
                 }
             }
@@ -284,7 +316,7 @@ static int json_span(struct otlp_batch *b, json_t *sp, const char *svc, size_t s
     s->res_attrs = res_attrs;
     s->n_res_attrs = res_attrs ? json_array_size(res_attrs) : 0;
     s->json = 1;
-    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl)) {
+    if (otlp_span_check(b, s, (size_t)tl, (size_t)sl, (size_t)pl, OTLP_TEXT_OK)) {
         b->n++;
     }
     return DQ_OK;

@@ -368,7 +368,7 @@ static int post(struct env *e, const char *ct, const char *enc, const void *body
                 struct http_response *res) {
     http_response_release(res);
     http_response_init(res, 1 << 20);
-    otlp_handle_body(e->otlp, ct, enc, body, len, res);
+    otlp_handle_body(e->otlp, ct, enc, NULL, body, len, res);
     return res->status;
 }
 
@@ -516,9 +516,140 @@ static void test_budget(void) {
     env_close(&e);
 }
 
+/* One span named name of service svc from peer, at the clock; the reply's status, and
+ * its partial_success message in why (JSON). */
+static int post_one(struct env *e, const char *peer, const char *svc, const char *name,
+                    struct http_response *res) {
+    int64_t now = clock_now(&e->c.clock);
+    struct spec s = {name, now - 2000000, now - 1000000, 0, 0, 0, NULL, NULL};
+    size_t len;
+    uint8_t *body = pb_request(svc, &s, 1, &len);
+    http_response_release(res);
+    http_response_init(res, 1 << 20);
+    otlp_handle_body(e->otlp, "application/x-protobuf", NULL, peer, body, len, res);
+    free(body);
+    return res->status;
+}
+
+/* The partial_success message of a protobuf reply ("" when none). */
+static const char *partial_why(const struct http_response *res, char *buf, size_t cap) {
+    Dqotlp__ExportTraceServiceResponse *r =
+        dqotlp__export_trace_service_response__unpack(NULL, res->len, (uint8_t *)res->body);
+    snprintf(buf, cap, "%s",
+             r && r->partial_success && r->partial_success->error_message
+                 ? r->partial_success->error_message
+                 : "");
+    dqotlp__export_trace_service_response__free_unpacked(r, NULL);
+    return buf;
+}
+
+static int count_enabled_rows(void *ctx, const struct store_probe *sp) {
+    *(int *)ctx += sp->enabled || sp->always_on;
+    return 0;
+}
+
+static int veto_keep(void *ctx, const struct probe *p) {
+    (void)ctx;
+    return strcmp(p->name, "a1") == 0;
+}
+
+/* Issue 26, item 1: new names are a budget of the daemon: per peer whatever the service,
+ * then the daemon's rate; observed probes at most max_observed, evicted least recently
+ * seen first, removed when idle, never stored as enabled; a real probe always gets a slot;
+ * the partial_success names the reasons as /metrics does. */
+static void test_name_budget(void) {
+    struct env e;
+    env_open(&e, 0, 1 << 20);
+    struct probe_table *t = core_probes(e.c.core);
+    probes_set_name_limit(t, 1, 4); /* per peer: 4 at once, then 1 a second */
+    struct probes_name_budget nb = {
+        .all_per_second = 1, .all_burst = 6, .max_observed = 8, .idle_windows = 20};
+    probes_set_name_budget(t, &nb);
+    core_set_range_veto(e.c.core, veto_keep, NULL);
+    struct http_response res;
+    http_response_init(&res, 1 << 20);
+    char name[32], svc[32], why[640];
+    /* one peer, a new service per span: the peer's 4, then new_name_rate */
+    int accepted = 0;
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        snprintf(svc, sizeof svc, "svc%d", i);
+        CHECK_INT(post_one(&e, "10.0.0.1", svc, name, &res), 200);
+        accepted += partial_why(&res, why, sizeof why)[0] == '\0';
+        if (i >= 4) {
+            CHECK_MSG(strstr(why, "1 new_name_rate (") != NULL, "span %d: \"%s\"", i, why);
+        }
+    }
+    CHECK_INT(accepted, 4);
+    CHECK_INT((int)t->name_rate, 6);
+    /* another peer: the daemon's burst (6) leaves it 2 */
+    accepted = 0;
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "b%d", i);
+        CHECK_INT(post_one(&e, "10.0.0.2", "shop", name, &res), 200);
+        accepted += partial_why(&res, why, sizeof why)[0] == '\0';
+    }
+    CHECK_INT(accepted, 2);
+    CHECK_INT((int)t->count, 6);
+    /* a real probe always gets a slot */
+    struct probe *real;
+    CHECK_INT(probes_get(t, "real", 4, &real), DQ_OK);
+    CHECK(!probes_observed(real));
+    /* 10 s later: the rates allow more, but observed probes stop at 8; then the one seen
+     * least recently makes room (not a1: an investigation holds it) */
+    clock_manual_set(&e.c.manual, T0 + 10 * SEC);
+    core_close_due(e.c.core, clock_now(&e.c.clock), NULL, NULL);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "c%d", i);
+        CHECK_INT(post_one(&e, "10.0.0.3", "shop", name, &res), 200);
+        CHECK_MSG(partial_why(&res, why, sizeof why)[0] == '\0', "c%d: \"%s\"", i, why);
+    }
+    size_t observed = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        observed += probes_observed(t->probes[i]) != 0;
+    }
+    CHECK_INT((int)observed, 8);
+    CHECK_INT((int)t->evicted, 2);
+    CHECK(probes_find(t, "a1", 2) != NULL && probes_find(t, "real", 4) != NULL);
+    CHECK(probes_find(t, "c3", 2) != NULL);
+    /* OTLP probes are observed: enabled in memory, never stored as enabled */
+    struct probe *c3 = probes_find(t, "c3", 2);
+    CHECK(c3 && c3->passive && c3->enabled && probes_evictable(t, c3));
+    struct probe *b0 = probes_find(t, "b0", 2);
+    CHECK(b0 != NULL);
+    if (b0) {
+        struct dq_qta q = {.n = 1, .p = {0.5}, .t = {0.1}, .max_lost = 0.1};
+        CHECK_INT(core_set_qta(e.c.core, b0, &q), DQ_OK); /* a person gave it a QTA */
+        CHECK(!probes_observed(b0));
+    }
+    for (int k = 11; k <= 40; k++) {
+        clock_manual_set(&e.c.manual, T0 + k * SEC);
+        core_close_due(e.c.core, clock_now(&e.c.clock), NULL, NULL);
+    }
+    int rows = 0;
+    CHECK_INT(store_probes_each(e.c.store, count_enabled_rows, &rows), DQ_OK);
+    CHECK_INT(rows, 0);
+    /* idle: every observed probe without a span for 20 windows went, but a1 (held) */
+    CHECK_MSG(t->idle >= 6, "%d removed as idle", (int)t->idle);
+    CHECK(probes_find(t, "a1", 2) && probes_find(t, "b0", 2) && probes_find(t, "real", 4));
+    CHECK(!probes_find(t, "c3", 2) && !probes_find(t, "a0", 2));
+    /* a full table: the reasons say probe_table_full */
+    nb.max_observed = 1;
+    probes_set_name_budget(t, &nb);
+    CHECK_INT(post_one(&e, "10.0.0.4", "shop", "d0", &res), 200);
+    CHECK_MSG(strstr(partial_why(&res, why, sizeof why), "1 probe_table_full (") != NULL, "\"%s\"",
+              why);
+    struct otlp_stats st;
+    otlp_get_stats(e.otlp, &st);
+    CHECK_INT((int)st.spans_name_rate, 8);
+    CHECK_INT((int)st.spans_full, 1);
+    http_response_release(&res);
+    env_close(&e);
+}
+
 static const struct check_case cases[] = {
     CHECK_CASE(arena), CHECK_CASE(protobuf), CHECK_CASE(json),   CHECK_CASE(gzip),
-    CHECK_CASE(names), CHECK_CASE(requests), CHECK_CASE(budget),
+    CHECK_CASE(names), CHECK_CASE(requests), CHECK_CASE(budget), CHECK_CASE(name_budget),
 };
 
 CHECK_MAIN(cases)

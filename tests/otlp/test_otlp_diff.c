@@ -202,6 +202,72 @@ static void pb_case(const char *what, const struct pb *res, const struct pb *spa
     otlp_batch_release(&b);
 }
 
+/* As pb_case, and the body's one span is left out for a reason that says why. */
+static void pb_refused(const char *what, const struct pb *res, const struct pb *span,
+                       const char *why) {
+    pb_case(what, res, span, DQ_OK);
+    struct pb req;
+    request(&req, res, span);
+    struct otlp_batch b;
+    otlp_arena_reset(&arena);
+    CHECK(otlp_decode_protobuf(&arena, req.d, req.n, &b) == DQ_OK);
+    CHECK_MSG(b.n == 0 && b.rejected == 1 && strstr(b.reason, why),
+              "%s: %zu spans, %zu rejected (%s), want it refused for \"%s\"", what, b.n, b.rejected,
+              b.reason, why);
+    otlp_batch_release(&b);
+}
+
+/* The text rules (docs/otlp.md, "The text of a span"): names and keys with a NUL byte or
+ * not UTF-8 refuse their span, in the decoder and the reference alike. */
+static void protobuf_text(const struct pb *svc) {
+    static const struct {
+        const char *what, *bytes;
+        size_t n;
+        const char *why;
+    } names[] = {
+        {"a NUL inside a name", "a\0b", 3, "name holds a NUL"},
+        {"a name ending with a NUL", "ab\0", 3, "name holds a NUL"},
+        {"a name of Latin-1", "caf\xe9", 4, "name is not UTF-8"},
+        {"an overlong slash", "a\xc0\xaf", 3, "name is not UTF-8"},
+        {"a surrogate", "\xed\xa0\x80", 3, "name is not UTF-8"},
+        {"above U+10FFFF", "\xf4\x90\x80\x80", 4, "name is not UTF-8"},
+        {"a cut sequence", "ab\xe2\x82", 4, "name is not UTF-8"},
+    };
+    struct pb s;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        span_base(&s);
+        bytes(&s, 5, names[i].bytes, names[i].n);
+        pb_refused(names[i].what, svc, &s, names[i].why);
+    }
+    span_base(&s);
+    bytes(&s, 5, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 13);
+    pb_case("a name of UTF-8", svc, &s, DQ_OK);
+
+    struct pb kv = {0}, bad = {0};
+    static const char latin[] = {'s', 'h', 'o', 'p', (char)0xe9};
+    kv.n = 0;
+    bytes(&kv, 1, "service.name", 12);
+    struct pb val = {0};
+    bytes(&val, 1, latin, sizeof latin);
+    sub(&kv, 2, &val);
+    sub(&bad, 1, &kv);
+    span_base(&s);
+    bytes(&s, 5, "x", 1);
+    pb_refused("a service.name of Latin-1", &bad, &s, "service.name is not UTF-8");
+    kv.n = val.n = bad.n = 0;
+    bytes(&kv, 1, "service.name", 12);
+    bytes(&val, 1, "sh\0op", 5);
+    sub(&kv, 2, &val);
+    sub(&bad, 1, &kv);
+    pb_refused("a service.name with a NUL", &bad, &s, "service.name holds a NUL");
+    kv.n = val.n = 0;
+    bytes(&kv, 1, "k\xff", 2);
+    bytes(&val, 1, "v", 1);
+    sub(&kv, 2, &val);
+    sub(&s, 9, &kv);
+    pb_refused("an attribute key not UTF-8", svc, &s, "attribute key is not UTF-8");
+}
+
 static void protobuf_corners(void) {
     struct pb s, r = {0}, kv, v, st;
     struct pb shop = kv_str("service.name", "shop"), svc = {0};
@@ -212,9 +278,7 @@ static void protobuf_corners(void) {
     bytes(&s, 5, "b", 1);
     pb_case("a name twice: the last", &svc, &s, DQ_OK);
 
-    span_base(&s);
-    bytes(&s, 5, "a\0b", 3);
-    pb_case("a name with a NUL", &svc, &s, DQ_OK);
+    protobuf_text(&svc);
 
     span_base(&s);
     bytes(&s, 5, "x", 1);
