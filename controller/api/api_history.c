@@ -15,6 +15,7 @@
 
 #include "dq_error.h"
 #include "dq_strbuf.h"
+#include "wire.h"
 
 #define API_POINTS 1000        /* bins a range is downsampled to, at most */
 #define API_EXEMPLARS_MAX 1000 /* exemplars one answer lists, at most */
@@ -269,6 +270,21 @@ struct ex_list {
 };
 
 /* trace_url with the trace id in place of {trace_id} (ids are hex: nothing to escape). */
+/* s as a JSON string, null for none. Text a store row holds that is not valid UTF-8 (a
+ * build before 3737433 cut an exemplar's node inside a character) is escaped (wire_escape)
+ * rather than losing the whole exemplar. */
+static json_t *text_or_null(const char *s) {
+    if (!s) {
+        return json_null();
+    }
+    json_t *j = json_string(s);
+    if (!j) {
+        char esc[1024];
+        j = json_string(wire_escape(esc, sizeof esc, s, strlen(s)));
+    }
+    return j ? j : json_null();
+}
+
 static json_t *trace_link(const struct api *api, const char *trace) {
     const char *at = api->trace_url[0] && trace ? strstr(api->trace_url, "{trace_id}") : NULL;
     if (!at) {
@@ -277,11 +293,7 @@ static json_t *trace_link(const struct api *api, const char *trace) {
     char url[sizeof api->trace_url + 2 * WIRE_MAX_ID];
     snprintf(url, sizeof url, "%.*s%s%s", (int)(at - api->trace_url), api->trace_url, trace,
              at + strlen("{trace_id}"));
-    return json_string(url);
-}
-
-static json_t *text_or_null(const char *s) {
-    return s ? json_string(s) : json_null();
+    return text_or_null(url);
 }
 
 static int exemplar_json(void *ctx, const struct store_exemplar *e) {

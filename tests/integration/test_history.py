@@ -21,6 +21,7 @@ import json
 import os
 import re
 import socket
+import sqlite3
 import sys
 import urllib.request
 
@@ -212,6 +213,26 @@ def legacy_has_no_exemplar(c, d):
     return s
 
 
+def spoil_an_exemplar(c, db):
+    """Puts a byte that is not UTF-8 (0xC3 alone) in place of the first character of the
+    first stored exemplar's trace id of root, as a build before 3737433 could leave in a node
+    name (cut inside a character); returns that trace id as it was."""
+    con = sqlite3.connect(db)
+    try:
+        start_ns, items = con.execute("SELECT start_ns, items FROM exemplars WHERE probe = "
+                                      "'root' ORDER BY start_ns LIMIT 1").fetchone()
+        first = json.loads(items)[0]["trace_id"]
+        raw = items.encode().replace(('"trace_id":"%s"' % first).encode(),
+                                     b'"trace_id":"\xc3' + first[1:].encode() + b'"', 1)
+        con.execute("UPDATE exemplars SET items = CAST(? AS TEXT) WHERE probe = 'root' AND "
+                    "start_ns = ?", (raw, start_ns))
+        con.commit()
+        c.check(con.total_changes == 1, "one exemplar row spoiled")
+    finally:
+        con.close()
+    return first
+
+
 def marks_of(d, **kw):
     q = "&".join("%s=%r" % kv for kv in kw.items())
     return d.get("/api/v1/marks?" + q)["marks"]
@@ -271,6 +292,7 @@ def body(c):
         stopped_at = d.status()["now"]
         sim.stop()
         d.stop(c)
+        bad_trace = spoil_an_exemplar(c, db)
         d = start(dqd_bin, wd, diagram, db)
         sim = t.HeldSim(dqsim_bin, diagram, d.ingest_port, rate=200,
                         extra=["--trace-ids", "--start-at", "%.3f" % (stopped_at + 30)])
@@ -318,6 +340,13 @@ def body(c):
         v = by_kind["verdict"]
         c.check(v["investigation"] and ("investigation %d" % v["investigation"]) in v["text"],
                 "a verdict mark names its investigation: %r" % v["text"])
+        spoiled = [x for x in d.get("/api/v1/probes/root/exemplars?from=%r&to=%r&limit=1000"
+                                    % (t0, now))["exemplars"]
+                   if (x["trace_id"] or "").endswith(bad_trace[1:]) and
+                   x["trace_id"] != bad_trace]
+        c.check(spoiled and spoiled[0]["trace_id"] == "\\xc3" + bad_trace[1:],
+                "a stored exemplar whose trace id is not UTF-8 is listed, escaped: %r" %
+                [x["trace_id"] for x in spoiled])
         lim = marks_of(d, **{"from": t0, "to": now + 1, "limit": 3})
         c.eq([m["time"] for m in lim], [m["time"] for m in marks[-3:]], "limit keeps the newest")
         for q in ("from=3&to=2", "limit=0", "from=x"):
