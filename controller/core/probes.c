@@ -713,9 +713,8 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         probes__ex_offer(t, p, si, wid, ident, origin, start_ns, end_ns, status);
     }
     if (status != PROBE_TO) {
-        /* what the previous window counted already: its busy time up to its newest
-         * segment's end (still open, or as it closed); its slot is the one before si (no
-         * division on this path: the modulo cost a tenth of record's time) */
+        /* what the previous window (the slot before si: no division here) counted already:
+         * its busy time up to its newest segment's end (still open, or as it closed) */
         const struct probe_slot *prev = &p->slots[si > 0 ? si - 1 : t->nslots - 1];
         int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0
                             ? prev->busy_seg[prev->busy_n - 1][1]
