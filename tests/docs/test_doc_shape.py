@@ -75,6 +75,10 @@ def main():
                              "into orders\n  [   9.9 s] VERDICT"), False)
     failed += check("another verdict: compared up to it", SAMPLE,
                     RUN.replace("VERDICT LOCALIZED", "VERDICT DIFFUSE"), True)
+    failed += check("the verdict at another node: compared up to it", SAMPLE,
+                    RUN.replace("VERDICT LOCALIZED at stock_db", "VERDICT LOCALIZED at reserve")
+                    .replace("localized at stock_db: stock_db holds",
+                             "localized at reserve: reserve holds"), True)
     failed += check("another verdict, a line before it changed", SAMPLE,
                     RUN.replace("VERDICT LOCALIZED", "VERDICT DIFFUSE")
                     .replace("INVESTIGATION 2 opened at", "INVESTIGATION 2 began at"), False)
