@@ -246,11 +246,14 @@ class Dqd:
         return wid * self.window_ms / 1000.0
 
     def wait_window(self, probe, wid, kind="observed", timeout=8.0):
-        """The dq of probe for window wid once that window has closed (None on timeout)."""
+        """The dq of probe for window wid once that window has closed (None on timeout).
+        It is looked for over the whole ring (60 windows by default), newest first: a
+        test stalled on a busy machine may look only after 8 more windows of 100 ms
+        closed (integration_dqctl, a fresh-clone make test)."""
         start = self.window_start_s(wid)
         deadline = time.time() + timeout
         while time.time() < deadline:
-            for back in range(0, 8):
+            for back in range(0, 60):
                 d = self.dq(probe, kind, back)
                 if d is None:
                     break

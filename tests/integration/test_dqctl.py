@@ -195,7 +195,10 @@ def body(c):
     lines = [t.legacy_line("flow", base2 - 35 * MS + i, base2 + i) for i in range(30)]
     lines += [t.legacy_line("checkout", base2 - 12 * MS + i, base2 + i) for i in range(30)]
     s.sendall("".join(lines).encode())
-    c.check(d.wait_window("flow", w2) is not None, "flow's own window closed")
+    c.check(d.wait_window("flow", w2) is not None,
+            "flow's own window closed (late lines: %r, future: %r)" % (
+                d.metrics().value("dqd_ingest_rejected_total", reason="late"),
+                d.metrics().value("dqd_ingest_rejected_total", reason="future")))
     st, env = d.api("GET", "/api/v1/probes/flow/dq?kind=calculated")
     c.check(st == 404 and "its child pay had no data in it" in env.get("error", ""),
             "no calculated flow for its latest window, pay named: %r %r" % (st, env))
