@@ -130,6 +130,8 @@ process_exit_mid_call_test_() ->
     ?WITH([], fun(F) ->
                       bind(<<"work">>, 2000, {?T, work, 1}),
                       P = spawn(fun() -> ?T:work(1000) end),
+                      %% inside the call first (on a busy machine a process starts late)
+                      wait_open(1, 5000),
                       timer:sleep(30),
                       exit(P, kill),
                       [I] = wait_insts(F, <<"work">>, 1),
@@ -145,7 +147,7 @@ removal_mid_call_test_() ->
                       bind(<<"work">>, 2000, {?T, work, 1}),
                       Self = self(),
                       spawn(fun() -> Self ! {done, ?T:work(200)} end),
-                      timer:sleep(50),
+                      wait_open(1, 5000), % the call is open (a busy machine starts it late)
                       ok = dqd_wrapper_trace:unbind(<<"work">>),
                       ?assertEqual({match_spec, false}, our_pattern({?T, work, 1})),
                       receive {done, 200} -> ok end,
@@ -184,7 +186,7 @@ dropped_in_state_test() ->
     try
         bind(<<"work">>, 2000, {?T, work, 1}),
         spawn(fun() -> ?T:work(300) end),
-        timer:sleep(30),
+        wait_open(1, 5000), % the call is open (a busy machine starts the process late)
         erlang:trace_pattern({?T, '_', '_'}, false, [local]),
         ok = dqd_wrapper_trace:check_now(),
         L = state_line(),
