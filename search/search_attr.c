@@ -1089,6 +1089,91 @@ static void describe_runner(const struct search_input *in, const struct search_a
     snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
 }
 
+/* No child dominates: 1 when that is not yet a balance (wait for more windows) or was
+ * measured too loosely to be one (diffuse, out of time), with out filled; 0 for a plain
+ * diffuse verdict. */
+static int undecided(const struct search_input *in, const struct search_params *p,
+                     const struct search_attribution *a, const struct fmt *fp, uint32_t min_windows,
+                     const char *best, const char *runner, struct search_result *out) {
+    struct fmt f = *fp;
+    char *r = out->reason;
+    const size_t cap = sizeof out->reason;
+    /* No child dominates. With few windows the intervals are still wide: wait. */
+    /* (Contributions known exactly, e.g. leaves' zero divergence, will not narrow.) */
+    const struct search_contribution *b = &a->c[a->best];
+    int narrowing =
+        b->half_width > 0.0 || (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
+    /* "None dominates" also needs the leader within the runner-up's interval: a leader
+     * further ahead that does not dominate is only measured too loosely (heavy tails,
+     * rare failures) to tell either way. */
+    const struct search_contribution *ru = a->runner_up >= 0 ? &a->c[a->runner_up] : NULL;
+    int imprecise = narrowing && ru && b->value - ru->value > ru->half_width;
+    /* Nor can intervals wider than the largest raw contribution itself show a balance: on
+     * a starved machine a tail quantile's interval spans more than its value. (Excesses
+     * over baselines all near 0 inside their intervals are a balance: none deviates.) */
+    int vague = !imprecise && !a->baseline_mode && narrowing && b->half_width >= fabs(b->value);
+    if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
+        out->verdict = SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "waiting for more windows at %s: no child dominates yet after %u "
+                       "window%s (diffuse needs %u): %s",
+                       node_name(in), min_windows, min_windows == 1 ? "" : "s",
+                       p->diffuse_min_windows, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        append_covariance(in, a, &f, r, cap);
+        return 1;
+    }
+    if (imprecise && !in->exhausted) {
+        /* "none dominates" needs the leader measured well enough to have shown it */
+        out->verdict = SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "waiting for more windows at %s: the largest contribution is ahead of "
+                       "the runner-up's interval but not clear of its own (± %.0f %%): %s",
+                       node_name(in),
+                       b->value != 0.0 ? 100.0 * b->half_width / fabs(b->value) : 100.0, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        return 1;
+    }
+    if (vague && !in->exhausted) {
+        out->verdict = SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "waiting for more windows at %s: the largest contribution is measured "
+                       "too loosely to tell a balance (± %.0f %% of it): %s",
+                       node_name(in),
+                       b->value != 0.0 ? 100.0 * b->half_width / fabs(b->value) : 100.0, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        return 1;
+    }
+    if (imprecise || vague) {
+        /* out of time: no child came to dominate, which is what diffuse says */
+        out->verdict = SEARCH_DIFFUSE;
+        char what[96];
+        quantity(in, a, what, sizeof what);
+        search__append(r, cap,
+                       "diffuse at %s: no child came to dominate the %s of its children in the "
+                       "time allowed (%s): %s",
+                       node_name(in), what,
+                       vague ? "measured too loosely to tell, each interval wider than the "
+                               "largest contribution"
+                             : "the largest stayed ahead of the runner-up's interval, not "
+                               "clear of its own",
+                       best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        append_remainder(in, a, &f, r, cap);
+        return 1;
+    }
+
+    return 0;
+}
+
 int search__decide(const struct search_input *in, const struct search_params *p,
                    const unsigned char *include, struct search_result *out) {
     int rc = search_attribute(in, p, include, &out->attr);
@@ -1131,59 +1216,9 @@ int search__decide(const struct search_input *in, const struct search_params *p,
         return DQ_OK;
     }
 
-    /* No child dominates. With few windows the intervals are still wide: wait. */
-    /* (Contributions known exactly, e.g. leaves' zero divergence, will not narrow.) */
-    const struct search_contribution *b = &a->c[a->best];
-    int narrowing =
-        b->half_width > 0.0 || (a->runner_up >= 0 && a->c[a->runner_up].half_width > 0.0);
-    /* "None dominates" also needs the leader within the runner-up's interval: a leader
-     * further ahead that does not dominate is only measured too loosely (heavy tails,
-     * rare failures) to tell either way. */
-    const struct search_contribution *ru = a->runner_up >= 0 ? &a->c[a->runner_up] : NULL;
-    int imprecise = narrowing && ru && b->value - ru->value > ru->half_width;
-    if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
-        out->verdict = SEARCH_NEED_SAMPLES;
-        search__append(r, cap,
-                       "waiting for more windows at %s: no child dominates yet after %u "
-                       "window%s (diffuse needs %u): %s",
-                       node_name(in), min_windows, min_windows == 1 ? "" : "s",
-                       p->diffuse_min_windows, best);
-        if (runner[0]) {
-            search__append(r, cap, "; %s", runner);
-        }
-        append_covariance(in, a, &f, r, cap);
+    if (undecided(in, p, a, &f, min_windows, best, runner, out)) {
         return DQ_OK;
     }
-    if (imprecise && !in->exhausted) {
-        /* "none dominates" needs the leader measured well enough to have shown it */
-        out->verdict = SEARCH_NEED_SAMPLES;
-        search__append(r, cap,
-                       "waiting for more windows at %s: the largest contribution is ahead of "
-                       "the runner-up's interval but not clear of its own (± %.0f %%): %s",
-                       node_name(in),
-                       b->value != 0.0 ? 100.0 * b->half_width / fabs(b->value) : 100.0, best);
-        if (runner[0]) {
-            search__append(r, cap, "; %s", runner);
-        }
-        return DQ_OK;
-    }
-    if (imprecise) {
-        /* out of time: no child came to dominate, which is what diffuse says */
-        out->verdict = SEARCH_DIFFUSE;
-        char what[96];
-        quantity(in, a, what, sizeof what);
-        search__append(r, cap,
-                       "diffuse at %s: no child came to dominate the %s of its children in the "
-                       "time allowed (the largest stayed ahead of the runner-up's interval, "
-                       "not clear of its own): %s",
-                       node_name(in), what, best);
-        if (runner[0]) {
-            search__append(r, cap, "; %s", runner);
-        }
-        append_remainder(in, a, &f, r, cap);
-        return DQ_OK;
-    }
-
     out->verdict = SEARCH_DIFFUSE;
     double d, pv;
     int diverges = x_diverges(in, p, &d, &pv);
