@@ -130,6 +130,12 @@ struct investigation {
     int n_culprits;
     char culprit_parent[PROBES_NAME_MAX + 1]; /* the first culprit's parent */
     char also[160]; /* other problems the node check saw ("variance, divergence") */
+    /* a choice whose branches were weighed without baselines of their own (shape by the
+     * mass beyond a level): the runner-up branch, searched in turn when the branch taken
+     * ends diffuse ("" when none); alt_from: the diffuse branch once the runner-up is
+     * being searched */
+    char alt[PROBES_NAME_MAX + 1];
+    char alt_from[PROBES_NAME_MAX + 1];
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -482,6 +488,10 @@ void adapt__overload_step(struct plan *pl, struct investigation *inv, struct foc
  * the round).
  */
 void adapt__release(struct plan *pl, struct investigation *inv, const char *reason);
+/* Disables the probes inv enabled below diagram node `node` that nothing else holds (a
+ * branch searched and left), under a "disable" hypothesis whose parent is hyp_parent. */
+void adapt__release_below(struct plan *pl, struct investigation *inv, const char *node,
+                          int64_t hyp_parent, const char *reason);
 /* One window of a closed investigation: its problem still there, superseded, or gone for
  * deescalate_windows windows (then released). */
 void adapt__deescalate(struct plan *pl, struct investigation *inv);

@@ -271,24 +271,30 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
     return ++inv->untold < pl->a->opt.investigation_windows;
 }
 
+/* Owned probe i of inv when it may be disabled now (enabled, not always on, not held by
+ * another investigation that still needs it), else NULL. */
+static struct probe *releasable(struct plan *pl, const struct investigation *inv, int i) {
+    const struct adapt_state *st = &pl->next;
+    struct probe *p = adapt__probe(pl->a, inv->owned[i]);
+    int shared = 0;
+    for (int j = 0; j < st->n_inv; j++) {
+        struct investigation *o = st->inv[j];
+        shared |= o != inv && !o->released && adapt__owns(o, inv->owned[i]) &&
+                  (o->state == INV_SEARCHING || problem_persists(pl, o, 0));
+    }
+    return !p || !adapt__plan_enabled(pl, p) || p->always_on || shared ? NULL : p;
+}
+
 void adapt__release(struct plan *pl, struct investigation *inv, const char *reason) {
-    struct adapt_state *st = &pl->next;
     struct probe *release[ADAPT_MAX_OWNED];
     int n = 0;
     json_t *names = json_array();
     for (int i = 0; i < inv->n_owned; i++) {
-        struct probe *p = adapt__probe(pl->a, inv->owned[i]);
-        int shared = 0;
-        for (int j = 0; j < st->n_inv; j++) {
-            struct investigation *o = st->inv[j];
-            shared |= o != inv && !o->released && adapt__owns(o, inv->owned[i]) &&
-                      (o->state == INV_SEARCHING || problem_persists(pl, o, 0));
+        struct probe *p = releasable(pl, inv, i);
+        if (p) {
+            json_array_append_new(names, json_string(p->name));
+            release[n++] = p;
         }
-        if (!p || !adapt__plan_enabled(pl, p) || p->always_on || shared) {
-            continue;
-        }
-        json_array_append_new(names, json_string(p->name));
-        release[n++] = p;
     }
     inv->released = 1;
     adapt__episode_close(pl, 0, inv->id);
@@ -302,6 +308,52 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
         adapt__fx_change(pl, CORE_DISABLE, release[i], 0.0, 0, hyp);
     }
     adapt__fx_log(pl, LOG_INFO, inv->id, ": released (%d probe(s) disabled)", n);
+}
+
+/* 1 when diagram node i lies strictly below node top. */
+static int below(const struct dq_diagram *g, int i, int top, int depth) {
+    const struct dq_diagram_node *nd = dq_diagram_node(g, i);
+    for (size_t k = 0; nd && depth < 64 && k < nd->n_parents; k++) {
+        if (nd->parents[k] == top || below(g, nd->parents[k], top, depth + 1)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void adapt__release_below(struct plan *pl, struct investigation *inv, const char *node,
+                          int64_t hyp_parent, const char *reason) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    int top = g ? dq_diagram_find(g, node) : -1;
+    if (top < 0) {
+        return;
+    }
+    struct probe *release[ADAPT_MAX_OWNED];
+    int n = 0;
+    json_t *names = json_array();
+    for (int i = 0; i < inv->n_owned;) {
+        int at = dq_diagram_find(g, inv->owned[i]);
+        struct probe *p = at >= 0 && below(g, at, top, 0) ? releasable(pl, inv, i) : NULL;
+        if (!p) {
+            i++;
+            continue;
+        }
+        json_array_append_new(names, json_string(p->name));
+        release[n++] = p;
+        char name[PROBES_NAME_MAX + 1];
+        memcpy(name, inv->owned[i], sizeof name);
+        adapt__disown(inv, name); /* the last one moves into slot i */
+    }
+    if (n == 0) {
+        json_decref(names);
+        return;
+    }
+    json_t *stats = json_pack("{s:s}", "reason", reason);
+    int64_t hyp = adapt__hypothesis(pl, inv, hyp_parent, node, "disable", names, stats, NULL);
+    for (int i = 0; i < n; i++) {
+        adapt__fx_change(pl, CORE_DISABLE, release[i], 0.0, 0, hyp);
+    }
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %d probe(s) below %s disabled", n, node);
 }
 
 /*

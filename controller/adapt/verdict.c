@@ -340,6 +340,49 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     record_verdict(pl, inv, "localized", node, reason, ev);
 }
 
+/*
+ * A choice's branches weighed without baselines of their own (shape: each branch's mass
+ * beyond the level where the node's mass moved) cannot tell which branch changed: a
+ * common branch holds most of that mass whether it changed or a rare one did. The
+ * runner-up is kept, and searched in turn if the branch taken ends diffuse: a branch
+ * where one part stands out is a better answer than one where none does.
+ */
+static void note_alternative(struct investigation *inv, const struct focus_input *fi,
+                             const struct search_result *r) {
+    if (fi->in.kind == DQ_NODE_CHOICE && r->attr.shape_mode == 2 && r->attr.runner_up >= 0 &&
+        !inv->alt[0] && !inv->alt_from[0] && inv->n_culprits == 0) {
+        snprintf(inv->alt, sizeof inv->alt, "%s", fi->kids[r->attr.runner_up].name);
+    }
+}
+
+/* Diffuse in the branch taken at such a choice: the runner-up's turn (1, ev taken). */
+static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
+                           const char *reason) {
+    if (!inv->alt[0] || inv->n_culprits > 0) {
+        return 0;
+    }
+    char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 300]; /* reason: adapt__decided's */
+    snprintf(why, sizeof why,
+             "%s; the branches above it were weighed without baselines of their own, so the "
+             "runner-up branch %s is searched in turn",
+             reason, inv->alt);
+    snprintf(inv->alt_from, sizeof inv->alt_from, "%s", inv->focus);
+    char next[PROBES_NAME_MAX + 1];
+    snprintf(next, sizeof next, "%s", inv->alt);
+    inv->alt[0] = '\0';
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
+                                    json_pack("{s:s,s:O}", "reason", why, "evidence", ev), NULL);
+    json_decref(ev);
+    adapt__release_below(pl, inv, inv->alt_from, hyp ? hyp : inv->hyp_id,
+                         "a branch searched and found diffuse: its parts go while the runner-up "
+                         "is searched");
+    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s diffuse; descending into the runner-up %s",
+                  inv->alt_from, next);
+    return 1;
+}
+
 void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                     const struct search_result *r) {
     json_t *ev = adapt__attribution_json(&fi->in, r);
@@ -357,6 +400,7 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     }
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
+        note_alternative(inv, fi, r);
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
         int64_t hyp =
             adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
@@ -367,6 +411,8 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
         localized(pl, inv, fi, r, ev, reason, sizeof reason);
     } else if (inv->n_culprits > 0) {
         close_culprits(pl, inv, ev, reason, sizeof reason);
+    } else if (r->verdict == SEARCH_DIFFUSE && try_alternative(pl, inv, ev, reason)) {
+        /* ev taken: the runner-up branch is searched in turn */
     } else if (r->verdict == SEARCH_DIFFUSE) {
         diffuse(pl, inv, ev, reason, sizeof reason);
     } else {
