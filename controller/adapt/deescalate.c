@@ -154,8 +154,9 @@ static int against_past(const struct search_check *c) {
 
 /* Is node (a closed investigation's, or a problem's) still abnormal against its baseline
  * from before the problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's
- * verdict after the trigger cleared): only a problem against that baseline counts, and none without
- * one; otherwise (a person's investigation whose node had a reference) any. */
+ * verdict after the trigger cleared): only a problem against that baseline counts, and −1 when
+ * there is none (nothing to tell by); otherwise (a person's investigation whose node had a
+ * reference) any. */
 static int node_still_abnormal(struct plan *pl, const char *name, int past_only, char *why,
                                size_t cap) {
     struct search_check c;
@@ -176,7 +177,7 @@ static int node_still_abnormal(struct plan *pl, const char *name, int past_only,
     }
     if (past_only && !c.has_baseline) {
         snprintf(why, cap, "%s has no baseline from before the problem to judge it against", name);
-        return 0;
+        return -1;
     }
     char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
     snprintf(why, cap,
@@ -201,8 +202,10 @@ int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
 
 /* A trigger's localized verdict after the trigger cleared (not disabled): 1 while the node
  * is still abnormal against its baseline from before the problem (kept frozen for it), said
- * as a re-check; 0 when it is back to normal or has no such baseline (the investigation
- * goes quiet, as before the trigger cleared). */
+ * as a re-check; 0 when it is back to normal (the investigation goes quiet, as before the
+ * trigger cleared). Without such a baseline the trigger's clearing alone does not say the
+ * cause went (a loaded machine's thin windows pass a QTA now and then): the culprit is
+ * judged as while the trigger is fired, against the runner-up sibling it was chosen over. */
 static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
                                  const struct trigger *t) {
     if (!t || !t->enabled || strcmp(inv->verdict, "localized") != 0 ||
@@ -211,6 +214,13 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
     }
     char why[PROBES_NAME_MAX + 600];
     int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
+    if (abnormal < 0) {
+        return recheck_culprit(pl, inv,
+                               "the trigger cleared, but without a baseline from before the "
+                               "problem only the culprit can tell: the investigation keeps its "
+                               "probes",
+                               1) == 1;
+    }
     if (abnormal || inv->recheck_holds) {
         recheck(pl, inv, abnormal, why);
     }
@@ -236,7 +246,7 @@ void adapt__episodes_settle(struct plan *pl) {
             /* no verdict holds it: over once its node is no longer abnormal against the
              * baseline from before it */
             char why[PROBES_NAME_MAX + 600];
-            over = !node_still_abnormal(pl, e->node, 1, why, sizeof why);
+            over = node_still_abnormal(pl, e->node, 1, why, sizeof why) <= 0;
         }
         if (over) {
             adapt__episode_close(pl, e->trigger_id, 0);
