@@ -1108,10 +1108,14 @@ static int undecided(const struct search_input *in, const struct search_params *
      * rare failures) to tell either way. */
     const struct search_contribution *ru = a->runner_up >= 0 ? &a->c[a->runner_up] : NULL;
     int imprecise = narrowing && ru && b->value - ru->value > ru->half_width;
-    /* Nor can intervals wider than the largest raw contribution itself show a balance: on
-     * a starved machine a tail quantile's interval spans more than its value. (Excesses
-     * over baselines all near 0 inside their intervals are a balance: none deviates.) */
-    int vague = !imprecise && !a->baseline_mode && narrowing && b->half_width >= fabs(b->value);
+    /* Nor can an interval wider than the largest raw time or spread itself show a balance:
+     * on a starved machine a tail quantile's interval spans more than its value. (Excesses
+     * over baselines, own shifts and divergences all near 0 inside their intervals are a
+     * finding: none deviates.) */
+    int vague = !imprecise && !a->baseline_mode && a->shape_mode != 1 &&
+                (a->problem == SEARCH_LATENCY || a->problem == SEARCH_QTA ||
+                 a->problem == SEARCH_SHAPE || a->problem == SEARCH_VARIANCE) &&
+                narrowing && b->half_width >= fabs(b->value);
     if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
         out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,
@@ -1159,8 +1163,8 @@ static int undecided(const struct search_input *in, const struct search_params *
                        "diffuse at %s: no child came to dominate the %s of its children in the "
                        "time allowed (%s): %s",
                        node_name(in), what,
-                       vague ? "measured too loosely to tell, each interval wider than the "
-                               "largest contribution"
+                       vague ? "measured too loosely to tell: the largest contribution's "
+                               "interval spans more than its value"
                              : "the largest stayed ahead of the runner-up's interval, not "
                                "clear of its own",
                        best);

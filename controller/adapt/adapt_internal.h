@@ -131,11 +131,11 @@ struct investigation {
     char culprit_parent[PROBES_NAME_MAX + 1]; /* the first culprit's parent */
     char also[160]; /* other problems the node check saw ("variance, divergence") */
     /* a choice whose branches were weighed without baselines of their own (shape by the
-     * mass beyond a level): the runner-up branch, searched in turn when the branch taken
-     * ends diffuse ("" when none); alt_from: the diffuse branch once the runner-up is
-     * being searched */
+     * mass beyond a level): the runner-up branch alt, searched in turn when the branch
+     * taken, alt_from, ends diffuse ("" when none); alt_tried once it is (verdict.c) */
     char alt[PROBES_NAME_MAX + 1];
     char alt_from[PROBES_NAME_MAX + 1];
+    int alt_tried;
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -535,9 +535,11 @@ int adapt__below(const struct dq_diagram *g, int i, const char *name);
  * per owner. */
 void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
                          int64_t inv_id);
-/* The problem of a trigger found fired at start (the rings are empty: no baselines). */
+/* The problem of a trigger found fired at start, or of a person's investigation that
+ * decided its problem (the rings are empty: no baselines; windows from `from` on are
+ * never baseline). */
 void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t from,
-                           int64_t trigger_id);
+                           int64_t trigger_id, int64_t inv_id);
 /* Closes it (its windows stay out of baselines while the rings hold them). */
 void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id);
 /* The first window of the open problem of trigger_id or inv_id; −1 when none. */

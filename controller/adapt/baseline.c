@@ -253,7 +253,7 @@ void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_
 }
 
 void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t from,
-                           int64_t trigger_id) {
+                           int64_t trigger_id, int64_t inv_id) {
     if (st->n_episodes == ADAPT_MAX_EPISODES) {
         return;
     }
@@ -263,6 +263,7 @@ void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t fro
     e->from = from;
     e->to = INT64_MAX;
     e->trigger_id = trigger_id;
+    e->inv_id = inv_id;
 }
 
 void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id) {

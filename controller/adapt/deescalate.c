@@ -38,7 +38,8 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
  * now (search_stands_out: a verdict's value can be a spike); 0 when neither; −1 when that cannot be
  * told (another verdict, a restart without those numbers), −2 when it had too few instances.
  */
-static int verdict_holds(struct plan *pl, const struct investigation *inv, double *now) {
+static int verdict_holds(struct plan *pl, const struct investigation *inv, double *now,
+                         int *by_rivals) {
     if (strcmp(inv->verdict, "localized") != 0 || !inv->verdict_node[0] ||
         !core_diagram(pl->a->env.core) || !isfinite(inv->verdict_value) ||
         !isfinite(inv->runner_value)) {
@@ -72,8 +73,9 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
             }
         }
         *now = attr->c[c].value;
-        holds = search_still_holds(attr->c[c].value, inv->verdict_value, inv->runner_value) ||
-                search_stands_out(attr->c[c].value, attr->c[c].half_width, rival);
+        holds = search_still_holds(attr->c[c].value, inv->verdict_value, inv->runner_value);
+        *by_rivals = !holds && search_stands_out(attr->c[c].value, attr->c[c].half_width, rival);
+        holds |= *by_rivals;
     }
     if (fi) {
         adapt__focus_input_release(fi);
@@ -117,11 +119,17 @@ static void recheck(struct plan *pl, struct investigation *inv, int holds, const
     adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
 }
 
-/* The re-check of a localized verdict: its culprit against what it had at the verdict. */
-static int recheck_culprit(struct plan *pl, struct investigation *inv, const char *keep,
-                           int record) {
+/* The re-check of a localized verdict: its culprit against what it had at the verdict.
+ * midpoint_only: only the midpoint between its value and the runner-up's then counts (not
+ * standing out from the siblings now, which the largest part of a node always does). */
+static int recheck_culprit(struct plan *pl, struct investigation *inv, const char *keep, int record,
+                           int midpoint_only) {
     double now = NAN;
-    int holds = verdict_holds(pl, inv, &now);
+    int by_rivals = 0;
+    int holds = verdict_holds(pl, inv, &now, &by_rivals);
+    if (holds == 1 && by_rivals && midpoint_only) {
+        holds = 0;
+    }
     if (holds < 0 || !record) {
         return holds;
     }
@@ -130,11 +138,16 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
     value_words(inv->problem, inv->verdict_value, at, sizeof at);
     value_words(inv->problem, 0.5 * (inv->verdict_value + inv->runner_value), mid, sizeof mid);
     snprintf(why, sizeof why,
-             holds ? "%s still holds the problem (%s now, %s at the verdict; it would be back "
-                     "to normal below %s, midway to the runner-up's then): %s"
-                   : "%s is back to normal (%s now, %s at the verdict, below %s, midway to the "
-                     "runner-up's then)%s",
-             inv->verdict_node, v, at, mid, holds ? keep : "");
+             holds && by_rivals
+                 ? "%s still stands out from its siblings (%s now, above every sibling's "
+                   "reach, though below %s, midway between %s at the verdict and the "
+                   "runner-up's then): %s"
+             : holds ? "%s still holds the problem (%s now, %s at the verdict; it would be back "
+                       "to normal below %s, midway to the runner-up's then): %s"
+                     : "%s is back to normal (%s now, %s at the verdict, below %s, midway to the "
+                       "runner-up's then)%s",
+             inv->verdict_node, v, holds && by_rivals ? mid : at, holds && by_rivals ? at : mid,
+             holds ? keep : "");
     recheck(pl, inv, holds, why);
     return holds;
 }
@@ -153,10 +166,11 @@ static int against_past(const struct search_check *c) {
 }
 
 /* Is node (a closed investigation's, or a problem's) still abnormal against its baseline
- * from before the problem? 1 yes, 0 no (with the check's sentence in why). past_only (a trigger's
- * verdict after the trigger cleared): only a problem against that baseline counts, and −1 when
- * there is none (nothing to tell by); otherwise (a person's investigation whose node had a
- * reference) any. */
+ * from before the problem? 1 yes, 0 no (with the check's sentence in why), −1 when it has
+ * nothing to tell by (no such baseline, as after a restart: the rings are empty). past_only
+ * (a trigger's verdict after the trigger cleared): only a problem against that baseline
+ * counts; otherwise (a person's investigation whose node had a reference) any, a QTA's
+ * too. */
 static int node_still_abnormal(struct plan *pl, const char *name, int past_only, char *why,
                                size_t cap) {
     struct search_check c;
@@ -175,7 +189,7 @@ static int node_still_abnormal(struct plan *pl, const char *name, int past_only,
                  name, search_problem_name(c.p[k].kind), c.p[k].why);
         return 1;
     }
-    if (past_only && !c.has_baseline) {
+    if (!c.has_baseline && (past_only || !c.has_qta)) {
         snprintf(why, cap, "%s has no baseline from before the problem to judge it against", name);
         return -1;
     }
@@ -219,7 +233,7 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
                                "the trigger cleared, but without a baseline from before the "
                                "problem only the culprit can tell: the investigation keeps its "
                                "probes",
-                               1) == 1;
+                               1, 1) == 1;
     }
     if (abnormal || inv->recheck_holds) {
         recheck(pl, inv, abnormal, why);
@@ -266,12 +280,15 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
         int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why);
-        if (record) {
-            recheck(pl, inv, abnormal, why);
+        if (abnormal >= 0) {
+            if (record) {
+                recheck(pl, inv, abnormal, why);
+            }
+            return abnormal;
         }
-        return abnormal;
+        /* nothing to tell by (no baseline, as after a restart): the culprit, as below */
     }
-    int holds = recheck_culprit(pl, inv, "the investigation keeps its probes", record);
+    int holds = recheck_culprit(pl, inv, "the investigation keeps its probes", record, 0);
     if (holds != -2 || !record) {
         inv->untold = record ? 0 : inv->untold;
         return holds == 1;
@@ -445,7 +462,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
                      "the %s trigger on %s stays fired and the verdict stands: no new "
                      "investigation",
                      adapt__trigger_kind_name(t->kind), t->probe);
-            if (recheck_culprit(pl, inv, keep, 1) == 0 && t->bad > 0) {
+            if (recheck_culprit(pl, inv, keep, 1, 0) == 0 && t->bad > 0) {
                 if (++inv->unexplained >= SEARCH_CONFIRM) {
                     supersede(pl, inv, t);
                 }

@@ -20,7 +20,7 @@ static int load_trigger(void *ctx, const struct store_trigger *row) {
     if (rc == DQ_OK && t && t->id == row->id && row->fired && row->fired_ns > 0) {
         /* still fired: its problem goes on, from its first bad window */
         t->bad_from = core_window_of(a->env.core, row->fired_ns) - (t->fire_after - 1);
-        adapt__episode_resume(&a->st, t->probe, t->bad_from, t->id);
+        adapt__episode_resume(&a->st, t->probe, t->bad_from, t->id, 0);
     }
     return rc;
 }
@@ -58,6 +58,20 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
             inv->overload_asked = 1;
             inv->mode =
                 inv->mode == SEARCH_MODE_OBSERVE ? SEARCH_MODE_OBSERVE : SEARCH_MODE_OVERLOAD;
+        }
+        /* a choice weighed without baselines: its runner-up branch, and whether this
+         * descent is the runner-up's turn (verdict.c) */
+        const json_t *alt = json_object_get(st, "alternative");
+        const char *runner = json_string_value(json_object_get(alt, "runner_up"));
+        const char *branch = json_string_value(json_object_get(alt, "branch"));
+        const char *of = json_string_value(json_object_get(st, "alternative_of"));
+        if (runner && branch && !inv->alt_tried) {
+            snprintf(inv->alt, sizeof inv->alt, "%s", runner);
+            snprintf(inv->alt_from, sizeof inv->alt_from, "%s", branch);
+        } else if (of) {
+            snprintf(inv->alt_from, sizeof inv->alt_from, "%s", of);
+            inv->alt[0] = '\0';
+            inv->alt_tried = 1;
         }
         const json_t *ov = json_object_get(st, "overload");
         if (json_is_object(ov)) { /* an overload descent: the stages weighed above */
@@ -152,6 +166,14 @@ static int resume_one(void *ctx, const struct store_investigation *row) {
         LOG(LOG_INFO,
             "investigation %" PRId64 " (closed) still owns %d probe(s): de-escalation resumes",
             inv->id, inv->n_owned);
+    }
+    enum search_problem prob;
+    if (!inv->trigger_id && search_problem_parse(row->problem, &prob) == DQ_OK &&
+        (row->open || strcmp(inv->verdict, "localized") == 0)) {
+        /* a person's problem goes on: the windows from its start are never baseline, so
+         * the probes the search enabled do not learn the fault as their normal */
+        adapt__episode_resume(st, inv->node, core_window_of(a->env.core, row->opened_ns), 0,
+                              inv->id);
     }
     st->inv[st->n_inv++] = inv;
     return 0;

@@ -274,7 +274,11 @@ static void record_verdict(struct plan *pl, struct investigation *inv, const cha
     adapt__close(pl, inv, verdict, node, ev);
 }
 
-/* Diffuse over the children, but maybe held by one node: then it is that node's. */
+static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
+                           const char *reason);
+
+/* Diffuse over the children, but maybe held by one node: then it is that node's; else, in
+ * a branch taken at a choice weighed without baselines, the runner-up branch's turn. */
 static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
                     size_t cap) {
     char sick[PROBES_LABEL_MAX];
@@ -287,6 +291,16 @@ static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char
                  on ? on + 10 : sick, rest ? rest + 2 : before);
     }
     free(before);
+    if (!sick[0] && try_alternative(pl, inv, ev, reason)) {
+        return; /* ev taken */
+    }
+    if (!sick[0] && inv->alt_tried) {
+        size_t len = strlen(reason);
+        snprintf(reason + len, cap - len,
+                 "; %s, the branch searched before it (weighed without baselines of its own), "
+                 "was diffuse too: neither branch holds the change in one part",
+                 inv->alt_from);
+    }
     record_verdict(pl, inv, sick[0] ? "localized" : "diffuse", inv->focus, reason, ev);
 }
 
@@ -347,32 +361,40 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
  * runner-up is kept, and searched in turn if the branch taken ends diffuse: a branch
  * where one part stands out is a better answer than one where none does.
  */
-static void note_alternative(struct investigation *inv, const struct focus_input *fi,
-                             const struct search_result *r) {
-    if (fi->in.kind == DQ_NODE_CHOICE && r->attr.shape_mode == 2 && r->attr.runner_up >= 0 &&
-        !inv->alt[0] && !inv->alt_from[0] && inv->n_culprits == 0) {
-        snprintf(inv->alt, sizeof inv->alt, "%s", fi->kids[r->attr.runner_up].name);
+static json_t *note_alternative(struct investigation *inv, const struct focus_input *fi,
+                                const struct search_result *r) {
+    if (fi->in.kind != DQ_NODE_CHOICE || r->attr.shape_mode != 2 || r->attr.runner_up < 0 ||
+        r->child < 0 || inv->alt[0] || inv->alt_tried || inv->n_culprits > 0) {
+        return NULL;
     }
+    snprintf(inv->alt, sizeof inv->alt, "%s", fi->kids[r->attr.runner_up].name);
+    snprintf(inv->alt_from, sizeof inv->alt_from, "%s", fi->kids[r->child].name);
+    /* in the descend hypothesis, so that a restart resumes it (resume.c) */
+    return json_pack("{s:s,s:s}", "runner_up", inv->alt, "branch", inv->alt_from);
 }
 
-/* Diffuse in the branch taken at such a choice: the runner-up's turn (1, ev taken). */
+/* Diffuse in (or below) the branch taken at such a choice: the runner-up's turn (1, ev
+ * taken); the parts enabled below the branch taken are disabled. */
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
                            const char *reason) {
-    if (!inv->alt[0] || inv->n_culprits > 0) {
+    if (!inv->alt[0] || inv->alt_tried || inv->n_culprits > 0) {
         return 0;
     }
     char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 300]; /* reason: adapt__decided's */
     snprintf(why, sizeof why,
-             "%s; the branches above it were weighed without baselines of their own, so the "
-             "runner-up branch %s is searched in turn",
-             reason, inv->alt);
-    snprintf(inv->alt_from, sizeof inv->alt_from, "%s", inv->focus);
+             "%s; %s was taken at a choice whose branches were weighed without baselines of "
+             "their own (a wide branch holds most of the mass whichever branch changed), so "
+             "the runner-up branch %s is searched in turn",
+             reason, inv->alt_from, inv->alt);
+    inv->alt_tried = 1;
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->alt);
     inv->alt[0] = '\0';
     adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
-    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
-                                    json_pack("{s:s,s:O}", "reason", why, "evidence", ev), NULL);
+    int64_t hyp = adapt__hypothesis(
+        pl, inv, inv->hyp_id, next, "descend", json_array(),
+        json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev, "alternative_of", inv->alt_from),
+        NULL);
     json_decref(ev);
     adapt__release_below(pl, inv, inv->alt_from, hyp ? hyp : inv->hyp_id,
                          "a branch searched and found diffuse: its parts go while the runner-up "
@@ -400,19 +422,20 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     }
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
-        note_alternative(inv, fi, r);
+        json_t *alt = note_alternative(inv, fi, r);
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
-        int64_t hyp =
-            adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
-                              json_pack("{s:s,s:o}", "reason", reason, "evidence", ev), NULL);
+        json_t *stats = json_pack("{s:s,s:o}", "reason", reason, "evidence", ev);
+        if (alt) {
+            json_object_set_new(stats, "alternative", alt);
+        }
+        int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
+                                        stats, NULL);
         adapt__focus_on(pl->a, inv, child_name, hyp ? hyp : inv->hyp_id, pl->upto);
         adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s", child_name);
     } else if (r->verdict == SEARCH_LOCALIZED) {
         localized(pl, inv, fi, r, ev, reason, sizeof reason);
     } else if (inv->n_culprits > 0) {
         close_culprits(pl, inv, ev, reason, sizeof reason);
-    } else if (r->verdict == SEARCH_DIFFUSE && try_alternative(pl, inv, ev, reason)) {
-        /* ev taken: the runner-up branch is searched in turn */
     } else if (r->verdict == SEARCH_DIFFUSE) {
         diffuse(pl, inv, ev, reason, sizeof reason);
     } else {
