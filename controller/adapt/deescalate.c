@@ -215,11 +215,13 @@ int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
 }
 
 /* A trigger's localized verdict after the trigger cleared (not disabled): 1 while the node
- * is still abnormal against its baseline from before the problem (kept frozen for it), said
- * as a re-check; 0 when it is back to normal (the investigation goes quiet, as before the
- * trigger cleared). Without such a baseline the trigger's clearing alone does not say the
- * cause went (a loaded machine's thin windows pass a QTA now and then): the culprit is
- * judged as while the trigger is fired, against the runner-up sibling it was chosen over. */
+ * is still abnormal against its baseline from before the problem (kept frozen for it), or
+ * its culprit still holds the problem (above the midpoint between its value at the verdict
+ * and the runner-up's then: on a loaded machine the node's check over scattered windows can
+ * lose sight of a rise its culprit still shows plainly), said as a re-check; 0 when neither
+ * (the investigation goes quiet, as before the trigger cleared). Without such a baseline the
+ * trigger's clearing alone does not say the cause went (thin windows pass a QTA now and
+ * then): only the culprit tells. */
 static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
                                  const struct trigger *t) {
     if (!t || !t->enabled || strcmp(inv->verdict, "localized") != 0 ||
@@ -228,17 +230,18 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
     }
     char why[PROBES_NAME_MAX + 600];
     int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
-    if (abnormal < 0) {
-        return recheck_culprit(pl, inv,
-                               "the trigger cleared, but without a baseline from before the "
-                               "problem only the culprit can tell: the investigation keeps its "
-                               "probes",
-                               1, 1) == 1;
+    if (abnormal == 1) {
+        recheck(pl, inv, 1, why);
+        return 1;
     }
-    if (abnormal || inv->recheck_holds) {
-        recheck(pl, inv, abnormal, why);
-    }
-    return abnormal;
+    char keep[PROBES_NAME_MAX + 300];
+    snprintf(keep, sizeof keep,
+             "the trigger cleared and %s %s, but its culprit tells: the investigation keeps "
+             "its probes",
+             inv->node,
+             abnormal < 0 ? "has no baseline from before the problem"
+                          : "no longer differs clearly from its baseline from before it");
+    return recheck_culprit(pl, inv, keep, 1, 1) == 1;
 }
 
 void adapt__episodes_settle(struct plan *pl) {
