@@ -268,8 +268,9 @@ def main(c):
                                    ".map(h => h.dataset.action)")
         c.check(actions and actions[0] == "root" and "descend" in actions and
                 "verdict" in actions, "the hypothesis tree from root to verdict: %r" % actions)
-        c.check(browser.evaluate("document.querySelectorAll('#inv-detail table.commands tr')"
-                                 ".length") > 1, "the commands sent are listed")
+        # the commands come in their own request after the detail: wait for them
+        c.check(browser.wait_for("document.querySelectorAll('#inv-detail table.commands tr')"
+                                 ".length > 1", timeout=15), "the commands sent are listed")
         c.check(browser.wait_for("document.querySelector('#tree li[data-node=\"root\"]')"
                                  ".dataset.verdict === 'localized'"),
                 "the tree marks root with the verdict")
