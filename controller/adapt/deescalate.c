@@ -73,7 +73,10 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
             }
         }
         *now = attr->c[c].value;
-        holds = search_still_holds(attr->c[c].value, inv->verdict_value, inv->runner_value);
+        /* back to normal only when clearly below the midpoint (the upper end of its 95 % interval):
+         * five short windows of a 20 % failure rate can dip to 7 % by chance */
+        holds = search_still_holds(attr->c[c].value + attr->c[c].half_width, inv->verdict_value,
+                                   inv->runner_value);
         *by_rivals = !holds && search_stands_out(attr->c[c].value, attr->c[c].half_width, rival);
         holds |= *by_rivals;
     }
