@@ -155,11 +155,13 @@ removal_mid_call_test_() ->
     ?WITH([], fun(F) ->
                       bind(<<"work">>, 2000, {?T, work, 1}),
                       Self = self(),
-                      spawn(fun() -> Self ! {done, ?T:work(200)} end),
-                      wait_open(1, 5000), % the call is open (a busy machine starts it late)
+                      %% a call long enough to be still open at the unbind on a starved
+                      %% machine (200 ms ended before it once), entered before it
+                      spawn(fun() -> Self ! {done, ?T:work(1000)} end),
+                      wait_open(1, 5000),
                       ok = dqd_wrapper_trace:unbind(<<"work">>),
                       ?assertEqual({match_spec, false}, our_pattern({?T, work, 1})),
-                      receive {done, 200} -> ok end,
+                      receive {done, 1000} -> ok end,
                       timer:sleep(50),
                       ?assertEqual([], insts(F, <<"work">>)),
                       ?assertEqual([], clean()),
