@@ -343,17 +343,6 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
     adapt__fx_log(pl, LOG_INFO, inv->id, ": released (%d probe(s) disabled)", n);
 }
 
-/* 1 when diagram node i lies strictly below node top. */
-static int below(const struct dq_diagram *g, int i, int top, int depth) {
-    const struct dq_diagram_node *nd = dq_diagram_node(g, i);
-    for (size_t k = 0; nd && depth < 64 && k < nd->n_parents; k++) {
-        if (nd->parents[k] == top || below(g, nd->parents[k], top, depth + 1)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void adapt__release_below(struct plan *pl, struct investigation *inv, const char *node,
                           int64_t hyp_parent, const char *reason) {
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
@@ -365,8 +354,8 @@ void adapt__release_below(struct plan *pl, struct investigation *inv, const char
     int n = 0;
     json_t *names = json_array();
     for (int i = 0; i < inv->n_owned;) {
-        int at = dq_diagram_find(g, inv->owned[i]);
-        struct probe *p = at >= 0 && below(g, at, top, 0) ? releasable(pl, inv, i) : NULL;
+        int under = strcmp(inv->owned[i], node) != 0 && adapt__below(g, top, inv->owned[i]);
+        struct probe *p = under ? releasable(pl, inv, i) : NULL;
         if (!p) {
             i++;
             continue;
