@@ -105,18 +105,26 @@ static void value_words(enum search_problem p, double v, char *buf, size_t cap) 
     }
 }
 
+/* What a re-check went by (recheck's rule): the node against its past, or the culprit (its
+ * midpoint or its rivals alike: those two can alternate from window to window). */
+enum { BY_NODE = 1, BY_CULPRIT = 2 };
+
 /*
  * Records that a closed investigation's verdict was re-checked (a "recheck" hypothesis and
- * a log line): when the verdict first holds (or stops holding) after it was given, and then
+ * a log line): when the verdict first holds (or stops holding) after it was given, or holds
+ * by the other rule (the node, or the culprit), and then
  * every investigation_windows windows while that stays so. why: what was checked.
  */
-static void recheck(struct plan *pl, struct investigation *inv, int holds, const char *why) {
-    int changed = inv->recheck_wid == 0 || inv->recheck_holds != holds;
+static void recheck(struct plan *pl, struct investigation *inv, int holds, int rule,
+                    const char *why) {
+    int changed = inv->recheck_wid == 0 || inv->recheck_holds != holds ||
+                  (holds && inv->recheck_rule != rule);
     if (!changed && pl->upto - inv->recheck_wid < pl->a->opt.investigation_windows) {
         return;
     }
     inv->recheck_wid = pl->upto;
     inv->recheck_holds = holds;
+    inv->recheck_rule = rule;
     adapt__hypothesis(pl, inv, inv->hyp_id, inv->verdict_node[0] ? inv->verdict_node : inv->node,
                       "recheck", NULL, json_pack("{s:s,s:b}", "reason", why, "holds", holds), NULL);
     adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
@@ -151,7 +159,7 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
                        "runner-up's then)%s",
              inv->verdict_node, v, holds && by_rivals ? mid : at, holds && by_rivals ? at : mid,
              holds ? keep : "");
-    recheck(pl, inv, holds, why);
+    recheck(pl, inv, holds, BY_CULPRIT, why);
     return holds;
 }
 
@@ -234,7 +242,7 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
     char why[PROBES_NAME_MAX + 600];
     int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
     if (abnormal == 1) {
-        recheck(pl, inv, 1, why);
+        recheck(pl, inv, 1, BY_NODE, why);
         return 1;
     }
     char keep[PROBES_NAME_MAX + 300];
@@ -286,11 +294,32 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
         int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why);
-        if (abnormal >= 0) {
+        if (abnormal == 1) {
             if (record) {
-                recheck(pl, inv, abnormal, why);
+                recheck(pl, inv, abnormal, BY_NODE, why);
             }
             return abnormal;
+        }
+        if (abnormal == 0) {
+            /* the node's check over scattered windows can lose sight of a rare, erratic
+             * fault (a few slow passes in twenty windows) that its culprit still shows
+             * plainly: the culprit tells too, by the midpoint only (as after a trigger
+             * cleared) */
+            char keep[PROBES_NAME_MAX + 300];
+            snprintf(keep, sizeof keep,
+                     "%s no longer differs clearly from its baseline from before the "
+                     "problem, but its culprit tells: the investigation keeps its probes",
+                     inv->node);
+            if (recheck_culprit(pl, inv, keep, 0, 1) == 1) {
+                if (record) {
+                    recheck_culprit(pl, inv, keep, 1, 1);
+                }
+                return 1;
+            }
+            if (record) {
+                recheck(pl, inv, 0, BY_NODE, why);
+            }
+            return 0;
         }
         /* nothing to tell by (no baseline, as after a restart): the culprit, as below */
     }
