@@ -435,8 +435,9 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *               least half a baseline standard deviation
  *   variance    the spread within windows grew by half or more beyond what the mean's
  *               growth explains, significantly; or rare, very slow instances pile up beyond
- *               the baseline's 99.9 % (and, with 10,000 baseline instances, 99.99 %) point
- *               moved with the median (an exact binomial test)
+ *               the baseline's 99.9 % point (and, with 10,000 baseline instances, its
+ *               99.99 % point; with 1,000, its largest instance) moved with the median (an
+ *               exact binomial test)
  *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
  *               the time the node spends beyond what its children account for grew
  *               against the baseline, significantly and by half a baseline sd
