@@ -92,6 +92,9 @@ struct snapshot {
 enum inv_state { INV_SEARCHING, INV_CLOSED };
 
 /* One investigation in memory; its log is in the store. */
+/* Why a child is kept to be searched in turn (investigation.alt_kind). */
+enum { ALT_CHOICE = 0, ALT_TIE = 1, ALT_EXPLORED = 2 };
+
 struct investigation {
     int64_t id; /* provisional (< 0) until its round commits */
     enum inv_state state;
@@ -131,12 +134,16 @@ struct investigation {
     int n_culprits;
     char culprit_parent[PROBES_NAME_MAX + 1]; /* the first culprit's parent */
     char also[160]; /* other problems the node check saw ("variance, divergence") */
-    /* a choice whose branches were weighed without baselines of their own (shape by the
-     * mass beyond a level): the runner-up branch alt, searched in turn when the branch
-     * taken, alt_from, ends diffuse ("" when none); alt_tried once it is (verdict.c) */
+    /* a child searched in turn when the one taken, alt_from, ends without a culprit ("" when
+     * none; verdict.c), why (alt_kind): a choice whose branches were weighed without
+     * baselines of their own (shape by the mass beyond a level), two children near a tie
+     * that hold most of the node's change, or, after a culprit, the subtree searched already
+     * (the rest of the change is looked for elsewhere first); alt_tried once it is (reset
+     * by every culprit found: the search goes on afresh) */
     char alt[PROBES_NAME_MAX + 1];
     char alt_from[PROBES_NAME_MAX + 1];
     int alt_tried;
+    int alt_kind;
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };
@@ -527,6 +534,9 @@ void adapt__culprits_adjust(struct plan *pl, const struct investigation *inv,
                             struct focus_input *fi);
 
 /* ---- baseline.c ------------------------------------------------------------------------ */
+
+/* ALT_CHOICE … from its name in a descend hypothesis ("choice", "tie", "explored"). */
+int adapt__alt_kind(const char *name);
 
 /* 1 when probe `name` is node i of diagram g or below it. */
 int adapt__below(const struct dq_diagram *g, int i, const char *name);

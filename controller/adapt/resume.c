@@ -68,6 +68,7 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         if (runner && branch && !inv->alt_tried) {
             snprintf(inv->alt, sizeof inv->alt, "%s", runner);
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", branch);
+            inv->alt_kind = adapt__alt_kind(json_string_value(json_object_get(alt, "kind")));
         } else if (of) {
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", of);
             inv->alt[0] = '\0';
@@ -96,6 +97,10 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
             inv->mode = SEARCH_MODE_PROBLEM;
         }
         json_decref(st);
+    } else if (strcmp(h->action, "culprit") == 0) {
+        /* the search went on afresh from the node: no child kept to be searched in turn */
+        inv->alt[0] = '\0';
+        inv->alt_tried = 0;
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
         inv->hyp_id = h->id;

@@ -276,11 +276,16 @@ static void record_verdict(struct plan *pl, struct investigation *inv, const cha
 
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
                            const char *reason);
+static int descend_tie(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                       const struct search_result *r, json_t *ev, const char *reason);
+static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
+                                int kind);
 
-/* Diffuse over the children, but maybe held by one node: then it is that node's; else, in
- * a branch taken at a choice weighed without baselines, the runner-up branch's turn. */
-static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
-                    size_t cap) {
+/* Diffuse over the children, but maybe held by one node: then it is that node's; else the
+ * turn of a child kept to be searched in turn (try_alternative), or of the other of two near
+ * a tie (descend_tie). */
+static void diffuse(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                    const struct search_result *r, json_t *ev, char *reason, size_t cap) {
     char sick[PROBES_LABEL_MAX];
     char *before = strdup(reason);
     add_node_split(pl, inv, inv->focus, ev, reason, cap, sick, sizeof sick);
@@ -291,14 +296,18 @@ static void diffuse(struct plan *pl, struct investigation *inv, json_t *ev, char
                  on ? on + 10 : sick, rest ? rest + 2 : before);
     }
     free(before);
-    if (!sick[0] && try_alternative(pl, inv, ev, reason)) {
+    if (!sick[0] &&
+        (try_alternative(pl, inv, ev, reason) || descend_tie(pl, inv, fi, r, ev, reason))) {
         return; /* ev taken */
     }
     if (!sick[0] && inv->alt_tried) {
         size_t len = strlen(reason);
         snprintf(reason + len, cap - len,
-                 "; %s, the branch searched before it (weighed without baselines of its own), "
-                 "was diffuse too: neither branch holds the change in one part",
+                 inv->alt_kind == ALT_TIE
+                     ? "; %s, searched before it (the two near a tie), was diffuse too: neither "
+                       "holds the change in one part"
+                     : "; %s, the branch searched before it (weighed without baselines of its "
+                       "own), was diffuse too: neither branch holds the change in one part",
                  inv->alt_from);
     }
     record_verdict(pl, inv, sick[0] ? "localized" : "diffuse", inv->focus, reason, ev);
@@ -341,6 +350,8 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     }
     const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
     if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
+        inv->alt[0] = '\0'; /* the search goes on afresh from the node (resume.c alike) */
+        inv->alt_tried = 0;
         return; /* ev taken: the search goes on for another culprit */
     }
     char sick[PROBES_LABEL_MAX];
@@ -355,37 +366,155 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
 }
 
 /*
- * A choice's branches weighed without baselines of their own (shape: each branch's mass
- * beyond the level where the node's mass moved) cannot tell which branch changed: a
- * common branch holds most of that mass whether it changed or a rare one did. The
- * runner-up is kept, and searched in turn if the branch taken ends diffuse: a branch
- * where one part stands out is a better answer than one where none does.
+ * A choice's branches weighed without baselines of their own (by their weighted means, or
+ * for shape by each branch's mass beyond the level where the node's mass moved) cannot tell
+ * which branch changed: a common branch holds most of the weighted time or mass whether it
+ * changed or a rare one did. The runner-up is kept, and searched in turn if the branch
+ * taken holds no culprit: a branch where one part stands out is a better answer than one
+ * where none does.
  */
 static json_t *note_alternative(struct investigation *inv, const struct focus_input *fi,
                                 const struct search_result *r) {
-    if (fi->in.kind != DQ_NODE_CHOICE || r->attr.shape_mode != 2 || r->attr.runner_up < 0 ||
-        r->child < 0 || inv->alt[0] || inv->alt_tried || inv->n_culprits > 0) {
+    if (fi->in.kind != DQ_NODE_CHOICE || r->attr.baseline_mode || r->attr.shape_mode == 1 ||
+        r->attr.runner_up < 0 || r->child < 0 || inv->alt[0] || inv->alt_tried) {
         return NULL;
     }
-    snprintf(inv->alt, sizeof inv->alt, "%s", fi->kids[r->attr.runner_up].name);
-    snprintf(inv->alt_from, sizeof inv->alt_from, "%s", fi->kids[r->child].name);
-    /* in the descend hypothesis, so that a restart resumes it (resume.c) */
-    return json_pack("{s:s,s:s}", "runner_up", inv->alt, "branch", inv->alt_from);
+    return keep_alternative(inv, fi->kids[r->attr.runner_up].name, fi->kids[r->child].name,
+                            ALT_CHOICE);
+}
+
+static const char *const alt_kinds[] = {"choice", "tie", "explored"};
+
+/* Keeps `alt` to be searched in turn when `from`, taken now, holds no culprit; the JSON for
+ * the descend hypothesis, so that a restart resumes it (resume.c). */
+static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
+                                int kind) {
+    snprintf(inv->alt, sizeof inv->alt, "%s", alt);
+    snprintf(inv->alt_from, sizeof inv->alt_from, "%s", from);
+    inv->alt_kind = kind;
+    return json_pack("{s:s,s:s,s:s}", "runner_up", inv->alt, "branch", inv->alt_from, "kind",
+                     alt_kinds[kind]);
+}
+
+int adapt__alt_kind(const char *name) {
+    for (int k = 0; name && k < (int)(sizeof alt_kinds / sizeof alt_kinds[0]); k++) {
+        if (strcmp(alt_kinds[k], name) == 0) {
+            return k;
+        }
+    }
+    return ALT_CHOICE;
+}
+
+/* 1 when diagram node i (a child of the focus) is a culprit of inv or lies above one. */
+static int on_culprit_path(struct plan *pl, const struct investigation *inv, int i) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    for (int k = 0; g && k < inv->n_culprits; k++) {
+        if (adapt__below(g, i, inv->culprits[k])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * After a culprit, the search goes on from the node for the rest of its change, each child
+ * weighed by its mean less what the culprits put in; without baselines of their own the
+ * children's raw times differ by nature, and the subtree that holds the culprit found, searched
+ * already, can still weigh most. Then the rest is looked for first in the largest other child
+ * with finer probes, and the culprit's subtree searched in turn if that child holds no
+ * culprit. Returns that child's index (its alternative kept), or −1.
+ */
+static int explored_first(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                          const struct search_result *r, json_t **alt) {
+    if (inv->n_culprits == 0 || inv->alt[0] || r->child < 0 ||
+        !on_culprit_path(pl, inv, fi->kid_nodes[r->child])) {
+        return -1;
+    }
+    int other = -1;
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        if ((int)j != r->child && r->attr.c[j].included && fi->kids[j].has_children &&
+            r->attr.c[j].value > 0 && !on_culprit_path(pl, inv, fi->kid_nodes[j]) &&
+            (other < 0 || r->attr.c[j].value > r->attr.c[other].value)) {
+            other = (int)j;
+        }
+    }
+    if (other >= 0) {
+        *alt = keep_alternative(inv, fi->kids[r->child].name, fi->kids[other].name, ALT_EXPLORED);
+    }
+    return other;
+}
+
+/* The share of the included children's value the two largest hold at which a diffuse pair
+ * is searched one after the other (descend_tie). */
+#define TIE_PAIR_SHARE 0.75
+
+/*
+ * Diffuse at a node whose problem has a reference, where two children near a tie hold most
+ * of the change (three quarters or more of what the children account for) and the larger
+ * has finer probes: rather than diffuse, the larger is searched, and the other in turn if it
+ * holds no culprit (two faults, or one whose part is hidden among siblings of another make).
+ * 1 when it descended (ev taken).
+ */
+static int descend_tie(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                       const struct search_result *r, json_t *ev, const char *reason) {
+    int b = r->attr.best, u = r->attr.runner_up;
+    if (inv->mode != SEARCH_MODE_PROBLEM || r->verdict != SEARCH_DIFFUSE || inv->alt[0] ||
+        inv->alt_tried || b < 0 || u < 0 || !fi->kids[b].has_children || !r->attr.c[b].included ||
+        !r->attr.c[u].included) {
+        return 0;
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        sum += r->attr.c[j].included && r->attr.c[j].value > 0 ? r->attr.c[j].value : 0.0;
+    }
+    if (!(sum > 0) || r->attr.c[b].value + fmax(r->attr.c[u].value, 0.0) < TIE_PAIR_SHARE * sum) {
+        return 0;
+    }
+    const char *leader = fi->kids[b].name;
+    json_t *alt = keep_alternative(inv, fi->kids[u].name, leader, ALT_TIE);
+    char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 300];
+    snprintf(why, sizeof why,
+             "%s; %s and %s hold %.0f %% of it between them, near a tie: %s is searched, and %s "
+             "in turn if %s holds no culprit",
+             reason, leader, inv->alt,
+             100.0 * (r->attr.c[b].value + fmax(r->attr.c[u].value, 0.0)) / sum, leader, inv->alt,
+             leader);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
+    int64_t hyp = adapt__hypothesis(
+        pl, inv, inv->hyp_id, leader, "descend", json_array(),
+        json_pack("{s:s,s:O,s:o}", "reason", why, "evidence", ev, "alternative", alt), NULL);
+    json_decref(ev);
+    adapt__focus_on(pl->a, inv, leader, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s and %s near a tie; descending into %s", leader,
+                  inv->alt, leader);
+    return 1;
 }
 
 /* Diffuse in (or below) the branch taken at such a choice: the runner-up's turn (1, ev
  * taken); the parts enabled below the branch taken are disabled. */
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
                            const char *reason) {
-    if (!inv->alt[0] || inv->alt_tried || inv->n_culprits > 0) {
+    if (!inv->alt[0] || inv->alt_tried) {
         return 0;
     }
     char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 300]; /* reason: adapt__decided's */
-    snprintf(why, sizeof why,
-             "%s; %s was taken at a choice whose branches were weighed without baselines of "
-             "their own (a wide branch holds most of the mass whichever branch changed), so "
-             "the runner-up branch %s is searched in turn",
-             reason, inv->alt_from, inv->alt);
+    if (inv->alt_kind == ALT_TIE) {
+        snprintf(why, sizeof why,
+                 "%s; %s, searched first of two near a tie, holds no culprit, so %s is "
+                 "searched in turn",
+                 reason, inv->alt_from, inv->alt);
+    } else if (inv->alt_kind == ALT_EXPLORED) {
+        snprintf(why, sizeof why,
+                 "%s; the rest of %s's change is not in %s, so %s, which holds the culprit "
+                 "found, is searched again for it",
+                 reason, inv->node, inv->alt_from, inv->alt);
+    } else {
+        snprintf(why, sizeof why,
+                 "%s; %s was taken at a choice whose branches were weighed without baselines of "
+                 "their own (a wide branch holds most of the mass whichever branch changed), so "
+                 "the runner-up branch %s is searched in turn",
+                 reason, inv->alt_from, inv->alt);
+    }
     inv->alt_tried = 1;
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->alt);
@@ -423,6 +552,16 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
         json_t *alt = note_alternative(inv, fi, r);
+        int other = alt ? -1 : explored_first(pl, inv, fi, r, &alt);
+        if (other >= 0) {
+            size_t len = strlen(reason);
+            snprintf(reason + len, sizeof reason - len,
+                     "; %s holds the culprit found and was searched already: the rest of %s's "
+                     "change is looked for in %s first",
+                     child_name, inv->node, fi->kids[other].name);
+            child_name = fi->kids[other].name;
+            json_object_set_new(ev, "reason", json_string(reason));
+        }
         adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
         json_t *stats = json_pack("{s:s,s:o}", "reason", reason, "evidence", ev);
         if (alt) {
@@ -435,9 +574,11 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     } else if (r->verdict == SEARCH_LOCALIZED) {
         localized(pl, inv, fi, r, ev, reason, sizeof reason);
     } else if (inv->n_culprits > 0) {
-        close_culprits(pl, inv, ev, reason, sizeof reason);
+        if (!try_alternative(pl, inv, ev, reason) && !descend_tie(pl, inv, fi, r, ev, reason)) {
+            close_culprits(pl, inv, ev, reason, sizeof reason);
+        }
     } else if (r->verdict == SEARCH_DIFFUSE) {
-        diffuse(pl, inv, ev, reason, sizeof reason);
+        diffuse(pl, inv, fi, r, ev, reason, sizeof reason);
     } else {
         say_never_reported(pl, fi, inv->focus, reason, sizeof reason);
         record_verdict(pl, inv, "inconclusive", inv->focus, reason, ev);
