@@ -780,7 +780,9 @@ static void print_new_hypotheses(const json_t *inv, long long *last) {
     fflush(dqctl_out());
 }
 
-static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
+static int follow(const struct dqctl_opts *o, long long id, double timeout_s, int retry,
+                  int *unfound) {
+    *unfound = 0;
     char path[64];
     snprintf(path, sizeof path, "/api/v1/investigations/%lld", id);
     long long last = 0;
@@ -799,6 +801,18 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
         }
         if (json_is_false(json_object_get(inv, "open"))) {
             const char *verdict = jstr(inv, "verdict", NULL);
+            if (retry && verdict &&
+                (strcmp(verdict, "diffuse") == 0 || strcmp(verdict, "inconclusive") == 0)) {
+                if (!o->json) {
+                    fprintf(dqctl_out(),
+                            "\ninvestigation %lld, which this diagnosis followed, ended %s (`dqctl "
+                            "log %lld` shows it); diagnosing afresh\n",
+                            id, verdict, id);
+                }
+                *unfound = 1;
+                json_decref(inv);
+                return DQCTL_EXIT_OK;
+            }
             if (o->json) {
                 dqctl_print_json(inv);
             } else {
@@ -826,6 +840,85 @@ static int follow(const struct dqctl_opts *o, long long id, double timeout_s) {
         }
         sleep_s(poll_interval_s);
     }
+}
+
+/* `dqctl diagnose`'s request: POST /api/v1/diagnose, and what it opened (or found open)
+ * said; *id_out, *already_out: the investigation and whether it was open already. */
+static int open_diagnosis(const struct dqctl_opts *o, long long *id_out, int *already_out) {
+    int rc;
+    char who[128];
+    const char *user = getenv("USER");
+    /* who asked, as `why` will say it: "started by a person (alice via dqctl)" */
+    snprintf(who, sizeof who, "%s%s", user && *user ? user : "",
+             user && *user ? " via dqctl" : "dqctl");
+    json_t *body = json_pack("{s:s}", "requested_by", who);
+    if (o->npos > 0) {
+        json_object_set_new(body, "node", json_string(o->pos[0]));
+    }
+    if (o->strategy) {
+        json_object_set_new(body, "strategy", json_string(o->strategy));
+    }
+    if (o->overload) {
+        json_object_set_new(body, "overload", json_true());
+    }
+    json_t *data = NULL;
+    rc = dqctl_api_call(o, "POST", "/api/v1/diagnose", body, &data);
+    json_decref(body);
+    if (rc != DQCTL_EXIT_OK) {
+        return rc;
+    }
+    long long id = jint(data, "investigation", 0);
+    *id_out = id;
+    const json_t *inv = json_object_get(data, "detail");
+    int already = json_is_true(json_object_get(data, "already_open"));
+    *already_out = already;
+    if (id <= 0) {
+        dqctl_complain("diagnose: dqd's answer names no investigation");
+        json_decref(data);
+        return DQCTL_EXIT_API;
+    }
+    const char *node = jstr(inv, "node", o->npos ? o->pos[0] : "?");
+    if (o->json && !o->wait) {
+        dqctl_print_json(data);
+    } else if (!o->json) {
+        FILE *out = dqctl_out();
+        if (already) {
+            char opened[40], what[64];
+            dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
+            problem_words(jstr(inv, "problem", "?"), what, sizeof what);
+            fprintf(out,
+                    "investigation %lld is already open at %s (%s, strategy %s, opened %s UTC)%s\n",
+                    id, node, what, jstr(inv, "strategy", "?"), opened,
+                    o->wait ? "; following it" : "");
+            if (o->strategy && strcmp(o->strategy, jstr(inv, "strategy", o->strategy)) != 0) {
+                fprintf(out, "(it keeps its strategy; --strategy %s applies to new ones)\n",
+                        o->strategy);
+            }
+        } else {
+            const char *problem = jstr(inv, "problem", "?");
+            if (strcmp(problem, "unknown") == 0) {
+                fprintf(out,
+                        "investigation %lld opened at %s (strategy %s); its problem is decided "
+                        "from %s's data\n",
+                        id, node, jstr(inv, "strategy", "?"), node);
+            } else if (json_is_false(json_object_get(inv, "open"))) {
+                /* decided in the round that opened it (healthy at once, or a refusal) */
+                fprintf(out, "investigation %lld at %s (strategy %s) ended at once: %s\n", id, node,
+                        jstr(inv, "strategy", "?"), jstr(inv, "verdict", "no verdict"));
+            } else {
+                fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id,
+                        node, problem, jstr(inv, "strategy", "?"));
+            }
+        }
+        if (!o->wait) {
+            fprintf(out,
+                    "follow it with `dqctl log %lld`, or wait for its verdict with `dqctl "
+                    "diagnose %s --wait`\n",
+                    id, node);
+        }
+    }
+    json_decref(data);
+    return DQCTL_EXIT_OK;
 }
 
 /* `dqctl diagnose --abort ID`: DELETE /api/v1/investigations/ID, then its verdict. */
@@ -886,7 +979,9 @@ int dqctl_diagnose_main(int argc, char **argv) {
         "enough samples, weighs each child's contribution and descends into the dominant\n"
         "one, down to a leaf. With no reference at all (no QTA, no baseline yet) it follows\n"
         "the largest contributor and says so. If an investigation is already open at NODE,\n"
-        "dqctl says so and follows that one. --abort ID ends investigation ID and releases\n"
+        "dqctl says so and follows that one; with --wait, if that one ends diffuse or\n"
+        "inconclusive (a trigger's, opened for another cause), dqctl asks again, once, for a\n"
+        "diagnosis of its own. --abort ID ends investigation ID and releases\n"
         "the probes it enabled (`dqctl why` says so afterwards).\n"
         "\n"
         "Overload: with --overload (or by itself, when NODE's latency rises with its\n"
@@ -934,80 +1029,25 @@ int dqctl_diagnose_main(int argc, char **argv) {
                        o.timeout);
         return dqctl_end_cmd(DQCTL_EXIT_USAGE);
     }
-    char who[128];
-    const char *user = getenv("USER");
-    /* who asked, as `why` will say it: "started by a person (alice via dqctl)" */
-    snprintf(who, sizeof who, "%s%s", user && *user ? user : "",
-             user && *user ? " via dqctl" : "dqctl");
-    json_t *body = json_pack("{s:s}", "requested_by", who);
-    if (o.npos > 0) {
-        json_object_set_new(body, "node", json_string(o.pos[0]));
-    }
-    if (o.strategy) {
-        json_object_set_new(body, "strategy", json_string(o.strategy));
-    }
-    if (o.overload) {
-        json_object_set_new(body, "overload", json_true());
-    }
-    json_t *data = NULL;
-    rc = dqctl_api_call(&o, "POST", "/api/v1/diagnose", body, &data);
-    json_decref(body);
-    if (rc != DQCTL_EXIT_OK) {
+    long long id = 0;
+    int already = 0;
+    rc = open_diagnosis(&o, &id, &already);
+    if (rc != DQCTL_EXIT_OK || !o.wait) {
         return dqctl_end_cmd(rc);
     }
-    long long id = jint(data, "investigation", 0);
-    const json_t *inv = json_object_get(data, "detail");
-    int already = json_is_true(json_object_get(data, "already_open"));
-    if (id <= 0) {
-        dqctl_complain("diagnose: dqd's answer names no investigation");
-        json_decref(data);
-        return dqctl_end_cmd(DQCTL_EXIT_API);
-    }
-    const char *node = jstr(inv, "node", o.npos ? o.pos[0] : "?");
-    if (o.json && !o.wait) {
-        dqctl_print_json(data);
-    } else if (!o.json) {
-        FILE *out = dqctl_out();
-        if (already) {
-            char opened[40], what[64];
-            dqctl_format_time(jnum(inv, "opened"), opened, sizeof opened);
-            problem_words(jstr(inv, "problem", "?"), what, sizeof what);
-            fprintf(out,
-                    "investigation %lld is already open at %s (%s, strategy %s, opened %s UTC)%s\n",
-                    id, node, what, jstr(inv, "strategy", "?"), opened,
-                    o.wait ? "; following it" : "");
-            if (o.strategy && strcmp(o.strategy, jstr(inv, "strategy", o.strategy)) != 0) {
-                fprintf(out, "(it keeps its strategy; --strategy %s applies to new ones)\n",
-                        o.strategy);
-            }
-        } else {
-            const char *problem = jstr(inv, "problem", "?");
-            if (strcmp(problem, "unknown") == 0) {
-                fprintf(out,
-                        "investigation %lld opened at %s (strategy %s); its problem is decided "
-                        "from %s's data\n",
-                        id, node, jstr(inv, "strategy", "?"), node);
-            } else if (json_is_false(json_object_get(inv, "open"))) {
-                /* decided in the round that opened it (healthy at once, or a refusal) */
-                fprintf(out, "investigation %lld at %s (strategy %s) ended at once: %s\n", id, node,
-                        jstr(inv, "strategy", "?"), jstr(inv, "verdict", "no verdict"));
-            } else {
-                fprintf(out, "investigation %lld opened at %s (%s problem, strategy %s)\n", id,
-                        node, problem, jstr(inv, "strategy", "?"));
-            }
-        }
-        if (!o.wait) {
-            fprintf(out,
-                    "follow it with `dqctl log %lld`, or wait for its verdict with `dqctl "
-                    "diagnose %s --wait`\n",
-                    id, node);
+    double deadline = timeout_s > 0 ? now_s() + timeout_s : INFINITY;
+    int unfound = 0;
+    rc = follow(&o, id, timeout_s, already, &unfound);
+    if (unfound) {
+        /* the investigation followed was not this request's own and named no culprit: the
+         * person asked for a diagnosis now, so ask again (once) */
+        double left = isfinite(deadline) ? fmax(deadline - now_s(), 1e-3) : 0.0;
+        rc = open_diagnosis(&o, &id, &already);
+        if (rc == DQCTL_EXIT_OK) {
+            rc = follow(&o, id, left, 0, &unfound);
         }
     }
-    json_decref(data);
-    if (!o.wait) {
-        return dqctl_end_cmd(DQCTL_EXIT_OK);
-    }
-    return dqctl_end_cmd(follow(&o, id, timeout_s));
+    return dqctl_end_cmd(rc);
 }
 
 static int why_prepare(const struct dqctl_opts *o, struct dqctl_show_req *r) {

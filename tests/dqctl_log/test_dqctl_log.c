@@ -734,7 +734,8 @@ struct fake {
     char *body;     /* of the last request */
     char *put_body; /* of the last PUT */
     int requests;
-    int gets_of_7; /* polls of the investigation that reveals a step per poll */
+    int gets_of_7;      /* polls of the investigation that reveals a step per poll */
+    int posts_of_stale; /* diagnoses of `stale`: the first finds 12 open, the next opens 13 */
 };
 
 /* INV1 as investigation id, keeping the first `steps` hypotheses, open or closed with
@@ -767,7 +768,6 @@ static void post_diagnose(struct fake *f, const struct http_request *req,
     json_t *body = json_loadb(req->body, req->body_len, 0, NULL);
     const char *node = json_string_value(json_object_get(body, "node"));
     const char *strategy = json_string_value(json_object_get(body, "strategy"));
-    (void)f;
     static const struct {
         const char *node;
         long long id;
@@ -777,6 +777,9 @@ static void post_diagnose(struct fake *f, const struct http_request *req,
         if (strcmp(node ? node : "checkout", ids[i].node) == 0) {
             id = ids[i].id;
         }
+    }
+    if (node && strcmp(node, "stale") == 0) {
+        id = f->posts_of_stale++ == 0 ? 12 : 13;
     }
     if (!id) {
         http_reply_error(res, 404, "not_found", "no node named \"%s\" in the diagram",
@@ -791,7 +794,7 @@ static void post_diagnose(struct fake *f, const struct http_request *req,
         json_object_del(detail, "hypotheses");
         json_object_del(detail, "commands");
         http_reply_data(res, json_pack("{s:I,s:b,s:o}", "investigation", (json_int_t)id,
-                                       "already_open", id == 8, "detail", detail));
+                                       "already_open", id == 8 || id == 12, "detail", detail));
     }
     json_decref(body);
 }
@@ -806,6 +809,10 @@ static void get_investigation(struct fake *f, long long id, struct http_response
         inv = canned_inv(id, 3, 0, "localized");
     } else if (id == 9) {
         inv = canned_inv(9, 3, 0, "inconclusive");
+    } else if (id == 12) {
+        inv = canned_inv(12, 3, 0, "diffuse");
+    } else if (id == 13) {
+        inv = canned_inv(13, 3, 0, "localized");
     } else if (id == 10) {
         inv = canned_inv(10, 1, 0, "aborted");
     } else if (id == 11) {
@@ -980,6 +987,27 @@ static void test_diagnose(struct fake *f, char *server) {
                  "it\n(it keeps its strategy; --strategy bisect applies to new ones)\n") ==
           out_of(&r));
     CHECK(strstr(out_of(&r), "\nverdict: localized at pay (investigation 8") != NULL);
+    run_free(&r);
+
+    /* already open, and it ends diffuse (a trigger's, for another cause): asked again, once,
+     * and the new investigation's verdict is the answer */
+    f->posts_of_stale = 0;
+    CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 5,
+                      (char *[]){"diagnose", "stale", "--wait", "--server", server}),
+              DQCTL_EXIT_PROBLEM);
+    CHECK_INT(f->posts_of_stale, 2);
+    CHECK(strstr(out_of(&r), "investigation 12 is already open at stale") == out_of(&r));
+    CHECK(strstr(out_of(&r), "investigation 12, which this diagnosis followed, ended diffuse "
+                             "(`dqctl log 12` shows it); diagnosing afresh\n") != NULL);
+    CHECK(strstr(out_of(&r), "verdict: diffuse") == NULL);
+    CHECK(strstr(out_of(&r), "\nverdict: localized at pay (investigation 13") != NULL);
+    run_free(&r);
+    /* the same without --wait: nothing followed, nothing asked again */
+    f->posts_of_stale = 0;
+    CHECK_INT(
+        run_cmd(&r, dqctl_diagnose_main, 4, (char *[]){"diagnose", "stale", "--server", server}),
+        DQCTL_EXIT_OK);
+    CHECK_INT(f->posts_of_stale, 1);
     run_free(&r);
 
     /* inconclusive → 4; aborted → 4 with a message */
