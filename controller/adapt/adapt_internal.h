@@ -121,7 +121,7 @@ struct investigation {
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     int64_t recheck_wid;                /* closed: when its verdict was last re-checked */
     int recheck_holds;                  /* … and what that said (1 holds, 0 not) */
-    int recheck_rule;                   /* … and by which rule (deescalate.c) */
+    int recheck_rules;                  /* … the rules it held by so far (bits, deescalate.c) */
     int paused;
     struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
     int released;                  /* its probes were released (or handed over): it is done */

@@ -33,7 +33,8 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
 
 /*
  * 1 when the localized child of a closed investigation still holds the problem: its
- * contribution over the last SEARCH_RECENT_WINDOWS windows stays above the midpoint between
+ * contribution over the last SEARCH_RECENT_WINDOWS windows (four times as many for a
+ * variance problem) stays above the midpoint between
  * its value at the verdict and the runner-up's then, or still stands out from every sibling
  * now (search_stands_out: a verdict's value can be a spike); 0 when neither; −1 when that cannot be
  * told (another verdict, a restart without those numbers), −2 when it had too few instances.
@@ -52,8 +53,12 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
     unsigned char *include = calloc(SEARCH_MAX_CHILDREN, 1);
     int holds = -1;
     int c = -1;
+    /* a spread (an erratic part: a few slow passes) over as many windows as the node check
+     * looks at; five can hold none of its rare passes */
+    int64_t horizon =
+        inv->problem == SEARCH_VARIANCE ? 4 * SEARCH_RECENT_WINDOWS : SEARCH_RECENT_WINDOWS;
     if (fi && attr && include &&
-        adapt__build_input(pl, &probe_inv, pl->upto - SEARCH_RECENT_WINDOWS, fi) == DQ_OK) {
+        adapt__build_input(pl, &probe_inv, pl->upto - horizon, fi) == DQ_OK) {
         for (size_t j = 0; j < fi->in.n_children; j++) {
             const struct search_stats *s = &fi->kids[j].stats;
             int enough = s->present && search_stats_instances(s) >= 10;
@@ -111,20 +116,22 @@ enum { BY_NODE = 1, BY_CULPRIT = 2 };
 
 /*
  * Records that a closed investigation's verdict was re-checked (a "recheck" hypothesis and
- * a log line): when the verdict first holds (or stops holding) after it was given, or holds
- * by the other rule (the node, or the culprit), and then
+ * a log line): when the verdict first holds (or stops holding) after it was given, or first
+ * holds by the other rule (the node, or the culprit), and then
  * every investigation_windows windows while that stays so. why: what was checked.
  */
 static void recheck(struct plan *pl, struct investigation *inv, int holds, int rule,
                     const char *why) {
+    /* a rule it holds by for the first time is said once (not every time the node's check
+     * and the culprit's take turns, as they do with a rare, erratic fault) */
     int changed = inv->recheck_wid == 0 || inv->recheck_holds != holds ||
-                  (holds && inv->recheck_rule != rule);
+                  (holds && !(inv->recheck_rules & (1 << rule)));
     if (!changed && pl->upto - inv->recheck_wid < pl->a->opt.investigation_windows) {
         return;
     }
     inv->recheck_wid = pl->upto;
     inv->recheck_holds = holds;
-    inv->recheck_rule = rule;
+    inv->recheck_rules |= holds ? 1 << rule : 0;
     adapt__hypothesis(pl, inv, inv->hyp_id, inv->verdict_node[0] ? inv->verdict_node : inv->node,
                       "recheck", NULL, json_pack("{s:s,s:b}", "reason", why, "holds", holds), NULL);
     adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
