@@ -30,7 +30,9 @@ Usage:
 rare branch, and the rare branch's erratic fault: see SUBSET_LEAVES), and one held case (what `make test`
 runs); the default is the whole matrix (`make matrix`). Seeds come from the system's
 random source unless --seed is given, and each run prints its own: `--seed S --only
-deep/slow/after` replays it; --transcript prints the hypotheses of every wrong run. Exit 0 when every run gave its case's answer and the mean
+deep/slow/after` replays it (simulated time starts on the same second in every run, so a
+seed gives the same run; `make test` runs the subset with `--seed 1`, a test that gives the
+same answer every time, and `make matrix` the whole matrix on fresh seeds); --transcript prints the hypotheses of every wrong run. Exit 0 when every run gave its case's answer and the mean
 probe share is at most 20 %.
 """
 
