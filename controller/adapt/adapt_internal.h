@@ -513,6 +513,11 @@ void adapt__amount_pm(enum search_problem p, double v, double hw, char *buf, siz
 
 /* ---- culprits.c --------------------------------------------------------------------------- */
 
+/* 1 when a culprit found now would let the search go on for the rest of the node's change
+ * (a mean-type problem, the node's change against its baseline known): what searching two
+ * children near a tie one after the other needs (verdict.c). */
+int adapt__culprits_can_go_on(struct plan *pl, const struct investigation *inv);
+
 /*
  * A localized verdict at `culprit` (its runner-up sibling `runner`, the reference when it
  * has no baseline of its own): how much of the change at inv's node the culprits found so

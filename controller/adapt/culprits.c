@@ -268,6 +268,16 @@ static const char *strip_localized(const char *reason, const char *culprit) {
     return reason;
 }
 
+int adapt__culprits_can_go_on(struct plan *pl, const struct investigation *inv) {
+    if (inv->mode != SEARCH_MODE_PROBLEM || inv->n_culprits >= ADAPT_MAX_CULPRITS ||
+        !(inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
+          inv->problem == SEARCH_SHAPE)) {
+        return 0;
+    }
+    double se, change = node_change(pl, inv, inv->eval_from, &se);
+    return change > 0 && se >= 0;
+}
+
 int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
                          const char *runner, json_t *ev, char *reason, size_t cap) {
     if (inv->mode != SEARCH_MODE_PROBLEM || inv->n_culprits >= ADAPT_MAX_CULPRITS) {

@@ -317,13 +317,19 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
                      "%s no longer differs clearly from its baseline from before the "
                      "problem, but its culprit tells: the investigation keeps its probes",
                      inv->node);
-            if (recheck_culprit(pl, inv, keep, 0, 1) == 1) {
+            int holds = recheck_culprit(pl, inv, keep, 0, 1);
+            if (holds == 1) {
                 if (record) {
                     recheck_culprit(pl, inv, keep, 1, 1);
                 }
                 return 1;
             }
+            if (holds == -2) { /* too few of the culprit's instances to tell: as below */
+                return record ? ++inv->untold < pl->a->opt.investigation_windows
+                              : inv->untold < pl->a->opt.investigation_windows;
+            }
             if (record) {
+                inv->untold = 0;
                 recheck(pl, inv, 0, BY_NODE, why);
             }
             return 0;
@@ -379,6 +385,19 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
     adapt__fx_log(pl, LOG_INFO, inv->id, ": released (%d probe(s) disabled)", n);
 }
 
+/* 1 when probe `name` is one of inv's culprits found so far, lies above one, or is the
+ * sibling one is judged against: what the verdict and its re-checks read. */
+static int keeps_culprit(const struct dq_diagram *g, const struct investigation *inv,
+                         const char *name) {
+    int i = dq_diagram_find(g, name);
+    for (int k = 0; i >= 0 && k < inv->n_culprits; k++) {
+        if (adapt__below(g, i, inv->culprits[k]) || strcmp(inv->culprit_ref[k], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void adapt__release_below(struct plan *pl, struct investigation *inv, const char *node,
                           int64_t hyp_parent, const char *reason) {
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
@@ -390,7 +409,8 @@ void adapt__release_below(struct plan *pl, struct investigation *inv, const char
     int n = 0;
     json_t *names = json_array();
     for (int i = 0; i < inv->n_owned;) {
-        int under = strcmp(inv->owned[i], node) != 0 && adapt__below(g, top, inv->owned[i]);
+        int under = strcmp(inv->owned[i], node) != 0 && adapt__below(g, top, inv->owned[i]) &&
+                    !keeps_culprit(g, inv, inv->owned[i]);
         struct probe *p = under ? releasable(pl, inv, i) : NULL;
         if (!p) {
             i++;

@@ -65,10 +65,11 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         const char *runner = json_string_value(json_object_get(alt, "runner_up"));
         const char *branch = json_string_value(json_object_get(alt, "branch"));
         const char *of = json_string_value(json_object_get(st, "alternative_of"));
-        if (runner && branch && !inv->alt_tried) {
+        if (runner && branch) { /* a new turn: verdict.c keep_alternative */
             snprintf(inv->alt, sizeof inv->alt, "%s", runner);
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", branch);
             inv->alt_kind = adapt__alt_kind(json_string_value(json_object_get(alt, "kind")));
+            inv->alt_tried = 0;
         } else if (of) {
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", of);
             inv->alt[0] = '\0';

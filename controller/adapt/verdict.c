@@ -280,6 +280,7 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
                        const struct search_result *r, json_t *ev, const char *reason);
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
                                 int kind);
+static int on_culprit_path(struct plan *pl, const struct investigation *inv, int i);
 
 /* Diffuse over the children, but maybe held by one node: then it is that node's; else the
  * turn of a child kept to be searched in turn (try_alternative), or of the other of two near
@@ -339,8 +340,10 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
                       const struct search_result *r, json_t *ev, char *reason, size_t cap) {
     int child = r->child;
     const char *child_name = fi->kids[child].name;
-    if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more */
-        close_culprits(pl, inv, ev, reason, cap);
+    if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more, */
+        if (!try_alternative(pl, inv, ev, reason)) { /* unless a child waits its turn */
+            close_culprits(pl, inv, ev, reason, cap);
+        }
         return;
     }
     if (inv->n_culprits == 0) {
@@ -373,11 +376,13 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
  * taken holds no culprit: a branch where one part stands out is a better answer than one
  * where none does.
  */
-static json_t *note_alternative(struct investigation *inv, const struct focus_input *fi,
-                                const struct search_result *r) {
-    if (fi->in.kind != DQ_NODE_CHOICE || r->attr.baseline_mode || r->attr.shape_mode == 1 ||
-        r->attr.runner_up < 0 || r->child < 0 || inv->alt[0] || inv->alt_tried) {
-        return NULL;
+static json_t *note_alternative(struct plan *pl, struct investigation *inv,
+                                const struct focus_input *fi, const struct search_result *r) {
+    if (inv->mode != SEARCH_MODE_PROBLEM || fi->in.kind != DQ_NODE_CHOICE ||
+        r->attr.baseline_mode || r->attr.shape_mode == 1 || r->attr.runner_up < 0 || r->child < 0 ||
+        !fi->kids[r->attr.runner_up].has_children || inv->alt[0] || inv->alt_tried ||
+        on_culprit_path(pl, inv, fi->kid_nodes[r->child])) {
+        return NULL; /* (a culprit's branch taken again: explored_first orders them) */
     }
     return keep_alternative(inv, fi->kids[r->attr.runner_up].name, fi->kids[r->child].name,
                             ALT_CHOICE);
@@ -392,6 +397,7 @@ static json_t *keep_alternative(struct investigation *inv, const char *alt, cons
     snprintf(inv->alt, sizeof inv->alt, "%s", alt);
     snprintf(inv->alt_from, sizeof inv->alt_from, "%s", from);
     inv->alt_kind = kind;
+    inv->alt_tried = 0; /* a new turn (resume.c alike): each kept child is searched once */
     return json_pack("{s:s,s:s,s:s}", "runner_up", inv->alt, "branch", inv->alt_from, "kind",
                      alt_kinds[kind]);
 }
@@ -459,15 +465,25 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
                        const struct search_result *r, json_t *ev, const char *reason) {
     int b = r->attr.best, u = r->attr.runner_up;
     if (inv->mode != SEARCH_MODE_PROBLEM || r->verdict != SEARCH_DIFFUSE || inv->alt[0] ||
-        inv->alt_tried || b < 0 || u < 0 || !fi->kids[b].has_children || !r->attr.c[b].included ||
-        !r->attr.c[u].included) {
+        inv->alt_tried || b < 0 || u < 0 || !fi->kids[b].has_children ||
+        !fi->kids[u].has_children || !r->attr.c[b].included || !r->attr.c[u].included ||
+        on_culprit_path(pl, inv, fi->kid_nodes[b]) || on_culprit_path(pl, inv, fi->kid_nodes[u])) {
         return 0;
     }
-    double sum = 0.0;
+    /* both clearly above 0, and together most of the node: its children's values and its
+     * own time beyond them (a node whose own time grew is not its children's tie) */
+    const struct search_contribution *cb = &r->attr.c[b], *cu = &r->attr.c[u];
+    double sum = isfinite(r->attr.remainder) ? fmax(r->attr.remainder, 0.0) : 0.0;
     for (size_t j = 0; j < fi->in.n_children; j++) {
         sum += r->attr.c[j].included && r->attr.c[j].value > 0 ? r->attr.c[j].value : 0.0;
     }
-    if (!(sum > 0) || r->attr.c[b].value + fmax(r->attr.c[u].value, 0.0) < TIE_PAIR_SHARE * sum) {
+    if (!(cb->value - cb->half_width > 0) || !(cu->value - cu->half_width > 0) || !(sum > 0) ||
+        cb->value + cu->value < TIE_PAIR_SHARE * sum) {
+        return 0;
+    }
+    /* searched one after the other only when a culprit found in the first lets the search
+     * go on for the rest (else the second half would never be looked at: diffuse says more) */
+    if (!adapt__culprits_can_go_on(pl, inv)) {
         return 0;
     }
     const char *leader = fi->kids[b].name;
@@ -476,8 +492,7 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
     snprintf(why, sizeof why,
              "%s; %s and %s hold %.0f %% of it between them, near a tie: %s is searched, and %s "
              "in turn if %s holds no culprit",
-             reason, leader, inv->alt,
-             100.0 * (r->attr.c[b].value + fmax(r->attr.c[u].value, 0.0)) / sum, leader, inv->alt,
+             reason, leader, inv->alt, 100.0 * (cb->value + cu->value) / sum, leader, inv->alt,
              leader);
     adapt__fx_hyp_verdict(pl, inv->hyp_id, "confirmed");
     int64_t hyp = adapt__hypothesis(
@@ -551,7 +566,7 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     }
     json_object_set_new(ev, "reason", json_string(reason));
     if (r->verdict == SEARCH_DESCEND) {
-        json_t *alt = note_alternative(inv, fi, r);
+        json_t *alt = note_alternative(pl, inv, fi, r);
         int other = alt ? -1 : explored_first(pl, inv, fi, r, &alt);
         if (other >= 0) {
             size_t len = strlen(reason);
