@@ -65,7 +65,9 @@
  * "waiting for more windows"), and only when the leader's value lies within the
  * runner-up's interval: a leader further ahead that does not dominate is measured too
  * loosely to tell (SEARCH_NEED_SAMPLES; when exhausted, SEARCH_DIFFUSE: no child came to
- * dominate in the time allowed). A diffuse verdict
+ * dominate in the time allowed), and so is one where (raw times or spreads, not excesses
+ * over baselines) the leader's or the runner-up's interval spans more than its value. A
+ * diffuse verdict
  * says "the children interact" (coupling) when X's observed ΔQ diverges significantly from its
  * calculated one (ks_p < alpha) while no child diverges on its own (divergence problem) or no child
  * deviates from its baseline (every child has one).

@@ -925,6 +925,44 @@ static void test_vague_waits(void) {
     CHECK_MSG(!contains(R.reason, "too loosely"), "%s", R.reason);
 }
 
+/* The runner-up measured too loosely: a steady leader (23 ms) and a runner-up whose windows
+ * swing from 1 to 40 ms (11 ms on average, its interval wider than that): its interval
+ * reaching past the leader is no balance yet, so the search waits rather than say diffuse;
+ * out of time it says why. */
+static void test_vague_runner_waits(void) {
+    struct search_child ch[2];
+    memset(ch, 0, sizeof ch);
+    const char *names[2] = {"back", "front"};
+    double means[2][4] = {{0.022, 0.024, 0.023, 0.024}, {0.001, 0.040, 0.002, 0.001}};
+    for (int c = 0; c < 2; c++) {
+        ch[c].name = names[c];
+        ch[c].enabled = 1;
+        search_stats_init(&ch[c].stats);
+        for (int w = 0; w < 4; w++) {
+            search_stats_add_window(&ch[c].stats, 50, 0, 0, means[c][w], 0.000001);
+        }
+    }
+    struct search_input in;
+    memset(&in, 0, sizeof in);
+    in.name = "service";
+    in.kind = DQ_NODE_SEQUENCE;
+    in.problem = SEARCH_LATENCY;
+    in.children = ch;
+    in.n_children = 2;
+    search_stats_init(&in.stats);
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK(R.attr.c[1].half_width >= R.attr.c[1].value);
+    CHECK(R.attr.c[0].half_width < R.attr.c[0].value);
+    CHECK_MSG(R.verdict == SEARCH_NEED_SAMPLES, "verdict %d: %s", R.verdict, R.reason);
+    CHECK_MSG(contains(R.reason, "the runner-up's contribution is measured too loosely"), "%s",
+              R.reason);
+    in.exhausted = 1;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK_MSG(contains(R.reason, "the runner-up's interval spans more than its value"), "%s",
+              R.reason);
+}
+
 /* search_series_se: the windows' scatter over √n, widened by t for n − 1 degrees of
  * freedom (12.706 / 1.96 with two values, 2.447 / 1.96 with seven), 0 when it cannot
  * tell. */
@@ -1072,6 +1110,7 @@ static const struct check_case cases[] = {
     CHECK_CASE(series_se),
     CHECK_CASE(imprecise_waits),
     CHECK_CASE(vague_waits),
+    CHECK_CASE(vague_runner_waits),
     CHECK_CASE(shape),
     CHECK_CASE(shares_bounded),
 };
