@@ -518,6 +518,10 @@ void adapt__amount_pm(enum search_problem p, double v, double hw, char *buf, siz
  * children near a tie one after the other needs (verdict.c). */
 int adapt__culprits_can_go_on(struct plan *pl, const struct investigation *inv);
 
+/* 1 when diagram node i is one of inv's culprits found so far or lies above one (g may be
+ * NULL: 0). */
+int adapt__on_culprit_path(const struct dq_diagram *g, const struct investigation *inv, int i);
+
 /*
  * A localized verdict at `culprit` (its runner-up sibling `runner`, the reference when it
  * has no baseline of its own): how much of the change at inv's node the culprits found so

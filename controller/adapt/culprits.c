@@ -268,6 +268,15 @@ static const char *strip_localized(const char *reason, const char *culprit) {
     return reason;
 }
 
+int adapt__on_culprit_path(const struct dq_diagram *g, const struct investigation *inv, int i) {
+    for (int k = 0; g && k < inv->n_culprits; k++) {
+        if (adapt__below(g, i, inv->culprits[k])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int adapt__culprits_can_go_on(struct plan *pl, const struct investigation *inv) {
     if (inv->mode != SEARCH_MODE_PROBLEM || inv->n_culprits >= ADAPT_MAX_CULPRITS ||
         !(inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||

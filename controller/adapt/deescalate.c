@@ -390,12 +390,12 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
 static int keeps_culprit(const struct dq_diagram *g, const struct investigation *inv,
                          const char *name) {
     int i = dq_diagram_find(g, name);
-    for (int k = 0; i >= 0 && k < inv->n_culprits; k++) {
-        if (adapt__below(g, i, inv->culprits[k]) || strcmp(inv->culprit_ref[k], name) == 0) {
+    for (int k = 0; k < inv->n_culprits; k++) {
+        if (strcmp(inv->culprit_ref[k], name) == 0) {
             return 1;
         }
     }
-    return 0;
+    return i >= 0 && adapt__on_culprit_path(g, inv, i);
 }
 
 void adapt__release_below(struct plan *pl, struct investigation *inv, const char *node,

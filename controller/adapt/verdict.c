@@ -280,7 +280,6 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
                        const struct search_result *r, json_t *ev, const char *reason);
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
                                 int kind);
-static int on_culprit_path(struct plan *pl, const struct investigation *inv, int i);
 
 /* Diffuse over the children, but maybe held by one node: then it is that node's; else the
  * turn of a child kept to be searched in turn (try_alternative), or of the other of two near
@@ -381,7 +380,7 @@ static json_t *note_alternative(struct plan *pl, struct investigation *inv,
     if (inv->mode != SEARCH_MODE_PROBLEM || fi->in.kind != DQ_NODE_CHOICE ||
         r->attr.baseline_mode || r->attr.shape_mode == 1 || r->attr.runner_up < 0 || r->child < 0 ||
         !fi->kids[r->attr.runner_up].has_children || inv->alt[0] || inv->alt_tried ||
-        on_culprit_path(pl, inv, fi->kid_nodes[r->child])) {
+        adapt__on_culprit_path(core_diagram(pl->a->env.core), inv, fi->kid_nodes[r->child])) {
         return NULL; /* (a culprit's branch taken again: explored_first orders them) */
     }
     return keep_alternative(inv, fi->kids[r->attr.runner_up].name, fi->kids[r->child].name,
@@ -411,17 +410,6 @@ int adapt__alt_kind(const char *name) {
     return ALT_CHOICE;
 }
 
-/* 1 when diagram node i (a child of the focus) is a culprit of inv or lies above one. */
-static int on_culprit_path(struct plan *pl, const struct investigation *inv, int i) {
-    const struct dq_diagram *g = core_diagram(pl->a->env.core);
-    for (int k = 0; g && k < inv->n_culprits; k++) {
-        if (adapt__below(g, i, inv->culprits[k])) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /*
  * After a culprit, the search goes on from the node for the rest of its change, each child
  * weighed by its mean less what the culprits put in; without baselines of their own the
@@ -433,13 +421,14 @@ static int on_culprit_path(struct plan *pl, const struct investigation *inv, int
 static int explored_first(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                           const struct search_result *r, json_t **alt) {
     if (inv->n_culprits == 0 || inv->alt[0] || r->child < 0 ||
-        !on_culprit_path(pl, inv, fi->kid_nodes[r->child])) {
+        !adapt__on_culprit_path(core_diagram(pl->a->env.core), inv, fi->kid_nodes[r->child])) {
         return -1;
     }
     int other = -1;
     for (size_t j = 0; j < fi->in.n_children; j++) {
         if ((int)j != r->child && r->attr.c[j].included && fi->kids[j].has_children &&
-            r->attr.c[j].value > 0 && !on_culprit_path(pl, inv, fi->kid_nodes[j]) &&
+            r->attr.c[j].value > 0 &&
+            !adapt__on_culprit_path(core_diagram(pl->a->env.core), inv, fi->kid_nodes[j]) &&
             (other < 0 || r->attr.c[j].value > r->attr.c[other].value)) {
             other = (int)j;
         }
@@ -467,7 +456,8 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
     if (inv->mode != SEARCH_MODE_PROBLEM || r->verdict != SEARCH_DIFFUSE || inv->alt[0] ||
         inv->alt_tried || b < 0 || u < 0 || !fi->kids[b].has_children ||
         !fi->kids[u].has_children || !r->attr.c[b].included || !r->attr.c[u].included ||
-        on_culprit_path(pl, inv, fi->kid_nodes[b]) || on_culprit_path(pl, inv, fi->kid_nodes[u])) {
+        adapt__on_culprit_path(core_diagram(pl->a->env.core), inv, fi->kid_nodes[b]) ||
+        adapt__on_culprit_path(core_diagram(pl->a->env.core), inv, fi->kid_nodes[u])) {
         return 0;
     }
     /* both clearly above 0, and together most of the node: its children's values and its

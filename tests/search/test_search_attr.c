@@ -880,15 +880,11 @@ static void test_imprecise_waits(void) {
     CHECK_MSG(R.verdict == SEARCH_LOCALIZED && R.child == 1, "%s", R.reason);
 }
 
-/* Raw contributions whose intervals are wider than the largest value (windows that swing
- * from 1 to 40 ms, as on a starved machine): that is no balance to call diffuse; wait, and
- * when out of time say it was measured too loosely. Excesses over baselines near 0 inside
- * wide intervals stay a balance (test_baseline). */
-static void test_vague_waits(void) {
-    struct search_child ch[2];
-    memset(ch, 0, sizeof ch);
-    const char *names[2] = {"a", "b"};
-    double means[2][4] = {{0.001, 0.040, 0.002, 0.030}, {0.002, 0.001, 0.030, 0.001}};
+/* Node `node`, a sequence with a latency problem, over two children `names` whose four
+ * windows of 50 instances each have the means given. */
+static void two_swinging(struct search_input *in, struct search_child ch[2], const char *node,
+                         const char *const names[2], const double means[2][4]) {
+    memset(ch, 0, 2 * sizeof ch[0]);
     for (int c = 0; c < 2; c++) {
         ch[c].name = names[c];
         ch[c].enabled = 1;
@@ -897,14 +893,25 @@ static void test_vague_waits(void) {
             search_stats_add_window(&ch[c].stats, 50, 0, 0, means[c][w], 0.000001);
         }
     }
+    memset(in, 0, sizeof *in);
+    in->name = node;
+    in->kind = DQ_NODE_SEQUENCE;
+    in->problem = SEARCH_LATENCY;
+    in->children = ch;
+    in->n_children = 2;
+    search_stats_init(&in->stats);
+}
+
+/* Raw contributions whose intervals are wider than the largest value (windows that swing
+ * from 1 to 40 ms, as on a starved machine): that is no balance to call diffuse; wait, and
+ * when out of time say it was measured too loosely. Excesses over baselines near 0 inside
+ * wide intervals stay a balance (test_baseline). */
+static void test_vague_waits(void) {
+    struct search_child ch[2];
     struct search_input in;
-    memset(&in, 0, sizeof in);
-    in.name = "x";
-    in.kind = DQ_NODE_SEQUENCE;
-    in.problem = SEARCH_LATENCY;
-    in.children = ch;
-    in.n_children = 2;
-    search_stats_init(&in.stats);
+    const char *const names[2] = {"a", "b"};
+    const double means[2][4] = {{0.001, 0.040, 0.002, 0.030}, {0.002, 0.001, 0.030, 0.001}};
+    two_swinging(&in, ch, "x", names, means);
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK_MSG(R.verdict == SEARCH_NEED_SAMPLES, "verdict %d: %s", R.verdict, R.reason);
     CHECK_MSG(contains(R.reason, "too loosely to tell a balance"), "%s", R.reason);
@@ -931,25 +938,10 @@ static void test_vague_waits(void) {
  * out of time it says why. */
 static void test_vague_runner_waits(void) {
     struct search_child ch[2];
-    memset(ch, 0, sizeof ch);
-    const char *names[2] = {"back", "front"};
-    double means[2][4] = {{0.022, 0.024, 0.023, 0.024}, {0.001, 0.040, 0.002, 0.001}};
-    for (int c = 0; c < 2; c++) {
-        ch[c].name = names[c];
-        ch[c].enabled = 1;
-        search_stats_init(&ch[c].stats);
-        for (int w = 0; w < 4; w++) {
-            search_stats_add_window(&ch[c].stats, 50, 0, 0, means[c][w], 0.000001);
-        }
-    }
     struct search_input in;
-    memset(&in, 0, sizeof in);
-    in.name = "service";
-    in.kind = DQ_NODE_SEQUENCE;
-    in.problem = SEARCH_LATENCY;
-    in.children = ch;
-    in.n_children = 2;
-    search_stats_init(&in.stats);
+    const char *const names[2] = {"back", "front"};
+    const double means[2][4] = {{0.022, 0.024, 0.023, 0.024}, {0.001, 0.040, 0.002, 0.001}};
+    two_swinging(&in, ch, "service", names, means);
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK(R.attr.c[1].half_width >= R.attr.c[1].value);
     CHECK(R.attr.c[0].half_width < R.attr.c[0].value);
