@@ -780,13 +780,14 @@ static void print_new_hypotheses(const json_t *inv, long long *last) {
     fflush(dqctl_out());
 }
 
-static int follow(const struct dqctl_opts *o, long long id, double timeout_s, int retry,
-                  int *unfound) {
+/* Follows investigation ID until it closes or DEADLINE (now_s() clock, INFINITY for none)
+ * passes; TIMEOUT_S is the person's --timeout, as the message on a timeout says it. */
+static int follow(const struct dqctl_opts *o, long long id, double deadline, double timeout_s,
+                  int retry, int *unfound) {
     *unfound = 0;
     char path[64];
     snprintf(path, sizeof path, "/api/v1/investigations/%lld", id);
     long long last = 0;
-    double deadline = timeout_s > 0 ? now_s() + timeout_s : INFINITY;
     for (;;) {
         json_t *inv = NULL;
         int rc = dqctl_api_call(o, "GET", path, NULL, &inv);
@@ -1038,14 +1039,13 @@ int dqctl_diagnose_main(int argc, char **argv) {
     }
     double deadline = timeout_s > 0 ? now_s() + timeout_s : INFINITY;
     int unfound = 0;
-    rc = follow(&o, id, timeout_s, already, &unfound);
+    rc = follow(&o, id, deadline, timeout_s, already, &unfound);
     if (unfound) {
         /* the investigation followed was not this request's own and named no culprit: the
-         * person asked for a diagnosis now, so ask again (once) */
-        double left = isfinite(deadline) ? fmax(deadline - now_s(), 1e-3) : 0.0;
+         * person asked for a diagnosis now, so ask again (once), within the same --timeout */
         rc = open_diagnosis(&o, &id, &already);
         if (rc == DQCTL_EXIT_OK) {
-            rc = follow(&o, id, left, 0, &unfound);
+            rc = follow(&o, id, deadline, timeout_s, 0, &unfound);
         }
     }
     return dqctl_end_cmd(rc);

@@ -735,7 +735,7 @@ struct fake {
     char *put_body; /* of the last PUT */
     int requests;
     int gets_of_7;      /* polls of the investigation that reveals a step per poll */
-    int posts_of_stale; /* diagnoses of `stale`: the first finds 12 open, the next opens 13 */
+    int posts_of_stale; /* diagnoses of `stale`, `stale_slow`: the first finds 12 open */
 };
 
 /* INV1 as investigation id, keeping the first `steps` hypotheses, open or closed with
@@ -780,6 +780,9 @@ static void post_diagnose(struct fake *f, const struct http_request *req,
     }
     if (node && strcmp(node, "stale") == 0) {
         id = f->posts_of_stale++ == 0 ? 12 : 13;
+    }
+    if (node && strcmp(node, "stale_slow") == 0) { /* 12 found open, then 11 (never ends) */
+        id = f->posts_of_stale++ == 0 ? 12 : 11;
     }
     if (!id) {
         http_reply_error(res, 404, "not_found", "no node named \"%s\" in the diagram",
@@ -1033,6 +1036,17 @@ static void test_diagnose(struct fake *f, char *server) {
                              "dqd") != NULL);
     CHECK_INT(count_of(out_of(&r), "  opened "), 1); /* printed once over several polls */
     CHECK(f->requests - before >= 3);                /* the POST and at least two polls */
+    run_free(&r);
+    /* asked again after a diffuse end, within the same --timeout: the message names the
+     * person's --timeout, not the time that was left for the second request */
+    f->posts_of_stale = 0;
+    CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 7,
+                      (char *[]){"diagnose", "stale_slow", "--wait", "--timeout", "300", "--server",
+                                 server}),
+              DQCTL_EXIT_NO_VERDICT);
+    CHECK_INT(f->posts_of_stale, 2);
+    CHECK(strstr(err_of(&r), "no verdict after 300 ms (--timeout); investigation 11 goes on in "
+                             "dqd") != NULL);
     run_free(&r);
 
     /* dqd refuses: its message, 3 */
