@@ -599,6 +599,24 @@ int search_followed_needs(const struct search_check *c, int overload_asked);
  * time. */
 int search_observe_ready(int enough, const struct search_check *c, int exhausted);
 
+/*
+ * A person's diagnosis that finds nothing significant where a test is within reach of it
+ * (z ≥ SEARCH_Z_SUGGESTIVE at one of the check's horizons: a rare branch's erratic step
+ * gives the root a handful of slow passes in 20 s, at z ≈ 3.1 where 3.3 counts) is not
+ * called healthy at once: it watches SEARCH_WATCH_WINDOWS windows more, each checked as
+ * before, then looks once more over the longest horizon and the windows watched, at the
+ * threshold of a fourth look (search_z_looks(4)). The false alarms stay within 1.25 times
+ * the check's: the fourth look spends a quarter of its rate more, whatever the first three
+ * saw. search_watch_wanted: 1 when an investigation should start that watch (person: a
+ * person started it; has_reference: a QTA or a baseline, without which it is not healthy
+ * but follows its contributors; suggestive: the check at SEARCH_Z_SUGGESTIVE found
+ * something).
+ */
+#define SEARCH_Z_SUGGESTIVE 2.5
+#define SEARCH_WATCH_WINDOWS 20
+#define SEARCH_WATCH_LOOKS 4
+int search_watch_wanted(int person, int overload_asked, int has_reference, int suggestive);
+
 /* 1 when a localized culprit still holds the problem: its value now above the midpoint
  * between its value at the verdict and the runner-up's then. */
 int search_still_holds(double now, double at_verdict, double runner_at_verdict);

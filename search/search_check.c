@@ -158,7 +158,8 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
                     "%.2g %% of instances beyond %s (%s%s) against %.2g %% before: rare, very "
                     "slow passes",
                     100.0 * bpr, search__dur(bat, t, sizeof t), point,
-                    bmoved > 0 ? ", moved with the median" : "", 100.0 * bpb);
+                    bmoved > 0 ? ", moved with the median" : "",
+                    bpb < 1e-9 ? 0.0 : 100.0 * bpb); /* rounding in the CDF: none */
     }
 }
 

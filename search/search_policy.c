@@ -202,6 +202,12 @@ int search_observe_ready(int enough, const struct search_check *c, int exhausted
     return enough && (c->n > 0 || c->recent.windows >= SEARCH_RECENT_WINDOWS || exhausted);
 }
 
+int search_watch_wanted(int person, int overload_asked, int has_reference, int suggestive) {
+    /* an overload asked for is weighed whatever the check says; without a reference the
+     * search follows the contributors rather than saying healthy */
+    return person && !overload_asked && has_reference && suggestive;
+}
+
 int search_still_holds(double now, double at_verdict, double runner_at_verdict) {
     return now > 0.5 * (at_verdict + runner_at_verdict);
 }

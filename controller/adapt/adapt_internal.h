@@ -114,6 +114,11 @@ struct investigation {
     struct search_state st;
     int64_t eval_from; /* windows ≥ this count for the current evaluation */
     int windows_waited;
+    /* a person's diagnosis watching its node before it says healthy (search_watch_wanted):
+     * from this window on (0: not watching), what was within reach, and done once looked */
+    int64_t watch_from;
+    char watch_why[240];
+    int watch_done;
     int quiet;       /* closed: windows in a row without the problem */
     int untold;      /* closed: windows in a row its culprit had too few instances to judge */
     int unexplained; /* closed: windows in a row its verdict no longer
@@ -353,6 +358,14 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s);
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom);
 json_t *adapt__check_json(const char *node, const struct search_check *c);
+/* The same horizons at z SEARCH_Z_SUGGESTIVE: 1 when one of them finds something, with the
+ * first problem found in *found. */
+int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from,
+                            struct search_found *found);
+/* The check over the last `horizon` windows at the threshold of SEARCH_WATCH_LOOKS looks
+ * (a watched diagnosis's last look, dq_search.h). */
+void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, int horizon,
+                          struct search_check *c, int64_t *rfrom);
 
 /* search_load_rose over p's windows before pl->upto (search_rate_latency_z of their rates
  * and means), with the check c (may be NULL) and `looks` as there. */
@@ -572,11 +585,13 @@ void adapt__episodes_ref(struct adapt_state *st);
 
 /*
  * The baseline of probe p for a range that starts at window `end`: when an open problem
- * covers p (at p or above it) and began before `end`, p's baseline from when it began
- * (none when p had none then: a probe enabled after the problem began is judged against its
- * siblings); otherwise p's windows in [end − SEARCH_BASELINE_SPAN, end) that no problem
- * covered. Fills ns (release with adapt__node_stats_release) and, when means is not NULL,
- * the windows' means (at most SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
+ * covers p (at p or above it) and began at or before `end`, p's baseline from when it
+ * began (none when p had none then: a probe enabled after the problem began is judged
+ * against its siblings; a range from the problem's first window on gets the same windows
+ * as its ring held then, even once the ring has dropped them); otherwise p's windows in [end −
+ * SEARCH_BASELINE_SPAN, end) that no problem covered. Fills ns (release with
+ * adapt__node_stats_release) and, when means is not NULL, the windows' means (at most
+ * SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
  */
 int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct node_stats *ns,
                     double *means, int *n_means);

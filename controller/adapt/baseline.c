@@ -297,7 +297,7 @@ int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct 
     const struct adapt_state *st = &pl->next;
     for (int i = 0; p && i < st->n_episodes; i++) {
         const struct episode *e = &st->episodes[i];
-        if (e->to == INT64_MAX && e->from < end && (!first || e->from < first->from) &&
+        if (e->to == INT64_MAX && e->from <= end && (!first || e->from < first->from) &&
             covers(pl, e, p->name)) {
             first = e;
         }

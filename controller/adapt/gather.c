@@ -221,6 +221,31 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     free(longer);
 }
 
+int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from,
+                            struct search_found *found) {
+    static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
+                                   4 * SEARCH_RECENT_WINDOWS};
+    struct search_check *s = malloc(sizeof *s);
+    int hit = 0;
+    for (int k = 0; s && !hit && k < (int)(sizeof horizons / sizeof horizons[0]); k++) {
+        if (k > 0 && from > pl->upto - horizons[k]) {
+            break;
+        }
+        check_range(pl, p, from, horizons[k], SEARCH_Z_SUGGESTIVE, s, NULL);
+        if (s->n > 0) {
+            *found = s->p[0];
+            hit = 1;
+        }
+    }
+    free(s);
+    return hit;
+}
+
+void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, int horizon,
+                          struct search_check *c, int64_t *rfrom) {
+    check_range(pl, p, from, horizon, search_z_looks(SEARCH_WATCH_LOOKS), c, rfrom);
+}
+
 json_t *adapt__check_json(const char *node, const struct search_check *c) {
     json_t *problems = json_array();
     for (int i = 0; i < c->n; i++) {

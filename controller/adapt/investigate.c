@@ -532,11 +532,19 @@ static void healthy_reason(const struct investigation *inv, const struct search_
     }
     if (c->has_calculated && len < cap) {
         if (isfinite(c->recent.ks_d)) {
-            snprintf(buf + len, cap - len, "%s its calculated ΔQ (KS D %.3g, p %.2g)",
-                     parts ? " and" : "", c->recent.ks_d, c->recent.ks_p);
+            len +=
+                (size_t)snprintf(buf + len, cap - len, "%s its calculated ΔQ (KS D %.3g, p %.2g)",
+                                 parts ? " and" : "", c->recent.ks_d, c->recent.ks_p);
         } else {
-            snprintf(buf + len, cap - len, "%s its calculated ΔQ", parts ? " and" : "");
+            len +=
+                (size_t)snprintf(buf + len, cap - len, "%s its calculated ΔQ", parts ? " and" : "");
         }
+    }
+    if (inv->watch_done && len < cap) {
+        snprintf(buf + len, cap - len,
+                 "; watched %d windows more (when asked, within reach: %s), and nothing became "
+                 "significant",
+                 SEARCH_WATCH_WINDOWS, inv->watch_why);
     }
 }
 
@@ -564,9 +572,15 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     inv->mode = mode;
     set_also(inv, c);
     int overload = mode == SEARCH_MODE_OVERLOAD;
-    char reason[900];
-    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s", search_problem_name(inv->problem),
-             c->p[0].why, inv->also[0] ? "; also seen: " : "", inv->also, overload ? "; " : "",
+    char reason[1200], watched[400] = "";
+    if (inv->watch_from) {
+        snprintf(watched, sizeof watched,
+                 " (significant %d windows after it was asked, when it was within reach: %s)",
+                 (int)(pl->upto - inv->watch_from), inv->watch_why);
+    }
+    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s%s", search_problem_name(inv->problem),
+             c->p[0].why, watched, inv->also[0] ? "; also seen: " : "", inv->also,
+             overload ? "; " : "",
              !overload                 ? ""
              : (!asked && load_why[0]) ? load_why
                                        : "an overload was asked for",
@@ -586,6 +600,11 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
 static void characterise(struct plan *pl, struct investigation *inv, const struct search_check *c,
                          int64_t rfrom) {
     json_t *check = adapt__check_json(inv->node, c);
+    if (inv->watch_from) {
+        json_object_set_new(check, "watched",
+                            json_pack("{s:i,s:s}", "windows", (int)(pl->upto - inv->watch_from),
+                                      "when_asked", inv->watch_why));
+    }
     char load_why[200] = "";
     int needs = search_followed_needs(c, inv->overload_asked);
     int rose = needs >= 0 && adapt__load_rose(pl, adapt__probe(pl->a, inv->node), needs ? c : NULL,
@@ -627,13 +646,70 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
                           "healthy",
                           "check", check)));
     } else {
-        char reason[600];
+        char reason[1100];
         healthy_reason(inv, c, reason, sizeof reason);
         inv->mode = SEARCH_MODE_PROBLEM;
         adapt__fx_inv_problem(pl, inv->id, "none");
         snprintf(inv->focus, sizeof inv->focus, "%s", inv->node);
         adapt__healthy(pl, inv, reason, json_pack("{s:o}", "check", check));
     }
+}
+
+/* A person's diagnosis with nothing significant at its node (c): 1 while it watches the
+ * node rather than say healthy (search_watch_wanted, dq_search.h); once the windows are
+ * watched, 0 with *c and *rfrom the last look's when that finds the problem. */
+static int watching(struct plan *pl, struct investigation *inv, const struct probe *p,
+                    struct search_check *c, int64_t *rfrom) {
+    if (inv->watch_done) {
+        return 0;
+    }
+    if (!inv->watch_from) {
+        struct search_found f;
+        int person = inv->trigger_id == 0;
+        if (!search_watch_wanted(person, inv->overload_asked, c->has_qta || c->has_baseline,
+                                 person && adapt__check_suggestive(pl, p, inv->eval_from, &f))) {
+            return 0;
+        }
+        inv->watch_from = pl->upto;
+        /* the baselines as they were before the range within reach: the look after the
+         * watch weighs every window since against them (a ring of 60 windows would leave it
+         * too few of its own) */
+        int64_t from = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
+        adapt__episode_open(pl, inv->node, from > inv->eval_from ? from : inv->eval_from, 0,
+                            inv->id);
+        snprintf(inv->watch_why, sizeof inv->watch_why, "%s at z %.1f where %.1f counts: %s",
+                 search_problem_name(f.kind), f.z, c->zt, f.why);
+        char why[600];
+        snprintf(why, sizeof why,
+                 "nothing significant at %s yet, but within reach (%s): it is watched %d "
+                 "windows more before a verdict",
+                 inv->node, inv->watch_why, SEARCH_WATCH_WINDOWS);
+        adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "watch", NULL,
+                          json_pack("{s:s,s:s,s:f,s:i}", "reason", why, "problem",
+                                    search_problem_name(f.kind), "z", f.z, "windows",
+                                    SEARCH_WATCH_WINDOWS),
+                          NULL);
+        adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", why);
+        return 1;
+    }
+    int watched = (int)(pl->upto - inv->watch_from);
+    if (watched < SEARCH_WATCH_WINDOWS) {
+        return 1;
+    }
+    inv->watch_done = 1;
+    struct search_check *x = malloc(sizeof *x);
+    int64_t xfrom = 0;
+    if (x) {
+        int64_t since = adapt__episode_from(&pl->next, 0, inv->id);
+        int horizon = since >= 0 ? (int)(pl->upto - since) : 4 * SEARCH_RECENT_WINDOWS + watched;
+        adapt__check_watched(pl, p, inv->eval_from, horizon, x, &xfrom);
+        if (x->n > 0) {
+            *c = *x;
+            *rfrom = xfrom;
+        }
+    }
+    free(x);
+    return 0;
 }
 
 /* One window of an investigation that observes its node. */
@@ -644,6 +720,9 @@ static void observe(struct plan *pl, struct investigation *inv) {
     adapt__check_node(pl, p, inv->eval_from, &c, &rfrom);
     int exhausted = inv->windows_waited + 1 >= pl->a->opt.investigation_windows;
     if (search_observe_ready(adapt__check_enough(pl, &c.recent), &c, exhausted)) {
+        if (c.n == 0 && !exhausted && watching(pl, inv, p, &c, &rfrom)) {
+            return;
+        }
         characterise(pl, inv, &c, rfrom);
         return;
     }

@@ -737,7 +737,8 @@ static int collect_hyp(void *ctx, const struct store_hypothesis *h) {
                      json_string_value(json_object_get(st, "method")),
                      json_number_value(json_object_get(st, "root_saturation_per_s")));
         }
-    } else if (strcmp(h->action, "recheck") == 0 || strcmp(h->action, "culprit") == 0) {
+    } else if (strcmp(h->action, "recheck") == 0 || strcmp(h->action, "culprit") == 0 ||
+               strcmp(h->action, "watch") == 0) {
         const char *why = json_string_value(json_object_get(stats, "reason"));
         snprintf(row->text, sizeof row->text, "inv%" PRId64 " %s %s%s%s", h->investigation,
                  h->action, h->node, l->r->c->show_reasons && why ? ": " : "",

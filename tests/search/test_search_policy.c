@@ -165,6 +165,16 @@ static void test_observe_ready(void) {
     CHECK_INT(search_observe_ready(1, &c, 0), 1); /* "nothing abnormal" over full windows */
 }
 
+static void test_watch_wanted(void) {
+    CHECK_INT(search_watch_wanted(1, 0, 1, 1), 1); /* a person's, within reach */
+    CHECK_INT(search_watch_wanted(0, 0, 1, 1), 0); /* a trigger's: it knows its problem */
+    CHECK_INT(search_watch_wanted(1, 1, 1, 1), 0); /* an overload asked for is weighed */
+    CHECK_INT(search_watch_wanted(1, 0, 0, 1), 0); /* no reference: the contributors */
+    CHECK_INT(search_watch_wanted(1, 0, 1, 0), 0); /* nothing within reach: healthy */
+    CHECK(SEARCH_Z_SUGGESTIVE < search_z_looks(3));
+    CHECK(search_z_looks(SEARCH_WATCH_LOOKS) > search_z_looks(3));
+}
+
 static void test_still_holds(void) {
     CHECK_INT(search_still_holds(0.016, 0.017, 0.002), 1);
     CHECK_INT(search_still_holds(0.009, 0.017, 0.002), 0); /* below the midpoint 9.5 ms */
@@ -186,7 +196,7 @@ static void test_names(void) {
 static const struct check_case cases[] = {
     CHECK_CASE(confirm),       CHECK_CASE(fresh),    CHECK_CASE(contributor),
     CHECK_CASE(where_it_goes), CHECK_CASE(followed), CHECK_CASE(observe_ready),
-    CHECK_CASE(still_holds),   CHECK_CASE(names),
+    CHECK_CASE(still_holds),   CHECK_CASE(names),    CHECK_CASE(watch_wanted),
 };
 
 static int setup(void) {
