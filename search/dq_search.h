@@ -603,13 +603,14 @@ int search_observe_ready(int enough, const struct search_check *c, int exhausted
  * A person's diagnosis that finds nothing significant where a test is within reach of it
  * (z ≥ SEARCH_Z_SUGGESTIVE at one of the check's horizons: a rare branch's erratic step
  * gives the root a handful of slow passes in 20 s, at z ≈ 3.1 where 3.3 counts) is not
- * called healthy at once: it watches SEARCH_WATCH_WINDOWS windows more, each checked as
- * before, then looks once more over the longest horizon and the windows watched, at the
- * threshold of a fourth look (search_z_looks(4)). The false alarms stay within 1.25 times
- * the check's: the fourth look spends a quarter of its rate more, whatever the first three
- * saw. search_watch_wanted: 1 when an investigation should start that watch (person: a
- * person started it; has_reference: a QTA or a baseline, without which it is not healthy
- * but follows its contributors; suggestive: the check at SEARCH_Z_SUGGESTIVE found
+ * called healthy at once: it watches SEARCH_WATCH_WINDOWS windows more (not checked one by
+ * one: each check would be one more look), then looks once over the longest horizon and
+ * the windows watched, at the threshold of a fourth look (search_z_looks(4)), and that
+ * look's answer is the check's. The false alarms stay within 1.25 times the check's: the
+ * suggestive check alarms nothing, and the fourth look spends a quarter of the rate more,
+ * whatever the first three saw. search_watch_wanted: 1 when an investigation should start that
+ * watch (person: a person started it; has_reference: a QTA or a baseline, without which it is not
+ * healthy but follows its contributors; suggestive: the check at SEARCH_Z_SUGGESTIVE found
  * something).
  */
 #define SEARCH_Z_SUGGESTIVE 2.5

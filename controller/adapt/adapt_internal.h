@@ -575,6 +575,9 @@ void adapt__episode_resume(struct adapt_state *st, const char *node, int64_t fro
                            int64_t trigger_id, int64_t inv_id);
 /* Closes it (its windows stay out of baselines while the rings hold them). */
 void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id);
+/* Forgets it, as if it had never been opened: its windows count in baselines again (a
+ * person's watch that found no problem: investigate.c). */
+void adapt__episode_drop(struct plan *pl, int64_t trigger_id, int64_t inv_id);
 /* The first window of the open problem of trigger_id or inv_id; −1 when none. */
 int64_t adapt__episode_from(const struct adapt_state *st, int64_t trigger_id, int64_t inv_id);
 /* Forgets closed problems whose windows have left every ring. */
@@ -585,10 +588,9 @@ void adapt__episodes_ref(struct adapt_state *st);
 
 /*
  * The baseline of probe p for a range that starts at window `end`: when an open problem
- * covers p (at p or above it) and began at or before `end`, p's baseline from when it
- * began (none when p had none then: a probe enabled after the problem began is judged
- * against its siblings; a range from the problem's first window on gets the same windows
- * as its ring held then, even once the ring has dropped them); otherwise p's windows in [end −
+ * covers p (at p or above it) and began before `end`, p's baseline from when it began
+ * (none when p had none then: a probe enabled after the problem began is judged against its
+ * siblings); otherwise p's windows in [end −
  * SEARCH_BASELINE_SPAN, end) that no problem covered. Fills ns (release with
  * adapt__node_stats_release) and, when means is not NULL, the windows' means (at most
  * SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.

@@ -275,6 +275,15 @@ void adapt__episode_close(struct plan *pl, int64_t trigger_id, int64_t inv_id) {
     }
 }
 
+void adapt__episode_drop(struct plan *pl, int64_t trigger_id, int64_t inv_id) {
+    struct adapt_state *st = &pl->next;
+    struct episode *e = find_open(st, trigger_id, inv_id);
+    if (e) {
+        base_set_unref(e->bases);
+        *e = st->episodes[--st->n_episodes];
+    }
+}
+
 void adapt__episodes_sweep(struct plan *pl) {
     struct adapt_state *st = &pl->next;
     int64_t keep = pl->upto - core_probes(pl->a->env.core)->ring_cap - SEARCH_BASELINE_SPAN;
@@ -297,7 +306,7 @@ int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct 
     const struct adapt_state *st = &pl->next;
     for (int i = 0; p && i < st->n_episodes; i++) {
         const struct episode *e = &st->episodes[i];
-        if (e->to == INT64_MAX && e->from <= end && (!first || e->from < first->from) &&
+        if (e->to == INT64_MAX && e->from < end && (!first || e->from < first->from) &&
             covers(pl, e, p->name)) {
             first = e;
         }

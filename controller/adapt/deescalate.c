@@ -372,7 +372,13 @@ void adapt__release(struct plan *pl, struct investigation *inv, const char *reas
         }
     }
     inv->released = 1;
-    adapt__episode_close(pl, 0, inv->id);
+    if (inv->mode == SEARCH_MODE_OBSERVE) {
+        /* still observing: no problem was decided, and a watch's frozen baselines go (its
+         * windows were no problem's) */
+        adapt__episode_drop(pl, 0, inv->id);
+    } else {
+        adapt__episode_close(pl, 0, inv->id);
+    }
     if (inv->n_owned == 0) { /* it never enabled anything: nothing to say */
         json_decref(names);
         return;

@@ -596,6 +596,68 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     start_search(pl, inv, hyp);
 }
 
+/* A person's diagnosis that would say healthy now (c: nothing significant against a QTA
+ * or a baseline, and no overload to weigh): 1 when it starts watching its node instead
+ * (search_watch_wanted, dq_search.h): a `watch` hypothesis, and the node's baselines frozen
+ * as they were before the range the check looked at (an episode of the investigation: the
+ * last look weighs every window since against them, where a ring of 60 windows would leave
+ * it too few of its own). */
+static int watch_start(struct plan *pl, struct investigation *inv, const struct search_check *c) {
+    struct search_found f;
+    int person = inv->trigger_id == 0;
+    const struct probe *p = adapt__probe(pl->a, inv->node);
+    if (inv->watch_from ||
+        !search_watch_wanted(person, inv->overload_asked, c->has_qta || c->has_baseline,
+                             person && adapt__check_suggestive(pl, p, inv->eval_from, &f))) {
+        return 0;
+    }
+    inv->watch_from = pl->upto;
+    int64_t from = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
+    adapt__episode_open(pl, inv->node, from > inv->eval_from ? from : inv->eval_from, 0, inv->id);
+    snprintf(inv->watch_why, sizeof inv->watch_why, "%s at z %.1f where %.1f counts: %s",
+             search_problem_name(f.kind), f.z, c->zt, f.why);
+    char why[600];
+    snprintf(why, sizeof why,
+             "nothing significant at %s yet, but within reach (%s): it is watched %d windows "
+             "more before a verdict",
+             inv->node, inv->watch_why, SEARCH_WATCH_WINDOWS);
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "watch", NULL,
+                      json_pack("{s:s,s:s,s:f,s:i}", "reason", why, "problem",
+                                search_problem_name(f.kind), "z", f.z, "windows",
+                                SEARCH_WATCH_WINDOWS),
+                      NULL);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", why);
+    return 1;
+}
+
+/* A watching investigation's window: 1 while the windows are watched (their own checks do
+ * not count: each would be one more look, and the false alarms would grow with the windows
+ * watched); then 0 with *c and *rfrom the last look's, over every window since the frozen
+ * baselines, at the threshold of a fourth look: that look's answer is the check's. */
+static int watch_go_on(struct plan *pl, struct investigation *inv, const struct probe *p,
+                       struct search_check *c, int64_t *rfrom) {
+    int watched = (int)(pl->upto - inv->watch_from);
+    if (watched < SEARCH_WATCH_WINDOWS) {
+        return 1;
+    }
+    inv->watch_done = 1;
+    struct search_check *x = malloc(sizeof *x);
+    int64_t xfrom = 0;
+    if (x) {
+        /* from the window after the frozen baselines' end: a range from a problem's first
+         * window on is judged against the ring (adapt__baseline), which no longer holds
+         * enough windows before it */
+        int64_t since = adapt__episode_from(&pl->next, 0, inv->id);
+        int horizon =
+            since >= 0 ? (int)(pl->upto - since - 1) : 4 * SEARCH_RECENT_WINDOWS + watched;
+        adapt__check_watched(pl, p, inv->eval_from, horizon, x, &xfrom);
+        *c = *x;
+        *rfrom = xfrom;
+    }
+    free(x);
+    return 0;
+}
+
 /* The node has the samples: decide what it follows, or that it is healthy. */
 static void characterise(struct plan *pl, struct investigation *inv, const struct search_check *c,
                          int64_t rfrom) {
@@ -604,6 +666,9 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
         json_object_set_new(check, "watched",
                             json_pack("{s:i,s:s}", "windows", (int)(pl->upto - inv->watch_from),
                                       "when_asked", inv->watch_why));
+    }
+    if (inv->watch_done && c->n == 0) {
+        adapt__episode_drop(pl, 0, inv->id); /* the watch found no problem */
     }
     char load_why[200] = "";
     int needs = search_followed_needs(c, inv->overload_asked);
@@ -645,6 +710,8 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
                           "contributor to its time or its spread, and balanced children are "
                           "healthy",
                           "check", check)));
+    } else if (watch_start(pl, inv, c)) {
+        json_decref(check); /* within reach: watched before a verdict */
     } else {
         char reason[1100];
         healthy_reason(inv, c, reason, sizeof reason);
@@ -655,63 +722,6 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     }
 }
 
-/* A person's diagnosis with nothing significant at its node (c): 1 while it watches the
- * node rather than say healthy (search_watch_wanted, dq_search.h); once the windows are
- * watched, 0 with *c and *rfrom the last look's when that finds the problem. */
-static int watching(struct plan *pl, struct investigation *inv, const struct probe *p,
-                    struct search_check *c, int64_t *rfrom) {
-    if (inv->watch_done) {
-        return 0;
-    }
-    if (!inv->watch_from) {
-        struct search_found f;
-        int person = inv->trigger_id == 0;
-        if (!search_watch_wanted(person, inv->overload_asked, c->has_qta || c->has_baseline,
-                                 person && adapt__check_suggestive(pl, p, inv->eval_from, &f))) {
-            return 0;
-        }
-        inv->watch_from = pl->upto;
-        /* the baselines as they were before the range within reach: the look after the
-         * watch weighs every window since against them (a ring of 60 windows would leave it
-         * too few of its own) */
-        int64_t from = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
-        adapt__episode_open(pl, inv->node, from > inv->eval_from ? from : inv->eval_from, 0,
-                            inv->id);
-        snprintf(inv->watch_why, sizeof inv->watch_why, "%s at z %.1f where %.1f counts: %s",
-                 search_problem_name(f.kind), f.z, c->zt, f.why);
-        char why[600];
-        snprintf(why, sizeof why,
-                 "nothing significant at %s yet, but within reach (%s): it is watched %d "
-                 "windows more before a verdict",
-                 inv->node, inv->watch_why, SEARCH_WATCH_WINDOWS);
-        adapt__hypothesis(pl, inv, inv->hyp_id, inv->node, "watch", NULL,
-                          json_pack("{s:s,s:s,s:f,s:i}", "reason", why, "problem",
-                                    search_problem_name(f.kind), "z", f.z, "windows",
-                                    SEARCH_WATCH_WINDOWS),
-                          NULL);
-        adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", why);
-        return 1;
-    }
-    int watched = (int)(pl->upto - inv->watch_from);
-    if (watched < SEARCH_WATCH_WINDOWS) {
-        return 1;
-    }
-    inv->watch_done = 1;
-    struct search_check *x = malloc(sizeof *x);
-    int64_t xfrom = 0;
-    if (x) {
-        int64_t since = adapt__episode_from(&pl->next, 0, inv->id);
-        int horizon = since >= 0 ? (int)(pl->upto - since) : 4 * SEARCH_RECENT_WINDOWS + watched;
-        adapt__check_watched(pl, p, inv->eval_from, horizon, x, &xfrom);
-        if (x->n > 0) {
-            *c = *x;
-            *rfrom = xfrom;
-        }
-    }
-    free(x);
-    return 0;
-}
-
 /* One window of an investigation that observes its node. */
 static void observe(struct plan *pl, struct investigation *inv) {
     struct probe *p = adapt__probe(pl->a, inv->node);
@@ -720,7 +730,7 @@ static void observe(struct plan *pl, struct investigation *inv) {
     adapt__check_node(pl, p, inv->eval_from, &c, &rfrom);
     int exhausted = inv->windows_waited + 1 >= pl->a->opt.investigation_windows;
     if (search_observe_ready(adapt__check_enough(pl, &c.recent), &c, exhausted)) {
-        if (c.n == 0 && !exhausted && watching(pl, inv, p, &c, &rfrom)) {
+        if (inv->watch_from && !inv->watch_done && watch_go_on(pl, inv, p, &c, &rfrom)) {
             return;
         }
         characterise(pl, inv, &c, rfrom);
