@@ -298,22 +298,27 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     int64_t from = inv->eval_from;
     double se, change = node_change(pl, inv, from, &se), all = NAN;
     double share[ADAPT_MAX_CULPRITS];
-    if (!(change > 0) || !(se >= 0) || explained(pl, inv, from, change, &all, share) != DQ_OK) {
-        return 0; /* no change to explain (no baseline), or no what-if: one culprit */
+    if (!(change > 0) || !(se >= 0) || !(change > SEARCH_Z * se) ||
+        explained(pl, inv, from, change, &all, share) != DQ_OK) {
+        /* no change to explain (no baseline, or none beyond the noise: a spread that grew
+         * with its mean kept), or no what-if: one culprit */
+        return 0;
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     double rest = change * (1.0 - all);
     char part[64], whole[64];
-    adapt__amount_pm(inv->problem, all * change, NAN, part, sizeof part);
-    adapt__amount_pm(inv->problem, change, NAN, whole, sizeof whole);
+    /* node_change's unit: lost mass, else the mean (a variance problem's change too) */
+    enum search_problem unit = inv->problem == SEARCH_LOST ? SEARCH_LOST : SEARCH_LATENCY;
+    adapt__amount_pm(unit, all * change, NAN, part, sizeof part);
+    adapt__amount_pm(unit, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
                   inv->problem == SEARCH_SHAPE;
     if (by_mean && rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se &&
         inv->n_culprits < ADAPT_MAX_CULPRITS) {
         char why[sizeof names + 2 * PROBES_NAME_MAX + 400], left[96];
-        adapt__amount_pm(inv->problem, rest, se, left, sizeof left);
+        adapt__amount_pm(unit, rest, se, left, sizeof left);
         snprintf(why, sizeof why,
                  "%s explain%s %.0f %% of %s's change (%s of %s against its baseline); %s "
                  "remain unexplained: the search goes on from %s for another culprit",

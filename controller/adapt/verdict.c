@@ -327,8 +327,11 @@ static int is_culprit(const struct investigation *inv, const char *name) {
 static void close_culprits(struct plan *pl, struct investigation *inv, json_t *ev, char *reason,
                            size_t cap) {
     const char *at = adapt__culprits_close(pl, inv, ev, reason, cap);
-    char node[PROBES_NAME_MAX + 1];
+    char node[PROBES_NAME_MAX + 1], sick[PROBES_LABEL_MAX];
     snprintf(node, sizeof node, "%s", at);
+    /* the culprit named, split by node as a lone culprit's verdict is (the search went on
+     * from it without) */
+    add_node_split(pl, inv, node, ev, reason, cap, sick, sizeof sick);
     snprintf(inv->focus, sizeof inv->focus, "%s", inv->culprit_parent); /* re-checks look there */
     record_verdict(pl, inv, "localized", node, reason, ev);
 }
