@@ -590,10 +590,9 @@ void adapt__episodes_ref(struct adapt_state *st);
  * The baseline of probe p for a range that starts at window `end`: when an open problem
  * covers p (at p or above it) and began before `end`, p's baseline from when it began
  * (none when p had none then: a probe enabled after the problem began is judged against its
- * siblings); otherwise p's windows in [end −
- * SEARCH_BASELINE_SPAN, end) that no problem covered. Fills ns (release with
- * adapt__node_stats_release) and, when means is not NULL, the windows' means (at most
- * SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
+ * siblings); otherwise p's windows in [end − SEARCH_BASELINE_SPAN, end) that no problem
+ * covered. Fills ns (release with adapt__node_stats_release) and, when means is not NULL,
+ * the windows' means (at most SEARCH_MAX_WINDOW_MEANS). Returns 1 when it is a frozen one.
  */
 int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct node_stats *ns,
                     double *means, int *n_means);

@@ -184,14 +184,16 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
     adapt__node_stats_release(&b);
 }
 
+/* The node check's horizons: "now" as a change of a few windows ago, or of a few tens */
+static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
+                               4 * SEARCH_RECENT_WINDOWS};
+#define N_HORIZONS ((int)(sizeof horizons / sizeof horizons[0]))
+
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom) {
-    /* "now" at three horizons (a change of a few windows ago, or of a few tens), each
-     * against the baseline before it; the first that shows a problem is kept. Three looks:
-     * each at the threshold that keeps their joint false alarms at one look's. */
-    static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
-                                   4 * SEARCH_RECENT_WINDOWS};
-    const int looks = (int)(sizeof horizons / sizeof horizons[0]);
+    /* each horizon against the baseline before it; the first that shows a problem is kept.
+     * Three looks: each at the threshold that keeps their joint false alarms at one look's. */
+    const int looks = N_HORIZONS;
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
     check_range(pl, p, from, horizons[0], zt, c, rfrom);
@@ -223,11 +225,9 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
 
 int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from,
                             struct search_found *found) {
-    static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
-                                   4 * SEARCH_RECENT_WINDOWS};
     struct search_check *s = malloc(sizeof *s);
     int hit = 0;
-    for (int k = 0; s && !hit && k < (int)(sizeof horizons / sizeof horizons[0]); k++) {
+    for (int k = 0; s && !hit && k < N_HORIZONS; k++) {
         if (k > 0 && from > pl->upto - horizons[k]) {
             break;
         }
