@@ -189,21 +189,32 @@ static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
                                4 * SEARCH_RECENT_WINDOWS};
 #define N_HORIZONS ((int)(sizeof horizons / sizeof horizons[0]))
 
+/* How a check's first problem ranks across horizons: a broken requirement, then lost mass,
+ * then the rest (delays). */
+static int horizon_rank(const struct search_check *c) {
+    if (c->n == 0) {
+        return -1;
+    }
+    return c->p[0].kind == SEARCH_QTA ? 2 : c->p[0].kind == SEARCH_LOST;
+}
+
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom) {
-    /* each horizon against the baseline before it; the first that shows a problem is kept.
+    /* each horizon against the baseline before it; of those that show a problem, the one
+     * whose problem ranks first is kept (a fault that began two horizons ago is in the
+     * shorter horizons' baselines, where it weighs less or shows as another kind).
      * Three looks: each at the threshold that keeps their joint false alarms at one look's. */
     const int looks = N_HORIZONS;
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
     check_range(pl, p, from, horizons[0], zt, c, rfrom);
-    int k = 1;
-    for (; longer && k < looks && c->n == 0 && c->has_baseline && from <= pl->upto - horizons[k];
-         k++) {
+    int k = 1, kept = 0;
+    for (; longer && k < looks && c->has_baseline && from <= pl->upto - horizons[k]; k++) {
         int64_t longer_from = 0;
         check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
-        if (longer->n > 0 && longer->has_baseline) {
+        if (longer->n > 0 && longer->has_baseline && horizon_rank(longer) > horizon_rank(c)) {
             *c = *longer;
+            kept = k;
             if (rfrom) {
                 *rfrom = longer_from;
             }
@@ -211,8 +222,9 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     }
     /* where the problem began (the problem's first window, rfrom): the longest horizon that
      * still shows it against a baseline before it, so that a baseline taken then holds no
-     * window of it; the check's answer stays the first horizon's */
-    for (; rfrom && longer && c->n > 0 && k < looks && from <= pl->upto - horizons[k]; k++) {
+     * window of it; the check's answer stays the kept horizon's */
+    for (k = kept + 1; rfrom && longer && c->n > 0 && k < looks && from <= pl->upto - horizons[k];
+         k++) {
         int64_t longer_from = 0;
         check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
         if (!(longer->n > 0 && longer->has_baseline && longer->p[0].kind == c->p[0].kind)) {
