@@ -124,6 +124,7 @@ struct investigation {
     int unexplained; /* closed: windows in a row its verdict no longer
                         explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
+    double verdict_hw;                  /* … and the half-width of the culprit's (95 %) */
     int64_t recheck_wid;                /* closed: when its verdict was last re-checked */
     int recheck_holds;                  /* … and what that said (1 holds, 0 not) */
     int recheck_rules;                  /* … the rules it held by so far (bits, deescalate.c) */

@@ -5,7 +5,8 @@
  * trigger's, while the trigger is fired; for a person's localized one, while the
  * localized child's contribution stays above the midpoint between what it was at the
  * verdict and what the runner-up had then. Once the problem stayed away for
- * deescalate_windows windows, the probes are released ("disable"). A trigger that stays
+ * deescalate_windows windows (a person's variance problem: 20), the probes are released
+ * ("disable"). A trigger that stays
  * fired while the localized child is back to normal is a cause that moved: a new
  * investigation opens at the trigger's probe, linked to the old one, and takes over its
  * probes ("handover"). Healthy and aborted investigations release at once.
@@ -29,6 +30,16 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
         }
     }
     return NULL;
+}
+
+/* The culprit's value at the verdict as the re-checks weigh it: the lower end of its 95 %
+ * interval, not below the runner-up's. An erratic part's spread, measured over the few
+ * slow passes of one range, comes with a wide interval, and the largest of several draws
+ * (the one that won the search) tends to lie high in it: a midpoint taken from it would
+ * call the part normal while it still spreads a hundred times more than its siblings. */
+static double verdict_low(const struct investigation *inv) {
+    double hw = isfinite(inv->verdict_hw) && inv->verdict_hw > 0.0 ? inv->verdict_hw : 0.0;
+    return fmax(inv->verdict_value - hw, inv->runner_value);
 }
 
 /*
@@ -80,7 +91,7 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
         *now = attr->c[c].value;
         /* back to normal only when clearly below the midpoint (the upper end of its 95 % interval):
          * five short windows of a 20 % failure rate can dip to 7 % by chance */
-        holds = search_still_holds(attr->c[c].value + attr->c[c].half_width, inv->verdict_value,
+        holds = search_still_holds(attr->c[c].value + attr->c[c].half_width, verdict_low(inv),
                                    inv->runner_value);
         *by_rivals = !holds && search_stands_out(attr->c[c].value, attr->c[c].half_width, rival);
         holds |= *by_rivals;
@@ -153,17 +164,19 @@ static int recheck_culprit(struct plan *pl, struct investigation *inv, const cha
     }
     char v[48], at[48], mid[48], why[PROBES_NAME_MAX * 2 + 400];
     value_words(inv->problem, now, v, sizeof v);
-    value_words(inv->problem, inv->verdict_value, at, sizeof at);
-    value_words(inv->problem, 0.5 * (inv->verdict_value + inv->runner_value), mid, sizeof mid);
+    value_words(inv->problem, holds && by_rivals ? verdict_low(inv) : inv->verdict_value, at,
+                sizeof at);
+    value_words(inv->problem, 0.5 * (verdict_low(inv) + inv->runner_value), mid, sizeof mid);
     snprintf(why, sizeof why,
              holds && by_rivals
                  ? "%s still stands out from its siblings (%s now, above every sibling's "
-                   "reach, though below %s, midway between %s at the verdict and the "
-                   "runner-up's then): %s"
+                   "reach, though below %s, midway between %s (the low end of its 95 %% "
+                   "interval at the verdict) and the runner-up's then): %s"
              : holds ? "%s still holds the problem (%s now, %s at the verdict; it would be back "
-                       "to normal below %s, midway to the runner-up's then): %s"
-                     : "%s is back to normal (%s now, %s at the verdict, below %s, midway to the "
-                       "runner-up's then)%s",
+                       "to normal below %s, midway from the low end of its 95 %% interval then "
+                       "to the runner-up's): %s"
+                     : "%s is back to normal (%s now, %s at the verdict, below %s, midway from "
+                       "the low end of its 95 %% interval then to the runner-up's)%s",
              inv->verdict_node, v, holds && by_rivals ? mid : at, holds && by_rivals ? at : mid,
              holds ? keep : "");
     recheck(pl, inv, holds, BY_CULPRIT, why);
@@ -500,6 +513,18 @@ static int judged_blind(const struct plan *pl, const struct investigation *inv) 
            (inv->verdict_node[0] && adapt__no_data(pl, inv->verdict_node));
 }
 
+/* Windows in a row without the problem before inv's probes go: deescalate_windows; for a
+ * person's variance problem at least the horizon its node and its culprit are judged over
+ * (an erratic part's few slow passes come and go from one 20-window span to the next: one
+ * span without them is not the problem gone while the next may hold them again). */
+static int quiet_needed(const struct plan *pl, const struct investigation *inv) {
+    int need = pl->a->opt.deescalate_windows;
+    if (!inv->trigger_id && inv->problem == SEARCH_VARIANCE && need < 4 * SEARCH_RECENT_WINDOWS) {
+        need = 4 * SEARCH_RECENT_WINDOWS;
+    }
+    return need;
+}
+
 void adapt__deescalate(struct plan *pl, struct investigation *inv) {
     if (inv->released) {
         return;
@@ -536,7 +561,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
         inv->quiet = 0;
         return;
     }
-    if (++inv->quiet < pl->a->opt.deescalate_windows) {
+    if (++inv->quiet < quiet_needed(pl, inv)) {
         return;
     }
     adapt__release(pl, inv, "the problem stayed away; disabling what the investigation enabled");

@@ -21,6 +21,7 @@ struct investigation *adapt__inv_new(void) {
     struct investigation *inv = calloc(1, sizeof *inv);
     if (inv) {
         inv->verdict_value = inv->runner_value = 0.0 / 0.0;
+        inv->verdict_hw = 0.0;
     }
     return inv;
 }

@@ -350,6 +350,7 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     }
     if (inv->n_culprits == 0) {
         inv->verdict_value = r->attr.c[child].value;
+        inv->verdict_hw = r->attr.c[child].half_width;
         inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
         snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
     }

@@ -144,7 +144,8 @@ static const struct setting settings[] = {
      "Budget: ingest rate; expansions pause while it is above half of this (0: no limit)."},
     {"deescalate_windows", "--deescalate-windows", ST_INT, FIELD(deescalate_windows), 1, 100000,
      "5", NULL, 0, 0,
-     "Quiet windows after an investigation closed before the probes it enabled are disabled."},
+     "Quiet windows after an investigation closed before the probes it enabled are disabled "
+     "(a person's variance problem waits at least 20: the windows its spread is judged over)."},
     {"investigation_windows", "--investigation-windows", ST_INT, FIELD(investigation_windows), 2,
      100000, "60", NULL, 0, 0,
      "Windows one step of an investigation may wait for samples before it is inconclusive."},
