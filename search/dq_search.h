@@ -239,6 +239,10 @@ double search_stats_lost(const struct search_stats *s);
  */
 double search_stats_mean_se(const struct search_stats *s);
 double search_stats_lost_se(const struct search_stats *s);
+
+/* The instances of s as independent ones: its count shrunk by the design effect its mean
+ * shows (the batch-means standard error squared over the independent one). */
+double search_stats_effective_n(const struct search_stats *s);
 double search_stats_variance_se(const struct search_stats *s, double iid_se);
 
 /*
@@ -471,6 +475,32 @@ int search_step(const struct search_input *in, const struct search_params *p,
 
 /* The z-score of a one-sided p-value (p = P(Z > z)); 40 for p = 0, 0 for p ≥ 0.5. */
 double search_z_of_p(double p);
+/* How far a ΔQ's delays moved later than a reference's (the `shape` test's measure, above):
+ * over the delays of the instances that arrived (each CDF over its tangible mass), d = D+,
+ * w1 = W1+ (seconds), moved = W1+ / D+ (seconds), median = the reference's median (NAN
+ * when its mass never reaches half), level = the CDF level where D+ is, z = D+'s one-sided
+ * KS z with effective sizes n_now and n_ref. */
+struct search_shift {
+    double d, w1, moved, median, level, z;
+};
+
+/* Fills *out for now against ref; DQ_EINVAL (*out zeroed) when they are not on one grid
+ * or either has no tangible mass. */
+int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, double n_ref,
+                    struct search_shift *out);
+
+/* The shift of now against ref less the shift of `with` against `without` (two ΔQs of one
+ * model: the part of the change a what-if puts back): the same measures over the gap
+ * (F_ref − F_now) − (F_without − F_with), so that a model's own error (a calculated
+ * spread that differs from the observed one) cancels between the two sides. with and
+ * without both NULL: search_shift_of. */
+int search_shift_rest(const struct dq *now, const struct dq *ref, const struct dq *without,
+                      const struct dq *with, double n_now, double n_ref, struct search_shift *out);
+
+/* 1 when shift s (on a grid of bins `width` seconds wide) is practically large: at least
+ * SEARCH_SHAPE_MASS of the mass moved, by at least SEARCH_SHAPE_TIME of the reference's
+ * median and two bins on average. */
+int search_shift_material(const struct search_shift *s, double width);
 
 /* The z from which a change counts when a caller looks `looks` (≥ 1) times: SEARCH_Z's
  * one-sided false alarm rate shared among the looks (Bonferroni). */

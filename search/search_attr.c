@@ -114,7 +114,7 @@ static double rss(double a, double b) {
  * neighbouring delays move together; a quantile's interval from the raw count would be
  * as much too narrow as the mean's.
  */
-double search__effective_n(const struct search_stats *s) {
+double search_stats_effective_n(const struct search_stats *s) {
     double n = (double)search_stats_instances(s);
     if (s->n_ok < 2 || !(s->variance > 0.0)) {
         return n;
@@ -490,7 +490,7 @@ static double own_shift(const struct search_stats *s, double z, double *hw) {
         fr += now->pdf[i] / tr;
         d = fb - fr > d ? fb - fr : d;
     }
-    double nr = search__effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;
+    double nr = search_stats_effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;
     *hw = nr > 0 ? z * 0.5 * sqrt(1.0 / nr + 1.0 / nb) : 0.0;
     return d;
 }
@@ -625,7 +625,7 @@ static void attr_child(struct attr *t, size_t i) {
         v = own_shift(s, z, &hw);
     } else if (t->shape == 2) {
         /* the branch's mass beyond the node's level, weighted by the choice */
-        double n = search__effective_n(s);
+        double n = search_stats_effective_n(s);
         double beyond = 1.0 - dq_cdf_at(s->observed, t->shape_at);
         v = ch->weight * beyond;
         hw = n > 0 ? ch->weight * z * sqrt(beyond * (1.0 - beyond) / n) : 0.0;
@@ -636,7 +636,7 @@ static void attr_child(struct attr *t, size_t i) {
         uint64_t n = search_stats_instances(s);
         hw = isfinite(d) && n > 0 ? z * 0.5 / sqrt((double)n) : 0.0;
     } else if (t->quant) {
-        double n = search__effective_n(s);
+        double n = search_stats_effective_n(s);
         double q = t->in->qta_p, dlt = n > 0 ? z * sqrt(q * (1.0 - q) / n) : 0.0;
         v = quantile_or_horizon(s->observed, q);
         double a = quantile_or_horizon(s->observed, q - dlt > 0.0 ? q - dlt : 1e-12);

@@ -332,51 +332,78 @@ static void check_divergence(const struct search_stats *r, const struct search_s
     }
 }
 
+/* CDF of d's tangible mass at bin i, accumulated in *f. */
+static double cdf_step(const struct dq *d, double tangible, int i, double *f) {
+    *f += d ? d->pdf[i] / tangible : 0.0;
+    return *f;
+}
+
+int search_shift_rest(const struct dq *now, const struct dq *ref, const struct dq *without,
+                      const struct dq *with, double n_now, double n_ref, struct search_shift *out) {
+    memset(out, 0, sizeof *out);
+    if (!now || !ref || now->k != ref->k || now->n != ref->n || !without != !with ||
+        (with && (with->k != now->k || with->n != now->n || without->k != now->k ||
+                  without->n != now->n))) {
+        return DQ_EINVAL; /* another grid (a dMax change in between): not comparable */
+    }
+    /* the delays of the instances that arrived: lost mass has a test of its own */
+    double tb = dq_tangible(ref), tr = dq_tangible(now);
+    double tw = with ? dq_tangible(with) : 1.0, to = without ? dq_tangible(without) : 1.0;
+    if (!(tb > 0) || !(tr > 0) || !(tw > 0) || !(to > 0)) {
+        return DQ_EINVAL;
+    }
+    double fb = 0, fr = 0, fw = 0, fo = 0, at_b = 0, at_r = 0;
+    out->median = NAN;
+    for (int i = 0; i < now->n; i++) {
+        double gap = cdf_step(ref, tb, i, &fb) - cdf_step(now, tr, i, &fr);
+        /* less what `with` moved later than `without` (the same model on both sides) */
+        gap -= cdf_step(without, to, i, &fo) - cdf_step(with, tw, i, &fw);
+        if (gap > out->d) {
+            out->d = gap, at_b = fb, at_r = fr;
+        }
+        out->w1 += gap > 0 ? gap * now->width : 0.0;
+        if (isnan(out->median) && fb >= 0.5) {
+            out->median = (i + 1) * now->width;
+        }
+    }
+    out->moved = out->d > 0 ? out->w1 / out->d : 0.0;
+    out->level = 0.5 * (at_b + at_r);
+    double m = n_now > 0 && n_ref > 0 ? n_now * n_ref / (n_now + n_ref) : 0.0;
+    out->z = m > 0 ? search_z_of_p(exp(-2.0 * m * out->d * out->d)) : 0.0; /* one-sided KS */
+    return DQ_OK;
+}
+
+int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, double n_ref,
+                    struct search_shift *out) {
+    return search_shift_rest(now, ref, NULL, NULL, n_now, n_ref, out);
+}
+
+int search_shift_material(const struct search_shift *s, double width) {
+    double need = fmax(2.0 * width, SEARCH_SHAPE_TIME * (isnan(s->median) ? 0.0 : s->median));
+    return s->d >= SEARCH_SHAPE_MASS && s->moved >= need;
+}
+
 /* The whole ΔQ: how far mass moved later against the baseline (dq_search.h, "shape"). */
 static void check_shape(const struct search_stats *r, const struct search_stats *b,
                         struct search_check *c) {
-    const struct dq *now = r->observed, *base = b->observed;
-    if (!now || !base || now->k != base->k || now->n != base->n) {
-        return; /* another grid (a dMax change in between): not comparable bin by bin */
-    }
-    /* the delays of the instances that arrived: lost mass has a test of its own */
-    double fb = 0, fr = 0, d = 0, w1 = 0, at_b = 0, at_r = 0, med = NAN;
-    double tb = dq_tangible(base), tr = dq_tangible(now);
-    if (!(tb > 0) || !(tr > 0)) {
+    double nr = search_stats_effective_n(r), nb = search_stats_effective_n(b);
+    struct search_shift sh;
+    if (!(nr > 0) || !(nb > 0) || search_shift_of(r->observed, b->observed, nr, nb, &sh) != DQ_OK ||
+        !(sh.d >= SEARCH_SHAPE_MASS)) {
         return;
     }
-    for (int i = 0; i < now->n; i++) {
-        fb += base->pdf[i] / tb;
-        fr += now->pdf[i] / tr;
-        double gap = fb - fr;
-        if (gap > d) {
-            d = gap, at_b = fb, at_r = fr;
-        }
-        w1 += gap > 0 ? gap * now->width : 0.0;
-        if (isnan(med) && fb >= 0.5) {
-            med = (i + 1) * now->width;
-        }
-    }
-    double nr = search__effective_n(r), nb = search__effective_n(b);
-    if (!(d >= SEARCH_SHAPE_MASS) || !(nr > 0) || !(nb > 0)) {
-        return;
-    }
-    double moved = w1 / d;
-    double need = fmax(2.0 * now->width, SEARCH_SHAPE_TIME * (isnan(med) ? 0.0 : med));
-    double m = nr * nb / (nr + nb);
-    double z = search_z_of_p(exp(-2.0 * m * d * d)); /* one-sided KS tail */
-    if (z < c->zt || moved < need) {
+    if (sh.z < c->zt || !search_shift_material(&sh, r->observed->width)) {
         return;
     }
     char t1[DQ_DURATION_TEXT], t2[DQ_DURATION_TEXT], t3[DQ_DURATION_TEXT];
-    add_problem(c, SEARCH_SHAPE, z,
+    add_problem(c, SEARCH_SHAPE, sh.z,
                 "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
                 "instances), %s of delay in all (W1+: that mass later by %s on average; its "
                 "median before %s)",
-                100.0 * d, d, nr, nb, search__dur(w1, t1, sizeof t1),
-                search__dur(moved, t2, sizeof t2),
-                search__dur(isnan(med) ? 0.0 : med, t3, sizeof t3));
-    c->p[c->n - 1].level = 0.5 * (at_b + at_r);
+                100.0 * sh.d, sh.d, nr, nb, search__dur(sh.w1, t1, sizeof t1),
+                search__dur(sh.moved, t2, sizeof t2),
+                search__dur(isnan(sh.median) ? 0.0 : sh.median, t3, sizeof t3));
+    c->p[c->n - 1].level = sh.level;
 }
 
 void search_check(const struct search_check_input *in, const struct search_params *params,

@@ -32,10 +32,6 @@ int search__check_samples(const struct search_input *in, const struct search_par
 int search__decide(const struct search_input *in, const struct search_params *p,
                    const unsigned char *include, struct search_result *out);
 
-/* The instances of s as independent ones: its count shrunk by the design effect its mean
- * shows (the batch-means standard error squared over the independent one). */
-double search__effective_n(const struct search_stats *s);
-
 /* Appends printf-style text to buf (cap bytes, NUL-terminated), truncating safely. */
 void search__append(char *buf, size_t cap, const char *fmt, ...)
 #if defined(__GNUC__)

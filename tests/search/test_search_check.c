@@ -312,6 +312,43 @@ static struct dq *two_bumps(double frac, double a, double b, double c, double d)
     return q;
 }
 
+/* What is left of a move once a what-if's own move is taken out (search_shift_rest). */
+static void test_shift_rest(void) {
+    struct dq *base = two_bumps(0.8, 1, 5, 40, 60), *now = two_bumps(0.8, 21, 25, 52, 72);
+    struct dq *as_is = two_bumps(0.8, 21, 25, 52, 72), *back = two_bumps(0.8, 1, 5, 52, 72);
+    struct search_shift sh;
+    /* the whole move: the common four fifths moved 20 ms, the rest 12 ms */
+    CHECK_INT(search_shift_of(now, base, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.8) < 0.01, "d %g", sh.d);
+    /* the what-if puts the common part back (20 ms): the rare fifth's 12 ms stays */
+    CHECK_INT(search_shift_rest(now, base, back, as_is, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.12) < 0.01 && fabs(sh.moved - 0.020) < 0.001, "d %g moved %g", sh.d,
+              sh.moved);
+    CHECK(sh.z > 3.0 && search_shift_material(&sh, now->width));
+    /* a what-if that also puts the rare part back leaves nothing */
+    struct dq *all_back = two_bumps(0.8, 1, 5, 40, 60);
+    CHECK_INT(search_shift_rest(now, base, all_back, as_is, 1000, 1000, &sh), DQ_OK);
+    CHECK(sh.d < 1e-9 && !search_shift_material(&sh, now->width));
+    /* a model whose spread is wrong on both sides cancels: the what-if calculated wider
+     * (30-80 ms for the fifth, now and put back) leaves the same 12 % as above */
+    struct dq *wide_is = two_bumps(0.8, 21, 25, 46, 78), *wide_back = two_bumps(0.8, 1, 5, 46, 78);
+    CHECK_INT(search_shift_rest(now, base, wide_back, wide_is, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.12) < 0.01, "d %g", sh.d);
+    /* one side without its pair, or another grid: refused */
+    CHECK_INT(search_shift_rest(now, base, back, NULL, 1000, 1000, &sh), DQ_EINVAL);
+    struct dq *other = NULL;
+    CHECK_INT(dq_uniform(-2, 64, 0.001, 0.002, &other), DQ_OK);
+    CHECK_INT(search_shift_of(other, base, 1000, 1000, &sh), DQ_EINVAL);
+    dq_destroy(base);
+    dq_destroy(now);
+    dq_destroy(as_is);
+    dq_destroy(back);
+    dq_destroy(all_back);
+    dq_destroy(wide_is);
+    dq_destroy(wide_back);
+    dq_destroy(other);
+}
+
 static void test_shape(void) {
     /* a fifth of the mass (a rare branch) moves from 40-60 ms to 52-72 ms: the mean moves
      * 2.4 ms against a within-window sd of 20 ms (no latency problem); shape sees it */
@@ -425,11 +462,11 @@ static void test_load_rose(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(z),          CHECK_CASE(nothing), CHECK_CASE(latency),
-    CHECK_CASE(rank),       CHECK_CASE(lost),    CHECK_CASE(variance),
-    CHECK_CASE(qta_first),  CHECK_CASE(tail),    CHECK_CASE(tail_largest),
-    CHECK_CASE(divergence), CHECK_CASE(shape),   CHECK_CASE(spearman),
-    CHECK_CASE(load_rose),
+    CHECK_CASE(z),          CHECK_CASE(nothing),   CHECK_CASE(latency),
+    CHECK_CASE(rank),       CHECK_CASE(lost),      CHECK_CASE(variance),
+    CHECK_CASE(qta_first),  CHECK_CASE(tail),      CHECK_CASE(tail_largest),
+    CHECK_CASE(divergence), CHECK_CASE(shape),     CHECK_CASE(shift_rest),
+    CHECK_CASE(spearman),   CHECK_CASE(load_rose),
 };
 
 static int setup(void) {
