@@ -489,13 +489,10 @@ struct search_shift {
 int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, double n_ref,
                     struct search_shift *out);
 
-/* The shift of now against ref less the shift of `with` against `without` (two ΔQs of one
- * model: the part of the change a what-if puts back): the same measures over the gap
- * (F_ref − F_now) − (F_without − F_with), so that a model's own error (a calculated
- * spread that differs from the observed one) cancels between the two sides. with and
- * without both NULL: search_shift_of. */
-int search_shift_rest(const struct dq *now, const struct dq *ref, const struct dq *without,
-                      const struct dq *with, double n_now, double n_ref, struct search_shift *out);
+/* The shift of now against ref moved later by lag_s seconds (to the nearest whole bin; the
+ * median stays ref's own): the mass of now later than that. lag_s 0: search_shift_of. */
+int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s, double n_now,
+                        double n_ref, struct search_shift *out);
 
 /* 1 when shift s (on a grid of bins `width` seconds wide) is practically large: at least
  * SEARCH_SHAPE_MASS of the mass moved, by at least SEARCH_SHAPE_TIME of the reference's

@@ -332,39 +332,42 @@ static void check_divergence(const struct search_stats *r, const struct search_s
     }
 }
 
-/* CDF of d's tangible mass at bin i, accumulated in *f. */
-static double cdf_step(const struct dq *d, double tangible, int i, double *f) {
-    *f += d ? d->pdf[i] / tangible : 0.0;
-    return *f;
+/* The CDF of d's tangible mass (tangible t) up to bin i, at least 0: bins before the
+ * first are empty. */
+static double cdf_to(const struct dq *d, double t, int i, double f_before) {
+    return i < 0 ? 0.0 : f_before + d->pdf[i] / t;
 }
 
-int search_shift_rest(const struct dq *now, const struct dq *ref, const struct dq *without,
-                      const struct dq *with, double n_now, double n_ref, struct search_shift *out) {
+int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s, double n_now,
+                        double n_ref, struct search_shift *out) {
     memset(out, 0, sizeof *out);
-    if (!now || !ref || now->k != ref->k || now->n != ref->n || !without != !with ||
-        (with && (with->k != now->k || with->n != now->n || without->k != now->k ||
-                  without->n != now->n))) {
+    if (!now || !ref || now->k != ref->k || now->n != ref->n || !(lag_s >= 0.0)) {
         return DQ_EINVAL; /* another grid (a dMax change in between): not comparable */
     }
     /* the delays of the instances that arrived: lost mass has a test of its own */
     double tb = dq_tangible(ref), tr = dq_tangible(now);
-    double tw = with ? dq_tangible(with) : 1.0, to = without ? dq_tangible(without) : 1.0;
-    if (!(tb > 0) || !(tr > 0) || !(tw > 0) || !(to > 0)) {
+    if (!(tb > 0) || !(tr > 0)) {
         return DQ_EINVAL;
     }
-    double fb = 0, fr = 0, fw = 0, fo = 0, at_b = 0, at_r = 0;
     out->median = NAN;
+    double acc = 0.0;
+    for (int i = 0; i < ref->n && isnan(out->median); i++) {
+        acc += ref->pdf[i] / tb;
+        if (acc >= 0.5) {
+            out->median = (i + 1) * ref->width;
+        }
+    }
+    /* the reference moved later by lag_s, in whole bins */
+    int lag = (int)fmin(lround(lag_s / now->width), now->n);
+    double fb = 0, fr = 0, at_b = 0, at_r = 0;
     for (int i = 0; i < now->n; i++) {
-        double gap = cdf_step(ref, tb, i, &fb) - cdf_step(now, tr, i, &fr);
-        /* less what `with` moved later than `without` (the same model on both sides) */
-        gap -= cdf_step(without, to, i, &fo) - cdf_step(with, tw, i, &fw);
+        fb = i - lag >= 0 ? cdf_to(ref, tb, i - lag, fb) : 0.0;
+        fr = cdf_to(now, tr, i, fr);
+        double gap = fb - fr;
         if (gap > out->d) {
             out->d = gap, at_b = fb, at_r = fr;
         }
         out->w1 += gap > 0 ? gap * now->width : 0.0;
-        if (isnan(out->median) && fb >= 0.5) {
-            out->median = (i + 1) * now->width;
-        }
     }
     out->moved = out->d > 0 ? out->w1 / out->d : 0.0;
     out->level = 0.5 * (at_b + at_r);
@@ -375,7 +378,7 @@ int search_shift_rest(const struct dq *now, const struct dq *ref, const struct d
 
 int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, double n_ref,
                     struct search_shift *out) {
-    return search_shift_rest(now, ref, NULL, NULL, n_now, n_ref, out);
+    return search_shift_lagged(now, ref, 0.0, n_now, n_ref, out);
 }
 
 int search_shift_material(const struct search_shift *s, double width) {

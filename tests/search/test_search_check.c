@@ -312,40 +312,37 @@ static struct dq *two_bumps(double frac, double a, double b, double c, double d)
     return q;
 }
 
-/* What is left of a move once a what-if's own move is taken out (search_shift_rest). */
-static void test_shift_rest(void) {
-    struct dq *base = two_bumps(0.8, 1, 5, 40, 60), *now = two_bumps(0.8, 21, 25, 52, 72);
-    struct dq *as_is = two_bumps(0.8, 21, 25, 52, 72), *back = two_bumps(0.8, 1, 5, 52, 72);
+/* Mass later than a reference moved later (search_shift_lagged). */
+static void test_shift_lagged(void) {
+    /* four fifths at 1-5 ms, a fifth at 40-60 ms (median 3.5 ms) */
+    struct dq *base = two_bumps(0.8, 1, 5, 40, 60), *rare = two_bumps(0.8, 1, 5, 52, 72);
+    struct dq *lag = two_bumps(0.8, 2, 6, 41, 61), *both = two_bumps(0.8, 2, 6, 53, 73);
     struct search_shift sh;
-    /* the whole move: the common four fifths moved 20 ms, the rest 12 ms */
-    CHECK_INT(search_shift_of(now, base, 1000, 1000, &sh), DQ_OK);
-    CHECK_MSG(fabs(sh.d - 0.8) < 0.01, "d %g", sh.d);
-    /* the what-if puts the common part back (20 ms): the rare fifth's 12 ms stays */
-    CHECK_INT(search_shift_rest(now, base, back, as_is, 1000, 1000, &sh), DQ_OK);
+    /* the rare fifth 12 ms later: 12 % of the mass at most, 20 ms on average */
+    CHECK_INT(search_shift_of(rare, base, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.12) < 0.01 && fabs(sh.moved - 0.020) < 0.001 &&
+                  fabs(sh.median - 0.0035) < 1e-9,
+              "d %g moved %g median %g", sh.d, sh.moved, sh.median);
+    CHECK(sh.z > 3.0 && search_shift_material(&sh, rare->width));
+    /* everything 1 ms later (a calculation that lags): against the reference lagged 1 ms,
+     * nothing; unlagged, a fifth of the mass */
+    CHECK_INT(search_shift_of(lag, base, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(sh.d > 0.19, "d %g", sh.d);
+    CHECK_INT(search_shift_lagged(lag, base, 0.001, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(sh.d < 1e-9, "d %g", sh.d);
+    /* both, lagged 1 ms: the rare fifth's 12 ms stays */
+    CHECK_INT(search_shift_lagged(both, base, 0.001, 1000, 1000, &sh), DQ_OK);
     CHECK_MSG(fabs(sh.d - 0.12) < 0.01 && fabs(sh.moved - 0.020) < 0.001, "d %g moved %g", sh.d,
               sh.moved);
-    CHECK(sh.z > 3.0 && search_shift_material(&sh, now->width));
-    /* a what-if that also puts the rare part back leaves nothing */
-    struct dq *all_back = two_bumps(0.8, 1, 5, 40, 60);
-    CHECK_INT(search_shift_rest(now, base, all_back, as_is, 1000, 1000, &sh), DQ_OK);
-    CHECK(sh.d < 1e-9 && !search_shift_material(&sh, now->width));
-    /* a model whose spread is wrong on both sides cancels: the what-if calculated wider
-     * (30-80 ms for the fifth, now and put back) leaves the same 12 % as above */
-    struct dq *wide_is = two_bumps(0.8, 21, 25, 46, 78), *wide_back = two_bumps(0.8, 1, 5, 46, 78);
-    CHECK_INT(search_shift_rest(now, base, wide_back, wide_is, 1000, 1000, &sh), DQ_OK);
-    CHECK_MSG(fabs(sh.d - 0.12) < 0.01, "d %g", sh.d);
-    /* one side without its pair, or another grid: refused */
-    CHECK_INT(search_shift_rest(now, base, back, NULL, 1000, 1000, &sh), DQ_EINVAL);
+    /* a negative lag, or another grid: refused */
+    CHECK_INT(search_shift_lagged(rare, base, -0.001, 1000, 1000, &sh), DQ_EINVAL);
     struct dq *other = NULL;
     CHECK_INT(dq_uniform(-2, 64, 0.001, 0.002, &other), DQ_OK);
     CHECK_INT(search_shift_of(other, base, 1000, 1000, &sh), DQ_EINVAL);
     dq_destroy(base);
-    dq_destroy(now);
-    dq_destroy(as_is);
-    dq_destroy(back);
-    dq_destroy(all_back);
-    dq_destroy(wide_is);
-    dq_destroy(wide_back);
+    dq_destroy(rare);
+    dq_destroy(lag);
+    dq_destroy(both);
     dq_destroy(other);
 }
 
@@ -465,7 +462,7 @@ static const struct check_case cases[] = {
     CHECK_CASE(z),          CHECK_CASE(nothing),   CHECK_CASE(latency),
     CHECK_CASE(rank),       CHECK_CASE(lost),      CHECK_CASE(variance),
     CHECK_CASE(qta_first),  CHECK_CASE(tail),      CHECK_CASE(tail_largest),
-    CHECK_CASE(divergence), CHECK_CASE(shape),     CHECK_CASE(shift_rest),
+    CHECK_CASE(divergence), CHECK_CASE(shape),     CHECK_CASE(shift_lagged),
     CHECK_CASE(spearman),   CHECK_CASE(load_rose),
 };
 
