@@ -275,7 +275,7 @@ static void record_verdict(struct plan *pl, struct investigation *inv, const cha
 }
 
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
-                           const char *reason);
+                           const char *reason, const char *found);
 static int descend_tie(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                        const struct search_result *r, json_t *ev, const char *reason);
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
@@ -296,8 +296,8 @@ static void diffuse(struct plan *pl, struct investigation *inv, const struct foc
                  on ? on + 10 : sick, rest ? rest + 2 : before);
     }
     free(before);
-    if (!sick[0] &&
-        (try_alternative(pl, inv, ev, reason) || descend_tie(pl, inv, fi, r, ev, reason))) {
+    if (!sick[0] && (try_alternative(pl, inv, ev, reason, "diffuse") ||
+                     descend_tie(pl, inv, fi, r, ev, reason))) {
         return; /* ev taken */
     }
     if (!sick[0] && inv->alt_tried) {
@@ -343,7 +343,7 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     int child = r->child;
     const char *child_name = fi->kids[child].name;
     if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more, */
-        if (!try_alternative(pl, inv, ev, reason)) { /* unless a child waits its turn */
+        if (!try_alternative(pl, inv, ev, reason, "diffuse")) { /* unless a child waits */
             close_culprits(pl, inv, ev, reason, cap);
         }
         return;
@@ -502,7 +502,7 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
 /* Diffuse in (or below) the branch taken at such a choice: the runner-up's turn (1, ev
  * taken); the parts enabled below the branch taken are disabled. */
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
-                           const char *reason) {
+                           const char *reason, const char *found) {
     if (!inv->alt[0] || inv->alt_tried) {
         return 0;
     }
@@ -528,18 +528,19 @@ static int try_alternative(struct plan *pl, struct investigation *inv, json_t *e
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->alt);
     inv->alt[0] = '\0';
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
     int64_t hyp = adapt__hypothesis(
         pl, inv, inv->hyp_id, next, "descend", json_array(),
         json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev, "alternative_of", inv->alt_from),
         NULL);
     json_decref(ev);
-    adapt__release_below(pl, inv, inv->alt_from, hyp ? hyp : inv->hyp_id,
-                         "a branch searched and found diffuse: its parts go while the runner-up "
-                         "is searched");
+    char released[128];
+    snprintf(released, sizeof released,
+             "a branch searched and found %s: its parts go while the runner-up is searched", found);
+    adapt__release_below(pl, inv, inv->alt_from, hyp ? hyp : inv->hyp_id, released);
     adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s diffuse; descending into the runner-up %s",
-                  inv->alt_from, next);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s %s; descending into the runner-up %s", inv->alt_from,
+                  found, next);
     return 1;
 }
 
@@ -583,13 +584,18 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     } else if (r->verdict == SEARCH_LOCALIZED) {
         localized(pl, inv, fi, r, ev, reason, sizeof reason);
     } else if (inv->n_culprits > 0) {
-        if (!try_alternative(pl, inv, ev, reason) && !descend_tie(pl, inv, fi, r, ev, reason)) {
+        const char *found = r->verdict == SEARCH_INCONCLUSIVE ? "inconclusive" : "diffuse";
+        if (!try_alternative(pl, inv, ev, reason, found) &&
+            !descend_tie(pl, inv, fi, r, ev, reason)) {
             close_culprits(pl, inv, ev, reason, sizeof reason);
         }
     } else if (r->verdict == SEARCH_DIFFUSE) {
         diffuse(pl, inv, fi, r, ev, reason, sizeof reason);
     } else {
         say_never_reported(pl, fi, inv->focus, reason, sizeof reason);
-        record_verdict(pl, inv, "inconclusive", inv->focus, reason, ev);
+        /* a branch whose parts never told: the runner-up kept for its turn may */
+        if (!try_alternative(pl, inv, ev, reason, "inconclusive")) {
+            record_verdict(pl, inv, "inconclusive", inv->focus, reason, ev);
+        }
     }
 }
