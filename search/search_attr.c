@@ -1089,6 +1089,20 @@ static void describe_runner(const struct search_input *in, const struct search_a
     snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
 }
 
+/* Whether the largest contribution b, a spread (variance problem, against no baseline),
+ * is clear of the runner-up ru with its interval taken on the log scale: b·exp(−hw/b)
+ * above ru's upper end, and not a near-tie. The symmetric interval of a few very slow
+ * passes' variance reaches below 0 (133 ms² ± 137 against 1 ms² ± 0.09). */
+static int spread_clear(const struct search_params *p, const struct search_attribution *a,
+                        const struct search_contribution *b, const struct search_contribution *ru) {
+    if (a->problem != SEARCH_VARIANCE || a->baseline_mode || !ru || !(b->value > 0.0) ||
+        !(b->half_width >= 0.0)) {
+        return 0;
+    }
+    int close = ru->value > 0.0 && b->value < (1.0 + p->min_lead) * ru->value;
+    return !close && b->value * exp(-b->half_width / b->value) > ru->value + ru->half_width;
+}
+
 /* No child dominates: 1 when that is not yet a balance (wait for more windows) or was
  * measured too loosely to be one (diffuse, out of time), with out filled; 0 for a plain
  * diffuse verdict. */
@@ -1161,6 +1175,25 @@ static int undecided(const struct search_input *in, const struct search_params *
         if (runner[0]) {
             search__append(r, cap, "; %s", runner);
         }
+        return 1;
+    }
+    if (imprecise && spread_clear(p, a, b, ru)) {
+        /* out of time, a spread: its interval on the log scale (a variance's uncertainty is
+         * a factor, not a term) is clear of the runner-up's */
+        int leaf = !in->children[a->best].has_children;
+        char name[DQ_DIAGRAM_MAX_NAME + 1], low[96];
+        search__child_name(in, (size_t)a->best, name, sizeof name);
+        fmt_amount(&f, b->value * exp(-b->half_width / b->value), NAN, low, sizeof low);
+        out->verdict = leaf ? SEARCH_LOCALIZED : SEARCH_DESCEND;
+        out->child = a->best;
+        search__append(r, cap, "%s %s: %s", leaf ? "localized at" : "descend into", name, best);
+        if (runner[0]) {
+            search__append(r, cap, "; %s", runner);
+        }
+        search__append(r, cap,
+                       " (out of time; a spread's interval is a factor, not a term: on the log "
+                       "scale its lower end, %s, is clear of the runner-up's)",
+                       low);
         return 1;
     }
     if (imprecise || vague) {

@@ -838,8 +838,8 @@ static void test_runner_up_zero(void) {
 }
 
 /* A heavy-tailed child measured over few windows: its variance is known too loosely to
- * say that no child dominates: wait for more windows, or inconclusive when out of time,
- * never a diffuse verdict on noise. */
+ * say that no child dominates: wait for more windows; out of time, the child when its
+ * interval on the log scale is clear of its siblings', else diffuse. */
 static void test_imprecise_waits(void) {
     struct search_child ch[3];
     memset(ch, 0, sizeof ch);
@@ -864,10 +864,28 @@ static void test_imprecise_waits(void) {
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
     CHECK_MSG(R.verdict == SEARCH_NEED_SAMPLES, "verdict %d: %s", R.verdict, R.reason);
     CHECK(contains(R.reason, "not clear of its own"));
-    in.exhausted = 1; /* out of time: no child came to dominate */
+    /* out of time: b's variance, a thousand times its siblings', is clear of them on the
+     * log scale (a variance's uncertainty is a factor): b, not a diffuse verdict */
+    in.exhausted = 1;
     CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
-    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    CHECK_MSG(R.verdict == SEARCH_LOCALIZED && R.child == 1, "verdict %d: %s", R.verdict, R.reason);
+    CHECK(contains(R.reason, "on the log scale its lower end"));
+    /* siblings as spread as b's lower end on that scale: no child came to dominate */
+    for (int c = 0; c < 3; c += 2) {
+        search_stats_init(&ch[c].stats);
+        for (int w = 0; w < 4; w++) {
+            search_stats_add_window(&ch[c].stats, 200, 0, 0, 0.010, 0.0012);
+        }
+    }
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_MSG(R.verdict == SEARCH_DIFFUSE, "verdict %d: %s", R.verdict, R.reason);
     CHECK(contains(R.reason, "came to dominate"));
+    for (int c = 0; c < 3; c += 2) {
+        search_stats_init(&ch[c].stats);
+        for (int w = 0; w < 4; w++) {
+            search_stats_add_window(&ch[c].stats, 200, 0, 0, 0.010, 0.000004);
+        }
+    }
     /* many more windows of the same kind: b's variance is pinned down, it dominates */
     in.exhausted = 0;
     for (int w = 0; w < 60; w++) {
