@@ -150,6 +150,7 @@ struct investigation {
     char alt_from[PROBES_NAME_MAX + 1];
     int alt_tried;
     int alt_kind;
+    int alt_inconclusive; /* … and alt_from, searched, ended inconclusive (not diffuse) */
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };

@@ -32,14 +32,20 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
     return NULL;
 }
 
-/* The culprit's value at the verdict as the re-checks weigh it: the lower end of its 95 %
+/* The culprit's value at the verdict as the re-checks weigh it: the low end of its 95 %
  * interval, not below the runner-up's. An erratic part's spread, measured over the few
  * slow passes of one range, comes with a wide interval, and the largest of several draws
  * (the one that won the search) tends to lie high in it: a midpoint taken from it would
- * call the part normal while it still spreads a hundred times more than its siblings. */
+ * call the part normal while it still spreads a hundred times more than its siblings. A
+ * spread's low end is taken on the log scale (v·exp(−hw/v), as search_attr.c's
+ * spread_clear decides with): a variance's uncertainty is a factor, and its symmetric
+ * interval, reaching below 0, would clamp the midpoint to the runner-up's value, which a
+ * culprit back among its siblings never falls clearly under. */
 static double verdict_low(const struct investigation *inv) {
+    double v = inv->verdict_value;
     double hw = isfinite(inv->verdict_hw) && inv->verdict_hw > 0.0 ? inv->verdict_hw : 0.0;
-    return fmax(inv->verdict_value - hw, inv->runner_value);
+    double low = inv->problem == SEARCH_VARIANCE && v > 0.0 ? v * exp(-hw / v) : v - hw;
+    return fmax(low, inv->runner_value);
 }
 
 /*

@@ -189,13 +189,13 @@ static const int horizons[] = {SEARCH_RECENT_WINDOWS, 2 * SEARCH_RECENT_WINDOWS,
                                4 * SEARCH_RECENT_WINDOWS};
 #define N_HORIZONS ((int)(sizeof horizons / sizeof horizons[0]))
 
-/* How a check's first problem ranks across horizons: a broken requirement, then lost mass,
+/* How a check's first problem ranks across horizons: a broken requirement or lost mass,
  * then the rest (delays). */
 static int horizon_rank(const struct search_check *c) {
     if (c->n == 0) {
         return -1;
     }
-    return c->p[0].kind == SEARCH_QTA ? 2 : c->p[0].kind == SEARCH_LOST;
+    return c->p[0].kind == SEARCH_QTA || c->p[0].kind == SEARCH_LOST;
 }
 
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,

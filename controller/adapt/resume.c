@@ -70,10 +70,13 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", branch);
             inv->alt_kind = adapt__alt_kind(json_string_value(json_object_get(alt, "kind")));
             inv->alt_tried = 0;
+            inv->alt_inconclusive = 0;
         } else if (of) {
             snprintf(inv->alt_from, sizeof inv->alt_from, "%s", of);
             inv->alt[0] = '\0';
             inv->alt_tried = 1;
+            inv->alt_inconclusive =
+                json_is_true(json_object_get(st, "alternative_of_inconclusive"));
         }
         const json_t *ov = json_object_get(st, "overload");
         if (json_is_object(ov)) { /* an overload descent: the stages weighed above */
@@ -102,6 +105,7 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         /* the search went on afresh from the node: no child kept to be searched in turn */
         inv->alt[0] = '\0';
         inv->alt_tried = 0;
+        inv->alt_inconclusive = 0;
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
         inv->hyp_id = h->id;

@@ -303,7 +303,10 @@ static void diffuse(struct plan *pl, struct investigation *inv, const struct foc
     if (!sick[0] && inv->alt_tried) {
         size_t len = strlen(reason);
         snprintf(reason + len, cap - len,
-                 inv->alt_kind == ALT_TIE
+                 inv->alt_inconclusive
+                     ? "; %s, searched before it, told too little (inconclusive): the change "
+                       "is in no one part here, and unknown there"
+                 : inv->alt_kind == ALT_TIE
                      ? "; %s, searched before it (the two near a tie), was diffuse too: neither "
                        "holds the change in one part"
                      : "; %s, the branch searched before it (weighed without baselines of its "
@@ -358,6 +361,7 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
         inv->alt[0] = '\0'; /* the search goes on afresh from the node (resume.c alike) */
         inv->alt_tried = 0;
+        inv->alt_inconclusive = 0;
         return; /* ev taken: the search goes on for another culprit */
     }
     char sick[PROBES_LABEL_MAX];
@@ -401,6 +405,7 @@ static json_t *keep_alternative(struct investigation *inv, const char *alt, cons
     snprintf(inv->alt_from, sizeof inv->alt_from, "%s", from);
     inv->alt_kind = kind;
     inv->alt_tried = 0; /* a new turn (resume.c alike): each kept child is searched once */
+    inv->alt_inconclusive = 0;
     return json_pack("{s:s,s:s,s:s}", "runner_up", inv->alt, "branch", inv->alt_from, "kind",
                      alt_kinds[kind]);
 }
@@ -507,16 +512,20 @@ static int try_alternative(struct plan *pl, struct investigation *inv, json_t *e
         return 0;
     }
     char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 300]; /* reason: adapt__decided's */
+    int told_little = strcmp(found, "inconclusive") == 0;
     if (inv->alt_kind == ALT_TIE) {
         snprintf(why, sizeof why,
-                 "%s; %s, searched first of two near a tie, holds no culprit, so %s is "
-                 "searched in turn",
-                 reason, inv->alt_from, inv->alt);
+                 "%s; %s, searched first of two near a tie, %s, so %s is searched in turn", reason,
+                 inv->alt_from,
+                 told_little ? "told too little to find a culprit" : "holds no culprit", inv->alt);
     } else if (inv->alt_kind == ALT_EXPLORED) {
         snprintf(why, sizeof why,
-                 "%s; the rest of %s's change is not in %s, so %s, which holds the culprit "
-                 "found, is searched again for it",
-                 reason, inv->node, inv->alt_from, inv->alt);
+                 told_little ? "%s; %s told too little to find the rest of %s's change, so %s, "
+                               "which holds the culprit found, is searched again for it"
+                             : "%s; the rest of %s's change is not in %s, so %s, which holds "
+                               "the culprit found, is searched again for it",
+                 reason, told_little ? inv->alt_from : inv->node,
+                 told_little ? inv->node : inv->alt_from, inv->alt);
     } else {
         snprintf(why, sizeof why,
                  "%s; %s was taken at a choice whose branches were weighed without baselines of "
@@ -525,14 +534,16 @@ static int try_alternative(struct plan *pl, struct investigation *inv, json_t *e
                  reason, inv->alt_from, inv->alt);
     }
     inv->alt_tried = 1;
+    inv->alt_inconclusive = told_little;
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->alt);
     inv->alt[0] = '\0';
     adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
-    int64_t hyp = adapt__hypothesis(
-        pl, inv, inv->hyp_id, next, "descend", json_array(),
-        json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev, "alternative_of", inv->alt_from),
-        NULL);
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
+                                    json_pack("{s:s,s:O,s:s,s:b}", "reason", why, "evidence", ev,
+                                              "alternative_of", inv->alt_from,
+                                              "alternative_of_inconclusive", inv->alt_inconclusive),
+                                    NULL);
     json_decref(ev);
     char released[128];
     snprintf(released, sizeof released,

@@ -330,9 +330,18 @@ static void test_shift_lagged(void) {
     CHECK_MSG(sh.d > 0.19, "d %g", sh.d);
     CHECK_INT(search_shift_lagged(lag, base, 0.001, 1000, 1000, &sh), DQ_OK);
     CHECK_MSG(sh.d < 1e-9, "d %g", sh.d);
+    /* lagged half as much (one bin), half of that mass is still later: a lag too large
+     * would find none */
+    CHECK_INT(search_shift_lagged(lag, base, 0.0005, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.1) < 0.002, "d %g", sh.d);
+    /* 0.7 ms rounds to one bin, 0.8 ms to two */
+    CHECK_INT(search_shift_lagged(lag, base, 0.0007, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(fabs(sh.d - 0.1) < 0.002, "d %g", sh.d);
+    CHECK_INT(search_shift_lagged(lag, base, 0.0008, 1000, 1000, &sh), DQ_OK);
+    CHECK_MSG(sh.d < 1e-9, "d %g", sh.d);
     /* both, lagged 1 ms: the rare fifth's 12 ms stays */
     CHECK_INT(search_shift_lagged(both, base, 0.001, 1000, 1000, &sh), DQ_OK);
-    CHECK_MSG(fabs(sh.d - 0.12) < 0.01 && fabs(sh.moved - 0.020) < 0.001, "d %g moved %g", sh.d,
+    CHECK_MSG(fabs(sh.d - 0.12) < 0.002 && fabs(sh.moved - 0.020) < 0.0005, "d %g moved %g", sh.d,
               sh.moved);
     /* a negative lag, or another grid: refused */
     CHECK_INT(search_shift_lagged(rare, base, -0.001, 1000, 1000, &sh), DQ_EINVAL);
