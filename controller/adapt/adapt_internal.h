@@ -151,6 +151,13 @@ struct investigation {
     int alt_tried;
     int alt_kind;
     int alt_inconclusive; /* … and alt_from, searched, ended inconclusive (not diffuse) */
+    /* after a culprit, the search for the rest from the node went into rest_from: the
+     * node's runner-up child then (rest_alt), searched in turn when rest_from's subtree,
+     * its own kept alternative included, holds no culprit ("" when none; verdict.c);
+     * rest_tried once it is (reset by every culprit found) */
+    char rest_alt[PROBES_NAME_MAX + 1];
+    char rest_from[PROBES_NAME_MAX + 1];
+    int rest_tried;
     char (*owned)[PROBES_NAME_MAX + 1]; /* probes this investigation enabled */
     int n_owned, cap_owned;
 };

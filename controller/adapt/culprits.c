@@ -352,9 +352,24 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     if (!(change > 0) || !(se >= 0) || !(change > SEARCH_Z * se) ||
         explained(pl, inv, from, change, &all, share, &as_is, &back) != DQ_OK) {
         /* no change to explain (no baseline, or none beyond the noise: a spread that grew
-         * with its mean kept), or no what-if: one culprit */
+         * with its mean kept), or no what-if: the search ends here; every culprit found is
+         * named, without shares (after a restart the node has no baseline to weigh by) */
         dq_destroy(as_is);
         dq_destroy(back);
+        if (inv->n_culprits > 1) {
+            for (int j = 0; j < ADAPT_MAX_CULPRITS; j++) {
+                share[j] = NAN;
+            }
+            char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
+            name_culprits(inv, share, NAN, change, ev, names, sizeof names);
+            char *last = strdup(strip_localized(reason, culprit));
+            snprintf(reason, cap,
+                     "localized at %d culprits: %s (their shares of %s's change cannot be "
+                     "weighed: it has no baseline to weigh it against now); the last found, %s: "
+                     "%s",
+                     inv->n_culprits, names, inv->node, culprit, last ? last : "");
+            free(last);
+        }
         return 0;
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];

@@ -45,6 +45,36 @@ static void owned_from_json(struct investigation *inv, const char *probes_json, 
     json_decref(list);
 }
 
+/* The culprits found so far, from a `culprit` hypothesis (its evidence lists them, each
+ * with the reference it was put back to: verdict.c name_culprits); the search goes on
+ * from the node, and the first culprit's parent is where the focus was then. */
+static void culprits_from_json(struct investigation *inv, const struct store_hypothesis *h) {
+    json_error_t err;
+    json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
+    const json_t *list = json_object_get(json_object_get(st, "evidence"), "culprits");
+    if (json_is_array(list) && json_array_size(list) > 0) {
+        if (inv->n_culprits == 0) {
+            snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
+        }
+        inv->n_culprits = 0;
+        size_t i;
+        const json_t *c;
+        json_array_foreach(list, i, c) {
+            const char *probe = json_string_value(json_object_get(c, "probe"));
+            const char *ref = json_string_value(json_object_get(c, "reference"));
+            if (probe && inv->n_culprits < ADAPT_MAX_CULPRITS) {
+                int k = inv->n_culprits++;
+                snprintf(inv->culprits[k], sizeof inv->culprits[k], "%s", probe);
+                snprintf(inv->culprit_ref[k], sizeof inv->culprit_ref[k], "%s",
+                         ref && strcmp(ref, "its baseline") != 0 ? ref : "");
+            }
+        }
+        snprintf(inv->focus, sizeof inv->focus, "%s", inv->node);
+        inv->hyp_id = h->id;
+    }
+    json_decref(st);
+}
+
 /* Replays an investigation's hypotheses: the newest root/descend sets the focus. */
 static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
     struct investigation *inv = ctx;
@@ -78,6 +108,20 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
             inv->alt_inconclusive =
                 json_is_true(json_object_get(st, "alternative_of_inconclusive"));
         }
+        /* after a culprit: the node's runner-up kept for the rest of its change */
+        const json_t *rest = json_object_get(st, "rest_alternative");
+        const char *rest_runner = json_string_value(json_object_get(rest, "runner_up"));
+        const char *rest_branch = json_string_value(json_object_get(rest, "branch"));
+        const char *rest_of = json_string_value(json_object_get(st, "rest_alternative_of"));
+        if (rest_runner && rest_branch) {
+            snprintf(inv->rest_alt, sizeof inv->rest_alt, "%s", rest_runner);
+            snprintf(inv->rest_from, sizeof inv->rest_from, "%s", rest_branch);
+            inv->rest_tried = 0;
+        } else if (rest_of) {
+            snprintf(inv->rest_from, sizeof inv->rest_from, "%s", rest_of);
+            inv->rest_tried = 1;
+            inv->alt[0] = '\0';
+        }
         const json_t *ov = json_object_get(st, "overload");
         if (json_is_object(ov)) { /* an overload descent: the stages weighed above */
             struct overload_prev *prev = adapt__overload_prev_from_json(ov, h->node);
@@ -106,6 +150,9 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         inv->alt[0] = '\0';
         inv->alt_tried = 0;
         inv->alt_inconclusive = 0;
+        inv->rest_alt[0] = inv->rest_from[0] = '\0';
+        inv->rest_tried = 0;
+        culprits_from_json(inv, h);
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);
         inv->hyp_id = h->id;

@@ -276,6 +276,10 @@ static void record_verdict(struct plan *pl, struct investigation *inv, const cha
 
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
                            const char *reason, const char *found);
+static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason);
+static int descend_off_path(struct plan *pl, struct investigation *inv,
+                            const struct focus_input *fi, const struct search_result *r, json_t *ev,
+                            const char *reason);
 static int descend_tie(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                        const struct search_result *r, json_t *ev, const char *reason);
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
@@ -346,7 +350,7 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     int child = r->child;
     const char *child_name = fi->kids[child].name;
     if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more, */
-        if (!try_alternative(pl, inv, ev, reason, "diffuse")) { /* unless a child waits */
+        if (!try_alternative(pl, inv, ev, reason, "diffuse") && !try_rest(pl, inv, ev, reason)) {
             close_culprits(pl, inv, ev, reason, cap);
         }
         return;
@@ -362,6 +366,8 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
         inv->alt[0] = '\0'; /* the search goes on afresh from the node (resume.c alike) */
         inv->alt_tried = 0;
         inv->alt_inconclusive = 0;
+        inv->rest_alt[0] = inv->rest_from[0] = '\0';
+        inv->rest_tried = 0;
         return; /* ev taken: the search goes on for another culprit */
     }
     char sick[PROBES_LABEL_MAX];
@@ -555,6 +561,118 @@ static int try_alternative(struct plan *pl, struct investigation *inv, json_t *e
     return 1;
 }
 
+/* The largest child of the focus off every culprit's path, with children of its own and a
+ * positive value, other than `except` (NULL: none); −1 when none. */
+static int largest_off_path(struct plan *pl, const struct investigation *inv,
+                            const struct focus_input *fi, const struct search_result *r,
+                            const char *except) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    int best = -1;
+    for (size_t j = 0; g && j < fi->in.n_children; j++) {
+        if ((!except || strcmp(fi->kids[j].name, except) != 0) && r->attr.c[j].included &&
+            fi->kids[j].has_children && r->attr.c[j].value > 0 &&
+            !adapt__on_culprit_path(g, inv, fi->kid_nodes[j]) &&
+            (best < 0 || r->attr.c[j].value > r->attr.c[best].value)) {
+            best = (int)j;
+        }
+    }
+    return best;
+}
+
+/* Keeps the runner-up for the rest of the change (see note_rest) when none is kept. */
+static json_t *keep_rest(struct investigation *inv, const struct focus_input *fi, int j,
+                         const char *into) {
+    if (j < 0 || inv->rest_alt[0] || inv->rest_tried) {
+        return NULL;
+    }
+    snprintf(inv->rest_alt, sizeof inv->rest_alt, "%s", fi->kids[j].name);
+    snprintf(inv->rest_from, sizeof inv->rest_from, "%s", into);
+    return json_pack("{s:s,s:s}", "runner_up", inv->rest_alt, "branch", inv->rest_from);
+}
+
+/* After a culprit, a node on a culprit's path that ends diffuse (or inconclusive) while the
+ * rest of the change is looked for: its largest child off every culprit's path, with
+ * children of its own, is searched (1, ev taken). The culprit's branch was searched
+ * already, and with its culprit put back it is weighed against its siblings by raw means,
+ * which differ by nature: the cache's hit branch (c_find_1 found) against its miss branch
+ * (m_store_3 slowed) ended diffuse, and miss was never searched. */
+static int descend_off_path(struct plan *pl, struct investigation *inv,
+                            const struct focus_input *fi, const struct search_result *r, json_t *ev,
+                            const char *reason) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    int at = g ? dq_diagram_find(g, inv->focus) : -1;
+    if (inv->n_culprits == 0 || at < 0 || !adapt__on_culprit_path(g, inv, at)) {
+        return 0;
+    }
+    int best = largest_off_path(pl, inv, fi, r, NULL);
+    if (best < 0) {
+        return 0;
+    }
+    char why[SEARCH_REASON_MAX + 900 + 2 * PROBES_NAME_MAX + 200];
+    snprintf(why, sizeof why,
+             "%s; %s holds a culprit found, whose branch was searched: the rest of %s's change "
+             "is looked for in %s, its largest part off the culprits' paths",
+             reason, inv->focus, inv->node, fi->kids[best].name);
+    char next[PROBES_NAME_MAX + 1];
+    snprintf(next, sizeof next, "%s", fi->kids[best].name);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    json_t *stats = json_pack("{s:s,s:O}", "reason", why, "evidence", ev);
+    json_t *rest = keep_rest(inv, fi, largest_off_path(pl, inv, fi, r, next), next);
+    if (rest) {
+        json_object_set_new(stats, "rest_alternative", rest);
+    }
+    int64_t hyp =
+        adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(), stats, NULL);
+    json_decref(ev);
+    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s, off the culprits' paths", next);
+    return 1;
+}
+
+/* After a culprit, the search for the rest of the change descends from the node into
+ * `into`: the node's runner-up child then (not on a culprit's path, with children of its
+ * own) is kept to be searched in turn should that subtree hold no culprit (try_rest): the
+ * node's children are weighed by raw means, which differ by nature (cache 18 ms against
+ * reply 16 ms, the second fault in reply). The JSON for the descend hypothesis (resume.c),
+ * or NULL. */
+static json_t *note_rest(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                         const struct search_result *r, const char *into) {
+    if (inv->n_culprits == 0 || strcmp(inv->focus, inv->node) != 0) {
+        return NULL;
+    }
+    return keep_rest(inv, fi, largest_off_path(pl, inv, fi, r, into), into);
+}
+
+/* The rest of the change not found in rest_from's subtree: the node's runner-up's turn
+ * (1, ev taken; rest_from's parts are disabled). */
+static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason) {
+    if (!inv->rest_alt[0] || inv->rest_tried) {
+        return 0;
+    }
+    char why[SEARCH_REASON_MAX + 900 + 3 * PROBES_NAME_MAX + 200];
+    snprintf(why, sizeof why,
+             "%s; no culprit for the rest of %s's change in %s, so %s, the runner-up there, "
+             "is searched in turn",
+             reason, inv->node, inv->rest_from, inv->rest_alt);
+    inv->rest_tried = 1;
+    inv->alt[0] = '\0'; /* the subtree's own kept child had its turn, or goes with it */
+    char next[PROBES_NAME_MAX + 1];
+    snprintf(next, sizeof next, "%s", inv->rest_alt);
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
+                                    json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev,
+                                              "rest_alternative_of", inv->rest_from),
+                                    NULL);
+    json_decref(ev);
+    adapt__release_below(pl, inv, inv->rest_from, hyp ? hyp : inv->hyp_id,
+                         "no culprit for the rest of the change there: its parts go while the "
+                         "runner-up is searched");
+    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": no culprit in %s; descending into %s", inv->rest_from,
+                  next);
+    return 1;
+}
+
 void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
                     const struct search_result *r) {
     json_t *ev = adapt__attribution_json(&fi->in, r);
@@ -588,6 +706,10 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
         if (alt) {
             json_object_set_new(stats, "alternative", alt);
         }
+        json_t *rest = note_rest(pl, inv, fi, r, child_name);
+        if (rest) {
+            json_object_set_new(stats, "rest_alternative", rest);
+        }
         int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, child_name, "descend", json_array(),
                                         stats, NULL);
         adapt__focus_on(pl->a, inv, child_name, hyp ? hyp : inv->hyp_id, pl->upto);
@@ -597,7 +719,8 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
     } else if (inv->n_culprits > 0) {
         const char *found = r->verdict == SEARCH_INCONCLUSIVE ? "inconclusive" : "diffuse";
         if (!try_alternative(pl, inv, ev, reason, found) &&
-            !descend_tie(pl, inv, fi, r, ev, reason)) {
+            !descend_tie(pl, inv, fi, r, ev, reason) &&
+            !descend_off_path(pl, inv, fi, r, ev, reason) && !try_rest(pl, inv, ev, reason)) {
             close_culprits(pl, inv, ev, reason, sizeof reason);
         }
     } else if (r->verdict == SEARCH_DIFFUSE) {
