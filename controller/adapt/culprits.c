@@ -302,8 +302,12 @@ static void name_culprits(const struct investigation *inv, const double *share, 
         len = n > 0 && len + (size_t)n < cap ? len + (size_t)n : len;
     }
     json_object_set_new(ev, "culprits", list);
-    json_object_set_new(ev, "explained", json_real(all));
-    json_object_set_new(ev, "change", json_real(change));
+    if (isfinite(all)) { /* unknown: left out, not 0 */
+        json_object_set_new(ev, "explained", json_real(all));
+    }
+    if (isfinite(change)) {
+        json_object_set_new(ev, "change", json_real(change));
+    }
 }
 
 /* reason without a leading "localized at CULPRIT: " (a sentence around it names the
@@ -365,8 +369,8 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
             char *last = strdup(strip_localized(reason, culprit));
             snprintf(reason, cap,
                      "localized at %d culprits: %s (their shares of %s's change cannot be "
-                     "weighed: it has no baseline to weigh it against now); the last found, %s: "
-                     "%s",
+                     "weighed now: no baseline, a change within the noise, or no reference to "
+                     "put a culprit back to); the last found, %s: %s",
                      inv->n_culprits, names, inv->node, culprit, last ? last : "");
             free(last);
         }
@@ -451,7 +455,7 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
         explained(pl, inv, from, change, &all, share, NULL, NULL);
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
-    name_culprits(inv, share, isfinite(all) ? all : 0.0, change, ev, names, sizeof names);
+    name_culprits(inv, share, all, change, ev, names, sizeof names);
     char *before = strdup(reason);
     snprintf(reason, cap,
              "localized at %d culprit%s: %s%s; the rest of %s's change is not localized (the "

@@ -55,6 +55,23 @@ static void culprits_from_json(struct investigation *inv, const struct store_hyp
     if (json_is_array(list) && json_array_size(list) > 0) {
         if (inv->n_culprits == 0) {
             snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
+            /* the first culprit's numbers, as verdict.c localized() kept them */
+            const char *p0 = json_string_value(json_object_get(json_array_get(list, 0), "probe"));
+            const char *r0 =
+                json_string_value(json_object_get(json_array_get(list, 0), "reference"));
+            const json_t *kids = json_object_get(json_object_get(st, "evidence"), "children");
+            size_t j;
+            const json_t *kid;
+            inv->runner_value = 0.0;
+            json_array_foreach(kids, j, kid) {
+                const char *n = json_string_value(json_object_get(kid, "node"));
+                if (n && p0 && strcmp(n, p0) == 0) {
+                    inv->verdict_value = json_number_value(json_object_get(kid, "contribution"));
+                    inv->verdict_hw = json_number_value(json_object_get(kid, "half_width"));
+                } else if (n && r0 && strcmp(n, r0) == 0) {
+                    inv->runner_value = json_number_value(json_object_get(kid, "contribution"));
+                }
+            }
         }
         inv->n_culprits = 0;
         size_t i;

@@ -582,7 +582,8 @@ static int largest_off_path(struct plan *pl, const struct investigation *inv,
 /* Keeps the runner-up for the rest of the change (see note_rest) when none is kept. */
 static json_t *keep_rest(struct investigation *inv, const struct focus_input *fi, int j,
                          const char *into) {
-    if (j < 0 || inv->rest_alt[0] || inv->rest_tried) {
+    if (j < 0 || inv->rest_alt[0] || inv->rest_tried ||
+        (inv->alt[0] && strcmp(inv->alt, fi->kids[j].name) == 0)) {
         return NULL;
     }
     snprintf(inv->rest_alt, sizeof inv->rest_alt, "%s", fi->kids[j].name);
@@ -601,7 +602,8 @@ static int descend_off_path(struct plan *pl, struct investigation *inv,
                             const char *reason) {
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
     int at = g ? dq_diagram_find(g, inv->focus) : -1;
-    if (inv->n_culprits == 0 || at < 0 || !adapt__on_culprit_path(g, inv, at)) {
+    if (inv->n_culprits == 0 || at < 0 || strcmp(inv->focus, inv->node) == 0 ||
+        !adapt__on_culprit_path(g, inv, at)) {
         return 0;
     }
     int best = largest_off_path(pl, inv, fi, r, NULL);
