@@ -1,11 +1,15 @@
 %% Functions the tracer tests bind probes to (no span in them: the tracer times them).
 -module(dqd_trace_target).
 
--export([work/1, nest/1, fail/1, loop/1, deep/1, run/1, hot/0, hot2/0, spin/2]).
+-export([work/1, hold/1, nest/1, fail/1, loop/1, deep/1, run/1, hot/0, hot2/0, spin/2]).
 
 %% Sleeps Ms milliseconds, returns Ms.
 work(Ms) ->
     receive after Ms -> Ms end.
+
+%% Waits for `go`, returns ok: a call that stays open for as long as a test needs, however
+%% slowly the machine runs the test (a sleep of 300 ms ended before the test looked, once).
+hold(Go) -> receive Go -> ok end.
 
 %% Non-tail recursion: nest(N) calls nest(N - 1) and sleeps 1 ms at the bottom.
 nest(0) -> work(1), 0;

@@ -175,16 +175,19 @@ removal_mid_call_test_() ->
 
 removal_counted_test_() ->
     ?WITH([], fun(_F) ->
-                      bind(<<"work">>, 2000, {?T, work, 1}),
+                      %% two calls held open until the test lets them return
+                      bind(<<"work">>, 60000, {?T, hold, 1}),
                       bind(<<"nest">>, 2000, {?T, nest, 1}),
-                      spawn(fun() -> ?T:work(300) end),
-                      spawn(fun() -> ?T:work(300) end),
+                      P1 = spawn(fun() -> ?T:hold(go) end),
+                      P2 = spawn(fun() -> ?T:hold(go) end),
                       %% both calls traced (on a busy machine the processes start late)
                       wait_open(2, 5000),
                       ok = dqd_wrapper_trace:unbind(<<"work">>),
                       %% nest stays bound, so the flags stay; work's two calls dropped
                       #{open := Open} = dqd_wrapper_trace:info(),
                       ?assertEqual(2, Open),  % still on the stacks, to pair their returns
+                      P1 ! go,
+                      P2 ! go,
                       wait_open(0, 5000),
                       ?assertEqual(0, maps:get(open, dqd_wrapper_trace:info())),
                       ?assertEqual(0, maps:get(unmatched, dqd_wrapper_trace:info()))
@@ -195,8 +198,8 @@ dropped_in_state_test() ->
     %% someone else (here: erlang:trace_pattern(..., false) as dbg:ctp() does).
     F = setup([]),
     try
-        bind(<<"work">>, 2000, {?T, work, 1}),
-        spawn(fun() -> ?T:work(300) end),
+        bind(<<"work">>, 60000, {?T, hold, 1}),
+        P = spawn(fun() -> ?T:hold(go) end), % open until the test lets it return
         wait_open(1, 5000), % the call is open (a busy machine starts the process late)
         erlang:trace_pattern({?T, '_', '_'}, false, [local]),
         ok = dqd_wrapper_trace:check_now(),
@@ -208,7 +211,10 @@ dropped_in_state_test() ->
         {ok, _} = dqd_fake:wait_line(F, fun(X) -> prefix(<<"state;">>, X) andalso
                                                       binary:match(X, <<"removed_by_other">>)
                                                       =/= nomatch end, 3000),
-        timer:sleep(300),
+        Ref = monitor(process, P),
+        P ! go, % its late return reports nothing
+        receive {'DOWN', Ref, process, P, _} -> ok end,
+        timer:sleep(50),
         ?assertEqual([], insts(F, <<"work">>)),
         ?assertEqual([], clean())
     after
