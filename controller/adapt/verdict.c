@@ -276,10 +276,11 @@ static void record_verdict(struct plan *pl, struct investigation *inv, const cha
 
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
                            const char *reason, const char *found);
-static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason);
+static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason,
+                    const char *found);
 static int descend_off_path(struct plan *pl, struct investigation *inv,
                             const struct focus_input *fi, const struct search_result *r, json_t *ev,
-                            const char *reason);
+                            const char *reason, const char *found);
 static int descend_tie(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                        const struct search_result *r, json_t *ev, const char *reason);
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
@@ -350,7 +351,8 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     int child = r->child;
     const char *child_name = fi->kids[child].name;
     if (is_culprit(inv, child_name)) { /* the search came back to a culprit: nothing more, */
-        if (!try_alternative(pl, inv, ev, reason, "diffuse") && !try_rest(pl, inv, ev, reason)) {
+        if (!try_alternative(pl, inv, ev, reason, "diffuse") &&
+            !try_rest(pl, inv, ev, reason, "localized")) {
             close_culprits(pl, inv, ev, reason, cap);
         }
         return;
@@ -599,7 +601,7 @@ static json_t *keep_rest(struct investigation *inv, const struct focus_input *fi
  * (m_store_3 slowed) ended diffuse, and miss was never searched. */
 static int descend_off_path(struct plan *pl, struct investigation *inv,
                             const struct focus_input *fi, const struct search_result *r, json_t *ev,
-                            const char *reason) {
+                            const char *reason, const char *found) {
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
     int at = g ? dq_diagram_find(g, inv->focus) : -1;
     if (inv->n_culprits == 0 || at < 0 || strcmp(inv->focus, inv->node) == 0 ||
@@ -617,7 +619,7 @@ static int descend_off_path(struct plan *pl, struct investigation *inv,
              reason, inv->focus, inv->node, fi->kids[best].name);
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", fi->kids[best].name);
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
     json_t *stats = json_pack("{s:s,s:O}", "reason", why, "evidence", ev);
     json_t *rest = keep_rest(inv, fi, largest_off_path(pl, inv, fi, r, next), next);
     if (rest) {
@@ -647,7 +649,8 @@ static json_t *note_rest(struct plan *pl, struct investigation *inv, const struc
 
 /* The rest of the change not found in rest_from's subtree: the node's runner-up's turn
  * (1, ev taken; rest_from's parts are disabled). */
-static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason) {
+static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, const char *reason,
+                    const char *found) {
     if (!inv->rest_alt[0] || inv->rest_tried) {
         return 0;
     }
@@ -660,7 +663,7 @@ static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, cons
     inv->alt[0] = '\0'; /* the subtree's own kept child had its turn, or goes with it */
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->rest_alt);
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, "diffuse");
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
     int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
                                     json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev,
                                               "rest_alternative_of", inv->rest_from),
@@ -722,7 +725,8 @@ void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_inp
         const char *found = r->verdict == SEARCH_INCONCLUSIVE ? "inconclusive" : "diffuse";
         if (!try_alternative(pl, inv, ev, reason, found) &&
             !descend_tie(pl, inv, fi, r, ev, reason) &&
-            !descend_off_path(pl, inv, fi, r, ev, reason) && !try_rest(pl, inv, ev, reason)) {
+            !descend_off_path(pl, inv, fi, r, ev, reason, found) &&
+            !try_rest(pl, inv, ev, reason, found)) {
             close_culprits(pl, inv, ev, reason, sizeof reason);
         }
     } else if (r->verdict == SEARCH_DIFFUSE) {
