@@ -494,6 +494,11 @@ int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, do
 int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s, double n_now,
                         double n_ref, struct search_shift *out);
 
+/* The low end of a spread (a variance) v ± hw taken on the log scale, v·exp(−hw/v): a
+ * variance's uncertainty is a factor, not a term, and its symmetric interval reaches below
+ * 0 when a few very slow passes make it (133 ms² ± 137). v − hw when v ≤ 0. */
+double search_log_low(double v, double hw);
+
 /* 1 when shift s (on a grid of bins `width` seconds wide) is practically large: at least
  * SEARCH_SHAPE_MASS of the mass moved, by at least SEARCH_SHAPE_TIME of the reference's
  * median and two bins on average. */

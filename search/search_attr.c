@@ -476,23 +476,14 @@ static int attr_include(struct attr *t, const unsigned char *include) {
 /* Child s's own one-sided KS distance D+ against its baseline ΔQ (how much of its mass
  * moved later) and its half-width; NAN when the two are not on one grid. */
 static double own_shift(const struct search_stats *s, double z, double *hw) {
-    const struct dq *now = s->observed, *base = s->base_observed;
     *hw = 0.0;
-    if (!now || !base || now->k != base->k || now->n != base->n) {
-        return NAN;
-    }
-    double fb = 0, fr = 0, d = 0, tb = dq_tangible(base), tr = dq_tangible(now);
-    if (!(tb > 0) || !(tr > 0)) {
-        return NAN;
-    }
-    for (int i = 0; i < now->n; i++) { /* the delays of what arrived, as the node check's */
-        fb += base->pdf[i] / tb;
-        fr += now->pdf[i] / tr;
-        d = fb - fr > d ? fb - fr : d;
-    }
     double nr = search_stats_effective_n(s), nb = s->base_n > 0 ? (double)s->base_n : nr;
+    struct search_shift sh; /* the delays of what arrived, as the node check's */
+    if (search_shift_of(s->observed, s->base_observed, nr, nb, &sh) != DQ_OK) {
+        return NAN;
+    }
     *hw = nr > 0 ? z * 0.5 * sqrt(1.0 / nr + 1.0 / nb) : 0.0;
-    return d;
+    return sh.d;
 }
 
 /* The shape attribution's mode (struct search_attribution.shape_mode; mode 1 only when
@@ -1089,6 +1080,22 @@ static void describe_runner(const struct search_input *in, const struct search_a
     snprintf(buf, cap, "the runner-up %s holds %.0f %% (%s)", rname, 100.0 * r->share, amount);
 }
 
+/* The largest child the answer: "localized at X: …" (a leaf) or "descend into X: …", with
+ * the runner-up, into out. */
+static void name_best(const struct search_input *in, const struct search_attribution *a,
+                      const char *best, const char *runner, struct search_result *out) {
+    int leaf = !in->children[a->best].has_children;
+    char name[DQ_DIAGRAM_MAX_NAME + 1];
+    search__child_name(in, (size_t)a->best, name, sizeof name);
+    out->verdict = leaf ? SEARCH_LOCALIZED : SEARCH_DESCEND;
+    out->child = a->best;
+    search__append(out->reason, sizeof out->reason, "%s %s: %s",
+                   leaf ? "localized at" : "descend into", name, best);
+    if (runner[0]) {
+        search__append(out->reason, sizeof out->reason, "; %s", runner);
+    }
+}
+
 /* Whether the largest contribution b, a spread (variance problem, against no baseline),
  * is clear of the runner-up ru with its interval taken on the log scale: b·exp(−hw/b)
  * above ru's upper end, and not a near-tie. The symmetric interval of a few very slow
@@ -1100,7 +1107,7 @@ static int spread_clear(const struct search_params *p, const struct search_attri
         return 0;
     }
     int close = ru->value > 0.0 && b->value < (1.0 + p->min_lead) * ru->value;
-    return !close && b->value * exp(-b->half_width / b->value) > ru->value + ru->half_width;
+    return !close && search_log_low(b->value, b->half_width) > ru->value + ru->half_width;
 }
 
 /* No child dominates: 1 when that is not yet a balance (wait for more windows) or was
@@ -1180,16 +1187,9 @@ static int undecided(const struct search_input *in, const struct search_params *
     if (imprecise && spread_clear(p, a, b, ru)) {
         /* out of time, a spread: its interval on the log scale (a variance's uncertainty is
          * a factor, not a term) is clear of the runner-up's */
-        int leaf = !in->children[a->best].has_children;
-        char name[DQ_DIAGRAM_MAX_NAME + 1], low[96];
-        search__child_name(in, (size_t)a->best, name, sizeof name);
-        fmt_amount(&f, b->value * exp(-b->half_width / b->value), NAN, low, sizeof low);
-        out->verdict = leaf ? SEARCH_LOCALIZED : SEARCH_DESCEND;
-        out->child = a->best;
-        search__append(r, cap, "%s %s: %s", leaf ? "localized at" : "descend into", name, best);
-        if (runner[0]) {
-            search__append(r, cap, "; %s", runner);
-        }
+        char low[96];
+        fmt_amount(&f, search_log_low(b->value, b->half_width), NAN, low, sizeof low);
+        name_best(in, a, best, runner, out);
         search__append(r, cap,
                        " (out of time; a spread's interval is a factor, not a term: on the log "
                        "scale its lower end, %s, is clear of the runner-up's)",
@@ -1250,15 +1250,7 @@ int search__decide(const struct search_input *in, const struct search_params *p,
     }
 
     if (a->dominant) {
-        int leaf = !in->children[a->best].has_children;
-        char name[DQ_DIAGRAM_MAX_NAME + 1];
-        search__child_name(in, (size_t)a->best, name, sizeof name);
-        out->verdict = leaf ? SEARCH_LOCALIZED : SEARCH_DESCEND;
-        out->child = a->best;
-        search__append(r, cap, "%s %s: %s", leaf ? "localized at" : "descend into", name, best);
-        if (runner[0]) {
-            search__append(r, cap, "; %s", runner);
-        }
+        name_best(in, a, best, runner, out);
         append_covariance(in, a, &f, r, cap);
         append_remainder(in, a, &f, r, cap);
         return DQ_OK;

@@ -332,12 +332,6 @@ static void check_divergence(const struct search_stats *r, const struct search_s
     }
 }
 
-/* The CDF of d's tangible mass (tangible t) up to bin i, at least 0: bins before the
- * first are empty. */
-static double cdf_to(const struct dq *d, double t, int i, double f_before) {
-    return i < 0 ? 0.0 : f_before + d->pdf[i] / t;
-}
-
 int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s, double n_now,
                         double n_ref, struct search_shift *out) {
     memset(out, 0, sizeof *out);
@@ -350,19 +344,17 @@ int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s
         return DQ_EINVAL;
     }
     out->median = NAN;
-    double acc = 0.0;
-    for (int i = 0; i < ref->n && isnan(out->median); i++) {
-        acc += ref->pdf[i] / tb;
-        if (acc >= 0.5) {
-            out->median = (i + 1) * ref->width;
-        }
-    }
-    /* the reference moved later by lag_s, in whole bins */
+    /* the reference moved later by lag_s, in whole bins: fb is its CDF lag bins back, f0
+     * its own (for its median) */
     int lag = (int)fmin(lround(lag_s / now->width), now->n);
-    double fb = 0, fr = 0, at_b = 0, at_r = 0;
+    double f0 = 0, fb = 0, fr = 0, at_b = 0, at_r = 0;
     for (int i = 0; i < now->n; i++) {
-        fb = i - lag >= 0 ? cdf_to(ref, tb, i - lag, fb) : 0.0;
-        fr = cdf_to(now, tr, i, fr);
+        f0 += ref->pdf[i] / tb;
+        if (isnan(out->median) && f0 >= 0.5) {
+            out->median = (i + 1) * now->width;
+        }
+        fb += i >= lag ? ref->pdf[i - lag] / tb : 0.0;
+        fr += now->pdf[i] / tr;
         double gap = fb - fr;
         if (gap > out->d) {
             out->d = gap, at_b = fb, at_r = fr;
@@ -379,6 +371,10 @@ int search_shift_lagged(const struct dq *now, const struct dq *ref, double lag_s
 int search_shift_of(const struct dq *now, const struct dq *ref, double n_now, double n_ref,
                     struct search_shift *out) {
     return search_shift_lagged(now, ref, 0.0, n_now, n_ref, out);
+}
+
+double search_log_low(double v, double hw) {
+    return v > 0.0 ? v * exp(-(hw > 0.0 ? hw : 0.0) / v) : v - hw;
 }
 
 int search_shift_material(const struct search_shift *s, double width) {

@@ -301,6 +301,9 @@ int adapt__state_copy(struct adapt_state *dst, const struct adapt_state *src);
 void adapt__state_release(struct adapt_state *s);
 
 struct investigation *adapt__inv_new(void);
+/* After a culprit the search goes on afresh from the node: no child kept to be searched in
+ * turn (alt, rest_alt), none tried yet (verdict.c, resume.c). */
+void adapt__turns_clear(struct investigation *inv);
 void adapt__inv_free(struct investigation *inv);
 /* Removes and frees st->inv[i]. */
 void adapt__inv_remove(struct adapt_state *st, int i);

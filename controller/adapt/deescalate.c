@@ -37,14 +37,14 @@ static const struct trigger *trigger_of(const struct plan *pl, const struct inve
  * slow passes of one range, comes with a wide interval, and the largest of several draws
  * (the one that won the search) tends to lie high in it: a midpoint taken from it would
  * call the part normal while it still spreads a hundred times more than its siblings. A
- * spread's low end is taken on the log scale (v·exp(−hw/v), as search_attr.c's
- * spread_clear decides with): a variance's uncertainty is a factor, and its symmetric
+ * spread's low end is taken on the log scale (search_log_low, as the search decides
+ * with out of time): a variance's uncertainty is a factor, and its symmetric
  * interval, reaching below 0, would clamp the midpoint to the runner-up's value, which a
  * culprit back among its siblings never falls clearly under. */
 static double verdict_low(const struct investigation *inv) {
     double v = inv->verdict_value;
     double hw = isfinite(inv->verdict_hw) && inv->verdict_hw > 0.0 ? inv->verdict_hw : 0.0;
-    double low = inv->problem == SEARCH_VARIANCE && v > 0.0 ? v * exp(-hw / v) : v - hw;
+    double low = inv->problem == SEARCH_VARIANCE ? search_log_low(v, hw) : v - hw;
     return fmax(low, inv->runner_value);
 }
 

@@ -17,6 +17,14 @@
 
 /* ---- state ------------------------------------------------------------------------------ */
 
+void adapt__turns_clear(struct investigation *inv) {
+    inv->alt[0] = '\0';
+    inv->alt_tried = 0;
+    inv->alt_inconclusive = 0;
+    inv->rest_alt[0] = inv->rest_from[0] = '\0';
+    inv->rest_tried = 0;
+}
+
 struct investigation *adapt__inv_new(void) {
     struct investigation *inv = calloc(1, sizeof *inv);
     if (inv) {

@@ -163,12 +163,7 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         }
         json_decref(st);
     } else if (strcmp(h->action, "culprit") == 0) {
-        /* the search went on afresh from the node: no child kept to be searched in turn */
-        inv->alt[0] = '\0';
-        inv->alt_tried = 0;
-        inv->alt_inconclusive = 0;
-        inv->rest_alt[0] = inv->rest_from[0] = '\0';
-        inv->rest_tried = 0;
+        adapt__turns_clear(inv); /* the search went on afresh from the node */
         culprits_from_json(inv, h);
     } else if (strcmp(h->action, "expand") == 0) {
         owned_from_json(inv, h->probes_json, 1);

@@ -365,12 +365,8 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
     }
     const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
     if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
-        inv->alt[0] = '\0'; /* the search goes on afresh from the node (resume.c alike) */
-        inv->alt_tried = 0;
-        inv->alt_inconclusive = 0;
-        inv->rest_alt[0] = inv->rest_from[0] = '\0';
-        inv->rest_tried = 0;
-        return; /* ev taken: the search goes on for another culprit */
+        adapt__turns_clear(inv); /* the search goes on afresh from the node */
+        return;                  /* ev taken: the search goes on for another culprit */
     }
     char sick[PROBES_LABEL_MAX];
     add_node_split(pl, inv, child_name, ev, reason, cap, sick, sizeof sick);
@@ -512,6 +508,24 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
     return 1;
 }
 
+/* The search's turn moves to `next`, kept for it (1: ev taken): the step's hypothesis marked
+ * with what it found, a `descend` hypothesis with `stats` (taken), what the investigation
+ * enabled below `leave` released with `released` (NULL leave: nothing), and `log_line`. */
+static int descend_in_turn(struct plan *pl, struct investigation *inv, const char *next,
+                           const char *found, json_t *stats, json_t *ev, const char *leave,
+                           const char *released, const char *log_line) {
+    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
+    int64_t hyp =
+        adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(), stats, NULL);
+    json_decref(ev);
+    if (leave) {
+        adapt__release_below(pl, inv, leave, hyp ? hyp : inv->hyp_id, released);
+    }
+    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s", log_line);
+    return 1;
+}
+
 /* Diffuse in (or below) the branch taken at such a choice: the runner-up's turn (1, ev
  * taken); the parts enabled below the branch taken are disabled. */
 static int try_alternative(struct plan *pl, struct investigation *inv, json_t *ev,
@@ -546,21 +560,16 @@ static int try_alternative(struct plan *pl, struct investigation *inv, json_t *e
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->alt);
     inv->alt[0] = '\0';
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
-    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
-                                    json_pack("{s:s,s:O,s:s,s:b}", "reason", why, "evidence", ev,
-                                              "alternative_of", inv->alt_from,
-                                              "alternative_of_inconclusive", inv->alt_inconclusive),
-                                    NULL);
-    json_decref(ev);
-    char released[128];
+    char released[128], line[3 * PROBES_NAME_MAX + 64];
     snprintf(released, sizeof released,
              "a branch searched and found %s: its parts go while the runner-up is searched", found);
-    adapt__release_below(pl, inv, inv->alt_from, hyp ? hyp : inv->hyp_id, released);
-    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": %s %s; descending into the runner-up %s", inv->alt_from,
-                  found, next);
-    return 1;
+    snprintf(line, sizeof line, "%s %s; descending into the runner-up %s", inv->alt_from, found,
+             next);
+    return descend_in_turn(pl, inv, next, found,
+                           json_pack("{s:s,s:O,s:s,s:b}", "reason", why, "evidence", ev,
+                                     "alternative_of", inv->alt_from, "alternative_of_inconclusive",
+                                     inv->alt_inconclusive),
+                           ev, inv->alt_from, released, line);
 }
 
 /* The largest child of the focus off every culprit's path, with children of its own and a
@@ -619,18 +628,14 @@ static int descend_off_path(struct plan *pl, struct investigation *inv,
              reason, inv->focus, inv->node, fi->kids[best].name);
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", fi->kids[best].name);
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
     json_t *stats = json_pack("{s:s,s:O}", "reason", why, "evidence", ev);
     json_t *rest = keep_rest(inv, fi, largest_off_path(pl, inv, fi, r, next), next);
     if (rest) {
         json_object_set_new(stats, "rest_alternative", rest);
     }
-    int64_t hyp =
-        adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(), stats, NULL);
-    json_decref(ev);
-    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": descending into %s, off the culprits' paths", next);
-    return 1;
+    char line[PROBES_NAME_MAX + 64];
+    snprintf(line, sizeof line, "descending into %s, off the culprits' paths", next);
+    return descend_in_turn(pl, inv, next, found, stats, ev, NULL, NULL, line);
 }
 
 /* After a culprit, the search for the rest of the change descends from the node into
@@ -663,19 +668,15 @@ static int try_rest(struct plan *pl, struct investigation *inv, json_t *ev, cons
     inv->alt[0] = '\0'; /* the subtree's own kept child had its turn, or goes with it */
     char next[PROBES_NAME_MAX + 1];
     snprintf(next, sizeof next, "%s", inv->rest_alt);
-    adapt__fx_hyp_verdict(pl, inv->hyp_id, found);
-    int64_t hyp = adapt__hypothesis(pl, inv, inv->hyp_id, next, "descend", json_array(),
-                                    json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev,
-                                              "rest_alternative_of", inv->rest_from),
-                                    NULL);
-    json_decref(ev);
-    adapt__release_below(pl, inv, inv->rest_from, hyp ? hyp : inv->hyp_id,
-                         "no culprit for the rest of the change there: its parts go while the "
-                         "runner-up is searched");
-    adapt__focus_on(pl->a, inv, next, hyp ? hyp : inv->hyp_id, pl->upto);
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": no culprit in %s; descending into %s", inv->rest_from,
-                  next);
-    return 1;
+    char line[3 * PROBES_NAME_MAX + 64];
+    snprintf(line, sizeof line, "no culprit in %s; descending into %s", inv->rest_from, next);
+    return descend_in_turn(pl, inv, next, found,
+                           json_pack("{s:s,s:O,s:s}", "reason", why, "evidence", ev,
+                                     "rest_alternative_of", inv->rest_from),
+                           ev, inv->rest_from,
+                           "no culprit for the rest of the change there: its parts go while the "
+                           "runner-up is searched",
+                           line);
 }
 
 void adapt__decided(struct plan *pl, struct investigation *inv, struct focus_input *fi,
