@@ -443,7 +443,12 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *               growth explains, significantly; or rare, very slow instances pile up beyond
  *               the baseline's 99.9 % point (and, with 10,000 baseline instances, its
  *               99.99 % point; with 1,000, its largest instance) moved with the median (an
- *               exact binomial test)
+ *               exact binomial test); or (with 3,000 baseline instances) a few of them lie
+ *               where the baseline's own tail, fitted beyond its 99 % point with a
+ *               generalized Pareto law taken cautiously, expects almost none (a Poisson
+ *               test; found.far, ranked after every other problem: its z says how surely
+ *               such passes are new, not how much they weigh). Each point is a look
+ *               (found.looks)
  *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
  *               the time the node spends beyond what its children account for grew
  *               against the baseline, significantly and by half a baseline sd
@@ -512,6 +517,9 @@ struct search_found {
     enum search_problem kind;
     double z;      /* how significant */
     double level;  /* shape: the probability level at which most mass moved (0: n/a) */
+    int far;       /* variance: found only beyond the baseline's fitted tail (ranks last) */
+    int looks;     /* the looks this test shares the check's rate among (the tail's levels;
+                      0 or 1: one), so it counts from search_z_of_p(P(Z > zt) / looks) */
     char why[200]; /* the sentence ("mean 12 ms against 8 ms before") */
 };
 

@@ -35,17 +35,18 @@ double search_z_looks(int looks) {
     return search_z_of_p(0.5 * erfc(SEARCH_Z / sqrt(2.0)) / (looks > 1 ? looks : 1));
 }
 
-static void add_problem(struct search_check *c, enum search_problem kind, double z, const char *fmt,
-                        ...)
+/* The problem added, NULL when the check holds SEARCH_MAX_PROBLEMS already. */
+static struct search_found *add_problem(struct search_check *c, enum search_problem kind, double z,
+                                        const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-static void add_problem(struct search_check *c, enum search_problem kind, double z, const char *fmt,
-                        ...) {
+static struct search_found *add_problem(struct search_check *c, enum search_problem kind, double z,
+                                        const char *fmt, ...) {
     if (c->n >= SEARCH_MAX_PROBLEMS) {
-        return;
+        return NULL;
     }
     struct search_found *p = &c->p[c->n++];
     p->kind = kind;
@@ -54,12 +55,18 @@ static void add_problem(struct search_check *c, enum search_problem kind, double
     va_start(ap, fmt);
     vsnprintf(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
+    return p;
 }
 
 static int cmp_problem(const void *a, const void *b) {
     const struct search_found *x = a, *y = b;
     if (x->kind == SEARCH_QTA || y->kind == SEARCH_QTA) { /* a broken requirement first */
         return (y->kind == SEARCH_QTA) - (x->kind == SEARCH_QTA);
+    }
+    /* the far tail's z says how surely such passes are new, not how much they weigh: a
+     * handful of them gives a z in the tens; any other problem comes first */
+    if (x->far != y->far) {
+        return x->far - y->far;
     }
     return x->z < y->z ? 1 : (x->z > y->z ? -1 : 0);
 }
@@ -116,6 +123,124 @@ static double tail_z(const struct search_stats *r, const struct search_stats *b,
     return search_z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
 }
 
+/* P(X ≥ k) for X ~ Poisson(lambda), summed in logs from k up (the terms fall fast once
+ * past the mean; the far tail's lambda is far below k). */
+static double poisson_tail(int k, double lambda) {
+    if (k <= 0) {
+        return 1.0;
+    }
+    if (!(lambda > 0.0)) {
+        return 0.0;
+    }
+    if (lambda >= k) {
+        return 1.0; /* at or past the mean: not a surprise, whatever the exact figure */
+    }
+    double sum = 0.0;
+    for (int i = k; i < k + 200; i++) {
+        double t = exp(-lambda + i * log(lambda) - lgamma(i + 1.0));
+        sum += t;
+        if (t < 1e-18 * sum) {
+            break;
+        }
+    }
+    return sum < 1.0 ? sum : 1.0;
+}
+
+/*
+ * The far tail, beyond what the baseline ever showed: the baseline's own tail fitted
+ * beyond its 99 % point u with a generalized Pareto law (the law of the excesses over a
+ * high point, whatever the distribution: Pickands–Balkema–de Haan), by its moments
+ * (shape ξ = ½(1 − m²/s²), scale σ = ½·m·(1 + m²/s²), m and s² the excesses' mean and
+ * variance, from the bins' midpoints), then taken cautiously: ξ raised by two of its
+ * standard errors (1/√m' at ξ = 0, m' the excesses counted, corrected for correlated
+ * instances as the mean's standard error is) and at least 0 (never a lighter tail than
+ * an exponential one), σ by as much; no extrapolation when ξ so raised reaches ½ (a tail
+ * that heavy says little about farther points). Then for the k-th largest recent
+ * instance (k = 3, 5, 8; each a look), beyond the baseline's largest after the median's
+ * move: the chance that k or more of the recent instances fall that far under the fitted
+ * law (Poisson, with the recent effective count). A handful of passes ten times slower
+ * than anything in the baseline is then telling even against a baseline no longer than
+ * the recent range, where the count beyond the baseline's largest alone needs seven or
+ * more. 0 when it cannot tell (fewer than SEARCH_FAR_MIN_EXCESS excesses, or too heavy
+ * a tail); *k, *at, *expect: the count, its point and the count the fitted law expects.
+ */
+#define SEARCH_FAR_MIN_EXCESS 30
+
+/* The right edge of the baseline's last occupied bin: its largest instance, to a bin. */
+static double far_largest(const struct search_stats *b) {
+    for (int i = b->observed->n - 1; i >= 0; i--) {
+        if (b->observed->pdf[i] > 0.0) {
+            return (i + 1) * b->observed->width;
+        }
+    }
+    return 0.0;
+}
+static const int far_counts[] = {3, 5, 8};
+#define N_FAR_COUNTS ((int)(sizeof far_counts / sizeof far_counts[0]))
+
+static double far_tail_z(const struct search_stats *r, const struct search_stats *b, int *k_out,
+                         double *at_out, double *expect_out) {
+    const struct dq *bo = b->observed, *ro = r->observed;
+    double tb = dq_tangible(bo), tr = dq_tangible(ro), u, mb, mr;
+    double nb = (double)b->n_ok, nr = (double)r->n_ok;
+    /* correlated instances count for fewer: the baseline's factor for both sides (the
+     * question is whether the recent instances could come from the baseline's process) */
+    double f = nb > 0 ? search_stats_effective_n(b) / (double)search_stats_instances(b) : 0.0;
+    if (!(tb > 0.0) || !(tr > 0.0) || !(f > 0.0) || dq_quantile(bo, 0.99 * tb, &u) != DQ_OK ||
+        dq_quantile(bo, 0.5 * tb, &mb) != DQ_OK || dq_quantile(ro, 0.5 * tr, &mr) != DQ_OK) {
+        return 0.0;
+    }
+    f = f < 1.0 ? f : 1.0;
+    /* a recent point's place in the baseline: moved back with the median, as a shift or a
+     * change of scale, whichever moves it more (as the other levels) */
+    double dm = mr > mb ? mr - mb : 0.0, scale = mr > mb && mb > 0.0 ? mb / mr : 1.0;
+    int iu = (int)lround(u / bo->width) - 1; /* u is the right edge of bin iu */
+    double pu = 0.0, m1 = 0.0, m2 = 0.0, largest = far_largest(b);
+    for (int i = iu + 1; i < bo->n; i++) {
+        double y = (i + 0.5) * bo->width - u, w = bo->pdf[i];
+        pu += w, m1 += w * y, m2 += w * y * y;
+    }
+    double excess = pu / tb * nb * f;
+    if (!(excess >= SEARCH_FAR_MIN_EXCESS) || !(m1 > 0.0)) {
+        return 0.0;
+    }
+    m1 /= pu, m2 /= pu;
+    double s2 = m2 - m1 * m1, ratio = s2 > 0.0 ? m1 * m1 / s2 : 0.0;
+    if (!(ratio > 0.0)) {
+        return 0.0;
+    }
+    double cau = 2.0 / sqrt(excess);
+    double xi = fmax(0.5 * (1.0 - ratio), 0.0) + cau;
+    double sigma = 0.5 * m1 * (1.0 + ratio) * (1.0 + cau);
+    if (xi >= 0.5) {
+        return 0.0;
+    }
+    double p_u = pu / tb, best = 0.0;
+    for (int c = 0; c < N_FAR_COUNTS; c++) {
+        /* the k-th largest recent instance: the left edge of its bin (its instances are all
+         * beyond it) */
+        double seen = 0.0, at = NAN;
+        for (int j = ro->n - 1; j >= 0 && isnan(at); j--) {
+            seen += ro->pdf[j] / tr * nr;
+            if (seen >= far_counts[c] - 1e-6) {
+                at = j * ro->width;
+            }
+        }
+        double back = isnan(at) ? 0.0 : fmin(at - dm, at * scale), y = back - u;
+        int k = (int)floor(far_counts[c] * f + 1e-9);
+        if (isnan(at) || back < largest || k < 3) {
+            continue;
+        }
+        double tail = p_u * pow(1.0 + xi * y / sigma, -1.0 / xi);
+        double expect = nr * f * tail;
+        double z = search_z_of_p(poisson_tail(k, expect) * N_FAR_COUNTS);
+        if (z > best) {
+            best = z, *k_out = k, *at_out = at, *expect_out = expect;
+        }
+    }
+    return best;
+}
+
 /*
  * The tail: rare, very slow instances, counted beyond points of the baseline: its 99.9 %
  * point; (when the baseline holds ten thousand instances or more, so that the point rests
@@ -138,7 +263,9 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
     if (b->n_ok >= 1000) {
         levels[n_levels++] = 1.0 - 1e-9;
     }
-    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / n_levels);
+    /* the far tail, fitted, when the baseline has the excesses to fit it: one more look */
+    int far = b->n_ok >= 100 * SEARCH_FAR_MIN_EXCESS;
+    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / (n_levels + far));
     double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0;
     for (int k = 0; k < n_levels; k++) {
         double pr = 0, pb = 0, at = 0, moved = 0;
@@ -147,6 +274,23 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
             best = z, bpr = pr, bpb = pb, bat = at, bmoved = moved, bq = levels[k];
         }
     }
+    int fk = 0;
+    double fat = 0.0, fexpect = 0.0;
+    double fz = far ? far_tail_z(r, b, &fk, &fat, &fexpect) : 0.0;
+    if (fz >= zt && fz > best) {
+        char t[DQ_DURATION_TEXT], t2[DQ_DURATION_TEXT];
+        struct search_found *fp =
+            add_problem(c, SEARCH_VARIANCE, fz,
+                        "%d instances beyond %s, where the baseline's own tail (its largest %s, of "
+                        "%.0f; fitted beyond its 99 %% point) expects %.2g: rare, very slow passes",
+                        fk, search__dur(fat, t, sizeof t),
+                        search__dur(far_largest(b), t2, sizeof t2), (double)b->n_ok, fexpect);
+        if (fp) {
+            fp->far = 1;
+            fp->looks = n_levels + far;
+        }
+        return;
+    }
     if (best >= zt) {
         char t[DQ_DURATION_TEXT], point[64];
         if (bq < 1.0 - 1e-6) {
@@ -154,12 +298,16 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
         } else {
             snprintf(point, sizeof point, "the baseline's largest, of %.0f", (double)b->n_ok);
         }
-        add_problem(c, SEARCH_VARIANCE, best,
-                    "%.2g %% of instances beyond %s (%s%s) against %.2g %% before: rare, very "
-                    "slow passes",
-                    100.0 * bpr, search__dur(bat, t, sizeof t), point,
-                    bmoved > 0 ? ", moved with the median" : "",
-                    bpb < 1e-9 ? 0.0 : 100.0 * bpb); /* rounding in the CDF: none */
+        struct search_found *fp =
+            add_problem(c, SEARCH_VARIANCE, best,
+                        "%.2g %% of instances beyond %s (%s%s) against %.2g %% before: rare, very "
+                        "slow passes",
+                        100.0 * bpr, search__dur(bat, t, sizeof t), point,
+                        bmoved > 0 ? ", moved with the median" : "",
+                        bpb < 1e-9 ? 0.0 : 100.0 * bpb); /* rounding in the CDF: none */
+        if (fp) {
+            fp->looks = n_levels + far;
+        }
     }
 }
 
@@ -395,14 +543,17 @@ static void check_shape(const struct search_stats *r, const struct search_stats 
         return;
     }
     char t1[DQ_DURATION_TEXT], t2[DQ_DURATION_TEXT], t3[DQ_DURATION_TEXT];
-    add_problem(c, SEARCH_SHAPE, sh.z,
-                "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
-                "instances), %s of delay in all (W1+: that mass later by %s on average; its "
-                "median before %s)",
-                100.0 * sh.d, sh.d, nr, nb, search__dur(sh.w1, t1, sizeof t1),
-                search__dur(sh.moved, t2, sizeof t2),
-                search__dur(isnan(sh.median) ? 0.0 : sh.median, t3, sizeof t3));
-    c->p[c->n - 1].level = sh.level;
+    struct search_found *fp = add_problem(
+        c, SEARCH_SHAPE, sh.z,
+        "%.2g %% of its mass moved later (one-sided KS D %.3g over %.0f and %.0f effective "
+        "instances), %s of delay in all (W1+: that mass later by %s on average; its "
+        "median before %s)",
+        100.0 * sh.d, sh.d, nr, nb, search__dur(sh.w1, t1, sizeof t1),
+        search__dur(sh.moved, t2, sizeof t2),
+        search__dur(isnan(sh.median) ? 0.0 : sh.median, t3, sizeof t3));
+    if (fp) {
+        fp->level = sh.level;
+    }
 }
 
 void search_check(const struct search_check_input *in, const struct search_params *params,

@@ -2,7 +2,9 @@
  * test_search_check.c: the node check (search_check) and the load tests of search/: each
  * problem kind found against a baseline (and not found without a change), the absolute
  * tests without one, a QTA first whatever its z, the windows' rank test, the tail beyond
- * the baseline's 99.9 % point and its largest instance, Spearman's z and search_load_rose.
+ * the baseline's 99.9 % point and its largest instance, the far tail beyond the baseline's
+ * fitted own (and no false alarm from the same law, light-tailed or heavy), Spearman's z
+ * and search_load_rose.
  */
 #include "check.h"
 
@@ -284,6 +286,109 @@ static void test_tail_largest(void) {
     dq_destroy(r);
 }
 
+/* n draws of a law: 0 a sum of twelve exponentials of 2 ms (a light tail, as a request
+ * through twelve steps), 1 a log-normal with median 20 ms and σ 1 (a heavy one); plus the
+ * `extra` values given. */
+static struct dq *law_dq(int law, int n, uint64_t seed, const double *extra, int n_extra) {
+    struct srng g = {seed};
+    double *x = malloc((size_t)(n + n_extra) * sizeof *x);
+    for (int i = 0; i < n; i++) {
+        double v = 0.0;
+        if (law == 0) {
+            for (int k = 0; k < 12; k++) {
+                v += srng_exp(&g, 0.002);
+            }
+        } else {
+            v = 0.020 * exp(srng_normal(&g));
+        }
+        x[i] = v;
+    }
+    for (int i = 0; i < n_extra; i++) {
+        x[n + i] = extra[i];
+    }
+    struct dq *d = NULL;
+    CHECK_INT(dq_from_samples(-2, 4096, x, (size_t)(n + n_extra), 0, 0, &d), DQ_OK);
+    free(x);
+    return d;
+}
+
+/* 1 when the check found a tail problem (`fitted`: the far tail's level in particular). */
+static int tail_found(const struct search_check *c, int fitted) {
+    for (int i = 0; i < c->n; i++) {
+        if (c->p[i].kind == SEARCH_VARIANCE && strstr(c->p[i].why, "rare, very slow") &&
+            (!fitted || strstr(c->p[i].why, "fitted beyond its 99 % point"))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The same moments on both sides (only the tail levels can speak), 12000 instances in the
+ * baseline (40 windows of 300) and 6000 now (20). */
+static void far_fixture(struct fixture *f) {
+    memset(f, 0, sizeof *f);
+    windows_of(&f->recent, f->rm, &f->in.n_recent_means, 20, 300, 0.024, 0.007, 0.0, 0.0004, 1);
+    windows_of(&f->base, f->bm, &f->in.n_base_means, 40, 300, 0.024, 0.007, 0.0, 0.0004, 2);
+    f->in.recent = &f->recent;
+    f->in.baseline = &f->base;
+    f->in.recent_means = f->rm;
+    f->in.base_means = f->bm;
+    f->in.zt = search_z_looks(3);
+}
+
+/*
+ * The far tail: a rare erratic step seen for 20 s against a 40-s baseline. Four passes of
+ * 150–300 ms where the baseline (twelve 2-ms steps: its largest near 70 ms) never went:
+ * beyond its largest the count alone (0.33^4, z 2.5) cannot tell, but the baseline's own
+ * tail, fitted beyond its 99 % point and taken cautiously, expects 0.03 passes beyond
+ * 180 ms where three came: found.
+ * Two such passes are not enough (three at least), and neither are four passes of 80 ms
+ * (just beyond the baseline's reach). No false alarm from the same law on both sides, for
+ * a light tail and a heavy one (a log-normal, whose farthest passes the fit expects): at
+ * most 2 alarms in 200 draws of each (the check's rate is about 1 in 2000).
+ */
+static void test_tail_far(void) {
+    struct fixture f;
+    far_fixture(&f);
+    struct dq *b = law_dq(0, 12000, 7, NULL, 0);
+    const double slow[] = {0.150, 0.180, 0.220, 0.300};
+    struct dq *r = law_dq(0, 5996, 8, slow, 4);
+    f.base.observed = b;
+    f.recent.observed = r;
+    search_check(&f.in, &P, &f.c);
+    CHECK(tail_found(&f.c, 1));
+    /* the best of its counts: the three largest, beyond 180 ms */
+    CHECK(f.c.n > 0 && strstr(f.c.p[0].why, "3 instances beyond 180 ms") != NULL);
+    dq_destroy(r);
+    r = law_dq(0, 5998, 8, slow, 2); /* two: too few to speak of passes */
+    f.recent.observed = r;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!tail_found(&f.c, 0));
+    dq_destroy(r);
+    const double near[] = {0.080, 0.080, 0.081, 0.082};
+    r = law_dq(0, 5996, 8, near, 4); /* just beyond its reach: the fit expects some */
+    f.recent.observed = r;
+    search_check(&f.in, &P, &f.c);
+    CHECK(!tail_found(&f.c, 1));
+    dq_destroy(r);
+    dq_destroy(b);
+    for (int law = 0; law < 2; law++) {
+        int alarms = 0;
+        for (uint64_t k = 0; k < 200; k++) {
+            b = law_dq(law, 12000, 1000 + 2 * k, NULL, 0);
+            r = law_dq(law, 6000, 1001 + 2 * k, NULL, 0);
+            f.base.observed = b;
+            f.recent.observed = r;
+            search_check(&f.in, &P, &f.c);
+            alarms += tail_found(&f.c, 0);
+            dq_destroy(b);
+            dq_destroy(r);
+        }
+        printf("  far tail, law %d: %d alarm(s) in 200 draws of the same law\n", law, alarms);
+        CHECK(alarms <= 2);
+    }
+}
+
 static void test_divergence(void) {
     struct fixture f;
     fixture(&f, 0.010, 0.002, 0.0, 1);
@@ -468,11 +573,21 @@ static void test_load_rose(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(z),          CHECK_CASE(nothing),   CHECK_CASE(latency),
-    CHECK_CASE(rank),       CHECK_CASE(lost),      CHECK_CASE(variance),
-    CHECK_CASE(qta_first),  CHECK_CASE(tail),      CHECK_CASE(tail_largest),
-    CHECK_CASE(divergence), CHECK_CASE(shape),     CHECK_CASE(shift_lagged),
-    CHECK_CASE(spearman),   CHECK_CASE(load_rose),
+    CHECK_CASE(z),
+    CHECK_CASE(nothing),
+    CHECK_CASE(latency),
+    CHECK_CASE(rank),
+    CHECK_CASE(lost),
+    CHECK_CASE(variance),
+    CHECK_CASE(qta_first),
+    CHECK_CASE(tail),
+    CHECK_CASE(tail_largest),
+    CHECK_CASE(tail_far),
+    CHECK_CASE(divergence),
+    CHECK_CASE(shape),
+    CHECK_CASE(shift_lagged),
+    CHECK_CASE(spearman),
+    CHECK_CASE(load_rose),
 };
 
 static int setup(void) {
