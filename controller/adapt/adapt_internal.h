@@ -129,6 +129,7 @@ struct investigation {
     int recheck_holds;                  /* … and what that said (1 holds, 0 not) */
     int recheck_rules;                  /* … the rules it held by so far (bits, deescalate.c) */
     int paused;
+    int load_looks; /* the looks taken so far at whether its latency rises with the arrivals */
     struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
     int released;                  /* its probes were released (or handed over): it is done */
     struct search_confirm confirm; /* the verdict waiting for confirmation */
