@@ -443,12 +443,13 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *               growth explains, significantly; or rare, very slow instances pile up beyond
  *               the baseline's 99.9 % point (and, with 10,000 baseline instances, its
  *               99.99 % point; with 1,000, its largest instance) moved with the median (an
- *               exact binomial test); or (with 3,000 baseline instances) a few of them lie
- *               where the baseline's own tail, fitted beyond its 99 % point with a
- *               generalized Pareto law taken cautiously, expects almost none (a Poisson
- *               test; found.far, ranked after every other problem: its z says how surely
- *               such passes are new, not how much they weigh). Each point is a look
- *               (found.looks)
+ *               exact binomial test); or, when none of those counts and the count beyond
+ *               the largest is at z 1.5 at least, a few recent windows hold passes where
+ *               the baseline's own tail, fitted beyond its 99 % point with a generalized
+ *               Pareto law taken cautiously, expects almost none (a Poisson test;
+ *               found.far, ranked after every other problem: its z says how surely such
+ *               passes are new, not how much they weigh). Each point is a look
+ *               (found.looks; the far one only when the baseline can be fitted)
  *   divergence  observed and calculated differ (KS D over 0.1, p under params.alpha), or
  *               the time the node spends beyond what its children account for grew
  *               against the baseline, significantly and by half a baseline sd
@@ -517,7 +518,7 @@ struct search_found {
     enum search_problem kind;
     double z;      /* how significant */
     double level;  /* shape: the probability level at which most mass moved (0: n/a) */
-    int far;       /* variance: found only beyond the baseline's fitted tail (ranks last) */
+    int far;       /* variance: found by the far tail's level alone (ranks last) */
     int looks;     /* the looks this test shares the check's rate among (the tail's levels;
                       0 or 1: one), so it counts from search_z_of_p(P(Z > zt) / looks) */
     char why[200]; /* the sentence ("mean 12 ms against 8 ms before") */
@@ -536,6 +537,11 @@ struct search_check_input {
     int n_recent_means; /* at most SEARCH_MAX_WINDOW_MEANS */
     const double *base_means;
     int n_base_means; /* at most SEARCH_MAX_WINDOW_MEANS */
+    /* optional: the recent windows' largest passes (the right edge of each one's last
+     * occupied bin; any order), for the far tail's count of windows (NULL: counted by
+     * instances) */
+    const double *recent_max;
+    int n_recent_max; /* at most SEARCH_MAX_WINDOW_MEANS */
     double zt;        /* the z a problem needs (search_z_looks) */
 };
 

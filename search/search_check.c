@@ -123,119 +123,160 @@ static double tail_z(const struct search_stats *r, const struct search_stats *b,
     return search_z_of_p(binomial_tail(kb + kr, kr, nr / (nr + nb)));
 }
 
-/* P(X ≥ k) for X ~ Poisson(lambda), summed in logs from k up (the terms fall fast once
- * past the mean; the far tail's lambda is far below k). */
-static double poisson_tail(int k, double lambda) {
-    if (k <= 0) {
+/* P(X ≥ k) for X ~ Poisson(lambda), continued to a real k > 0 as the regularized lower
+ * incomplete gamma function P(k, lambda) (the same value at whole k; a count scaled by a
+ * design effect is no longer whole): its series, which converges fast for lambda below k,
+ * the only case asked (at or past the mean, 1: not a surprise, whatever the exact figure). */
+static double poisson_tail(double k, double lambda) {
+    if (!(k > 0.0)) {
         return 1.0;
     }
     if (!(lambda > 0.0)) {
         return 0.0;
     }
     if (lambda >= k) {
-        return 1.0; /* at or past the mean: not a surprise, whatever the exact figure */
+        return 1.0;
     }
-    double sum = 0.0;
-    for (int i = k; i < k + 200; i++) {
-        double t = exp(-lambda + i * log(lambda) - lgamma(i + 1.0));
-        sum += t;
-        if (t < 1e-18 * sum) {
+    double term = 1.0 / k, sum = term;
+    for (int n = 1; n < 500; n++) {
+        term *= lambda / (k + n);
+        sum += term;
+        if (term < 1e-17 * sum) {
             break;
         }
     }
-    return sum < 1.0 ? sum : 1.0;
+    double p = exp(k * log(lambda) - lambda - lgamma(k)) * sum;
+    return p < 1.0 ? p : 1.0;
 }
 
 /*
- * The far tail, beyond what the baseline ever showed: the baseline's own tail fitted
- * beyond its 99 % point u with a generalized Pareto law (the law of the excesses over a
- * high point, whatever the distribution: Pickands–Balkema–de Haan), by its moments
- * (shape ξ = ½(1 − m²/s²), scale σ = ½·m·(1 + m²/s²), m and s² the excesses' mean and
- * variance, from the bins' midpoints), then taken cautiously: ξ raised by two of its
- * standard errors (1/√m' at ξ = 0, m' the excesses counted, corrected for correlated
- * instances as the mean's standard error is) and at least 0 (never a lighter tail than
- * an exponential one), σ by as much; no extrapolation when ξ so raised reaches ½ (a tail
- * that heavy says little about farther points). Then for the k-th largest recent
- * instance (k = 3, 5, 8; each a look), beyond the baseline's largest after the median's
- * move: the chance that k or more of the recent instances fall that far under the fitted
- * law (Poisson, with the recent effective count). A handful of passes ten times slower
- * than anything in the baseline is then telling even against a baseline no longer than
- * the recent range, where the count beyond the baseline's largest alone needs seven or
- * more. 0 when it cannot tell (fewer than SEARCH_FAR_MIN_EXCESS excesses, or too heavy
- * a tail); *k, *at, *expect: the count, its point and the count the fitted law expects.
+ * The far tail, beyond what the baseline ever showed (dq_search.h, "variance"; docs/
+ * diagnosis.md, "The far tail"). The fit is the baseline's alone (far_fit_of), so that
+ * the look counts only when there is a fit to look with.
  */
-#define SEARCH_FAR_MIN_EXCESS 30
+#define SEARCH_FAR_MIN_EXCESS 30 /* excesses over the 99 % point (effective) to fit */
+#define SEARCH_FAR_GATE_Z 1.5    /* the count beyond the baseline's largest must say as much */
+static const int far_counts[] = {3, 5, 8};
+#define N_FAR_COUNTS ((int)(sizeof far_counts / sizeof far_counts[0]))
 
-/* The right edge of the baseline's last occupied bin: its largest instance, to a bin. */
-static double far_largest(const struct search_stats *b) {
-    for (int i = b->observed->n - 1; i >= 0; i--) {
-        if (b->observed->pdf[i] > 0.0) {
-            return (i + 1) * b->observed->width;
+struct far_fit {
+    double u, p_u, xi, sigma; /* the fitted law beyond u: p_u·(1 + ξ·y/σ)^(−1/ξ) */
+    double largest;           /* the baseline's largest instance (a bin's right edge) */
+    double f;                 /* its effective share of instances (≤ 1) */
+    double median;
+};
+
+/* The right edge of the last occupied bin: a ΔQ's largest instance, to a bin. */
+static double dq_largest(const struct dq *d) {
+    for (int i = d->n - 1; i >= 0; i--) {
+        if (d->pdf[i] > 0.0) {
+            return (i + 1) * d->width;
         }
     }
     return 0.0;
 }
-static const int far_counts[] = {3, 5, 8};
-#define N_FAR_COUNTS ((int)(sizeof far_counts / sizeof far_counts[0]))
 
-static double far_tail_z(const struct search_stats *r, const struct search_stats *b, int *k_out,
-                         double *at_out, double *expect_out) {
-    const struct dq *bo = b->observed, *ro = r->observed;
-    double tb = dq_tangible(bo), tr = dq_tangible(ro), u, mb, mr;
-    double nb = (double)b->n_ok, nr = (double)r->n_ok;
-    /* correlated instances count for fewer: the baseline's factor for both sides (the
-     * question is whether the recent instances could come from the baseline's process) */
+/* The baseline's excesses over its 99 % point u fitted with a generalized Pareto law by
+ * their moments (bins' midpoints), taken cautiously: shape ξ̂ = ½(1 − m²/s²) clipped at 0
+ * and raised by 2/√m′ (two of its standard errors at ξ = 0, m′ the excesses counted with
+ * the baseline's correction for correlated instances), scale ½·m·(1 + m²/s²) raised in the
+ * same proportion. 0 when there is no fit: u at 0 (the mass at zero reaches 99 %), fewer
+ * than SEARCH_FAR_MIN_EXCESS excesses, or ξ so raised reaching ½ (a tail that heavy says
+ * little about farther points). */
+static int far_fit_of(const struct search_stats *b, struct far_fit *fit) {
+    const struct dq *bo = b->observed;
+    double tb = dq_tangible(bo), nb = (double)b->n_ok, u;
     double f = nb > 0 ? search_stats_effective_n(b) / (double)search_stats_instances(b) : 0.0;
-    if (!(tb > 0.0) || !(tr > 0.0) || !(f > 0.0) || dq_quantile(bo, 0.99 * tb, &u) != DQ_OK ||
-        dq_quantile(bo, 0.5 * tb, &mb) != DQ_OK || dq_quantile(ro, 0.5 * tr, &mr) != DQ_OK) {
-        return 0.0;
+    if (!(tb > 0.0) || !(f > 0.0) || dq_quantile(bo, 0.99 * tb, &u) != DQ_OK || !(u > 0.0) ||
+        dq_quantile(bo, 0.5 * tb, &fit->median) != DQ_OK) {
+        return 0;
     }
-    f = f < 1.0 ? f : 1.0;
-    /* a recent point's place in the baseline: moved back with the median, as a shift or a
-     * change of scale, whichever moves it more (as the other levels) */
-    double dm = mr > mb ? mr - mb : 0.0, scale = mr > mb && mb > 0.0 ? mb / mr : 1.0;
+    fit->f = f < 1.0 ? f : 1.0;
     int iu = (int)lround(u / bo->width) - 1; /* u is the right edge of bin iu */
-    double pu = 0.0, m1 = 0.0, m2 = 0.0, largest = far_largest(b);
+    double pu = 0.0, m1 = 0.0, m2 = 0.0;
     for (int i = iu + 1; i < bo->n; i++) {
         double y = (i + 0.5) * bo->width - u, w = bo->pdf[i];
         pu += w, m1 += w * y, m2 += w * y * y;
     }
-    double excess = pu / tb * nb * f;
+    double excess = pu / tb * nb * fit->f;
     if (!(excess >= SEARCH_FAR_MIN_EXCESS) || !(m1 > 0.0)) {
-        return 0.0;
+        return 0;
     }
     m1 /= pu, m2 /= pu;
     double s2 = m2 - m1 * m1, ratio = s2 > 0.0 ? m1 * m1 / s2 : 0.0;
     if (!(ratio > 0.0)) {
-        return 0.0;
+        return 0;
     }
     double cau = 2.0 / sqrt(excess);
-    double xi = fmax(0.5 * (1.0 - ratio), 0.0) + cau;
-    double sigma = 0.5 * m1 * (1.0 + ratio) * (1.0 + cau);
-    if (xi >= 0.5) {
+    fit->xi = fmax(0.5 * (1.0 - ratio), 0.0) + cau;
+    fit->sigma = 0.5 * m1 * (1.0 + ratio) * (1.0 + cau);
+    fit->u = u;
+    fit->p_u = pu / tb;
+    fit->largest = dq_largest(bo);
+    return fit->xi < 0.5;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x > y ? -1 : (x < y ? 1 : 0);
+}
+
+/*
+ * The far level's z: for the k-th largest recent pass (k = 3, 5, 8; each a look) beyond
+ * the baseline's largest once moved back with the median (as a shift or a change of scale,
+ * whichever moves it more, as the other levels), the chance under the fitted law of k or
+ * more recent passes that far (Poisson). With the recent windows' largest passes
+ * (in->recent_max), the k are k windows: a burst of slow passes in one window counts once,
+ * and the windows holding a far pass are never more than the passes the law expects; else
+ * k instances of the recent ΔQ, the count and the recent instances scaled by the
+ * baseline's correction for correlated instances (the question is whether the recent ones
+ * could come from the baseline's process). *k_out, *at, *expect: the passes beyond the
+ * point found (all of them, not only k), the point, and what the law expects there.
+ */
+static double far_tail_z(const struct search_check_input *in, const struct far_fit *fit, int *k_out,
+                         double *at_out, double *expect_out) {
+    const struct search_stats *r = in->recent;
+    const struct dq *ro = r->observed;
+    double tr = dq_tangible(ro), nr = (double)r->n_ok, mr;
+    if (!(tr > 0.0) || dq_quantile(ro, 0.5 * tr, &mr) != DQ_OK) {
         return 0.0;
     }
-    double p_u = pu / tb, best = 0.0;
+    double dm = mr > fit->median ? mr - fit->median : 0.0;
+    double scale = mr > fit->median && fit->median > 0.0 ? fit->median / mr : 1.0;
+    double maxes[SEARCH_MAX_WINDOW_MEANS];
+    int nw = in->recent_max ? in->n_recent_max : 0;
+    nw = nw > SEARCH_MAX_WINDOW_MEANS ? SEARCH_MAX_WINDOW_MEANS : nw;
+    if (nw > 0) {
+        memcpy(maxes, in->recent_max, (size_t)nw * sizeof maxes[0]);
+        qsort(maxes, (size_t)nw, sizeof maxes[0], cmp_desc);
+    }
+    double best = 0.0;
     for (int c = 0; c < N_FAR_COUNTS; c++) {
-        /* the k-th largest recent instance: the left edge of its bin (its instances are all
-         * beyond it) */
-        double seen = 0.0, at = NAN;
-        for (int j = ro->n - 1; j >= 0 && isnan(at); j--) {
-            seen += ro->pdf[j] / tr * nr;
-            if (seen >= far_counts[c] - 1e-6) {
-                at = j * ro->width;
+        int k = far_counts[c];
+        /* the point: the k-th window's largest pass less a bin (each of the k windows has
+         * a pass beyond it), or the left edge of the k-th largest instance's bin */
+        double at = NAN;
+        if (nw > 0) {
+            at = k <= nw ? maxes[k - 1] - ro->width : NAN;
+        } else {
+            double seen = 0.0;
+            for (int j = ro->n - 1; j >= 0 && isnan(at); j--) {
+                seen += ro->pdf[j] / tr * nr;
+                at = seen >= k - 1e-6 ? j * ro->width : NAN;
             }
         }
-        double back = isnan(at) ? 0.0 : fmin(at - dm, at * scale), y = back - u;
-        int k = (int)floor(far_counts[c] * f + 1e-9);
-        if (isnan(at) || back < largest || k < 3) {
+        double back = isnan(at) ? 0.0 : fmin(at - dm, at * scale), y = back - fit->u;
+        if (isnan(at) || back < fit->largest) {
             continue;
         }
-        double tail = p_u * pow(1.0 + xi * y / sigma, -1.0 / xi);
-        double expect = nr * f * tail;
-        double z = search_z_of_p(poisson_tail(k, expect) * N_FAR_COUNTS);
+        double tail = fit->p_u * pow(1.0 + fit->xi * y / fit->sigma, -1.0 / fit->xi);
+        double expect = nr * tail, f = nw > 0 ? 1.0 : fit->f;
+        double z = search_z_of_p(poisson_tail(k * f, expect * f) * N_FAR_COUNTS);
         if (z > best) {
-            best = z, *k_out = k, *at_out = at, *expect_out = expect;
+            best = z;
+            *at_out = at;
+            *expect_out = expect;
+            *k_out = (int)floor((tr - dq_cdf_at(ro, at)) / tr * nr + 0.5);
         }
     }
     return best;
@@ -251,8 +292,8 @@ static double far_tail_z(const struct search_stats *r, const struct search_stats
  * sides all fall on the recent side is about its share to the k-th power). Each level is a
  * look: each at the threshold that keeps their joint false alarms at one's.
  */
-static void check_tail(const struct search_stats *r, const struct search_stats *b,
-                       struct search_check *c) {
+static void check_tail(const struct search_check_input *in, struct search_check *c) {
+    const struct search_stats *r = in->recent, *b = in->baseline;
     /* the largest: the last occupied bin (a level just under 1, which rounding in the CDF
      * cannot push above the tangible mass) */
     double levels[3] = {0.999};
@@ -263,31 +304,39 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
     if (b->n_ok >= 1000) {
         levels[n_levels++] = 1.0 - 1e-9;
     }
-    /* the far tail, fitted, when the baseline has the excesses to fit it: one more look */
-    int far = b->n_ok >= 100 * SEARCH_FAR_MIN_EXCESS;
-    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / (n_levels + far));
-    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0;
+    /* the far tail, when the baseline's own tail can be fitted: one more look */
+    struct far_fit fit;
+    int far = b->n_ok >= 1000 && far_fit_of(b, &fit);
+    int looks = n_levels + far;
+    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / looks);
+    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0, gate = 0.0;
     for (int k = 0; k < n_levels; k++) {
         double pr = 0, pb = 0, at = 0, moved = 0;
         double z = tail_z(r, b, levels[k], &pr, &pb, &at, &moved);
         if (z > best) {
             best = z, bpr = pr, bpb = pb, bat = at, bmoved = moved, bq = levels[k];
         }
+        gate = levels[k] > 1.0 - 1e-6 ? z : gate;
     }
+    /* only when no level counted (the far tail finds what they cannot), and when the count
+     * beyond the baseline's largest, which assumes nothing about the law, says as much (a
+     * rare slow mode that the baseline happened to miss breaks the fit's assumption) */
     int fk = 0;
     double fat = 0.0, fexpect = 0.0;
-    double fz = far ? far_tail_z(r, b, &fk, &fat, &fexpect) : 0.0;
-    if (fz >= zt && fz > best) {
+    double fz = far && best < zt && gate >= SEARCH_FAR_GATE_Z
+                    ? far_tail_z(in, &fit, &fk, &fat, &fexpect)
+                    : 0.0;
+    if (fz >= zt) {
         char t[DQ_DURATION_TEXT], t2[DQ_DURATION_TEXT];
         struct search_found *fp =
             add_problem(c, SEARCH_VARIANCE, fz,
                         "%d instances beyond %s, where the baseline's own tail (its largest %s, of "
                         "%.0f; fitted beyond its 99 %% point) expects %.2g: rare, very slow passes",
-                        fk, search__dur(fat, t, sizeof t),
-                        search__dur(far_largest(b), t2, sizeof t2), (double)b->n_ok, fexpect);
+                        fk, search__dur(fat, t, sizeof t), search__dur(fit.largest, t2, sizeof t2),
+                        (double)b->n_ok, fexpect);
         if (fp) {
             fp->far = 1;
-            fp->looks = n_levels + far;
+            fp->looks = looks;
         }
         return;
     }
@@ -306,7 +355,7 @@ static void check_tail(const struct search_stats *r, const struct search_stats *
                         bmoved > 0 ? ", moved with the median" : "",
                         bpb < 1e-9 ? 0.0 : 100.0 * bpb); /* rounding in the CDF: none */
         if (fp) {
-            fp->looks = n_levels + far;
+            fp->looks = looks;
         }
     }
 }
@@ -581,7 +630,7 @@ void search_check(const struct search_check_input *in, const struct search_param
     /* the tail: rare, very slow instances (an erratic part) barely move a variance
      * estimated over a few windows, but they pile up beyond the baseline's 99.9 % point */
     if (c->has_baseline && r->observed && b->observed) {
-        check_tail(r, b, c);
+        check_tail(in, c);
     }
     check_divergence(r, b, params, c);
     if (c->has_baseline) {

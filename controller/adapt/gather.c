@@ -135,16 +135,27 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
 /* ---- the node check ------------------------------------------------------------------------ */
 
 /* The windows' own means (windows with successes) over from ≤ wid < to, newest first, at
- * most SEARCH_MAX_WINDOW_MEANS. */
-static int recent_means(const struct probe *p, int64_t from, int64_t to, double *now) {
+ * most SEARCH_MAX_WINDOW_MEANS; and into maxima (*n_max of them) those windows' largest
+ * passes (the right edge of each one's last occupied bin), which the far tail counts. */
+static int recent_windows(const struct probe *p, int64_t from, int64_t to, double *now,
+                          double *maxima, int *n_max) {
     int na = 0;
+    *n_max = 0;
     for (int k = 0; p && k < p->ring_len && na < SEARCH_MAX_WINDOW_MEANS; k++) {
         const struct probe_window *w = probes_ring_get((struct probe *)p, k);
         if (w->wid < from) {
             break;
         }
-        if (w->ok > 0 && w->wid < to) {
-            now[na++] = w->mean;
+        if (w->ok == 0 || w->wid >= to) {
+            continue;
+        }
+        now[na++] = w->mean;
+        double largest = 0.0;
+        for (int i = w->observed ? w->observed->n - 1 : -1; i >= 0 && largest == 0.0; i--) {
+            largest = w->observed->pdf[i] > 0.0 ? (i + 1) * w->observed->width : 0.0;
+        }
+        if (w->observed) {
+            maxima[(*n_max)++] = largest;
         }
     }
     return na;
@@ -158,11 +169,13 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
     int64_t rfrom = from > upto - horizon ? from : upto - horizon;
     struct node_stats r, b;
     double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
+    double maxima[SEARCH_MAX_WINDOW_MEANS];
     struct search_check_input in = {.recent = &r.s,
                                     .baseline = &b.s,
                                     .qta = p && p->has_qta ? &p->qta : NULL,
                                     .recent_means = now,
                                     .base_means = before,
+                                    .recent_max = maxima,
                                     .zt = zt};
     adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
     if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS)) {
@@ -175,7 +188,7 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
         adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
     }
     adapt__gather(p, rfrom, upto, &r);
-    in.n_recent_means = recent_means(p, rfrom, upto, now);
+    in.n_recent_means = recent_windows(p, rfrom, upto, now, maxima, &in.n_recent_max);
     if (rfrom_out) {
         *rfrom_out = rfrom;
     }
