@@ -457,12 +457,18 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     char *before = strdup(reason);
+    char count[32] = ""; /* "2 culprits: " (one is named alone) */
+    if (inv->n_culprits > 1) {
+        snprintf(count, sizeof count, "%d culprits: ", inv->n_culprits);
+    }
     snprintf(reason, cap,
-             "localized at %d culprit%s: %s%s; the rest of %s's change is not localized (the "
-             "search went on: %s)",
-             inv->n_culprits, inv->n_culprits == 1 ? "" : "s", names,
-             isfinite(all) ? "" : " (their shares unknown)", inv->node,
-             before ? before : "it found nothing more");
+             "localized at %s%s%s; the rest of %s's change is not localized (the search went "
+             "on: %s)",
+             count, names,
+             isfinite(all)          ? ""
+             : inv->n_culprits == 1 ? " (its share unknown)"
+                                    : " (their shares unknown)",
+             inv->node, before ? before : "it found nothing more");
     free(before);
     return inv->culprits[0];
 }
