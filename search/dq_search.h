@@ -443,8 +443,9 @@ int search_step(const struct search_input *in, const struct search_params *p,
  *               growth explains, significantly; or rare, very slow instances pile up beyond
  *               the baseline's 99.9 % point (and, with 10,000 baseline instances, its
  *               99.99 % point; with 1,000, its largest instance) moved with the median (an
- *               exact binomial test); or, when none of those counts and the count beyond
- *               the largest is at z 1.5 at least, a few recent windows hold passes where
+ *               exact binomial test); or, when none of the tail's levels counts and the
+ *               count beyond the largest is at z 1.5 at least, a few recent windows hold
+ *               passes where
  *               the baseline's own tail, fitted beyond its 99 % point with a generalized
  *               Pareto law taken cautiously, expects almost none (a Poisson test;
  *               found.far, ranked after every other problem: its z says how surely such
@@ -537,8 +538,8 @@ struct search_check_input {
     int n_recent_means; /* at most SEARCH_MAX_WINDOW_MEANS */
     const double *base_means;
     int n_base_means; /* at most SEARCH_MAX_WINDOW_MEANS */
-    /* optional: the recent windows' largest passes (the right edge of each one's last
-     * occupied bin; any order), for the far tail's count of windows (NULL: counted by
+    /* optional: for each recent window on the recent ΔQ's grid, a point its largest pass
+     * lies beyond (any order), for the far tail's count of windows (NULL: counted by
      * instances) */
     const double *recent_max;
     int n_recent_max; /* at most SEARCH_MAX_WINDOW_MEANS */

@@ -156,6 +156,7 @@ static double poisson_tail(double k, double lambda) {
  */
 #define SEARCH_FAR_MIN_EXCESS 30 /* excesses over the 99 % point (effective) to fit */
 #define SEARCH_FAR_GATE_Z 1.5    /* the count beyond the baseline's largest must say as much */
+#define SEARCH_FAR_MIN_COUNT 2.0 /* the least count, scaled by the design effect, weighed */
 static const int far_counts[] = {3, 5, 8};
 #define N_FAR_COUNTS ((int)(sizeof far_counts / sizeof far_counts[0]))
 
@@ -226,11 +227,13 @@ static int cmp_desc(const void *a, const void *b) {
  * the baseline's largest once moved back with the median (as a shift or a change of scale,
  * whichever moves it more, as the other levels), the chance under the fitted law of k or
  * more recent passes that far (Poisson). With the recent windows' largest passes
- * (in->recent_max), the k are k windows: a burst of slow passes in one window counts once,
- * and the windows holding a far pass are never more than the passes the law expects; else
- * k instances of the recent ΔQ, the count and the recent instances scaled by the
- * baseline's correction for correlated instances (the question is whether the recent ones
- * could come from the baseline's process). *k_out, *at, *expect: the passes beyond the
+ * (in->recent_max), the k are k windows: a burst of slow passes in one window counts once;
+ * the windows holding a far pass are never more than the passes, so the passes the law
+ * expects bound what it expects of them (windows taken as independent: a slow spell over
+ * neighbouring windows counts in each). Else k instances of the recent ΔQ, the count and
+ * the recent instances scaled by the baseline's correction for correlated instances (the
+ * question is whether the recent ones could come from the baseline's process), and no
+ * count weighed below SEARCH_FAR_MIN_COUNT. *k_out, *at, *expect: the passes beyond the
  * point found (all of them, not only k), the point, and what the law expects there.
  */
 static double far_tail_z(const struct search_check_input *in, const struct far_fit *fit, int *k_out,
@@ -253,11 +256,11 @@ static double far_tail_z(const struct search_check_input *in, const struct far_f
     double best = 0.0;
     for (int c = 0; c < N_FAR_COUNTS; c++) {
         int k = far_counts[c];
-        /* the point: the k-th window's largest pass less a bin (each of the k windows has
-         * a pass beyond it), or the left edge of the k-th largest instance's bin */
+        /* the point: the k-th window's (each of the k windows has a pass beyond it), or
+         * the left edge of the k-th largest instance's bin */
         double at = NAN;
         if (nw > 0) {
-            at = k <= nw ? maxes[k - 1] - ro->width : NAN;
+            at = k <= nw ? maxes[k - 1] : NAN;
         } else {
             double seen = 0.0;
             for (int j = ro->n - 1; j >= 0 && isnan(at); j--) {
@@ -271,6 +274,9 @@ static double far_tail_z(const struct search_check_input *in, const struct far_f
         }
         double tail = fit->p_u * pow(1.0 + fit->xi * y / fit->sigma, -1.0 / fit->xi);
         double expect = nr * tail, f = nw > 0 ? 1.0 : fit->f;
+        if (k * f < SEARCH_FAR_MIN_COUNT) {
+            continue; /* a burst of correlated passes weighs as fewer than a few */
+        }
         double z = search_z_of_p(poisson_tail(k * f, expect * f) * N_FAR_COUNTS);
         if (z > best) {
             best = z;

@@ -135,8 +135,11 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s) {
 /* ---- the node check ------------------------------------------------------------------------ */
 
 /* The windows' own means (windows with successes) over from ≤ wid < to, newest first, at
- * most SEARCH_MAX_WINDOW_MEANS; and into maxima (*n_max of them) those windows' largest
- * passes (the right edge of each one's last occupied bin), which the far tail counts. */
+ * most SEARCH_MAX_WINDOW_MEANS; and into maxima (*n_max of them), for those on the probe's
+ * grid (the windows the recent ΔQ is mixed from), a point each one's largest pass lies
+ * beyond: the left edge of its last occupied bin, less the bins of its lag (a window
+ * re-expressed to a finer grid spreads a coarse bin's mass up to the coarse edge). The
+ * far tail counts windows by them. */
 static int recent_windows(const struct probe *p, int64_t from, int64_t to, double *now,
                           double *maxima, int *n_max) {
     int na = 0;
@@ -150,12 +153,16 @@ static int recent_windows(const struct probe *p, int64_t from, int64_t to, doubl
             continue;
         }
         now[na++] = w->mean;
-        double largest = 0.0;
-        for (int i = w->observed ? w->observed->n - 1 : -1; i >= 0 && largest == 0.0; i--) {
-            largest = w->observed->pdf[i] > 0.0 ? (i + 1) * w->observed->width : 0.0;
+        const struct dq *o = w->observed;
+        if (!o || o->k != p->k || o->n != p->n) {
+            continue;
         }
-        if (w->observed) {
-            maxima[(*n_max)++] = largest;
+        int last = o->n - 1;
+        while (last >= 0 && !(o->pdf[last] > 0.0)) {
+            last--;
+        }
+        if (last >= 0) {
+            maxima[(*n_max)++] = (last - o->lag > 0 ? last - o->lag : 0) * o->width;
         }
     }
     return na;

@@ -318,8 +318,8 @@ static struct dq *law_dq_max(int law, int n, uint64_t seed, const double *extra,
             v = srng_unit(&g) < 2e-4 ? 0.200 + 0.200 * srng_unit(&g) : srng_exp(&g, 0.004);
         }
         x[i] = v;
-        if (maxima) { /* each window's largest, as a bin's right edge (0.25 ms bins) */
-            double e = ceil(v / 0.00025) * 0.00025;
+        if (maxima) { /* each window's largest, as its bin's left edge (0.25 ms bins) */
+            double e = floor(v / 0.00025) * 0.00025; /* its bin's left edge */
             maxima[i / 300] = i % 300 == 0 || e > maxima[i / 300] ? e : maxima[i / 300];
         }
     }
@@ -365,16 +365,16 @@ static void far_fixture(struct fixture *f, double wsd) {
     far_fixture_n(f, wsd, 20);
 }
 
-/* Alarms of the check in 200 draws of `law` on both sides (each a fresh baseline and
+/* Alarms of the check in `draws` draws of `law` on both sides (each a fresh baseline and
  * recent range, with the recent windows' largest passes, as dqd gives them). */
-static int far_alarms(int law) {
+static int far_alarms(int law, int draws) {
     struct fixture f;
     far_fixture(&f, 0.0004);
     double maxima[20];
     f.in.recent_max = maxima;
     f.in.n_recent_max = 20;
     int alarms = 0;
-    for (uint64_t k = 0; k < 200; k++) {
+    for (uint64_t k = 0; k < (uint64_t)draws; k++) {
         struct dq *b = law_dq(law, 12000, 1000 + 2 * k, NULL, 0);
         struct dq *r = law_dq_max(law, 6000, 1001 + 2 * k, NULL, 0, maxima);
         f.base.observed = b;
@@ -394,21 +394,22 @@ static int far_alarms(int law) {
  * tail, fitted beyond its 99 % point and taken cautiously, expects 0.03 passes beyond
  * 180 ms where three came: found; three are found too. Two such passes are not enough
  * (three at least), nor four passes just beyond the baseline's reach (the fit expects
- * some), nor three of 300–400 ms among as many instances as the baseline's (the count beyond its
- * largest, 0.5^3, z 1.2, must say at least z 1.5: a rare slow mode that the baseline
- * happened to miss breaks the fit's assumption). With the recent
- * windows' largest passes given, passes count by window: four in one window (a burst) are
- * one, four in four windows are found. A baseline whose windows scatter (its effective
- * count below its count) weighs instances as fewer, but not windows. No false alarm from the same
- * law on both sides, light-tailed or heavy; and few from a rare slow mode that a baseline may miss
- * (1 pass in 5,000: three of them now and none in 12,000 before happens in about 1 % of
- * draws) or from stalls of a few passes in one window in twenty.
+ * some), nor three of 300–400 ms among as many instances as the baseline's (the count
+ * beyond its largest, 0.5^3, z 1.2, must say at least z 1.5). With the recent windows'
+ * largest passes given, passes count by window: four in one window (a burst) are one,
+ * four in four windows are found. A baseline whose windows scatter (its effective count
+ * below its count) weighs instances as fewer, but not windows. Then 200 draws of each law
+ * on both sides (DQ_FAR_DRAWS for more): a light tail, a heavy one (log-normal), stalls of
+ * five passes in one window in twenty: at most one alarm each (none seen in 2,000); a rare
+ * slow mode that a baseline may miss (1 pass in 5,000): at most 4 (19 in 2,000: three of
+ * them in the recent range and none in the baseline's 12,000, which the fit's assumption
+ * cannot tell from a fault, and the gate does not stop at these sizes).
  */
 static void test_tail_far(void) {
     struct fixture f;
     far_fixture(&f, 0.0004);
     struct dq *b = law_dq(0, 12000, 7, NULL, 0);
-    const double slow[] = {0.150, 0.180, 0.220, 0.300, 0.310};
+    const double slow[] = {0.150, 0.180, 0.220, 0.300};
     struct dq *r = law_dq(0, 5996, 8, slow, 4);
     f.base.observed = b;
     f.recent.observed = r;
@@ -454,20 +455,21 @@ static void test_tail_far(void) {
     for (int w = 0; w < 20; w++) {
         maxima[w] = 0.050;
     }
-    maxima[3] = 0.30025;
+    maxima[3] = 0.300;
     f.in.recent_max = maxima;
     f.in.n_recent_max = 20;
     search_check(&f.in, &P, &f.c);
     CHECK(!tail_found(&f.c, 1));
-    maxima[7] = 0.15025, maxima[11] = 0.18025, maxima[15] = 0.22025;
+    maxima[7] = 0.150, maxima[11] = 0.180, maxima[15] = 0.220;
     search_check(&f.in, &P, &f.c);
     CHECK(tail_found(&f.c, 1));
     f.in.recent_max = NULL;
     f.in.n_recent_max = 0;
     dq_destroy(r);
     /* a baseline whose windows scatter (its effective count 0.63 of its count): counted by
-     * instances, the four passes weigh as 2.5 and do not tell; counted by windows (as dqd
-     * counts them: a burst is one), four windows do */
+     * instances, the count of three among the four passes weighs as 1.9, under the 2 a
+     * count needs; counted by windows (as dqd counts them: a burst is one), four windows
+     * tell */
     far_fixture(&f, 0.0006);
     printf("  scattered baseline: effective share %.2f\n",
            search_stats_effective_n(&f.base) / (double)search_stats_instances(&f.base));
@@ -483,10 +485,13 @@ static void test_tail_far(void) {
     CHECK(tail_found(&f.c, 1));
     dq_destroy(r);
     dq_destroy(b);
+    /* DQ_FAR_DRAWS=2000 for the figures of docs/diagnosis.md (the bounds scale) */
+    const char *e = getenv("DQ_FAR_DRAWS");
+    int draws = e && atoi(e) > 0 ? atoi(e) : 200;
     for (int law = 0; law < 4; law++) {
-        int alarms = far_alarms(law);
-        printf("  far tail, law %d: %d alarm(s) in 200 draws of the same law\n", law, alarms);
-        CHECK(alarms <= (law < 2 ? 1 : 4));
+        int alarms = far_alarms(law, draws);
+        printf("  far tail, law %d: %d alarm(s) in %d draws of the same law\n", law, alarms, draws);
+        CHECK(alarms <= (law < 2 ? 1 : 4) * (draws + 199) / 200);
     }
 }
 
