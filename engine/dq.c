@@ -475,6 +475,14 @@ double dq_past_horizon(const struct dq *a) {
     return p > 1e-12 ? p : 0.0;
 }
 
+int dq_last_bin(const struct dq *a) {
+    int i = a && a->pdf ? a->n - 1 : -1;
+    while (i >= 0 && !(a->pdf[i] > 0.0)) {
+        i--;
+    }
+    return i;
+}
+
 /* The index of the last bin whose right edge is at or before t ≥ 0 (−1: none). */
 static int last_edge_at(const struct dq *a, double t) {
     double last = floor(t / a->width + 1e-9) - 1.0;

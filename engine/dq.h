@@ -249,6 +249,10 @@ double dq_lost_bound(const struct dq *a);
  * (what a longer horizon would turn into late successes). */
 double dq_past_horizon(const struct dq *a);
 
+/* The index of the last bin holding mass (its right edge bounds the largest delay that
+ * completed), −1 when none does or a is NULL. */
+int dq_last_bin(const struct dq *a);
+
 /* P(delay ≤ t) read at the last right edge at or before t: cdf[i] for the largest i with
  * (i+1)·w ≤ t, `zero` for 0 ≤ t < w, 0 for t < 0 (never ahead of time). */
 double dq_cdf_at(const struct dq *a, double t);

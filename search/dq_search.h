@@ -514,6 +514,8 @@ int search_shift_material(const struct search_shift *s, double width);
 /* The z from which a change counts when a caller looks `looks` (≥ 1) times: SEARCH_Z's
  * one-sided false alarm rate shared among the looks (Bonferroni). */
 double search_z_looks(int looks);
+/* The same from a threshold zt for one look: zt's one-sided rate shared among `looks`. */
+double search_z_shared(double zt, int looks);
 
 struct search_found {
     enum search_problem kind;

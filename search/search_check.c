@@ -31,8 +31,12 @@ double search_z_of_p(double p) {
     return 0.5 * (lo + hi);
 }
 
+double search_z_shared(double zt, int looks) {
+    return search_z_of_p(0.5 * erfc(zt / sqrt(2.0)) / (looks > 1 ? looks : 1));
+}
+
 double search_z_looks(int looks) {
-    return search_z_of_p(0.5 * erfc(SEARCH_Z / sqrt(2.0)) / (looks > 1 ? looks : 1));
+    return search_z_shared(SEARCH_Z, looks);
 }
 
 /* The problem added, NULL when the check holds SEARCH_MAX_PROBLEMS already. */
@@ -169,12 +173,7 @@ struct far_fit {
 
 /* The right edge of the last occupied bin: a ΔQ's largest instance, to a bin. */
 static double dq_largest(const struct dq *d) {
-    for (int i = d->n - 1; i >= 0; i--) {
-        if (d->pdf[i] > 0.0) {
-            return (i + 1) * d->width;
-        }
-    }
-    return 0.0;
+    return (dq_last_bin(d) + 1) * d->width;
 }
 
 /* The baseline's excesses over its 99 % point u fitted with a generalized Pareto law by
@@ -314,7 +313,7 @@ static void check_tail(const struct search_check_input *in, struct search_check 
     struct far_fit fit;
     int far = b->n_ok >= 1000 && far_fit_of(b, &fit);
     int looks = n_levels + far;
-    double zt = search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / looks);
+    double zt = search_z_shared(c->zt, looks);
     double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0, gate = 0.0;
     for (int k = 0; k < n_levels; k++) {
         double pr = 0, pb = 0, at = 0, moved = 0;

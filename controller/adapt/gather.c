@@ -157,10 +157,7 @@ static int recent_windows(const struct probe *p, int64_t from, int64_t to, doubl
         if (!o || o->k != p->k || o->n != p->n) {
             continue;
         }
-        int last = o->n - 1;
-        while (last >= 0 && !(o->pdf[last] > 0.0)) {
-            last--;
-        }
+        int last = dq_last_bin(o);
         if (last >= 0) {
             maxima[(*n_max)++] = (last - o->lag > 0 ? last - o->lag : 0) * o->width;
         }

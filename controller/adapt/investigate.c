@@ -622,7 +622,7 @@ static int watch_start(struct plan *pl, struct investigation *inv, const struct 
     int64_t from = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
     adapt__episode_open(pl, inv->node, from > inv->eval_from ? from : inv->eval_from, 0, inv->id);
     /* the threshold the test itself counts from (a tail level shares the check's rate) */
-    double need = f.looks > 1 ? search_z_of_p(0.5 * erfc(c->zt / sqrt(2.0)) / f.looks) : c->zt;
+    double need = search_z_shared(c->zt, f.looks);
     snprintf(inv->watch_why, sizeof inv->watch_why, "%s at z %.1f where %.1f counts: %s",
              search_problem_name(f.kind), f.z, need, f.why);
     char why[600];

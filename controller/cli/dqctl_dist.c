@@ -482,12 +482,8 @@ static double bin_hi(int i, double w) {
 }
 
 static double measured_bound(const struct dq *q) {
-    for (int i = q ? q->n - 1 : -1; i >= 0; i--) {
-        if (q->pdf[i] > 0.0) {
-            return bin_hi(i, q->width);
-        }
-    }
-    return 0.0;
+    int i = dq_last_bin(q);
+    return i >= 0 ? bin_hi(i, q->width) : 0.0;
 }
 
 double dqctl_dist_bound(const struct dqctl_dist *d) {
