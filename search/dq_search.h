@@ -287,6 +287,16 @@ struct search_input {
     int exhausted;                       /* caller: out of samples, budget or time: decide now */
     int own_spread; /* variance at a choice: each branch's own spread w·σ² only (the spread
                        between the branches' means is left to the latency attribution) */
+    /* variance found beyond the baseline's largest (search_found.beyond): tail_at > 0, that
+     * point, and tail_passes, how many passes of the node the investigation began at
+     * (tail_node) lay beyond it over the windows weighed. Rare slow passes may miss the
+     * windows a step weighs: with none there, no child can dominate and "diffuse" would
+     * judge windows that never showed the problem, so a variance attribution (not one over
+     * baselines) waits for one (SEARCH_NEED_SAMPLES) while its children have fewer than
+     * SEARCH_TAIL_WAIT_WINDOWS windows, unless exhausted. tail_at 0: not such a problem. */
+    double tail_at;
+    int tail_passes;
+    const char *tail_node;
 };
 
 /* ---- attribution ---------------------------------------------------------------------- */
@@ -522,6 +532,9 @@ struct search_found {
     double z;      /* how significant */
     double level;  /* shape: the probability level at which most mass moved (0: n/a) */
     int far;       /* variance: found by the far tail's level alone (ranks last) */
+    double beyond; /* variance found beyond the baseline's largest instance (the far tail or
+                      the tail's farthest level): that point (s; moved with the median as
+                      the level's); 0: another problem */
     int looks;     /* the looks this test shares the check's rate among (the tail's levels;
                       0 or 1: one), so it counts from search_z_of_p(P(Z > zt) / looks) */
     char why[200]; /* the sentence ("mean 12 ms against 8 ms before") */
@@ -546,6 +559,11 @@ struct search_check_input {
     const double *recent_max;
     int n_recent_max; /* at most SEARCH_MAX_WINDOW_MEANS */
     double zt;        /* the z a problem needs (search_z_looks) */
+    /* 1: a suggestive check (search_watch_wanted), whose problem starts a watch and is never
+     * a verdict: the far tail also weighs the recent windows' 2nd largest pass, and without
+     * the gate on the count beyond the baseline's largest (docs/diagnosis.md, "The far
+     * tail") */
+    int suggest;
 };
 
 struct search_check {
@@ -664,6 +682,12 @@ int search_observe_ready(int enough, const struct search_check *c, int exhausted
  */
 #define SEARCH_Z_SUGGESTIVE 2.5
 #define SEARCH_WATCH_WINDOWS 20
+/* the most quiet windows a person's problem found in the tail waits before its probes go
+ * (deescalate.c): with the 20 windows its node check may still see the passes for, within a
+ * minute of 1-s windows after the fault ends */
+#define SEARCH_TAIL_QUIET_MAX 30
+/* the most windows a step waits for a problem found in the tail to show (search_input) */
+#define SEARCH_TAIL_WAIT_WINDOWS 20
 #define SEARCH_WATCH_LOOKS 4
 int search_watch_wanted(int person, int overload_asked, int has_reference, int suggestive);
 

@@ -1145,6 +1145,20 @@ static int undecided(const struct search_input *in, const struct search_params *
                 (a->problem == SEARCH_LATENCY || a->problem == SEARCH_QTA ||
                  a->problem == SEARCH_SHAPE || a->problem == SEARCH_VARIANCE) &&
                 narrowing && loose->half_width >= fabs(loose->value);
+    if (!in->exhausted && in->tail_at > 0.0 && in->tail_passes == 0 &&
+        a->problem == SEARCH_VARIANCE && !a->baseline_mode &&
+        min_windows < SEARCH_TAIL_WAIT_WINDOWS) {
+        /* rare slow passes that missed every window weighed: nothing here showed them */
+        char t[DQ_DURATION_TEXT];
+        out->verdict = SEARCH_NEED_SAMPLES;
+        search__append(r, cap,
+                       "waiting for the rare slow passes at %s: none of %s's passes lay beyond "
+                       "%s in the %u window%s weighed, so no child could show them: %s",
+                       node_name(in), in->tail_node ? in->tail_node : "the node",
+                       search__dur(in->tail_at, t, sizeof t), min_windows,
+                       min_windows == 1 ? "" : "s", best);
+        return 1;
+    }
     if (!in->exhausted && narrowing && min_windows < p->diffuse_min_windows) {
         out->verdict = SEARCH_NEED_SAMPLES;
         search__append(r, cap,

@@ -161,7 +161,7 @@ static double poisson_tail(double k, double lambda) {
 #define SEARCH_FAR_MIN_EXCESS 30 /* excesses over the 99 % point (effective) to fit */
 #define SEARCH_FAR_GATE_Z 1.5    /* the count beyond the baseline's largest must say as much */
 #define SEARCH_FAR_MIN_COUNT 2.0 /* the least count, scaled by the design effect, weighed */
-static const int far_counts[] = {3, 5, 8};
+static const int far_counts[] = {1, 2, 3, 5, 8}; /* the first two only in a suggestive check */
 #define N_FAR_COUNTS ((int)(sizeof far_counts / sizeof far_counts[0]))
 
 struct far_fit {
@@ -222,7 +222,8 @@ static int cmp_desc(const void *a, const void *b) {
 }
 
 /*
- * The far level's z: for the k-th largest recent pass (k = 3, 5, 8; each a look) beyond
+ * The far level's z: for the k-th largest recent pass (k = 3, 5, 8, and in a suggestive
+ * check, whose problem only starts a watch, also 1 and 2, with no least count; each a look) beyond
  * the baseline's largest once moved back with the median (as a shift or a change of scale,
  * whichever moves it more, as the other levels), the chance under the fitted law of k or
  * more recent passes that far (Poisson). With the recent windows' largest passes
@@ -253,7 +254,8 @@ static double far_tail_z(const struct search_check_input *in, const struct far_f
         qsort(maxes, (size_t)nw, sizeof maxes[0], cmp_desc);
     }
     double best = 0.0;
-    for (int c = 0; c < N_FAR_COUNTS; c++) {
+    int first = in->suggest ? 0 : 2, counts = N_FAR_COUNTS - first;
+    for (int c = first; c < N_FAR_COUNTS; c++) {
         int k = far_counts[c];
         /* the point: the k-th window's (each of the k windows has a pass beyond it), or
          * the left edge of the k-th largest instance's bin */
@@ -273,10 +275,10 @@ static double far_tail_z(const struct search_check_input *in, const struct far_f
         }
         double tail = fit->p_u * pow(1.0 + fit->xi * y / fit->sigma, -1.0 / fit->xi);
         double expect = nr * tail, f = nw > 0 ? 1.0 : fit->f;
-        if (k * f < SEARCH_FAR_MIN_COUNT) {
+        if (k * f < SEARCH_FAR_MIN_COUNT && !in->suggest) {
             continue; /* a burst of correlated passes weighs as fewer than a few */
         }
-        double z = search_z_of_p(poisson_tail(k * f, expect * f) * N_FAR_COUNTS);
+        double z = search_z_of_p(poisson_tail(k * f, expect * f) * counts);
         if (z > best) {
             best = z;
             *at_out = at;
@@ -314,21 +316,24 @@ static void check_tail(const struct search_check_input *in, struct search_check 
     int far = b->n_ok >= 1000 && far_fit_of(b, &fit);
     int looks = n_levels + far;
     double zt = search_z_shared(c->zt, looks);
-    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0, gate = 0.0;
+    double best = 0.0, bpr = 0, bpb = 0, bat = 0, bmoved = 0, bq = 0, gate = 0.0, largest = 0.0;
     for (int k = 0; k < n_levels; k++) {
         double pr = 0, pb = 0, at = 0, moved = 0;
         double z = tail_z(r, b, levels[k], &pr, &pb, &at, &moved);
         if (z > best) {
             best = z, bpr = pr, bpb = pb, bat = at, bmoved = moved, bq = levels[k];
         }
-        gate = levels[k] > 1.0 - 1e-6 ? z : gate;
+        if (levels[k] > 1.0 - 1e-6) {
+            gate = z;
+            largest = at; /* the point beyond the baseline's largest (moved with the median) */
+        }
     }
     /* only when no level counted (the far tail finds what they cannot), and when the count
      * beyond the baseline's largest, which assumes nothing about the law, says as much (a
      * rare slow mode that the baseline happened to miss breaks the fit's assumption) */
     int fk = 0;
     double fat = 0.0, fexpect = 0.0;
-    double fz = far && best < zt && gate >= SEARCH_FAR_GATE_Z
+    double fz = far && best < zt && (gate >= SEARCH_FAR_GATE_Z || in->suggest)
                     ? far_tail_z(in, &fit, &fk, &fat, &fexpect)
                     : 0.0;
     if (fz >= zt) {
@@ -342,6 +347,7 @@ static void check_tail(const struct search_check_input *in, struct search_check 
         if (fp) {
             fp->far = 1;
             fp->looks = looks;
+            fp->beyond = largest;
         }
         return;
     }
@@ -361,6 +367,9 @@ static void check_tail(const struct search_check_input *in, struct search_check 
                         bpb < 1e-9 ? 0.0 : 100.0 * bpb); /* rounding in the CDF: none */
         if (fp) {
             fp->looks = looks;
+            /* the point only when the problem lies beyond the baseline's largest: at the
+             * 99.9 % point the node's own passes go beyond it every few windows */
+            fp->beyond = bq > 1.0 - 1e-6 ? largest : 0.0;
         }
     }
 }

@@ -134,6 +134,8 @@ struct investigation {
     int released;                  /* its probes were released (or handed over): it is done */
     struct search_confirm confirm; /* the verdict waiting for confirmation */
     double shape_level;            /* shape: the level at which the node's mass moved */
+    double tail_at; /* variance found in the tail: its baseline's largest instance (0: not) */
+    int tail_quiet; /* … closed: the quiet windows its release needs (0: not yet reckoned) */
     /* every culprit (culprits.c): those found so far, each with the sibling it is judged
      * against when it has no baseline of its own ("" when it has one) */
     char culprits[ADAPT_MAX_CULPRITS][PROBES_NAME_MAX + 1];
@@ -398,6 +400,10 @@ struct focus_input {
  * adapt__focus_input_release. */
 int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
                        struct focus_input *fi);
+/* How many passes of probe over its closed windows ≥ from lay beyond `at` (s): successes
+ * beyond it and every pass past dMax; *windows the windows counted; −1 (windows untouched)
+ * when it has no success there. */
+int adapt__passes_beyond(struct plan *pl, const char *probe, int64_t from, double at, int *windows);
 void adapt__focus_input_release(struct focus_input *fi);
 
 /* An evaluator of the diagram with every probe on its own grid (NULL: no diagram, no

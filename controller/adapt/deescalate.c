@@ -129,7 +129,7 @@ static void value_words(enum search_problem p, double v, char *buf, size_t cap) 
 
 /* What a re-check went by (recheck's rule): the node against its past, or the culprit (its
  * midpoint or its rivals alike: those two can alternate from window to window). */
-enum { BY_NODE = 1, BY_CULPRIT = 2 };
+enum { BY_NODE = 1, BY_CULPRIT = 2, BY_TAIL = 3 };
 
 /*
  * Records that a closed investigation's verdict was re-checked (a "recheck" hypothesis and
@@ -367,6 +367,14 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
 
 /* Owned probe i of inv when it may be disabled now (enabled, not always on, not held by
  * another investigation that still needs it), else NULL. */
+/* 1 for a person's problem found beyond its baseline's largest and localized: its rare
+ * passes keep the culprit's path (tail_pass_now, tail_quiet) */
+static int tail_localized(const struct investigation *inv) {
+    return !inv->trigger_id && inv->tail_at > 0.0 && strcmp(inv->verdict, "localized") == 0;
+}
+
+static int tail_pass_now(struct plan *pl, const struct investigation *inv);
+
 static struct probe *releasable(struct plan *pl, const struct investigation *inv, int i) {
     const struct adapt_state *st = &pl->next;
     struct probe *p = adapt__probe(pl->a, inv->owned[i]);
@@ -374,7 +382,7 @@ static struct probe *releasable(struct plan *pl, const struct investigation *inv
     for (int j = 0; j < st->n_inv; j++) {
         struct investigation *o = st->inv[j];
         shared |= o != inv && !o->released && adapt__owns(o, inv->owned[i]) &&
-                  (o->state == INV_SEARCHING || problem_persists(pl, o, 0));
+                  (o->state == INV_SEARCHING || problem_persists(pl, o, 0) || tail_pass_now(pl, o));
     }
     return !p || !adapt__plan_enabled(pl, p) || p->always_on || shared ? NULL : p;
 }
@@ -519,14 +527,47 @@ static int judged_blind(const struct plan *pl, const struct investigation *inv) 
            (inv->verdict_node[0] && adapt__no_data(pl, inv->verdict_node));
 }
 
+/* A person's problem found in the tail: quiet windows (none with a pass beyond twice its
+ * baseline's largest: tail_pass_now) long enough that its rare passes, at the rate its node
+ * showed them from the problem's first window (the frozen baselines' end, else the start of
+ * the search's last step) to the verdict, would have come with 99 % (4.6 of them expected), at most
+ * SEARCH_TAIL_QUIET_MAX: a step that sent one such pass every ten windows is not over after
+ * twenty quiet ones, and the probes still go within a minute of the fault's end. */
+static int tail_quiet(struct plan *pl, struct investigation *inv) {
+    if (inv->tail_quiet == 0) {
+        int windows = 0;
+        int64_t from = adapt__episode_from(&pl->next, 0, inv->id);
+        int n = adapt__passes_beyond(pl, inv->node, from >= 0 ? from : inv->eval_from,
+                                     2.0 * inv->tail_at, &windows);
+        double need = n > 0 && windows > 0 ? ceil(4.6 * windows / n) : SEARCH_TAIL_QUIET_MAX;
+        need = need < 4 * SEARCH_RECENT_WINDOWS ? 4 * SEARCH_RECENT_WINDOWS : need;
+        inv->tail_quiet = need > SEARCH_TAIL_QUIET_MAX ? SEARCH_TAIL_QUIET_MAX : (int)need;
+    }
+    return inv->tail_quiet;
+}
+
+/* 1 when a person's problem found in the tail showed in the last window: a pass of its node
+ * beyond twice its baseline's largest (a window with one is not quiet, whatever the node's
+ * check says over the 20 windows it weighs). Twice: beyond the largest alone, a baseline of
+ * 40 windows sees one pass in 40 windows under no fault, which would hold the probes long
+ * after the fault ended. */
+static int tail_pass_now(struct plan *pl, const struct investigation *inv) {
+    int windows = 0;
+    return tail_localized(inv) &&
+           adapt__passes_beyond(pl, inv->node, pl->upto - 1, 2.0 * inv->tail_at, &windows) > 0;
+}
+
 /* Windows in a row without the problem before inv's probes go: deescalate_windows; for a
  * person's variance problem at least the horizon its node and its culprit are judged over
  * (an erratic part's few slow passes come and go from one 20-window span to the next: one
  * span without them is not the problem gone while the next may hold them again). */
-static int quiet_needed(const struct plan *pl, const struct investigation *inv) {
+static int quiet_needed(struct plan *pl, struct investigation *inv) {
     int need = pl->a->opt.deescalate_windows;
     if (!inv->trigger_id && inv->problem == SEARCH_VARIANCE && need < 4 * SEARCH_RECENT_WINDOWS) {
         need = 4 * SEARCH_RECENT_WINDOWS;
+    }
+    if (tail_localized(inv)) {
+        need = need > tail_quiet(pl, inv) ? need : tail_quiet(pl, inv);
     }
     return need;
 }
@@ -534,6 +575,9 @@ static int quiet_needed(const struct plan *pl, const struct investigation *inv) 
 void adapt__deescalate(struct plan *pl, struct investigation *inv) {
     if (inv->released) {
         return;
+    }
+    if (tail_localized(inv)) {
+        tail_quiet(pl, inv); /* reckoned at the verdict, over the windows of the problem */
     }
     if (judged_blind(pl, inv)) {
         return; /* no data is not quiet: de-escalation waits for the data to come back */
@@ -564,6 +608,23 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             return;
         }
     } else if (problem_persists(pl, inv, 1)) {
+        inv->quiet = 0;
+        return;
+    } else if (tail_pass_now(pl, inv)) {
+        char why[PROBES_NAME_MAX + 200], t[DQ_DURATION_TEXT];
+        snprintf(why, sizeof why,
+                 "%s had a pass beyond %s (twice its baseline's largest) in the last window: "
+                 "its rare, very slow passes go on, and the investigation keeps its probes",
+                 inv->node, dq_format_duration(2.0 * inv->tail_at, t, sizeof t));
+        if (!(inv->recheck_rules & (1 << BY_TAIL))) {
+            /* said once: the node's own re-check, which a few passes do not move, goes on
+             * saying what it says, and the two would take turns every few windows */
+            inv->recheck_rules |= 1 << BY_TAIL;
+            adapt__hypothesis(pl, inv, inv->hyp_id,
+                              inv->verdict_node[0] ? inv->verdict_node : inv->node, "recheck", NULL,
+                              json_pack("{s:s,s:b}", "reason", why, "holds", 1), NULL);
+            adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
+        }
         inv->quiet = 0;
         return;
     }

@@ -168,7 +168,7 @@ static int recent_windows(const struct probe *p, int64_t from, int64_t to, doubl
 /* The check over the last `horizon` windows (since `from`) against the baseline before
  * them, with z threshold zt. */
 static void check_range(struct plan *pl, const struct probe *p, int64_t from, int horizon,
-                        double zt, struct search_check *c, int64_t *rfrom_out) {
+                        double zt, int suggest, struct search_check *c, int64_t *rfrom_out) {
     int64_t upto = pl->upto;
     int64_t rfrom = from > upto - horizon ? from : upto - horizon;
     struct node_stats r, b;
@@ -180,7 +180,8 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
                                     .recent_means = now,
                                     .base_means = before,
                                     .recent_max = maxima,
-                                    .zt = zt};
+                                    .zt = zt,
+                                    .suggest = suggest};
     adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
     if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS)) {
         /* no baseline to split the history from: all of it (since `from`, at most
@@ -224,11 +225,11 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     const int looks = N_HORIZONS;
     double zt = search_z_looks(looks);
     struct search_check *longer = malloc(sizeof *longer);
-    check_range(pl, p, from, horizons[0], zt, c, rfrom);
+    check_range(pl, p, from, horizons[0], zt, 0, c, rfrom);
     int k = 1, kept = 0;
     for (; longer && k < looks && c->has_baseline && from <= pl->upto - horizons[k]; k++) {
         int64_t longer_from = 0;
-        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
+        check_range(pl, p, from, horizons[k], zt, 0, longer, &longer_from);
         if (longer->n > 0 && longer->has_baseline && horizon_rank(longer) > horizon_rank(c)) {
             *c = *longer;
             kept = k;
@@ -243,7 +244,7 @@ void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, str
     for (k = kept + 1; rfrom && longer && c->n > 0 && k < looks && from <= pl->upto - horizons[k];
          k++) {
         int64_t longer_from = 0;
-        check_range(pl, p, from, horizons[k], zt, longer, &longer_from);
+        check_range(pl, p, from, horizons[k], zt, 0, longer, &longer_from);
         if (!(longer->n > 0 && longer->has_baseline && longer->p[0].kind == c->p[0].kind)) {
             break;
         }
@@ -260,7 +261,7 @@ int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from
         if (k > 0 && from > pl->upto - horizons[k]) {
             break;
         }
-        check_range(pl, p, from, horizons[k], SEARCH_Z_SUGGESTIVE, s, NULL);
+        check_range(pl, p, from, horizons[k], SEARCH_Z_SUGGESTIVE, 1, s, NULL);
         if (s->n > 0) {
             *found = s->p[0];
             hit = 1;
@@ -272,7 +273,7 @@ int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from
 
 void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, int horizon,
                           struct search_check *c, int64_t *rfrom) {
-    check_range(pl, p, from, horizon, search_z_looks(SEARCH_WATCH_LOOKS), c, rfrom);
+    check_range(pl, p, from, horizon, search_z_looks(SEARCH_WATCH_LOOKS), 0, c, rfrom);
 }
 
 json_t *adapt__check_json(const char *node, const struct search_check *c) {
@@ -282,6 +283,9 @@ json_t *adapt__check_json(const char *node, const struct search_check *c) {
                               c->p[i].z, "why", c->p[i].why);
         if (c->p[i].level > 0) {
             json_object_set_new(o, "level", json_real(c->p[i].level));
+        }
+        if (c->p[i].beyond > 0) { /* the point a tail problem lies beyond (resume.c) */
+            json_object_set_new(o, "beyond", json_real(c->p[i].beyond));
         }
         json_array_append_new(problems, o);
     }
@@ -412,6 +416,36 @@ static double qta_level(struct plan *pl, const struct probe *p, int64_t from,
     return level;
 }
 
+int adapt__passes_beyond(struct plan *pl, const char *probe, int64_t from, double at,
+                         int *windows) {
+    struct node_stats ns = {0};
+    adapt__gather(adapt__probe(pl->a, probe), from, pl->upto, &ns);
+    double t = ns.obs ? dq_tangible(ns.obs) : 0.0;
+    int n = -1;
+    if (t > 0.0 && ns.s.n_ok > 0) {
+        /* a pass past dMax (a timeout) lies beyond any point a success can */
+        n = (int)floor((t - dq_cdf_at(ns.obs, at)) / t * (double)ns.s.n_ok + 0.5) + (int)ns.s.n_to;
+        *windows = (int)ns.s.windows;
+    }
+    adapt__node_stats_release(&ns);
+    return n;
+}
+
+/* A problem found in the tail: how many of the investigated node's passes over windows ≥ from
+ * lay beyond its point (search_input.tail_at; nothing set when its probe has no data: the step
+ * decides as it would). */
+static void tail_passes(struct plan *pl, const struct investigation *inv, int64_t from,
+                        struct search_input *in) {
+    int windows = 0;
+    int n =
+        inv->tail_at > 0.0 ? adapt__passes_beyond(pl, inv->node, from, inv->tail_at, &windows) : -1;
+    if (n >= 0) {
+        in->tail_at = inv->tail_at;
+        in->tail_node = inv->node;
+        in->tail_passes = n;
+    }
+}
+
 int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t from,
                        struct focus_input *fi) {
     struct adapt *a = pl->a;
@@ -452,6 +486,7 @@ int adapt__build_input(struct plan *pl, const struct investigation *inv, int64_t
     fi->in.children = fi->kids;
     fi->in.n_children = n;
     fi->in.exhausted = inv->windows_waited >= a->opt.investigation_windows;
+    tail_passes(pl, inv, from, &fi->in);
     return DQ_OK;
 }
 

@@ -575,6 +575,7 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
                            enum search_mode mode, const char *load_why, json_t *check) {
     inv->problem = c->p[0].kind;
     inv->shape_level = c->p[0].level;
+    inv->tail_at = c->p[0].kind == SEARCH_VARIANCE ? c->p[0].beyond : 0.0;
     int asked = inv->overload_asked;
     inv->mode = mode;
     set_also(inv, c);

@@ -154,6 +154,14 @@ static int replay_hypothesis(void *ctx, const struct store_hypothesis *h) {
         json_error_t err;
         json_t *st = h->stats_json ? json_loads(h->stats_json, 0, &err) : NULL;
         const char *mode = json_string_value(json_object_get(st, "mode"));
+        /* the part of the distribution that moved, and the point a tail problem lies
+         * beyond: as follow_problem took them from the check's first problem */
+        const json_t *first =
+            json_array_get(json_object_get(json_object_get(st, "check"), "problems"), 0);
+        inv->shape_level = json_number_value(json_object_get(first, "level"));
+        inv->tail_at = inv->problem == SEARCH_VARIANCE
+                           ? json_number_value(json_object_get(first, "beyond"))
+                           : 0.0;
         if (mode && strcmp(mode, "contributor") == 0) {
             inv->mode = SEARCH_MODE_CONTRIBUTOR;
         } else if ((mode && strcmp(mode, "overload") == 0) || inv->overload_asked) {

@@ -143,6 +143,11 @@ struct app {
     /* counters */
     uint64_t requests;
     uint64_t requests_failed;
+    /* the evidence a fault gave (`status`): the root's largest successful duration before
+     * the first fault, and how many root durations since lay beyond it, and beyond twice it */
+    int64_t root_max_ns;
+    uint64_t beyond_max, beyond_twice;
+    int fault_seen;
     uint64_t sent;
     uint64_t sent_to;
     uint64_t sent_fa;

@@ -347,6 +347,11 @@ static void simulate(struct app *a, int64_t start) {
     }
     a->requests++;
     a->requests_failed += res.failed != 0;
+    if (!res.failed && res.end_ns > a->root_max_ns) {
+        a->beyond_max += a->fault_seen != 0;
+        a->beyond_twice += a->fault_seen && res.end_ns > 2 * a->root_max_ns;
+        a->root_max_ns = a->fault_seen ? a->root_max_ns : res.end_ns;
+    }
     for (size_t k = 0; k < res.count; k++) {
         const struct sim_instance *in = &a->scratch[k];
         if (!sim_ctl_reports(&a->ctl, in->node)) {
@@ -465,6 +470,7 @@ static void apply_fault(struct app *a, const struct sim_user_cmd *c) {
         event("error %s", dq_last_error());
         return;
     }
+    a->fault_seen = 1;
     event("fault %s %s %g on", c->name, sim_fault_name(c->fault), c->value);
 }
 
@@ -657,10 +663,12 @@ static void print_status(struct app *a) {
     }
     event("status requests=%" PRIu64 " failed=%" PRIu64 " sent=%" PRIu64 " to=%" PRIu64
           " fa=%" PRIu64 " dropped=%" PRIu64 " enabled=%zu running=%d connected=%d "
-          "muted=%d disconnected=%d rate=%g commands=%" PRIu64 "%s%s%s",
+          "muted=%d disconnected=%d rate=%g commands=%" PRIu64
+          " root_max_ms=%.3f beyond_max=%" PRIu64 " beyond_twice=%" PRIu64 "%s%s%s",
           a->requests, a->requests_failed, a->sent, a->sent_to, a->sent_fa, a->dropped,
           sim_ctl_enabled_count(&a->ctl), a->ctl.running, a->data.connected, a->muted,
-          a->data.kept_down, a->rate, a->commands, sim, clk, st);
+          a->data.kept_down, a->rate, a->commands, (double)a->root_max_ns * 1e-6, a->beyond_max,
+          a->beyond_twice, sim, clk, st);
 }
 
 /* `stations`: one line per station, utilisation over the interval since the previous

@@ -361,6 +361,35 @@ static void test_variance(void) {
     sim_free(&res);
 }
 
+/* A problem found in the tail whose rare passes missed every window weighed: no child can
+ * show it, so no diffuse verdict until one does (or time is up); with one there, the step
+ * decides as it would. */
+static void test_tail_waits(void) {
+    struct sim s;
+    struct sim_result res;
+    sim_uniform(&s, DQ_NODE_SEQUENCE, 6, SIM_NORMAL, 0.010, 0.001);
+    sim_run(&s, 47, 10, 60, 0, &res);
+    struct search_input in = sim_input(&s, &res, SEARCH_VARIANCE, "rare");
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE); /* a variance problem outside the tail */
+    in.tail_at = 0.057;
+    in.tail_node = "req";
+    in.tail_passes = 0;
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
+    CHECK(contains(R.reason, "waiting for the rare slow passes at rare: none of req's passes lay "
+                             "beyond 57 ms in the 10 windows weighed"));
+    printf("tail waits: %s\n", R.reason);
+    in.tail_passes = 1; /* one showed: what the windows say is the verdict */
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    in.tail_passes = 0;
+    in.exhausted = 1; /* out of time: decided on what there is */
+    CHECK_INT(search_evaluate(&in, &P, &R), DQ_OK);
+    CHECK_INT(R.verdict, SEARCH_DIFFUSE);
+    sim_free(&res);
+}
+
 /* ---- lost mass ------------------------------------------------------------------------ */
 
 static void test_lost(void) {
@@ -1098,31 +1127,15 @@ static void test_shares_bounded(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(names),
-    CHECK_CASE(pooling),
-    CHECK_CASE(infer_problem),
-    CHECK_CASE(bad_input),
-    CHECK_CASE(latency_27),
-    CHECK_CASE(diffuse),
-    CHECK_CASE(need_samples),
-    CHECK_CASE(baseline),
-    CHECK_CASE(qta_quantile),
-    CHECK_CASE(variance),
-    CHECK_CASE(lost),
-    CHECK_CASE(divergence),
-    CHECK_CASE(all_to_finish),
-    CHECK_CASE(first_to_finish),
-    CHECK_CASE(choice),
-    CHECK_CASE(random_inputs),
-    CHECK_CASE(batch_means),
-    CHECK_CASE(shares_add_up),
-    CHECK_CASE(runner_up_zero),
-    CHECK_CASE(series_se),
-    CHECK_CASE(imprecise_waits),
-    CHECK_CASE(vague_waits),
-    CHECK_CASE(vague_runner_waits),
-    CHECK_CASE(shape),
-    CHECK_CASE(shares_bounded),
+    CHECK_CASE(names),           CHECK_CASE(pooling),        CHECK_CASE(infer_problem),
+    CHECK_CASE(bad_input),       CHECK_CASE(latency_27),     CHECK_CASE(diffuse),
+    CHECK_CASE(need_samples),    CHECK_CASE(baseline),       CHECK_CASE(qta_quantile),
+    CHECK_CASE(variance),        CHECK_CASE(tail_waits),     CHECK_CASE(lost),
+    CHECK_CASE(divergence),      CHECK_CASE(all_to_finish),  CHECK_CASE(first_to_finish),
+    CHECK_CASE(choice),          CHECK_CASE(random_inputs),  CHECK_CASE(batch_means),
+    CHECK_CASE(shares_add_up),   CHECK_CASE(runner_up_zero), CHECK_CASE(series_se),
+    CHECK_CASE(imprecise_waits), CHECK_CASE(vague_waits),    CHECK_CASE(vague_runner_waits),
+    CHECK_CASE(shape),           CHECK_CASE(shares_bounded),
 };
 
 static int setup(void) {

@@ -292,6 +292,28 @@ try:
     proc.stdin.flush()
     st = ev.wait("status ")
     check(st is not None and "connected=1" in st and "enabled=1" in st, "status line: %s" % st)
+    # the evidence of a fault (tests/matrix's erratic cells): the root's largest before the
+    # first fault (this run had some), and the successful requests beyond it and beyond
+    # twice it since; with a leaf a second slower, every request simulated from then on is
+    # beyond both
+    def counts():
+        proc.stdin.write(b"status\n")
+        proc.stdin.flush()
+        line = ev.wait("status ") or ""
+        return line, dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+
+    proc.stdin.write(b"fault front_b2 slow 1000\n")
+    proc.stdin.flush()
+    check(ev.wait("fault front_b2 slow") is not None, "fault on")
+    st, before = counts()
+    check(float(before.get("root_max_ms", 0)) > 0 and "beyond_twice" in before,
+          "status has the evidence counts: %s" % st)
+    time.sleep(0.3)
+    st, after = counts()
+    grew = [int(after.get(k, 0)) - int(before.get(k, 0))
+            for k in ("beyond_max", "beyond_twice", "requests", "failed")]
+    check(grew[0] > 0 and grew[0] == grew[1] == grew[2] - grew[3],
+          "after a fault of 1 s, every request beyond the largest and twice it: %s" % grew)
 
     proc.stdin.write(b"quit\n")
     proc.stdin.flush()
