@@ -145,7 +145,9 @@ static const struct setting settings[] = {
     {"deescalate_windows", "--deescalate-windows", ST_INT, FIELD(deescalate_windows), 1, 100000,
      "5", NULL, 0, 0,
      "Quiet windows after an investigation closed before the probes it enabled are disabled "
-     "(a person's variance problem waits at least 20: the windows its spread is judged over)."},
+     "(a person's variance problem waits at least 20: the windows its spread is judged over; "
+     "one found beyond its baseline's largest and localized, up to 30, and a window with a "
+     "pass beyond twice that largest is not quiet: docs/diagnosis.md, \"The node check\")."},
     {"investigation_windows", "--investigation-windows", ST_INT, FIELD(investigation_windows), 2,
      100000, "60", NULL, 0, 0,
      "Windows one step of an investigation may wait for samples before it is inconclusive."},
