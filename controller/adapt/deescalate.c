@@ -131,6 +131,13 @@ static void value_words(enum search_problem p, double v, char *buf, size_t cap) 
  * midpoint or its rivals alike: those two can alternate from window to window). */
 enum { BY_NODE = 1, BY_CULPRIT = 2, BY_TAIL = 3 };
 
+/* A re-check's hypothesis and log line. */
+static void say_recheck(struct plan *pl, struct investigation *inv, int holds, const char *why) {
+    adapt__hypothesis(pl, inv, inv->hyp_id, inv->verdict_node[0] ? inv->verdict_node : inv->node,
+                      "recheck", NULL, json_pack("{s:s,s:b}", "reason", why, "holds", holds), NULL);
+    adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
+}
+
 /*
  * Records that a closed investigation's verdict was re-checked (a "recheck" hypothesis and
  * a log line): when the verdict first holds (or stops holding) after it was given, or first
@@ -149,9 +156,7 @@ static void recheck(struct plan *pl, struct investigation *inv, int holds, int r
     inv->recheck_wid = pl->upto;
     inv->recheck_holds = holds;
     inv->recheck_rules |= holds ? 1 << rule : 0;
-    adapt__hypothesis(pl, inv, inv->hyp_id, inv->verdict_node[0] ? inv->verdict_node : inv->node,
-                      "recheck", NULL, json_pack("{s:s,s:b}", "reason", why, "holds", holds), NULL);
-    adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
+    say_recheck(pl, inv, holds, why);
 }
 
 /* The re-check of a localized verdict: its culprit against what it had at the verdict.
@@ -365,8 +370,6 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
     return ++inv->untold < pl->a->opt.investigation_windows;
 }
 
-/* Owned probe i of inv when it may be disabled now (enabled, not always on, not held by
- * another investigation that still needs it), else NULL. */
 /* 1 for a person's problem found beyond its baseline's largest and localized: its rare
  * passes keep the culprit's path (tail_pass_now, tail_quiet) */
 static int tail_localized(const struct investigation *inv) {
@@ -375,6 +378,8 @@ static int tail_localized(const struct investigation *inv) {
 
 static int tail_pass_now(struct plan *pl, const struct investigation *inv);
 
+/* Owned probe i of inv when it may be disabled now (enabled, not always on, not held by
+ * another investigation that still needs it), else NULL. */
 static struct probe *releasable(struct plan *pl, const struct investigation *inv, int i) {
     const struct adapt_state *st = &pl->next;
     struct probe *p = adapt__probe(pl->a, inv->owned[i]);
@@ -620,10 +625,7 @@ void adapt__deescalate(struct plan *pl, struct investigation *inv) {
             /* said once: the node's own re-check, which a few passes do not move, goes on
              * saying what it says, and the two would take turns every few windows */
             inv->recheck_rules |= 1 << BY_TAIL;
-            adapt__hypothesis(pl, inv, inv->hyp_id,
-                              inv->verdict_node[0] ? inv->verdict_node : inv->node, "recheck", NULL,
-                              json_pack("{s:s,s:b}", "reason", why, "holds", 1), NULL);
-            adapt__fx_log(pl, LOG_INFO, inv->id, ": re-checked: %s", why);
+            say_recheck(pl, inv, 1, why);
         }
         inv->quiet = 0;
         return;
