@@ -340,7 +340,8 @@ def exclusive(arg, procs, at):
     if arg == "begin":
         t0 = time.monotonic()
         fcntl.flock(fd, fcntl.LOCK_EX)
-        print("(alone among the scenarios after %.0f s; nice %d)" % (time.monotonic() - t0,
+        exclusive.since = time.monotonic()
+        print("(alone among the scenarios after %.0f s; nice %d)" % (exclusive.since - t0,
                                                                      EXCLUSIVE_NICE), flush=True)
     for p in procs.values():
         try:
@@ -351,6 +352,10 @@ def exclusive(arg, procs, at):
             print("note: %s stays at its priority (%s)" % (p.name, e), flush=True)
     if arg == "end":
         fcntl.flock(fd, fcntl.LOCK_UN)
+        # the scenarios waiting for the lock meanwhile: scenarios/run's --timeout does not
+        # count this wait, CTest's TIMEOUT does (tests/scenarios/CMakeLists.txt)
+        print("(the scenarios' lock held %.0f s)" % (time.monotonic() - exclusive.since),
+              flush=True)
 
 
 def evidence(procs):
