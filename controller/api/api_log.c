@@ -669,7 +669,7 @@ static void add_traced(const struct probe *p, json_t *out) {
     struct core_trace_sum ts;
     core_trace_sum(p, &ts);
     double cost_ms = (double)ts.calls * API_TRACE_CALL_NS * 1e-6;
-    char buf[1024], samp[160] = "every call timed";
+    char buf[2048], samp[160] = "every call timed";
     if (ts.keep < 1.0) {
         snprintf(samp, sizeof samp,
                  "its budget sampled %.1f %% of the calls in the last slot (the rest ran "

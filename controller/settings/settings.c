@@ -919,7 +919,8 @@ static int load_qta(struct dq_qta *q, json_t *obj, const char *label) {
     }
     size_t i;
     json_array_foreach(points, i, v) {
-        snprintf(sub, sizeof sub, "%s.points[%zu]", label, i);
+        /* the label cut short, never the index (a point's place is what the error names) */
+        snprintf(sub, sizeof sub, "%.*s.points[%zu]", (int)(sizeof sub - 32), label, i);
         json_t *jp = json_array_get(v, 0), *jt = json_array_get(v, 1);
         if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(jp) ||
             !json_is_number(jt)) {

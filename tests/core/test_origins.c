@@ -323,7 +323,7 @@ static void test_three_nodes(void) {
     uint32_t o[3];
     static const char *const nodes[3] = {"n1@host", "n2@host", "n3@host"};
     for (int i = 0; i < 3; i++) {
-        char label[32];
+        char label[64]; /* room for any int, as -O1's format-truncation check wants */
         snprintf(label, sizeof label, "%d 10.0.0.%d:7000", i + 1, i + 1);
         CHECK_INT(probes_origin_open(&t, label, nodes[i], "shop", &o[i]), 0);
     }

@@ -862,7 +862,7 @@ static void test_server_pipelining(void) {
         struct resp r;
         CHECK_INT(client_read(c, &r), 0);
         json_t *d = body_data(&r);
-        char want[8];
+        char want[16];
         snprintf(want, sizeof want, "%d", i);
         CHECK_STR(json_string_value(json_object_get(d, "name")), want);
         json_decref(d);

@@ -1182,7 +1182,7 @@ static void test_window_close_batch(void) {
     tmp_path(path, sizeof path, "batch.db");
     struct store *st = open_ok(path);
     enum { PROBES = 1000, WINDOWS = 21 };
-    char names[PROBES][16];
+    char names[PROBES][24];
     CHECK_INT(store_begin(st), DQ_OK);
     for (int i = 0; i < PROBES; i++) {
         snprintf(names[i], sizeof names[i], "probe_%d", i);

@@ -516,7 +516,7 @@ static void test_window_close_history(void) {
     tmp_path(path, sizeof path, "hbatch.db");
     struct store *st = open_at(path, 0);
     enum { PROBES = 1000, ROUNDS = 11, EXEMPLARS = 5 };
-    static char names[PROBES][16];
+    static char names[PROBES][24];
     struct dq *q = sample_dq();
     CHECK_INT(store_begin(st), DQ_OK);
     for (int i = 0; i < PROBES; i++) {
