@@ -5,7 +5,7 @@ faults per run. Only the root is enabled, with a QTA trigger on it. 60 simulated
 baseline; the root's QTA is then set from the baseline's own quantiles (p50 × 1.1 + 1 ms,
 p95 × 1.15 + 2 ms: every fault below moves the root well past it) and 20 more quiet
 seconds must open nothing. The fault (or both faults, at once, in different subtrees) is
-then held for 10 simulated minutes and cleared. Read from the API
+then held for 10 simulated minutes (3 in the sanitizer build: DQ_HELD_S) and cleared. Read from the API
 (/api/v1/investigations and each one's hypotheses), never from logs:
 
   - exactly one investigation, opened by the trigger, with one verdict: localized, at a
@@ -14,7 +14,7 @@ then held for 10 simulated minutes and cleared. Read from the API
     100 %;
   - while the fault is held: no second investigation, the verdict re-checked (a
     `recheck` hypothesis that holds) and never judged back to normal, and every culprit's
-    probe still enabled at the end of the 10 minutes;
+    probe still enabled at the end of the hold;
   - after the fault ends: back to the root alone within a simulated minute (a `disable`
     hypothesis), and no investigation opens in the 30 s after that.
 
