@@ -51,7 +51,7 @@ def readme_line(src):
     return lines[0] if lines else None
 
 
-def sh(args, cwd, env=None, timeout=300):
+def sh(args, cwd, env=None, timeout=400):
     p = subprocess.run(args, cwd=cwd, env=env, capture_output=True, timeout=timeout)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 

@@ -193,7 +193,12 @@ removal_counted_test_() ->
                       ?assertEqual(0, maps:get(unmatched, dqd_wrapper_trace:info()))
               end).
 
-dropped_in_state_test() ->
+%% Its own waits add up to more than EUnit's default 5 s on a busy machine (two make test
+%% at once: it timed out in application:ensure_all_started): 60 s, as ?WITH gives the others.
+dropped_in_state_test_() ->
+    {timeout, 60, fun dropped_in_state/0}.
+
+dropped_in_state() ->
     %% The state line says how many open calls a binding lost when it was removed by
     %% someone else (here: erlang:trace_pattern(..., false) as dbg:ctp() does).
     F = setup([]),
