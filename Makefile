@@ -11,11 +11,11 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
-# The end-to-end runs under real Erlang load (label scenarios) and the tests that
-# run nothing compiled here (label nosan: the source checks, the wrapper built as a rebar3
-# or Mix dependency, and adapt/all, whose cases run one test each there; label docs: the
-# docs' samples and the tutorial's commands) run in the normal build only; every other
-# test also runs under the sanitizers.
+# The end-to-end runs under real Erlang load (label scenarios), the tests that run nothing
+# compiled here (label nosan: the source checks, the wrapper built as a rebar3 or Mix
+# dependency; the sanitizer build gives it to adapt/all too, whose cases run one test each
+# there) and the docs' samples and the tutorial's commands (label docs) run in the normal
+# build only; every other test also runs under the sanitizers.
 ASAN_SKIP_LABELS ?= scenarios|nosan|docs
 # make install: where (PREFIX) and under which staging root (DESTDIR, for packages).
 PREFIX ?= /usr/local
