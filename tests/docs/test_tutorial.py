@@ -361,17 +361,27 @@ def exclusive(arg, procs, at):
 def evidence(procs):
     """What a failed run leaves to read (its /tmp is gone with the test's namespace): the
     background commands' stderr and, when dqd still answers, checkout's windows (count,
-    mean, lost: a starved node shows there) and the investigations."""
+    mean, lost: a starved node shows there; the first window's start, to set them beside
+    dqd's log) and the investigations, with the mode each followed and why (a stall's
+    bursts can read as latency rising with the arrivals: overload)."""
     for p in procs.values():
         print("--- %s's stderr (last 3000 bytes):\n%s" % (p.name, p.stderr()), flush=True)
     try:
         ws = api("/api/v1/probes/checkout/windows")["windows"]
-        print("--- checkout's windows (n, mean ms, lost %%): %s" % " ".join(
-            "%d/%.1f/%.0f" % (w["n"], 1000 * (w["mean"] or 0), 100 * (w["lost"] or 0))
-            for w in ws), flush=True)
+        first = ws[0].get("start") if ws else None
+        print("--- checkout's windows from %s (n, mean ms, lost %%): %s" % (
+            time.strftime("%H:%M:%S", time.gmtime(first)) if first else "?", " ".join(
+                "%d/%.1f/%.0f" % (w["n"], 1000 * (w["mean"] or 0), 100 * (w["lost"] or 0))
+                for w in ws)), flush=True)
         for i in api("/api/v1/investigations"):
             print("--- investigation %s: %s %s %s" % (i["id"], i["origin"], i["verdict"],
                                                      i["verdict_node"] or i["node"]))
+            for h in api("/api/v1/investigations/%s" % i["id"]).get("hypotheses", []):
+                st = h.get("stats") if isinstance(h.get("stats"), dict) else {}
+                if st.get("mode"):
+                    print("    #%s %s %s: mode %s: %s" % (h.get("id"), h.get("action"),
+                                                        h.get("node"), st["mode"],
+                                                        st.get("reason", "")), flush=True)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print("--- dqd did not answer: %s" % e, flush=True)
 
