@@ -73,10 +73,7 @@ TOPOLOGIES = {
 }
 BASELINE_S = 60
 QUIET_S = 20
-# the fault's hold: 10 simulated minutes (issue 24); the sanitizer build's CTest sets
-# DQ_HELD_S=180 (tests/adaptive/CMakeLists.txt): there the code is checked for memory and
-# undefined behaviour, which the first minutes' paths show, at five times the CPU a minute
-HOLD_S = int(os.environ.get("DQ_HELD_S", "600"))
+HOLD_S = dqdtest.held_seconds()
 RELEASE_WITHIN_S = 60
 AFTER_S = 30
 STEP_S = 10

@@ -85,6 +85,22 @@ def now_ns():
     return time.time_ns()
 
 
+def sanitized(binary):
+    """Whether the executable was built with AddressSanitizer (the sanitizer build of `make
+    test`): there dqd is several times slower and its RSS holds the sanitizer's shadow
+    memory and quarantine, so tests bound neither, and lighten their floods."""
+    with open(binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def held_seconds():
+    """How long the held tests (tests/adaptive/test_held.py, the matrix's `held` timing)
+    hold their fault, in simulated seconds: 10 minutes (issue 24), or DQ_HELD_S, which the
+    sanitizer build's CTest sets to 180: there the code is checked for memory and undefined
+    behaviour, which the first minutes' paths show, at five times the CPU a minute."""
+    return int(os.environ.get("DQ_HELD_S", "600"))
+
+
 def cpu_priority(increment=-10):
     """Raises this test's CPU priority (and that of the dqd and other processes it starts
     afterwards) for a test whose checks are on how quickly something answers while the

@@ -25,7 +25,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dqdtest import Dqd, cpu_priority, make_workdir, pipeliner, remove_workdir, run_script
+from dqdtest import (Dqd, cpu_priority, make_workdir, pipeliner, remove_workdir, run_script,
+                     sanitized)
 
 RSS_BOUND_MB = 160  # the bound docs/running.md states for this soak's load
 FD_LIMIT = 256
@@ -195,8 +196,7 @@ def soak_phase(c, dqd_bin, work):
         kw["preexec_fn"] = pre
         return orig_popen(*a, **kw)
     subprocess.Popen = popen_limited
-    with open(dqd_bin, "rb") as f:
-        asan = b"__asan_init" in f.read()
+    asan = sanitized(dqd_bin)
     # The lag is how late a line may be read and still count. dqd answers the flood on one
     # loop, and on a machine busy with other work (another test run) that loop fell more
     # than 1 s behind; 5 s keeps a line in time through such stalls (the instances are

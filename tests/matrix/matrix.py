@@ -51,7 +51,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "integration"))
-from dqdtest import Dqd  # noqa: E402
+from dqdtest import Dqd, held_seconds  # noqa: E402
 
 # Each topology: its diagram, its root, and per fault kind the fault as dqsim's stdin takes
 # it and the leaves it may hit (one is drawn per run from the seed), each with the answer
@@ -143,10 +143,7 @@ PROBE_SHARE_MAX = 0.20
 RATE = 300
 STEP_S = 5
 VERDICT_WITHIN_S = 300
-# the held case's 10 simulated minutes; the sanitizer build's CTest sets DQ_HELD_S=180
-# (tests/matrix/CMakeLists.txt), as for the held tests: memory errors show in the first
-# minutes' paths, and the whole 10 minutes stand in the normal build and `make matrix`
-HOLD_S = int(os.environ.get("DQ_HELD_S", "600"))
+HOLD_S = held_seconds()
 RELEASE_WITHIN_S = 60
 # simulated time starts on a whole second, the same in every run: started at the wall
 # clock's time, the 1 s windows fell at another offset into the run each time, and one seed

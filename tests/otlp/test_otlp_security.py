@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from dqdtest import Dqd, dqctl, run_script  # noqa: E402
+from dqdtest import Dqd, dqctl, run_script, sanitized  # noqa: E402
 import otlp_flood as fl  # noqa: E402
 
 DQD, DQCTL, NODE_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -218,8 +218,7 @@ def text_phase(c, work):
 
 
 def memory_phase(c, work):
-    with open(DQD, "rb") as f:
-        asan = b"__asan_init" in f.read()
+    asan = sanitized(DQD)
     # Under AddressSanitizer the RSS bound is not checked (its shadow memory and quarantine
     # are not dqd's; its leak check at exit stands), so the flood is a tenth: the same
     # refusals, the table filled all the same, without 10^6 names' CPU twice over
