@@ -583,14 +583,43 @@ void search_check(const struct search_check_input *in, const struct search_param
  * Load. search_rate_latency_z: how clearly latency rises with the arrivals over n windows
  * (rate[i], mean[i]; the first SEARCH_MAX_RATE_WINDOWS count): Spearman's rank correlation
  * as a z (ρ·√(n−1)); 0 with fewer than 10 windows. Values within a relative 1e-6 are ties.
- * search_load_rose: 1 when the latency went up with the load: rz ≥ search_z_looks(looks),
- * or (c with a baseline; c may be NULL) the arrivals per window rose by a fifth or more
- * against the baseline, at that z. why: the sentence ("" when 0).
+ * search_load_of: the load evidence of a node's windows w[0 … n), newest first as in a
+ * probe's ring (w[i + 1] is the one before w[i]; `started`: w[n − 1] is the node's first
+ * window, nothing before it). Two kinds of window cannot weigh a rate:
+ *   - fewer than SEARCH_LOAD_MIN_OK ok instances (no latency to rank);
+ *   - a stall's backlog. A window right after silence (none in the ring before it, or one
+ *     with fewer than SEARCH_LOAD_MIN_OK ok: the source stalled or had just started), and
+ *     each after it up to the first whose instances are within 3 √m of the median m of the
+ *     windows' (Poisson's spread), is the silence's aftermath. Those above that range hold
+ *     what piled up in the silence, not arrivals: backlog. So is a window of fewer than
+ *     SEARCH_LOAD_MIN_OK ok above the range anywhere (a pile of timeouts).
+ *   rz: search_rate_latency_z over the other windows (window_s each; the newest
+ *   SEARCH_MAX_RATE_WINDOWS); backlog_n, backlog_windows: the backlog among the newest
+ *   recent_windows windows (those of a check's recent, which search_load_rose leaves out).
+ * search_load_rose: 1 when the latency went up with the load: l->rz ≥ search_z_looks(looks),
+ * or (c with a baseline; c may be NULL) the arrivals per window of c's recent windows
+ * without their backlog rose by a fifth or more against the baseline, at that z. why: the
+ * sentence ("" when 0).
  * search_load_shaped: a problem a load can cause (latency, QTA, variance), which becomes an
  * overload investigation when the latency rises with the arrivals.
  */
+#define SEARCH_LOAD_MIN_OK 10
+struct search_load_window {
+    int64_t wid;
+    double n;    /* instances: ok, failed, timed out */
+    double ok;   /* of which ok */
+    double mean; /* their mean latency */
+};
+struct search_load {
+    double rz;
+    double backlog_n;
+    int backlog_windows;
+};
 double search_rate_latency_z(const double *rate, const double *mean, int n);
-int search_load_rose(double rz, const struct search_check *c, int looks, char *why, size_t cap);
+void search_load_of(const struct search_load_window *w, int n, int started, double window_s,
+                    int recent_windows, struct search_load *out);
+int search_load_rose(const struct search_load *l, const struct search_check *c, int looks,
+                     char *why, size_t cap);
 int search_load_shaped(enum search_problem p);
 
 /* ---- the policy ------------------------------------------------------------------------ */

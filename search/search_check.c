@@ -698,17 +698,79 @@ double search_rate_latency_z(const double *rate, const double *mean, int n) {
     return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
 }
 
-int search_load_rose(double rz, const struct search_check *c, int looks, char *why, size_t cap) {
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The backlog marks of search_load_of (dq_search.h) into backlog[0 … n). */
+static void backlog_of(const struct search_load_window *w, int n, int started,
+                       unsigned char *backlog) {
+    double v[2 * SEARCH_MAX_RATE_WINDOWS];
+    int m = 0;
+    for (int i = 0; i < n && m < 2 * SEARCH_MAX_RATE_WINDOWS; i++) {
+        if (w[i].ok >= SEARCH_LOAD_MIN_OK) {
+            v[m++] = w[i].n;
+        }
+    }
+    memset(backlog, 0, (size_t)n);
+    if (m == 0) {
+        return;
+    }
+    qsort(v, (size_t)m, sizeof v[0], by_value);
+    double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    double lo = med - 3.0 * sqrt(med), hi = med + 3.0 * sqrt(med);
+    int after_silence = started;
+    for (int i = n - 1; i >= 0; i--) { /* oldest first */
+        if (i < n - 1 && w[i].wid != w[i + 1].wid + 1) {
+            after_silence = 1; /* windows without data before this one */
+        }
+        int thin = w[i].ok < SEARCH_LOAD_MIN_OK;
+        int off = w[i].n < lo || w[i].n > hi;
+        backlog[i] = w[i].n > hi && (after_silence || thin);
+        after_silence = thin || (after_silence && off);
+    }
+}
+
+void search_load_of(const struct search_load_window *w, int n, int started, double window_s,
+                    int recent_windows, struct search_load *out) {
+    unsigned char backlog[2 * SEARCH_MAX_RATE_WINDOWS];
+    double rate[SEARCH_MAX_RATE_WINDOWS], mean[SEARCH_MAX_RATE_WINDOWS];
+    memset(out, 0, sizeof *out);
+    if (n > 2 * SEARCH_MAX_RATE_WINDOWS) {
+        n = 2 * SEARCH_MAX_RATE_WINDOWS;
+        started = 0;
+    }
+    backlog_of(w, n, started, backlog);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (backlog[i] && i < recent_windows) {
+            out->backlog_n += w[i].n;
+            out->backlog_windows++;
+        }
+        if (!backlog[i] && w[i].ok >= SEARCH_LOAD_MIN_OK && k < SEARCH_MAX_RATE_WINDOWS) {
+            rate[k] = w[i].n / window_s;
+            mean[k] = w[i].mean;
+            k++;
+        }
+    }
+    out->rz = search_rate_latency_z(rate, mean, k);
+}
+
+int search_load_rose(const struct search_load *l, const struct search_check *c, int looks,
+                     char *why, size_t cap) {
     double zt = search_z_looks(looks);
-    if (rz >= zt) {
+    if (l->rz >= zt) {
         snprintf(why, cap, "its latency rises with its arrivals (Spearman z %.1f over its windows)",
-                 rz);
+                 l->rz);
         return 1;
     }
-    /* against its baseline: more arrivals per window now, significantly and by a fifth */
-    if (c && c->has_baseline && c->recent.windows > 0 && c->baseline.windows > 0) {
-        double wr = c->recent.windows, wb = c->baseline.windows;
-        double r = (double)search_stats_instances(&c->recent) / wr;
+    /* against its baseline: more arrivals per window now, significantly and by a fifth (a
+     * stall's backlog is no arrivals) */
+    if (c && c->has_baseline && (int)c->recent.windows > l->backlog_windows &&
+        c->baseline.windows > 0) {
+        double wr = c->recent.windows - l->backlog_windows, wb = c->baseline.windows;
+        double r = ((double)search_stats_instances(&c->recent) - l->backlog_n) / wr;
         double b = (double)search_stats_instances(&c->baseline) / wb;
         double se = sqrt(r / wr + b / wb);
         double z = se > 0 ? (r - b) / se : 0.0;

@@ -302,19 +302,24 @@ json_t *adapt__check_json(const char *node, const struct search_check *c) {
 
 int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
                      int looks, char *why, size_t cap) {
-    double rate[SEARCH_MAX_RATE_WINDOWS], mean[SEARCH_MAX_RATE_WINDOWS];
-    int n = 0;
-    double window_s = (double)core_window_ns(pl->a->env.core) * 1e-9;
-    for (int i = 0; p && i < p->ring_len && n < SEARCH_MAX_RATE_WINDOWS; i++) {
-        const struct probe_window *w = probes_ring_get((struct probe *)p, i);
-        if (w->wid >= pl->upto || w->ok < 10) {
+    struct search_load_window w[2 * SEARCH_MAX_RATE_WINDOWS];
+    int n = 0, started = 0;
+    for (int i = 0; p && i < p->ring_len && n < 2 * SEARCH_MAX_RATE_WINDOWS; i++) {
+        const struct probe_window *pw = probes_ring_get((struct probe *)p, i);
+        if (pw->wid >= pl->upto) {
             continue;
         }
-        rate[n] = (double)(w->ok + w->fa + w->to + w->out) / window_s;
-        mean[n] = w->mean;
-        n++;
+        w[n++] = (struct search_load_window){.wid = pw->wid,
+                                             .n = (double)(pw->ok + pw->fa + pw->to + pw->out),
+                                             .ok = (double)pw->ok,
+                                             .mean = pw->mean};
+        /* the ring holds every window the probe had data in: its first among them */
+        started = i == p->ring_len - 1 && p->ring_len < p->ring_cap;
     }
-    return search_load_rose(search_rate_latency_z(rate, mean, n), c, looks, why, cap);
+    struct search_load l;
+    search_load_of(w, n, started, (double)core_window_ns(pl->a->env.core) * 1e-9,
+                   c ? (int)c->recent.windows : 0, &l);
+    return search_load_rose(&l, c, looks, why, cap);
 }
 
 /* ---- the search input ------------------------------------------------------------------------ */

@@ -706,9 +706,11 @@ static void test_spearman(void) {
 
 static void test_load_rose(void) {
     char why[200];
-    CHECK_INT(search_load_rose(4.0, NULL, 1, why, sizeof why), 1);
+    struct search_load l = {.rz = 4.0};
+    CHECK_INT(search_load_rose(&l, NULL, 1, why, sizeof why), 1);
     CHECK(strstr(why, "Spearman z 4.0") != NULL);
-    CHECK_INT(search_load_rose(3.2, NULL, 3, why, sizeof why), 0); /* 3 looks need ≈ 3.4 */
+    l.rz = 3.2;
+    CHECK_INT(search_load_rose(&l, NULL, 3, why, sizeof why), 0); /* 3 looks need ≈ 3.4 */
     CHECK_STR(why, "");
     /* the arrivals per window rose 1.5× against the baseline */
     struct search_check c;
@@ -716,16 +718,104 @@ static void test_load_rose(void) {
     c.has_baseline = 1;
     windows_of(&c.recent, NULL, NULL, 5, 150, 0.010, 0.002, 0, 0, 4);
     windows_of(&c.baseline, NULL, NULL, 30, 100, 0.010, 0.002, 0, 0, 5);
-    CHECK_INT(search_load_rose(0.0, &c, 3, why, sizeof why), 1);
+    l.rz = 0.0;
+    CHECK_INT(search_load_rose(&l, &c, 3, why, sizeof why), 1);
     CHECK(strstr(why, "rose 1.50×") != NULL);
+    /* unless two of the five recent windows were a stall's backlog of 250 each: the other
+     * three hold 83 a window */
+    l.backlog_n = 500;
+    l.backlog_windows = 2;
+    CHECK_INT(search_load_rose(&l, &c, 3, why, sizeof why), 0);
+    l.backlog_windows = 5; /* all of them: nothing to compare */
+    l.backlog_n = 750;
+    CHECK_INT(search_load_rose(&l, &c, 3, why, sizeof why), 0);
+    l = (struct search_load){0};
     /* by a tenth only: not a rise */
     windows_of(&c.recent, NULL, NULL, 5, 110, 0.010, 0.002, 0, 0, 4);
-    CHECK_INT(search_load_rose(0.0, &c, 3, why, sizeof why), 0);
+    CHECK_INT(search_load_rose(&l, &c, 3, why, sizeof why), 0);
     CHECK_INT(search_load_shaped(SEARCH_LATENCY), 1);
     CHECK_INT(search_load_shaped(SEARCH_QTA), 1);
     CHECK_INT(search_load_shaped(SEARCH_VARIANCE), 1);
     CHECK_INT(search_load_shaped(SEARCH_LOST), 0);
     CHECK_INT(search_load_shaped(SEARCH_DIVERGENCE), 0);
+}
+
+/* Windows newest first (w[0] newest), wids consecutive from `wid0` for the oldest; n and
+ * mean from the arrays in oldest-first order. */
+static int load_windows(struct search_load_window *w, const double *n, const double *mean, int k,
+                        int64_t wid0) {
+    for (int i = 0; i < k; i++) {
+        w[k - 1 - i] =
+            (struct search_load_window){.wid = wid0 + i, .n = n[i], .ok = n[i], .mean = mean[i]};
+    }
+    return k;
+}
+
+static void test_load_backlog(void) {
+    /* 40 windows at 150 ± 9 a window, latency 30 ms rising a little with the count (as in
+     * a loaded queue, short of "rises with the arrivals" at 3 looks), then the source stalls two
+     * windows (no data) and comes back with two windows of its backlog (250 and 230, at 46 and 40
+     * ms), then three ordinary windows */
+    double n[45], mean[45];
+    struct search_load_window w[48];
+    for (int i = 0; i < 40; i++) {
+        n[i] = 150 + ((i * 7) % 19) - 9;
+        mean[i] = 0.030 + 0.00003 * (n[i] - 150) + 0.0001 * ((i * 11) % 13);
+    }
+    n[40] = 250, mean[40] = 0.046;
+    n[41] = 230, mean[41] = 0.040;
+    for (int i = 42; i < 45; i++) {
+        n[i] = 150, mean[i] = 0.031 + 0.0001 * i;
+    }
+    load_windows(w, n, mean, 40, 100);
+    /* newest first: the 5 after the silence, then the 40 before it (wids 100 … 139, then
+     * 142 … 146) */
+    struct search_load_window all[45];
+    for (int i = 0; i < 5; i++) {
+        all[i] = (struct search_load_window){
+            .wid = 146 - i, .n = n[44 - i], .ok = n[44 - i], .mean = mean[44 - i]};
+    }
+    for (int i = 0; i < 40; i++) {
+        all[5 + i] = w[i];
+    }
+    struct search_load l;
+    search_load_of(all, 45, 0, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 2);
+    CHECK_NEAR(l.backlog_n, 480, 0);
+    /* all of them in the rank test would say "latency rises with the arrivals" */
+    double rate[45], m[45];
+    for (int i = 0; i < 45; i++) {
+        rate[i] = all[i].n;
+        m[i] = all[i].mean;
+    }
+    double zt = search_z_looks(3);
+    CHECK(search_rate_latency_z(rate, m, 45) > zt);
+    CHECK(l.rz > 2.5 && l.rz < zt);
+    /* the same two windows with no silence before them are arrivals: kept */
+    for (int i = 0; i < 5; i++) {
+        all[i].wid -= 2;
+    }
+    search_load_of(all, 45, 0, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 0);
+    CHECK(l.rz > zt);
+    /* a window of timeouts (2 ok of 400) among ordinary ones: its count is a pile of
+     * timeouts, and what follows it, above the range, is a backlog too */
+    all[4].ok = 2;
+    all[4].n = 400;
+    search_load_of(all, 45, 0, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 2); /* the 400, then the 230 after it */
+    CHECK_NEAR(l.backlog_n, 630, 0);
+    /* a probe's first window (partial: 40 instances), then its ordinary ones: nothing is
+     * a backlog; a surge from its third window on is arrivals */
+    double s[20], sm[20];
+    for (int i = 0; i < 20; i++) {
+        s[i] = i == 0 ? 40 : i < 12 ? 100 + (i % 3) : 200 + (i % 3);
+        sm[i] = i < 12 ? 0.010 + 0.0001 * (i % 4) : 0.020 + 0.0001 * (i % 4);
+    }
+    int k = load_windows(w, s, sm, 20, 0);
+    search_load_of(w, k, 1, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 0);
+    CHECK(l.rz > 3.0);
 }
 
 static const struct check_case cases[] = {
@@ -745,6 +835,7 @@ static const struct check_case cases[] = {
     CHECK_CASE(shift_lagged),
     CHECK_CASE(spearman),
     CHECK_CASE(load_rose),
+    CHECK_CASE(load_backlog),
 };
 
 static int setup(void) {
