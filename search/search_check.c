@@ -708,6 +708,9 @@ static void backlog_of(const struct search_load_window *w, int n, int started,
                        unsigned char *backlog) {
     double v[2 * SEARCH_MAX_RATE_WINDOWS];
     int m = 0;
+    if (n <= 0) {
+        return;
+    }
     for (int i = 0; i < n && m < 2 * SEARCH_MAX_RATE_WINDOWS; i++) {
         if (w[i].ok >= SEARCH_LOAD_MIN_OK) {
             v[m++] = w[i].n;
