@@ -584,15 +584,20 @@ void search_check(const struct search_check_input *in, const struct search_param
  * (rate[i], mean[i]; the first SEARCH_MAX_RATE_WINDOWS count): Spearman's rank correlation
  * as a z (ρ·√(n−1)); 0 with fewer than 10 windows. Values within a relative 1e-6 are ties.
  * search_load_of: the load evidence of a node's windows w[0 … n), newest first as in a
- * probe's ring (w[i + 1] is the one before w[i]; `started`: w[n − 1] is the node's first
- * window, nothing before it). Two kinds of window cannot weigh a rate:
+ * probe's ring (w[i + 1] is the one before w[i]). Two kinds of window cannot weigh a rate:
  *   - fewer than SEARCH_LOAD_MIN_OK ok instances (no latency to rank);
- *   - a stall's backlog. A window right after silence (none in the ring before it, or one
- *     with fewer than SEARCH_LOAD_MIN_OK ok: the source stalled or had just started), and
- *     each after it up to the first whose instances are within 3 √m of the median m of the
- *     windows' (Poisson's spread), is the silence's aftermath. Those above that range hold
- *     what piled up in the silence, not arrivals: backlog. So is a window of fewer than
- *     SEARCH_LOAD_MIN_OK ok above the range anywhere (a pile of timeouts).
+ *   - a stall's backlog. The range of an ordinary window is the median m of the windows'
+ *     instances (those with SEARCH_LOAD_MIN_OK ok) ± 3 √m (Poisson's spread). A stall
+ *     opens a run: silence right before a window (w[i].silent_before windows of no data
+ *     while the probe was enabled and its source had gone quiet; they hold back about
+ *     m each, and so does the window it began in), or a window of fewer than
+ *     SEARCH_LOAD_MIN_OK ok within the range or below it (the instances timed out while
+ *     the source stalled: one window held back). The windows of the run above the range
+ *     are backlog, what piled up in the stall, not arrivals, as long as their excess over m
+ *     adds up to no more than what the stall held back; the run ends at the first window
+ *     within the range or above it beyond that. A window of fewer than SEARCH_LOAD_MIN_OK
+ *     ok above the range is backlog anywhere (a pile of timeouts). A gap in the ids alone
+ *     (a probe disabled, then enabled again) is no stall.
  *   rz: search_rate_latency_z over the other windows (window_s each; the newest
  *   SEARCH_MAX_RATE_WINDOWS); backlog_n, backlog_windows: the backlog among the newest
  *   recent_windows windows (those of a check's recent, which search_load_rose leaves out).
@@ -606,9 +611,10 @@ void search_check(const struct search_check_input *in, const struct search_param
 #define SEARCH_LOAD_MIN_OK 10
 struct search_load_window {
     int64_t wid;
-    double n;    /* instances: ok, failed, timed out */
-    double ok;   /* of which ok */
-    double mean; /* their mean latency */
+    double n;          /* instances: ok, failed, timed out */
+    double ok;         /* of which ok */
+    double mean;       /* their mean latency */
+    int silent_before; /* no-data windows right before it (0: none) */
 };
 struct search_load {
     double rz;
@@ -616,8 +622,8 @@ struct search_load {
     int backlog_windows;
 };
 double search_rate_latency_z(const double *rate, const double *mean, int n);
-void search_load_of(const struct search_load_window *w, int n, int started, double window_s,
-                    int recent_windows, struct search_load *out);
+void search_load_of(const struct search_load_window *w, int n, double window_s, int recent_windows,
+                    struct search_load *out);
 int search_load_rose(const struct search_load *l, const struct search_check *c, int looks,
                      char *why, size_t cap);
 int search_load_shaped(enum search_problem p);

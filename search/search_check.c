@@ -703,9 +703,22 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A stall's run of search_load_of (dq_search.h): what it held back, and what of that the
+ * windows marked so far took. */
+struct stall_run {
+    int open;
+    double budget, excess;
+};
+
+static void stall_open(struct stall_run *r, double held_back) {
+    if (!r->open) {
+        *r = (struct stall_run){.open = 1};
+    }
+    r->budget += held_back;
+}
+
 /* The backlog marks of search_load_of (dq_search.h) into backlog[0 … n). */
-static void backlog_of(const struct search_load_window *w, int n, int started,
-                       unsigned char *backlog) {
+static void backlog_of(const struct search_load_window *w, int n, unsigned char *backlog) {
     double v[2 * SEARCH_MAX_RATE_WINDOWS];
     int m = 0;
     if (n <= 0) {
@@ -723,28 +736,32 @@ static void backlog_of(const struct search_load_window *w, int n, int started,
     qsort(v, (size_t)m, sizeof v[0], by_value);
     double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
     double lo = med - 3.0 * sqrt(med), hi = med + 3.0 * sqrt(med);
-    int after_silence = started;
+    struct stall_run run = {0};
     for (int i = n - 1; i >= 0; i--) { /* oldest first */
-        if (i < n - 1 && w[i].wid != w[i + 1].wid + 1) {
-            after_silence = 1; /* windows without data before this one */
+        if (w[i].silent_before > 0) {
+            stall_open(&run, (w[i].silent_before + 1) * med);
         }
         int thin = w[i].ok < SEARCH_LOAD_MIN_OK;
-        int off = w[i].n < lo || w[i].n > hi;
-        backlog[i] = w[i].n > hi && (after_silence || thin);
-        after_silence = thin || (after_silence && off);
+        int over = w[i].n > hi, under = w[i].n < lo;
+        int fits = run.open && run.excess + (w[i].n - med) <= run.budget;
+        backlog[i] = over && (thin || fits);
+        if (backlog[i] && run.open) {
+            run.excess += w[i].n - med;
+        }
+        run.open = run.open && (backlog[i] || under);
+        if (thin && !over) {
+            stall_open(&run, med);
+        }
     }
 }
 
-void search_load_of(const struct search_load_window *w, int n, int started, double window_s,
-                    int recent_windows, struct search_load *out) {
+void search_load_of(const struct search_load_window *w, int n, double window_s, int recent_windows,
+                    struct search_load *out) {
     unsigned char backlog[2 * SEARCH_MAX_RATE_WINDOWS];
     double rate[SEARCH_MAX_RATE_WINDOWS], mean[SEARCH_MAX_RATE_WINDOWS];
     memset(out, 0, sizeof *out);
-    if (n > 2 * SEARCH_MAX_RATE_WINDOWS) {
-        n = 2 * SEARCH_MAX_RATE_WINDOWS;
-        started = 0;
-    }
-    backlog_of(w, n, started, backlog);
+    n = n > 2 * SEARCH_MAX_RATE_WINDOWS ? 2 * SEARCH_MAX_RATE_WINDOWS : n;
+    backlog_of(w, n, backlog);
     int k = 0;
     for (int i = 0; i < n; i++) {
         if (backlog[i] && i < recent_windows) {

@@ -382,8 +382,9 @@ int adapt__check_suggestive(struct plan *pl, const struct probe *p, int64_t from
 void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, int horizon,
                           struct search_check *c, int64_t *rfrom);
 
-/* search_load_rose over p's windows before pl->upto (search_rate_latency_z of their rates
- * and means), with the check c (may be NULL) and `looks` as there. */
+/* search_load_rose over search_load_of of p's windows with instances before pl->upto (each
+ * with the no-data windows right before it, probes_no_data), with the check c (may be
+ * NULL) and `looks` as there. */
 int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
                      int looks, char *why, size_t cap);
 

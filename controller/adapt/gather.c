@@ -303,21 +303,26 @@ json_t *adapt__check_json(const char *node, const struct search_check *c) {
 int adapt__load_rose(struct plan *pl, const struct probe *p, const struct search_check *c,
                      int looks, char *why, size_t cap) {
     struct search_load_window w[2 * SEARCH_MAX_RATE_WINDOWS];
-    int n = 0, started = 0;
+    int n = 0;
     for (int i = 0; p && i < p->ring_len && n < 2 * SEARCH_MAX_RATE_WINDOWS; i++) {
         const struct probe_window *pw = probes_ring_get((struct probe *)p, i);
-        if (pw->wid >= pl->upto) {
+        uint64_t count = pw->ok + pw->fa + pw->to + pw->out;
+        /* the windows of the check's recent (adapt__gather): the newest with instances */
+        if (pw->wid >= pl->upto || count == 0) {
             continue;
         }
+        int silent = 0;
+        while (silent < PROBES_NODATA_WINDOWS && probes_no_data(p, pw->wid - 1 - silent)) {
+            silent++;
+        }
         w[n++] = (struct search_load_window){.wid = pw->wid,
-                                             .n = (double)(pw->ok + pw->fa + pw->to + pw->out),
+                                             .n = (double)count,
                                              .ok = (double)pw->ok,
-                                             .mean = pw->mean};
-        /* the ring holds every window the probe had data in: its first among them */
-        started = i == p->ring_len - 1 && p->ring_len < p->ring_cap;
+                                             .mean = pw->mean,
+                                             .silent_before = silent};
     }
     struct search_load l;
-    search_load_of(w, n, started, (double)core_window_ns(pl->a->env.core) * 1e-9,
+    search_load_of(w, n, (double)core_window_ns(pl->a->env.core) * 1e-9,
                    c ? (int)c->recent.windows : 0, &l);
     return search_load_rose(&l, c, looks, why, cap);
 }
