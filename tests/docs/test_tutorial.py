@@ -367,21 +367,28 @@ def evidence(procs):
     for p in procs.values():
         print("--- %s's stderr (last 3000 bytes):\n%s" % (p.name, p.stderr()), flush=True)
     try:
-        ws = api("/api/v1/probes/checkout/windows")["windows"]
+        # every window since the node started, from the store (the ring holds the last
+        # 60 only, all after the trigger by the time the diagnosis is over)
+        ws = api("/api/v1/probes/checkout/windows?from=%d" % (time.time() - 600))["windows"]
         first = ws[0].get("start") if ws else None
-        print("--- checkout's windows from %s (n, mean ms, lost %%): %s" % (
+        print("--- checkout's windows from %s (n, ok, mean ms, lost %%; a gap: no window): %s" % (
             time.strftime("%H:%M:%S", time.gmtime(first)) if first else "?", " ".join(
-                "%d/%.1f/%.0f" % (w["n"], 1000 * (w["mean"] or 0), 100 * (w["lost"] or 0))
-                for w in ws)), flush=True)
+                "%s%d/%d/%.1f/%.0f" % ("| " if k and w["start"] - ws[k - 1]["end"] > 0.5 else "",
+                                       w["n"], w["ok"], 1000 * (w["mean"] or 0),
+                                       100 * (w["lost"] or 0))
+                for k, w in enumerate(ws))), flush=True)
         for i in api("/api/v1/investigations"):
             print("--- investigation %s: %s %s %s" % (i["id"], i["origin"], i["verdict"],
                                                      i["verdict_node"] or i["node"]))
             for h in api("/api/v1/investigations/%s" % i["id"]).get("hypotheses", []):
                 st = h.get("stats") if isinstance(h.get("stats"), dict) else {}
-                if st.get("mode"):
-                    print("    #%s %s %s: mode %s: %s" % (h.get("id"), h.get("action"),
-                                                        h.get("node"), st["mode"],
-                                                        st.get("reason", "")), flush=True)
+                # a trigger's investigation made an overload one at its opening says why
+                # there (overload_why); a later step's change of mode in `mode`, `reason`
+                if st.get("mode") or st.get("overload_why"):
+                    print("    #%s %s %s: mode %s: %s" % (
+                        h.get("id"), h.get("action"), h.get("node"),
+                        st.get("mode") or "overload", st.get("reason") or
+                        st.get("overload_why", "")), flush=True)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print("--- dqd did not answer: %s" % e, flush=True)
 
