@@ -698,11 +698,6 @@ double search_rate_latency_z(const double *rate, const double *mean, int n) {
     return rho * sqrt(n - 1.0); /* Spearman's ρ against no correlation */
 }
 
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* A stall's run of search_load_of (dq_search.h): what it held back, and what of that the
  * windows marked so far took. */
 struct stall_run {
@@ -733,7 +728,7 @@ static void backlog_of(const struct search_load_window *w, int n, unsigned char 
     if (m == 0) {
         return;
     }
-    qsort(v, (size_t)m, sizeof v[0], by_value);
+    qsort(v, (size_t)m, sizeof v[0], cmp_double);
     double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
     double lo = med - 3.0 * sqrt(med), hi = med + 3.0 * sqrt(med);
     struct stall_run run = {0};
