@@ -50,7 +50,11 @@ def body(c):
     diagram = os.path.join(wd, "shop.dq")
     with open(diagram, "w") as f:
         f.write("checkout = validate -> pay -> ship;\n")
-    d = t.Dqd(dqd_bin, wd, window_ms=200, lag_ms=200, diagram=diagram)
+    # the probes of a closed investigation stay until a person aborts it: with the default
+    # 5 quiet windows (1 s here), a stalled feeder on a busy machine let investigation 1
+    # release them by itself before the test's abort
+    d = t.Dqd(dqd_bin, wd, window_ms=200, lag_ms=200, diagram=diagram,
+              extra=["--deescalate-windows", "100000"])
     stop = threading.Event()
     th = threading.Thread(target=feeder, args=(d.ingest_port, stop), daemon=True)
     th.start()
@@ -210,12 +214,18 @@ def run(c, d, dqctl_bin):
 
     # abort: investigation 1 is closed but still holds the probes it enabled; a person ends
     # it and they are released at once, and why says who did it. The load trigger opened
-    # investigation 2 at checkout, which shares those probes while it is open: the abort
-    # comes once it has concluded (at once on an idle machine, seconds later on a busy one)
-    c.check(d.wait_until(lambda: not any(i["open"] for i in d.get("/api/v1/investigations")
-                                         if i["id"] != 1), timeout=60, step=0.2),
-            "the trigger's investigation concluded: %r" % [(i["id"], i["open"], i["verdict"])
-                                                          for i in d.get("/api/v1/investigations")])
+    # investigation 2 (and maybe more, if its cause seemed to move) at checkout, which share
+    # those probes and keep them too: they are aborted first, whether still searching or not
+    others = [i["id"] for i in d.get("/api/v1/investigations") if i["id"] != 1]
+    c.check(others, "the load trigger opened an investigation")
+    for oid in others:
+        rc, out, err = ctl("diagnose", "--abort", str(oid))
+        c.check(rc == 0 or (rc == 3 and "holds no probes" in err),
+                "diagnose --abort %d: %d %r %r" % (oid, rc, out, err))
+        if rc == 0:
+            c.check("released" in out and "pay" in sorted(
+                p["name"] for p in d.get("/api/v1/probes") if p["enabled"]),
+                "investigation %d's abort keeps what investigation 1 holds: %r" % (oid, out))
     rc, out, err = ctl("diagnose", "--abort", "1")
     c.eq(rc, 0, "diagnose --abort 1 (%r)" % err)
     c.check(out.startswith("investigation 1 ended (localized); ") and "released" in out,
