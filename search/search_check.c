@@ -806,3 +806,31 @@ int search_load_rose(const struct search_load *l, const struct search_check *c, 
 int search_load_shaped(enum search_problem p) {
     return p == SEARCH_LATENCY || p == SEARCH_QTA || p == SEARCH_VARIANCE;
 }
+
+int search_qta_lost(const struct dq *obs, const struct dq_qta *qta, char *why, size_t cap) {
+    if (cap > 0) {
+        why[0] = '\0';
+    }
+    struct dq_qta_result q;
+    if (!obs || !qta || dq_qta_eval(obs, qta, &q) != DQ_OK || q.ok) {
+        return 0;
+    }
+    double lost = dq_lost(obs);
+    if (q.worst < 0) {
+        snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% were", 100.0 * qta->max_lost,
+                 100.0 * lost);
+        return 1;
+    }
+    double t = qta->t[q.worst];
+    double beyond = 1.0 - lost - dq_cdf_at(obs, t); /* successes slower than t */
+    beyond = beyond > 0.0 ? beyond : 0.0;
+    if (!(lost > 0.0) || lost < beyond) {
+        return 0;
+    }
+    char d[DQ_DURATION_TEXT];
+    snprintf(why, cap,
+             "the QTA wants %.0f %% within %s: %.3g %% were lost, %.3g %% took longer; the "
+             "failures break it",
+             100.0 * qta->p[q.worst], search__dur(t, d, sizeof d), 100.0 * lost, 100.0 * beyond);
+    return 1;
+}

@@ -427,11 +427,12 @@ struct adapt_open {
     const char *node;
     int problem; /* an enum search_problem, or −1: decided from the node's data */
     enum search_strategy_id strategy;
-    int64_t trigger_id; /* 0: a person */
-    const char *who;    /* the person (free text) or NULL */
-    int64_t follows;    /* the investigation this one supersedes, 0 none */
-    const char *why;    /* … and why */
-    int overload;       /* an overload investigation (a person asked, or a load trigger) */
+    int64_t trigger_id;      /* 0: a person */
+    const char *who;         /* the person (free text) or NULL */
+    int64_t follows;         /* the investigation this one supersedes, 0 none */
+    const char *why;         /* … and why */
+    int overload;            /* an overload investigation (a person asked, or a load trigger) */
+    const char *problem_why; /* why the problem is not the trigger's own, or NULL */
 };
 
 /* The problem kind of inv as stored ("unknown" until it is decided). */

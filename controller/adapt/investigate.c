@@ -100,6 +100,9 @@ static json_t *opening_stats(struct plan *pl, struct investigation *inv, const s
     if (o->who) {
         json_object_set_new(stats, "requested_by", json_string(o->who));
     }
+    if (o->problem_why) {
+        json_object_set_new(stats, "problem_why", json_string(o->problem_why));
+    }
     /* overload: asked for, or a trigger's delay problem that rises with the arrivals */
     char load_why[200] = "";
     if (!inv->overload_asked && o->trigger_id && o->problem >= 0 &&

@@ -240,6 +240,21 @@ static void trigger_event(struct plan *pl, const char *kind, const struct trigge
     adapt__fx_event(pl, kind, t->probe, detail);
 }
 
+/* A QTA trigger's windows (from its first bad one) where the failures break the QTA
+ * (search_qta_lost): its investigation follows the lost mass, as a lost trigger's would. A
+ * lost trigger on the same probe may fire a window later, or not at all (its threshold). */
+static int qta_lost(struct plan *pl, const struct trigger *t, char *why, size_t cap) {
+    const struct probe *p = adapt__probe(pl->a, t->probe);
+    if (!p || !p->has_qta) {
+        return 0;
+    }
+    struct node_stats ns;
+    adapt__gather(p, t->bad_from, pl->upto, &ns);
+    int lost = search_qta_lost(ns.obs, &p->qta, why, cap);
+    adapt__node_stats_release(&ns);
+    return lost;
+}
+
 /* A trigger fired: an investigation at its probe (when it has children and none is open
  * there), a snapshot, a webhook. */
 static void fired(struct plan *pl, struct trigger *t) {
@@ -259,11 +274,17 @@ static void fired(struct plan *pl, struct trigger *t) {
     }
     if (node >= 0 && !held && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
         !adapt__investigation_at(&pl->next, t->probe)) {
+        char lost_why[300] = "";
+        enum search_problem problem = trigger_problem(t->kind);
+        if (t->kind == TRIG_QTA && qta_lost(pl, t, lost_why, sizeof lost_why)) {
+            problem = SEARCH_LOST;
+        }
         struct adapt_open o = {.node = t->probe,
-                               .problem = (int)trigger_problem(t->kind),
+                               .problem = (int)problem,
                                .strategy = SEARCH_CHILDREN,
                                .trigger_id = t->id,
-                               .overload = t->kind == TRIG_LOAD};
+                               .overload = t->kind == TRIG_LOAD,
+                               .problem_why = lost_why[0] ? lost_why : NULL};
         inv = adapt__open(pl, &o);
     }
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
