@@ -332,7 +332,10 @@ other_tracer_test_() ->
 %% bounds the trace messages, lets a time slice of a tight loop through each time a
 %% pattern goes on; those calls beyond the second's quota are sampled out.)
 -define(SLOT_MS, 100).
--define(RUN_MS, 11200).
+%% 5.2 s: four whole seconds after the partial first one, each judged against the cap on
+%% its own (until 28 November 11.2 s, ten whole seconds: 23 s of one core spinning in the
+%% suite for the same per-second checks)
+-define(RUN_MS, 5200).
 -define(SEC, 1000000000).
 
 %% #{Second => calls reported that started in it}.
@@ -375,7 +378,7 @@ sampling(Line, Name) ->
 
 probe_budget_test_() ->
     %% A function called millions of times a second, budget 1000 calls/s: the wrapper
-    %% samples, says so (honestly) in its state, and over 10 s after the first slot the
+    %% samples, says so (honestly) in its state, and over the 4 whole s after the first slot the
     %% calls reported stay at or under 1000/s; no second holds more than 1000.
     ?WITH([{trace_probe_rate, 1000}, {trace_slot_ms, ?SLOT_MS}],
           fun(F) ->
@@ -397,7 +400,7 @@ probe_budget_test_() ->
                             "~p (reported/calls ~.6f)",
                             [Calls, ?RUN_MS, length(Is), Secs, N, N / Secs, Max, Skipped, Keep,
                              Expected]),
-                  ?assert(Secs >= 10),
+                  ?assert(Secs >= 4),
                   ?assert(N =< 1000 * Secs),
                   ?assert(Max =< 1000),
                   ?assert(N >= 500 * Secs),
@@ -407,7 +410,7 @@ probe_budget_test_() ->
           end).
 
 node_budget_test_() ->
-    %% Two hot probes with 5000/s each but a node budget of 1000/s: over 10 s after the
+    %% Two hot probes with 5000/s each but a node budget of 1000/s: over the 4 whole s after the
     %% first slot, together they report at most 1000/s, and both are reported.
     ?WITH([{trace_probe_rate, 5000}, {trace_node_rate, 1000}, {trace_slot_ms, ?SLOT_MS}],
           fun(F) ->
@@ -424,7 +427,7 @@ node_budget_test_() ->
                   ?debugFmt("hot, hot2: ~b + ~b reported over the ~b whole s after the first "
                             "slot = ~.1f/s (node cap 1000/s), at most ~b in a second",
                             [N1, N2, Secs, (N1 + N2) / Secs, Max]),
-                  ?assert(Secs >= 10),
+                  ?assert(Secs >= 4),
                   ?assert(N1 + N2 =< 1000 * Secs),
                   ?assert(Max =< 1000),
                   ?assert(N1 > 0 andalso N2 > 0)
