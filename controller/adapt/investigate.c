@@ -575,23 +575,36 @@ static void start_search(struct plan *pl, struct investigation *inv, int64_t hyp
 
 /* A problem found: followed (or weighed as an overload). */
 static void follow_problem(struct plan *pl, struct investigation *inv, const struct search_check *c,
-                           enum search_mode mode, const char *load_why, json_t *check) {
-    inv->problem = c->p[0].kind;
+                           enum search_mode mode, const char *load_why, json_t *check,
+                           int64_t rfrom) {
+    /* a broken QTA that the failures break, over the windows the check found it in, is
+     * followed as lost mass (search_qta_lost) */
+    const struct probe *p = adapt__probe(pl->a, inv->node);
+    char lost_why[300] = "", first[1000];
+    int by_lost = 0;
+    if (c->p[0].kind == SEARCH_QTA && p && p->has_qta) {
+        struct node_stats ns;
+        adapt__gather(p, rfrom, pl->upto, &ns);
+        by_lost = search_qta_lost(ns.obs, &p->qta, lost_why, sizeof lost_why);
+        adapt__node_stats_release(&ns);
+    }
+    snprintf(first, sizeof first, "%s%s%s%s", by_lost ? lost_why : "", by_lost ? " (" : "",
+             c->p[0].why, by_lost ? ")" : "");
+    inv->problem = by_lost ? SEARCH_LOST : c->p[0].kind;
     inv->shape_level = c->p[0].level;
     inv->tail_at = c->p[0].kind == SEARCH_VARIANCE ? c->p[0].beyond : 0.0;
     int asked = inv->overload_asked;
     inv->mode = mode;
     set_also(inv, c);
     int overload = mode == SEARCH_MODE_OVERLOAD;
-    char reason[1200], watched[400] = "";
+    char reason[2400], watched[400] = "";
     if (inv->watch_from) {
         snprintf(watched, sizeof watched,
                  " (significant %d windows after it was asked, when it was within reach: %s)",
                  (int)(pl->upto - inv->watch_from), inv->watch_why);
     }
-    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s%s", search_problem_name(inv->problem),
-             c->p[0].why, watched, inv->also[0] ? "; also seen: " : "", inv->also,
-             overload ? "; " : "",
+    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s%s", search_problem_name(inv->problem), first,
+             watched, inv->also[0] ? "; also seen: " : "", inv->also, overload ? "; " : "",
              !overload                 ? ""
              : (!asked && load_why[0]) ? load_why
                                        : "an overload was asked for",
@@ -691,7 +704,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     if (c->n > 0) {
         /* the problem began with the range the check found it in: baselines end there */
         adapt__episode_open(pl, inv->node, rfrom, 0, inv->id);
-        follow_problem(pl, inv, c, mode, load_why, check);
+        follow_problem(pl, inv, c, mode, load_why, check, rfrom);
     } else if (mode == SEARCH_MODE_OVERLOAD) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
