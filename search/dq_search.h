@@ -629,16 +629,19 @@ int search_load_rose(const struct search_load *l, const struct search_check *c, 
 int search_load_shaped(enum search_problem p);
 
 /*
- * A QTA broken by failures. obs: the node's observed ΔQ over the windows that broke it;
- * qta: its QTA. 1 when the QTA is broken (dq_qta_eval) and the lost mass is what breaks
- * it: the QTA's worst clause is its lost bound, or at its worst point t the lost mass is at
- * least the mass of the successes beyond t (of what lies beyond t, the failures are the
- * larger part). A QTA trigger's investigation then follows the lost mass, as a lost
+ * A QTA broken by failures. s: the node's statistics over the windows that broke it (its
+ * observed ΔQ and counts by status); qta: its QTA. 1 when the QTA is broken (dq_qta_eval
+ * on s->observed) and the failures (n_fa of all instances: what never completes) are what
+ * breaks it: at its worst clause's point t they are at least the
+ * mass of everything else beyond t (successes slower than t, timeouts), or, when the
+ * worst clause is the lost bound, at least the timeouts' mass (an overload's timeouts are
+ * a delay, not failures). A QTA trigger's investigation then follows the lost mass, as a lost
  * trigger's would (attributing the QTA weighs the children's latencies, which a fault that
- * fails a part's passes barely moves); 0 otherwise, and when obs or qta is NULL.
+ * fails a part's passes barely moves); 0 otherwise, and when s has no observed ΔQ or
+ * qta is NULL.
  * why (cap bytes): the sentence when 1, "" otherwise.
  */
-int search_qta_lost(const struct dq *obs, const struct dq_qta *qta, char *why, size_t cap);
+int search_qta_lost(const struct search_stats *s, const struct dq_qta *qta, char *why, size_t cap);
 
 /* ---- the policy ------------------------------------------------------------------------ */
 

@@ -807,30 +807,36 @@ int search_load_shaped(enum search_problem p) {
     return p == SEARCH_LATENCY || p == SEARCH_QTA || p == SEARCH_VARIANCE;
 }
 
-int search_qta_lost(const struct dq *obs, const struct dq_qta *qta, char *why, size_t cap) {
+int search_qta_lost(const struct search_stats *s, const struct dq_qta *qta, char *why, size_t cap) {
     if (cap > 0) {
         why[0] = '\0';
     }
+    const struct dq *obs = s ? s->observed : NULL;
     struct dq_qta_result q;
-    if (!obs || !qta || dq_qta_eval(obs, qta, &q) != DQ_OK || q.ok) {
+    uint64_t n = obs ? s->n_ok + s->n_fa + s->n_to : 0;
+    if (n == 0 || !qta || dq_qta_eval(obs, qta, &q) != DQ_OK || q.ok) {
         return 0;
     }
+    /* failures, which never complete, against the rest of what lies beyond the clause:
+     * successes slower than its point, or, for the lost bound, instances past dMax (an
+     * overload's timeouts are a delay, which the QTA's own attribution weighs) */
+    double failed = (double)s->n_fa / (double)n;
     double lost = dq_lost(obs);
-    if (q.worst < 0) {
-        snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% were", 100.0 * qta->max_lost,
-                 100.0 * lost);
-        return 1;
-    }
-    double t = qta->t[q.worst];
-    double beyond = 1.0 - lost - dq_cdf_at(obs, t); /* successes slower than t */
+    double beyond = q.worst < 0 ? lost - failed : 1.0 - failed - dq_cdf_at(obs, qta->t[q.worst]);
     beyond = beyond > 0.0 ? beyond : 0.0;
-    if (!(lost > 0.0) || lost < beyond) {
+    if (!(failed > 0.0) || failed < beyond) {
         return 0;
+    }
+    if (q.worst < 0) {
+        snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% failed", 100.0 * qta->max_lost,
+                 100.0 * failed);
+        return 1;
     }
     char d[DQ_DURATION_TEXT];
     snprintf(why, cap,
-             "the QTA wants %.0f %% within %s: %.3g %% were lost, %.3g %% took longer; the "
+             "the QTA wants %.0f %% within %s: %.3g %% failed, %.3g %% took longer; the "
              "failures break it",
-             100.0 * qta->p[q.worst], search__dur(t, d, sizeof d), 100.0 * lost, 100.0 * beyond);
+             100.0 * qta->p[q.worst], search__dur(qta->t[q.worst], d, sizeof d), 100.0 * failed,
+             100.0 * beyond);
     return 1;
 }

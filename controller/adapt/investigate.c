@@ -585,7 +585,7 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     if (c->p[0].kind == SEARCH_QTA && p && p->has_qta) {
         struct node_stats ns;
         adapt__gather(p, rfrom, pl->upto, &ns);
-        by_lost = search_qta_lost(ns.obs, &p->qta, lost_why, sizeof lost_why);
+        by_lost = search_qta_lost(&ns.s, &p->qta, lost_why, sizeof lost_why);
         adapt__node_stats_release(&ns);
     }
     snprintf(first, sizeof first, "%s%s%s%s", by_lost ? lost_why : "", by_lost ? " (" : "",

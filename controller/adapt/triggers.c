@@ -250,7 +250,7 @@ static int qta_lost(struct plan *pl, const struct trigger *t, char *why, size_t 
     }
     struct node_stats ns;
     adapt__gather(p, t->bad_from, pl->upto, &ns);
-    int lost = search_qta_lost(ns.obs, &p->qta, why, cap);
+    int lost = search_qta_lost(&ns.s, &p->qta, why, cap);
     adapt__node_stats_release(&ns);
     return lost;
 }

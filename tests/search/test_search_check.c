@@ -852,38 +852,53 @@ static void test_load_backlog(void) {
 
 /* A QTA broken by failures (search_qta_lost): 90 % within 10 ms, successes of 2–3 ms but
  * `slow` of them at slow_s; the sentence it gives (want_why, or "" when it says 0). */
-static void qta_lost_case(const struct dq_qta *q, int ok, int failed, double slow_s, int slow,
-                          int want, const char *want_why) {
+static void qta_lost_case(const struct dq_qta *q, int ok, int failed, int timeouts, double slow_s,
+                          int slow, int want, const char *want_why) {
     double x[400];
     for (int i = 0; i < ok; i++) {
         x[i] = i < slow ? slow_s : 0.002 + 0.001 * (double)i / (double)ok;
     }
     struct dq *d = NULL;
-    CHECK_INT(dq_from_samples(-2, 4096, x, (size_t)ok, (uint64_t)failed, 0, &d), DQ_OK);
+    CHECK_INT(dq_from_samples(-2, 4096, x, (size_t)ok, (uint64_t)failed, (uint64_t)timeouts, &d),
+              DQ_OK);
+    struct search_stats st;
+    search_stats_init(&st);
+    st.present = 1;
+    st.observed = d;
+    st.n_ok = (uint64_t)ok, st.n_fa = (uint64_t)failed, st.n_to = (uint64_t)timeouts;
     char why[300];
-    CHECK_INT(search_qta_lost(d, q, why, sizeof why), want);
+    CHECK_INT(search_qta_lost(&st, q, why, sizeof why), want);
     CHECK(want ? strstr(why, want_why) != NULL : why[0] == '\0');
-    printf("  %d ok (%d at %g s), %d failed: %d %s\n", ok, slow, slow_s, failed, want, why);
+    printf("  %d ok (%d at %g s), %d failed, %d timed out: %d %s\n", ok, slow, slow_s, failed,
+           timeouts, want, why);
     dq_destroy(d);
 }
 
 static void test_qta_lost(void) {
     struct dq_qta q = {.n = 2, .t = {0.009, 0.010}, .p = {0.5, 0.9}, .max_lost = 1.0};
     /* 20 % failed, every success fast: the failures break it */
-    qta_lost_case(&q, 320, 80, 0, 0, 1, "20 % were lost, 0 % took longer; the failures break it");
+    qta_lost_case(&q, 320, 80, 0, 0, 0, 1, "20 % failed, 0 % took longer; the failures break it");
     /* 12 % failed and 8 % slow: still mostly failures */
-    qta_lost_case(&q, 352, 48, 0.050, 32, 1, "12 % were lost, 8 % took longer");
+    qta_lost_case(&q, 352, 48, 0, 0.050, 32, 1, "12 % failed, 8 % took longer");
     /* 4 % failed and 16 % slow: a latency problem that also fails a little */
-    qta_lost_case(&q, 384, 16, 0.050, 64, 0, "");
+    qta_lost_case(&q, 384, 16, 0, 0.050, 64, 0, "");
     /* slow, nothing lost */
-    qta_lost_case(&q, 400, 0, 0.050, 80, 0, "");
+    qta_lost_case(&q, 400, 0, 0, 0.050, 80, 0, "");
+    /* 20 % timed out, nothing failed: a delay past dMax (an overload's), not failures */
+    qta_lost_case(&q, 320, 0, 80, 0, 0, 0, "");
+    /* 12 % failed and 8 % timed out: mostly failures */
+    qta_lost_case(&q, 320, 48, 32, 0, 0, 1, "12 % failed, 8 % took longer");
     /* 5 % failed: the QTA holds, nothing to say */
-    qta_lost_case(&q, 380, 20, 0, 0, 0, "");
+    qta_lost_case(&q, 380, 20, 0, 0, 0, 0, "");
     /* the lost bound is the worst clause */
     struct dq_qta ql = {.n = 1, .t = {0.010}, .p = {0.5}, .max_lost = 0.01};
-    qta_lost_case(&ql, 380, 20, 0, 0, 1, "the QTA allows 1 % lost and 5 % were");
+    qta_lost_case(&ql, 380, 20, 0, 0, 0, 1, "the QTA allows 1 % lost and 5 % failed");
+    qta_lost_case(&ql, 380, 5, 15, 0, 0, 0, "");
     char why[8];
     CHECK_INT(search_qta_lost(NULL, &q, why, sizeof why), 0);
+    struct search_stats none;
+    search_stats_init(&none);
+    CHECK_INT(search_qta_lost(&none, &q, why, sizeof why), 0);
 }
 
 static const struct check_case cases[] = {
