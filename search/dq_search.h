@@ -590,9 +590,10 @@ void search_check(const struct search_check_input *in, const struct search_param
  *     instances (those with SEARCH_LOAD_MIN_OK ok) ± 3 √m (Poisson's spread). A stall
  *     opens a run: silence right before a window (w[i].silent_before windows of no data
  *     while the probe was enabled and its source had gone quiet; they hold back about
- *     m each, and so does the window it began in), or a window of fewer than
- *     SEARCH_LOAD_MIN_OK ok within the range or below it (the instances timed out while
- *     the source stalled: one window held back). The windows of the run above the range
+ *     m each, and so does the window it began in; so do the windows below m right before
+ *     the silence, what they lacked of m: a stall that began before it), or a window of
+ *     fewer than SEARCH_LOAD_MIN_OK ok within the range or below it (the instances timed
+ *     out while the source stalled: one window held back). The windows of the run above the range
  *     are backlog, what piled up in the stall, not arrivals, as long as their excess over m
  *     adds up to no more than what the stall held back; the run ends at the first window
  *     within the range or above it beyond that. A window of fewer than SEARCH_LOAD_MIN_OK

@@ -732,10 +732,13 @@ static void backlog_of(const struct search_load_window *w, int n, unsigned char 
     double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
     double lo = med - 3.0 * sqrt(med), hi = med + 3.0 * sqrt(med);
     struct stall_run run = {0};
+    double short_by = 0.0; /* what the windows below the median right before this one lacked */
     for (int i = n - 1; i >= 0; i--) { /* oldest first */
         if (w[i].silent_before > 0) {
-            stall_open(&run, (w[i].silent_before + 1) * med);
+            /* a stall that began before its silence held those windows' shortfall back too */
+            stall_open(&run, (w[i].silent_before + 1) * med + short_by);
         }
+        short_by = w[i].silent_before > 0 || w[i].n >= med ? 0.0 : short_by + (med - w[i].n);
         int thin = w[i].ok < SEARCH_LOAD_MIN_OK;
         int over = w[i].n > hi, under = w[i].n < lo;
         int fits = run.open && run.excess + (w[i].n - med) <= run.budget;

@@ -850,6 +850,38 @@ static void test_load_backlog(void) {
     CHECK_INT(l.backlog_windows, 0);
 }
 
+/* A stall that began before its silence (docs_tutorial in a stress run at dd4a904): checkout
+ * at about 150 a window, then 116 and 106 (the node slowing), a window without data, and
+ * 515 (19 % lost), 118 (80 % lost), 195: the 515 is what the stall held back, 365 over the
+ * median against the 2 × 150 of the silence and the window it began in and the 34 + 44 the
+ * two windows before it lacked. Without those it was arrivals, and the trigger's three
+ * windows (276 a window against 146) said overload. */
+static void test_load_backlog_short(void) {
+    double n[44], mean[44];
+    struct search_load_window w[44];
+    for (int i = 0; i < 38; i++) {
+        n[i] = 150 + ((i * 7) % 19) - 9;
+        mean[i] = 0.021 + 0.0001 * ((i * 11) % 13);
+    }
+    const double tail[] = {116, 106, 515, 118, 195, 158},
+                 tail_mean[] = {0.0208, 0.0211, 0.1215, 0.0213, 0.0396, 0.0257};
+    for (int i = 0; i < 6; i++) {
+        n[38 + i] = tail[i], mean[38 + i] = tail_mean[i];
+    }
+    load_windows(w, n, mean, 44, 100);
+    w[3].wid += 1, w[2].wid += 1, w[1].wid += 1, w[0].wid += 1; /* the 515 after a gap */
+    w[3].silent_before = 1;
+    w[3].ok = 416, w[2].ok = 24;
+    struct search_load l;
+    search_load_of(w, 44, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 1);
+    CHECK_NEAR(l.backlog_n, 515, 0);
+    /* the same 515 after ordinary windows (150, 150): arrivals beyond what it held back */
+    w[5].n = w[5].ok = 150, w[4].n = w[4].ok = 150;
+    search_load_of(w, 44, 1.0, 5, &l);
+    CHECK_INT(l.backlog_windows, 0);
+}
+
 /* A QTA broken by failures (search_qta_lost): 90 % within 10 ms, successes of 2–3 ms but
  * `slow` of them at slow_s; the sentence it gives (want_why, or "" when it says 0). */
 static void qta_lost_case(const struct dq_qta *q, int ok, int failed, int timeouts, double slow_s,
@@ -919,6 +951,7 @@ static const struct check_case cases[] = {
     CHECK_CASE(spearman),
     CHECK_CASE(load_rose),
     CHECK_CASE(load_backlog),
+    CHECK_CASE(load_backlog_short),
     CHECK_CASE(qta_lost),
 };
 
