@@ -591,6 +591,9 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     snprintf(first, sizeof first, "%s%s%s%s", by_lost ? lost_why : "", by_lost ? " (" : "",
              c->p[0].why, by_lost ? ")" : "");
     inv->problem = by_lost ? SEARCH_LOST : c->p[0].kind;
+    if (by_lost && mode == SEARCH_MODE_OVERLOAD && !inv->overload_asked) {
+        mode = SEARCH_MODE_PROBLEM; /* lost mass is no load's shape: as a trigger's (triggers.c) */
+    }
     inv->shape_level = c->p[0].level;
     inv->tail_at = c->p[0].kind == SEARCH_VARIANCE ? c->p[0].beyond : 0.0;
     int asked = inv->overload_asked;
