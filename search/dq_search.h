@@ -278,8 +278,9 @@ struct search_input {
     enum dq_node_kind kind; /* SEQUENCE, FIRST, ALL, CHOICE (REFERENCE = sequence) */
     enum search_problem problem;
     /* QTA: p[worst] of dq_qta_eval's worst point, 0 = use means (when worst = −1, the
-     * lost mass is what violates the QTA: pass problem "lost" instead); shape: the level at
-     * which the mass moved (search_found.level) */
+     * lost bound: the problem is "lost" when failures break it, search_qta_lost; timeouts
+     * are a delay, weighed by means); shape: the level at which the mass moved
+     * (search_found.level) */
     double qta_p;
     struct search_stats stats;           /* X's own statistics (may be absent: totals are summed) */
     const struct search_child *children; /* in written order (a sequence's order) */
@@ -591,7 +592,8 @@ void search_check(const struct search_check_input *in, const struct search_param
  *     opens a run: silence right before a window (w[i].silent_before windows of no data
  *     while the probe was enabled and its source had gone quiet; they hold back about
  *     m each, and so does the window it began in; so do the windows below m right before
- *     the silence, what they lacked of m: a stall that began before it), or a window of
+ *     the silence, what they lacked of m, up to m in all: a stall that began before it), or
+ *     a window of
  *     fewer than SEARCH_LOAD_MIN_OK ok within the range or below it (the instances timed
  *     out while the source stalled: one window held back). The windows of the run above the range
  *     are backlog, what piled up in the stall, not arrivals, as long as their excess over m
@@ -631,18 +633,22 @@ int search_load_shaped(enum search_problem p);
 
 /*
  * A QTA broken by failures. s: the node's statistics over the windows that broke it (its
- * observed ΔQ and counts by status); qta: its QTA. 1 when the QTA is broken (dq_qta_eval
- * on s->observed) and the failures (n_fa of all instances: what never completes) are what
- * breaks it: at its worst clause's point t they are at least the
- * mass of everything else beyond t (successes slower than t, timeouts), or, when the
- * worst clause is the lost bound, at least the timeouts' mass (an overload's timeouts are
- * a delay, not failures). A QTA trigger's investigation then follows the lost mass, as a lost
- * trigger's would (attributing the QTA weighs the children's latencies, which a fault that
- * fails a part's passes barely moves); 0 otherwise, and when s has no observed ΔQ or
- * qta is NULL.
+ * observed ΔQ and counts by status); base: its baseline's, from before the problem (NULL,
+ * absent or without an observed ΔQ: none); qta: its QTA. 1 when the QTA is broken
+ * (dq_qta_eval on s->observed) and the failures (n_fa of all instances: what never
+ * completes, at most the ΔQ's lost mass) are what breaks it: at its worst clause's point t
+ * they are at least the mass of everything else beyond t (successes slower than t,
+ * timeouts), or, when the worst clause is the lost bound, at least the timeouts' mass (an
+ * overload's timeouts are a delay, not failures). With a baseline, what is compared is what
+ * changed: the failures' rise (it must be above 0) against the rise of the rest beyond t,
+ * so a node that always failed a little and now is slower is not followed as lost. A QTA
+ * trigger's investigation then follows the lost mass, as a lost trigger's would
+ * (attributing the QTA weighs the children's latencies, which a fault that fails a part's
+ * passes barely moves); 0 otherwise, and when s has no observed ΔQ or qta is NULL.
  * why (cap bytes): the sentence when 1, "" otherwise.
  */
-int search_qta_lost(const struct search_stats *s, const struct dq_qta *qta, char *why, size_t cap);
+int search_qta_lost(const struct search_stats *s, const struct search_stats *base,
+                    const struct dq_qta *qta, char *why, size_t cap);
 
 /* ---- the policy ------------------------------------------------------------------------ */
 

@@ -739,6 +739,7 @@ static void backlog_of(const struct search_load_window *w, int n, unsigned char 
             stall_open(&run, (w[i].silent_before + 1) * med + short_by);
         }
         short_by = w[i].silent_before > 0 || w[i].n >= med ? 0.0 : short_by + (med - w[i].n);
+        short_by = short_by < med ? short_by : med; /* a lull's long run is not all held back */
         int thin = w[i].ok < SEARCH_LOAD_MIN_OK;
         int over = w[i].n > hi, under = w[i].n < lo;
         int fits = run.open && run.excess + (w[i].n - med) <= run.budget;
@@ -810,7 +811,21 @@ int search_load_shaped(enum search_problem p) {
     return p == SEARCH_LATENCY || p == SEARCH_QTA || p == SEARCH_VARIANCE;
 }
 
-int search_qta_lost(const struct search_stats *s, const struct dq_qta *qta, char *why, size_t cap) {
+/* Failures and the rest beyond the QTA's clause `worst` (−1: the lost bound) in obs,
+ * whose instances s counts: the failures at most obs's lost mass (counts and ΔQ can differ
+ * when a window on another grid was left out of the ΔQ), rounding residues taken as 0. */
+static void qta_beyond(const struct search_stats *s, const struct dq *obs, const struct dq_qta *qta,
+                       int worst, double *failed, double *beyond) {
+    uint64_t n = s->n_ok + s->n_fa + s->n_to;
+    double lost = dq_lost(obs);
+    *failed = n > 0 ? (double)s->n_fa / (double)n : 0.0;
+    *failed = *failed < lost ? *failed : lost;
+    double b = worst < 0 ? lost - *failed : 1.0 - *failed - dq_cdf_at(obs, qta->t[worst]);
+    *beyond = b > 1e-9 ? b : 0.0;
+}
+
+int search_qta_lost(const struct search_stats *s, const struct search_stats *base,
+                    const struct dq_qta *qta, char *why, size_t cap) {
     if (cap > 0) {
         why[0] = '\0';
     }
@@ -823,23 +838,32 @@ int search_qta_lost(const struct search_stats *s, const struct dq_qta *qta, char
     /* failures, which never complete, against the rest of what lies beyond the clause:
      * successes slower than its point, or, for the lost bound, instances past dMax (an
      * overload's timeouts are a delay, which the QTA's own attribution weighs) */
-    double failed = (double)s->n_fa / (double)n;
-    double lost = dq_lost(obs);
-    double beyond = q.worst < 0 ? lost - failed : 1.0 - failed - dq_cdf_at(obs, qta->t[q.worst]);
-    beyond = beyond > 0.0 ? beyond : 0.0;
-    if (!(failed > 0.0) || failed < beyond) {
+    double failed, beyond, bf = 0.0, bb = 0.0;
+    qta_beyond(s, obs, qta, q.worst, &failed, &beyond);
+    int with_base =
+        base && base->present && base->observed && base->n_ok + base->n_fa + base->n_to > 0;
+    if (with_base) {
+        qta_beyond(base, base->observed, qta, q.worst, &bf, &bb);
+    }
+    double rise_f = failed - bf, rise_b = beyond - bb;
+    if (!(rise_f > 1e-9) || rise_f < rise_b) {
         return 0;
     }
+    char before[120] = "";
+    if (with_base) {
+        snprintf(before, sizeof before, " (%.3g %% and %.3g %% in its baseline)", 100.0 * bf,
+                 100.0 * bb);
+    }
     if (q.worst < 0) {
-        snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% failed", 100.0 * qta->max_lost,
-                 100.0 * failed);
+        snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% failed%s",
+                 100.0 * qta->max_lost, 100.0 * failed, with_base ? before : "");
         return 1;
     }
     char d[DQ_DURATION_TEXT];
     snprintf(why, cap,
-             "the QTA wants %.0f %% within %s: %.3g %% failed, %.3g %% took longer; the "
+             "the QTA wants %.0f %% within %s: %.3g %% failed, %.3g %% took longer%s; the "
              "failures break it",
              100.0 * qta->p[q.worst], search__dur(qta->t[q.worst], d, sizeof d), 100.0 * failed,
-             100.0 * beyond);
+             100.0 * beyond, before);
     return 1;
 }

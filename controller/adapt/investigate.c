@@ -583,9 +583,12 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     char lost_why[300] = "", first[1000];
     int by_lost = 0;
     if (c->p[0].kind == SEARCH_QTA && p && p->has_qta) {
-        struct node_stats ns;
+        struct node_stats ns, b;
         adapt__gather(p, rfrom, pl->upto, &ns);
-        by_lost = search_qta_lost(&ns.s, &p->qta, lost_why, sizeof lost_why);
+        adapt__baseline(pl, p, rfrom, &b, NULL, NULL);
+        int base = b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS;
+        by_lost = search_qta_lost(&ns.s, base ? &b.s : NULL, &p->qta, lost_why, sizeof lost_why);
+        adapt__node_stats_release(&b);
         adapt__node_stats_release(&ns);
     }
     snprintf(first, sizeof first, "%s%s%s%s", by_lost ? lost_why : "", by_lost ? " (" : "",

@@ -241,16 +241,20 @@ static void trigger_event(struct plan *pl, const char *kind, const struct trigge
 }
 
 /* A QTA trigger's windows (from its first bad one) where the failures break the QTA
- * (search_qta_lost): its investigation follows the lost mass, as a lost trigger's would. A
+ * (search_qta_lost, against its baseline before them when it has one): its investigation
+ * follows the lost mass, as a lost trigger's would. A
  * lost trigger on the same probe may fire a window later, or not at all (its threshold). */
 static int qta_lost(struct plan *pl, const struct trigger *t, char *why, size_t cap) {
     const struct probe *p = adapt__probe(pl->a, t->probe);
     if (!p || !p->has_qta) {
         return 0;
     }
-    struct node_stats ns;
+    struct node_stats ns, b;
     adapt__gather(p, t->bad_from, pl->upto, &ns);
-    int lost = search_qta_lost(&ns.s, &p->qta, why, cap);
+    adapt__baseline(pl, p, t->bad_from, &b, NULL, NULL);
+    int base = b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS;
+    int lost = search_qta_lost(&ns.s, base ? &b.s : NULL, &p->qta, why, cap);
+    adapt__node_stats_release(&b);
     adapt__node_stats_release(&ns);
     return lost;
 }
