@@ -368,7 +368,8 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s);
 /* The node check (search_check) of probe p over its windows since `from`: the last
  * SEARCH_RECENT_WINDOWS before pl->upto, then twice and four times as many when those show
  * nothing (three looks, each at search_z_looks(3)), each against the baseline before it;
- * with no baseline before them, up to SEARCH_BASELINE_WINDOWS of "now". Baselines are
+ * with no baseline before them, the last SEARCH_RECENT_WINDOWS and, when they show
+ * nothing, up to SEARCH_BASELINE_WINDOWS of "now". Baselines are
  * adapt__baseline's. rfrom (may be NULL): the first window of the range c judged. */
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom);

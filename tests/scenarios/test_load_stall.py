@@ -18,6 +18,8 @@ STALL_S, lets it run again, and after SETTLE_S reads its counters:
     time the node could run explains (the reading's time less the stall, plus the 100 ms of
     catch-up), with 5 standard deviations and 10 of slack: about 135 for 200/s, where a
     burst would start RATE times the whole span, 260 or more.
+  - no more are skipped than fell due in the whole span, and in the RUN_S after it the node
+    starts at least a tenth of its rate (a generator that skipped everything fails).
 Times are measured, not assumed: on a busy machine the node may stall longer by itself,
 which only lowers what it starts and raises what it skips.
 
@@ -44,6 +46,7 @@ loader.exec_module(run)
 RATE = 200.0
 STALL_S = 1.0
 SETTLE_S = 0.3
+RUN_S = 2.0
 CATCH_UP_S = 0.1
 
 failures = 0
@@ -82,6 +85,9 @@ def main():
             time.sleep(SETTLE_S)
             after = node.stats()
             span = time.monotonic() - t0
+            time.sleep(RUN_S)  # and it goes on launching at its rate
+            later = node.stats()
+            run_s = time.monotonic() - t0 - span
         finally:
             try:
                 os.kill(node.proc.pid, signal.SIGCONT)
@@ -101,6 +107,12 @@ def main():
     check(started <= bound,
           "no burst after the stall: %d started <= %.0f (a burst would start about %.0f)" %
           (started, bound, RATE * span))
+    check(skipped <= RATE * span + 5.0 * math.sqrt(RATE * span) + 10.0,
+          "no more skipped than fell due in the whole span: %d" % skipped)
+    went_on = later["started"] - after["started"]
+    check(went_on >= 0.1 * RATE * run_s,
+          "it goes on launching after the stall: %d in %.2f s (at least a tenth of the rate)" %
+          (went_on, run_s))
     print("%d failed" % failures)
     return 1 if failures else 0
 
