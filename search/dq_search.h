@@ -636,8 +636,8 @@ int search_load_shaped(enum search_problem p);
  * observed ΔQ and counts by status); base: its baseline's, from before the problem (NULL,
  * absent or without an observed ΔQ: none; the callers pass one of SEARCH_BASELINE_WINDOWS
  * windows or none, and there is none for a probe enabled after its problem began or in an
- * episode resumed after a restart: then the levels are compared); qta: its QTA. 1 when the QTA is broken
- * (dq_qta_eval on s->observed) and the failures (n_fa of all instances: what never
+ * episode resumed after a restart: then the levels are compared); qta: its QTA. 1 when the QTA is
+ * broken (dq_qta_eval on s->observed) and the failures (n_fa of all instances: what never
  * completes, at most the ΔQ's lost mass) are what breaks it: at its worst clause's point t
  * they are at least the mass of everything else beyond t (successes slower than t,
  * timeouts), or, when the worst clause is the lost bound, at least the timeouts' mass (an
