@@ -24,7 +24,9 @@ void adapt__node_stats_release(struct node_stats *ns) {
     ns->obs = ns->calc = ns->base = NULL;
 }
 
-/* Adds w·src into *acc (created on first use on src's grid; other grids are skipped). */
+/* Adds w·src into *acc (created on first use on src's grid; other grids are skipped): its
+ * masses, its failed and zero parts, its counts; point masses only when every part has
+ * them, and the largest lag. */
 static void mix_into(struct dq **acc, const struct dq *src, double w) {
     if (!src || w <= 0.0) {
         return;
@@ -33,20 +35,40 @@ static void mix_into(struct dq **acc, const struct dq *src, double w) {
         if (dq_never(src->k, src->n, acc) != DQ_OK) {
             return;
         }
+        (*acc)->failed = 0.0; /* an empty sum, not `never` */
+        (*acc)->atoms = src->atoms;
     }
-    if ((*acc)->k != src->k || (*acc)->n != src->n) {
+    struct dq *a = *acc;
+    if (a->k != src->k || a->n != src->n) {
         return;
     }
     for (int i = 0; i < src->n; i++) {
-        (*acc)->pdf[i] += w * src->pdf[i];
+        a->pdf[i] += w * src->pdf[i];
     }
+    a->failed += w * src->failed;
+    a->zero += w * src->zero;
+    a->atoms = a->atoms && src->atoms;
+    a->lag = a->lag > src->lag ? a->lag : src->lag;
+    a->n_ok += src->n_ok;
+    a->n_fa += src->n_fa;
+    a->n_to += src->n_to;
+    a->n_out += src->n_out;
 }
 
 /* Divides a mixture built with raw weights by their total. */
 static void mix_normalise(struct dq *acc, double total) {
-    for (int i = 0; acc && total > 0.0 && i < acc->n; i++) {
-        acc->pdf[i] /= total;
+    if (!acc || !(total > 0.0)) {
+        return;
     }
+    double sum = 0.0;
+    for (int i = 0; i < acc->n; i++) {
+        acc->pdf[i] /= total;
+        sum += acc->pdf[i];
+    }
+    /* round-off: failed within the lost mass, zero within the first bin */
+    double lost = sum < 1.0 ? 1.0 - sum : 0.0;
+    acc->failed = fmin(acc->failed / total, lost);
+    acc->zero = fmin(acc->zero / total, acc->n > 0 ? acc->pdf[0] : 0.0);
 }
 
 /* The KS distance of the paired windows' observed and calculated ΔQs, and the QTA hazard
