@@ -856,7 +856,7 @@ int search_qta_lost(const struct search_stats *s, const struct search_stats *bas
     }
     if (q.worst < 0) {
         snprintf(why, cap, "the QTA allows %.2g %% lost and %.3g %% failed%s",
-                 100.0 * qta->max_lost, 100.0 * failed, with_base ? before : "");
+                 100.0 * qta->max_lost, 100.0 * failed, before);
         return 1;
     }
     char d[DQ_DURATION_TEXT];

@@ -50,6 +50,9 @@ struct trigger {
     int enabled, fired, bad, good;
     int64_t last_wid; /* last window evaluated */
     int64_t bad_from; /* the first window of the current run of bad ones */
+    /* fired while investigation waits_for searched at its probe: its problem is left to
+     * that one while it lasts (0: none; not kept across a restart) */
+    int64_t waits_for;
 };
 
 /* The baselines of a problem's probes as they were when it began (baseline.c): immutable,
@@ -430,7 +433,7 @@ struct adapt_open {
     enum search_strategy_id strategy;
     int64_t trigger_id;      /* 0: a person */
     const char *who;         /* the person (free text) or NULL */
-    int64_t follows;         /* the investigation this one supersedes, 0 none */
+    int64_t follows;         /* the investigation this one supersedes or waited for, 0 none */
     const char *why;         /* … and why */
     int overload;            /* an overload investigation (a person asked, or a load trigger) */
     const char *problem_why; /* why the problem is not the trigger's own, or NULL */
@@ -618,6 +621,12 @@ void adapt__episodes_ref(struct adapt_state *st);
  */
 int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct node_stats *ns,
                     double *means, int *n_means);
+
+/* Whether the failures break probe p's QTA over its windows from `from` to the plan's last
+ * (search_qta_lost, against p's baseline before `from` when it has SEARCH_BASELINE_WINDOWS
+ * of them): then its problem is followed as lost mass. why (may be empty) says so. 0 for a
+ * probe without a QTA. */
+int adapt__qta_lost(struct plan *pl, const struct probe *p, int64_t from, char *why, size_t cap);
 
 /* ---- resume.c ----------------------------------------------------------------------------- */
 

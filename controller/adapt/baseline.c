@@ -338,3 +338,17 @@ int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct 
     }
     return 1;
 }
+
+int adapt__qta_lost(struct plan *pl, const struct probe *p, int64_t from, char *why, size_t cap) {
+    if (!p || !p->has_qta) {
+        return 0;
+    }
+    struct node_stats ns, b;
+    adapt__gather(p, from, pl->upto, &ns);
+    adapt__baseline(pl, p, from, &b, NULL, NULL);
+    int base = b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS;
+    int lost = search_qta_lost(&ns.s, base ? &b.s : NULL, &p->qta, why, cap);
+    adapt__node_stats_release(&b);
+    adapt__node_stats_release(&ns);
+    return lost;
+}

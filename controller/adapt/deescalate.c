@@ -313,6 +313,14 @@ void adapt__episodes_settle(struct plan *pl) {
     }
 }
 
+/* 1 for a person's problem found beyond its baseline's largest and localized: its rare
+ * passes keep the culprit's path (tail_pass_now, tail_quiet) */
+static int tail_localized(const struct investigation *inv) {
+    return !inv->trigger_id && inv->tail_at > 0.0 && strcmp(inv->verdict, "localized") == 0;
+}
+
+static int tail_pass_now(struct plan *pl, const struct investigation *inv);
+
 /* 1 when the problem of closed investigation inv is still there (see the top); record: say
  * so (recheck). */
 static int problem_persists(struct plan *pl, struct investigation *inv, int record) {
@@ -354,7 +362,11 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
             }
             if (record) {
                 inv->untold = 0;
-                recheck(pl, inv, 0, BY_NODE, why);
+                if (!tail_pass_now(pl, inv)) {
+                    /* with a rare, very slow pass in the last window the probes stay
+                     * (adapt__deescalate says so): "back to normal" is not said then */
+                    recheck(pl, inv, 0, BY_NODE, why);
+                }
             }
             return 0;
         }
@@ -369,14 +381,6 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
      * quiet, for as long as a step may wait for samples; then the problem is taken as gone */
     return ++inv->untold < pl->a->opt.investigation_windows;
 }
-
-/* 1 for a person's problem found beyond its baseline's largest and localized: its rare
- * passes keep the culprit's path (tail_pass_now, tail_quiet) */
-static int tail_localized(const struct investigation *inv) {
-    return !inv->trigger_id && inv->tail_at > 0.0 && strcmp(inv->verdict, "localized") == 0;
-}
-
-static int tail_pass_now(struct plan *pl, const struct investigation *inv);
 
 /* Owned probe i of inv when it may be disabled now (enabled, not always on, not held by
  * another investigation that still needs it), else NULL. */

@@ -582,14 +582,8 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
     const struct probe *p = adapt__probe(pl->a, inv->node);
     char lost_why[300] = "", first[1000];
     int by_lost = 0;
-    if (c->p[0].kind == SEARCH_QTA && p && p->has_qta) {
-        struct node_stats ns, b;
-        adapt__gather(p, rfrom, pl->upto, &ns);
-        adapt__baseline(pl, p, rfrom, &b, NULL, NULL);
-        int base = b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS;
-        by_lost = search_qta_lost(&ns.s, base ? &b.s : NULL, &p->qta, lost_why, sizeof lost_why);
-        adapt__node_stats_release(&b);
-        adapt__node_stats_release(&ns);
+    if (c->p[0].kind == SEARCH_QTA) {
+        by_lost = adapt__qta_lost(pl, p, rfrom, lost_why, sizeof lost_why);
     }
     snprintf(first, sizeof first, "%s%s%s%s", by_lost ? lost_why : "", by_lost ? " (" : "",
              c->p[0].why, by_lost ? ")" : "");

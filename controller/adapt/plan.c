@@ -593,6 +593,9 @@ static void patch_state(struct plan *pl) {
         s->inv[i]->hyp_id = resolve(pl, s->inv[i]->hyp_id);
         s->inv[i]->trigger_id = resolve(pl, s->inv[i]->trigger_id);
     }
+    for (int i = 0; i < s->n_triggers; i++) {
+        s->triggers[i].waits_for = resolve(pl, s->triggers[i].waits_for);
+    }
     for (int i = 0; i < s->n_snaps; i++) {
         s->snaps[i].id = resolve(pl, s->snaps[i].id);
     }

@@ -261,6 +261,34 @@ static int resume_closed(void *ctx, const struct store_investigation *row) {
     return row->open ? 0 : resume_one(ctx, row);
 }
 
+/* waits_for is not stored (triggers.c run_waiting): a fired trigger whose own
+ * investigation is not searching and holds no localized verdict waits again for the one
+ * searching at its probe, else for the newest one there whose localized or overload
+ * verdict keeps its probes. */
+static void resume_waiting(struct adapt_state *st) {
+    for (int i = 0; i < st->n_triggers; i++) {
+        struct trigger *t = &st->triggers[i];
+        int own = 0;
+        const struct investigation *busy = NULL, *held = NULL;
+        for (int k = 0; t->fired && k < st->n_inv; k++) {
+            const struct investigation *o = st->inv[k];
+            int searching = o->state == INV_SEARCHING;
+            if (o->trigger_id == t->id) {
+                own |= searching || strcmp(o->verdict, "localized") == 0;
+            } else if (strcmp(o->node, t->probe) == 0 && !o->released) {
+                busy = searching ? o : busy;
+                if (!searching &&
+                    (strcmp(o->verdict, "localized") == 0 || strcmp(o->verdict, "overload") == 0) &&
+                    (!held || o->id > held->id)) {
+                    held = o;
+                }
+            }
+        }
+        busy = busy ? busy : held;
+        t->waits_for = t->fired && !own && busy ? busy->id : 0;
+    }
+}
+
 int adapt__resume(struct adapt *a) {
     int rc = store_triggers_each(a->env.store, NULL, load_trigger, a);
     if (!rc) {
@@ -268,6 +296,9 @@ int adapt__resume(struct adapt *a) {
     }
     if (!rc) {
         rc = store_investigations_each(a->env.store, false, 200, resume_closed, a);
+    }
+    if (!rc) {
+        resume_waiting(&a->st);
     }
     return rc;
 }

@@ -2,8 +2,8 @@
  * triggers.c: per-probe conditions with hysteresis, evaluated on every closed window. A
  * trigger fires after fire_after bad windows in a row and clears after clear_after good
  * ones; a window without data for its condition changes nothing. A firing stores a
- * snapshot and opens an investigation at the probe (when it has finer probes and none is
- * open there yet).
+ * snapshot and opens an investigation at the probe when it has finer probes; when another
+ * investigation searches there, the trigger waits for its verdict (run_waiting).
  */
 #include "adapt_internal.h"
 
@@ -245,58 +245,116 @@ static void trigger_event(struct plan *pl, const char *kind, const struct trigge
  * follows the lost mass, as a lost trigger's would. A
  * lost trigger on the same probe may fire a window later, or not at all (its threshold). */
 static int qta_lost(struct plan *pl, const struct trigger *t, char *why, size_t cap) {
-    const struct probe *p = adapt__probe(pl->a, t->probe);
-    if (!p || !p->has_qta) {
-        return 0;
-    }
-    struct node_stats ns, b;
-    adapt__gather(p, t->bad_from, pl->upto, &ns);
-    adapt__baseline(pl, p, t->bad_from, &b, NULL, NULL);
-    int base = b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS;
-    int lost = search_qta_lost(&ns.s, base ? &b.s : NULL, &p->qta, why, cap);
-    adapt__node_stats_release(&b);
-    adapt__node_stats_release(&ns);
-    return lost;
+    return adapt__qta_lost(pl, adapt__probe(pl->a, t->probe), t->bad_from, why, cap);
 }
 
-/* A trigger fired: an investigation at its probe (when it has children and none is open
- * there), a snapshot, a webhook. */
-static void fired(struct plan *pl, struct trigger *t) {
-    struct adapt *a = pl->a;
-    adapt__fx_log(pl, LOG_WARN, 0, "trigger %s on %s fired after %d bad windows",
-                  trigger_names[t->kind], t->probe, t->bad);
-    const struct dq_diagram *g = core_diagram(a->env.core);
-    struct investigation *inv = NULL;
+/* An investigation at the fired trigger t's probe when it has children, no earlier verdict
+ * holds its problem and none searches there; when one does, t waits for it (waits_for). */
+static struct investigation *open_for(struct plan *pl, struct trigger *t, int64_t follows,
+                                      const char *why) {
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
     int node = g ? dq_diagram_find(g, t->probe) : -1;
-    int held = adapt__trigger_held(&pl->next, t->id);
-    if (held) {
+    if (node < 0 || dq_diagram_probe_children(g, node, NULL, 0) == 0) {
+        return NULL;
+    }
+    if (adapt__trigger_held(&pl->next, t->id)) {
         /* its problem never ended: the verdict that holds it is re-checked (deescalate.c) */
         adapt__fx_log(pl, LOG_INFO, 0,
                       "trigger %s on %s: its earlier verdict still holds the problem, no new "
                       "investigation",
                       trigger_names[t->kind], t->probe);
+        return NULL;
     }
-    if (node >= 0 && !held && dq_diagram_probe_children(g, node, NULL, 0) > 0 &&
-        !adapt__investigation_at(&pl->next, t->probe)) {
-        char lost_why[300] = "";
-        enum search_problem problem = trigger_problem(t->kind);
-        if (t->kind == TRIG_QTA && qta_lost(pl, t, lost_why, sizeof lost_why)) {
-            problem = SEARCH_LOST;
-        }
-        struct adapt_open o = {.node = t->probe,
-                               .problem = (int)problem,
-                               .strategy = SEARCH_CHILDREN,
-                               .trigger_id = t->id,
-                               .overload = t->kind == TRIG_LOAD,
-                               .problem_why = lost_why[0] ? lost_why : NULL};
-        inv = adapt__open(pl, &o);
+    const struct investigation *busy = adapt__investigation_at(&pl->next, t->probe);
+    if (busy && busy->trigger_id == t->id) {
+        return NULL; /* its own, from a firing before this one: still on it */
     }
+    if (busy) {
+        /* the problem may be the one that investigation follows: its verdict first */
+        t->waits_for = busy->id;
+        adapt__fx_log(pl, LOG_INFO, busy->id,
+                      " searches at %s already: trigger %s on %s waits for it, and opens its "
+                      "own investigation if it is still fired once that one is over",
+                      t->probe, trigger_names[t->kind], t->probe);
+        return NULL;
+    }
+    char lost_why[300] = "";
+    enum search_problem problem = trigger_problem(t->kind);
+    if (t->kind == TRIG_QTA && qta_lost(pl, t, lost_why, sizeof lost_why)) {
+        problem = SEARCH_LOST;
+    }
+    struct adapt_open o = {.node = t->probe,
+                           .problem = (int)problem,
+                           .strategy = SEARCH_CHILDREN,
+                           .trigger_id = t->id,
+                           .overload = t->kind == TRIG_LOAD,
+                           .problem_why = lost_why[0] ? lost_why : NULL,
+                           .follows = follows,
+                           .why = why};
+    return adapt__open(pl, &o);
+}
+
+/* A trigger fired: an investigation at its probe (open_for), a snapshot, a webhook. */
+static void fired(struct plan *pl, struct trigger *t) {
+    adapt__fx_log(pl, LOG_WARN, 0, "trigger %s on %s fired after %d bad windows",
+                  trigger_names[t->kind], t->probe, t->bad);
+    t->waits_for = 0;
+    struct investigation *inv = open_for(pl, t, 0, NULL);
     adapt__snapshot_start(pl, t, inv ? inv->id : 0);
     trigger_event(pl, "trigger_fired", t);
     adapt__fx_webhook(pl, "trigger_fired",
                       json_pack("{s:s,s:s,s:I}", "probe", t->probe, "kind", trigger_names[t->kind],
                                 "trigger", (json_int_t)t->id),
                       1, inv ? inv->id : 0);
+}
+
+/* A trigger that waits for another investigation (open_for): while that one searches, or
+ * has found where the time goes (localized, overload) and keeps its probes, its verdict may
+ * explain this problem too. Once it ended otherwise (diffuse, healthy, inconclusive,
+ * aborted by a person: about its own problem, not this one) or let its probes go, and t
+ * is still fired, nothing follows t's problem, and an investigation opens for it (sharing
+ * the probes the other still holds), or t waits for the next one searching there. */
+static void run_waiting(struct plan *pl, struct trigger *t) {
+    if (!t->waits_for) {
+        return;
+    }
+    if (!t->fired || !t->enabled) {
+        t->waits_for = 0;
+        return;
+    }
+    const struct adapt_state *st = &pl->next;
+    for (int i = 0; i < st->n_inv; i++) {
+        const struct investigation *o = st->inv[i];
+        if (o->id == t->waits_for && !o->released &&
+            (o->state == INV_SEARCHING || strcmp(o->verdict, "localized") == 0 ||
+             strcmp(o->verdict, "overload") == 0)) {
+            return;
+        }
+    }
+    int64_t was = t->waits_for;
+    const char *ended = "it let its probes go";
+    char said[64];
+    for (int i = 0; i < st->n_inv; i++) {
+        const struct investigation *o = st->inv[i];
+        if (o->id == was && o->state != INV_SEARCHING) {
+            snprintf(said, sizeof said, "%s%s", o->verdict,
+                     o->released ? ", and it let its probes go" : "");
+            ended = said;
+        }
+    }
+    t->waits_for = 0;
+    char why[PROBES_NAME_MAX * 2 + 260];
+    snprintf(why, sizeof why,
+             "the %s trigger on %s fired while investigation %" PRId64
+             " searched there; that one is over, and no verdict of it holds this problem "
+             "(%s): the trigger is still fired",
+             trigger_names[t->kind], t->probe, was, ended);
+    if (open_for(pl, t, was, why)) {
+        adapt__fx_log(pl, LOG_WARN, 0, "%s: an investigation opens for it", why);
+    } else if (!t->waits_for && !adapt__trigger_held(st, t->id) &&
+               !adapt__investigation_at(&pl->next, t->probe)) {
+        t->waits_for = was; /* none could open (the table is full): again next window */
+    }
 }
 
 /* A trigger whose state changed this round: said, and its problem opened or ended. */
@@ -363,6 +421,11 @@ void adapt__run_triggers(struct plan *pl) {
             if (moved[i] && (pass == 0) == (t->fired && t->kind == TRIG_LOST)) {
                 changed(pl, t);
             }
+        }
+    }
+    for (int i = 0; i < st->n_triggers; i++) {
+        if (!moved[i]) {
+            run_waiting(pl, &st->triggers[i]);
         }
     }
 }

@@ -31,13 +31,15 @@ import importlib.util
 import math
 import os
 import signal
-import socket
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import dqdtest  # noqa: E402  (free_port: a port nothing listens on)
+
 loader = importlib.machinery.SourceFileLoader("scenarios_run", os.path.join(ROOT, "scenarios", "run"))
 spec = importlib.util.spec_from_loader("scenarios_run", loader)
 run = importlib.util.module_from_spec(spec)
@@ -59,20 +61,11 @@ def check(cond, what):
         failures += 1
 
 
-def closed_port():
-    """A loopback port nothing listens on (the wrapper's connection is refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def main():
     with tempfile.TemporaryDirectory(prefix="dqd-load-stall-") as tmp:
         ebin = os.path.join(tmp, "ebin")
         run.compile_erlang(ebin)
-        node = run.Node(ebin, tmp, os.path.join(ROOT, "scenarios", "tree"), "tree", closed_port())
+        node = run.Node(ebin, tmp, os.path.join(ROOT, "scenarios", "tree"), "tree", dqdtest.free_port())
         try:
             node.cmd("rate %g" % RATE)
             time.sleep(1.0)  # the generator running at its rate
