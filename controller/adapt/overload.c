@@ -43,7 +43,8 @@ static void rates_of(const struct probe *p, int64_t from, int64_t to, double win
         double cnt = (double)(w->ok + w->fa + w->to + w->out);
         n += cnt;
         n2 += cnt * cnt;
-        done += (double)(w->ok + w->fa);
+        /* a timed-out instance leaves too, later: its busy time counts (probes.c) */
+        done += (double)(w->ok + w->fa + w->to);
         double f = w->busy / window_s;
         b += f;
         if (nf < (int)(sizeof f_of / sizeof f_of[0])) {

@@ -635,6 +635,24 @@ int probes_record(struct probe_table *t, const char *name, size_t len, uint32_t 
 
 static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t origin);
 
+/* Busy time, also of a timed-out instance: it was in the station at least until its
+ * deadline (a saturated station's instances nearly all time out, and without theirs its
+ * busy time would read low). What the previous window (the slot before si: no division
+ * here) counted already: its busy time up to its newest segment's end (still open, or as it
+ * closed). */
+static inline void busy_record(const struct probe_table *t, struct probe *p, int si, int64_t wid,
+                               int64_t start_ns, int64_t end_ns) {
+    struct probe_slot *s = &p->slots[si];
+    const struct probe_slot *prev = &p->slots[si > 0 ? si - 1 : t->nslots - 1];
+    int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0 ? prev->busy_seg[prev->busy_n - 1][1]
+                    : p->busy_prev_wid == wid - 1            ? p->busy_prev_hi
+                                                             : INT64_MIN;
+    int64_t lo = start_ns > carry ? start_ns : carry;
+    if (lo < end_ns) {
+        busy_add(s, lo, end_ns);
+    }
+}
+
 /* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
  * out, and a new name counts against src->peer. */
 static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
@@ -712,18 +730,8 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
     if (ident) {
         probes__ex_offer(t, p, si, wid, ident, origin, start_ns, end_ns, status);
     }
+    busy_record(t, p, si, wid, start_ns, end_ns);
     if (status != PROBE_TO) {
-        /* what the previous window (the slot before si: no division here) counted already:
-         * its busy time up to its newest segment's end (still open, or as it closed) */
-        const struct probe_slot *prev = &p->slots[si > 0 ? si - 1 : t->nslots - 1];
-        int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0
-                            ? prev->busy_seg[prev->busy_n - 1][1]
-                        : p->busy_prev_wid == wid - 1 ? p->busy_prev_hi
-                                                      : INT64_MIN;
-        int64_t lo = start_ns > carry ? start_ns : carry;
-        if (lo < end_ns) {
-            busy_add(s, lo, end_ns);
-        }
         if (start_ns > p->last_start) {
             p->last_start = start_ns;
             p->last_start_end = end_ns;

@@ -11,6 +11,7 @@
  * busy time. An instance reaching back past every kept segment is counted on its own.
  * Across window boundaries: an instance that began in the previous window counts from
  * where that window's busy time ended, so the windows add up to the union, never more.
+ * Timed-out instances count up to their deadline.
  */
 #include "core.h"
 
@@ -269,9 +270,25 @@ static void test_overtaking(void) {
     probes_release(&t);
 }
 
+/* A saturated station: its instances time out (END = START + dMax, or 0 from an old
+ * wrapper: dMax after START). They were in the station until then at least, and count in
+ * its busy time: the union of [0, 100], [50, 150] (timed out, dMax 100 ms) and [400, 500]
+ * (timed out, END 0) is 250 ms. Without them only the ok [0, 100] would count. */
+static void test_timed_out(void) {
+    struct probe_table t;
+    table(&t);
+    struct probe *p = probe(&t, "sat");
+    p->dmax_ms = 100.0;
+    rec(&t, "sat", 0, 100);
+    CHECK_INT(probes_record(&t, "sat", 3, 0, T0 + 50 * MS, T0 + 150 * MS, PROBE_TO), 0);
+    CHECK_INT(probes_record(&t, "sat", 3, 0, T0 + 400 * MS, 0, PROBE_TO), 0);
+    CHECK_NEAR(busy_ms(&t, p), 250.0, 1e-6);
+    probes_release(&t);
+}
+
 static const struct check_case cases[] = {
     CHECK_CASE(out_of_order), CHECK_CASE(overtaking), CHECK_CASE(reach_back),
-    CHECK_CASE(stations),     CHECK_CASE(boundaries),
+    CHECK_CASE(stations),     CHECK_CASE(boundaries), CHECK_CASE(timed_out),
 };
 
 CHECK_MAIN(cases)
