@@ -450,6 +450,10 @@ struct investigation *adapt__investigation_at(struct adapt_state *st, const char
 /* 1 when an investigation of trigger trigger_id localized a culprit and still holds its
  * probes (not released): the problem of a trigger that cleared is not over yet. */
 int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id);
+/* 1 while investigation o may explain another trigger's problem at its node (a trigger that
+ * fired while it searched waits for it: triggers.c): it searches, or its localized or
+ * overload verdict keeps its probes. */
+int adapt__inv_may_explain(const struct investigation *o);
 
 /* A trigger's problem (its episode: baselines frozen) ends when the trigger is fired no
  * more and its node is back to normal against the baseline from before it at every

@@ -245,6 +245,11 @@ static int node_still_abnormal(struct plan *pl, const char *name, int past_only,
     return 0;
 }
 
+int adapt__inv_may_explain(const struct investigation *o) {
+    return !o->released && (o->state == INV_SEARCHING || strcmp(o->verdict, "localized") == 0 ||
+                            strcmp(o->verdict, "overload") == 0);
+}
+
 int adapt__trigger_held(const struct adapt_state *st, int64_t trigger_id) {
     for (int i = 0; i < st->n_inv; i++) {
         const struct investigation *o = st->inv[i];

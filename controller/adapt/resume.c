@@ -275,13 +275,9 @@ static void resume_waiting(struct adapt_state *st) {
             int searching = o->state == INV_SEARCHING;
             if (o->trigger_id == t->id) {
                 own |= searching || strcmp(o->verdict, "localized") == 0;
-            } else if (strcmp(o->node, t->probe) == 0 && !o->released) {
+            } else if (strcmp(o->node, t->probe) == 0 && adapt__inv_may_explain(o)) {
                 busy = searching ? o : busy;
-                if (!searching &&
-                    (strcmp(o->verdict, "localized") == 0 || strcmp(o->verdict, "overload") == 0) &&
-                    (!held || o->id > held->id)) {
-                    held = o;
-                }
+                held = !searching && (!held || o->id > held->id) ? o : held;
             }
         }
         busy = busy ? busy : held;

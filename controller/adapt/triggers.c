@@ -323,24 +323,18 @@ static void run_waiting(struct plan *pl, struct trigger *t) {
         return;
     }
     const struct adapt_state *st = &pl->next;
-    for (int i = 0; i < st->n_inv; i++) {
-        const struct investigation *o = st->inv[i];
-        if (o->id == t->waits_for && !o->released &&
-            (o->state == INV_SEARCHING || strcmp(o->verdict, "localized") == 0 ||
-             strcmp(o->verdict, "overload") == 0)) {
-            return;
-        }
+    const struct investigation *o = NULL;
+    for (int i = 0; i < st->n_inv && !o; i++) {
+        o = st->inv[i]->id == t->waits_for ? st->inv[i] : NULL;
+    }
+    if (o && adapt__inv_may_explain(o)) {
+        return;
     }
     int64_t was = t->waits_for;
-    const char *ended = "it let its probes go";
-    char said[64];
-    for (int i = 0; i < st->n_inv; i++) {
-        const struct investigation *o = st->inv[i];
-        if (o->id == was && o->state != INV_SEARCHING) {
-            snprintf(said, sizeof said, "%s%s", o->verdict,
-                     o->released ? ", and it let its probes go" : "");
-            ended = said;
-        }
+    char ended[64] = "it let its probes go";
+    if (o) {
+        snprintf(ended, sizeof ended, "%s%s", o->verdict,
+                 o->released ? ", and it let its probes go" : "");
     }
     t->waits_for = 0;
     char why[PROBES_NAME_MAX * 2 + 260];
