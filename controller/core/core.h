@@ -436,6 +436,14 @@ int probes_record_span(struct probe_table *t, const char *name, size_t len, uint
                        const struct probe_span_source *src, int64_t start_ns, int64_t end_ns,
                        int failed, const struct probe_ident *ident);
 
+/*
+ * The line protocol's instance m (kind WIRE_INSTANCE, as wire_parse() or the splitter's
+ * fast path gives it) from the connection `origin`: probes_record_ident() with its v2 ids
+ * when it has any, probes_record_hashed() otherwise. Same returns. The TCP source's path
+ * for every instance line, one call with its arguments in registers.
+ */
+int probes_record_line(struct probe_table *t, uint32_t origin, const struct wire_msg *m);
+
 /* ---- exemplars ------------------------------------------------------------------------
  *
  * Per probe and window the table keeps, from the instances that identify themselves, the

@@ -1,6 +1,8 @@
 /*
  * probes.c: the probe table and window builder (see core.h, first part). The hot path is
- * probes_record(): one hash, one compare, a few arithmetic operations and increments.
+ * record() (probes_record_line for the line protocol): one compare with the probe last seen
+ * under the name's hash, a few arithmetic operations and increments, all inlined into one
+ * function (docs/PERFORMANCE.md, "Ingest").
  * Where an instance came from costs one more compare there (the probe's origin against
  * the instance's; a change of origin takes the slow path once, and nearly every read
  * carries one origin), plus the node's moments once the probe is split by node. Deciding
@@ -19,6 +21,8 @@
 #define NODE_OTHER PROBES_MAX_NODES      /* the pooled nodes' row */
 #define ORIGIN_UNRESOLVED UINT32_MAX     /* probe.node_origin: find the node again */
 #define MAX_NODE_NAMES (1u << 20)        /* interned node names at most */
+/* the hot path's helpers, inlined whatever the compiler's estimate of their size */
+#define HOT_INLINE static inline __attribute__((always_inline))
 
 /* An open window's moments of one node. */
 struct node_acc {
@@ -87,13 +91,22 @@ int probes_grid(double dmax_ms, int bins, int *k, int *n) {
  * is in the station, so this is its busy time whatever order the instances come in, as
  * long as none reaches back past the kept segments.
  */
-static void busy_add(struct probe_slot *s, int64_t lo, int64_t hi) {
+static void busy_add_slow(struct probe_slot *s, int64_t lo, int64_t hi);
+
+HOT_INLINE void busy_add(struct probe_slot *s, int64_t lo, int64_t hi) {
+    int n = s->busy_n;
+    if (n > 0 && lo >= s->busy_seg[n - 1][0] && lo <= s->busy_seg[n - 1][1]) {
+        /* the usual order: merged with the newest segment */
+        s->busy_seg[n - 1][1] = hi > s->busy_seg[n - 1][1] ? hi : s->busy_seg[n - 1][1];
+        return;
+    }
+    busy_add_slow(s, lo, hi);
+}
+
+/* busy_add() when [lo, hi] does not touch the newest segment from inside it. */
+static void busy_add_slow(struct probe_slot *s, int64_t lo, int64_t hi) {
     int n = s->busy_n, i = 0;
-    if (n > 0 && lo >= s->busy_seg[n - 1][0]) { /* the usual order: at the newest segment */
-        if (lo <= s->busy_seg[n - 1][1]) {
-            s->busy_seg[n - 1][1] = hi > s->busy_seg[n - 1][1] ? hi : s->busy_seg[n - 1][1];
-            return;
-        }
+    if (n > 0 && lo >= s->busy_seg[n - 1][0]) {
         i = n; /* after every kept segment */
     }
     while (i < n && s->busy_seg[i][1] < lo) {
@@ -477,141 +490,16 @@ int probes_set_auto_range(struct probe_table *t, int on, double min_ms, double m
     return DQ_OK;
 }
 
-/* The window's instances that say something about the delay, and where they are. */
-static void range_counts(const struct probe *p, const struct probe_window *w, double *tail,
-                         double *head, uint64_t *timed) {
-    uint64_t total = w->ok + w->fa + w->to + w->out;
-    *timed = w->ok + w->to + w->out;
-    *tail = *head = 0.0;
-    if (*timed == 0 || !w->observed || w->observed->n != p->n) {
-        return;
-    }
-    const struct dq *q = w->observed;
-    double in_tail = 0.0, in_head = 0.0;
-    int from = p->n - p->n / 8;
-    for (int i = 0; i < q->n; i++) {
-        double c = q->pdf[i] * (double)total;
-        in_tail += i >= from ? c : 0.0;
-        in_head += i < 8 ? c : 0.0;
-    }
-    *tail = (in_tail + (double)(w->to + w->out)) / (double)*timed;
-    *head = in_head / (double)*timed;
+/* A duration in units of 15.625 µs (2^−6 ms), rounded up: ⌈d / 15625 ns⌉ for d > 0. The
+ * Prometheus buckets' edges and every grid edge of width 2^k ms with k ≥ −6 are multiples. */
+static inline int64_t ticks_of(int64_t d_ns) {
+    return (d_ns + 15624) / 15625;
 }
 
-void probes_range_decide(const struct probe *p, const struct probe_window *w,
-                         struct probes_range *out) {
-    memset(out, 0, sizeof *out);
-    out->k = p->k;
-    out->dmax_ms = ldexp(1.0, p->k) * p->n;
-    if (!w) {
-        return;
-    }
-    range_counts(p, w, &out->tail, &out->head, &out->timed);
-    out->slowest_ms = w->ok > 0 ? w->max * 1e3 : 0.0;
-    if (out->timed < PROBES_RANGE_MIN_INSTANCES) {
-        return;
-    }
-    double dmax = out->dmax_ms;
-    /* the grid may not go below the QTA's last point: it must be observable */
-    double floor_ms = p->range_min_ms;
-    if (p->has_qta && p->qta.t[p->qta.n - 1] * 1e3 > floor_ms) {
-        floor_ms = p->qta.t[p->qta.n - 1] * 1e3;
-    }
-    int k = p->k;
-    if (out->tail > PROBES_RANGE_TAIL) {
-        /* wider: the tail is near dMax, or past it (its delays unknown: two steps) */
-        int steps = (double)(w->to + w->out) > 0.25 * (double)out->timed ? 2 : 1;
-        while (steps-- > 0 && k < DQ_MAX_K &&
-               ldexp(1.0, k + 1) * p->n <= p->range_max_ms * (1 + 1e-12)) {
-            k++;
-        }
-        out->capped = k == p->k ? "max" : NULL;
-        out->reason = k != p->k ? PROBES_RANGE_TAIL_NEAR_DMAX : PROBES_RANGE_KEEP;
-    } else if (w->to + w->out == 0 && w->ok > 0 &&
-               (out->slowest_ms < 0.375 * dmax ||
-                (out->head > 0.10 && out->slowest_ms < 0.4375 * dmax))) {
-        /* finer: as many halvings as keep the slowest instance within 3/4 of dMax */
-        out->wants_finer = 1;
-        if (p->range_shrink + 1 >= PROBES_RANGE_SHRINK_WINDOWS) {
-            while (k > DQ_MIN_K && out->slowest_ms < 0.75 * ldexp(1.0, k - 1) * p->n &&
-                   ldexp(1.0, k - 1) * p->n >= floor_ms * (1 - 1e-12)) {
-                k--;
-            }
-            if (k == p->k) {
-                /* the head rule alone (slowest past 3/8): one step, if the floor allows */
-                if (out->slowest_ms < 0.4375 * dmax && k > DQ_MIN_K &&
-                    ldexp(1.0, k - 1) * p->n >= floor_ms * (1 - 1e-12)) {
-                    k--;
-                }
-            }
-            if (k == p->k) {
-                out->capped = floor_ms > p->range_min_ms ? "qta" : "min";
-            }
-            out->reason = k == p->k                        ? PROBES_RANGE_KEEP
-                          : out->slowest_ms < 0.375 * dmax ? PROBES_RANGE_TAIL_FAR
-                                                           : PROBES_RANGE_HEAD;
-        }
-    }
-    out->k = k;
-    out->dmax_ms = ldexp(1.0, k) * p->n;
-}
-
-int probes_set_range(struct probe_table *t, struct probe *p, int k) {
-    (void)t;
-    int rc = dq_check_grid(k, p->n);
-    if (rc) {
-        return rc;
-    }
-    if (k == p->k) {
-        return DQ_OK;
-    }
-    /* the ring on the new grid first (all made before any is replaced) */
-    int len = p->ring_len;
-    struct dq **fresh = calloc((size_t)(2 * (len ? len : 1)), sizeof *fresh);
-    if (!fresh) {
-        return dq_fail(DQ_ENOMEM, "no memory to re-express probe %s's ring", p->name);
-    }
-    for (int b = 0; b < len && rc == DQ_OK; b++) {
-        struct probe_window *w = probes_ring_get(p, b);
-        struct dq *src[2] = {w->observed, w->calculated};
-        for (int j = 0; j < 2 && rc == DQ_OK; j++) {
-            if (src[j] && (rc = dq_reexpress(src[j], k, p->n, &fresh[2 * b + j])) == DQ_OK) {
-                fresh[2 * b + j]->n_ok = src[j]->n_ok;
-                fresh[2 * b + j]->n_fa = src[j]->n_fa;
-                fresh[2 * b + j]->n_to = src[j]->n_to;
-                fresh[2 * b + j]->n_out = src[j]->n_out;
-            }
-        }
-    }
-    if (rc) {
-        for (int i = 0; i < 2 * len; i++) {
-            dq_destroy(fresh[i]);
-        }
-        free(fresh);
-        return rc;
-    }
-    for (int b = 0; b < len; b++) {
-        struct probe_window *w = probes_ring_get(p, b);
-        if (w->observed) {
-            dq_destroy(w->observed);
-            w->observed = fresh[2 * b];
-        }
-        if (w->calculated) {
-            dq_destroy(w->calculated);
-            w->calculated = fresh[2 * b + 1];
-        }
-    }
-    free(fresh);
-    p->k = k;
-    p->dmax_ms = ldexp(1.0, k) * p->n;
-    p->inv_width_ns = 1.0 / (ldexp(1.0, k) * 1e6);
-    return DQ_OK;
-}
-
-/* Prometheus bucket of a duration: the smallest j with d ≤ 2^(j−6) ms (edges are exact
- * integers in ns: 15625 ns · 2^j); PROBES_HIST_BUCKETS for longer durations (+Inf only). */
-static int bucket_of(int64_t d_ns) {
-    int64_t q = (d_ns + 15624) / 15625;
+/* Prometheus bucket of a duration of q ticks: the smallest j with d ≤ 2^(j−6) ms (edges
+ * are exact integers in ns: 15625 ns · 2^j); PROBES_HIST_BUCKETS for longer durations
+ * (+Inf only). */
+static inline int bucket_of_ticks(int64_t q) {
     if (q <= 1) {
         return 0;
     }
@@ -619,8 +507,33 @@ static int bucket_of(int64_t d_ns) {
     return j < PROBES_HIST_BUCKETS ? j : PROBES_HIST_BUCKETS;
 }
 
+/* Below this the exact bin (integers) and the engine's rule (doubles, a time within 1e−12
+ * of an edge on it) agree: a duration 1 ns past an edge is more than 1e−12 past it. */
+#define EXACT_BIN_NS (INT64_C(1) << 39)
+
+/*
+ * up = the bin's index + 1 (0 for d ≤ 0) of a duration of d_ns (q = ticks_of(d_ns)) on
+ * the slot's grid: ⌈d / w⌉ with a time within 1e−12 of an edge on it, as the engine's
+ * (dq.h). On a grid of 2^k ms with k ≥ −6 the width is 2^(k+6) ticks and
+ * ⌈d / w⌉ = ⌈q / 2^(k+6)⌉ in integers, exact (the same bin as the rule below up to
+ * EXACT_BIN_NS, which tests/core checks on every grid); finer grids and longer durations
+ * take the rule in doubles.
+ */
+static inline int64_t bin_up(const struct probe_slot *s, int64_t d_ns, int64_t q) {
+    if (d_ns <= 0) {
+        return 0;
+    }
+    if (s->k >= -6 && d_ns < EXACT_BIN_NS) {
+        int m = s->k + 6;
+        return (q + ((INT64_C(1) << m) - 1)) >> m;
+    }
+    double x = (double)d_ns * s->inv_width_ns * (1 - 1e-12);
+    int64_t up = (int64_t)x;
+    return up + ((double)up < x);
+}
+
 int probes_bucket_of(int64_t d_ns) {
-    return bucket_of(d_ns);
+    return bucket_of_ticks(ticks_of(d_ns));
 }
 
 double probes_bucket_le(int j) {
@@ -639,10 +552,15 @@ static void probe_switch_origin(struct probe_table *t, struct probe *p, uint32_t
  * deadline (a saturated station's instances nearly all time out, and without theirs its
  * busy time would read low). What the previous window (the slot before si: no division
  * here) counted already: its busy time up to its newest segment's end (still open, or as it
- * closed). */
-static inline void busy_record(const struct probe_table *t, struct probe *p, int si, int64_t wid,
-                               int64_t start_ns, int64_t end_ns) {
+ * closed). That end is an instance's END in the previous window, before this window's
+ * start lo_ns: an instance that starts in this window (nearly all) has nothing counted. */
+HOT_INLINE void busy_record(const struct probe_table *t, struct probe *p, int si, int64_t wid,
+                            int64_t lo_ns, int64_t start_ns, int64_t end_ns) {
     struct probe_slot *s = &p->slots[si];
+    if (start_ns >= lo_ns) {
+        busy_add(s, start_ns, end_ns);
+        return;
+    }
     const struct probe_slot *prev = &p->slots[si > 0 ? si - 1 : t->nslots - 1];
     int64_t carry = prev->wid == wid - 1 && prev->busy_n > 0 ? prev->busy_seg[prev->busy_n - 1][1]
                     : p->busy_prev_wid == wid - 1            ? p->busy_prev_hi
@@ -654,10 +572,11 @@ static inline void busy_record(const struct probe_table *t, struct probe *p, int
 }
 
 /* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
- * out, and a new name counts against src->peer. */
-static int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                  uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                  const struct probe_span_source *src, const struct probe_ident *ident) {
+ * out, and a new name counts against src->peer. Inlined into each entry point, where src
+ * and ident are often constants (the line protocol's path, 20 M instances/s, is here). */
+HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                      uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
+                      const struct probe_span_source *src, const struct probe_ident *ident) {
     int span = src != NULL;
     /* known names (nearly every line) skip the name check; probes_get registers */
     struct probe **recent = &t->recent[hash & 63];
@@ -730,7 +649,7 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
     if (ident) {
         probes__ex_offer(t, p, si, wid, ident, origin, start_ns, end_ns, status);
     }
-    busy_record(t, p, si, wid, start_ns, end_ns);
+    busy_record(t, p, si, wid, t->cur_lo, start_ns, end_ns);
     if (status != PROBE_TO) {
         if (start_ns > p->last_start) {
             p->last_start = start_ns;
@@ -757,15 +676,13 @@ static int record(struct probe_table *t, const char *name, size_t len, uint64_t 
         return DQ_OK;
     }
     int64_t d_ns = end_ns - start_ns;
-    /* the bin (i·w, (i+1)·w] holding d (0 for d ≤ 0), as the engine's (dq.h): ⌈x⌉ − 1 with
-     * a time within 1e−12 of an edge on it */
-    double x = (double)d_ns * s->inv_width_ns * (1 - 1e-12);
-    int64_t up = (int64_t)x;
-    up += (double)up < x;
+    int64_t q = ticks_of(d_ns);
+    /* the bin (i·w, (i+1)·w] holding d: up − 1 (0 for d ≤ 0) */
+    int64_t up = bin_up(s, d_ns, q);
     double d = (double)d_ns * 1e-9;
     p->total_ok++;
     p->total_sum += d;
-    int hb = bucket_of(d_ns);
+    int hb = bucket_of_ticks(q);
     if (hb < PROBES_HIST_BUCKETS) {
         p->hist[hb]++;
     }
@@ -806,6 +723,25 @@ int probes_record_ident(struct probe_table *t, const char *name, size_t len, uin
                         uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
                         const struct probe_ident *ident) {
     return record(t, name, len, hash, origin, start_ns, end_ns, status, NULL, ident);
+}
+
+int probes_record_line(struct probe_table *t, uint32_t origin, const struct wire_msg *m) {
+    enum probe_status st = m->status == WIRE_ST_OK   ? PROBE_OK
+                           : m->status == WIRE_ST_FA ? PROBE_FA
+                                                     : PROBE_TO;
+    if (m->v2_fields && (m->trace.n || m->id.n || m->attrs.n)) {
+        /* an instance that says which request it was: a candidate exemplar */
+        struct probe_ident id = {.trace = m->trace.p,
+                                 .trace_len = m->trace.n,
+                                 .id = m->id.p,
+                                 .id_len = m->id.n,
+                                 .attrs = m->attrs.p,
+                                 .attrs_len = m->attrs.n};
+        return probes_record_ident(t, m->name.p, m->name.n, m->name_hash, origin, m->start_ns,
+                                   m->end_ns, st, &id);
+    }
+    return record(t, m->name.p, m->name.n, m->name_hash, origin, m->start_ns, m->end_ns, st, NULL,
+                  NULL);
 }
 
 int probes_record_span(struct probe_table *t, const char *name, size_t len, uint64_t hash,

@@ -492,24 +492,8 @@ static inline void link_instance(struct link *l, const struct wire_msg *m) {
     if (l->kind == LINK_UNKNOWN) {
         link_become(l, LINK_LEGACY);
     }
-    enum probe_status st = m->status == WIRE_ST_OK   ? PROBE_OK
-                           : m->status == WIRE_ST_FA ? PROBE_FA
-                                                     : PROBE_TO;
     l->instances++;
-    if (m->v2_fields && (m->trace.n || m->id.n || m->attrs.n)) {
-        /* an instance that says which request it was: a candidate exemplar */
-        struct probe_ident id = {.trace = m->trace.p,
-                                 .trace_len = m->trace.n,
-                                 .id = m->id.p,
-                                 .id_len = m->id.n,
-                                 .attrs = m->attrs.p,
-                                 .attrs_len = m->attrs.n};
-        probes_record_ident(l->s->probes, m->name.p, m->name.n, m->name_hash, l->origin,
-                            m->start_ns, m->end_ns, st, &id);
-        return;
-    }
-    probes_record_hashed(l->s->probes, m->name.p, m->name.n, m->name_hash, l->origin, m->start_ns,
-                         m->end_ns, st);
+    probes_record_line(l->s->probes, l->origin, m);
 }
 
 /* The splitter's fast path: an instance line, already parsed. */

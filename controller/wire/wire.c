@@ -159,8 +159,9 @@ static inline uint64_t time19(const char *p) {
  * fast path's main cost. Each is read as digits 0–15 (for the check) and digits 3–18
  * (for the value); the 16-digit value of digits 3–18 is built in three steps that merge
  * neighbours (pairs, then 4 digits, then 8, for both numbers together), and digits 0–2
- * are added in front. Returns 1 and sets both values, or 0 when a byte is not a digit
- * or a value is 0 or over INT64_MAX (the caller then takes the general path).
+ * are added in front. The byte before each (a[−1], b[−1]) must be readable. Returns 1
+ * and sets both values, or 0 when a byte is not a digit or a value is 0 or over INT64_MAX
+ * (the caller then takes the general path).
  */
 static int time19x2(const char *a, const char *b, int64_t *va, int64_t *vb) {
     const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9);
@@ -187,10 +188,15 @@ static int time19x2(const char *a, const char *b, int64_t *va, int64_t *vb) {
     __m128i r = _mm_madd_epi16(_mm_packs_epi32(qa, qb), tenk); /* a: 3–10, 11–18; b: same */
     uint64_t ra = (uint64_t)_mm_cvtsi128_si64(r);
     uint64_t rb = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(r, r));
-    uint64_t ha =
-        (uint64_t)(a[0] - '0') * 100 + (uint64_t)(a[1] - '0') * 10 + (uint64_t)(a[2] - '0');
-    uint64_t hb =
-        (uint64_t)(b[0] - '0') * 100 + (uint64_t)(b[1] - '0') * 10 + (uint64_t)(b[2] - '0');
+    /* digits 0–2 (checked above) of both, as the 4-digit numbers 0d₀d₁d₂ in one word: the
+     * byte before each (the field's ':') becomes a leading '0', then pairs, then fours */
+    uint32_t wa, wb;
+    memcpy(&wa, a - 1, 4);
+    memcpy(&wb, b - 1, 4);
+    uint64_t h = ((((uint64_t)wb << 32) | wa) & 0xFFFFFF00FFFFFF00ULL) - 0x3030300030303000ULL;
+    h = (h * 10 + (h >> 8)) & 0x00FF00FF00FF00FFULL;
+    h = (h * 100 + (h >> 16)) & 0x0000FFFF0000FFFFULL;
+    uint64_t ha = h & 0xFFFF, hb = h >> 32;
     uint64_t x = ha * 10000000000000000ULL + (ra & 0xFFFFFFFFu) * 100000000ULL + (ra >> 32);
     uint64_t y = hb * 10000000000000000ULL + (rb & 0xFFFFFFFFu) * 100000000ULL + (rb >> 32);
     if (x - 1 >= (uint64_t)INT64_MAX || y - 1 >= (uint64_t)INT64_MAX) {
@@ -667,6 +673,9 @@ static int parse_instance(const char *p, const char *e, int64_t now_ns, struct w
  * Returns the bytes taken, '\n' included, with *m filled exactly as wire_parse() fills
  * it, or 0 for anything else, including every error: then the general path (memchr,
  * wire_parse) decides. So this path only ever accepts what wire_parse() accepts.
+ * *m comes from the caller's previous calls (zeroed before the first): its trailing
+ * fields are empty whenever its v2_fields is 0 (parse_trailing sets v2_fields before it
+ * writes one), so a line without them clears them only after one that had them.
  */
 static size_t fast_instance(const char *p, const char *end, int64_t now_ns, struct wire_msg *m) {
     /* "n:", a name byte, the 50 fixed bytes ";b:<19>;e:<19>;s:XX\n" */
@@ -775,7 +784,8 @@ static size_t fast_instance(const char *p, const char *end, int64_t now_ns, stru
     m->start_ns = start;
     m->end_ns = stop;
     m->status = st;
-    if (nl == s + 49) {
+    if (nl == s + 49 && m->v2_fields) {
+        /* (with v2_fields 0 the trailing fields are empty already: see the caller) */
         m->v2_fields = 0;
         m->id.p = m->trace.p = m->parent.p = m->attrs.p = NULL;
         m->id.n = m->trace.n = m->parent.n = m->attrs.n = 0;
@@ -1147,6 +1157,7 @@ void wire_splitter_feed_instances(struct wire_splitter *s, const char *data, siz
     const char *p = data, *end = data + n;
 #ifdef WIRE_SWAR
     struct wire_msg m;
+    memset(&m, 0, sizeof m); /* as fast_instance() expects it */
     while (p < end) {
         if (s->len == 0 && !s->discarding) {
             size_t k;

@@ -4,13 +4,13 @@
  * last millisecond, durations 1–50 ms, 97 % ok / 2 % fa / 1 % to), copied 64 KiB at a
  * time into a read buffer as a socket read would, then split, parsed and recorded as
  * dqd's read callback does (probes_origin_heard, wire_splitter_feed_instances +
- * probes_record_hashed with the connection's origin). The
+ * probes_record_line with the connection's origin). The
  * copy alone is timed too, so the rest is parse + record. Best of many passes over 8 MB,
  * alternating, to see through other jobs on a shared machine. With --ids every line also
- * carries v2 ids (`;i:…;t:…`, 16 hex digits each), recorded with probes_record_ident as dqd
- * does, so every instance is offered to its window's exemplars (5 slowest, 2 failed kept;
- * none with --no-exemplars, the same lines' cost without them).
- * Usage: bench_probes [PASSES] [--ids [--no-exemplars]]   (default 40)
+ * carries v2 ids (`;i:…;t:…`, 16 hex digits each), recorded as dqd does (probes_record_line
+ * takes probes_record_ident's path), so every instance is offered to its window's exemplars (5
+ * slowest, 2 failed kept; none with --no-exemplars, the same lines' cost without them). Usage:
+ * bench_probes [PASSES] [--ids [--no-exemplars]]   (default 40)
  */
 #include "core.h"
 
@@ -43,23 +43,8 @@ struct ctx {
 };
 
 static void record(struct ctx *x, const struct wire_msg *m) {
-    enum probe_status st = m->status == WIRE_ST_OK   ? PROBE_OK
-                           : m->status == WIRE_ST_FA ? PROBE_FA
-                                                     : PROBE_TO;
     x->instances++;
-    if (m->v2_fields && (m->trace.n || m->id.n || m->attrs.n)) { /* as ingest_tcp.c */
-        struct probe_ident id = {.trace = m->trace.p,
-                                 .trace_len = m->trace.n,
-                                 .id = m->id.p,
-                                 .id_len = m->id.n,
-                                 .attrs = m->attrs.p,
-                                 .attrs_len = m->attrs.n};
-        x->rejected += probes_record_ident(&x->t, m->name.p, m->name.n, m->name_hash, x->origin,
-                                           m->start_ns, m->end_ns, st, &id) != 0;
-        return;
-    }
-    x->rejected += probes_record_hashed(&x->t, m->name.p, m->name.n, m->name_hash, x->origin,
-                                        m->start_ns, m->end_ns, st) != 0;
+    x->rejected += probes_record_line(&x->t, x->origin, m) != 0; /* as ingest_tcp.c */
 }
 
 /* Lines the fast path does not take: here only those cut by a chunk boundary, which the
