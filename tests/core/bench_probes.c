@@ -4,13 +4,13 @@
  * last millisecond, durations 1–50 ms, 97 % ok / 2 % fa / 1 % to), copied 64 KiB at a
  * time into a read buffer as a socket read would, then split, parsed and recorded as
  * dqd's read callback does (probes_origin_heard, wire_splitter_feed_instances +
- * probes_record_line with the connection's origin). The
- * copy alone is timed too, so the rest is parse + record. Best of many passes over 8 MB,
- * alternating, to see through other jobs on a shared machine. With --ids every line also
- * carries v2 ids (`;i:…;t:…`, 16 hex digits each), recorded as dqd does (probes_record_line
- * takes probes_record_ident's path), so every instance is offered to its window's exemplars (5
- * slowest, 2 failed kept; none with --no-exemplars, the same lines' cost without them). Usage:
- * bench_probes [PASSES] [--ids [--no-exemplars]]   (default 40)
+ * probes_record_line with the connection's origin). The copy alone is timed too, so the
+ * rest is parse + record. Best of many passes over 8 MB, alternating, to see through other
+ * jobs on a shared machine. With --ids every line also carries v2 ids (`;i:…;t:…`, 16 hex
+ * digits each), recorded as dqd does (probes_record_line takes probes_record_ident's path),
+ * so every instance is offered to its window's exemplars (5 slowest, 2 failed kept; none
+ * with --no-exemplars, the same lines' cost without them).
+ * Usage: bench_probes [PASSES] [--ids [--no-exemplars]]   (default 40)
  */
 #include "core.h"
 
