@@ -23,6 +23,7 @@
 #define MAX_NODE_NAMES (1u << 20)        /* interned node names at most */
 /* the hot path's helpers, inlined whatever the compiler's estimate of their size */
 #define HOT_INLINE static inline __attribute__((always_inline))
+#define UNLIKELY(c) __builtin_expect(!!(c), 0) /* rare on the hot path: laid out after it */
 
 /* An open window's moments of one node. */
 struct node_acc {
@@ -571,25 +572,18 @@ HOT_INLINE void busy_record(const struct probe_table *t, struct probe *p, int si
     }
 }
 
-/* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
- * out, and a new name counts against src->peer. Inlined into each entry point, where src
- * and ident are often constants (the line protocol's path, 20 M instances/s, is here). */
-HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
-                      uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
-                      const struct probe_span_source *src, const struct probe_ident *ident) {
-    int span = src != NULL;
-    /* known names (nearly every line) skip the name check; probes_get registers */
-    struct probe **recent = &t->recent[hash & 63];
-    struct probe *p = *recent;
-    if (p && p->hash == (uint32_t)hash && p->name_len == len && name_eq(p->name, name, len)) {
-        /* found */
-    } else if (t->index && len > 0 && len <= PROBES_NAME_MAX) {
+/* record() when the name is not the one last seen under its hash: the index, or a new
+ * probe (registered; a span's new name counts against src->peer). Out of the hot path. */
+static __attribute__((noinline, cold)) int record_find(struct probe_table *t, const char *name,
+                                                       size_t len, uint64_t hash, uint32_t origin,
+                                                       const struct probe_span_source *src,
+                                                       struct probe **out) {
+    struct probe *p = NULL;
+    if (t->index && len > 0 && len <= PROBES_NAME_MAX) {
         int found;
         size_t i = slot_of(t, (uint32_t)hash, name, len, &found);
         p = found ? t->probes[t->index[i]] : NULL;
-        *recent = p;
-    } else {
-        p = NULL;
+        t->recent[hash & 63] = p;
     }
     if (!p) {
         struct registrar who = {.from_wire = 1,
@@ -601,10 +595,29 @@ HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint6
             return rc;
         }
     }
-    if (p->node_origin != origin) {
+    *out = p;
+    return DQ_OK;
+}
+
+/* probes_record_ident; with a span's source `src` an ok instance longer than dMax times
+ * out, and a new name counts against src->peer. Inlined into each entry point, where src
+ * and ident are often constants (the line protocol's path, 20 M instances/s, is here). */
+HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint64_t hash,
+                      uint32_t origin, int64_t start_ns, int64_t end_ns, enum probe_status status,
+                      const struct probe_span_source *src, const struct probe_ident *ident) {
+    int span = src != NULL;
+    /* known names (nearly every line) skip the name check; probes_get registers */
+    struct probe *p = t->recent[hash & 63];
+    if (!(p && p->hash == (uint32_t)hash && p->name_len == len && name_eq(p->name, name, len))) {
+        int rc = record_find(t, name, len, hash, origin, src, &p);
+        if (rc) {
+            return rc;
+        }
+    }
+    if (UNLIKELY(p->node_origin != origin)) {
         probe_switch_origin(t, p, origin); /* another connection than the last instance's */
     }
-    if (status == PROBE_TO && end_ns == 0) {
+    if (UNLIKELY(status == PROBE_TO && end_ns == 0)) {
         /* old oscilloscope wrappers report a timeout's END as 0: it is START + dMax */
         end_ns = start_ns + (int64_t)(p->dmax_ms * 1e6);
     } else if (span && status == PROBE_OK && end_ns - start_ns > (int64_t)(p->dmax_ms * 1e6)) {
@@ -619,12 +632,12 @@ HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint6
     } else {
         wid = probes_window_of(t, end_ns);
     }
-    if (wid < t->next_close || (wid < t->line_floor && !span)) {
+    if (UNLIKELY(wid < t->next_close || (wid < t->line_floor && !span))) {
         t->late++; /* closed, or closed to the line protocol (probes_set_line_lag) */
         p->late++;
         return DQ_ESTATE;
     }
-    if (wid >= t->next_close + t->nslots) {
+    if (UNLIKELY(wid >= t->next_close + t->nslots)) {
         t->future++;
         return DQ_ESTATE;
     }
@@ -639,7 +652,7 @@ HOT_INLINE int record(struct probe_table *t, const char *name, size_t len, uint6
         t->cur_slot = si;
     }
     struct probe_slot *s = &p->slots[si];
-    if (s->wid != wid) {
+    if (UNLIKELY(s->wid != wid)) {
         /* the window's first instance: it is binned on the probe's grid of now */
         s->wid = wid;
         s->k = p->k;
