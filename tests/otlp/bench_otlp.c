@@ -13,7 +13,7 @@
  * decoders dqd had before (tests/otlp/otlp_ref.c: protobuf-c's unpack into the arena,
  * jansson's document) on the same bodies. The line side: the same instances as line
  * protocol text, split, parsed and recorded as dqd's TCP read callback does
- * (wire_splitter_feed_instances + probes_record_hashed), into the same table. Paths
+ * (wire_splitter_feed_instances + probes_record_line), into the same table. Paths
  * alternate in every pass and the best pass of each counts, to see through other jobs on
  * a shared machine. Single thread: the rates are per core. The last line says PASS when
  * both targets are met.
@@ -183,11 +183,7 @@ struct line_ctx {
 static void on_instance(void *c, const struct wire_msg *m) {
     struct line_ctx *x = c;
     x->n++;
-    x->rejected += probes_record_hashed(x->t, m->name.p, m->name.n, m->name_hash, x->origin,
-                                        m->start_ns, m->end_ns,
-                                        m->status == WIRE_ST_OK   ? PROBE_OK
-                                        : m->status == WIRE_ST_FA ? PROBE_FA
-                                                                  : PROBE_TO) != 0;
+    x->rejected += probes_record_line(x->t, x->origin, m) != 0; /* as ingest_tcp.c */
 }
 
 static void on_line(void *c, const char *line, size_t len, int err) {
