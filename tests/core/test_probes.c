@@ -4,10 +4,12 @@
  * The ingest path looks names up with a word-at-a-time compare and a hash the parser
  * computed, and bins with a cached window: so names that differ in any single byte, or
  * only in length, must never match; probes_record and probes_record_hashed must agree;
- * and instances must land in the window of their END whichever window came before.
+ * instances must land in the window of their END whichever window came before; and a
+ * duration's bin, computed in integers where the grid allows, must be the engine's.
  */
 #include "core.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,10 +228,88 @@ static void test_remove(void) {
     probes_release(&t);
 }
 
+/* The bin the engine's rule gives a duration of d ns on a grid of 2^k ms (dq.h: a time
+ * within 1e−12 of an edge on it), as record() computed it before it binned in integers. */
+static int64_t bin_up_doubles(int k, int64_t d) {
+    double inv = 1.0 / (ldexp(1.0, k) * 1e6);
+    double x = (double)d * inv * (1 - 1e-12);
+    int64_t up = (int64_t)x;
+    return up + ((double)up < x);
+}
+
+/* Records one instance of d ns and returns the bin it was counted in, −1 when none or
+ * more than one moved (out of range: past dMax). */
+static int recorded_bin(struct probe_table *t, struct probe *p, int64_t d) {
+    int64_t end = T0 + SEC / 2;
+    uint32_t before[DQ_MAX_BINS];
+    struct probe_slot *s = &p->slots[t->cur_slot];
+    int had = s->wid == t->cur_wid && s->counts;
+    for (int i = 0; i < p->n; i++) {
+        before[i] = had ? s->counts[i] : 0;
+    }
+    if (probes_record(t, "b", 1, 0, end - d, end, PROBE_OK) != 0) {
+        return -2;
+    }
+    s = &p->slots[t->cur_slot];
+    int bin = -1, moved = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (s->counts[i] != before[i]) {
+            bin = i;
+            moved++;
+        }
+    }
+    return moved == 1 ? bin : -1;
+}
+
+/* Every grid: a duration's bin (integers on grids of 2^−6 ms and wider) is the engine's,
+ * on and around every edge and at random durations. */
+static void test_bins(void) {
+    unsigned r = 12345;
+    int bad = 0, checked = 0;
+    for (int k = DQ_MIN_K; k <= DQ_MAX_K; k++) {
+        struct probe_table t;
+        struct probe *p = NULL;
+        CHECK_INT(probes_init(&t, 4, SEC, SEC, 4, 100.0, 50, T0), 0);
+        CHECK_INT(probes_get(&t, "b", 1, &p), 0);
+        if (!p || probes_set_range(&t, p, k) != 0) {
+            CHECK_MSG(0, "grid 2^%d ms × %d bins", k, p ? p->n : 0);
+            probes_release(&t);
+            continue;
+        }
+        int64_t dmax = (int64_t)(p->dmax_ms * 1e6);
+        double w = ldexp(1.0, k) * 1e6;
+        for (int i = 0; i <= p->n; i++) {
+            int64_t e = (int64_t)(i * w);
+            for (int64_t d = e - 2; d <= e + 2; d++) {
+                if (d < 0 || d > dmax) {
+                    continue;
+                }
+                int64_t up = bin_up_doubles(k, d);
+                int want = up > 0 ? (int)up - 1 : 0;
+                int got = recorded_bin(&t, p, d);
+                bad += got != want;
+                checked++;
+                if (got != want && bad < 5) {
+                    fprintf(stderr, "k %d, d %lld ns: bin %d, want %d\n", k, (long long)d, got,
+                            want);
+                }
+            }
+        }
+        for (int j = 0; j < 300; j++) {
+            r = r * 1103515245u + 12345u;
+            int64_t d = (int64_t)((double)(r >> 4) / (double)(1u << 28) * (double)dmax);
+            int64_t up = bin_up_doubles(k, d);
+            bad += recorded_bin(&t, p, d) != (up > 0 ? (int)up - 1 : 0);
+            checked++;
+        }
+        probes_release(&t);
+    }
+    CHECK_INT(bad, 0);
+    CHECK(checked > 21 * 300);
+}
+
 static const struct check_case cases[] = {
-    CHECK_CASE(remove),
-    CHECK_CASE(lookup),
-    CHECK_CASE(hash_collisions),
+    CHECK_CASE(bins),    CHECK_CASE(remove), CHECK_CASE(lookup), CHECK_CASE(hash_collisions),
     CHECK_CASE(windows),
 };
 
