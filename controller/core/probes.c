@@ -517,7 +517,7 @@ static inline int bucket_of_ticks(int64_t q) {
  * the slot's grid: ⌈d / w⌉ with a time within 1e−12 of an edge on it, as the engine's
  * (dq.h). On a grid of 2^k ms with k ≥ −6 the width is 2^(k+6) ticks and
  * ⌈d / w⌉ = ⌈q / 2^(k+6)⌉ in integers, exact (the same bin as the rule below up to
- * EXACT_BIN_NS, which tests/core checks on every grid); finer grids and longer durations
+ * EXACT_BIN_NS: test_probes.c, case bins, on every grid); finer grids and longer durations
  * take the rule in doubles.
  */
 static inline int64_t bin_up(const struct probe_slot *s, int64_t d_ns, int64_t q) {
