@@ -370,9 +370,11 @@ static void keep_recent(struct otlp *r, const struct otlp_span *s, uint32_t name
     if (!r->ring_cap || name == UINT32_MAX || !svc) {
         return;
     }
-    size_t at = (r->ring_head + r->ring_len) % r->ring_cap;
+    /* head < cap and len ≤ cap: a compare wraps them (no division per span) */
+    size_t at = r->ring_head + r->ring_len;
+    at -= at >= r->ring_cap ? r->ring_cap : 0;
     if (r->ring_len == r->ring_cap) {
-        r->ring_head = (r->ring_head + 1) % r->ring_cap;
+        r->ring_head = r->ring_head + 1 == r->ring_cap ? 0 : r->ring_head + 1;
     } else {
         r->ring_len++;
     }
