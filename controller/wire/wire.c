@@ -119,14 +119,19 @@ static inline uint64_t nondigit_bytes(uint64_t x) {
            0x3333333333333333ULL;
 }
 
+/* The values of two 4-digit ASCII numbers in one word (bytes 0–3 and 4–7, first byte
+ * most significant), in its low and high 32 bits. */
+static inline uint64_t digits4x2_value(uint64_t x) {
+    x -= 0x3030303030303030ULL;
+    /* Neighbouring lanes merge pairwise: 8 digits → 4 values < 100 → 2 < 10^4. */
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+    return (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+}
+
 /* The value of 8 ASCII digits, first byte most significant. */
 static inline uint64_t digits8_value(uint64_t x) {
-    x -= 0x3030303030303030ULL;
-    /* Neighbouring lanes merge pairwise: 8 digits → 4 values < 100 → 2 < 10^4 → 1. */
-    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
-    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
-    x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
-    return x;
+    x = digits4x2_value(x);
+    return (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
 }
 
 static const uint64_t pow10_small[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
@@ -193,9 +198,8 @@ static int time19x2(const char *a, const char *b, int64_t *va, int64_t *vb) {
     uint32_t wa, wb;
     memcpy(&wa, a - 1, 4);
     memcpy(&wb, b - 1, 4);
-    uint64_t h = ((((uint64_t)wb << 32) | wa) & 0xFFFFFF00FFFFFF00ULL) - 0x3030300030303000ULL;
-    h = (h * 10 + (h >> 8)) & 0x00FF00FF00FF00FFULL;
-    h = (h * 100 + (h >> 16)) & 0x0000FFFF0000FFFFULL;
+    uint64_t h = digits4x2_value(((((uint64_t)wb << 32) | wa) & 0xFFFFFF00FFFFFF00ULL) |
+                                 0x0000003000000030ULL);
     uint64_t ha = h & 0xFFFF, hb = h >> 32;
     uint64_t x = ha * 10000000000000000ULL + (ra & 0xFFFFFFFFu) * 100000000ULL + (ra >> 32);
     uint64_t y = hb * 10000000000000000ULL + (rb & 0xFFFFFFFFu) * 100000000ULL + (rb >> 32);
