@@ -90,6 +90,7 @@ struct otlp {
     uint64_t *name_hash; /* MAX_NAMES * 2 slots: hash, 0 = empty */
     uint32_t *name_slot; /* the name's index */
     char **names;
+    uint32_t *name_len; /* strlen of each */
     uint32_t n_names;
     /* the recent ring */
     struct recent *ring;
@@ -239,8 +240,8 @@ static size_t name_pos(const struct otlp *r, uint64_t h, const char *name, size_
             return i;
         }
         if (r->name_hash[i] == h) {
-            const char *nm = r->names[r->name_slot[i]];
-            if (strlen(nm) == len && memcmp(nm, name, len) == 0) {
+            uint32_t k = r->name_slot[i];
+            if (r->name_len[k] == len && memcmp(r->names[k], name, len) == 0) {
                 return i;
             }
         }
@@ -291,6 +292,7 @@ static void compact(struct otlp *r, int64_t now) {
     for (uint32_t i = 0; i < r->n_names; i++) {
         if (name_map[i]) {
             r->names[n] = r->names[i];
+            r->name_len[n] = r->name_len[i];
             name_map[i] = n++;
         } else {
             free(r->names[i]);
@@ -298,7 +300,7 @@ static void compact(struct otlp *r, int64_t now) {
     }
     memset(r->name_hash, 0, MAX_NAMES * 2 * sizeof *r->name_hash);
     for (uint32_t k = 0; k < n; k++) {
-        size_t len = strlen(r->names[k]);
+        size_t len = r->name_len[k];
         uint64_t h = hash_bytes(r->names[k], len);
         size_t i = name_pos(r, h, r->names[k], len);
         r->name_hash[i] = h;
@@ -362,6 +364,7 @@ static uint32_t name_of(struct otlp *r, const char *name, size_t len, uint64_t h
     r->name_hash[i] = h;
     r->name_slot[i] = r->n_names;
     r->names[r->n_names] = copy;
+    r->name_len[r->n_names] = (uint32_t)len;
     return r->n_names++;
 }
 
@@ -831,6 +834,7 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     r->name_hash = calloc(MAX_NAMES * 2, sizeof *r->name_hash);
     r->name_slot = calloc(MAX_NAMES * 2, sizeof *r->name_slot);
     r->names = calloc(MAX_NAMES, sizeof *r->names);
+    r->name_len = calloc(MAX_NAMES, sizeof *r->name_len);
     r->ring_cap = o->recent_spans;
     r->ring = r->ring_cap ? calloc(r->ring_cap, sizeof *r->ring) : NULL;
     if (o->n_rules > 0) {
@@ -843,7 +847,7 @@ int otlp_create(uv_loop_t *loop, struct core *core, const struct otlp_options *o
     r->tokens = o->max_spans_per_second;
     int rc = DQ_OK;
     if (!r->peers || !r->svc || !r->svc_list || !r->svc_keep || !r->svc_map || !r->name_map ||
-        !r->name_hash || !r->name_slot || !r->names || (r->ring_cap && !r->ring) ||
+        !r->name_hash || !r->name_slot || !r->names || !r->name_len || (r->ring_cap && !r->ring) ||
         (o->n_rules > 0 && !r->rules)) {
         rc = dq_fail(DQ_ENOMEM, "no memory for the OTLP receiver");
     }
@@ -900,6 +904,7 @@ static void free_receiver(void *arg) {
     free(r->name_hash);
     free(r->name_slot);
     free(r->names);
+    free(r->name_len);
     free(r->ring);
     free(r->rules);
     free(r->inflated);

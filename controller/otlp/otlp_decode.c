@@ -131,7 +131,7 @@ void otlp_batch_release(struct otlp_batch *b) {
     memset(b, 0, sizeof *b);
 }
 
-int otlp_text_check(const char *s, size_t n) {
+int otlp_text_check_utf8(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
@@ -139,8 +139,7 @@ int otlp_text_check(const char *s, size_t n) {
         for (; i + 8 <= n; i += 8) {
             uint64_t w;
             memcpy(&w, p + i, 8);
-            if ((w & 0x8080808080808080ULL) ||
-                ((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL)) {
+            if (!otlp_word_ascii(w)) {
                 break;
             }
         }

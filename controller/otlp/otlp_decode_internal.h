@@ -39,10 +39,45 @@ void otlp_span_reject(struct otlp_batch *b, const char *why);
 /* What otlp_text_check finds in a name. */
 enum { OTLP_TEXT_OK = 0, OTLP_TEXT_NUL = 1, OTLP_TEXT_NOT_UTF8 = 2 };
 
+/* otlp_text_check for any text: the byte-by-byte walk. */
+int otlp_text_check_utf8(const char *s, size_t n);
+
+/* 1 when no byte of w is zero or above 0x7f. */
+static inline int otlp_word_ascii(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    return !((w | ((w - ones) & ~w)) & highs);
+}
+
 /* Whether the n bytes at s are UTF-8 (no overlong form, no surrogate, nothing above
  * U+10FFFF) without a NUL byte: OTLP_TEXT_OK, else the first fault's kind (a NUL before a
- * byte that is not UTF-8 is OTLP_TEXT_NUL). */
-int otlp_text_check(const char *s, size_t n);
+ * byte that is not UTF-8 is OTLP_TEXT_NUL). Inline for the usual case, ASCII without a
+ * NUL, read a word at a time (the last word overlapping the one before, a short text in
+ * two overlapping halves) without touching a byte outside [s, s + n). */
+static inline int otlp_text_check(const char *s, size_t n) {
+    uint64_t w;
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) {
+            memcpy(&w, s + i, 8);
+            if (!otlp_word_ascii(w)) {
+                return otlp_text_check_utf8(s, n);
+            }
+        }
+        memcpy(&w, s + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, s, 4);
+        memcpy(&hi, s + n - 4, 4);
+        w = (uint64_t)lo << 32 | hi;
+    } else if (n > 0) {
+        const unsigned char *u = (const unsigned char *)s;
+        w = 0x0101010101010101ULL ^ 0x01 ^ 0x0100 ^ 0x010000; /* the other bytes: 1 */
+        w |= (uint64_t)u[0] | (uint64_t)u[n / 2] << 8 | (uint64_t)u[n - 1] << 16;
+    } else {
+        return OTLP_TEXT_OK;
+    }
+    return otlp_word_ascii(w) ? OTLP_TEXT_OK : otlp_text_check_utf8(s, n);
+}
 
 /*
  * Checks a decoded span: 1 when it can be recorded, else 0 with the span counted in

@@ -2,6 +2,7 @@
  * otlp_map.c: which probe a span is an instance of (the `otlp_probes` table, else its name
  * in the probe alphabet). Pure.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "otlp.h"
@@ -41,6 +42,20 @@ static const uint8_t KEEP[256] = {
 #undef FOUR
 };
 
+/* 1 when every byte of w is one a probe name keeps. */
+static inline int kept_word(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    if (w & highs) {
+        return 0;
+    }
+    /* for bytes below 0x80, x + (0x80 - lo) has its high bit set when x >= lo, and
+     * x + (0x7f - hi) has it clear when x <= hi, with no carry into the next byte */
+#define IN(x, lo, hi) (((x) + (0x80 - (lo)) * ones) & ~((x) + (0x7f - (hi)) * ones) & highs)
+    uint64_t keep = IN(w, '0', '9') | IN(w | 0x20 * ones, 'a', 'z') | IN(w, '_', '_');
+#undef IN
+    return keep == highs;
+}
+
 size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *rules, int n_rules,
                        char *out, size_t cap) {
     for (int i = 0; i < n_rules; i++) {
@@ -58,10 +73,41 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
         out[o++] = '_';
     }
     size_t n = s->name_len < max - o ? s->name_len : max - o;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s->name[i];
-        out[o++] = KEEP[c] ? (char)c : '_';
+    const char *in = s->name;
+    char *to = out + o;
+    size_t i = 0;
+    /* a word at a time while its bytes are all kept (the last word overlapping the one
+     * before, a short name in two overlapping halves), then byte by byte */
+    if (n >= 8) {
+        uint64_t w;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, in + i, 8);
+            if (!kept_word(w)) {
+                break;
+            }
+            memcpy(to + i, &w, 8);
+        }
+        if (i < n && i + 8 > n) {
+            memcpy(&w, in + n - 8, 8);
+            if (kept_word(w)) {
+                memcpy(to + n - 8, &w, 8);
+                i = n;
+            }
+        }
+    } else if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, in, 4);
+        memcpy(&hi, in + n - 4, 4);
+        if (kept_word((uint64_t)lo << 32 | hi)) {
+            memcpy(to, &lo, 4);
+            memcpy(to + n - 4, &hi, 4);
+            i = n;
+        }
     }
-    out[o] = '\0';
-    return o;
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)in[i];
+        to[i] = KEEP[c] ? (char)c : '_';
+    }
+    to[n] = '\0';
+    return o + n;
 }

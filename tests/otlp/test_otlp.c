@@ -16,6 +16,7 @@
 #include "check.h"
 #include "core_env.h"
 #include "otlp.h"
+#include "otlp_decode_internal.h"
 #include "otlp_trace.pb-c.h"
 
 #define SEC 1000000000LL
@@ -341,6 +342,140 @@ static void test_names(void) {
     CHECK_STR(out, "query"); /* no attributes: rule 2 does not match */
 }
 
+/* The probe name rule, byte by byte: [A-Za-z0-9_] kept, any other byte '_', a name that
+ * starts with a digit gets a '_' before it. */
+static size_t ref_probe_name(const char *name, size_t n, char *out) {
+    size_t o = 0;
+    if (n > 0 && name[0] >= '0' && name[0] <= '9') {
+        out[o++] = '_';
+    }
+    for (size_t i = 0; i < n && o < PROBES_NAME_MAX; i++) {
+        unsigned char c = (unsigned char)name[i];
+        int keep =
+            (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        out[o++] = keep ? (char)c : '_';
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* otlp_probe_name reads a word at a time: every byte value at every place of names of 0 to
+ * 24 bytes, and random names, against the rule byte by byte */
+static void test_names_words(void) {
+    static const char fill[] = "aZ9_zA0bQx";
+    char name[32], out[PROBES_NAME_MAX + 2], want[PROBES_NAME_MAX + 2];
+    struct otlp_span s = {.service = "shop", .service_len = 4, .name = name};
+    int bad = 0;
+    for (size_t n = 1; n <= 24; n++) {
+        for (size_t at = 0; at < n; at++) {
+            for (int b = 0; b < 256; b++) {
+                for (size_t i = 0; i < n; i++) {
+                    name[i] = fill[(i + n) % 10];
+                }
+                name[at] = (char)b;
+                s.name_len = n;
+                size_t got = otlp_probe_name(&s, NULL, 0, out, sizeof out);
+                size_t exp = ref_probe_name(name, n, want);
+                bad += got != exp || strcmp(out, want) != 0;
+            }
+        }
+    }
+    uint64_t x = 0x2545f4914f6cdd1dULL;
+    for (int k = 0; k < 20000; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % 31);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            name[i] = (x & 3) ? fill[(x >> 8) % 10] : (char)(x >> 16);
+        }
+        s.name_len = n;
+        size_t got = otlp_probe_name(&s, NULL, 0, out, sizeof out);
+        bad += got != ref_probe_name(name, n, want) || strcmp(out, want) != 0;
+    }
+    s.name_len = 0;
+    CHECK_INT((int)otlp_probe_name(&s, NULL, 0, out, sizeof out), 0);
+    CHECK_MSG(bad == 0, "%d names differ from the rule byte by byte", bad);
+}
+
+/* What otlp_text_check answers, written from the definition: code points decoded one by
+ * one, an overlong form, a surrogate or one above U+10FFFF refused; the first fault
+ * counts. */
+static int ref_text(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c == 0) {
+            return OTLP_TEXT_NUL;
+        }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (len == 0 || i + len > n) {
+            return OTLP_TEXT_NOT_UTF8;
+        }
+        uint32_t cp = c & (0x7f >> len);
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return OTLP_TEXT_NOT_UTF8;
+            }
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            return OTLP_TEXT_NOT_UTF8;
+        }
+        i += len;
+    }
+    return OTLP_TEXT_OK;
+}
+
+/* otlp_text_check reads a word at a time: every byte value at every place of texts of 0 to
+ * 24 bytes, UTF-8 sequences (good, cut, overlong) at every place, and random texts */
+static void test_text_words(void) {
+    unsigned char t[40];
+    int bad = 0;
+    for (size_t n = 0; n <= 24; n++) {
+        for (size_t at = 0; at < n; at++) {
+            for (int b = 0; b < 256; b++) {
+                memset(t, 'k', n);
+                t[at] = (unsigned char)b;
+                bad += otlp_text_check((const char *)t, n) != ref_text(t, n);
+            }
+        }
+    }
+    static const char *const seqs[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e",
+                                       "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                       "\xe2\x82", "\xe0\x80\xaf", "\xc3\x00"};
+    int seen_ok = 0;
+    for (size_t q = 0; q < sizeof seqs / sizeof *seqs; q++) {
+        size_t k = q == 8 ? 2 : strlen(seqs[q]);
+        for (size_t n = k; n <= 24; n++) {
+            for (size_t at = 0; at + k <= n; at++) {
+                memset(t, 'k', n);
+                memcpy(t + at, seqs[q], k);
+                int want = ref_text(t, n);
+                seen_ok += want == OTLP_TEXT_OK;
+                bad += otlp_text_check((const char *)t, n) != want;
+            }
+        }
+    }
+    static const unsigned char alpha[] = {'a',  'z',  0,    0x80, 0xbf, 0xc3,
+                                          0xa9, 0xe2, 0x82, 0xf0, 0x9d};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int k = 0; k < 50000; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = (size_t)(x % 33);
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            t[i] = (x & 1) ? 'q' : alpha[(x >> 8) % sizeof alpha];
+        }
+        bad += otlp_text_check((const char *)t, n) != ref_text(t, n);
+    }
+    CHECK(seen_ok > 100);
+    CHECK_MSG(bad == 0, "%d texts judged unlike the definition", bad);
+}
+
 /* ---- whole requests
  * ------------------------------------------------------------------------------- */
 
@@ -648,8 +783,9 @@ static void test_name_budget(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(arena), CHECK_CASE(protobuf), CHECK_CASE(json),   CHECK_CASE(gzip),
-    CHECK_CASE(names), CHECK_CASE(requests), CHECK_CASE(budget), CHECK_CASE(name_budget),
+    CHECK_CASE(arena),       CHECK_CASE(protobuf),   CHECK_CASE(json),   CHECK_CASE(gzip),
+    CHECK_CASE(names),       CHECK_CASE(requests),   CHECK_CASE(budget), CHECK_CASE(name_budget),
+    CHECK_CASE(names_words), CHECK_CASE(text_words),
 };
 
 CHECK_MAIN(cases)
