@@ -69,8 +69,8 @@ size_t otlp_probe_name(const struct otlp_span *s, const struct dqd_otlp_rule *ru
     }
     size_t max = cap - 1 < PROBES_NAME_MAX ? cap - 1 : PROBES_NAME_MAX;
     size_t o = 0;
-    if (s->name_len > 0 && s->name[0] >= '0' && s->name[0] <= '9') {
-        out[o++] = '_';
+    if (max > 0 && s->name_len > 0 && s->name[0] >= '0' && s->name[0] <= '9') {
+        out[o++] = '_'; /* (not with cap 1: max − o would wrap) */
     }
     size_t n = s->name_len < max - o ? s->name_len : max - o;
     const char *in = s->name;

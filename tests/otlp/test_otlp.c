@@ -394,6 +394,14 @@ static void test_names_words(void) {
     }
     s.name_len = 0;
     CHECK_INT((int)otlp_probe_name(&s, NULL, 0, out, sizeof out), 0);
+    /* a buffer of 1 or 2 bytes: cut, never overrun (the '_' before a digit included) */
+    char small[3] = {'x', 'x', 'x'};
+    s.name = "9lives";
+    s.name_len = 6;
+    CHECK_INT((int)otlp_probe_name(&s, NULL, 0, small, 1), 0);
+    CHECK(small[0] == '\0' && small[1] == 'x');
+    CHECK_INT((int)otlp_probe_name(&s, NULL, 0, small, 2), 1);
+    CHECK(strcmp(small, "_") == 0 && small[2] == 'x');
     CHECK_MSG(bad == 0, "%d names differ from the rule byte by byte", bad);
 }
 
