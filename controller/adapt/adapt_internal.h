@@ -570,7 +570,10 @@ int adapt__on_culprit_path(const struct dq_diagram *g, const struct investigatio
  * far explain, through the diagram with each put back to its reference (a what-if). When a
  * material part remains unexplained, the search goes on from the node for another culprit
  * (a "culprit" hypothesis; returns 1); otherwise ev gets "culprits" (each with the share it
- * explains) and "unexplained", reason a sentence, and the verdict closes (returns 0).
+ * explains) and "unexplained", reason a sentence, and the verdict closes (returns 0). A
+ * culprit after the first that explains less than a tenth of the change, and does not end
+ * the lateness that made the search go on, is taken back: reason says why, and the caller
+ * ends the search as when it finds no other culprit (returns −1; ev not taken).
  */
 int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char *culprit,
                          const char *runner, json_t *ev, char *reason, size_t cap);

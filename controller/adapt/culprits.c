@@ -185,10 +185,12 @@ static double node_change(struct plan *pl, const struct investigation *inv, int6
  * first-to-finish node one culprit alone explains little while another still holds the
  * maximum, and the shares of a sequence are what each alone explains. Scaled so that they
  * add up to at most *all. node_as_is and node_back (both NULL: not wanted): the node's ΔQ
- * as the what-if calculates it with no culprit put back and with every one (the caller's
- * to destroy; NULL when unknown). DQ_ESTATE when it cannot be told. */
+ * as the what-if calculates it with no culprit put back and with every one; node_prev (NULL:
+ * not wanted; only with the other two, and two culprits or more): with every one but the
+ * newest (the caller's to destroy; NULL when unknown). DQ_ESTATE when it cannot be told. */
 static int explained(struct plan *pl, const struct investigation *inv, int64_t from, double change,
-                     double *all, double *share, struct dq **node_as_is, struct dq **node_back) {
+                     double *all, double *share, struct dq **node_as_is, struct dq **node_back,
+                     struct dq **node_prev) {
     struct what_if w;
     int rc = wi_init(pl, inv, from, &w);
     if (rc) {
@@ -205,19 +207,30 @@ static int explained(struct plan *pl, const struct investigation *inv, int64_t f
     int lostp = inv->problem == SEARCH_LOST;
     unsigned every = (1u << w.n) - 1;
     double v[1u << ADAPT_MAX_CULPRITS]; /* v[mask]: the change the culprits in mask explain */
-    /* the node's ΔQ as calculated with no culprit put back, and with every one */
-    struct dq **keep = node_back && node_as_is ? calloc(2 * (w.nn + 1), sizeof *keep) : NULL;
+    /* the node's ΔQ as calculated with no culprit put back, with every one, and with every
+     * one but the newest */
+    int want_prev = node_prev && w.n > 1;
+    unsigned prev = want_prev ? every ^ (1u << (w.n - 1)) : 0;
+    size_t stride = w.nn + 1;
+    struct dq **keep = node_back && node_as_is ? calloc(3 * stride, sizeof *keep) : NULL;
     for (unsigned mask = 0; rc == DQ_OK && mask <= every; mask++) {
-        struct dq **k = !keep ? NULL : mask == 0 ? keep : mask == every ? keep + w.nn + 1 : NULL;
+        struct dq **k = !keep                       ? NULL
+                        : mask == 0                 ? keep
+                        : mask == every             ? keep + stride
+                        : want_prev && mask == prev ? keep + 2 * stride
+                                                    : NULL;
         rc = wi_run_keep(&w, mask, mean, lost, k);
         v[mask] = lostp ? lost[root] : mean[root];
     }
-    for (size_t i = 0; keep && i < 2 * (w.nn + 1); i++) {
-        if (i == (size_t)root || i == w.nn + 1 + (size_t)root) {
-            *(i == (size_t)root ? node_as_is : node_back) = keep[i];
-        } else {
-            dq_destroy(keep[i]);
+    for (size_t i = 0; keep && i < 3 * stride; i++) {
+        if (i % stride == (size_t)root) {
+            struct dq **out = i < stride ? node_as_is : i < 2 * stride ? node_back : node_prev;
+            if (out) {
+                *out = keep[i];
+                continue;
+            }
         }
+        dq_destroy(keep[i]);
     }
     free(keep);
     for (unsigned mask = 1; rc == DQ_OK && mask <= every; mask++) {
@@ -322,6 +335,54 @@ static const char *strip_localized(const char *reason, const char *culprit) {
     return reason;
 }
 
+/*
+ * Whether a culprit found after the first (share: its share of the change) is one: it
+ * explains a tenth of the change or more (UNEXPLAINED_SHARE: a smaller remainder is not
+ * searched for either), or, where the search went on because the node's mass was still
+ * later than its baseline with the culprits before it put back (prev), putting it back
+ * too ends that (back). A search that goes on for the rest always ends at some leaf, the
+ * one that holds most of what is left of the node's time; on a busy machine, where every
+ * part's latency swells a little after the baseline, that leaf can be a part slow by
+ * nature that changed in nothing (the tree scenario once named `rules (4 %)` beside its
+ * one fault).
+ */
+static int material(struct plan *pl, const struct investigation *inv, int64_t from, double change,
+                    double share, int by_mean, const struct dq *as_is, const struct dq *back,
+                    const struct dq *prev, int *still_late) {
+    *still_late = 0;
+    if (!isfinite(share) || share >= UNEXPLAINED_SHARE || !(change > 0)) {
+        return 1; /* (unknown: named, as a culprit without a share is) */
+    }
+    struct search_shift sh;
+    if (!(by_mean && prev && shape_remains(pl, inv, from, as_is, prev, &sh))) {
+        return 0;
+    }
+    *still_late = shape_remains(pl, inv, from, as_is, back, &sh);
+    return !*still_late;
+}
+
+/* Takes back the newest culprit (not material) and puts why into reason, for a verdict that
+ * says the search went on and found no other culprit. */
+static void not_named(struct investigation *inv, const char *culprit, double share, double change,
+                      enum search_problem unit, int still_late, char *reason, size_t cap) {
+    int k = --inv->n_culprits;
+    char part[64], whole[64], late[PROBES_NAME_MAX + 96] = "";
+    adapt__amount_pm(unit, share * change, NAN, part, sizeof part);
+    adapt__amount_pm(unit, change, NAN, whole, sizeof whole);
+    if (still_late) {
+        snprintf(late, sizeof late,
+                 ", and with it put back %s's mass is still later than its baseline", inv->node);
+    }
+    char *found = strdup(strip_localized(reason, culprit));
+    snprintf(reason, cap,
+             "the part it found last, %s, explains %.0f %% of %s's change (%s of %s), less than "
+             "a tenth%s: not named a culprit (%s)",
+             culprit, 100.0 * share, inv->node, part, whole, late, found ? found : "");
+    free(found);
+    inv->culprits[k][0] = '\0';
+    inv->culprit_ref[k][0] = '\0';
+}
+
 int adapt__on_culprit_path(const struct dq_diagram *g, const struct investigation *inv, int i) {
     for (int k = 0; g && k < inv->n_culprits; k++) {
         if (adapt__below(g, i, inv->culprits[k])) {
@@ -352,14 +413,15 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     int64_t from = inv->eval_from;
     double se, change = node_change(pl, inv, from, &se), all = NAN;
     double share[ADAPT_MAX_CULPRITS];
-    struct dq *as_is = NULL, *back = NULL;
+    struct dq *as_is = NULL, *back = NULL, *prev = NULL;
     if (!(change > 0) || !(se >= 0) || !(change > SEARCH_Z * se) ||
-        explained(pl, inv, from, change, &all, share, &as_is, &back) != DQ_OK) {
+        explained(pl, inv, from, change, &all, share, &as_is, &back, &prev) != DQ_OK) {
         /* no change to explain (no baseline, or none beyond the noise: a spread that grew
          * with its mean kept), or no what-if: the search ends here; every culprit found is
          * named, without shares (after a restart the node has no baseline to weigh by) */
         dq_destroy(as_is);
         dq_destroy(back);
+        dq_destroy(prev);
         if (inv->n_culprits > 1) {
             for (int j = 0; j < ADAPT_MAX_CULPRITS; j++) {
                 share[j] = NAN;
@@ -376,17 +438,27 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
         }
         return 0;
     }
+    /* node_change's unit: lost mass, else the mean (a variance problem's change too) */
+    enum search_problem unit = inv->problem == SEARCH_LOST ? SEARCH_LOST : SEARCH_LATENCY;
+    int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
+                  inv->problem == SEARCH_SHAPE;
+    int still_late;
+    if (k > 0 &&
+        !material(pl, inv, from, change, share[k], by_mean, as_is, back, prev, &still_late)) {
+        not_named(inv, culprit, share[k], change, unit, still_late, reason, cap);
+        dq_destroy(as_is);
+        dq_destroy(back);
+        dq_destroy(prev);
+        return -1;
+    }
+    dq_destroy(prev);
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);
     double rest = change * (1.0 - all);
     char part[64], whole[64];
-    /* node_change's unit: lost mass, else the mean (a variance problem's change too) */
-    enum search_problem unit = inv->problem == SEARCH_LOST ? SEARCH_LOST : SEARCH_LATENCY;
     adapt__amount_pm(unit, all * change, NAN, part, sizeof part);
     adapt__amount_pm(unit, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
-    int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
-                  inv->problem == SEARCH_SHAPE;
     int by_rest = rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se;
     struct search_shift sh;
     int by_shape = by_mean && !by_rest && inv->n_culprits < ADAPT_MAX_CULPRITS &&
@@ -452,7 +524,7 @@ const char *adapt__culprits_close(struct plan *pl, struct investigation *inv, js
         share[k] = NAN;
     }
     if (change > 0) {
-        explained(pl, inv, from, change, &all, share, NULL, NULL);
+        explained(pl, inv, from, change, &all, share, NULL, NULL, NULL);
     }
     char names[ADAPT_MAX_CULPRITS * (PROBES_NAME_MAX + 16)];
     name_culprits(inv, share, all, change, ev, names, sizeof names);

@@ -364,9 +364,17 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
         snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
     }
     const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
-    if (adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap)) {
+    int found = adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap);
+    if (found > 0) {
         adapt__turns_clear(inv); /* the search goes on afresh from the node */
         return;                  /* ev taken: the search goes on for another culprit */
+    }
+    if (found < 0) { /* not a culprit after all: as when the search comes back to one */
+        if (!try_alternative(pl, inv, ev, reason, "diffuse") &&
+            !try_rest(pl, inv, ev, reason, "localized")) {
+            close_culprits(pl, inv, ev, reason, cap);
+        }
+        return;
     }
     char sick[PROBES_LABEL_MAX];
     add_node_split(pl, inv, child_name, ev, reason, cap, sick, sizeof sick);

@@ -32,7 +32,11 @@ SAMPLE = """dqd http://127.0.0.1:39545 (window 250 ms, store /tmp/dqd-scenario-t
   [  26.0 s] TRIGGER lost on checkout fired after 3 bad windows in a row
 
 == result
-  expected: localized at stock_db: YES"""
+  expected: localized at stock_db: YES
+
+== dqctl why stock_db
+  Verdict: localized at stock_db: stock_db holds 88 % of the 50 %-quantile latency of inventory's children (15 ms ± 0.5 ms of 17 ms); the runner-up reserve holds 12 % (2 ms ± 0 ms).
+  In dqd, stock_db is enabled now."""
 
 RUN = """dqd http://127.0.0.1:41111 (window 250 ms, store /tmp/dqd-scenario-tree-zzzzzzzz), Erlang node connected
 
@@ -50,7 +54,22 @@ RUN = """dqd http://127.0.0.1:41111 (window 250 ms, store /tmp/dqd-scenario-tree
 
 == result
   expected: localized at stock_db: YES
+
+== dqctl why stock_db
+  Verdict: localized at stock_db: stock_db holds 90 % of the mean latency of inventory's children (15.4 ms ± 0.52 ms of 17 ms); no other child holds any.
+  In dqd, stock_db is enabled now.
 {"scenario": "tree"}"""
+
+# The search went on after the culprit (the tree scenario once did, beside a sanitizer
+# build): its verdict says what that search found.
+WENT_ON = RUN.replace("  [   9.9 s] VERDICT", "  [   9.1 s]   culprit at stock_db\n"
+                      "  [   9.5 s]   narrowing down: descend into payment\n"
+                      "  [   9.9 s] VERDICT").replace(
+    "  Verdict: localized at stock_db: stock_db holds 90 % of the mean latency of inventory's "
+    "children (15.4 ms ± 0.52 ms of 17 ms); no other child holds any.",
+    "  Verdict: localized at stock_db: stock_db (96 %); the rest of checkout's change is not "
+    "localized (the search went on: the part it found last, rules, explains 4 % of checkout's "
+    "change (0.47 ms of 11.7 ms), less than a tenth: not named a culprit (…)).")
 
 
 def check(name, sample, run, ok):
@@ -82,6 +101,14 @@ def main():
     failed += check("another verdict, a line before it changed", SAMPLE,
                     RUN.replace("VERDICT LOCALIZED", "VERDICT DIFFUSE")
                     .replace("INVESTIGATION 2 opened at", "INVESTIGATION 2 began at"), False)
+    failed += check("the search went on after the culprit: the why verdict by its node",
+                    SAMPLE, WENT_ON, True)
+    failed += check("the search went on, the why verdict at another node", SAMPLE,
+                    WENT_ON.replace("  Verdict: localized at stock_db:",
+                                    "  Verdict: localized at reserve:"), False)
+    failed += check("the why verdict reworded, the search not gone on", SAMPLE,
+                    RUN.replace("no other child holds any.", "no other child holds any; "
+                                "the rest of checkout's change is not localized."), False)
     failed += check("a new column in the header", SAMPLE,
                     RUN.replace("Erlang node connected", "Erlang node connected, 3 links"), False)
     return 1 if failed else 0
