@@ -106,6 +106,12 @@ def main():
     failed += check("the search went on, the why verdict at another node", SAMPLE,
                     WENT_ON.replace("  Verdict: localized at stock_db:",
                                     "  Verdict: localized at reserve:"), False)
+    failed += check("the search went on and named a second culprit", SAMPLE,
+                    WENT_ON.replace("  Verdict: localized at stock_db: stock_db (96 %); the "
+                                    "rest of checkout's change is not localized",
+                                    "  Verdict: localized at stock_db and rules: stock_db "
+                                    "(96 %), rules (4 %) explain 100 % of checkout's change"),
+                    False)
     failed += check("the why verdict reworded, the search not gone on", SAMPLE,
                     RUN.replace("no other child holds any.", "no other child holds any; "
                                 "the rest of checkout's change is not localized."), False)
