@@ -349,19 +349,20 @@ static const char *strip_localized(const char *reason, const char *culprit) {
  * part's latency swells a little after the baseline, that leaf can be a part slow by
  * nature that changed in nothing (the tree scenario once named `rules (4 %)` beside its
  * one fault).
+ * *still_late: whether the node's mass is still late with every culprit put back (back),
+ * when that was weighed (sh: its shift), else -1.
  */
 static int material(struct plan *pl, const struct investigation *inv, int64_t from, double change,
                     double share, int by_mean, const struct dq *as_is, const struct dq *back,
-                    const struct dq *prev, int *still_late) {
-    *still_late = 0;
+                    const struct dq *prev, int *still_late, struct search_shift *sh) {
+    *still_late = -1; /* not weighed */
     if (!isfinite(share) || share >= UNEXPLAINED_SHARE || !(change > 0) || !prev || !as_is) {
         return 1; /* (unknown: named, as a culprit without a share is) */
     }
-    struct search_shift sh;
-    if (!(by_mean && shape_remains(pl, inv, from, as_is, prev, &sh))) {
+    if (!(by_mean && shape_remains(pl, inv, from, as_is, prev, sh))) {
         return 0;
     }
-    *still_late = shape_remains(pl, inv, from, as_is, back, &sh);
+    *still_late = shape_remains(pl, inv, from, as_is, back, sh);
     return !*still_late;
 }
 
@@ -446,10 +447,11 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     enum search_problem unit = inv->problem == SEARCH_LOST ? SEARCH_LOST : SEARCH_LATENCY;
     int by_mean = inv->problem == SEARCH_LATENCY || inv->problem == SEARCH_QTA ||
                   inv->problem == SEARCH_SHAPE;
-    int still_late;
+    int still_late = -1; /* with every culprit put back: -1 not weighed yet, else 0 or 1 */
+    struct search_shift sh;
     if (k > 0 &&
-        !material(pl, inv, from, change, share[k], by_mean, as_is, back, prev, &still_late)) {
-        not_named(inv, culprit, share[k], change, unit, still_late, reason, cap);
+        !material(pl, inv, from, change, share[k], by_mean, as_is, back, prev, &still_late, &sh)) {
+        not_named(inv, culprit, share[k], change, unit, still_late > 0, reason, cap);
         dq_destroy(as_is);
         dq_destroy(back);
         dq_destroy(prev);
@@ -464,9 +466,9 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     adapt__amount_pm(unit, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_rest = rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se;
-    struct search_shift sh;
+    /* (material() may have weighed it already, sh with it) */
     int by_shape = by_mean && !by_rest && inv->n_culprits < ADAPT_MAX_CULPRITS &&
-                   shape_remains(pl, inv, from, as_is, back, &sh);
+                   (still_late >= 0 ? still_late : shape_remains(pl, inv, from, as_is, back, &sh));
     dq_destroy(as_is);
     dq_destroy(back);
     if (by_mean && (by_rest || by_shape) && inv->n_culprits < ADAPT_MAX_CULPRITS) {
