@@ -11,10 +11,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../check.h"
 #include "../fake_dqd.h"
 #include "dqctl.h"
+#include "dq.h"
 #include "dqctl_api.h"
 #include "http.h"
 
@@ -196,6 +198,12 @@ static json_t *parse(const char *text) {
 
 static int starts_with(const char *s, const char *prefix) {
     return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static int count_of(const char *s, const char *needle) {
@@ -1026,14 +1034,24 @@ static void test_diagnose(struct fake *f, char *server) {
     run_free(&r);
 
     /* --timeout (a bare number is milliseconds): gives up with 4, and says the
-     * investigation goes on */
+     * investigation goes on. The timeout must leave room for several polls (20 ms apart):
+     * 200 ms, or ten polls as long as one takes on this machine now (measured with `dqctl
+     * log 11`, the same GET), when that is longer (a sanitizer build beside another whole
+     * test run once fitted only the POST and one poll into 200 ms). */
+    double t0 = mono_s();
+    CHECK_INT(run_cmd(&r, dqctl_log_main, 4, (char *[]){"log", "11", "--server", server}), 0);
+    run_free(&r);
+    long timeout_ms = lround(fmax(200.0, ceil(10.0 * (1e3 * (mono_s() - t0) + 20.0))));
+    char timeout_arg[24], want[160], dur[DQ_DURATION_TEXT];
+    snprintf(timeout_arg, sizeof timeout_arg, "%ld", timeout_ms);
+    snprintf(want, sizeof want, "no verdict after %s (--timeout); investigation 11 goes on in dqd",
+             dq_format_duration((double)timeout_ms * 1e-3, dur, sizeof dur));
     int before = f->requests;
-    CHECK_INT(
-        run_cmd(&r, dqctl_diagnose_main, 7,
-                (char *[]){"diagnose", "slow", "--wait", "--timeout", "200", "--server", server}),
-        DQCTL_EXIT_NO_VERDICT);
-    CHECK(strstr(err_of(&r), "no verdict after 200 ms (--timeout); investigation 11 goes on in "
-                             "dqd") != NULL);
+    CHECK_INT(run_cmd(&r, dqctl_diagnose_main, 7,
+                      (char *[]){"diagnose", "slow", "--wait", "--timeout", timeout_arg, "--server",
+                                 server}),
+              DQCTL_EXIT_NO_VERDICT);
+    CHECK(strstr(err_of(&r), want) != NULL);
     CHECK_INT(count_of(out_of(&r), "  opened "), 1); /* printed once over several polls */
     CHECK(f->requests - before >= 3);                /* the POST and at least two polls */
     run_free(&r);
