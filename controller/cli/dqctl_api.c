@@ -157,9 +157,10 @@ static int enable_common(int argc, char **argv, int enable) {
         "usage: dqctl disable PROBE [--create] [--server URL] [--json]\n"
         "Disables a probe: dqd sends clear_timeout to every connected wrapper. A legacy\n"
         "wrapper has no clear_timeout: there the disable is recorded as not applied, the\n"
-        "wrapper keeps reporting the probe, and dqctl says so link by link.\n"
+        "wrapper keeps reporting the probe, and dqctl says so link by link. --create\n"
+        "registers a name dqd does not know yet, disabled.\n"
         "Exit 1 when it was not applied (or failed) on some link; 3 for a name dqd does\n"
-        "not know.\n";
+        "not know (without --create).\n";
     struct dqctl_opts o;
     int rc = dqctl_start_cmd(argc, argv, DQCTL_OPT_CREATE, 1, 1, enable ? help_on : help_off, &o);
     if (rc >= 0) {

@@ -406,7 +406,8 @@ int dqctl_probe_path(const char *name, const char *suffix, char *buf, size_t cap
 static const char common_help[] =
     "options:\n"
     "  --server URL   dqd's HTTP API (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ")\n"
-    "  --json         print the API's data object (one line of JSON) instead of the table\n"
+    "  --json         JSON instead of text: the API's data object on one line, unless said\n"
+    "                 otherwise above; errors as one line of JSON on stderr\n"
     "  --help         this text\n";
 
 /* Parses options; prints help or the usage error. Returns -1 to go on, else an exit code. */

@@ -70,7 +70,9 @@ static void usage(FILE *out) {
                  "\n"
                  "The command-line client of dqd, the adaptive instrumentation controller.\n"
                  "--server URL (default: $DQD_URL, else " DQCTL_DEFAULT_SERVER ") and --json\n"
-                 "may come before or after COMMAND.\n"
+                 "may come before or after COMMAND. A dqd with an api_token wants it on\n"
+                 "every change (and on reads from beyond loopback): dqctl sends $DQD_TOKEN,\n"
+                 "else the first line of the file $DQD_TOKEN_FILE names.\n"
                  "\n"
                  "commands:\n");
     int width = 0; /* the longest name sets the column, whatever rows are added */

@@ -71,8 +71,10 @@ static const struct setting settings[] = {
     {"api_token", "--api-token", ST_PATH, FIELD(api_token), 0, 0, "", NULL, SF_EMPTY_OK, 0,
      "File holding the bearer token (its first line) required on PUT/POST/DELETE requests to "
      "the API, and beyond loopback on reads too (header `Authorization: Bearer TOKEN`; dqctl "
-     "sends $DQD_TOKEN). Without it, dqd takes the token from the environment variable "
-     "DQD_API_TOKEN. The token itself is never a flag: a command line is readable by every "
+     "sends $DQD_TOKEN, or the first line of the file $DQD_TOKEN_FILE). Without it, dqd takes the "
+     "token from the environment variable "
+     "DQD_API_TOKEN, else from $CREDENTIALS_DIRECTORY/api_token (systemd's LoadCredential). "
+     "The token itself is never a flag: a command line is readable by every "
      "user (/proc/PID/cmdline). With no token at all, changes are refused when --http is not "
      "a loopback address."},
     {"allowed_hosts", "--allowed-hosts", ST_TEXT, FIELD(allowed_hosts), 0, 0, "", NULL, SF_EMPTY_OK,
@@ -1730,7 +1732,7 @@ void settings_render_markdown(FILE *out) {
           "`dqd --print-config` prints the effective configuration as JSON; that output is\n"
           "itself a valid config file. Bad input never starts the daemon: dqd prints one\n"
           "message naming the flag or key at fault (for example\n"
-          "`--window: 0 is out of range [10, 3600000]`, or\n"
+          "`--window: 0 is out of range [10, 3600000] ms`, or\n"
           "`--config: dqd.json:3:12: ':' expected near '7'` for malformed JSON) and does\n"
           "not start.\n"
           "\n"

@@ -8,7 +8,7 @@
  * tests the instance prefix before anything else. The rarer v2 control lines (hello,
  * ack, drop, state) are parsed just as strictly but without concern for speed.
  *
- * Strictness: anything PROTOCOL.md does not allow is an error of one kind, decided by
+ * Strictness: anything docs/protocol.md does not allow is an error of one kind, decided by
  * the first thing that goes wrong walking the line left to right (a missing field is
  * FIELD, a field with a bad value is the kind of that value). The only leniency is
  * the one the protocol asks for: unknown trailing fields of a v2 instance, and of
@@ -54,7 +54,7 @@ const char *wire_err_message(int err) {
 
 /*
  * Byte classes as bits of one table, so each test on the hot path is a load and a mask.
- * The table is written out (it is derived from the character sets of PROTOCOL.md):
+ * The table is written out (it is derived from the character sets of docs/protocol.md):
  *   C_NAME   [A-Za-z0-9_]        probe names after the first byte
  *   C_DIGIT  [0-9]
  *   C_HEX    [0-9A-Fa-f]         i:, t:, p: values

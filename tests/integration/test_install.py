@@ -70,6 +70,19 @@ def run(c, cmake, build, src, root):
     for name in ("README.md", "running.md", "configuration.md", "protocol.md", "api.md",
                  "store.md"):
         c.check(os.path.isfile(os.path.join(docs, name)), "doc %s installed" % name)
+    # what the installed docs link to beside them (pictures, the Prometheus rules, each
+    # other) is installed too; links out of docs/ (../scenarios/…) point into the sources
+    missing = []
+    for name in sorted(os.listdir(docs)):
+        if not name.endswith(".md") or name == "README.md":
+            continue
+        with open(os.path.join(docs, name), encoding="utf-8") as f:
+            text = f.read()
+        for target in re.findall(r"\]\(([A-Za-z0-9_./-]+)(?:#[^)]*)?\)", text):
+            if not target.startswith("../") and not os.path.exists(os.path.join(docs, target)):
+                missing.append("%s -> %s" % (name, target))
+    c.check(not missing, "every link of the installed docs to a file beside them resolves: "
+            "missing %s" % missing)
     unit_path = top + "/lib/systemd/system/dqd.service"
     if not c.check(os.path.isfile(unit_path), "systemd unit installed"):
         return

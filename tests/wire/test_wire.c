@@ -1,7 +1,7 @@
 /*
  * test_wire.c: the wrapper protocol module (controller/wire/wire.h).
  *
- * Good lines of every kind in both dialects (the PROTOCOL.md examples among them) with
+ * Good lines of every kind in both dialects of docs/protocol.md, with
  * every field checked; the malformed cases of bad_lines.txt (its path is BAD_LINES_TXT,
  * set by CMake), each with its expected error kind; the line splitter against a reference
  * split under random chunkings and at every split position; the command formatter and its
@@ -360,7 +360,8 @@ static void test_parse_ms(void) {
     CHECK_INT(wire_parse_ms("-1", 2, &ms), -1);
 }
 
-/* The wrapper → dqd example of PROTOCOL.md, as a whole stream through the splitter. */
+/* A wrapper → dqd stream in the manner of docs/protocol.md, as a whole stream through the splitter.
+ */
 struct collect {
     int n;
     int kinds[16];

@@ -1,6 +1,6 @@
 %% Optional legacy command listener: the ΔQ Oscilloscope's wrapper listened for
 %% commands on its own port (historically 127.0.0.1:8081) and dqd can still drive a
-%% wrapper that way (PROTOCOL.md, transport 2). Commands received here are applied
+%% wrapper that way (docs/protocol.md, "Where commands go", 2). Commands received here are applied
 %% like those on the main connection; their acks go out on the main connection,
 %% since a legacy sender never reads its socket.
 -module(dqd_wrapper_legacy).

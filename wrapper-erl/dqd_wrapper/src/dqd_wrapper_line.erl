@@ -1,4 +1,4 @@
-%% Wire format of the wrapper <-> dqd protocol (docs: PROTOCOL.md, v2 and legacy).
+%% Wire format of the wrapper <-> dqd protocol (docs/protocol.md, v2 and legacy).
 %% Encoding is on the probe's hot path, so it builds one flat binary with no
 %% io_lib formatting. Decoding of instance lines exists for the tests and for tools
 %% that want to check what the wrapper sends; commands are parsed here too.
@@ -410,7 +410,7 @@ unquoted_function(_) -> false.
 
 %%% Decoding instance lines ---------------------------------------------------
 
-%% Parses one instance line (with or without its line end) under PROTOCOL.md's rules,
+%% Parses one instance line (with or without its line end) under docs/protocol.md's rules,
 %% except the clock-distance check, which needs dqd's clock.
 -spec decode_instance(binary()) -> {ok, instance()} | {error, term()}.
 decode_instance(Line0) ->
