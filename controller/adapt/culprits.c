@@ -466,7 +466,8 @@ int adapt__culprit_found(struct plan *pl, struct investigation *inv, const char 
     adapt__amount_pm(unit, change, NAN, whole, sizeof whole);
     size_t len = strlen(reason);
     int by_rest = rest > UNEXPLAINED_SHARE * change && rest > SEARCH_Z * se;
-    /* (material() may have weighed it already, sh with it) */
+    /* (weighed already when material() kept the culprit because putting it back ends the
+     * lateness: then it is 0) */
     int by_shape = by_mean && !by_rest && inv->n_culprits < ADAPT_MAX_CULPRITS &&
                    (still_late >= 0 ? still_late : shape_remains(pl, inv, from, as_is, back, &sh));
     dq_destroy(as_is);

@@ -71,7 +71,9 @@ def run(c, cmake, build, src, root):
                  "store.md"):
         c.check(os.path.isfile(os.path.join(docs, name)), "doc %s installed" % name)
     # what the installed docs link to beside them (pictures, the Prometheus rules, each
-    # other) is installed too; links out of docs/ (../scenarios/…) point into the sources
+    # other) is installed too; links out of docs/ (../scenarios/…) point into the sources,
+    # and so do README.md's (docs/running.md, wrapper-erl/README.md: the repository's front
+    # page, installed as it is)
     missing = []
     for name in sorted(os.listdir(docs)):
         if not name.endswith(".md") or name == "README.md":
