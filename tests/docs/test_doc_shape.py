@@ -115,6 +115,16 @@ def main():
     failed += check("the why verdict reworded, the search not gone on", SAMPLE,
                     RUN.replace("no other child holds any.", "no other child holds any; "
                                 "the rest of checkout's change is not localized."), False)
+    failed += check("a node's own time said (a busy machine)", SAMPLE,
+                    RUN.replace("of 1.2 s); no other child holds any",
+                                "of 1.2 s); no other child holds any; checkout's own mean "
+                                "latency is 1.3 s, 0.12 s ± 0.05 s more than its children "
+                                "account for (time outside them, or dependence between them)"),
+                    True)
+    failed += check("a node's own time, the clause reworded", SAMPLE,
+                    RUN.replace("of 1.2 s); no other child holds any",
+                                "of 1.2 s); no other child holds any; checkout's own mean "
+                                "latency is 1.3 s, beyond its children"), False)
     failed += check("a new column in the header", SAMPLE,
                     RUN.replace("Erlang node connected", "Erlang node connected, 3 links"), False)
     return 1 if failed else 0
