@@ -173,6 +173,7 @@ static void decide_window(struct plan *pl) {
     adapt__episodes_settle(pl);
     adapt__sweep(st);
     adapt__episodes_sweep(pl);
+    adapt__refs_take(pl);
 }
 
 /*

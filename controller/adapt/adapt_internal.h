@@ -36,6 +36,11 @@
 #define ADAPT_MAX_EPISODES                                                                         \
     32 /* problems remembered: open ones, and closed ones still in the rings */
 
+/* Older baselines, kept for a person who asks late (a problem older than the ring is in its
+ * baseline): one every ADAPT_REF_EVERY windows, the newest ADAPT_REFS of them. */
+#define ADAPT_REFS 10
+#define ADAPT_REF_EVERY SEARCH_BASELINE_SPAN
+
 _Static_assert(PROBES_NAME_MAX == SEARCH_NAME_MAX, "a stage's name is a probe's name");
 
 enum trigger_kind { TRIG_QTA, TRIG_LOAD, TRIG_LOST, TRIG_DIVERGENCE, TRIG_CV, TRIG_KIND_COUNT };
@@ -169,6 +174,12 @@ struct investigation {
 };
 
 /* What a round may change: copied at its start, kept when it commits. */
+/* The baselines of every enabled probe of the diagram before window wid (take_bases's). */
+struct adapt_ref {
+    int64_t wid;
+    struct base_set *bases;
+};
+
 struct adapt_state {
     struct trigger *triggers; /* n_triggers used, cap_triggers allocated */
     int n_triggers, cap_triggers;
@@ -178,6 +189,8 @@ struct adapt_state {
     int n_inv;
     struct episode episodes[ADAPT_MAX_EPISODES];
     int n_episodes;
+    struct adapt_ref refs[ADAPT_REFS]; /* oldest first */
+    int n_refs;
     uint64_t last_instances; /* instances_total at the previous window */
     double rate;             /* instances per second over the last window */
     int congested;
@@ -376,6 +389,12 @@ json_t *adapt__stats_json(const char *name, const struct search_stats *s);
  * adapt__baseline's. rfrom (may be NULL): the first window of the range c judged. */
 void adapt__check_node(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom);
+/* A person's late look: the last 4·SEARCH_RECENT_WINDOWS windows (since `from`) against
+ * p's oldest kept baseline (adapt__ref_baseline: its window into *wid, its set into
+ * *bases), at the threshold of one more look than adapt__check_node's. 0 when p has no
+ * such baseline (c untouched). */
+int adapt__check_older(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom, int64_t *wid, struct base_set **bases);
 json_t *adapt__check_json(const char *node, const struct search_check *c);
 /* The same horizons at z SEARCH_Z_SUGGESTIVE: 1 when one of them finds something, with the
  * first problem found in *found. */
@@ -614,6 +633,17 @@ void adapt__episode_drop(struct plan *pl, int64_t trigger_id, int64_t inv_id);
 int64_t adapt__episode_from(const struct adapt_state *st, int64_t trigger_id, int64_t inv_id);
 /* Forgets closed problems whose windows have left every ring. */
 void adapt__episodes_sweep(struct plan *pl);
+/* Every ADAPT_REF_EVERY windows, keeps the baselines of the diagram's enabled probes as
+ * they are now (the oldest of ADAPT_REFS is let go). */
+void adapt__refs_take(struct plan *pl);
+/* The oldest kept baseline of p that ends at least SEARCH_BASELINE_SPAN windows before
+ * now: into *ns (and means), its window into *wid and its set into *bases (borrowed);
+ * 0 when there is none. */
+int adapt__ref_baseline(struct plan *pl, const struct probe *p, struct node_stats *ns,
+                        double *means, int *n_means, int64_t *wid, struct base_set **bases);
+/* adapt__episode_open with the baselines given (bases: a reference is taken). */
+void adapt__episode_open_ref(struct plan *pl, const char *node, int64_t from, int64_t inv_id,
+                             struct base_set *bases);
 /* Releases the references of a state's episodes (state copies take their own). */
 void adapt__episodes_release(struct adapt_state *st);
 void adapt__episodes_ref(struct adapt_state *st);

@@ -6,7 +6,9 @@
  * its node and of everything below it in the diagram are the ones they had when it began
  * (taken then, since the rings soon let those windows go): a probe enabled only after it
  * began has none and is judged against its siblings. Its windows are never baseline, during
- * it or after it.
+ * it or after it. Every ADAPT_REF_EVERY windows the diagram's baselines are also kept as
+ * they are (the newest ADAPT_REFS), for a person's diagnosis of a problem older than the
+ * ring's baseline (investigate.c, older_problem).
  *
  * Everything here only decides: it changes the round's next state.
  */
@@ -36,6 +38,9 @@ void adapt__episodes_ref(struct adapt_state *st) {
             st->episodes[i].bases->refs++;
         }
     }
+    for (int i = 0; i < st->n_refs; i++) {
+        st->refs[i].bases->refs++;
+    }
 }
 
 void adapt__episodes_release(struct adapt_state *st) {
@@ -44,6 +49,11 @@ void adapt__episodes_release(struct adapt_state *st) {
         st->episodes[i].bases = NULL;
     }
     st->n_episodes = 0;
+    for (int i = 0; i < st->n_refs; i++) {
+        base_set_unref(st->refs[i].bases);
+        st->refs[i].bases = NULL;
+    }
+    st->n_refs = 0;
 }
 
 /* ---- the diagram below a node -------------------------------------------------------------- */
@@ -217,12 +227,28 @@ int64_t adapt__episode_from(const struct adapt_state *st, int64_t trigger_id, in
     return e ? e->from : -1;
 }
 
+static void open_with(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
+                      int64_t inv_id, struct base_set *bases);
+
 void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
                          int64_t inv_id) {
-    struct adapt_state *st = &pl->next;
-    if (find_open(st, trigger_id, inv_id)) {
-        return;
+    if (!find_open(&pl->next, trigger_id, inv_id)) {
+        open_with(pl, node, from, trigger_id, inv_id, NULL);
     }
+}
+
+void adapt__episode_open_ref(struct plan *pl, const char *node, int64_t from, int64_t inv_id,
+                             struct base_set *bases) {
+    if (!find_open(&pl->next, 0, inv_id)) {
+        bases->refs++;
+        open_with(pl, node, from, 0, inv_id, bases);
+    }
+}
+
+/* Opens the problem; its baselines are `bases` (owned from here), or taken now when NULL. */
+static void open_with(struct plan *pl, const char *node, int64_t from, int64_t trigger_id,
+                      int64_t inv_id, struct base_set *bases) {
+    struct adapt_state *st = &pl->next;
     if (st->n_episodes == ADAPT_MAX_EPISODES) {
         /* the oldest closed one goes; with every one open, the new problem is not frozen */
         int oldest = -1;
@@ -236,6 +262,7 @@ void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_
             adapt__fx_log(pl, LOG_WARN, 0,
                           "%d problems are open: the baselines under %s are not frozen",
                           ADAPT_MAX_EPISODES, node);
+            base_set_unref(bases);
             return;
         }
         base_set_unref(st->episodes[oldest].bases);
@@ -248,7 +275,7 @@ void adapt__episode_open(struct plan *pl, const char *node, int64_t from, int64_
     e->to = INT64_MAX;
     e->trigger_id = trigger_id;
     e->inv_id = inv_id;
-    e->bases = take_bases(pl, node, from);
+    e->bases = bases ? bases : take_bases(pl, node, from);
     st->n_episodes++;
 }
 
@@ -297,6 +324,85 @@ void adapt__episodes_sweep(struct plan *pl) {
     }
 }
 
+/* ---- older baselines, for a person who asks late ------------------------------------------- */
+
+void adapt__refs_take(struct plan *pl) {
+    struct adapt_state *st = &pl->next;
+    const struct dq_diagram *g = core_diagram(pl->a->env.core);
+    if (!g || (st->n_refs > 0 && pl->upto - st->refs[st->n_refs - 1].wid < ADAPT_REF_EVERY)) {
+        return;
+    }
+    size_t nn = dq_diagram_node_count(g);
+    struct base_set *b = calloc(1, sizeof *b + (nn + 1) * sizeof b->snap[0]);
+    if (!b) {
+        pl->failed = 1;
+        return;
+    }
+    b->refs = 1;
+    for (size_t i = 0; i <= nn; i++) {
+        const struct dq_diagram_node *n = dq_diagram_node(g, (int)i);
+        if (n && n->name) {
+            take_base(pl, b, n->name, pl->upto);
+        }
+    }
+    if (b->n == 0) {
+        base_set_unref(b);
+        return;
+    }
+    /* kept for ten minutes: only the probes that had a baseline */
+    struct base_set *fit = realloc(b, sizeof *b + (size_t)b->n * sizeof b->snap[0]);
+    if (fit) {
+        b = fit;
+    }
+    if (st->n_refs == ADAPT_REFS) {
+        base_set_unref(st->refs[0].bases);
+        memmove(&st->refs[0], &st->refs[1], (size_t)(ADAPT_REFS - 1) * sizeof st->refs[0]);
+        st->n_refs--;
+    }
+    st->refs[st->n_refs++] = (struct adapt_ref){.wid = pl->upto, .bases = b};
+}
+
+/* Copies p's snapshot in b (when b holds one) into *ns and means; 1 when it did. */
+static int snap_stats(const struct base_set *b, const struct probe *p, struct node_stats *ns,
+                      double *means, int *n_means) {
+    for (int i = 0; b && i < b->n; i++) {
+        const struct base_snap *s = &b->snap[i];
+        if (strcmp(s->probe, p->name) != 0) {
+            continue;
+        }
+        ns->s = s->s;
+        if (s->obs && dq_clone(s->obs, &ns->obs) != DQ_OK) {
+            ns->obs = NULL;
+        }
+        ns->s.observed = ns->obs;
+        if (means) {
+            memcpy(means, s->means, (size_t)s->n_means * sizeof *means);
+            *n_means = s->n_means;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int adapt__ref_baseline(struct plan *pl, const struct probe *p, struct node_stats *ns,
+                        double *means, int *n_means, int64_t *wid, struct base_set **bases) {
+    const struct adapt_state *st = &pl->next;
+    memset(ns, 0, sizeof *ns);
+    search_stats_init(&ns->s);
+    if (means) {
+        *n_means = 0;
+    }
+    for (int i = 0; p && i < st->n_refs && st->refs[i].wid <= pl->upto - SEARCH_BASELINE_SPAN;
+         i++) {
+        if (snap_stats(st->refs[i].bases, p, ns, means, n_means)) {
+            *wid = st->refs[i].wid;
+            *bases = st->refs[i].bases;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- a probe's baseline -----------------------------------------------------------------------
  */
 
@@ -320,22 +426,7 @@ int adapt__baseline(struct plan *pl, const struct probe *p, int64_t end, struct 
     if (means) {
         *n_means = 0;
     }
-    for (int i = 0; first->bases && i < first->bases->n; i++) {
-        const struct base_snap *s = &first->bases->snap[i];
-        if (strcmp(s->probe, p->name) != 0) {
-            continue;
-        }
-        ns->s = s->s;
-        if (s->obs && dq_clone(s->obs, &ns->obs) != DQ_OK) {
-            ns->obs = NULL;
-        }
-        ns->s.observed = ns->obs;
-        if (means) {
-            memcpy(means, s->means, (size_t)s->n_means * sizeof *means);
-            *n_means = s->n_means;
-        }
-        break;
-    }
+    snap_stats(first->bases, p, ns, means, n_means);
     return 1;
 }
 

@@ -306,6 +306,31 @@ void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, 
     check_range(pl, p, from, horizon, search_z_looks(SEARCH_WATCH_LOOKS), 0, c, rfrom);
 }
 
+int adapt__check_older(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
+                       int64_t *rfrom, int64_t *wid, struct base_set **bases) {
+    struct node_stats r, b;
+    double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
+    double maxima[SEARCH_MAX_WINDOW_MEANS];
+    struct search_check_input in = {.recent = &r.s,
+                                    .baseline = &b.s,
+                                    .qta = p && p->has_qta ? &p->qta : NULL,
+                                    .recent_means = now,
+                                    .base_means = before,
+                                    .recent_max = maxima,
+                                    .zt = search_z_looks(N_HORIZONS + 1)};
+    if (!adapt__ref_baseline(pl, p, &b, before, &in.n_base_means, wid, bases)) {
+        return 0;
+    }
+    int64_t longest = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
+    *rfrom = from > longest ? from : longest;
+    adapt__gather(p, *rfrom, pl->upto, &r);
+    in.n_recent_means = recent_windows(p, *rfrom, pl->upto, now, maxima, &in.n_recent_max);
+    search_check(&in, &pl->a->params, c);
+    adapt__node_stats_release(&r);
+    adapt__node_stats_release(&b);
+    return 1;
+}
+
 json_t *adapt__check_json(const char *node, const struct search_check *c) {
     json_t *problems = json_array();
     for (int i = 0; i < c->n; i++) {

@@ -576,7 +576,7 @@ static void start_search(struct plan *pl, struct investigation *inv, int64_t hyp
 /* A problem found: followed (or weighed as an overload). */
 static void follow_problem(struct plan *pl, struct investigation *inv, const struct search_check *c,
                            enum search_mode mode, const char *load_why, json_t *check,
-                           int64_t rfrom) {
+                           int64_t rfrom, const char *older) {
     /* a broken QTA that the failures break, over the windows the check found it in, is
      * followed as lost mass (search_qta_lost) */
     const struct probe *p = adapt__probe(pl->a, inv->node);
@@ -603,8 +603,9 @@ static void follow_problem(struct plan *pl, struct investigation *inv, const str
                  " (significant %d windows after it was asked, when it was within reach: %s)",
                  (int)(pl->upto - inv->watch_from), inv->watch_why);
     }
-    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s%s", search_problem_name(inv->problem), first,
-             watched, inv->also[0] ? "; also seen: " : "", inv->also, overload ? "; " : "",
+    snprintf(reason, sizeof reason, "%s: %s%s%s%s%s%s%s%s", search_problem_name(inv->problem),
+             first, older ? older : "", watched, inv->also[0] ? "; also seen: " : "", inv->also,
+             overload ? "; " : "",
              !overload                 ? ""
              : (!asked && load_why[0]) ? load_why
                                        : "an overload was asked for",
@@ -684,6 +685,46 @@ static int watch_go_on(struct plan *pl, struct investigation *inv, const struct 
     return 0;
 }
 
+/* A person's diagnosis that found nothing against the ring's baseline: its node's last
+ * windows against the oldest baseline kept (ADAPT_REFS, one every ADAPT_REF_EVERY windows),
+ * for a problem that began before the ring's baseline and is in it. 1 when that look finds
+ * one: the problem is followed as any other, from that baseline's window (the episode's
+ * baselines are those kept then; a probe enabled since has none and is judged against its
+ * siblings); check is consumed. */
+static int older_problem(struct plan *pl, struct investigation *inv, int rose, const char *load_why,
+                         json_t *check) {
+    const struct probe *p = adapt__probe(pl->a, inv->node);
+    if (inv->trigger_id != 0 || !p) {
+        return 0;
+    }
+    struct search_check *x = malloc(sizeof *x);
+    int64_t xfrom = 0, wid = 0;
+    struct base_set *bases = NULL;
+    if (!x || !adapt__check_older(pl, p, inv->eval_from, x, &xfrom, &wid, &bases) || x->n == 0) {
+        free(x);
+        return 0;
+    }
+    enum search_mode mode = search_followed(x, inv->overload_asked, rose);
+    if (mode != SEARCH_MODE_PROBLEM && mode != SEARCH_MODE_OVERLOAD) {
+        free(x);
+        return 0;
+    }
+    char older[240];
+    snprintf(older, sizeof older,
+             " (against its baseline as it was %d windows ago: the problem is older than the "
+             "baseline the ring holds now, which says nothing abnormal)",
+             (int)(pl->upto - wid));
+    json_decref(check);
+    json_t *xcheck = adapt__check_json(inv->node, x);
+    json_object_set_new(
+        xcheck, "older_baseline",
+        json_pack("{s:I,s:i}", "window", (json_int_t)wid, "windows_ago", (int)(pl->upto - wid)));
+    adapt__episode_open_ref(pl, inv->node, wid, inv->id, bases);
+    follow_problem(pl, inv, x, mode, load_why, xcheck, xfrom, older);
+    free(x);
+    return 1;
+}
+
 /* The node has the samples: decide what it follows, or that it is healthy. */
 static void characterise(struct plan *pl, struct investigation *inv, const struct search_check *c,
                          int64_t rfrom) {
@@ -704,7 +745,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
     if (c->n > 0) {
         /* the problem began with the range the check found it in: baselines end there */
         adapt__episode_open(pl, inv->node, rfrom, 0, inv->id);
-        follow_problem(pl, inv, c, mode, load_why, check, rfrom);
+        follow_problem(pl, inv, c, mode, load_why, check, rfrom, NULL);
     } else if (mode == SEARCH_MODE_OVERLOAD) {
         /* asked for, or latency rising with the arrivals: weigh the stages even though
          * nothing is abnormal yet (the headroom is the question) */
@@ -736,6 +777,8 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
                           "contributor to its time or its spread, and balanced children are "
                           "healthy",
                           "check", check)));
+    } else if (older_problem(pl, inv, rose, load_why, check)) {
+        /* a problem older than the ring's baseline: followed */
     } else if (watch_start(pl, inv, c)) {
         json_decref(check); /* within reach: watched before a verdict */
     } else {

@@ -3,6 +3,8 @@
 tree27 (41 probes, 27 leaves, 3 levels). In each run only the root is enabled at the
 start; dqsim reports only probes dqd enabled. One leaf is slowed (latency), made erratic
 (variance) or made to fail (lost mass) after 40 quiet seconds (the root's baseline);
+in `late` the failing leaf is asked about 100 s after its fault began, when the ring's
+baseline holds the fault (the baselines dqd keeps from before must find it);
 `dqctl diagnose root --wait` must localize that leaf having enabled at most 30 % of the
 probes, `dqctl why LEAF` must name the hypothesis chain, and once the fault is cleared
 the probes the investigation enabled must be disabled again. These three run in
@@ -27,7 +29,7 @@ steps; a diagnosis of the healthy system before the faults says so without "none
 problem", and nothing anywhere says "investigation -1", "#1 root root" or a verdict twice.
 
 Usage: test_adaptive.py DQD DQCTL DQSIM DIAGRAM [case ...]   (cases: latency variance
-lost nominal restart budget simclock silent autorange culprits; default: all)
+lost late nominal restart budget simclock silent autorange culprits; default: all)
 """
 
 import json
@@ -45,7 +47,7 @@ import dqdtest
 from dqdtest import Dqd, make_workdir, promtool_check, remove_workdir, run_script
 
 DQD, DQCTL, DQSIM, DIAGRAM = sys.argv[1:5]
-CASES = sys.argv[5:] or ["latency", "variance", "lost", "nominal", "restart", "budget",
+CASES = sys.argv[5:] or ["latency", "variance", "lost", "late", "nominal", "restart", "budget",
                          "simclock", "silent", "autorange", "culprits"]
 PROBES = 41
 
@@ -118,7 +120,7 @@ def HeldSim(ingest_port, rate=300, extra=()):
                            extra=["--leaf-mean", "2:2", *extra])
 
 
-def localize(c, kind, fault, leaf, rate=300):
+def localize(c, kind, fault, leaf, rate=300, age=5):
     """In simulated time: 40 quiet seconds (a baseline for the root), the fault, 5 more
     seconds, then `dqctl diagnose root --wait` while simulated time keeps moving. The
     investigation is opened while simulated time is held, 5 s after the fault: started
@@ -132,7 +134,7 @@ def localize(c, kind, fault, leaf, rate=300):
         sim.run(40)
         c.check(d.dq("root") is not None, "%s: root reports" % kind)
         sim.say(fault)
-        sim.run(5)
+        sim.run(age)
         o = dqctl(d, "diagnose", "root")  # opened now; --wait below follows it
         c.eq(o.returncode, 0, "%s: the diagnosis opens: %s" % (kind, o.stderr))
         sim.drive()
@@ -146,6 +148,13 @@ def localize(c, kind, fault, leaf, rate=300):
              "%s: verdict (investigation %r, problem %r)" % (kind, inv.get("id"),
                                                              inv.get("problem")))
         c.check(leaf in r.stdout, "%s: dqctl diagnose names %s" % (kind, leaf))
+        if age > 40:
+            checks = [h for h in d.get("/api/v1/investigations/%d" % inv["id"])["hypotheses"]
+                      if h["action"] == "check"]
+            older = checks[0]["stats"]["check"].get("older_baseline", {}) if checks else {}
+            c.check(older.get("windows_ago", 0) >= 60,
+                    "%s: found against an older baseline, 60 windows ago or more: %r" %
+                    (kind, checks))
         on = enabled_names(d)
         c.check(len(on) <= 0.30 * PROBES, "%s: at most 30 %% of %d probes enabled: %d %r" %
                 (kind, PROBES, len(on), on))
@@ -616,6 +625,10 @@ def body(c):
         localize(c, "variance", "fault core_a3 erratic 10", "core_a3", rate=1000)
     if "lost" in CASES:
         localize(c, "lost", "fault store_c1 fail 0.1", "store_c1")
+    if "late" in CASES:
+        # asked 100 s after the fault began: the ring's baseline holds the fault, and
+        # without the baselines kept from before it the answer was healthy
+        localize(c, "late", "fault store_c1 fail 0.1", "store_c1", age=100)
     if "restart" in CASES:
         restart(c)
     if "budget" in CASES:
