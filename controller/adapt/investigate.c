@@ -691,10 +691,13 @@ static int watch_go_on(struct plan *pl, struct investigation *inv, const struct 
  * one: the problem is followed as any other, from that baseline's window (the episode's
  * baselines are those kept then; a probe enabled since has none and is judged against its
  * siblings); check is consumed. */
-static int older_problem(struct plan *pl, struct investigation *inv, int rose, const char *load_why,
+static int older_problem(struct plan *pl, struct investigation *inv, const struct search_check *c,
                          json_t *check) {
     const struct probe *p = adapt__probe(pl->a, inv->node);
-    if (inv->trigger_id != 0 || !p) {
+    /* a person's only; once (a watch that began after it found nothing does not look again:
+     * its false alarms stay those of a fourth look); and only when the ring had a baseline
+     * to say nothing against */
+    if (inv->trigger_id != 0 || inv->watch_from || !c->has_baseline || !p) {
         return 0;
     }
     struct search_check *x = malloc(sizeof *x);
@@ -704,6 +707,11 @@ static int older_problem(struct plan *pl, struct investigation *inv, int rose, c
         free(x);
         return 0;
     }
+    /* the load question as characterise asks it, of this look's problem */
+    char load_why[200] = "";
+    int needs = search_followed_needs(x, inv->overload_asked);
+    int rose =
+        needs >= 0 && adapt__load_rose(pl, p, needs ? x : NULL, 3, load_why, sizeof load_why);
     enum search_mode mode = search_followed(x, inv->overload_asked, rose);
     if (mode != SEARCH_MODE_PROBLEM && mode != SEARCH_MODE_OVERLOAD) {
         free(x);
@@ -777,7 +785,7 @@ static void characterise(struct plan *pl, struct investigation *inv, const struc
                           "contributor to its time or its spread, and balanced children are "
                           "healthy",
                           "check", check)));
-    } else if (older_problem(pl, inv, rose, load_why, check)) {
+    } else if (older_problem(pl, inv, c, check)) {
         /* a problem older than the ring's baseline: followed */
     } else if (watch_start(pl, inv, c)) {
         json_decref(check); /* within reach: watched before a verdict */

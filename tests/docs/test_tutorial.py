@@ -251,6 +251,7 @@ def run_foreground(cmd, at):
 
 def run(steps, logdir):
     procs = {}
+    typed_at = 0.0  # when the last `type` step was typed (time.time())
     try:
         for kind, arg, block, at, prose in steps:
             if kind == "commands":
@@ -282,6 +283,7 @@ def run(steps, logdir):
                     raise Failed("tutorial.md:%d: no %s running to type into" % (at, name))
                 print("(typed into %s) %s" % (name, text), flush=True)
                 procs[name].type(text)
+                typed_at = time.time()
             elif kind == "wait":
                 what = arg.split()
                 t0 = time.monotonic()
@@ -293,8 +295,14 @@ def run(steps, logdir):
                         1 for w in api("/api/v1/probes/%s/windows" % what[1])["windows"]
                         if w["n"] > 0) >= BASELINE_WINDOWS)
                 elif len(what) == 2 and what[0] == "trigger":
+                    # fired by what was typed: a trigger fired before it (a stall of this
+                    # busy machine fired the lost trigger, whose diffuse investigation was
+                    # over when the fault came, and the diagnosis opened 1 s into the fault
+                    # found nothing) counts only once the typed change has had 10 s to show
                     poll("a trigger of %s to fire" % what[1], lambda: any(
-                        t["probe"] == what[1] and t["fired"] for t in api("/api/v1/triggers")))
+                        t["probe"] == what[1] and t["fired"] and
+                        ((t["fired_at"] or 0) >= typed_at or time.time() - typed_at >= 10)
+                        for t in api("/api/v1/triggers")))
                 elif len(what) == 2 and what[0] == "exit":
                     p = procs.get(what[1])
                     if p is None:
