@@ -326,6 +326,20 @@ void adapt__episodes_sweep(struct plan *pl) {
 
 /* ---- older baselines, for a person who asks late ------------------------------------------- */
 
+/* Whether some enabled probe of the diagram has closed windows enough for a baseline: a
+ * condition take_base's needs, tested before a set is allocated (until a probe has them,
+ * adapt__refs_take would otherwise gather every probe's ring each window for nothing). */
+static int refs_possible(struct plan *pl, const struct dq_diagram *g, size_t nn) {
+    for (size_t i = 0; i <= nn; i++) {
+        const struct dq_diagram_node *n = dq_diagram_node(g, (int)i);
+        const struct probe *p = n && n->name ? adapt__probe(pl->a, n->name) : NULL;
+        if (p && p->enabled && p->ring_len >= SEARCH_BASELINE_WINDOWS) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void adapt__refs_take(struct plan *pl) {
     struct adapt_state *st = &pl->next;
     const struct dq_diagram *g = core_diagram(pl->a->env.core);
@@ -333,6 +347,9 @@ void adapt__refs_take(struct plan *pl) {
         return;
     }
     size_t nn = dq_diagram_node_count(g);
+    if (!refs_possible(pl, g, nn)) {
+        return;
+    }
     struct base_set *b = calloc(1, sizeof *b + (nn + 1) * sizeof b->snap[0]);
     if (!b) {
         pl->failed = 1;

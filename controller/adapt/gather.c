@@ -187,27 +187,39 @@ static int recent_windows(const struct probe *p, int64_t from, int64_t to, doubl
     return na;
 }
 
+/* search_check of p's windows [rfrom, upto) against the baseline b (its windows' means:
+ * before, n_before of them), with z threshold zt. */
+static void check_against(struct plan *pl, const struct probe *p, int64_t rfrom,
+                          const struct node_stats *b, const double *before, int n_before, double zt,
+                          int suggest, struct search_check *c) {
+    struct node_stats r;
+    double now[SEARCH_MAX_WINDOW_MEANS], maxima[SEARCH_MAX_WINDOW_MEANS];
+    struct search_check_input in = {.recent = &r.s,
+                                    .baseline = &b->s,
+                                    .qta = p && p->has_qta ? &p->qta : NULL,
+                                    .recent_means = now,
+                                    .base_means = before,
+                                    .n_base_means = n_before,
+                                    .recent_max = maxima,
+                                    .zt = zt,
+                                    .suggest = suggest};
+    adapt__gather(p, rfrom, pl->upto, &r);
+    in.n_recent_means = recent_windows(p, rfrom, pl->upto, now, maxima, &in.n_recent_max);
+    search_check(&in, &pl->a->params, c);
+    adapt__node_stats_release(&r);
+}
+
 /* The check over the last `horizon` windows (since `from`) against the baseline before
  * them, with z threshold zt. */
 static void check_range(struct plan *pl, const struct probe *p, int64_t from, int horizon,
                         double zt, int suggest, struct search_check *c, int64_t *rfrom_out) {
     int64_t upto = pl->upto;
     int64_t rfrom = from > upto - horizon ? from : upto - horizon;
-    struct node_stats r, b;
-    double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
-    double maxima[SEARCH_MAX_WINDOW_MEANS];
-    struct search_check_input in = {.recent = &r.s,
-                                    .baseline = &b.s,
-                                    .qta = p && p->has_qta ? &p->qta : NULL,
-                                    .recent_means = now,
-                                    .base_means = before,
-                                    .recent_max = maxima,
-                                    .zt = zt,
-                                    .suggest = suggest};
-    adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
-    adapt__gather(p, rfrom, upto, &r);
-    in.n_recent_means = recent_windows(p, rfrom, upto, now, maxima, &in.n_recent_max);
-    search_check(&in, &pl->a->params, c);
+    struct node_stats b;
+    double before[SEARCH_MAX_WINDOW_MEANS];
+    int n_before = 0;
+    adapt__baseline(pl, p, rfrom, &b, before, &n_before);
+    check_against(pl, p, rfrom, &b, before, n_before, zt, suggest, c);
     int64_t longest = upto - SEARCH_BASELINE_WINDOWS;
     if (!(b.s.present && b.s.windows >= SEARCH_BASELINE_WINDOWS) && c->n == 0 && from < rfrom &&
         longest < rfrom) {
@@ -217,18 +229,14 @@ static void check_range(struct plan *pl, const struct probe *p, int64_t from, in
          * horizon goes first: a QTA broken for its few windows is not diluted by the
          * windows before (a baseline lost to a problem over a stall, in a stress run of
          * docs_tutorial: over 30 windows, 10 of them before the fault, the QTA was met) */
-        adapt__node_stats_release(&r);
         adapt__node_stats_release(&b);
         rfrom = from > longest ? from : longest;
-        adapt__baseline(pl, p, rfrom, &b, before, &in.n_base_means);
-        adapt__gather(p, rfrom, upto, &r);
-        in.n_recent_means = recent_windows(p, rfrom, upto, now, maxima, &in.n_recent_max);
-        search_check(&in, &pl->a->params, c);
+        adapt__baseline(pl, p, rfrom, &b, before, &n_before);
+        check_against(pl, p, rfrom, &b, before, n_before, zt, suggest, c);
     }
     if (rfrom_out) {
         *rfrom_out = rfrom;
     }
-    adapt__node_stats_release(&r);
     adapt__node_stats_release(&b);
 }
 
@@ -308,25 +316,15 @@ void adapt__check_watched(struct plan *pl, const struct probe *p, int64_t from, 
 
 int adapt__check_older(struct plan *pl, const struct probe *p, int64_t from, struct search_check *c,
                        int64_t *rfrom, int64_t *wid, struct base_set **bases) {
-    struct node_stats r, b;
-    double now[SEARCH_MAX_WINDOW_MEANS], before[SEARCH_MAX_WINDOW_MEANS];
-    double maxima[SEARCH_MAX_WINDOW_MEANS];
-    struct search_check_input in = {.recent = &r.s,
-                                    .baseline = &b.s,
-                                    .qta = p && p->has_qta ? &p->qta : NULL,
-                                    .recent_means = now,
-                                    .base_means = before,
-                                    .recent_max = maxima,
-                                    .zt = search_z_looks(N_HORIZONS + 1)};
-    if (!adapt__ref_baseline(pl, p, &b, before, &in.n_base_means, wid, bases)) {
+    struct node_stats b;
+    double before[SEARCH_MAX_WINDOW_MEANS];
+    int n_before = 0;
+    if (!adapt__ref_baseline(pl, p, &b, before, &n_before, wid, bases)) {
         return 0;
     }
     int64_t longest = pl->upto - 4 * SEARCH_RECENT_WINDOWS;
     *rfrom = from > longest ? from : longest;
-    adapt__gather(p, *rfrom, pl->upto, &r);
-    in.n_recent_means = recent_windows(p, *rfrom, pl->upto, now, maxima, &in.n_recent_max);
-    search_check(&in, &pl->a->params, c);
-    adapt__node_stats_release(&r);
+    check_against(pl, p, *rfrom, &b, before, n_before, search_z_looks(N_HORIZONS + 1), 0, c);
     adapt__node_stats_release(&b);
     return 1;
 }
