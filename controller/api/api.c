@@ -280,8 +280,8 @@ json_t *api__diagram_json(struct api *api) {
     struct core *core = api->env.core;
     const struct dq_diagram *g = core_diagram(core);
     if (!g) {
-        return json_pack("{s:n,s:n,s:[],s:[],s:{},s:{}}", "path", "text", "roots", "probes",
-                         "children", "operators");
+        return json_pack("{s:n,s:n,s:[],s:[],s:{},s:{},s:[],s:i}", "path", "text", "roots",
+                         "probes", "children", "operators", "warnings", "warnings_total", 0);
     }
     json_t *roots = json_array(), *probes = json_array();
     for (size_t j = 0; j < dq_diagram_root_count(g); j++) {
@@ -301,6 +301,16 @@ json_t *api__diagram_json(struct api *api) {
         json_object_set_new(ops, dq_diagram_node(g, i)->name, api__operator_json(g, i));
     }
     json_object_set_new(data, "operators", ops);
+    /* what the model accepted but is worth a look (dqctl model's warnings) */
+    json_t *warnings = json_array();
+    for (size_t j = 0; j < dq_diagram_warning_count(g); j++) {
+        const struct dq_diagram_error *w = dq_diagram_warning(g, j);
+        json_array_append_new(warnings, json_pack("{s:i,s:i,s:s}", "line", w->line, "column",
+                                                  w->column, "message", w->text));
+    }
+    json_object_set_new(data, "warnings", warnings);
+    json_object_set_new(data, "warnings_total",
+                        json_integer((json_int_t)dq_diagram_warning_total(g)));
     return data;
 }
 

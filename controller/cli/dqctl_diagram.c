@@ -52,7 +52,26 @@ static char *read_all(const char *path, size_t *len) {
     return buf;
 }
 
-static void render_diagram(FILE *out, const json_t *d) {
+/* The warnings of a diagram dqd loaded, as a compiler's and dqctl model's:
+ * FILE:LINE:COL: warning: message (LINE:COL: … when file is NULL). */
+static void print_warnings(FILE *out, const json_t *d, const char *file) {
+    const json_t *w = json_object_get(d, "warnings");
+    for (size_t i = 0; i < json_array_size(w); i++) {
+        const json_t *x = json_array_get(w, i);
+        fprintf(out, "%s%s%lld:%lld: warning: %s\n", file ? file : "", file ? ":" : "",
+                (long long)json_integer_value(json_object_get(x, "line")),
+                (long long)json_integer_value(json_object_get(x, "column")),
+                jstr(x, "message", "?"));
+    }
+    json_int_t total = json_integer_value(json_object_get(d, "warnings_total"));
+    if (total > (json_int_t)json_array_size(w)) {
+        fprintf(out, "%s%s%lld more warnings\n", file ? file : "", file ? ": " : "",
+                (long long)(total - (json_int_t)json_array_size(w)));
+    }
+}
+
+/* The diagram as GET /api/v1/diagram gives it; with its warnings unless they went to stderr. */
+static void render_diagram(FILE *out, const json_t *d, int warnings) {
     const json_t *text = json_object_get(d, "text");
     if (!json_is_string(text)) {
         fprintf(out, "no diagram loaded (dqd --diagram FILE.dq, or dqctl diagram FILE.dq)\n");
@@ -69,10 +88,13 @@ static void render_diagram(FILE *out, const json_t *d) {
     for (size_t i = 0; i < json_array_size(p); i++) {
         dq_strbuf_printf(&pb, "%s%s", i ? ", " : "", json_string_value(json_array_get(p, i)));
     }
-    fprintf(out, "diagram %s: %zu probe%s, root%s %s\nprobes: %s\n\n%s",
+    fprintf(out, "diagram %s: %zu probe%s, root%s %s\nprobes: %s\n",
             jstr(d, "path", "(sent through the API)"), json_array_size(p),
-            json_array_size(p) == 1 ? "" : "s", json_array_size(r) == 1 ? "" : "s", roots, probes,
-            json_string_value(text));
+            json_array_size(p) == 1 ? "" : "s", json_array_size(r) == 1 ? "" : "s", roots, probes);
+    if (warnings) {
+        print_warnings(out, d, NULL);
+    }
+    fprintf(out, "\n%s", json_string_value(text));
     size_t tl = strlen(json_string_value(text));
     if (tl == 0 || json_string_value(text)[tl - 1] != '\n') {
         fputc('\n', out);
@@ -125,7 +147,8 @@ int dqctl_diagram_main(int argc, char **argv) {
         "Without FILE: the outcome diagram dqd has loaded (its path, roots, probes and\n"
         "text; GET /api/v1/diagram). With FILE (- reads stdin): loads it into dqd\n"
         "(PUT /api/v1/diagram), replacing the diagram; a model error is printed as\n"
-        "FILE:LINE:COL: message and nothing changes.\n"
+        "FILE:LINE:COL: message and nothing changes; what the model accepts but is\n"
+        "worth a look is printed on stderr as FILE:LINE:COL: warning: message.\n"
         "--infer writes a .dq diagram inferred from the parent/child span trees dqd keeps\n"
         "from OTLP (GET /api/v1/otlp/spans; of service S only with --service): children\n"
         "one after another are a sequence, overlapping children an all-to-finish when the\n"
@@ -166,6 +189,9 @@ int dqctl_diagram_main(int argc, char **argv) {
             }
         }
     }
+    if (rc == DQCTL_EXIT_OK && o.npos == 1) {
+        print_warnings(dqctl_err(), data, strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0]);
+    }
     if (rc == DQCTL_EXIT_OK) {
         if (o.json) {
             dqctl_print_json(data);
@@ -173,7 +199,7 @@ int dqctl_diagram_main(int argc, char **argv) {
             if (o.npos == 1) {
                 fprintf(dqctl_out(), "loaded %s into dqd\n", o.pos[0]);
             }
-            render_diagram(dqctl_out(), data);
+            render_diagram(dqctl_out(), data, o.npos == 0);
         }
     }
     json_decref(data);

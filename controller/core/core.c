@@ -479,7 +479,8 @@ static int load_diagram(struct core *c, const char *text, size_t len, const char
         dq_diagram_probe_count(g));
     for (size_t j = 0; j < dq_diagram_warning_count(g); j++) {
         const struct dq_diagram_error *w = dq_diagram_warning(g, j);
-        LOG(LOG_WARN, "diagram %s:%d:%d: %s", path ? path : "", w->line, w->column, w->text);
+        LOG(LOG_WARN, "diagram %s%s%d:%d: %s", path ? path : "sent through the API",
+            path ? ":" : ", ", w->line, w->column, w->text);
     }
     core__tell(c, NULL, "diagram");
     return DQ_OK;

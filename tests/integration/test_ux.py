@@ -12,7 +12,8 @@ Prometheus user alerts on), against a real dqd and dqctl:
    everywhere (30ms, 0.03s; JSON strings "30ms", "2s"; model's wait(10ms)), max_lost's
    default 1 − P, a QTA beyond dMax accepted with a warning;
 5. HTTP: HEAD on every GET route, 405 method_not_allowed with Allow, --json errors as JSON,
-   --version, dqctl diagram (show, load, a model error as FILE:LINE:COL), the peer label
+   --version, dqctl diagram (show, load, a model error as FILE:LINE:COL, a warning as
+   FILE:LINE:COL: warning:), the peer label
    without the ephemeral port;
 6. /metrics: build info, trigger state, open investigations, verdicts, QTA margin,
    quantiles, wrappers connected; promtool check metrics on it and promtool check rules on
@@ -221,7 +222,26 @@ def body(c):
     with open(good, "w") as f:
         f.write("flow = a -> b -> z;\n")
     rc, out, err = ctl("diagram", good)
-    c.check(rc == 0 and "loaded" in out, "dqctl diagram FILE loads it: %r %r" % (out, err))
+    c.check(rc == 0 and "loaded" in out and err == "",
+            "dqctl diagram FILE loads it, with no warning: %r %r" % (out, err))
+    c.eq(d.get("/api/v1/diagram")["warnings"], [], "no warnings in GET /api/v1/diagram")
+    # accepted with a warning: loaded, and the warning shown as dqctl model shows it
+    warned = os.path.join(wd, "warned.dq")
+    with open(warned, "w") as f:
+        f.write("x1 = y;\nz1 = s:y;\n")
+    rc, out, err = ctl("diagram", warned)
+    c.check(rc == 0 and "loaded" in out and
+            err.startswith("%s:2:6: warning: s:y names the outcome `y`" % warned),
+            "dqctl diagram FILE prints the model's warnings as FILE:LINE:COL: warning: %r %r"
+            % (out, err))
+    g = d.get("/api/v1/diagram")
+    c.check(len(g["warnings"]) == 1 and g["warnings"][0]["line"] == 2 and
+            g["warnings"][0]["column"] == 6 and g["warnings_total"] == 1,
+            "GET /api/v1/diagram lists the warning: %r" % g.get("warnings"))
+    rc, out, err = ctl("diagram")
+    c.check(rc == 0 and "\n2:6: warning: s:y names the outcome `y`" in out,
+            "dqctl diagram shows the loaded diagram's warning: %r" % out)
+    rc, out, err = ctl("diagram", good)
     c.eq(d.get("/api/v1/diagram")["text"], "flow = a -> b -> z;\n", "the diagram was replaced")
     rc, out, err = ctl("diagram", "--json")
     c.eq(json.loads(out)["roots"], ["flow"], "dqctl diagram --json")
