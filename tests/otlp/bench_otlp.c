@@ -246,6 +246,9 @@ int main(int argc, char **argv) {
                               .recent_spans = 65536};
     if (otlp_create(&loop, core, &oo, &otlp)) {
         fprintf(stderr, "bench_otlp: %s\n", dq_last_error());
+        core_destroy(core);
+        store_close(store);
+        store_remove_files(db); /* no store file left in /tmp */
         return 1;
     }
     static struct body bodies[REQUESTS];
@@ -339,6 +342,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_otlp: %d bad answers, %llu lines rejected, %llu lines, %llu spans\n",
                 bad, (unsigned long long)lc.rejected, (unsigned long long)lc.n,
                 (unsigned long long)st.spans_accepted);
+        store_remove_files(db); /* unlinked while open: gone when the process exits */
         return 1;
     }
     double ns[PATHS];
