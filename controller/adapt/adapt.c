@@ -137,10 +137,18 @@ static void run_silence(struct plan *pl) {
                                    "node", node, "connected", silent && sil.origin.connected);
         if (now) {
             json_object_set_new(detail, "since_ns", json_integer(sil.since_ns));
-            adapt__fx_log(pl, LOG_WARN, 0,
-                          "probe %s is silent: no data since its source %s%s%s went %s", p->name,
-                          label[0] ? label : "(none ever)", node[0] ? " " : "", node,
-                          silent && sil.origin.connected ? "quiet" : "away");
+            if (label[0]) {
+                adapt__fx_log(pl, LOG_WARN, 0,
+                              "probe %s is silent: no data since its source %s%s%s went %s",
+                              p->name, label, node[0] ? " " : "", node,
+                              sil.origin.connected ? "quiet" : "away");
+            } else {
+                /* enabled, and no connection has sent it an instance (since dqd started) */
+                adapt__fx_log(pl, LOG_WARN, 0,
+                              "probe %s is silent: no data, and no connection has sent it any "
+                              "yet (is it instrumented?)",
+                              p->name);
+            }
         } else {
             adapt__fx_log(pl, LOG_INFO, 0, "probe %s has data again", p->name);
         }

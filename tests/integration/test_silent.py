@@ -126,6 +126,12 @@ def body(c):
          "a probe never heard from, with no live connection, is silent without an origin")
     c.eq(listed.get("shared", {}).get("silent_origin", "absent"), None,
          "probes: its silent_origin is null")
+    log = d.stderr()
+    c.check("probe shared is silent: no data, and no connection has sent it any yet" in log,
+            "the log says shared never had a source (not 'its source (none ever) went away')")
+    c.check(re.search(r"probe db is silent: no data since its source %s app@host went away"
+                      % re.escape(label), log),
+            "the log names db's source and says it went away")
 
     text = d.metrics_text()
     m = t.parse_prometheus(text)
