@@ -65,8 +65,9 @@ static void print_warnings(FILE *out, const json_t *d, const char *file) {
     }
     json_int_t total = json_integer_value(json_object_get(d, "warnings_total"));
     if (total > (json_int_t)json_array_size(w)) {
-        fprintf(out, "%s%s%lld more warnings\n", file ? file : "", file ? ": " : "",
-                (long long)(total - (json_int_t)json_array_size(w)));
+        long long more = (long long)(total - (json_int_t)json_array_size(w));
+        fprintf(out, "%s%s%lld more warning%s\n", file ? file : "", file ? ": " : "", more,
+                more == 1 ? "" : "s");
     }
 }
 
@@ -161,6 +162,8 @@ int dqctl_diagram_main(int argc, char **argv) {
         return rc;
     }
     json_t *data = NULL;
+    /* the file as a compiler names it */
+    const char *name = o.npos == 1 && strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0];
     if (o.infer || o.service) {
         return dqctl_end_cmd(infer_diagram(&o));
     }
@@ -181,23 +184,20 @@ int dqctl_diagram_main(int argc, char **argv) {
             /* a model error is "LINE:COL: message": name the file as a compiler would */
             int line = 0, col = 0;
             if (strcmp(type, "unprocessable") == 0 && sscanf(err, "%d:%d:", &line, &col) == 2) {
-                dqctl_complain_typed(type, "%s:%s",
-                                     strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0], err);
+                dqctl_complain_typed(type, "%s:%s", name, err);
                 rc = DQCTL_EXIT_USAGE; /* the file is at fault, as a compiler's input */
             } else {
                 dqctl_complain_typed(type, "%s", err);
             }
         }
     }
-    if (rc == DQCTL_EXIT_OK && o.npos == 1) {
-        print_warnings(dqctl_err(), data, strcmp(o.pos[0], "-") == 0 ? "<stdin>" : o.pos[0]);
-    }
     if (rc == DQCTL_EXIT_OK) {
         if (o.json) {
-            dqctl_print_json(data);
+            dqctl_print_json(data); /* the warnings are in it */
         } else {
             if (o.npos == 1) {
-                fprintf(dqctl_out(), "loaded %s into dqd\n", o.pos[0]);
+                print_warnings(dqctl_err(), data, name);
+                fprintf(dqctl_out(), "loaded %s into dqd\n", name);
             }
             render_diagram(dqctl_out(), data, o.npos == 0);
         }

@@ -903,8 +903,8 @@ static struct dq_diagram *load_model(const char *file) {
         fprintf(dqctl_err(), "%s:%d:%d: warning: %s\n", file, w->line, w->column, w->text);
     }
     if (dq_diagram_warning_total(d) > dq_diagram_warning_count(d)) {
-        fprintf(dqctl_err(), "%s: %zu more warnings\n", file,
-                dq_diagram_warning_total(d) - dq_diagram_warning_count(d));
+        size_t more = dq_diagram_warning_total(d) - dq_diagram_warning_count(d);
+        fprintf(dqctl_err(), "%s: %zu more warning%s\n", file, more, more == 1 ? "" : "s");
     }
     return d;
 }

@@ -482,6 +482,11 @@ static int load_diagram(struct core *c, const char *text, size_t len, const char
         LOG(LOG_WARN, "diagram %s%s%d:%d: %s", path ? path : "sent through the API",
             path ? ":" : ", ", w->line, w->column, w->text);
     }
+    size_t more = dq_diagram_warning_total(g) - dq_diagram_warning_count(g);
+    if (more > 0) {
+        LOG(LOG_WARN, "diagram %s: %zu more warning%s (not kept)",
+            path ? path : "sent through the API", more, more == 1 ? "" : "s");
+    }
     core__tell(c, NULL, "diagram");
     return DQ_OK;
 }

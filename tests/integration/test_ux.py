@@ -241,6 +241,9 @@ def body(c):
     rc, out, err = ctl("diagram")
     c.check(rc == 0 and "\n2:6: warning: s:y names the outcome `y`" in out,
             "dqctl diagram shows the loaded diagram's warning: %r" % out)
+    rc, out, err = ctl("diagram", warned, "--json")
+    c.check(rc == 0 and err == "" and json.loads(out)["warnings"][0]["line"] == 2,
+            "with --json the warnings are in the JSON only (stderr empty): %r %r" % (out, err))
     rc, out, err = ctl("diagram", good)
     c.eq(d.get("/api/v1/diagram")["text"], "flow = a -> b -> z;\n", "the diagram was replaced")
     rc, out, err = ctl("diagram", "--json")
