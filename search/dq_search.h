@@ -606,8 +606,9 @@ void search_check(const struct search_check_input *in, const struct search_param
  *   recent_windows windows (those of a check's recent, which search_load_rose leaves out).
  * search_load_rose: 1 when the latency went up with the load: l->rz ≥ search_z_looks(looks),
  * or (c with a baseline; c may be NULL) the arrivals per window of c's recent windows
- * without their backlog rose by a fifth or more against the baseline, at that z. why: the
- * sentence ("" when 0).
+ * without their backlog rose by a fifth or more against the baseline, at that z; the
+ * baseline's arrivals per window are first scaled by l->older_thinned (windows of a few
+ * instances in it, a stall's, are no lower arrival rate). why: the sentence ("" when 0).
  * search_load_shaped: a problem a load can cause (latency, QTA, variance), which becomes an
  * overload investigation when the latency rises with the arrivals.
  */
@@ -623,6 +624,10 @@ struct search_load {
     double rz;
     double backlog_n;
     int backlog_windows;
+    /* the windows before the recent ones (not a backlog): their instances' median over
+     * their mean, when at least 10 and the median is the larger (a stall's thin windows
+     * pull the mean down); else 1 */
+    double older_thinned;
 };
 double search_rate_latency_z(const double *rate, const double *mean, int n);
 void search_load_of(const struct search_load_window *w, int n, double window_s, int recent_windows,

@@ -774,6 +774,22 @@ void search_load_of(const struct search_load_window *w, int n, double window_s, 
         }
     }
     out->rz = search_rate_latency_z(rate, mean, k);
+    /* the older windows' instances: a median above the mean says some were thinned */
+    double older[2 * SEARCH_MAX_RATE_WINDOWS], sum = 0.0;
+    int no = 0;
+    for (int i = recent_windows > 0 ? recent_windows : 0; i < n; i++) {
+        if (!backlog[i] && w[i].n > 0) {
+            older[no++] = w[i].n;
+            sum += w[i].n;
+        }
+    }
+    out->older_thinned = 1.0;
+    if (no >= 10) {
+        qsort(older, (size_t)no, sizeof older[0], cmp_double);
+        double med = no % 2 ? older[no / 2] : 0.5 * (older[no / 2 - 1] + older[no / 2]);
+        double avg = sum / no;
+        out->older_thinned = med > avg ? med / avg : 1.0;
+    }
 }
 
 int search_load_rose(const struct search_load *l, const struct search_check *c, int looks,
@@ -790,7 +806,8 @@ int search_load_rose(const struct search_load *l, const struct search_check *c, 
         c->baseline.windows > 0) {
         double wr = c->recent.windows - l->backlog_windows, wb = c->baseline.windows;
         double r = ((double)search_stats_instances(&c->recent) - l->backlog_n) / wr;
-        double b = (double)search_stats_instances(&c->baseline) / wb;
+        double thinned = l->older_thinned > 1.0 ? l->older_thinned : 1.0;
+        double b = thinned * (double)search_stats_instances(&c->baseline) / wb;
         double se = sqrt(r / wr + b / wb);
         double z = se > 0 ? (r - b) / se : 0.0;
         if (b > 0 && r >= 1.2 * b && z >= zt) {
