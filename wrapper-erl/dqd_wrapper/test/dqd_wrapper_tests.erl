@@ -466,7 +466,13 @@ concurrent_test_() ->
                   ?assertEqual(Total, length(All)),
                   ?assertEqual(Total, length(Ls)),
                   Tos = [I || #{status := to} = I <- All],
-                  ?assertEqual(Total div 2, length(Tos)),
+                  %% the half that sleeps 20 ms all time out; one of the others can too when
+                  %% its process waits past 15 ms for a scheduler (a stress run: 321 of 640)
+                  ?assert(length(Tos) >= Total div 2),
+                  ?assert(lists:all(fun(#{status := ok, start := B, 'end' := E}) ->
+                                            E - B < 15000000;
+                                       (_) -> true
+                                    end, All)),
                   ?assert(lists:all(fun(#{start := B, 'end' := E}) -> E =:= B + 15000000 end,
                                     Tos)),
                   %% No instance is reported twice.
