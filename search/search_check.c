@@ -379,6 +379,12 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/* The median of v[0 … n), n > 0 (v is sorted in place). */
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /*
  * The windows' own means, now against before: the Mann-Whitney z that now's windows are
  * slower (ties count half). It sees a shift that a queue's bursts hide from a test of the
@@ -728,8 +734,7 @@ static void backlog_of(const struct search_load_window *w, int n, unsigned char 
     if (m == 0) {
         return;
     }
-    qsort(v, (size_t)m, sizeof v[0], cmp_double);
-    double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    double med = median_of(v, m);
     double lo = med - 3.0 * sqrt(med), hi = med + 3.0 * sqrt(med);
     struct stall_run run = {0};
     double short_by = 0.0; /* what the windows below the median right before this one lacked */
@@ -785,8 +790,7 @@ void search_load_of(const struct search_load_window *w, int n, double window_s, 
     }
     out->older_thinned = 1.0;
     if (no >= 10) {
-        qsort(older, (size_t)no, sizeof older[0], cmp_double);
-        double med = no % 2 ? older[no / 2] : 0.5 * (older[no / 2 - 1] + older[no / 2]);
+        double med = median_of(older, no);
         double avg = sum / no;
         out->older_thinned = med > avg ? med / avg : 1.0;
     }

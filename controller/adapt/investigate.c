@@ -677,21 +677,19 @@ static int watch_go_on(struct plan *pl, struct investigation *inv, const struct 
         int64_t since = adapt__episode_from(&pl->next, 0, inv->id);
         int horizon =
             since >= 0 ? (int)(pl->upto - since - 1) : 4 * SEARCH_RECENT_WINDOWS + watched;
-        adapt__check_watched(pl, p, inv->eval_from, horizon, x, &xfrom);
+        adapt__check_watched(pl, p, inv->eval_from, horizon, c, rfrom);
         int recent = watched + SEARCH_RECENT_WINDOWS;
-        if (x->n == 0 && !x->has_baseline && recent < horizon) {
+        if (c->n == 0 && !c->has_baseline && recent < horizon) {
             /* no baseline, so only the absolute tests (QTA, lost mass) judged that range,
              * and its windows from before the problem diluted it: the windows since the
              * check's own recent ones are looked at too (docs_tutorial under stress: a
              * QTA broken for the 25 windows since the fault, met over 40) */
-            *c = *x;
             adapt__check_watched(pl, p, inv->eval_from, recent, x, &xfrom);
-            if (x->n == 0) {
-                *x = *c;
+            if (x->n > 0) {
+                *c = *x;
+                *rfrom = xfrom;
             }
         }
-        *c = *x;
-        *rfrom = xfrom;
     }
     free(x);
     return 0;
