@@ -135,6 +135,10 @@ static void run_silence(struct plan *pl) {
         const char *node = silent && sil.origin.node ? sil.origin.node : "";
         json_t *detail = json_pack("{s:s,s:s,s:s,s:b}", "probe", p->name, "connection", label,
                                    "node", node, "connected", silent && sil.origin.connected);
+        /* the silence can end with a live connection that has not sent this probe an
+         * instance (yet): said so, not "has data again". An instance of this window or a
+         * later one (still open) is data again. */
+        int arrived = p->last_end_ns > 0 && p->last_end_ns >= pl->wid * t->window_ns;
         if (now) {
             json_object_set_new(detail, "since_ns", json_integer(sil.since_ns));
             if (label[0]) {
@@ -150,7 +154,12 @@ static void run_silence(struct plan *pl) {
                               p->name);
             }
         } else {
-            adapt__fx_log(pl, LOG_INFO, 0, "probe %s has data again", p->name);
+            json_object_set_new(detail, "instances", json_boolean(arrived));
+            adapt__fx_log(pl, LOG_INFO, 0,
+                          arrived ? "probe %s has data again"
+                                  : "probe %s is no longer silent: a connection is live, though "
+                                    "none has sent it an instance yet",
+                          p->name);
         }
         char *text = json_dumps(detail, JSON_COMPACT);
         adapt__fx_event(pl, now ? "probe_silent" : "probe_data_returned", p->name,

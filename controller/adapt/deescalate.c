@@ -214,7 +214,7 @@ static int against_past(const struct search_check *c) {
  * counts; otherwise (a person's investigation whose node had a reference) any, a QTA's
  * too. */
 static int node_still_abnormal(struct plan *pl, const char *name, int past_only, char *why,
-                               size_t cap) {
+                               size_t cap, int *by_qta) {
     struct search_check c;
     /* at every horizon the check looks at (a rare, erratic fault shows over tens of windows,
      * not in every five; and five short windows' scatter can hide even a large rise) */
@@ -224,10 +224,16 @@ static int node_still_abnormal(struct plan *pl, const char *name, int past_only,
         adapt__check_node(pl, node, pl->upto - SEARCH_RECENT_WINDOWS, &c, NULL);
     }
     int k = past_only ? against_past(&c) : (c.n > 0 ? 0 : -1);
+    if (by_qta) {
+        *by_qta = !c.has_baseline;
+    }
     if (k >= 0) {
         snprintf(why, cap,
-                 "%s is still abnormal against its baseline from before the problem "
-                 "(%s: %s): the investigation keeps its probes",
+                 c.has_baseline ? "%s is still abnormal against its baseline from before the "
+                                  "problem (%s: %s): the investigation keeps its probes"
+                                : "%s is still abnormal against its QTA (%s: %s; it has no "
+                                  "baseline from before the problem): the investigation keeps "
+                                  "its probes",
                  name, search_problem_name(c.p[k].kind), c.p[k].why);
         return 1;
     }
@@ -236,6 +242,14 @@ static int node_still_abnormal(struct plan *pl, const char *name, int past_only,
         return -1;
     }
     char m1[DQ_DURATION_TEXT], m2[DQ_DURATION_TEXT];
+    if (!c.has_baseline) {
+        snprintf(why, cap,
+                 "%s no longer clearly breaks its QTA (mean %s, %.2g %% lost; it has no "
+                 "baseline from before the problem)",
+                 name, dq_format_duration(c.recent.mean, m1, sizeof m1),
+                 100.0 * search_stats_lost(&c.recent));
+        return 0;
+    }
     snprintf(why, cap,
              "%s is back to normal against its baseline from before the problem "
              "(mean %s against %s before, %.2g %% lost against %.2g %%)",
@@ -276,7 +290,7 @@ static int trigger_verdict_holds(struct plan *pl, struct investigation *inv,
         return 0;
     }
     char why[PROBES_NAME_MAX + 600];
-    int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why);
+    int abnormal = node_still_abnormal(pl, inv->node, 1, why, sizeof why, NULL);
     if (abnormal == 1) {
         recheck(pl, inv, 1, BY_NODE, why);
         return 1;
@@ -310,7 +324,7 @@ void adapt__episodes_settle(struct plan *pl) {
             /* no verdict holds it: over once its node is no longer abnormal against the
              * baseline from before it */
             char why[PROBES_NAME_MAX + 600];
-            over = node_still_abnormal(pl, e->node, 1, why, sizeof why) <= 0;
+            over = node_still_abnormal(pl, e->node, 1, why, sizeof why, NULL) <= 0;
         }
         if (over) {
             adapt__episode_close(pl, e->trigger_id, 0);
@@ -337,7 +351,8 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
         /* localized, and its node had a reference: the culprit's path is kept until the
          * node is back to normal */
         char why[PROBES_NAME_MAX + 600];
-        int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why);
+        int by_qta = 0;
+        int abnormal = node_still_abnormal(pl, inv->node, 0, why, sizeof why, &by_qta);
         if (abnormal == 1) {
             if (record) {
                 recheck(pl, inv, abnormal, BY_NODE, why);
@@ -351,8 +366,12 @@ static int problem_persists(struct plan *pl, struct investigation *inv, int reco
              * cleared) */
             char keep[PROBES_NAME_MAX + 300];
             snprintf(keep, sizeof keep,
-                     "%s no longer differs clearly from its baseline from before the "
-                     "problem, but its culprit tells: the investigation keeps its probes",
+                     by_qta ? "%s no longer clearly breaks its QTA (it has no baseline from "
+                              "before the problem), but its culprit tells: the investigation "
+                              "keeps its probes"
+                            : "%s no longer differs clearly from its baseline from before the "
+                              "problem, but its culprit tells: the investigation keeps its "
+                              "probes",
                      inv->node);
             int holds = recheck_culprit(pl, inv, keep, 0, 1);
             if (holds == 1) {

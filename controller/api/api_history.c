@@ -502,7 +502,11 @@ static void mark_sentence(const struct store_mark *m, json_t *d, char *buf, size
                  jstr(d, "connection")[0] ? jstr(d, "connection") : "its source",
                  node[0] ? " node " : "", node);
     } else if (strcmp(m->kind, "probe_data_returned") == 0) {
-        snprintf(buf, cap, "%s has data again", probe);
+        snprintf(buf, cap,
+                 json_is_false(json_object_get(d, "instances"))
+                     ? "%s is no longer silent: a connection is live (no instance of it yet)"
+                     : "%s has data again",
+                 probe);
     } else if (strcmp(m->kind, "congestion") == 0) {
         snprintf(buf, cap, "ingest %s half the budget: expansions %s",
                  json_is_true(json_object_get(d, "congested")) ? "above" : "back below",

@@ -280,8 +280,13 @@ void dqctl_render_event(FILE *out, double now_s, const char *type, const json_t 
     } else if (strcmp(type, "probe_silent") == 0 || strcmp(type, "probe_data_returned") == 0) {
         char conn[300];
         dqctl_escape(jstr(d, "connection", ""), conn, sizeof conn);
+        int live_only = json_is_false(json_object_get(d, "instances"));
         fprintf(out, "silence  %s %s%s%s\n", probe,
-                type[6] == 's' ? "is silent: no data from " : "has data again",
+                type[6] == 's'
+                    ? "is silent: no data from "
+                    : (live_only ? "is no longer silent: a connection is live (no instance "
+                                   "of it yet)"
+                                 : "has data again"),
                 type[6] == 's' ? (conn[0] ? conn : "any connection") : "",
                 type[6] == 's' && !json_is_true(json_object_get(d, "connected")) ? " (disconnected)"
                                                                                  : "");

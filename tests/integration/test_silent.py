@@ -17,6 +17,8 @@ usage: test_silent.py DQD_BINARY DQCTL_BINARY
 
 import os
 import re
+import select
+import subprocess
 import sys
 import threading
 import time
@@ -157,12 +159,48 @@ def body(c):
     c.eq((why.get("silent") or {}).get("origin"), label, "why: the silence")
 
     # ---- a new connection reports db again: the silence clears ----
+    # dqctl watch follows it (its hello line first, then the two silences' ends)
+    watch = subprocess.Popen([dqctl_bin, "--server", d.url, "watch", "--types",
+                              "probe_data_returned", "--count", "2", "--for", "20s"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([watch.stdout], [], [], 10.0)
+    hello = watch.stdout.readline() if ready else ""
+    c.check(" hello " in hello, "dqctl watch is watching before db comes back: %r" % hello)
     b = v2_client(d, "app@host", "shop")
     b_port = b.getsockname()[1]
     sender = Sender(b, ["db"])
     cleared = d.wait_until(lambda: silent_entry(d, "db") is None and
                            d.get("/api/v1/probes/db")["silent_since_ns"] is None, 5.0)
     c.check(cleared, "data again clears db's silence: %r" % silent_entry(d, "db"))
+    # shared's silence ends too (a live connection), though nothing sent it an instance:
+    # the log says which is which
+    said = d.wait_until(lambda: "probe shared is no longer silent: a connection is live, "
+                        "though none has sent it an instance yet" in d.stderr(), 5.0)
+    c.check(said, "the log says shared's silence ended with a live connection, not data")
+    log = d.stderr()
+    c.check("probe db has data again" in log, "the log says db has data again: %r" %
+            [x for x in log.split("\n") if "probe db " in x])
+    c.check("probe shared has data again" not in log, "and not that shared has data again")
+
+    def returned():
+        ms = [m for m in d.get("/api/v1/marks")["marks"] if m["kind"] == "probe_data_returned"]
+        by = {m["probe"]: m for m in ms}
+        return by if "db" in by and "shared" in by else None
+    by = d.wait_until(returned, 5.0) or {}
+    c.eq([(by.get(n) or {}).get("detail", {}).get("instances") for n in ("db", "shared")],
+         [True, False], "the probe_data_returned events say which came back with instances")
+    c.eq([(by.get(n) or {}).get("text") for n in ("db", "shared")],
+         ["db has data again",
+          "shared is no longer silent: a connection is live (no instance of it yet)"],
+         "and the marks' sentences say so")
+    try:
+        wout, werr = watch.communicate(timeout=25)
+    except subprocess.TimeoutExpired:
+        watch.kill()
+        wout, werr = watch.communicate()
+    c.check("silence  db has data again" in wout and
+            "silence  shared is no longer silent: a connection is live (no instance of it yet)"
+            in wout, "dqctl watch says which came back with instances: %r %r" % (wout, werr))
     m = t.parse_prometheus(d.metrics_text())
     c.eq(m.value("dqd_probe_silent", probe="db"), 0.0, "dqd_probe_silent{db} back to 0")
     c.eq(m.value("dqd_probe_silent_seconds", probe="db"), 0.0, "and its seconds")
