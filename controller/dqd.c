@@ -55,6 +55,11 @@ struct dqd {
     int http_port;
     uv_timer_t window_timer;
     int window_timer_open;
+    int64_t timer_due_ns; /* the window deadline the timer was set for */
+    /* a timer that came late (dqd did not run): the loop's turns given to reading first,
+     * and the instances parsed before the last one */
+    int stall_turns;
+    uint64_t stall_seen;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
     int started;              /* dqd_create succeeded: a shutdown is a stop to record */
     int start_recorded;       /* dqd_started is in the store (simulated time: from the first
@@ -87,14 +92,46 @@ static void close_due(struct dqd *d) {
 
 static void schedule_window_timer(struct dqd *d);
 
+/* A window timer this much late means dqd did not run meanwhile (stopped, its machine
+ * stalled, or a long write): what the sources sent then waits in the sockets. */
+#define DQD_STALL_NS (200 * INT64_C(1000000))
+#define DQD_STALL_TURNS 64 /* turns of the loop given to reading first, at most */
+
+/* 1 when the windows due should wait one turn of the loop: the timer came late, and the
+ * last turn still parsed instances (or none was given yet). The windows due then close
+ * after what was sent while dqd did not run is read, not before, which would refuse it
+ * all as late. */
+static int read_first(struct dqd *d, int64_t now) {
+    uint64_t seen = core_instances_total(d->core);
+    int more = d->stall_turns == 0 ? now - d->timer_due_ns > DQD_STALL_NS
+                                   : seen != d->stall_seen && d->stall_turns < DQD_STALL_TURNS;
+    if (!more && d->stall_turns > 0 && now - d->timer_due_ns >= core_window_ns(d->core)) {
+        char late[DQ_DURATION_TEXT];
+        dq_format_duration((double)(now - d->timer_due_ns) * 1e-9, late, sizeof late);
+        LOG(LOG_WARN,
+            "dqd did not run for about %s (its window timer came that late): what its sources "
+            "sent meanwhile was read before the windows due closed",
+            late);
+    }
+    d->stall_turns = more ? d->stall_turns + 1 : 0;
+    d->stall_seen = seen;
+    return more;
+}
+
 static void on_window_timer(uv_timer_t *t) {
     struct dqd *d = t->data;
+    if (read_first(d, clock_now(&d->clock))) {
+        /* 1 ms, not 0: a timer due now would run again before the loop polls */
+        uv_timer_start(&d->window_timer, on_window_timer, 1, 0);
+        return;
+    }
     close_due(d);
     schedule_window_timer(d);
 }
 
 static void schedule_window_timer(struct dqd *d) {
-    int64_t wait_ns = core_next_deadline(d->core) - clock_now(&d->clock);
+    d->timer_due_ns = core_next_deadline(d->core);
+    int64_t wait_ns = d->timer_due_ns - clock_now(&d->clock);
     uint64_t wait_ms = wait_ns > 0 ? (uint64_t)(wait_ns / 1000000) + 1 : 0;
     uv_timer_start(&d->window_timer, on_window_timer, wait_ms, 0);
 }

@@ -278,6 +278,10 @@ void core_add_instances(struct core *c, uint64_t n) {
     c->instances_total += n;
 }
 
+uint64_t core_instances_total(const struct core *c) {
+    return c->instances_total;
+}
+
 void core_count_store_error(struct core *c) {
     c->store_errors++;
 }
@@ -811,6 +815,32 @@ static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *c
     }
 }
 
+#define REFUSED_REPORT_NS (60 * INT64_C(1000000000)) /* the log's line of refusals, at most */
+
+/* Instances refused as late or future since the log last said so, at most once a minute:
+ * counted in /metrics, and said where people look first. */
+static void report_refused(struct core *c, int64_t now) {
+    const struct probe_table *t = &c->probes;
+    uint64_t late = t->late - c->said_late, future = t->future - c->said_future;
+    if (late + future == 0 ||
+        (c->said_refused_ns && now - c->said_refused_ns < REFUSED_REPORT_NS)) {
+        return;
+    }
+    int64_t since = c->said_refused_ns ? c->said_refused_ns : c->probes.open_ns;
+    char lag[DQ_DURATION_TEXT], span[DQ_DURATION_TEXT];
+    dq_format_duration((double)t->lag_ns * 1e-9, lag, sizeof lag);
+    dq_format_duration((double)(now - since) * 1e-9, span, sizeof span);
+    LOG(LOG_WARN,
+        "ingest: %" PRIu64 " instance(s) refused in the last %s: %" PRIu64 " late (their "
+        "window had closed: they came more than the lag, %s, after their end), %" PRIu64
+        " future (beyond the open windows: a clock ahead of dqd's, or dqd stalled for longer "
+        "than it has room for); dqd_ingest_rejected_total counts them",
+        late + future, span, late, lag, future);
+    c->said_late = t->late;
+    c->said_future = t->future;
+    c->said_refused_ns = now;
+}
+
 int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
     struct probe_table *t = &c->probes;
     int closed = 0;
@@ -823,14 +853,17 @@ int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
             close_window(c, t->next_close, fn, ctx);
             closed++;
         }
-        LOG(LOG_WARN, "the clock jumped %" PRId64 " windows ahead; skipped the empty ones",
-            due - t->next_close);
+        LOG(LOG_WARN,
+            "the clock jumped %" PRId64 " windows ahead (or dqd did not run for that long): "
+            "the %d open windows closed, the ones between skipped",
+            due - t->next_close + t->nslots, t->nslots);
         t->next_close = due;
     }
     while ((t->next_close + 1) * t->window_ns + t->lag_ns <= now) {
         close_window(c, t->next_close, fn, ctx);
         closed++;
     }
+    report_refused(c, now);
     return closed;
 }
 

@@ -50,7 +50,10 @@
 #include "wire.h"
 
 #define PROBES_NAME_MAX 255
-#define PROBES_MAX_SLOTS 64 /* open windows per probe: lag ≤ 62 windows */
+#define PROBES_MAX_SLOTS 64 /* open windows per probe: lag ≤ 59 windows */
+/* Open windows beyond those the lag needs: room for what sources sent while dqd did not
+ * run (stopped, or its machine stalled), read before the windows due meanwhile close. */
+#define PROBES_STALL_WINDOWS 3
 /* Prometheus buckets: le = 2^j ms for j = −6 … 12 (15.625 µs … 4.096 s), the widths a
  * probe's grid can have, fixed so that a dMax change never relabels counts. */
 #define PROBES_HIST_BUCKETS 19
@@ -793,6 +796,9 @@ void core_get_stats(const struct core *c, struct core_stats *st);
 
 /* Adds n instances parsed by a source to instances_total (a source calls it per read). */
 void core_add_instances(struct core *c, uint64_t n);
+
+/* instances_total alone (cheap: no walk over the probes). */
+uint64_t core_instances_total(const struct core *c);
 
 /* Counts one failed store write made by a module above core (the adaptive loop). */
 void core_count_store_error(struct core *c);

@@ -36,6 +36,9 @@ struct core {
     uint64_t instances_total;
     uint64_t windows_closed;
     uint64_t store_errors;
+    /* refused instances the log has reported (late, future) and when it last did */
+    uint64_t said_late, said_future;
+    int64_t said_refused_ns;
     /* wrapper links that went away */
     int64_t link_down_ns; /* the last disconnection; 0: none yet */
     char link_down_label[CORE_LABEL_MAX + 96];

@@ -239,14 +239,16 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
     }
     t->window_ns = window_ns;
     t->lag_ns = lag_ns;
-    t->nslots = (int)((lag_ns + window_ns - 1) / window_ns) + 2;
+    /* the windows the lag keeps open, two more (the one being filled and the next), and
+     * room for a stall */
+    t->nslots = (int)((lag_ns + window_ns - 1) / window_ns) + 2 + PROBES_STALL_WINDOWS;
     if (t->nslots > PROBES_MAX_SLOTS) {
         int64_t w = window_ns / 1000000, l = lag_ns / 1000000;
         probes_release(t);
         return dq_fail(DQ_ERANGE,
                        "lag %lld ms is more than %d windows of %lld ms: every open window "
                        "costs a histogram per probe; use a longer window or a shorter lag",
-                       (long long)l, PROBES_MAX_SLOTS - 2, (long long)w);
+                       (long long)l, PROBES_MAX_SLOTS - 2 - PROBES_STALL_WINDOWS, (long long)w);
     }
     t->ring_cap = ring_cap;
     t->default_dmax_ms = default_dmax_ms;

@@ -32,7 +32,7 @@
 #define DQD_MAX_WRAPPERS 64            /* entries of "wrappers" */
 #define DQD_MAX_CFG_PROBES 256         /* entries of "probes" */
 #define DQD_CONFIG_MAX_BYTES (4 << 20) /* largest config file read */
-#define DQD_MAX_LAG_WINDOWS 62         /* a lag of at most this many windows (core.h) */
+#define DQD_MAX_LAG_WINDOWS 59         /* a lag of at most this many windows (core.h) */
 
 enum dqd_log_level { DQD_LOG_ERROR, DQD_LOG_WARN, DQD_LOG_INFO, DQD_LOG_DEBUG };
 

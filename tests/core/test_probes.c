@@ -142,7 +142,9 @@ static void test_hash_collisions(void) {
 /* END decides the window, whatever window the previous instance was in. */
 static void test_windows(void) {
     struct probe_table t;
-    /* window 1 s, lag 2 s: windows next_close … next_close + 3 are open */
+    /* window 1 s, lag 2 s: windows next_close … next_close + 3 are open, and 3 more for a
+     * stall (PROBES_STALL_WINDOWS) */
+    CHECK_INT(PROBES_STALL_WINDOWS, 3);
     CHECK_INT(probes_init(&t, 16, SEC, 2 * SEC, 4, 100.0, 50, T0 + 2 * SEC), 0);
     int64_t w0 = T0 / SEC;
     CHECK_INT(t.next_close, w0);
@@ -159,7 +161,9 @@ static void test_windows(void) {
     CHECK_INT(probes_record(&t, "p", 1, 0, T0 + SEC - 9, T0 + SEC, PROBE_OK), 0);
     per[1]++;
     CHECK_INT(probes_record(&t, "p", 1, 0, T0 - SEC, T0 - 1, PROBE_OK), DQ_ESTATE); /* late */
-    CHECK_INT(probes_record(&t, "p", 1, 0, T0, T0 + 4 * SEC, PROBE_OK), DQ_ESTATE); /* future */
+    /* the last window of the stall's room, then one beyond every open window */
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0 + 6 * SEC - 9, T0 + 6 * SEC, PROBE_OK), 0);
+    CHECK_INT(probes_record(&t, "p", 1, 0, T0, T0 + 7 * SEC, PROBE_OK), DQ_ESTATE); /* future */
     CHECK_INT(t.late, 1);
     CHECK_INT(t.future, 1);
     struct probe *p = probes_find(&t, "p", 1);

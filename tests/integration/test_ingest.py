@@ -165,6 +165,10 @@ def body(c):
     m = d.metrics()
     c.eq(m.value("dqd_ingest_rejected_total", reason="late"), 2.0, "late lines rejected")
     c.eq(m.value("dqd_ingest_rejected_total", reason="future"), 1.0, "future line rejected")
+    said = d.wait_until(lambda: [x for x in d.stderr().split("\n")
+                                 if "instance(s) refused in the last" in x], 5.0) or [""]
+    c.check(": 3 instance(s) refused in the last " in said[0] and ": 2 late (" in said[0] and
+            "), 1 future (" in said[0], "the log says which were refused: %r" % said)
     c.eq(m.value("dqd_instances_total", probe="lg", status="ok"), 70.0,
          "rejected lines are not counted for the probe")
     c.eq(m.value("dqd_ingest_instances_total"), float(n_instances + 3),

@@ -779,7 +779,7 @@ static void test_otlp(void) {
     CHECK(contains(dq_last_error(), "--otlp 127.0.0.1:7401 is the address of --listen or --http"));
     const char *const lag[] = {"--otlp", "127.0.0.1:0", "--window", "100", NULL};
     CHECK_INT(run_args(&cfg, &act, lag), DQ_EINVAL);
-    CHECK(contains(dq_last_error(), "otlp_lag 10000 ms is more than 62 windows of 100 ms"));
+    CHECK(contains(dq_last_error(), "otlp_lag 10000 ms is more than 59 windows of 100 ms"));
     const char *const bad[] = {"--otlp", "nowhere", NULL};
     CHECK(run_args(&cfg, &act, bad) != 0);
     static const char rules[] =
