@@ -817,19 +817,22 @@ static void close_window(struct core *c, int64_t wid, core_window_fn fn, void *c
 
 #define REFUSED_REPORT_NS (60 * INT64_C(1000000000)) /* the log's line of refusals, at most */
 
-/* Instances refused as late or future since the log last said so, at most once a minute:
- * counted in /metrics, and said where people look first. */
-static void report_refused(struct core *c, int64_t now) {
+/* Instances refused as late or future since the log last said so, at most once a minute
+ * (or now: at the stop, or when the clock went back): counted in /metrics, and said where
+ * people look first. */
+static void report_refused(struct core *c, int64_t now, int force) {
     const struct probe_table *t = &c->probes;
     uint64_t late = t->late - c->said_late, future = t->future - c->said_future;
-    if (late + future == 0 ||
-        (c->said_refused_ns && now - c->said_refused_ns < REFUSED_REPORT_NS)) {
+    if (late + future == 0 || (!force && c->said_refused_ns && now >= c->said_refused_ns &&
+                               now - c->said_refused_ns < REFUSED_REPORT_NS)) {
         return;
     }
     int64_t since = c->said_refused_ns ? c->said_refused_ns : c->probes.open_ns;
     char lag[DQ_DURATION_TEXT], span[DQ_DURATION_TEXT];
-    dq_format_duration((double)t->lag_ns * 1e-9, lag, sizeof lag);
-    dq_format_duration((double)(now - since) * 1e-9, span, sizeof span);
+    /* with --otlp a wrapper's line is late after its own lag (probes_set_line_lag) */
+    dq_format_duration((double)(t->line_lag_on ? t->line_lag_ns : t->lag_ns) * 1e-9, lag,
+                       sizeof lag);
+    dq_format_duration((double)(now > since ? now - since : 0) * 1e-9, span, sizeof span);
     LOG(LOG_WARN,
         "ingest: %" PRIu64 " instance(s) refused in the last %s: %" PRIu64 " late (their "
         "window had closed: they came more than the lag, %s, after their end), %" PRIu64
@@ -863,7 +866,7 @@ int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx) {
         close_window(c, t->next_close, fn, ctx);
         closed++;
     }
-    report_refused(c, now);
+    report_refused(c, now, 0);
     return closed;
 }
 
@@ -1044,6 +1047,7 @@ int core_stop(struct core *c, int64_t now_ns, int64_t undecided, struct core_sto
         core_persist_window(c, wid);
         rep.undecided++;
     }
+    report_refused(c, now_ns, 1); /* what the last minute refused */
     /* every window still open: each slot's window, as far as any instance reached */
     probes_stop(t, now_ns);
     int64_t first = t->next_close, last = t->next_close + t->nslots;
