@@ -56,11 +56,8 @@ struct dqd {
     uv_timer_t window_timer;
     int window_timer_open;
     int64_t timer_due_ns; /* the window deadline the timer was set for */
-    /* a timer that came late (dqd did not run): since when the loop reads first (0: it
-     * does not), how late the timer was, when an instance was last parsed, and the
-     * instances parsed and refused as future before this turn */
-    int64_t stall_from, stall_late, stall_heard;
-    uint64_t stall_seen, stall_future;
+    uv_prepare_t waits;   /* before the loop waits for input: tells the core (stalls) */
+    int waits_open;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
     int started;              /* dqd_create succeeded: a shutdown is a stop to record */
     int start_recorded;       /* dqd_started is in the store (simulated time: from the first
@@ -93,64 +90,23 @@ static void close_due(struct dqd *d) {
 
 static void schedule_window_timer(struct dqd *d);
 
-/* A window timer late by more than this (or by half the lag, when that is less, but
- * 10 ms at least) means dqd did not run meanwhile (stopped, its machine stalled, a long
- * write): what the sources sent then waits in the sockets. */
-#define DQD_STALL_NS (200 * INT64_C(1000000))
-#define DQD_STALL_MIN_NS (10 * INT64_C(1000000))
-/* reading first lasts at most this long (and half a window), and ends once no instance was
- * parsed for DQD_STALL_QUIET_NS (the next segment of a backlog larger than the socket's
- * buffer comes a round trip later), or once an instance was refused as future (the open
- * windows are full: the windows due must close to make room) */
-#define DQD_STALL_WAIT_NS (250 * INT64_C(1000000))
-#define DQD_STALL_QUIET_NS (20 * INT64_C(1000000))
-#define DQD_STALL_SAY_NS (500 * INT64_C(1000000)) /* a stall the log mentions, at least */
-
-/* 1 when the windows due should wait one more turn of the loop, reading first: the timer
- * came late (dqd did not run) and the sockets still yield instances. The windows due then
- * close after what was sent while dqd did not run is read, not before, which would refuse
- * it all as late. */
-static int read_first(struct dqd *d, int64_t now) {
-    struct probe_table *t = core_probes(d->core);
-    uint64_t seen = core_instances_total(d->core);
-    int64_t window = core_window_ns(d->core), lag = core_lag_ns(d->core);
-    int more;
-    if (!d->stall_from) {
-        int64_t threshold = lag / 2 < DQD_STALL_NS ? lag / 2 : DQD_STALL_NS;
-        d->stall_late = now - d->timer_due_ns;
-        more = d->stall_late > (threshold > DQD_STALL_MIN_NS ? threshold : DQD_STALL_MIN_NS);
-        d->stall_from = more ? now : 0;
-        d->stall_heard = now;
-    } else {
-        d->stall_heard = seen != d->stall_seen ? now : d->stall_heard;
-        int64_t wait = window / 2 < DQD_STALL_WAIT_NS ? window / 2 : DQD_STALL_WAIT_NS;
-        more = t->future == d->stall_future && now - d->stall_heard < DQD_STALL_QUIET_NS &&
-               now - d->stall_from < wait;
-        if (!more && d->stall_late >= DQD_STALL_SAY_NS) {
-            char late[DQ_DURATION_TEXT];
-            dq_format_duration((double)d->stall_late * 1e-9, late, sizeof late);
-            LOG(LOG_WARN,
-                "dqd did not run for at least %s (its window timer came that late, or the clock "
-                "stepped): what its sources sent meanwhile was read before the windows due "
-                "closed",
-                late);
-        }
-        d->stall_from = more ? d->stall_from : 0;
-    }
-    d->stall_seen = seen;
-    d->stall_future = t->future;
-    return more;
-}
-
 static void on_window_timer(uv_timer_t *t) {
     struct dqd *d = t->data;
-    if (read_first(d, clock_now(&d->clock))) {
-        /* 1 ms, not 0: a timer due now would run again before the loop polls */
+    if (core_timer_fired(d->core, clock_now(&d->clock), d->timer_due_ns)) {
+        /* dqd did not run: what its sources sent meanwhile is read before the windows due
+         * close. 1 ms, not 0: a timer due now would run again before the loop polls */
         uv_timer_start(&d->window_timer, on_window_timer, 1, 0);
         return;
     }
     close_due(d);
     schedule_window_timer(d);
+}
+
+/* The loop is about to wait for input: a read much later than the window timer's due
+ * time finds what was sent while dqd did not run (core_loop_waits). */
+static void on_loop_waits(uv_prepare_t *h) {
+    struct dqd *d = h->data;
+    core_loop_waits(d->core, clock_now(&d->clock), d->timer_due_ns);
 }
 
 static void schedule_window_timer(struct dqd *d) {
@@ -246,7 +202,7 @@ static void on_part_closed(void *arg) {
     finish_if_done(d);
 }
 
-static void on_timer_closed(uv_handle_t *h) {
+static void on_handle_closed(uv_handle_t *h) {
     on_part_closed(h->data);
 }
 
@@ -261,7 +217,12 @@ void dqd_shutdown(struct dqd *d, void (*done)(void *arg), void *arg) {
     if (d->window_timer_open) {
         d->window_timer_open = 0;
         d->pending_closes++;
-        uv_close((uv_handle_t *)&d->window_timer, on_timer_closed);
+        uv_close((uv_handle_t *)&d->window_timer, on_handle_closed);
+    }
+    if (d->waits_open) {
+        d->waits_open = 0;
+        d->pending_closes++;
+        uv_close((uv_handle_t *)&d->waits, on_handle_closed);
     }
     if (d->http) {
         d->pending_closes++;
@@ -601,6 +562,13 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
             schedule_window_timer(d);
         } else {
             rc = dq_fail(DQ_ENOMEM, "cannot create the window timer");
+        }
+        if (!rc && uv_prepare_init(loop, &d->waits) == 0) {
+            d->waits_open = 1;
+            d->waits.data = d;
+            uv_prepare_start(&d->waits, on_loop_waits);
+        } else if (!rc) {
+            rc = dq_fail(DQ_ENOMEM, "cannot create the loop's prepare handle");
         }
     }
     if (rc) {

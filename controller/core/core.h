@@ -292,6 +292,9 @@ struct probe_table {
      * (probes_set_line_lag): windows before line_floor are closed to it */
     int line_lag_on;
     int64_t line_lag_ns, line_floor;
+    /* dqd's loop last waited for input at awake_ns and expected to run again by wake_by_ns
+     * (probes_loop_waits; INT64_MAX: no expectation) */
+    int64_t awake_ns, wake_by_ns;
     /* origins and node names; entry 0 of each is unused (0 means none) */
     struct probe_origin *origins;
     uint32_t n_origins, origins_cap; /* entries 1 … n_origins − 1 exist */
@@ -643,6 +646,16 @@ void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns)
 void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns);
 
 /*
+ * dqd's loop waits for input at now_ns and expects to run again by wake_by_ns (its next
+ * timer plus a margin). A read after wake_by_ns finds what was sent while dqd did not run
+ * (stopped, its machine stalled): that was sent at now_ns or later, so the line floor
+ * (probes_set_line_lag) moves only as far as now_ns allows until the loop waits again,
+ * not with the reads' time, and a wrapper's lines are not refused for dqd's own stop.
+ * wake_by_ns INT64_MAX (the table's start): no expectation, the floor follows the reads.
+ */
+void probes_loop_waits(struct probe_table *t, int64_t now_ns, int64_t wake_by_ns);
+
+/*
  * Makes origin passive: a source that cannot carry commands and sends only when there is
  * something to report (OTLP: one origin per service). A probe that hears from it becomes
  * passive, enabled and always on (t->passive_new counts them for the core to store), and
@@ -850,6 +863,31 @@ int core_close_due(struct core *c, int64_t now, core_window_fn fn, void *ctx);
 
 /* When the next window falls due (its end plus the lag), ns on the core's clock. */
 int64_t core_next_deadline(const struct core *c);
+
+/*
+ * When dqd's loop did not run (core_stall.c): the wall-clock loop tells the core when it
+ * waits for input and when its window timer fires; the core decides (no I/O but the log).
+ *
+ * core_loop_waits: the loop is about to wait for input at now, its window timer due at
+ * timer_due. A read later than timer_due plus core_stall_ns finds what was sent while dqd
+ * did not run; the line floor then holds at now (probes_loop_waits). Ignored while a stall
+ * is being read (core_timer_fired returned 1), so the floor holds until the windows due
+ * close.
+ *
+ * core_timer_fired: the window timer due at timer_due fired at now. Returns 1 when the
+ * windows due should wait one more turn of the loop, reading first: the timer came more
+ * than core_stall_ns late (dqd did not run), and the sockets still yield instances (one
+ * parsed in the last 20 ms), for at most 250 ms or half a window, and not once an
+ * instance was refused as future (the open windows are full: the windows due must close
+ * to make room). Returns 0 when they should close now; after a stall of 0.5 s or more it
+ * logs that dqd did not run. The caller then closes them (core_close_due) and re-arms.
+ *
+ * core_stall_ns: the lateness that is a stall: half the shorter lag (the line protocol's
+ * with --otlp), at most 200 ms, at least 10 ms.
+ */
+void core_loop_waits(struct core *c, int64_t now, int64_t timer_due);
+int core_timer_fired(struct core *c, int64_t now, int64_t timer_due);
+int64_t core_stall_ns(const struct core *c);
 
 /* The window of a time, the length of a window and the lag, in ns. */
 int64_t core_window_of(const struct core *c, int64_t ns);

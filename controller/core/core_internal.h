@@ -54,6 +54,13 @@ struct core {
     /* dqd's own runs: the gap before this one */
     struct core_downtime down;
     int64_t down_last_ns; /* the previous run's end as the store had it, before any clamp */
+    /* a window timer that came late (core_stall.c): since when the loop reads first (0:
+     * it does not), how late the timer was, when an instance was last parsed, and the
+     * instances parsed and refused as future before this turn */
+    struct {
+        int64_t from, late, heard;
+        uint64_t seen, future;
+    } stall;
 };
 
 /* Tells the observer (core_set_observer) that p changed: what as in core_observer_fn. */

@@ -258,6 +258,7 @@ int probes_init(struct probe_table *t, size_t max_probes, int64_t window_ns, int
      * (re)start are not lost */
     t->next_close = probes_window_of(t, now_ns - lag_ns);
     t->open_ns = now_ns;
+    t->wake_by_ns = INT64_MAX;
     return DQ_OK;
 }
 
@@ -1193,8 +1194,15 @@ void probes_origin_heard(struct probe_table *t, uint32_t origin, int64_t now_ns)
         t->origins[origin].last_rx_ns = now_ns;
     }
     if (t->line_lag_on) {
-        t->line_floor = probes_window_of(t, now_ns - t->line_lag_ns);
+        /* read after dqd did not run: what waited was sent at awake_ns or later */
+        int64_t sent = now_ns > t->wake_by_ns ? t->awake_ns : now_ns;
+        t->line_floor = probes_window_of(t, sent - t->line_lag_ns);
     }
+}
+
+void probes_loop_waits(struct probe_table *t, int64_t now_ns, int64_t wake_by_ns) {
+    t->awake_ns = now_ns;
+    t->wake_by_ns = wake_by_ns;
 }
 
 void probes_set_line_lag(struct probe_table *t, int64_t line_lag_ns) {

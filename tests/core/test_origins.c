@@ -632,10 +632,60 @@ static void test_restart_state(void) {
     probes_release(&t);
 }
 
+/* One ok line instance of `name` from origin o ending at `end`: its result. */
+static int line(struct probe_table *t, uint32_t o, const char *name, int64_t end) {
+    return probes_record(t, name, strlen(name), o, end - MS, end, PROBE_OK);
+}
+
+/*
+ * The line protocol's floor after dqd did not run (probes_loop_waits), as with --otlp:
+ * windows stay open 5 s for spans, 1 s for lines. Read while the loop ran as it expected:
+ * a line that ended more than 1 s before the read is late. Read after the time the loop
+ * expected to wake (dqd was stopped): what waited in the socket was sent after the loop
+ * last waited, so a line that ended less than 1 s before that is kept, though it ended
+ * 4 s before the read; one that ended earlier is late. Once the loop waits again, the
+ * floor follows the reads.
+ */
+static void test_line_floor_stall(void) {
+    struct probe_table t;
+    CHECK_INT(probes_init(&t, 64, SEC, 5 * SEC, 8, 1000.0, 100, T0 + 5 * SEC), 0);
+    CHECK_INT(t.next_close, W0);
+    probes_set_line_lag(&t, SEC);
+    uint32_t o = 0;
+    CHECK_INT(probes_origin_open(&t, "1 127.0.0.1:5555", "a@host", "shop", &o), 0);
+
+    /* awake: the loop waits at W0+2 and expects to run by W0+3 + 200 ms */
+    probes_loop_waits(&t, at(2, 0), at(3, 200));
+    probes_origin_heard(&t, o, at(2, 100));
+    CHECK_INT(t.line_floor, W0 + 1);
+    CHECK_INT(line(&t, o, "x", at(0, 500)), DQ_ESTATE); /* 1.6 s before the read */
+    CHECK_INT(line(&t, o, "x", at(1, 500)), 0);
+    CHECK_INT(t.late, 1);
+
+    /* dqd stopped: the next read comes at W0+5 + 300 ms */
+    probes_origin_heard(&t, o, at(5, 300));
+    CHECK_INT(t.line_floor, W0 + 1);                    /* from W0+2 − 1 s, not the read */
+    CHECK_INT(line(&t, o, "x", at(1, 200)), 0);         /* 4.1 s before the read: kept */
+    CHECK_INT(line(&t, o, "x", at(0, 900)), DQ_ESTATE); /* before the loop waited − 1 s */
+    CHECK_INT(t.late, 2);
+    probes_origin_heard(&t, o, at(5, 400)); /* still reading the backlog */
+    CHECK_INT(t.line_floor, W0 + 1);
+
+    /* the loop waits again: the floor follows the reads */
+    probes_loop_waits(&t, at(5, 450), at(6, 200));
+    probes_origin_heard(&t, o, at(5, 500));
+    CHECK_INT(t.line_floor, W0 + 4);
+    CHECK_INT(line(&t, o, "x", at(3, 900)), DQ_ESTATE);
+    CHECK_INT(line(&t, o, "x", at(4, 600)), 0);
+    CHECK_INT(t.late, 3);
+    probes_release(&t);
+}
+
 static const struct check_case cases[] = {
     CHECK_CASE(two_origins),       CHECK_CASE(quiet),       CHECK_CASE(never_heard),
     CHECK_CASE(bit_ring),          CHECK_CASE(three_nodes), CHECK_CASE(pooled),
     CHECK_CASE(split_alloc_fails), CHECK_CASE(origin_ids),  CHECK_CASE(restart_state),
+    CHECK_CASE(line_floor_stall),
 };
 
 CHECK_MAIN(cases)

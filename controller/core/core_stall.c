@@ -1,0 +1,62 @@
+/*
+ * core_stall.c: when dqd's loop did not run (stopped, its machine stalled, a long write).
+ * What the sources sent meanwhile waits in the sockets; the windows due close after it is
+ * read, not before (which would refuse it all as late), and a wrapper's lines under
+ * --otlp are judged late from when dqd last waited, not from when it read them.
+ * Contracts in core.h (core_loop_waits, core_timer_fired).
+ */
+#include "core_internal.h"
+
+#include "log.h"
+
+#define MS_NS INT64_C(1000000)
+#define STALL_MAX_NS (200 * MS_NS) /* a lateness that is a stall, at most */
+#define STALL_MIN_NS (10 * MS_NS)  /* and at least */
+/* reading first lasts at most this long (and half a window), and ends once no instance was
+ * parsed for STALL_QUIET_NS (the next segment of a backlog larger than the socket's buffer
+ * comes a round trip later) */
+#define STALL_WAIT_NS (250 * MS_NS)
+#define STALL_QUIET_NS (20 * MS_NS)
+#define STALL_SAY_NS (500 * MS_NS) /* a stall the log mentions, at least */
+
+int64_t core_stall_ns(const struct core *c) {
+    const struct probe_table *t = &c->probes;
+    int64_t lag = t->line_lag_on && t->line_lag_ns < t->lag_ns ? t->line_lag_ns : t->lag_ns;
+    int64_t ns = lag / 2 < STALL_MAX_NS ? lag / 2 : STALL_MAX_NS;
+    return ns > STALL_MIN_NS ? ns : STALL_MIN_NS;
+}
+
+void core_loop_waits(struct core *c, int64_t now, int64_t timer_due) {
+    if (!c->stall.from) {
+        probes_loop_waits(&c->probes, now, timer_due + core_stall_ns(c));
+    }
+}
+
+int core_timer_fired(struct core *c, int64_t now, int64_t timer_due) {
+    const struct probe_table *t = &c->probes;
+    int more;
+    if (!c->stall.from) {
+        c->stall.late = now - timer_due;
+        more = c->stall.late > core_stall_ns(c);
+        c->stall.from = more ? now : 0;
+        c->stall.heard = now;
+    } else {
+        c->stall.heard = c->instances_total != c->stall.seen ? now : c->stall.heard;
+        int64_t wait = t->window_ns / 2 < STALL_WAIT_NS ? t->window_ns / 2 : STALL_WAIT_NS;
+        more = t->future == c->stall.future && now - c->stall.heard < STALL_QUIET_NS &&
+               now - c->stall.from < wait;
+        if (!more && c->stall.late >= STALL_SAY_NS) {
+            char late[DQ_DURATION_TEXT];
+            dq_format_duration((double)c->stall.late * 1e-9, late, sizeof late);
+            LOG(LOG_WARN,
+                "dqd did not run for at least %s (its window timer came that late, or the clock "
+                "stepped): what its sources sent meanwhile was read before the windows due "
+                "closed",
+                late);
+        }
+        c->stall.from = more ? c->stall.from : 0;
+    }
+    c->stall.seen = c->instances_total;
+    c->stall.future = t->future;
+    return more;
+}
