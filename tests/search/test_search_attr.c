@@ -219,6 +219,7 @@ static void test_need_samples(void) {
     CHECK_INT(R.verdict, SEARCH_NEED_SAMPLES);
     CHECK_INT(R.child, -1);
     CHECK_INT(R.attr.best, -1);
+    printf("need samples: %s\n", R.reason);
     CHECK(contains(R.reason, "s0 has 40 instances in 1 window (needs 30 in 2)"));
     CHECK(contains(R.reason, "4 other children"));
     sim_free(&res);
