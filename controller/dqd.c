@@ -55,7 +55,7 @@ struct dqd {
     int http_port;
     uv_timer_t window_timer;
     int window_timer_open;
-    int64_t timer_due_ns; /* the window deadline the timer was set for */
+    int64_t timer_due_ns; /* when the window timer was set to fire (core_next_wake) */
     uv_prepare_t waits;   /* before the loop waits for input: tells the core (stalls) */
     int waits_open;
     int ingest_cap, http_cap; /* connections, within the descriptor limit */
@@ -110,8 +110,9 @@ static void on_loop_waits(uv_prepare_t *h) {
 }
 
 static void schedule_window_timer(struct dqd *d) {
-    d->timer_due_ns = core_next_deadline(d->core);
-    int64_t wait_ns = d->timer_due_ns - clock_now(&d->clock);
+    int64_t now = clock_now(&d->clock);
+    d->timer_due_ns = core_next_wake(d->core, now); /* a deadline, or the next edge */
+    int64_t wait_ns = d->timer_due_ns - now;
     uint64_t wait_ms = wait_ns > 0 ? (uint64_t)(wait_ns / 1000000) + 1 : 0;
     uv_timer_start(&d->window_timer, on_window_timer, wait_ms, 0);
 }

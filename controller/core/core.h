@@ -868,11 +868,16 @@ int64_t core_next_deadline(const struct core *c);
  * When dqd's loop did not run (core_stall.c): the wall-clock loop tells the core when it
  * waits for input and when its window timer fires; the core decides (no I/O but the log).
  *
+ * core_next_wake: when the window timer should fire next: the next window deadline
+ * (core_next_deadline) or the next window edge after now, whichever is sooner, so that
+ * the loop runs at every edge, where the line floor moves, and a later wake is a stall.
+ *
  * core_loop_waits: the loop is about to wait for input at now, its window timer due at
  * timer_due. A read later than timer_due plus core_stall_ns finds what was sent while dqd
  * did not run; the line floor then holds at now (probes_loop_waits). Ignored while a stall
  * is being read (core_timer_fired returned 1), so the floor holds until the windows due
- * close.
+ * close, and once when now is already past the last wait's expected end (dqd stopped in
+ * its wait or in a callback since: the wait about to begin reads the backlog).
  *
  * core_timer_fired: the window timer due at timer_due fired at now. Returns 1 when the
  * windows due should wait one more turn of the loop, reading first: the timer came more
@@ -885,6 +890,7 @@ int64_t core_next_deadline(const struct core *c);
  * core_stall_ns: the lateness that is a stall: half the shorter lag (the line protocol's
  * with --otlp), at most 200 ms, at least 10 ms.
  */
+int64_t core_next_wake(const struct core *c, int64_t now);
 void core_loop_waits(struct core *c, int64_t now, int64_t timer_due);
 int core_timer_fired(struct core *c, int64_t now, int64_t timer_due);
 int64_t core_stall_ns(const struct core *c);

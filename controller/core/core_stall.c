@@ -2,7 +2,9 @@
  * core_stall.c: when dqd's loop did not run (stopped, its machine stalled, a long write).
  * What the sources sent meanwhile waits in the sockets; the windows due close after it is
  * read, not before (which would refuse it all as late), and a wrapper's lines under
- * --otlp are judged late from when dqd last waited, not from when it read them.
+ * --otlp are judged late from when dqd last waited, not from when it read them. A stall
+ * shows as a timer, a read or a wait later than the loop expected: its window timer wakes
+ * it at every window edge at least (core_next_wake).
  * Contracts in core.h (core_loop_waits, core_timer_fired).
  */
 #include "core_internal.h"
@@ -26,10 +28,25 @@ int64_t core_stall_ns(const struct core *c) {
     return ns > STALL_MIN_NS ? ns : STALL_MIN_NS;
 }
 
+int64_t core_next_wake(const struct core *c, int64_t now) {
+    int64_t edge = (probes_window_of(&c->probes, now) + 1) * c->probes.window_ns;
+    int64_t due = core_next_deadline(c);
+    return edge < due ? edge : due;
+}
+
 void core_loop_waits(struct core *c, int64_t now, int64_t timer_due) {
-    if (!c->stall.from) {
-        probes_loop_waits(&c->probes, now, timer_due + core_stall_ns(c));
+    struct probe_table *t = &c->probes;
+    if (c->stall.from) {
+        return; /* a stall being read: the floor holds where the loop last waited */
     }
+    if (now > t->wake_by_ns && !c->stall.held) {
+        /* the loop did not run as it expected since it last waited (stopped in its wait or
+         * in a callback since): the next wait reads what waited, with the floor held */
+        c->stall.held = 1;
+        return;
+    }
+    c->stall.held = 0;
+    probes_loop_waits(t, now, timer_due + core_stall_ns(c));
 }
 
 int core_timer_fired(struct core *c, int64_t now, int64_t timer_due) {

@@ -17,9 +17,9 @@ The margins: with window and lag 1 s, dqd has 6 windows open, and a stop of up t
 the stop lasting up to 1.5 s longer than asked on a loaded machine. With any stop longer
 than the lag, dqd before this fix refused part of the backlog as late.
 
-Last, the same with --otlp (windows open 10 s for spans, a wrapper's lines late after 1 s
-still): a 2.5 s stop loses none of the wrapper's lines, which are judged from when dqd last
-waited for input, not from when it read them after the stop.
+Last, the same with --otlp (windows of 2 s open 3 s for spans, a wrapper's lines late
+after 1 s still): a 2.5 s stop loses none of the wrapper's lines, which are judged from when
+dqd last waited for input, not from when it read them after the stop.
 
 usage: test_stall.py DQD_BINARY
 """
@@ -114,12 +114,12 @@ def body(c):
         c.check(said, "the log says instances were refused:\n%s" % d.stderr()[-1500:])
         d.stop(c)
 
-        # with --otlp windows stay open 10 s for spans, while a wrapper's lines keep their
-        # own lag of 1 s: the lines sent during a 2.5 s stop are judged from when dqd last
-        # waited for input, not from when it read them (before, those of the stop's first
-        # 1.5 s were refused as late)
-        d = t.Dqd(sys.argv[1], wd, window_ms=1000, lag_ms=1000, db=os.path.join(wd, "otlp.db"),
-                  extra=["--otlp", "127.0.0.1:0"])
+        # with --otlp windows stay open 3 s for spans (their deadlines mid-window: windows
+        # of 2 s), while a wrapper's lines keep their own lag of 1 s: the lines sent during
+        # a 2.5 s stop are judged from when dqd last waited for input, not from when it
+        # read them (before, those of the stop's first 1.5 s were refused as late)
+        d = t.Dqd(sys.argv[1], wd, window_ms=2000, lag_ms=1000, db=os.path.join(wd, "otlp.db"),
+                  extra=["--otlp", "127.0.0.1:0", "--otlp-lag", "3000"])
         d.base = 0
         sent = stall(c, d, "held_otlp", 2.5)
         m = d.metrics()
@@ -127,6 +127,8 @@ def body(c):
               m.value("dqd_ingest_rejected_total", reason="future")), (0.0, 0.0),
              "with --otlp nothing a wrapper sent during a 2.5 s stop is refused (late, future)")
         c.eq(recorded(d, "held_otlp"), float(sent), "every instance sent is in held_otlp's windows")
+        c.check("warn  dqd did not run for at least " in d.stderr(),
+                "with --otlp too the log says dqd did not run:\n%s" % d.stderr()[-1500:])
         d.stop(c)
     finally:
         t.remove_workdir(wd)
