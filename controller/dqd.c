@@ -88,18 +88,21 @@ static void close_due(struct dqd *d) {
     log_report_suppressed(); /* repeated lines held back in the last second */
 }
 
-static void schedule_window_timer(struct dqd *d);
+static void schedule_window_timer(struct dqd *d, int64_t now);
 
 static void on_window_timer(uv_timer_t *t) {
     struct dqd *d = t->data;
-    if (core_timer_fired(d->core, clock_now(&d->clock), d->timer_due_ns)) {
+    int64_t now = clock_now(&d->clock);
+    if (core_timer_fired(d->core, now, d->timer_due_ns)) {
         /* dqd did not run: what its sources sent meanwhile is read before the windows due
          * close. 1 ms, not 0: a timer due now would run again before the loop polls */
         uv_timer_start(&d->window_timer, on_window_timer, 1, 0);
         return;
     }
     close_due(d);
-    schedule_window_timer(d);
+    /* armed from the time this turn began, as libuv counts it: a stop in close_due (a
+     * slow store) makes the next firing late, so what waits is read first */
+    schedule_window_timer(d, now);
 }
 
 /* The loop is about to wait for input: a read much later than the window timer's due
@@ -109,8 +112,7 @@ static void on_loop_waits(uv_prepare_t *h) {
     core_loop_waits(d->core, clock_now(&d->clock), d->timer_due_ns);
 }
 
-static void schedule_window_timer(struct dqd *d) {
-    int64_t now = clock_now(&d->clock);
+static void schedule_window_timer(struct dqd *d, int64_t now) {
     d->timer_due_ns = core_next_wake(d->core, now); /* a deadline, or the next edge */
     int64_t wait_ns = d->timer_due_ns - now;
     uint64_t wait_ms = wait_ns > 0 ? (uint64_t)(wait_ns / 1000000) + 1 : 0;
@@ -560,7 +562,7 @@ int dqd_create(uv_loop_t *loop, const struct dqd_config *o, struct dqd **out) {
         if (uv_timer_init(loop, &d->window_timer) == 0) {
             d->window_timer_open = 1;
             d->window_timer.data = d;
-            schedule_window_timer(d);
+            schedule_window_timer(d, clock_now(&d->clock));
         } else {
             rc = dq_fail(DQ_ENOMEM, "cannot create the window timer");
         }

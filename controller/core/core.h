@@ -884,8 +884,10 @@ int64_t core_next_deadline(const struct core *c);
  * than core_stall_ns late (dqd did not run), and the sockets still yield instances (one
  * parsed in the last 20 ms), for at most 250 ms or half a window, and not once an
  * instance was refused as future (the open windows are full: the windows due must close
- * to make room). Returns 0 when they should close now; after a stall of 0.5 s or more it
- * logs that dqd did not run. The caller then closes them (core_close_due) and re-arms.
+ * to make room); a turn that itself comes more than core_stall_ns after the last (dqd
+ * stopped again) starts the reading over, three times at most. Returns 0 when they should close
+ * now; after a stall of 0.5 s or more it logs that dqd did not run. The caller then closes them
+ * (core_close_due) and re-arms.
  *
  * core_stall_ns: the lateness that is a stall: half the shorter lag (the line protocol's
  * with --otlp), at most 200 ms, at least 10 ms.

@@ -56,12 +56,12 @@ struct core {
     int64_t down_last_ns; /* the previous run's end as the store had it, before any clamp */
     /* a window timer that came late (core_stall.c): since when the loop reads first (0:
      * it does not), how late the timer was, when an instance was last parsed, and the
-     * instances parsed and refused as future before this turn; `held`: a wait after one
-     * the loop overslept keeps the line floor's hold */
+     * instances parsed and refused as future before this turn, when it last fired;
+     * `held`: a wait after one the loop overslept keeps the line floor's hold */
     struct {
-        int64_t from, late, heard;
+        int64_t from, late, heard, prev;
         uint64_t seen, future;
-        int held;
+        int held, again; /* again: stalls that started the reading over */
     } stall;
 };
 

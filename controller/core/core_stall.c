@@ -20,6 +20,7 @@
 #define STALL_WAIT_NS (250 * MS_NS)
 #define STALL_QUIET_NS (20 * MS_NS)
 #define STALL_SAY_NS (500 * MS_NS) /* a stall the log mentions, at least */
+#define STALL_AGAIN 3              /* new stalls while reading first that start it over */
 
 int64_t core_stall_ns(const struct core *c) {
     const struct probe_table *t = &c->probes;
@@ -54,9 +55,17 @@ int core_timer_fired(struct core *c, int64_t now, int64_t timer_due) {
     int more;
     if (!c->stall.from) {
         c->stall.late = now - timer_due;
+        c->stall.again = 0;
         more = c->stall.late > core_stall_ns(c);
         c->stall.from = more ? now : 0;
         c->stall.heard = now;
+    } else if (now - c->stall.prev > core_stall_ns(c) && c->stall.again < STALL_AGAIN) {
+        /* dqd did not run again while it read first: a new stall, a new backlog (a few
+         * times: a loop this starved must still close its windows) */
+        c->stall.again++;
+        c->stall.late = c->stall.late > now - c->stall.prev ? c->stall.late : now - c->stall.prev;
+        c->stall.from = c->stall.heard = now;
+        more = 1;
     } else {
         c->stall.heard = c->instances_total != c->stall.seen ? now : c->stall.heard;
         int64_t wait = t->window_ns / 2 < STALL_WAIT_NS ? t->window_ns / 2 : STALL_WAIT_NS;
@@ -75,5 +84,6 @@ int core_timer_fired(struct core *c, int64_t now, int64_t timer_due) {
     }
     c->stall.seen = c->instances_total;
     c->stall.future = t->future;
+    c->stall.prev = now;
     return more;
 }

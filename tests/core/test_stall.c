@@ -150,6 +150,42 @@ static void test_reads_backlog(void) {
     env_close(&e);
 }
 
+/* dqd stopped again while it read first (3 s): the reading starts over, it does not end as
+ * quiet or past 250 ms; the log says the longer stall, once. */
+static void test_stall_in_stall(void) {
+    struct env e;
+    env_open(&e, 1000, 0);
+    int64_t now = DUE + 2 * SEC;
+    CHECK_INT(core_timer_fired(e.core, now, DUE), 1);
+    core_add_instances(e.core, 100);
+    CHECK_INT(core_timer_fired(e.core, now + 5 * MS, DUE), 1);
+    now += 3 * SEC + 5 * MS; /* the next turn, 1 ms on, after a stop of 3 s */
+    CHECK_INT(core_timer_fired(e.core, now, DUE), 1);
+    core_add_instances(e.core, 100);
+    CHECK_INT(core_timer_fired(e.core, now + 5 * MS, DUE), 1);
+    CHECK_INT(core_timer_fired(e.core, now + 15 * MS, DUE), 1);
+    CHECK_INT(said(&e, STALL_LINE), 0);
+    CHECK_INT(core_timer_fired(e.core, now + 26 * MS, DUE), 0); /* 21 ms quiet */
+    CHECK_INT(said(&e, STALL_LINE "3 s (its window timer"), 1);
+
+    /* a loop so starved that every turn comes 300 ms late: three new starts, then the
+     * windows due close */
+    int64_t due2 = DUE + 10 * SEC;
+    now = due2 + SEC;
+    CHECK_INT(core_timer_fired(e.core, now, due2), 1);
+    int turns = 1;
+    while (turns < 20) {
+        now += 300 * MS;
+        core_add_instances(e.core, 10);
+        turns++;
+        if (!core_timer_fired(e.core, now, due2)) {
+            break;
+        }
+    }
+    CHECK_INT(turns, 5);
+    env_close(&e);
+}
+
 /* Instances that never stop: reading first ends after 250 ms (half a window is 500). An
  * instance refused as future ends it at once: the open windows are full. */
 static void test_bounded(void) {
@@ -236,8 +272,8 @@ static void test_stall_ns(void) {
 }
 
 static const struct check_case cases[] = {
-    CHECK_CASE(on_time),    CHECK_CASE(reads_backlog), CHECK_CASE(bounded),
-    CHECK_CASE(loop_waits), CHECK_CASE(stall_ns),
+    CHECK_CASE(on_time), CHECK_CASE(reads_backlog), CHECK_CASE(stall_in_stall),
+    CHECK_CASE(bounded), CHECK_CASE(loop_waits),    CHECK_CASE(stall_ns),
 };
 
 CHECK_MAIN(cases)

@@ -19,7 +19,8 @@ than the lag, dqd before this fix refused part of the backlog as late.
 
 Last, the same with --otlp (windows of 2 s open 3 s for spans, a wrapper's lines late
 after 1 s still): a 2.5 s stop loses none of the wrapper's lines, which are judged from when
-dqd last waited for input, not from when it read them after the stop.
+dqd last waited for input, not from when it read them after the stop; nor does a 1.8 s
+stop that ends 50 ms after dqd's window timer was due (late by less than a stall).
 
 usage: test_stall.py DQD_BINARY
 """
@@ -66,11 +67,18 @@ def recorded(d, name):
     return d.metrics().value("dqd_instances_total", probe=name, status="ok")
 
 
-def stall(c, d, name, seconds):
-    """Streams instances of name, stops dqd for seconds part way; returns what was sent."""
+def stall(c, d, name, seconds, end_phase=None):
+    """Streams instances of name, stops dqd for seconds part way; returns what was sent.
+    end_phase: the stop ends that long after an odd second, when windows of 2 s that
+    close 3 s after their end fall due, not at a time set by when dqd started."""
     sock = t.connect(d.ingest_port)
     s = Sender(sock, name)
     time.sleep(1.5)
+    if end_phase is not None:
+        now = time.time()
+        end = int(now + seconds) + 1
+        end += 1 - end % 2  # odd
+        time.sleep(end + end_phase - seconds - now)
     os.kill(d.proc.pid, signal.SIGSTOP)
     time.sleep(seconds)
     os.kill(d.proc.pid, signal.SIGCONT)
@@ -122,10 +130,14 @@ def body(c):
                   extra=["--otlp", "127.0.0.1:0", "--otlp-lag", "3000"])
         d.base = 0
         sent = stall(c, d, "held_otlp", 2.5)
+        # a stop of 1.8 s (longer than the lag, shorter than a window: no deadline in it)
+        # that ends 50 ms after the timer was due: the timer is not late enough to be a
+        # stall, the wait after it is (before adbd1d0, its backlog was judged from its read)
+        sent += stall(c, d, "held_otlp", 1.8, end_phase=0.05)
         m = d.metrics()
         c.eq((m.value("dqd_ingest_rejected_total", reason="late"),
               m.value("dqd_ingest_rejected_total", reason="future")), (0.0, 0.0),
-             "with --otlp nothing a wrapper sent during a 2.5 s stop is refused (late, future)")
+             "with --otlp nothing a wrapper sent during the stops is refused (late, future)")
         c.eq(recorded(d, "held_otlp"), float(sent), "every instance sent is in held_otlp's windows")
         c.check("warn  dqd did not run for at least " in d.stderr(),
                 "with --otlp too the log says dqd did not run:\n%s" % d.stderr()[-1500:])
