@@ -24,7 +24,7 @@
 
 int64_t core_stall_ns(const struct core *c) {
     const struct probe_table *t = &c->probes;
-    int64_t lag = t->line_lag_on && t->line_lag_ns < t->lag_ns ? t->line_lag_ns : t->lag_ns;
+    int64_t lag = t->line_lag_on ? t->line_lag_ns : t->lag_ns; /* on: shorter than lag_ns */
     int64_t ns = lag / 2 < STALL_MAX_NS ? lag / 2 : STALL_MAX_NS;
     return ns > STALL_MIN_NS ? ns : STALL_MIN_NS;
 }

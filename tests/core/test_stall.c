@@ -113,6 +113,21 @@ static int said(struct env *e, const char *text) {
 #define DUE (T0 + 3 * SEC) /* the window timer's due time in every case */
 #define STALL_LINE "dqd did not run for at least "
 
+/* Turns of reading first every `step` after `now`, 10 more instances parsed before each,
+ * until core_timer_fired says close (at most 1000): how many turns that took. */
+static int turns_to_close(struct env *e, int64_t now, int64_t step, int64_t due) {
+    int turns = 0;
+    while (turns < 1000) {
+        now += step;
+        core_add_instances(e->core, 10);
+        turns++;
+        if (!core_timer_fired(e->core, now, due)) {
+            break;
+        }
+    }
+    return turns;
+}
+
 /* A timer on time, or late by less than a stall: the windows due close at once. */
 static void test_on_time(void) {
     struct env e;
@@ -171,18 +186,8 @@ static void test_stall_in_stall(void) {
     /* a loop so starved that every turn comes 300 ms late: three new starts, then the
      * windows due close */
     int64_t due2 = DUE + 10 * SEC;
-    now = due2 + SEC;
-    CHECK_INT(core_timer_fired(e.core, now, due2), 1);
-    int turns = 1;
-    while (turns < 20) {
-        now += 300 * MS;
-        core_add_instances(e.core, 10);
-        turns++;
-        if (!core_timer_fired(e.core, now, due2)) {
-            break;
-        }
-    }
-    CHECK_INT(turns, 5);
+    CHECK_INT(core_timer_fired(e.core, due2 + SEC, due2), 1);
+    CHECK_INT(turns_to_close(&e, due2 + SEC, 300 * MS, due2), 4); /* 5 turns in all */
     env_close(&e);
 }
 
@@ -193,16 +198,7 @@ static void test_bounded(void) {
     env_open(&e, 1000, 0);
     int64_t now = DUE + 3 * SEC;
     CHECK_INT(core_timer_fired(e.core, now, DUE), 1);
-    int64_t at = now;
-    int turns = 0;
-    for (; turns < 1000; turns++) {
-        at += 5 * MS;
-        core_add_instances(e.core, 10);
-        if (!core_timer_fired(e.core, at, DUE)) {
-            break;
-        }
-    }
-    CHECK_INT(at - now, 250 * MS);
+    CHECK_INT(turns_to_close(&e, now, 5 * MS, DUE) * 5 * MS, 250 * MS);
 
     int64_t due2 = DUE + 7 * SEC;
     CHECK_INT(core_timer_fired(e.core, due2 + SEC, due2), 1);
