@@ -381,6 +381,15 @@ static void why_sentences(json_t *out, const char *probe, json_t *inv, json_t *c
                  who ? who : "dqctl diagnose");
     }
     json_array_append_new(s, json_string(buf));
+    /* an overload investigation from its opening: why it became one, or that it was asked */
+    const char *load_why = json_string_value(json_object_get(root_stats, "overload_why"));
+    if (load_why) {
+        snprintf(buf, sizeof buf, "It was an overload investigation from the start: %s.", load_why);
+        json_array_append_new(s, json_string(buf));
+    } else if (json_is_true(json_object_get(root_stats, "overload"))) {
+        json_array_append_new(
+            s, json_string("It was an overload investigation from the start, as asked."));
+    }
     json_int_t follows = json_integer_value(json_object_get(
         json_object_get(json_array_get(chain, json_array_size(chain) - 1), "stats"), "follows"));
     if (follows) {

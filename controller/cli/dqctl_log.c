@@ -194,9 +194,17 @@ static void hyp_reason(const json_t *h, char *buf, size_t cap) {
         } else {
             snprintf(what, sizeof what, "for a %s problem", kind);
         }
-        snprintf(buf, cap, "opened %s, %s%s%s%s", what,
+        /* an overload investigation from the start: asked for, or why it became one */
+        const char *load_why = jstr(st, "overload_why", NULL);
+        char overload[400] = "";
+        if (load_why) {
+            snprintf(overload, sizeof overload, "; an overload investigation: %s", load_why);
+        } else if (json_is_true(json_object_get(st, "overload"))) {
+            snprintf(overload, sizeof overload, "; an overload investigation, as asked");
+        }
+        snprintf(buf, cap, "opened %s, %s%s%s%s%s", what,
                  strcmp(origin, "trigger") == 0 ? "by a trigger" : "by a person", who ? " (" : "",
-                 who ? who : "", who ? ")" : "");
+                 who ? who : "", who ? ")" : "", overload);
         return;
     }
     const char *err = jstr(st, "error", NULL);

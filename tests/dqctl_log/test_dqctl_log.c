@@ -458,6 +458,27 @@ static void test_render_progress_and_verdict(void) {
                  "latency (23.9 ms ± 0.29 of 27.5 ms); the runner-up validate holds 7 % (2.01 ms ± "
                  "0.036)\n");
     cap_close(&c);
+    /* a trigger's investigation that was an overload one as it opened says why; one asked
+     * for says so */
+    json_t *root =
+        json_pack("{s:I,s:s,s:s,s:s,s:f,s:{s:s,s:s,s:b,s:s}}", "id", (json_int_t)1, "action",
+                  "root", "node", "checkout", "kind", "qta", "time", 1795318959.935, "stats",
+                  "origin", "trigger", "problem", "qta", "overload", 1, "overload_why",
+                  "its latency rises with its arrivals (Spearman z 3.7 over its windows)");
+    cap_open(&c);
+    dqctl_render_progress(c.f, root);
+    CHECK_MSG(starts_with(cap_text(&c), "03:42:39.935  opened   checkout: opened for a qta "
+                                        "problem, by a trigger; an overload investigation: its "
+                                        "latency rises with its arrivals (Spearman z 3.7 over "
+                                        "its windows);"),
+              "%s", cap_text(&c));
+    cap_close(&c);
+    json_object_del(json_object_get(root, "stats"), "overload_why");
+    cap_open(&c);
+    dqctl_render_progress(c.f, root);
+    CHECK(strstr(cap_text(&c), "by a trigger; an overload investigation, as asked;") != NULL);
+    cap_close(&c);
+    json_decref(root);
 
     cap_open(&c);
     dqctl_render_verdict(c.f, inv);

@@ -141,6 +141,15 @@ def ramp_diagnose(c, name):
         c.check(w.returncode == 0 and "overload" in w.stdout and "saturates" in w.stdout,
                 "%s: dqctl why %s cites the overload verdict:\n%s" %
                 (name, run["bottleneck"], w.stdout[-1500:]))
+        if run["overload_flag"]:
+            # asked for: both say so where they tell how the investigation opened
+            t = dqctl(d, "log", str(inv.get("id", 0)))
+            c.check("by a person (dqctl); an overload investigation, as asked"
+                    in t.stdout, "%s: dqctl log says the overload was asked for:\n%s" %
+                    (name, t.stdout[:1500]))
+            c.check("overload investigation from the start, as asked" in w.stdout,
+                    "%s: dqctl why says the overload was asked for:\n%s" %
+                    (name, w.stdout[-1500:]))
     finally:
         sim.stop()
         d.stop(c, "%s dqd" % name)
@@ -216,6 +225,24 @@ def mm1k(c):
         c.check(sat is not None and loss_rate and abs(sat - loss_rate) <= 0.2 * loss_rate,
                 "mm1k: predicted saturation %s/s within 20 %% of the rate loss began at %s/s" %
                 (sat, loss_rate))
+        # why it became an overload investigation, in dqctl log and dqctl why: at its
+        # opening (the root's overload_why) or at a later check (that step's reason)
+        hyps = inv.get("hypotheses") or [{}]
+        why_open = (hyps[0].get("stats") or {}).get("overload_why")
+        later = [h["stats"]["reason"] for h in hyps if h.get("stats") and
+                 h["stats"].get("mode") == "overload" and h["stats"].get("reason")]
+        said = why_open or (later[0] if later else None)
+        t = dqctl(d, "log", str(inv.get("id", 0)))
+        c.check(said is not None and said in t.stdout,
+                "mm1k: dqctl log says why it is an overload investigation (%r):\n%s" %
+                (said, t.stdout[:2000]))
+        w = dqctl(d, "why", ov.get("bottleneck") or "worker_1")
+        c.check(said is not None and said.split(":")[0] in w.stdout,
+                "mm1k: dqctl why says why it is an overload investigation (%r):\n%s" %
+                (said, w.stdout[-2000:]))
+        if os.environ.get("VERBOSE"):
+            print(t.stdout[:2500])
+            print(w.stdout[-2500:])
     finally:
         sim.stop()
         d.stop(c, "mm1k dqd")
