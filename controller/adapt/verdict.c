@@ -286,9 +286,106 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
                                 int kind);
 
-/* Diffuse over the children, but maybe held by one node: then it is that node's; else the
- * turn of a child kept to be searched in turn (try_alternative), or of the other of two near
- * a tie (descend_tie). */
+/* Probe `name` on node `on` over windows ≥ from, against the same probe on the other nodes
+ * as its baseline (their instances pooled); 0 when `on` does not report it or no other
+ * node does. */
+static int on_node_stats(struct plan *pl, const char *name, const char *on, int64_t from,
+                         struct search_stats *out) {
+    struct search_child kids[ADAPT_MAX_SPLIT];
+    unsigned char include[ADAPT_MAX_SPLIT];
+    int weighed = 0, at = -1;
+    int n = adapt__gather_nodes(pl, name, from, kids, include, &weighed);
+    double n_ok = 0.0, n_all = 0.0, n_lost = 0.0, sum = 0.0, sumsq = 0.0;
+    for (int i = 0; i < n; i++) {
+        const struct search_stats *k = &kids[i].stats;
+        if (strcmp(kids[i].name, on) == 0) {
+            at = i;
+        } else if (k->present) {
+            double ok = (double)k->n_ok;
+            n_ok += ok;
+            n_all += (double)search_stats_instances(k);
+            n_lost += (double)(k->n_fa + k->n_to);
+            sum += ok * k->mean;
+            sumsq += ok * (k->variance + k->mean * k->mean);
+        }
+    }
+    if (at < 0 || !kids[at].stats.present || !(n_ok > 0)) {
+        return 0;
+    }
+    *out = kids[at].stats;
+    out->has_baseline = 1;
+    out->base_mean = sum / n_ok;
+    out->base_variance = fmax(sumsq / n_ok - out->base_mean * out->base_mean, 0.0);
+    out->base_lost = n_lost / n_all;
+    out->base_n = (uint64_t)n_all;
+    return 1;
+}
+
+/*
+ * No child dominates over all nodes, but the node split found the change on node `sick`: a
+ * step slowed on one node of many is diluted by the others. There, each child of the focus
+ * against the same child on the other nodes (its baseline): when one dominates, the search
+ * descends into it, or it is the culprit (1: ev and reason used). A node slow in every part
+ * stays the node split's verdict (no child dominates there either).
+ */
+static int on_sick_node(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
+                        const char *sick, const char *over_all) {
+    if (inv->mode != SEARCH_MODE_PROBLEM || inv->alt_tried || inv->alt[0]) {
+        return 0;
+    }
+    struct focus_input *x = calloc(1, sizeof *x); /* its ΔQs stay NULL: moments only */
+    struct search_result *r = calloc(1, sizeof *r);
+    int ok = x && r && on_node_stats(pl, inv->focus, sick, inv->eval_from, &x->in.stats);
+    if (ok) {
+        memcpy(x->kids, fi->kids, sizeof x->kids);
+        memcpy(x->kid_nodes, fi->kid_nodes, sizeof x->kid_nodes);
+        for (size_t j = 0; ok && j < fi->in.n_children; j++) {
+            ok = fi->kids[j].name &&
+                 on_node_stats(pl, fi->kids[j].name, sick, inv->eval_from, &x->kids[j].stats);
+        }
+    }
+    if (ok) {
+        /* moments only, per node: a QTA, a divergence or a shape is weighed by the means */
+        enum search_problem p = inv->problem;
+        struct search_input in = {.name = inv->focus,
+                                  .kind = fi->in.kind,
+                                  .problem =
+                                      p == SEARCH_LOST || p == SEARCH_VARIANCE ? p : SEARCH_LATENCY,
+                                  .stats = x->in.stats,
+                                  .children = x->kids,
+                                  .n_children = fi->in.n_children,
+                                  .exhausted = 1};
+        x->in = in;
+        ok = search_evaluate(&x->in, &pl->a->params, r) == DQ_OK &&
+             (r->verdict == SEARCH_DESCEND || r->verdict == SEARCH_LOCALIZED) && r->child >= 0;
+    }
+    if (ok) {
+        /* "descend into back: on node n3 alone, against …, back holds …; over all nodes, …" */
+        char said[SEARCH_REASON_MAX];
+        snprintf(said, sizeof said, "%s", r->reason);
+        const char *colon = strstr(said, ": ");
+        int head = colon ? (int)(colon - said) : 0;
+        int w =
+            snprintf(r->reason, sizeof r->reason,
+                     "%.*s: on node %s alone, against the same probes on the other nodes, %s; over "
+                     "all nodes, %s",
+                     head, said, sick, colon ? colon + 2 : said, over_all);
+        if (w < 0) {
+            snprintf(r->reason, sizeof r->reason, "%s", said);
+        }
+        adapt__fx_log(pl, LOG_INFO, inv->id,
+                      ": no child of %s dominates over all nodes; on %s, %s does", inv->focus, sick,
+                      x->kids[r->child].name);
+        adapt__decided(pl, inv, x, r);
+    }
+    free(x);
+    free(r);
+    return ok;
+}
+
+/* Diffuse over the children, but maybe held by one node: then it is that node's, or a child's
+ * there (on_sick_node); else the turn of a child kept to be searched in turn
+ * (try_alternative), or of the other of two near a tie (descend_tie). */
 static void diffuse(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                     const struct search_result *r, json_t *ev, char *reason, size_t cap) {
     char sick[PROBES_LABEL_MAX];
@@ -297,6 +394,11 @@ static void diffuse(struct plan *pl, struct investigation *inv, const struct foc
     if (sick[0] && before) {
         const char *on = strstr(reason, "; on node ");
         const char *rest = strstr(before, ": ");
+        if (on_sick_node(pl, inv, fi, sick, rest ? rest + 2 : before)) {
+            free(before);
+            json_decref(ev);
+            return;
+        }
         snprintf(reason, cap, "localized at %s, on node %s; over all nodes, %s", inv->focus,
                  on ? on + 10 : sick, rest ? rest + 2 : before);
     }
