@@ -133,9 +133,13 @@ struct investigation {
                         explains its still-fired trigger */
     double verdict_value, runner_value; /* localized: the contributions at the verdict */
     double verdict_hw;                  /* … and the half-width of the culprit's (95 %) */
-    int64_t recheck_wid;                /* closed: when its verdict was last re-checked */
-    int recheck_holds;                  /* … and what that said (1 holds, 0 not) */
-    int recheck_rules;                  /* … the rules it held by so far (bits, deescalate.c) */
+    /* … weighed on this node alone against the others (adapt__scope_to_node; "": over all
+     * nodes), as the re-checks weigh it again; scoping: set while such a decision is acted on */
+    char verdict_on[PROBES_LABEL_MAX];
+    const char *scoping;
+    int64_t recheck_wid; /* closed: when its verdict was last re-checked */
+    int recheck_holds;   /* … and what that said (1 holds, 0 not) */
+    int recheck_rules;   /* … the rules it held by so far (bits, deescalate.c) */
     int paused;
     int load_looks; /* the looks taken so far at whether its latency rises with the arrivals */
     struct overload_prev *ov_prev; /* overload: the stages of the levels above its focus */
@@ -442,6 +446,13 @@ struct dq_eval *adapt__what_if_eval(struct adapt *a, const struct dq_diagram *g)
  * (0 when the probe is not split). */
 int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct search_child *kids,
                         unsigned char *include, int *weighed);
+/* fi (adapt__build_input's) weighed on node `on` alone: the focus's and every child's
+ * statistics there over windows ≥ from, each against the same probe on the other nodes as
+ * its baseline (their excess over them: a step slowed on one node of many), and the
+ * problem per-node moments can weigh (a QTA, a divergence or a shape by the means). 1 when
+ * done; 0, fi unchanged, when `on` or no other node reports the focus or one of them.
+ * fi->kstats keep what they own (release fi as before). */
+int adapt__scope_to_node(struct plan *pl, struct focus_input *fi, const char *on, int64_t from);
 
 /* ---- investigate.c --------------------------------------------------------------------- */
 

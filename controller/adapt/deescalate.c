@@ -74,8 +74,11 @@ static int verdict_holds(struct plan *pl, const struct investigation *inv, doubl
      * looks at; five can hold none of its rare passes */
     int64_t horizon =
         inv->problem == SEARCH_VARIANCE ? 4 * SEARCH_RECENT_WINDOWS : SEARCH_RECENT_WINDOWS;
+    /* a verdict weighed on one node alone against the others is weighed so again */
     if (fi && attr && include &&
-        adapt__build_input(pl, &probe_inv, pl->upto - horizon, fi) == DQ_OK) {
+        adapt__build_input(pl, &probe_inv, pl->upto - horizon, fi) == DQ_OK &&
+        (!inv->verdict_on[0] ||
+         adapt__scope_to_node(pl, fi, inv->verdict_on, pl->upto - horizon))) {
         for (size_t j = 0; j < fi->in.n_children; j++) {
             const struct search_stats *s = &fi->kids[j].stats;
             int enough = s->present && search_stats_instances(s) >= 10;

@@ -594,6 +594,67 @@ int adapt__gather_nodes(struct plan *pl, const char *name, int64_t from, struct 
     return n;
 }
 
+/* Probe `name` on node `on` over windows ≥ from, against the same probe on the other nodes
+ * as its baseline: their successes' moments pooled (nodes with successes), their lost
+ * fraction over all their instances; 0 when `on` does not report it or no other node has a
+ * success. */
+static int on_node_stats(struct plan *pl, const char *name, const char *on, int64_t from,
+                         struct search_stats *out) {
+    struct search_child kids[ADAPT_MAX_SPLIT];
+    unsigned char include[ADAPT_MAX_SPLIT];
+    int weighed = 0, at = -1;
+    int n = adapt__gather_nodes(pl, name, from, kids, include, &weighed);
+    double n_ok = 0.0, n_all = 0.0, n_lost = 0.0, sum = 0.0, sumsq = 0.0;
+    for (int i = 0; i < n; i++) {
+        const struct search_stats *k = &kids[i].stats;
+        if (strcmp(kids[i].name, on) == 0) {
+            at = i;
+        } else if (k->present) {
+            n_all += (double)search_stats_instances(k);
+            n_lost += (double)(k->n_fa + k->n_to);
+            if (k->n_ok > 0) { /* a node of failures only has no mean */
+                double ok = (double)k->n_ok;
+                n_ok += ok;
+                sum += ok * k->mean;
+                sumsq += ok * (k->variance + k->mean * k->mean);
+            }
+        }
+    }
+    if (at < 0 || !kids[at].stats.present || !(n_ok > 1)) {
+        return 0;
+    }
+    *out = kids[at].stats;
+    out->has_baseline = 1;
+    out->base_mean = sum / n_ok;
+    out->base_variance = fmax(sumsq / n_ok - out->base_mean * out->base_mean, 0.0);
+    out->base_lost = n_lost / n_all;
+    out->base_n = (uint64_t)n_ok; /* as a baseline's: its successes */
+    return 1;
+}
+
+int adapt__scope_to_node(struct plan *pl, struct focus_input *fi, const char *on, int64_t from) {
+    struct search_stats x, kid[SEARCH_MAX_CHILDREN];
+    if (!on_node_stats(pl, fi->in.name, on, from, &x)) {
+        return 0;
+    }
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        if (!fi->kids[j].name || !on_node_stats(pl, fi->kids[j].name, on, from, &kid[j])) {
+            return 0;
+        }
+    }
+    for (size_t j = 0; j < fi->in.n_children; j++) {
+        fi->kids[j].stats = kid[j]; /* fi->kstats keep what they own */
+    }
+    enum search_problem p = fi->in.problem;
+    fi->in.stats = x;
+    fi->in.problem = p == SEARCH_LOST || p == SEARCH_VARIANCE ? p : SEARCH_LATENCY;
+    fi->in.qta_p = 0.0;
+    fi->in.tail_at = 0.0;
+    fi->in.tail_passes = 0;
+    fi->in.tail_node = NULL;
+    return 1;
+}
+
 /* ---- what-ifs ---------------------------------------------------------------------------- */
 
 /* An evaluator of the diagram with every probe on its own grid. */

@@ -286,77 +286,45 @@ static int descend_tie(struct plan *pl, struct investigation *inv, const struct 
 static json_t *keep_alternative(struct investigation *inv, const char *alt, const char *from,
                                 int kind);
 
-/* Probe `name` on node `on` over windows ≥ from, against the same probe on the other nodes
- * as its baseline (their instances pooled); 0 when `on` does not report it or no other
- * node does. */
-static int on_node_stats(struct plan *pl, const char *name, const char *on, int64_t from,
-                         struct search_stats *out) {
-    struct search_child kids[ADAPT_MAX_SPLIT];
-    unsigned char include[ADAPT_MAX_SPLIT];
-    int weighed = 0, at = -1;
-    int n = adapt__gather_nodes(pl, name, from, kids, include, &weighed);
-    double n_ok = 0.0, n_all = 0.0, n_lost = 0.0, sum = 0.0, sumsq = 0.0;
-    for (int i = 0; i < n; i++) {
-        const struct search_stats *k = &kids[i].stats;
-        if (strcmp(kids[i].name, on) == 0) {
-            at = i;
-        } else if (k->present) {
-            double ok = (double)k->n_ok;
-            n_ok += ok;
-            n_all += (double)search_stats_instances(k);
-            n_lost += (double)(k->n_fa + k->n_to);
-            sum += ok * k->mean;
-            sumsq += ok * (k->variance + k->mean * k->mean);
+/* Ends s on a whole UTF-8 character (a cut text can end inside one: invalid JSON). */
+static void utf8_whole(char *s) {
+    size_t n = strlen(s), k = n;
+    while (k > 0 && ((unsigned char)s[k - 1] & 0xC0) == 0x80) {
+        k--; /* continuation bytes back to their lead byte */
+    }
+    if (k > 0 && ((unsigned char)s[k - 1] & 0x80)) {
+        unsigned char lead = (unsigned char)s[k - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        if (n - (k - 1) < need) {
+            s[k - 1] = '\0';
         }
     }
-    if (at < 0 || !kids[at].stats.present || !(n_ok > 0)) {
-        return 0;
-    }
-    *out = kids[at].stats;
-    out->has_baseline = 1;
-    out->base_mean = sum / n_ok;
-    out->base_variance = fmax(sumsq / n_ok - out->base_mean * out->base_mean, 0.0);
-    out->base_lost = n_lost / n_all;
-    out->base_n = (uint64_t)n_all;
-    return 1;
 }
 
 /*
  * No child dominates over all nodes, but the node split found the change on node `sick`: a
  * step slowed on one node of many is diluted by the others. There, each child of the focus
- * against the same child on the other nodes (its baseline): when one dominates, the search
- * descends into it, or it is the culprit (1: ev and reason used). A node slow in every part
- * stays the node split's verdict (no child dominates there either).
+ * against the same child on the other nodes (adapt__scope_to_node): when one dominates, the
+ * search descends into it, or it is the culprit, weighed again that way by the re-checks
+ * (1: ev and reason used). A node slow in every part stays the node split's verdict (no
+ * child dominates there either).
  */
 static int on_sick_node(struct plan *pl, struct investigation *inv, const struct focus_input *fi,
                         const char *sick, const char *over_all) {
     if (inv->mode != SEARCH_MODE_PROBLEM || inv->alt_tried || inv->alt[0]) {
         return 0;
     }
-    struct focus_input *x = calloc(1, sizeof *x); /* its ΔQs stay NULL: moments only */
+    struct focus_input *x = malloc(sizeof *x);
     struct search_result *r = calloc(1, sizeof *r);
-    int ok = x && r && on_node_stats(pl, inv->focus, sick, inv->eval_from, &x->in.stats);
+    int ok = x && r;
     if (ok) {
-        memcpy(x->kids, fi->kids, sizeof x->kids);
-        memcpy(x->kid_nodes, fi->kid_nodes, sizeof x->kid_nodes);
-        for (size_t j = 0; ok && j < fi->in.n_children; j++) {
-            ok = fi->kids[j].name &&
-                 on_node_stats(pl, fi->kids[j].name, sick, inv->eval_from, &x->kids[j].stats);
-        }
-    }
-    if (ok) {
-        /* moments only, per node: a QTA, a divergence or a shape is weighed by the means */
-        enum search_problem p = inv->problem;
-        struct search_input in = {.name = inv->focus,
-                                  .kind = fi->in.kind,
-                                  .problem =
-                                      p == SEARCH_LOST || p == SEARCH_VARIANCE ? p : SEARCH_LATENCY,
-                                  .stats = x->in.stats,
-                                  .children = x->kids,
-                                  .n_children = fi->in.n_children,
-                                  .exhausted = 1};
-        x->in = in;
-        ok = search_evaluate(&x->in, &pl->a->params, r) == DQ_OK &&
+        *x = *fi;
+        memset(x->kstats, 0, sizeof x->kstats); /* fi owns its ΔQs: x borrows none */
+        memset(&x->xstats, 0, sizeof x->xstats);
+        x->in.children = x->kids;
+        x->in.exhausted = 1; /* the step is over: decide now */
+        ok = adapt__scope_to_node(pl, x, sick, inv->eval_from) &&
+             search_evaluate(&x->in, &pl->a->params, r) == DQ_OK &&
              (r->verdict == SEARCH_DESCEND || r->verdict == SEARCH_LOCALIZED) && r->child >= 0;
     }
     if (ok) {
@@ -365,18 +333,19 @@ static int on_sick_node(struct plan *pl, struct investigation *inv, const struct
         snprintf(said, sizeof said, "%s", r->reason);
         const char *colon = strstr(said, ": ");
         int head = colon ? (int)(colon - said) : 0;
-        int w =
-            snprintf(r->reason, sizeof r->reason,
-                     "%.*s: on node %s alone, against the same probes on the other nodes, %s; over "
-                     "all nodes, %s",
-                     head, said, sick, colon ? colon + 2 : said, over_all);
-        if (w < 0) {
-            snprintf(r->reason, sizeof r->reason, "%s", said);
+        int w = snprintf(r->reason, sizeof r->reason,
+                         "%.*s: on node %s alone, against the same probes on the other nodes, "
+                         "%s; over all nodes, %s",
+                         head, said, sick, colon ? colon + 2 : said, over_all);
+        if (w >= (int)sizeof r->reason) {
+            utf8_whole(r->reason);
         }
         adapt__fx_log(pl, LOG_INFO, inv->id,
-                      ": no child of %s dominates over all nodes; on %s, %s does", inv->focus, sick,
-                      x->kids[r->child].name);
+                      ": no child of %s dominates over all nodes; on %s alone, %s does", inv->focus,
+                      sick, x->kids[r->child].name);
+        inv->scoping = sick;
         adapt__decided(pl, inv, x, r);
+        inv->scoping = NULL;
     }
     free(x);
     free(r);
@@ -464,6 +433,11 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
         inv->verdict_hw = r->attr.c[child].half_width;
         inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
         snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
+        /* weighed on one node alone: so are the re-checks (and after a restart, resume.c) */
+        snprintf(inv->verdict_on, sizeof inv->verdict_on, "%s", inv->scoping ? inv->scoping : "");
+        if (inv->scoping) {
+            json_object_set_new(ev, "weighed_on_node", json_string(inv->scoping));
+        }
     }
     const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
     int found = adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap);
