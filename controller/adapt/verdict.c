@@ -440,7 +440,13 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
         }
     }
     const char *runner = r->attr.runner_up >= 0 ? fi->kids[r->attr.runner_up].name : NULL;
-    int found = adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap);
+    /* a culprit weighed on one node alone is not weighed for its share of the node's change:
+     * the what-ifs put a culprit back to its sibling over all nodes, not to the same probe on
+     * the other nodes (it would explain nothing, and the search look for a second culprit
+     * among siblings that did not change) */
+    int found = inv->scoping && inv->n_culprits == 0
+                    ? 0
+                    : adapt__culprit_found(pl, inv, child_name, runner, ev, reason, cap);
     if (found > 0) {
         adapt__turns_clear(inv); /* the search goes on afresh from the node */
         return;                  /* ev taken: the search goes on for another culprit */
