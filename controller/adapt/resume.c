@@ -60,9 +60,6 @@ static void culprits_from_json(struct investigation *inv, const struct store_hyp
             const char *r0 =
                 json_string_value(json_object_get(json_array_get(list, 0), "reference"));
             const json_t *kids = json_object_get(json_object_get(st, "evidence"), "children");
-            const char *on = json_string_value(
-                json_object_get(json_object_get(st, "evidence"), "weighed_on_node"));
-            snprintf(inv->verdict_on, sizeof inv->verdict_on, "%s", on ? on : "");
             size_t j;
             const json_t *kid;
             inv->runner_value = 0.0;

@@ -433,7 +433,8 @@ static void localized(struct plan *pl, struct investigation *inv, struct focus_i
         inv->verdict_hw = r->attr.c[child].half_width;
         inv->runner_value = r->attr.runner_up >= 0 ? r->attr.c[r->attr.runner_up].value : 0.0;
         snprintf(inv->culprit_parent, sizeof inv->culprit_parent, "%s", inv->focus);
-        /* weighed on one node alone: so are the re-checks (and after a restart, resume.c) */
+        /* weighed on one node alone: so are the re-checks (a restart keeps none of a lone
+         * verdict's numbers, as for any) */
         snprintf(inv->verdict_on, sizeof inv->verdict_on, "%s", inv->scoping ? inv->scoping : "");
         if (inv->scoping) {
             json_object_set_new(ev, "weighed_on_node", json_string(inv->scoping));
